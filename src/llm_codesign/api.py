@@ -1,0 +1,193 @@
+"""Public API: one estimate, with its assumptions and an explanation of what bounds each op."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SpecError
+from .ops import StepShape
+from .serving import evaluate, step_cost
+from .specs.engine import EngineConstants, load_engine
+from .specs.hardware import HardwareSpec, load_hardware
+from .specs.model import ModelSpec, load_model
+from .specs.plan import ParallelPlan
+from .specs.precision import Precision, parse_precision
+from .specs.workload import Workload
+
+
+@dataclass
+class Estimate:
+    """A serving prediction for one configuration. ``to_dict`` follows DESIGN.md's contract."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    precision: Precision
+    plan: ParallelPlan
+    workload: Workload
+    engine: EngineConstants
+    ttft_ms: float
+    tpot_ms: float
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    total_tok_s_per_gpu: float
+    num_gpus: int
+    fits_in_memory: bool
+    memory_per_gpu_gb: float
+    weights_per_gpu_gb: float
+    kv_cache_per_gpu_gb: float
+    max_concurrency: int
+    feasible: bool
+    reason: str
+    breakdown: dict[str, dict[str, float]]
+    ops: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.id,
+            "hardware": self.hardware.id,
+            "precision": self.precision.id,
+            "engine": self.engine.id,
+            "plan": self.plan.to_dict(),
+            "isl": self.workload.isl,
+            "osl": self.workload.osl,
+            "concurrency": self.workload.concurrency,
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "tok_s_per_user": self.tok_s_per_user,
+            "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
+            "total_tok_s_per_gpu": self.total_tok_s_per_gpu,
+            "num_gpus": self.num_gpus,
+            "fits_in_memory": self.fits_in_memory,
+            "memory_per_gpu_gb": self.memory_per_gpu_gb,
+            "weights_per_gpu_gb": self.weights_per_gpu_gb,
+            "kv_cache_per_gpu_gb": self.kv_cache_per_gpu_gb,
+            "max_concurrency": self.max_concurrency,
+            "feasible": self.feasible,
+            "reason": self.reason,
+            "breakdown": self.breakdown,
+            "ops": self.ops,
+            "assumptions": self.assumptions(),
+        }
+
+    def assumptions(self) -> dict[str, Any]:
+        hw = self.hardware
+        rate = hw.compute_rate_class(self.precision.compute_class)
+        eff = hw.gemm_efficiency_for(rate)
+        return {
+            "hardware_file": hw.id,
+            "peak_flops_per_s": hw.peak_flops(rate),
+            "compute_class": rate,
+            "gemm_efficiency": {"value": eff.value, "source": eff.source},
+            "hbm_bytes_per_s": hw.hbm_bytes_per_s,
+            "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
+            "scaleup_efficiency": {"value": hw.scaleup_efficiency.value, "source": hw.scaleup_efficiency.source},
+            "precision": self.precision.summary(),
+            "engine_constants": self.engine.to_dict(),
+            "engine_sources": dict(self.engine.sources),
+            "serving_model": "aggregated in-flight batching, closed loop (DESIGN.md); TPOT = mixed step time",
+        }
+
+
+def _scalar(x: Any) -> float:
+    v = float(np.asarray(x).reshape(-1)[0])
+    return v if math.isfinite(v) else 0.0
+
+
+def estimate(
+    model: str | Path | ModelSpec,
+    hardware: str | Path | HardwareSpec,
+    precision: str | Precision = "bf16",
+    plan: ParallelPlan | None = None,
+    workload: Workload | None = None,
+    *,
+    engine: str | Path | EngineConstants | None = None,
+    num_gpus: int | None = None,
+    explain: bool = True,
+) -> Estimate:
+    """Predict serving metrics for one configuration.
+
+    ``num_gpus`` (optional) is the deployment size: dp is set to fill it with replicas of the
+    plan (it must be a multiple of tp x pp).
+
+    Example:
+        >>> e = estimate("llama-3.1-8b", "h200-sxm", "bf16", ParallelPlan(), Workload(1024, 128, 1))
+        >>> e.tpot_ms > 0
+        True
+    """
+    m = load_model(model)
+    hw = load_hardware(hardware)
+    prec = parse_precision(precision)
+    eng = load_engine(engine)
+    plan = plan or ParallelPlan()
+    wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
+    if num_gpus is not None:
+        if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
+            raise SpecError(
+                f"num_gpus={num_gpus} is not a multiple of tp x pp = {plan.tp} x {plan.pp} = {plan.gpus_per_replica}"
+            )
+        plan = ParallelPlan(plan.tp, plan.pp, plan.ep, num_gpus // plan.gpus_per_replica, plan.attention_dp, plan.cp)
+    plan.validate_for(m)
+    if plan.tp > hw.scaleup_domain_size and hw.scaleout_bytes_per_s <= 0:
+        raise SpecError(
+            f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size {hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
+        )
+    r = evaluate(
+        m, hw, prec, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, dp=plan.dp, attention_dp=plan.attention_dp,
+        cp=plan.cp, isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency,
+    )
+
+    def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
+        out = {k: _scalar(v) for k, v in d.items()}
+        out["total"] = sum(out.values())
+        return out
+
+    breakdown = {
+        "prefill": phase(r.prefill_breakdown),
+        "decode": phase(r.decode_breakdown),
+        "mixed_step": phase(r.mixed_breakdown),
+    }
+    ops: list[dict[str, Any]] = []
+    if explain:
+        ops = explain_ops(m, hw, prec, eng, plan, wl)
+    reason = str(np.asarray(r.reason).reshape(-1)[0])
+    return Estimate(
+        model=m, hardware=hw, precision=prec, plan=plan, workload=wl, engine=eng,
+        ttft_ms=_scalar(r.ttft_s) * 1e3, tpot_ms=_scalar(r.tpot_s) * 1e3,
+        tok_s_per_user=_scalar(r.tok_s_per_user), output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
+        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu), num_gpus=plan.num_gpus,
+        fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
+        memory_per_gpu_gb=_scalar(r.memory_per_gpu_bytes) / 1e9,
+        weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
+        kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
+        max_concurrency=int(_scalar(r.max_concurrency)), feasible=reason == "", reason=reason,
+        breakdown=breakdown, ops=ops,
+    )
+
+
+def explain_ops(m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plan: ParallelPlan, wl: Workload) -> list[dict[str, Any]]:
+    """Per-op detail of a pure decode step and of one prefill chunk: time, FLOPs, bound."""
+    rows: list[dict[str, Any]] = []
+    chunk = min(wl.isl, eng.max_num_tokens)
+    for phase, dec, pre in (("decode", wl.concurrency, 0), ("prefill", 0, chunk)):
+        s = StepShape(
+            decode_seqs=np.array(float(dec) / plan.pp), decode_ctx=np.array(wl.isl + wl.osl / 2.0),
+            prefill_tokens=np.array(float(pre)), prefill_seqs=np.array(1.0 if pre else 0.0),
+            prefill_ctx=np.array(wl.isl / 2.0), tp=np.array(plan.tp), ep=np.array(plan.ep), pp=np.array(plan.pp),
+            cp=np.array(plan.cp), attention_dp=np.array(plan.attention_dp),
+        )
+        cost = step_cost(m, prec, hw, eng, s, detail=True)
+        merged: dict[str, dict[str, Any]] = {}
+        for op, t, bound in cost.ops:
+            t_s = _scalar(t)
+            if t_s <= 0:
+                continue
+            row = merged.setdefault(op.name, {"phase": phase, "op": op.name, "class": op.op_class, "time_s": 0.0, "flops": 0.0, "bound": str(np.asarray(bound).reshape(-1)[0])})
+            row["time_s"] += t_s
+            row["flops"] += _scalar(op.total_flops()) * _scalar(op.layers)
+        rows.extend(sorted(merged.values(), key=lambda r: -r["time_s"]))
+    return rows

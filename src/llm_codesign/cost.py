@@ -1,0 +1,173 @@
+"""Cost: time of each op on a hardware spec (roofline with GEMM tile and wave quantization,
+attention kernels, collectives), vectorized over numpy arrays.
+
+GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
+  * tile quantization: partial edge tiles cost full tiles: ceil(M/TM) x ceil(N/TN) tiles;
+  * wave quantization: tiles run in waves of ``sm_count / cluster_sms`` concurrent tiles;
+  * per-tile fixed cost (prologue, epilogue) of ``TILE_OVERHEAD_BF16_K`` BF16 k-steps, scaled
+    by the format's speed (the same time in more k for faster formats): the K-saturation of
+    NVIDIA's GB300 sweep (80% of sustained throughput needs K > 3072);
+  * the best of a few tile shapes per architecture (smaller tiles waste less on edges but
+    reuse operands less: relative efficiency 1 / (1 + TILE_REUSE_C (1/TM + 1/TN)));
+  * a ceiling: the measured MAMF fraction of the GPU (hardware file) times the engine's
+    ``gemm_scale``; and a misalignment penalty when a contiguous dim is not a multiple of
+    16 bytes (H100 SwiGLU d_ff = 10922 vs 10944: 272.73 vs ~398 TFLOPS, gemm.csv);
+  * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over HBM.
+Time = max(compute, memory); per-kernel fixed overheads are added per step in serving.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ops import Op
+from .specs.engine import EngineConstants
+from .specs.hardware import HardwareSpec
+
+Array = np.ndarray
+
+TILE_OVERHEAD_BF16_K = 128.0  # per-tile fixed cost in BF16 k-steps (fits blog Fig. 4 K-sweep)
+TILE_REUSE_C = 32.0
+SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition  # operand-reuse constant of the tile-shape efficiency
+# Misaligned leading dims (not a multiple of 16 bytes) lose the TMA/vectorized path:
+# mlengineering_swiglu_h100 (gemm.csv): 272.73 / 397.5 (mean of aligned neighbours) = 0.686.
+MISALIGNED_FACTOR = 272.73 / 397.5
+# MAMF (hardware efficiency) is measured on large, aligned shapes; the ceiling is normalized so
+# that the model reproduces MAMF on such a shape (8192^3).
+_REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
+
+
+def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
+    tm, tn, c = hw.tile_m, hw.tile_n, hw.tile_cluster_sms
+    cands = {(tm, tn, c), (max(tm // 2, 64), tn, max(c // 2, 1)), (tm, max(tn // 2, 64), c),
+             (max(tm // 2, 64), max(tn // 2, 64), max(c // 2, 1)), (64, 128, 1)}
+    return sorted(cands)
+
+
+def _tile_reuse(tm: float, tn: float) -> float:
+    return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
+
+
+def gemm_shape_efficiency(
+    hw: HardwareSpec, m: Array, n: Array, k: Array, groups: Array | float, speed_ratio: float,
+    elem_bytes: float = 2.0,
+) -> Array:
+    """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
+    alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM."""
+    m = np.maximum(np.asarray(m, dtype=float), 0.0)
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(k, dtype=float)
+    groups = np.asarray(groups, dtype=float)
+    cands = _tile_candidates(hw)
+    best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
+    k0 = TILE_OVERHEAD_BF16_K * speed_ratio
+    best = np.zeros(np.broadcast(m, n, k, groups).shape)
+    for tm, tn, c in cands:
+        slots = max(hw.sm_count // c, 1)
+        # groups (experts) run as one grouped launch: tiles of all groups share the waves
+        tiles = np.ceil(m / tm) * np.ceil(n / tn) * np.maximum(groups, 1e-9)
+        tiles = np.maximum(tiles, 1e-9)
+        # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS and
+        # CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K per split
+        splits = np.clip(np.floor(slots / tiles), 1.0, np.maximum(np.floor(k / SPLIT_K_MIN), 1.0))
+        waves = np.ceil(tiles * splits / slots - 1e-9)
+        useful = m * n * np.maximum(groups, 1e-9) * k
+        issued = waves * slots * tm * tn * (k / splits + k0)
+        eff = useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
+        best = np.maximum(best, eff)
+    align = 16.0 / elem_bytes
+    aligned = (np.mod(k, align) == 0) & (np.mod(n, align) == 0)
+    return best * np.where(aligned, 1.0, MISALIGNED_FACTOR)
+
+
+def gemm_ceiling(hw: HardwareSpec, compute_class: str, eng: EngineConstants) -> tuple[float, float]:
+    """(peak FLOP/s of the rate class, sustained fraction) for GEMMs of ``compute_class``."""
+    rate_class = hw.compute_rate_class(compute_class)
+    peak = hw.peak_flops(rate_class)
+    mamf = hw.gemm_efficiency_for(rate_class).value
+    ref = float(gemm_shape_efficiency(hw, *(np.array(x) for x in _REFERENCE_SHAPE), 1.0, _speed_ratio(hw, rate_class)))
+    ceiling = min(1.0, mamf / max(ref, 1e-6) * eng.gemm_scale)
+    return peak, ceiling
+
+
+def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
+    base = hw.peak_flops_per_s.get("bf16") or hw.peak_flops_per_s.get("fp16") or hw.peak_flops(rate_class)
+    return hw.peak_flops(rate_class) / base
+
+
+def gemm_time(op: Op, hw: HardwareSpec, eng: EngineConstants, imbalance: float = 1.0) -> tuple[Array, Array, Array]:
+    """(time_s, compute_s, memory_s) of a GEMM op (one layer)."""
+    rate_class = hw.compute_rate_class(op.compute_class)
+    peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
+    m = np.asarray(op.m, dtype=float) * (imbalance if op.meta.get("moe") else 1.0)
+    elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
+    eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
+    flops = 2.0 * m * op.n * op.k * op.groups
+    compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
+    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(op.n) * op.k * op.w_bytes * op.touched
+    moved = np.where(m > 0, moved, 0.0)
+    memory = moved / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+    return np.maximum(compute, memory), compute, memory
+
+
+def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
+    rate_class = hw.compute_rate_class(op.compute_class) if hw.supports(op.compute_class) else hw.compute_rate_class("bf16")
+    peak = hw.peak_flops(rate_class)
+    if op.phase == "decode":
+        compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
+        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency)
+    else:
+        compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
+        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+    return np.maximum(compute, memory), compute, memory
+
+
+def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
+    return np.asarray(op.bytes, dtype=float) / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+
+
+def collective_time(
+    collective: str, nbytes: Array, group: Array, hw: HardwareSpec, eng: EngineConstants
+) -> Array:
+    """NCCL-style cost: latency + bytes on the wire / link bandwidth (``reference/codesign.md`` B).
+
+    ``nbytes`` is the per-GPU payload (the full tensor for all-reduce). Inside the NVLink domain
+    the per-direction scale-up bandwidth x measured efficiency applies; beyond it the per-GPU
+    scale-out NIC bandwidth and an extra network latency. Group size 1 or 0 bytes costs nothing.
+    """
+    nbytes = np.asarray(nbytes, dtype=float)
+    group = np.asarray(group, dtype=float)
+    n = np.maximum(group, 1.0)
+    inside = n <= hw.scaleup_domain_size
+    up_bw = hw.scaleup_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
+    out_bw = hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
+    bw = np.where(inside, up_bw, max(out_bw, 1e-9))
+    if collective == "allreduce":
+        wire = 2.0 * (n - 1.0) / n * nbytes
+        lat = eng.allreduce_latency_s
+    elif collective in ("alltoall", "allgather", "reducescatter"):
+        wire = (n - 1.0) / n * nbytes
+        lat = eng.alltoall_latency_s if collective == "alltoall" else eng.allreduce_latency_s
+    elif collective == "p2p":
+        wire = nbytes
+        lat = eng.allreduce_latency_s / 2.0
+    else:  # pragma: no cover - internal
+        raise AssertionError(collective)
+    lat = lat + np.where(inside, 0.0, eng.network_latency_s)
+    active = (n > 1) & (nbytes > 0)
+    return np.where(active, lat + wire / bw, 0.0)
+
+
+def op_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, str | Array]:
+    """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network')."""
+    if op.kind == "gemm":
+        t, c, m = gemm_time(op, hw, eng, eng.moe_imbalance)
+        return t, np.where(c >= m, "compute", "memory")
+    if op.kind == "attention":
+        t, c, m = attention_time(op, hw, eng)
+        return t, np.where(c >= m, "compute", "memory")
+    if op.kind == "memory":
+        return memory_time(op, hw, eng), "memory"
+    if op.kind == "comm":
+        return collective_time(op.collective, op.bytes, op.group_size, hw, eng), "network"
+    raise AssertionError(op.kind)  # pragma: no cover

@@ -1,0 +1,257 @@
+"""Ops: what one GPU runs for one engine step, per layer group. Counting only (FLOPs, bytes,
+GEMM shapes, collective bytes); no timing (that is :mod:`llm_codesign.cost`).
+
+Every size is a numpy array broadcast over the swept axes (concurrency, plan, context), so one
+call counts one configuration or a million. A step holds ``decode_seqs`` sequences decoding one
+token each at mean context ``decode_ctx`` and ``prefill_tokens`` prompt tokens (of
+``prefill_seqs`` sequences) attending to a mean causal context ``prefill_ctx``: the in-flight
+batched mixed step of DESIGN.md.
+
+Per-GPU sharding follows TensorRT-LLM (DESIGN.md): attention heads split over ``atp`` (1 under
+attention-DP, tp/cp under Helix), KV heads replicated once tp exceeds them; dense FFN split over
+tp (replicated under attention-DP); experts split as ep x moe_tp = tp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .specs.model import LayerGroup, ModelSpec
+from .specs.precision import Precision
+
+Array = np.ndarray
+
+OP_CLASSES = ("attention", "ffn", "communication", "other")
+
+
+@dataclass
+class Op:
+    """One kind of operation per layer of a group (``layers`` of them on this GPU per step).
+
+    kind: ``gemm`` (m, n, k, groups, touched), ``attention`` (flops, bytes, phase),
+    ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size).
+    """
+
+    name: str
+    op_class: str
+    kind: str
+    layers: Array | float
+    kernels: float = 1.0
+    m: Array | float = 0.0
+    n: Array | float = 0.0
+    k: Array | float = 0.0
+    groups: Array | float = 1.0
+    touched: Array | float = 1.0
+    w_bytes: float = 2.0
+    a_bytes: float = 2.0
+    o_bytes: float = 2.0
+    compute_class: str = "bf16"
+    flops: Array | float = 0.0
+    bytes: Array | float = 0.0
+    phase: str = ""
+    collective: str = ""
+    group_size: Array | float = 1.0
+    meta: dict = field(default_factory=dict)
+
+    def gemm_flops(self) -> Array:
+        return 2.0 * np.asarray(self.m) * self.n * self.k * self.groups
+
+    def total_flops(self) -> Array:
+        return self.gemm_flops() if self.kind == "gemm" else np.asarray(self.flops, dtype=float)
+
+
+@dataclass
+class StepShape:
+    """The per-replica token mix of one engine step plus the plan axes (all broadcastable)."""
+
+    decode_seqs: Array
+    decode_ctx: Array
+    prefill_tokens: Array
+    prefill_seqs: Array
+    prefill_ctx: Array
+    tp: Array
+    ep: Array
+    pp: Array
+    cp: Array
+    attention_dp: Array
+
+
+def _windowed(ctx: Array, window: int) -> Array:
+    return np.minimum(ctx, window) if window > 0 else ctx
+
+
+def _causal_mean_ctx(ctx: Array, window: int) -> Array:
+    """Mean attended length for causal prefill whose mean position is ``ctx``; a window caps it."""
+    if window <= 0:
+        return ctx
+    # positions uniform on [0, 2 ctx]: mean of min(p, w)
+    full = 2.0 * ctx
+    return np.where(full <= window, ctx, window - window * window / (2.0 * np.maximum(full, 1.0)))
+
+
+def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepShape, layers: Array) -> list[Op]:
+    """Ops of one layer of group ``g`` on one GPU, ``layers`` = how many such layers it holds."""
+    a = model.attention
+    d = model.hidden_size
+    adp = s.attention_dp
+    tp, ep, cp = s.tp, s.ep, s.cp
+    atp = np.where(adp, 1, tp // cp)
+    rank_div = np.where(adp, tp, 1)  # attention-DP splits sequences over the tp group
+    t_dec = s.decode_seqs / rank_div
+    t_pre = s.prefill_tokens / rank_div
+    t_attn = t_dec + t_pre  # tokens through attention projections on this GPU
+    t_all = s.decode_seqs + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
+    wb, ab, ob = prec.weight_bytes, prec.activation_bytes, 2.0
+    cc = prec.compute_class
+    heads = a.num_heads / atp
+    ops: list[Op] = []
+
+    def gemm(name: str, cls: str, m, n, k, groups=1.0, touched=None, kernels=1.0, wbytes=wb, ccls=cc, abytes=ab) -> Op:
+        return Op(name, cls, "gemm", layers, kernels, m=m, n=n, k=k, groups=groups,
+                  touched=groups if touched is None else touched, w_bytes=wbytes, a_bytes=abytes,
+                  o_bytes=ob, compute_class=ccls)
+
+    # ---- attention block: projections ----
+    if a.kind == "mla":
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            ops.append(gemm("q_a_proj", "attention", t_attn, a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim, d))
+            ops.append(gemm("q_b_proj", "attention", t_attn, heads * qk, a.q_lora_rank))
+        else:
+            ops.append(gemm("q_proj", "attention", t_attn, heads * qk, d))
+            ops.append(gemm("kv_a_proj", "attention", t_attn, a.kv_lora_rank + a.qk_rope_head_dim, d))
+        # decode: absorbed W_UK / W_UV as per-head batched GEMMs; prefill: decompress K, V
+        ops.append(gemm("mla_absorb_uk", "attention", t_dec, a.kv_lora_rank, a.qk_nope_head_dim, groups=heads, ccls="bf16", wbytes=2.0, abytes=2.0))
+        ops.append(gemm("mla_absorb_uv", "attention", t_dec, a.v_head_dim, a.kv_lora_rank, groups=heads, ccls="bf16", wbytes=2.0, abytes=2.0))
+        ops.append(gemm("kv_b_proj", "attention", t_pre, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank))
+        o_k = heads * a.v_head_dim
+    else:
+        kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
+        ops.append(gemm("qkv_proj", "attention", t_attn, (heads + 2 * kv_local) * a.head_dim, d))
+        o_k = heads * a.v_head_dim
+    ops.append(gemm("o_proj", "attention", t_attn, d, o_k))
+
+    # ---- attention kernels ----
+    w = g.window
+    seqs_local = s.decode_seqs / rank_div
+    ctx_d = _windowed(s.decode_ctx, w) / cp
+    ctx_p = _causal_mean_ctx(s.prefill_ctx, w)
+    if a.kind == "mla":
+        kv_el = a.kv_lora_rank + a.qk_rope_head_dim
+        dec_flops = 2.0 * seqs_local * ctx_d * heads * (kv_el + a.kv_lora_rank)
+        dec_bytes = seqs_local * ctx_d * kv_el * prec.kv_bytes
+        pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
+        pre_bytes = t_pre * (kv_el * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
+    else:
+        kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
+        dec_flops = 2.0 * seqs_local * ctx_d * heads * (a.head_dim + a.v_head_dim)
+        dec_bytes = seqs_local * ctx_d * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+        pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
+        pre_bytes = t_pre * (kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
+    ops.append(Op("attention_decode", "attention", "attention", layers, 1.0, flops=dec_flops, bytes=dec_bytes, phase="decode", compute_class=prec.attention_class))
+    ops.append(Op("attention_prefill", "attention", "attention", layers, 1.0, flops=pre_flops, bytes=pre_bytes, phase="prefill", compute_class=prec.attention_class))
+
+    # ---- FFN ----
+    mats = 2 if model.gated_ffn else 1
+    if not g.moe:
+        f_local = model.intermediate_size / np.where(adp, 1, tp)
+        t_ffn = np.where(adp, t_attn, t_all)
+        ops.append(gemm("ffn_up", "ffn", t_ffn, mats * f_local, d))
+        ops.append(gemm("ffn_down", "ffn", t_ffn, d, f_local))
+    else:
+        moe = model.moe
+        assert moe is not None
+        e, k = moe.num_experts, moe.top_k
+        moe_tp = tp // ep
+        experts_local = e / ep
+        p_touch = 1.0 - np.power(1.0 - k / e, np.maximum(t_all, 0.0))
+        touched = experts_local * p_touch
+        rows = np.where(p_touch > 0, t_all * k / (e * np.maximum(p_touch, 1e-30)), 0.0)
+        fe_local = moe.expert_intermediate / moe_tp
+        ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
+        up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched, kernels=2.0)
+        down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched, kernels=2.0)
+        up.meta["moe"] = down.meta["moe"] = True
+        ops.extend([up, down])
+        if moe.num_shared:
+            fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
+            t_sh = np.where(adp, t_attn, t_all)
+            ops.append(gemm("shared_up", "ffn", t_sh, mats * fs_local, d))
+            ops.append(gemm("shared_down", "ffn", t_sh, d, fs_local))
+
+    # ---- communication ----
+    comm = prec.comm_bytes
+    multi = tp > 1
+    ar_attn = np.where(multi & ~adp, t_all * d * comm, 0.0)
+    ops.append(Op("allreduce_attn", "communication", "comm", layers, 1.0, bytes=ar_attn, collective="allreduce", group_size=tp))
+    if g.moe:
+        a2a = np.where(multi & adp, t_attn * (model.moe.top_k if model.moe else 1) * d, 0.0)
+        ops.append(Op("moe_dispatch", "communication", "comm", layers, 1.0, bytes=a2a * prec.activation_bytes, collective="alltoall", group_size=ep))
+        ops.append(Op("moe_combine", "communication", "comm", layers, 1.0, bytes=a2a * comm, collective="alltoall", group_size=ep))
+        ops.append(Op("allreduce_moe", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
+    else:
+        ops.append(Op("allreduce_ffn", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
+    if np.any(np.asarray(cp) > 1):
+        # Helix: exchange partial attention outputs + softmax stats across the KV-parallel group
+        helix = np.where(cp > 1, seqs_local * a.num_heads / atp * (a.v_head_dim + 2) * 2.0, 0.0)
+        ops.append(Op("helix_alltoall", "communication", "comm", layers, 1.0, bytes=helix, collective="alltoall", group_size=cp))
+
+    # ---- norms, residuals, activation functions, rope (bandwidth-bound elementwise) ----
+    ffn_width = (model.moe.expert_intermediate * model.moe.top_k if g.moe and model.moe else model.intermediate_size) / np.where(adp, 1, tp)
+    elem = t_attn * d * 2.0 * 6 + np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
+    ops.append(Op("norms_elementwise", "other", "memory", layers, 4.0, bytes=elem))
+    return ops
+
+
+def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
+    """All ops of one step on one GPU of the first pipeline stage's size (layers / pp each)."""
+    ops: list[Op] = []
+    for g in model.layer_groups:
+        layers = g.count / s.pp
+        ops.extend(layer_group_ops(model, prec, g, s, layers))
+    adp = s.attention_dp
+    rank_div = np.where(adp, s.tp, 1)
+    logits_rows = (s.decode_seqs + s.prefill_seqs) / rank_div
+    vocab_local = model.vocab_size / np.where(adp, 1, s.tp)
+    # LM head and embeddings stay BF16 in NVIDIA ModelOpt FP8/NVFP4 checkpoints (not quantized)
+    ops.append(Op("lm_head", "other", "gemm", 1.0 / s.pp, 1.0, m=logits_rows, n=vocab_local, k=model.hidden_size,
+                  w_bytes=2.0, a_bytes=2.0, o_bytes=4.0, compute_class="bf16"))
+    t_attn = (s.decode_seqs + s.prefill_tokens) / rank_div
+    ops.append(Op("embedding", "other", "memory", 1.0 / s.pp, 1.0, bytes=t_attn * model.hidden_size * 2.0 * 2))
+    return ops
+
+
+def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, tp: Array, ep: Array, pp: Array, attention_dp: Array, cp: Array) -> Array:
+    """Weight bytes resident on one GPU (the largest pipeline stage ~ layers / pp)."""
+    atp = np.where(attention_dp, 1, tp // cp)
+    dense_div = np.where(attention_dp, 1, tp)
+    wb = prec.weight_bytes
+    total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
+    for g in model.layer_groups:
+        per = model.attention_params_per_layer / atp * wb + model.norm_params_per_layer * 2.0
+        if g.moe:
+            assert model.moe is not None
+            per = per + model.moe.num_experts * model.expert_params / tp * wb
+            per = per + model.shared_expert_params / dense_div * wb + model.router_params * 2.0
+        else:
+            per = per + model.dense_ffn_params / dense_div * wb
+        total = total + g.count * per
+    vocab_div = np.where(attention_dp, 1, tp)
+    total = total / pp + (model.embedding_params + model.lm_head_params) * 2.0 / vocab_div
+    return total
+
+
+def kv_bytes_per_sequence_per_gpu(model: ModelSpec, prec: Precision, context: Array, tp: Array, pp: Array, attention_dp: Array, cp: Array) -> Array:
+    """KV-cache bytes one sequence of ``context`` tokens occupies on one GPU holding it."""
+    a = model.attention
+    atp = np.where(attention_dp, 1, tp // cp)
+    if a.kind == "mla":
+        per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
+    else:
+        per_tok = np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+    total = 0.0
+    for g in model.layer_groups:
+        total = total + g.count * _windowed(np.asarray(context, dtype=float), g.window) * per_tok
+    return total / pp / cp

@@ -1,0 +1,65 @@
+"""Rendering helpers shared by CLI commands: JSON without NaN/inf, fixed-width rich tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+
+def clean(obj: Any) -> Any:
+    """Make an object JSON-safe: numpy scalars to Python, NaN/inf to None."""
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return clean(obj.tolist())
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    return obj
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(clean(obj), indent=2, allow_nan=False)
+
+
+def console(width: int | None = None) -> Console:
+    return Console(width=width or 120, soft_wrap=False)
+
+
+def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, justify="right" if c not in ("op", "class", "bound", "phase", "id", "name", "model", "gpu", "metric", "plan", "precision", "source", "rule", "severity", "location", "message", "reason") else "left")
+    for r in rows:
+        t.add_row(*[fmt(v) for v in r])
+    return t
+
+
+def fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if not math.isfinite(v):
+            return "-"
+        if v == 0:
+            return "0"
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 10:
+            return f"{v:.1f}"
+        return f"{v:.3g}"
+    return str(v)

@@ -1,0 +1,154 @@
+"""Engine constants: the small named set of fitted, physically meaningful constants that differ
+between serving engines (TensorRT-LLM, vLLM, SGLang) while the physics stays shared.
+
+Each bundled file ``data/calibration/<engine>.yaml`` states every value's meaning and source
+(a default with its citation, or the fit that produced it: ``benchmarks/fit_calibration.py``).
+
+Example:
+    >>> load_engine("trtllm").max_num_tokens
+    8192
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError, UnknownIdError
+from ._load import Fields, read_mapping
+
+ENGINES = ("default", "trtllm", "vllm", "sglang")
+
+
+@dataclass(frozen=True)
+class EngineConstants:
+    """Fitted or default constants (SI units). Fractions lie in (0, 1]; times are >= 0.
+
+    Attributes:
+        gemm_scale: multiplier on the hardware's measured GEMM ceiling (MAMF fraction).
+        mem_efficiency: achievable fraction of HBM bandwidth for streaming kernels.
+        attn_prefill_efficiency: fraction of tensor-core peak reached by prefill attention.
+        attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
+        kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
+        step_overhead_s: fixed cost per engine iteration (scheduling, sampling, host sync).
+        allreduce_latency_s: small-message latency of one all-reduce inside an NVLink domain.
+        alltoall_latency_s: latency of one MoE dispatch or combine.
+        network_latency_s: extra latency when a collective crosses the scale-out network.
+        comm_efficiency: multiplier on the hardware's measured link efficiency.
+        moe_imbalance: busiest-expert load over the mean (>= 1).
+        max_num_tokens: tokens per engine step (chunked-prefill budget).
+        memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
+        ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
+            (all clients start at once); see serving.ttft.
+    """
+
+    id: str
+    gemm_scale: float = 1.0
+    mem_efficiency: float = 0.8
+    attn_prefill_efficiency: float = 0.6
+    attn_decode_efficiency: float = 0.8
+    kernel_overhead_s: float = 3e-6
+    step_overhead_s: float = 5e-4
+    allreduce_latency_s: float = 15e-6
+    alltoall_latency_s: float = 30e-6
+    network_latency_s: float = 30e-6
+    comm_efficiency: float = 1.0
+    moe_imbalance: float = 1.2
+    max_num_tokens: int = 8192
+    memory_utilization: float = 0.9
+    ttft_burst: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def with_overrides(self, **changes: Any) -> "EngineConstants":
+        out = dataclasses.replace(self, **changes)
+        _check(out, "engine override")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("sources")
+        return d
+
+
+FRACTIONS = ("mem_efficiency", "attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
+TIMES = ("kernel_overhead_s", "step_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
+
+
+def _check(c: EngineConstants, where: str) -> None:
+    for name in FRACTIONS:
+        v = getattr(c, name)
+        if not 0 < v <= 1:
+            raise SpecError(f"{where}: {name}={v} must be a fraction in (0, 1]")
+    for name in TIMES:
+        v = getattr(c, name)
+        if not 0 <= v < 1:
+            raise SpecError(f"{where}: {name}={v} must be a non-negative time under 1 s")
+    if not 0 < c.gemm_scale <= 1.5 or not 0 < c.comm_efficiency <= 1.2:
+        raise SpecError(f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1")
+    if c.moe_imbalance < 1:
+        raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
+    if c.max_num_tokens < 1:
+        raise SpecError(f"{where}: max_num_tokens must be >= 1")
+    if not 0 <= c.ttft_burst <= 1:
+        raise SpecError(f"{where}: ttft_burst must lie in [0, 1]")
+
+
+def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
+    f = Fields(data, where)
+    allowed = {x.name for x in dataclasses.fields(EngineConstants)}
+    f.reject_unknown(allowed)
+    kwargs: dict[str, Any] = {"id": f.str("id")}
+    for x in dataclasses.fields(EngineConstants):
+        if x.name in ("id", "sources") or x.name not in data:
+            continue
+        if x.name == "max_num_tokens":
+            kwargs[x.name] = f.int(x.name)
+        else:
+            kwargs[x.name] = f.float(x.name, positive=False)
+    kwargs["sources"] = {str(k): str(v) for k, v in (data.get("sources") or {}).items()}
+    out = EngineConstants(**kwargs)
+    _check(out, where)
+    return out
+
+
+def _dir() -> Path:
+    return Path(str(resources.files("llm_codesign") / "data" / "calibration"))
+
+
+@lru_cache(maxsize=None)
+def _bundled(engine_id: str) -> EngineConstants:
+    path = _dir() / f"{engine_id}.yaml"
+    if not path.is_file():
+        return EngineConstants(id=engine_id)
+    return engine_from_mapping(read_mapping(path), path.name)
+
+
+def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineConstants:
+    """Resolve engine constants: None -> ``default``; an engine id; or a YAML path."""
+    if isinstance(engine, EngineConstants):
+        return engine
+    if engine is None:
+        return _bundled("default")
+    text = str(engine)
+    if text in ENGINES:
+        return _bundled(text)
+    path = Path(text)
+    if path.is_file():
+        return engine_from_mapping(read_mapping(path), str(path))
+    raise UnknownIdError(f"unknown engine {text!r}; allowed: {', '.join(ENGINES)} or a YAML path")
+
+
+def engine_for_framework(framework: str) -> str:
+    """Map a measurement's framework text to an engine id (``trtllm``, ``vllm``, ``sglang``)."""
+    t = framework.lower()
+    if "vllm" in t:
+        return "vllm"
+    if "sglang" in t:
+        return "sglang"
+    if "tensorrt" in t or "trtllm" in t or "trt-llm" in t:
+        return "trtllm"
+    return "default"

@@ -1,0 +1,243 @@
+"""GPU hardware specs: one YAML data file per GPU, SI units, datasheet peaks and measured
+achievable fractions kept as separate, sourced fields (STYLE.md rule 3).
+
+A user can pass their own file (a what-if GPU) with the same schema; ``with_overrides`` makes
+one in code (``hw.with_overrides(hbm_bytes_per_s=8e12)``).
+
+Example:
+    >>> hw = load_hardware("h200-sxm")
+    >>> hw.peak_flops("fp8") / 1e12
+    1979.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import SpecError, UnknownIdError, UnsupportedError
+from ._load import Fields, read_mapping
+
+ARCHITECTURES = (
+    "ampere", "ada", "hopper", "blackwell", "blackwell-ultra", "blackwell-rtx", "cdna3", "cdna4", "cpu",
+)
+COMPUTE_CLASSES = ("tf32", "bf16", "fp16", "fp8", "mxfp8", "fp6", "mxfp6", "int8", "nvfp4", "mxfp4")
+
+_TOP_KEYS = {
+    "id", "name", "vendor", "architecture", "aliases", "sources", "peak_flops_per_s",
+    "peak_flops_source", "hbm_bytes", "hbm_bytes_per_s", "memory_source", "l2_bytes", "sm_count",
+    "boost_clock_hz", "tdp_w", "scaleup", "scaleout_bytes_per_s", "scaleout_source", "gemm_tile",
+    "efficiency", "notes",
+}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """A measured achievable fraction of a datasheet figure, with where it was measured."""
+
+    value: float
+    source: str
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One GPU (per-GPU figures; the system is ``scaleup_domain_size`` of them per NVLink domain)."""
+
+    id: str
+    name: str
+    vendor: str
+    architecture: str
+    peak_flops_per_s: dict[str, float]
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    sm_count: int
+    l2_bytes: float | None
+    boost_clock_hz: float | None
+    tdp_w: float
+    scaleup_technology: str
+    scaleup_bytes_per_s: float  # per direction, per GPU
+    scaleup_domain_size: int
+    scaleout_bytes_per_s: float  # per GPU NIC, per direction
+    tile_m: int
+    tile_n: int
+    tile_cluster_sms: int
+    gemm_efficiency: dict[str, Efficiency]
+    hbm_efficiency: Efficiency
+    scaleup_efficiency: Efficiency
+    sources: dict[str, str] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    emulate: bool = False
+
+    def supports(self, compute_class: str) -> bool:
+        return compute_class in self.peak_flops_per_s
+
+    def peak_flops(self, compute_class: str) -> float:
+        """Dense peak FLOP/s for a compute class; raises UnsupportedError if not native."""
+        try:
+            return self.peak_flops_per_s[compute_class]
+        except KeyError:
+            native = ", ".join(sorted(self.peak_flops_per_s))
+            raise UnsupportedError(
+                f"{self.id} has no native {compute_class} tensor-core path (native: {native}); "
+                "choose another precision, or pass --emulate (emulate=True) to run it at "
+                "the nearest native rate"
+            ) from None
+
+    def compute_rate_class(self, compute_class: str) -> str:
+        """The class whose peak is used: the class itself if native, else (emulation only) the
+        widest native class that can hold it (FP4/FP6 -> FP8 -> BF16)."""
+        if compute_class in self.peak_flops_per_s:
+            return compute_class
+        if not self.emulate:
+            self.peak_flops(compute_class)  # raises
+        for fallback in ("fp8", "bf16", "fp16"):
+            if fallback in self.peak_flops_per_s:
+                return fallback
+        raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
+
+    def gemm_efficiency_for(self, compute_class: str) -> Efficiency:
+        """Measured GEMM ceiling fraction for a class; falls back to BF16's (stated in source)."""
+        if compute_class in self.gemm_efficiency:
+            return self.gemm_efficiency[compute_class]
+        for fb in ("fp8", "bf16") if compute_class in ("nvfp4", "mxfp4", "mxfp8", "fp6", "mxfp6") else ("bf16",):
+            if fb in self.gemm_efficiency:
+                e = self.gemm_efficiency[fb]
+                return Efficiency(e.value, f"fallback to {fb}: {e.source}")
+        return Efficiency(0.75, "default 0.75: no measurement for this GPU (assumption)")
+
+    @property
+    def native_classes(self) -> tuple[str, ...]:
+        return tuple(sorted(self.peak_flops_per_s))
+
+    def with_overrides(self, **changes: Any) -> "HardwareSpec":
+        """A what-if copy, e.g. ``with_overrides(hbm_bytes_per_s=8e12)``; validates values."""
+        for key, value in changes.items():
+            if key not in {f.name for f in dataclasses.fields(self)}:
+                raise SpecError(f"hardware override: unknown field {key!r}")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+                raise SpecError(f"hardware override: {key} must be positive, got {value}")
+        return dataclasses.replace(self, **changes)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "architecture": self.architecture,
+            "bf16_tflops": self.peak_flops_per_s.get("bf16", 0.0) / 1e12,
+            "fp8_tflops": self.peak_flops_per_s.get("fp8", 0.0) / 1e12,
+            "fp4_tflops": self.peak_flops_per_s.get("nvfp4", self.peak_flops_per_s.get("mxfp4", 0.0)) / 1e12,
+            "hbm_gb": self.hbm_bytes / 1e9,
+            "hbm_tb_s": self.hbm_bytes_per_s / 1e12,
+            "scaleup_gb_s_per_direction": self.scaleup_bytes_per_s / 1e9,
+            "scaleup_domain_size": self.scaleup_domain_size,
+            "native_formats": list(self.native_classes),
+        }
+
+
+def _efficiency(f: Fields, key: str) -> Efficiency:
+    m = f.mapping(key)
+    value = m.float("value")
+    if value > 1.0:
+        raise SpecError(f"{m.where}: value must be a fraction in (0, 1], got {value}")
+    return Efficiency(value, m.str("source"))
+
+
+def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
+    f = Fields(data, where)
+    f.reject_unknown(_TOP_KEYS)
+    arch = f.str("architecture")
+    if arch not in ARCHITECTURES:
+        raise SpecError(f"{where}: architecture {arch!r} is not one of {', '.join(ARCHITECTURES)}")
+    peaks_f = f.mapping("peak_flops_per_s")
+    peaks: dict[str, float] = {}
+    for key in peaks_f.data:
+        if key not in COMPUTE_CLASSES:
+            raise SpecError(f"{peaks_f.where}: unknown compute class {key!r}; allowed: {', '.join(COMPUTE_CLASSES)}")
+        peaks[key] = peaks_f.float(key)
+    if not peaks:
+        raise SpecError(f"{peaks_f.where}: at least one peak is required")
+    up = f.mapping("scaleup")
+    tile = f.mapping("gemm_tile")
+    eff = f.mapping("efficiency")
+    gemm_f = eff.mapping("gemm")
+    gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
+    l2 = f.data.get("l2_bytes")
+    clock = f.data.get("boost_clock_hz")
+    return HardwareSpec(
+        id=f.str("id"),
+        name=f.str("name"),
+        vendor=f.str("vendor"),
+        architecture=arch,
+        peak_flops_per_s=peaks,
+        hbm_bytes=f.float("hbm_bytes"),
+        hbm_bytes_per_s=f.float("hbm_bytes_per_s"),
+        sm_count=f.int("sm_count"),
+        l2_bytes=f.float("l2_bytes") if l2 is not None else None,
+        boost_clock_hz=f.float("boost_clock_hz") if clock is not None else None,
+        tdp_w=f.float("tdp_w"),
+        scaleup_technology=up.str("technology"),
+        scaleup_bytes_per_s=up.float("bytes_per_s_per_direction"),
+        scaleup_domain_size=up.int("domain_size"),
+        scaleout_bytes_per_s=f.float("scaleout_bytes_per_s", 0.0, positive=False),
+        tile_m=tile.int("m"),
+        tile_n=tile.int("n"),
+        tile_cluster_sms=tile.int("cluster_sms", 1),
+        gemm_efficiency=gemm,
+        hbm_efficiency=_efficiency(eff, "hbm"),
+        scaleup_efficiency=_efficiency(eff, "scaleup"),
+        sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
+        aliases=tuple(str(a) for a in f.list("aliases", [])),
+        notes=str(f.data.get("notes") or ""),
+    )
+
+
+def _hardware_dir() -> Path:
+    return Path(str(resources.files("llm_codesign") / "data" / "hardware"))
+
+
+@lru_cache(maxsize=None)
+def bundled_hardware() -> dict[str, HardwareSpec]:
+    out: dict[str, HardwareSpec] = {}
+    for path in sorted(_hardware_dir().glob("*.yaml")):
+        spec = hardware_from_mapping(read_mapping(path), path.name)
+        out[spec.id] = spec
+    return out
+
+
+def hardware_alias_table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for spec in bundled_hardware().values():
+        table[spec.id.lower()] = spec.id
+        for alias in spec.aliases:
+            table[alias.lower()] = spec.id
+    return table
+
+
+def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
+    """Resolve a GPU: a spec, a bundled id or alias, or a path to a YAML/JSON file."""
+    if isinstance(hardware, HardwareSpec):
+        return hardware
+    text = str(hardware)
+    hws = bundled_hardware()
+    if text in hws:
+        return hws[text]
+    alias = hardware_alias_table().get(text.lower())
+    if alias:
+        return hws[alias]
+    path = Path(text)
+    if path.is_file():
+        data = read_mapping(path)
+        if "profile_version" in data:
+            from ..calibration import hardware_from_profile  # a calibration profile is a spec too
+
+            return hardware_from_profile(data, str(path))
+        return hardware_from_mapping(data, str(path))
+    raise UnknownIdError(
+        f"unknown hardware {text!r}: not a bundled id and not a readable YAML/JSON path; "
+        f"bundled: {', '.join(sorted(hws))}"
+    )
