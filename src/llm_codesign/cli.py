@@ -115,7 +115,17 @@ def _register_optional() -> None:
     """Commands living in other modules register here (keeps this file thin)."""
     import importlib
 
-    for mod, name in (("llm_codesign.quant.cli", "quant"),):
+    for mod, name in (
+        ("llm_codesign.quant.cli", "quant"),
+        ("llm_codesign.commands.frontier", "frontier"),
+        ("llm_codesign.commands.advise", "gemm"),
+        ("llm_codesign.commands.advise", "lint"),
+        ("llm_codesign.commands.advise", "regimes"),
+        ("llm_codesign.commands.advise", "search"),
+        ("llm_codesign.commands.calibrate", "calibrate"),
+        ("llm_codesign.commands.validate", "validate"),
+        ("llm_codesign.commands.validate", "calibrate_fit"),
+    ):
         try:
             cmd = getattr(importlib.import_module(mod), name)
         except (ImportError, AttributeError):

@@ -104,6 +104,12 @@ def gemm_time(op: Op, hw: HardwareSpec, eng: EngineConstants, imbalance: float =
     eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
     flops = 2.0 * m * op.n * op.k * op.groups
     compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
+    if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
+        measured = hw.gemm_table.flops_per_s(rate_class, m, np.asarray(op.n, dtype=float), np.asarray(op.k, dtype=float))
+        if measured is not None:
+            measured = np.asarray(measured, dtype=float)
+            ok = np.isfinite(measured) & (measured > 0)
+            compute = np.where(ok & (flops > 0), flops / np.where(ok, measured, 1.0), compute)
     moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(op.n) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / (hw.hbm_bytes_per_s * eng.mem_efficiency)

@@ -72,6 +72,10 @@ class HardwareSpec:
     aliases: tuple[str, ...] = ()
     notes: str = ""
     emulate: bool = False
+    # Measured GEMM throughput from a calibration profile (llm_codesign.calibration.GemmTable):
+    # any object with ``flops_per_s(compute_class, m, n, k) -> ndarray | None`` (NaN = not covered).
+    gemm_table: Any = field(default=None, compare=False, repr=False)
+    profile_source: str = ""
 
     def supports(self, compute_class: str) -> bool:
         return compute_class in self.peak_flops_per_s
