@@ -1,0 +1,3 @@
+import os
+
+os.environ.setdefault("COLUMNS", "120")

@@ -1,0 +1,125 @@
+"""Model specs: parameter counts against published figures, and loader errors."""
+
+import json
+
+import pytest
+
+from llm_codesign import load_model
+from llm_codesign.errors import SpecError, UnknownIdError
+from llm_codesign.specs.model import bundled_models
+
+# Published (total, active, unit of the last published digit, source). A count passes when it
+# is within 1% of the published figure, or closer than one unit of its last published digit
+# (model cards round or truncate: Qwen3-30B-A3B's closed form is 3.353B, published "3.3B").
+PUBLISHED = {
+    "llama-3.1-8b": (8.03e9, 8.03e9, 0.01e9, "meta-llama/Llama-3.1-8B model card: 8.03B"),
+    "llama-3.1-70b": (70.6e9, 70.6e9, 0.1e9, "model card: 70.6B"),
+    "llama-3.1-405b": (405e9, 405e9, 1e9, "model card: 405B"),
+    "llama-3.3-70b": (70.6e9, 70.6e9, 0.1e9, "model card: 70.6B"),
+    "mixtral-8x7b": (46.7e9, 12.9e9, 0.1e9, "Mistral AI Mixtral paper: 46.7B total, 12.9B active"),
+    "qwen3-32b": (32.8e9, 32.8e9, 0.1e9, "Qwen3-32B model card: 32.8B"),
+    "qwen3-30b-a3b": (30.5e9, 3.3e9, 0.1e9, "Qwen3-30B-A3B card: 30.5B total, 3.3B activated"),
+    "qwen3-235b-a22b": (235e9, 22e9, 1e9, "Qwen3-235B-A22B card: 235B total, 22B activated"),
+    "deepseek-v3": (671e9, 37e9, 1e9, "DeepSeek-V3 report: 671B total, 37B activated (MTP excluded)"),
+    "deepseek-r1": (671e9, 37e9, 1e9, "DeepSeek-R1 card: 671B total, 37B activated"),
+    "gpt-oss-20b": (20.9e9, 3.6e9, 0.1e9, "gpt-oss model card: 20.9B total, 3.6B active"),
+    "gpt-oss-120b": (116.8e9, 5.1e9, 0.1e9, "gpt-oss model card: 116.8B total, 5.1B active"),
+    "llama-4-maverick": (400e9, 17e9, 1e9, "Llama 4 card: 400B total, 17B active"),
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(PUBLISHED))
+def test_parameter_counts_match_published(model_id):
+    total, active, unit, _source = PUBLISHED[model_id]
+    m = load_model(model_id)
+    for got, want in ((m.total_params, total), (m.active_params, active)):
+        assert abs(got - want) <= max(0.01 * want, 0.999 * unit), (model_id, got, want)
+
+
+def test_llama_8b_closed_form():
+    # Hand count: embed + head 2 x 128256 x 4096; per layer q/o 2 x 4096^2, k/v 2 x 4096 x 1024,
+    # MLP 3 x 4096 x 14336, 2 norms of 4096; 32 layers; final norm.
+    per_layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    expected = 2 * 128256 * 4096 + 32 * per_layer + 4096
+    assert load_model("llama-3.1-8b").total_params == expected == 8_030_261_248
+
+
+def test_every_bundled_model_loads_and_cites_a_source():
+    models = bundled_models()
+    assert len(models) >= 13
+    for m in models.values():
+        assert m.source
+        assert m.total_params >= m.active_params > 0
+
+
+def test_layer_patterns():
+    ds = load_model("deepseek-r1")
+    assert sum(g.count for g in ds.layer_groups if not g.moe) == 3  # first_k_dense_replace
+    assert ds.num_mtp_layers == 1
+    assert ds.attention.kind == "mla" and ds.attention.kv_elements_per_token == 512 + 64
+    oss = load_model("gpt-oss-120b")
+    assert {g.window for g in oss.layer_groups} == {0, 128}  # alternating sliding window
+    mav = load_model("llama-4-maverick")
+    assert mav.num_moe_layers == 24  # interleaved MoE every other layer
+
+
+def test_alias_lookup():
+    assert load_model("DeepSeek-R1-0528").id == "deepseek-r1"
+    assert load_model("Llama-3.1-8B-Instruct").id == "llama-3.1-8b"
+
+
+def _write(tmp_path, cfg):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return p
+
+
+LLAMA = {
+    "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 32000,
+}
+
+
+def test_user_config_json_loads(tmp_path):
+    m = load_model(str(_write(tmp_path, LLAMA)))
+    assert m.hidden_size == 1024 and m.attention.head_dim == 128
+
+
+def test_unknown_model_type_names_file_and_field(tmp_path):
+    p = _write(tmp_path, {**LLAMA, "model_type": "bert"})
+    with pytest.raises(SpecError, match=r"config.json.*model_type 'bert'"):
+        load_model(str(p))
+
+
+def test_missing_field_names_it(tmp_path):
+    cfg = dict(LLAMA)
+    del cfg["intermediate_size"]
+    with pytest.raises(SpecError, match="intermediate_size"):
+        load_model(str(_write(tmp_path, cfg)))
+
+
+@pytest.mark.parametrize("bad", [
+    {"hidden_size": -5}, {"hidden_size": "big"}, {"num_hidden_layers": 0},
+    {"num_attention_heads": 7}, {"vocab_size": 1e30}, {"hidden_size": True},
+])
+def test_malformed_values_are_errors(tmp_path, bad):
+    with pytest.raises(SpecError):
+        load_model(str(_write(tmp_path, {**LLAMA, **bad})))
+
+
+def test_hostile_files(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("[1, 2, 3]")
+    with pytest.raises(SpecError, match="mapping"):
+        load_model(str(p))
+    p.write_text("{not json")
+    with pytest.raises(SpecError, match="JSON"):
+        load_model(str(p))
+    p.write_text(" " * 5_000_000)
+    with pytest.raises(SpecError, match="too large"):
+        load_model(str(p))
+
+
+def test_unknown_id():
+    with pytest.raises(UnknownIdError, match="bundled"):
+        load_model("llama-9")

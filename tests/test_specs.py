@@ -1,0 +1,112 @@
+"""Hardware, precision, plan and workload specs."""
+
+import pytest
+import yaml
+
+from llm_codesign import ParallelPlan, Workload, load_hardware, load_model, parse_precision
+from llm_codesign.errors import SpecError, UnknownIdError, UnsupportedError
+from llm_codesign.specs.hardware import bundled_hardware
+
+REQUIRED_GPUS = ["a100-sxm-80gb", "h100-sxm", "h200-sxm", "h20", "b200", "b300", "gb200", "gb300",
+                 "mi300x", "mi325x", "mi355x", "l40s", "rtx-pro-6000"]
+
+
+def test_required_gpus_bundled_with_sources():
+    hws = bundled_hardware()
+    for gid in REQUIRED_GPUS:
+        hw = hws[gid]
+        assert hw.sources, gid
+        assert 0 < hw.hbm_efficiency.value <= 1 and hw.hbm_efficiency.source
+        for e in hw.gemm_efficiency.values():
+            assert 0 < e.value <= 1 and e.source
+
+
+def test_datasheet_numbers():
+    # reference/gpus.md: H200 989 / 1979 dense TFLOPS, 141 GB at 4.8 TB/s, NVLink 450 GB/s per direction
+    h200 = load_hardware("h200-sxm")
+    assert h200.peak_flops("bf16") == pytest.approx(989e12, rel=1e-3)
+    assert h200.peak_flops("fp8") == pytest.approx(1979e12, rel=1e-3)
+    assert h200.hbm_bytes == 141e9 and h200.hbm_bytes_per_s == 4.8e12
+    assert h200.scaleup_bytes_per_s == 450e9
+    # GB300 dense FP4 15 PF (Blackwell Ultra), B200 9 PF; GB200 NVL72 domain of 72
+    assert load_hardware("gb300").peak_flops("nvfp4") == 15e15
+    assert load_hardware("b200").peak_flops("nvfp4") == 9e15
+    assert load_hardware("gb200").scaleup_domain_size == 72
+
+
+def test_nvfp4_on_hopper_is_an_error_not_an_invented_peak():
+    h100 = load_hardware("h100-sxm")
+    with pytest.raises(UnsupportedError, match="no native nvfp4"):
+        h100.peak_flops("nvfp4")
+    assert h100.with_overrides(emulate=True).compute_rate_class("nvfp4") == "fp8"
+
+
+def test_what_if_gpu_file(tmp_path):
+    src = load_hardware("h200-sxm")
+    data = yaml.safe_load(open(next(p for p in __import__("pathlib").Path(__import__("llm_codesign").__file__).parent.glob("data/hardware/h200-sxm.yaml"))))
+    data["id"] = "h200-8tb"
+    data["hbm_bytes_per_s"] = "8e12"  # YAML 1.1 string form is accepted as a number
+    p = tmp_path / "h200-8tb.yaml"
+    p.write_text(yaml.safe_dump(data))
+    hw = load_hardware(str(p))
+    assert hw.hbm_bytes_per_s == 8e12 and hw.peak_flops("bf16") == src.peak_flops("bf16")
+    data["bogus_key"] = 1
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="bogus_key"):
+        load_hardware(str(p))
+    data.pop("bogus_key")
+    data["efficiency"]["hbm"]["value"] = 1.5
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="fraction"):
+        load_hardware(str(p))
+
+
+def test_unknown_hardware():
+    with pytest.raises(UnknownIdError):
+        load_hardware("h300")
+
+
+def test_precision_bytes_include_scale_overhead():
+    # reference/formats.md s3: NVFP4 4.5 bits, MXFP4 4.25, INT4 g128 asym 4.15625
+    assert parse_precision("nvfp4").weight_bytes == 4.5 / 8
+    assert parse_precision("mxfp4").weight_bytes == 4.25 / 8
+    assert parse_precision("w4a16").weight_bytes == pytest.approx(4.15625 / 8)
+    assert parse_precision("fp8").weight_bytes == 1.0
+    assert parse_precision("bf16").kv_bytes == 2.0
+
+
+def test_precision_compute_class_and_overrides():
+    assert parse_precision("w4a16").compute_class == "bf16"
+    assert parse_precision("nvfp4").compute_class == "nvfp4"
+    assert parse_precision("fp8").compute_class == "fp8"
+    p = parse_precision("bf16+fp8-kv")
+    assert p.kv_bytes == 1.0 and p.weight_bytes == 2.0
+    for bad in ("fp7", "bf16+fp8", "bf16+fp8-x", "", "bf16+zz-kv"):
+        with pytest.raises(SpecError):
+            parse_precision(bad)
+
+
+def test_plan_validation_shows_arithmetic():
+    m = load_model("llama-3.1-70b")  # 64 heads, 8 KV heads, F = 28672
+    with pytest.raises(SpecError, match="tp=3 does not divide num_attention_heads=64"):
+        ParallelPlan(tp=3).validate_for(m)
+    with pytest.raises(SpecError, match="ep=2 but llama-3.1-70b is dense"):
+        ParallelPlan(tp=2, ep=2).validate_for(m)
+    with pytest.raises(SpecError, match=r"8 x 2 x 1 = 16 GPUs but only 8"):
+        ParallelPlan(tp=8, pp=2).validate_for(m, num_gpus_available=8)
+    with pytest.raises(SpecError, match="ep=3 must divide tp=4"):
+        ParallelPlan(tp=4, ep=3)
+    with pytest.raises(SpecError, match="positive integer"):
+        ParallelPlan(tp=0)
+    ParallelPlan(tp=16).validate_for(m)  # TP beyond KV heads replicates them: allowed
+    ds = load_model("deepseek-r1")
+    with pytest.raises(SpecError, match="ep=3 does not divide num_experts=256"):
+        ParallelPlan(tp=3, ep=3, attention_dp=True).validate_for(ds)
+
+
+def test_workload_validation():
+    with pytest.raises(SpecError, match="exceeds the supported maximum"):
+        Workload(isl=10**9, osl=1)
+    for bad in (dict(isl=0, osl=1), dict(isl=1, osl=-1), dict(isl=1, osl=1, concurrency=0)):
+        with pytest.raises(SpecError):
+            Workload(**bad)
