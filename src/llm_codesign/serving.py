@@ -232,3 +232,46 @@ def evaluate(
         mixed_breakdown=mixed_break,
         num_gpus=gpus_per_replica * dp,
     )
+
+
+def evaluate_static(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, *,
+    tp: Array | int = 1, pp: Array | int = 1, ep: Array | int = 1, attention_dp: Array | bool = False,
+    cp: Array | int = 1, isl: Array | int, osl: Array | int, batch: Array | int,
+) -> dict[str, Array]:
+    """Static batching (TensorRT-LLM <= v0.9 ``gptSessionBenchmark``): a batch of B requests is
+    prefilled together, then decoded for OSL steps; throughput = B x OSL / (prefill + OSL decode
+    steps). Returns arrays: ttft_s (the batch's prefill), tpot_s, output_tok_s_per_gpu,
+    feasible, reason, fits_in_memory."""
+    tp, pp, ep, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, cp))
+    adp = np.asarray(attention_dp, dtype=bool)
+    isl_f, osl_f, b = (np.asarray(x, dtype=float) for x in (isl, osl, batch))
+    shape = np.broadcast(tp, pp, ep, cp, adp, isl_f, osl_f, b).shape
+    tp, pp, ep, cp, adp, isl_f, osl_f, b = (np.broadcast_to(x, shape) for x in (tp, pp, ep, cp, adp, isl_f, osl_f, b))
+    reason = plan_feasibility(model, tp, pp, ep, adp, cp)
+    ok = reason == ""
+    tp, ep, cp, pp = (np.where(ok, x, 1) for x in (tp, ep, cp, pp))
+    micro = pp.astype(float)
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, adp, cp)
+    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, isl_f + osl_f, tp, pp, adp, cp)
+    rank_div = np.where(adp, tp, 1)
+    usable = hw.hbm_bytes * eng.memory_utilization - w_bytes - RUNTIME_RESERVED_BYTES
+    fits = usable >= np.ceil(b / rank_div) * kv_seq
+    reason = np.where(ok & ~fits, "oom", reason)
+    d = model.hidden_size
+    pre = step_cost(model, prec, hw, eng, StepShape(
+        decode_seqs=np.zeros(shape), decode_ctx=isl_f, prefill_tokens=b * isl_f / micro, prefill_seqs=b / micro,
+        prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp)).total_s
+    dec = step_cost(model, prec, hw, eng, StepShape(
+        decode_seqs=b / micro, decode_ctx=isl_f + osl_f / 2.0, prefill_tokens=np.zeros(shape),
+        prefill_seqs=np.zeros(shape), prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp)).total_s
+    hop_pre = collective_time("p2p", b * isl_f / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
+    hop_dec = collective_time("p2p", b / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
+    ttft = micro * pre + (micro - 1.0) * hop_pre
+    tpot = micro * dec + (micro - 1.0) * hop_dec
+    total = ttft + np.maximum(osl_f - 1.0, 0.0) * tpot
+    return {
+        "ttft_s": ttft, "tpot_s": tpot, "output_tok_s_per_gpu": b * osl_f / total / (tp * pp),
+        "total_tok_s_per_gpu": b * (isl_f + osl_f) / total / (tp * pp), "tok_s_per_user": 1.0 / tpot,
+        "feasible": reason == "", "reason": reason, "fits_in_memory": fits,
+    }
