@@ -75,8 +75,15 @@ def test_memory_fit_and_max_concurrency():
     # weights per GPU x tp ~ total weight bytes (BF16) when sharded 8 ways (+ replicated norms)
     assert float(r.weight_bytes_per_gpu[0]) * 8 == pytest.approx(2 * m.total_params, rel=0.01)
     # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B (sharded by 8)
-    over = evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=10**6)
-    assert over.reason[()] == "oom" and not bool(over.feasible)
+    # clients beyond the KV capacity queue in the engine: same step, TTFT grows by the wait
+    cap = int(evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=1).max_concurrency)
+    at, over = (evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=c) for c in (cap, 2 * cap))
+    assert not bool(over.fits_in_memory) and float(over.running_concurrency) == cap
+    assert float(over.tpot_s) == pytest.approx(float(at.tpot_s))
+    assert float(over.output_tok_s_per_gpu) == pytest.approx(float(at.output_tok_s_per_gpu))
+    # Little's law: `cap` more clients wait cap / rate = one full request latency longer
+    latency = float(at.ttft_s) + 1023 * float(at.tpot_s)
+    assert float(over.ttft_s) - float(at.ttft_s) == pytest.approx(latency, rel=1e-6)
 
 
 def test_infeasible_plans_carry_reasons_not_nans():

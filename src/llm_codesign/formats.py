@@ -66,6 +66,10 @@ FORMATS: dict[str, NumberFormat] = {
         NumberFormat("fp8", "e4m3", 8, 0, 0, "fp32", "fp8", f"{_F} s1 (per-tensor FP32 scale)"),
         NumberFormat("fp8_e5m2", "e5m2", 8, 0, 0, "fp32", "fp8", f"{_F} s1"),
         NumberFormat(
+            "fp8_channel", "e4m3", 8, 0, 0, "fp32", "fp8",
+            f"{_F} s1 (per-output-channel FP32 scale)",
+        ),
+        NumberFormat(
             "fp8_block", "e4m3", 8, 128 * 128, 32, "fp32", "fp8",
             f"{_F} s3: DeepSeek-V3 128x128 weight blocks, FP32 scale",
         ),

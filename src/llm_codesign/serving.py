@@ -58,7 +58,9 @@ def step_cost(model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineCo
         kernels = kernels + np.where(active, op.kernels * np.asarray(op.layers), 0.0)
         if detail:
             detail_rows.append((op, t_total, bound))
-    by_class["other"] = by_class["other"] + kernels * eng.kernel_overhead_s + eng.step_overhead_s / s.pp
+    seqs = (s.decode_seqs + s.prefill_seqs) / np.where(s.attention_dp, s.tp, 1)
+    by_class["other"] = (by_class["other"] + kernels * eng.kernel_overhead_s + eng.step_overhead_s / s.pp
+                         + eng.per_seq_overhead_s * seqs)
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
 
@@ -76,6 +78,7 @@ class GridResult:
     weight_bytes_per_gpu: Array
     kv_bytes_per_gpu: Array
     max_concurrency: Array
+    running_concurrency: Array
     fits_in_memory: Array
     feasible: Array
     reason: Array
@@ -150,12 +153,17 @@ def evaluate(
     usable = hw.hbm_bytes * eng.memory_utilization - w_bytes - workspace
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     max_conc = seqs_per_gpu * rank_div
+    # Clients beyond what the engine can hold (KV capacity or max_batch_size) wait in its queue:
+    # the engine runs `run` requests; the rest add queueing delay to TTFT (Little's law below).
+    client_conc = conc
+    run = np.maximum(np.minimum(np.minimum(conc, max_conc), eng.max_batch_size), 1.0)
+    conc = run
     seqs_here = np.ceil(conc / rank_div)
     kv_total = seqs_here * kv_seq
     mem = w_bytes + kv_total + workspace
-    fits = (usable > 0) & (conc <= max_conc)
+    fits = (usable > 0) & (client_conc <= max_conc)
     reason = np.where((reason == "") & (usable <= 0), "weights_exceed_memory", reason)
-    reason = np.where((reason == "") & ~fits, "oom", reason)
+    reason = np.where((reason == "") & (max_conc < 1), "oom", reason)
     if hw.scaleout_bytes_per_s <= 0:
         reason = np.where((reason == "") & (tp > hw.scaleup_domain_size), "no_scaleout_network", reason)
 
@@ -211,6 +219,9 @@ def evaluate(
     burst = eng.ttft_burst * 0.5 * conc * (prefill_alone / np.maximum(n_chunks + pp - 1.0, 1.0)) * n_chunks / micro
     ttft = ttft + burst
     rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot)
+    # queued clients: each waits (client_conc - run) / rate before admission
+    queue_wait = np.maximum(client_conc - conc, 0.0) / np.maximum(rate, 1e-30)
+    ttft = ttft + queue_wait
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
@@ -226,7 +237,7 @@ def evaluate(
     return GridResult(
         ttft_s=ttft, tpot_s=tpot, output_tok_s_per_gpu=out_per_gpu, total_tok_s_per_gpu=total_per_gpu,
         tok_s_per_user=1.0 / tpot, memory_per_gpu_bytes=mem, weight_bytes_per_gpu=w_bytes,
-        kv_bytes_per_gpu=kv_total, max_concurrency=max_conc, fits_in_memory=fits, feasible=feasible,
+        kv_bytes_per_gpu=kv_total, max_concurrency=max_conc, running_concurrency=conc, fits_in_memory=fits, feasible=feasible,
         reason=reason, decode_breakdown=dec_break,
         prefill_breakdown={k: v * (n_chunks + pp - 1.0) for k, v in pre_cost.by_class.items()},
         mixed_breakdown=mixed_break,

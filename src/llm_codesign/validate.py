@@ -174,13 +174,20 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     if cob.startswith("max-throughput") or "offline" in cob:
         mode, load = "offline", 0.0
     elif cob.startswith("request rate"):
+        notes = row.get("notes", "")
+        n_req = re.search(r"(\d+) requests", notes)
+        achieved = re.search(r"achieved Tput\(req/s\)=([\d.]+)", notes)
         if "inf" in cob:
-            mode, load = "offline", 0.0
+            # all requests issued at once: a closed loop whose concurrency is the request count
+            if not n_req:
+                return "request rate INF without a request count"
+            mode, load = "concurrency", float(n_req.group(1))
         else:
             m = re.search(r"([\d.]+)\s*qps", cob)
             if not m:
                 return "unparsed request rate"
-            mode, load = "rate", float(m.group(1))
+            # the achieved rate (when reported) is what the server actually carried
+            mode, load = "rate", float(achieved.group(1)) if achieved else float(m.group(1))
     else:
         c = _int(cob)
         if c is None:
@@ -257,7 +264,7 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                         notes[j] = str(out.reason[k])
                 continue
             # offline / rate: a concurrency grid per row
-            g = CONCURRENCY_GRID[None, :]
+            g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
             out = evaluate(model, hw, prec, eng, tp=tp[:, None], pp=pp[:, None], ep=ep[:, None], attention_dp=adp[:, None],
                            isl=isl[:, None], osl=osl[:, None], concurrency=g)
             thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)

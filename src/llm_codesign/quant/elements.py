@@ -94,21 +94,89 @@ E2M1 = _element("e2m1", ml_dtypes.float4_e2m1fn, 4, 1)
 ELEMENTS: dict[str, ElementType] = {e.name: e for e in (E4M3, E5M2, E2M3, E3M2, E2M1)}
 
 
+CHUNK_ELEMENTS = 1 << 16  # 256 KiB of float32: chunk temporaries stay in cache
+
+
+def _key(bits: np.ndarray, key: np.ndarray, sticky: np.ndarray) -> None:
+    """key = (top 16 bits << 1) | (low 16 bits != 0), into the given buffers."""
+    np.right_shift(bits, 16, out=key, casting="unsafe")
+    np.bitwise_and(bits, 0xFFFF, out=sticky)
+    np.minimum(sticky, 1, out=sticky)
+    np.left_shift(key, 1, out=key)
+    np.add(key, sticky, out=key, casting="unsafe")
+
+
 def encode(y: np.ndarray, element: ElementType) -> np.ndarray:
     """Saturating round-to-nearest-even cast of float32 ``y`` to ``element`` codes (uint8 bits).
 
-    Same result as ``np.clip(y, -max, max).astype(element.dtype).view(np.uint8)``, ~2x faster.
-    ``y`` must be float32; it is not modified.
+    Same result as ``np.clip(y, -max, max).astype(element.dtype).view(np.uint8)``, ~4x faster.
     """
     y = np.ascontiguousarray(y, dtype=np.float32)
-    bits = y.view(np.uint32)
-    key = np.right_shift(bits, 16)
-    np.left_shift(key, 1, out=key)
-    sticky = np.bitwise_and(bits, 0xFFFF)
-    np.minimum(sticky, 1, out=sticky)
-    np.bitwise_or(key, sticky, out=key)
-    del sticky
-    return element.encode_table[key]
+    return encode_scaled(y.reshape(1, -1), np.ones(1, np.float32), element).reshape(y.shape)
+
+
+def encode_scaled(x2: np.ndarray, divisor: np.ndarray, element: ElementType) -> np.ndarray:
+    """Codes of ``x2 / divisor[:, None]`` (float32 division, then :func:`encode`).
+
+    ``x2`` is ``(groups, k)`` in any float dtype (bfloat16 or float32 in the hot paths),
+    ``divisor`` is ``(groups,)`` float32. Works through the rows in cache-sized chunks, so the
+    temporaries never leave cache and no full-size float32 copy is made.
+    """
+    groups, k = x2.shape
+    out = np.empty((groups, k), np.uint8)
+    if out.size == 0:
+        return out
+    rows = max(1, CHUNK_ELEMENTS // max(k, 1))
+    n = min(rows, groups) * k
+    buf = np.empty(n, np.float32)
+    key = np.empty(n, np.intp)
+    sticky = np.empty(n, np.uint32)
+    table = element.encode_table
+    div = divisor.astype(np.float32, copy=False).reshape(-1, 1)
+    for g0 in range(0, groups, rows):
+        g1 = min(g0 + rows, groups)
+        m = (g1 - g0) * k
+        y = buf[:m].reshape(g1 - g0, k)
+        y[...] = x2[g0:g1]
+        np.divide(y, div[g0:g1], out=y)
+        _key(buf[:m].view(np.uint32), key[:m], sticky[:m])
+        np.take(table, key[:m], out=out[g0:g1].reshape(-1))
+    return out
+
+
+def round_scaled(
+    x2: np.ndarray,
+    divisor: np.ndarray,
+    lo: int,
+    hi: int,
+    out_dtype: type,
+    offset: np.ndarray | None = None,
+) -> np.ndarray:
+    """Integer codes ``clip(rint(x2 / divisor) + offset, lo, hi)`` as ``out_dtype``.
+
+    NaN maps to ``offset`` (the caller marks the group's scale NaN); ``np.rint`` rounds half to
+    even. Chunked like :func:`encode_scaled`.
+    """
+    groups, k = x2.shape
+    out = np.empty((groups, k), out_dtype)
+    if out.size == 0:
+        return out
+    rows = max(1, CHUNK_ELEMENTS // max(k, 1))
+    buf = np.empty(min(rows, groups) * k, np.float32)
+    div = divisor.astype(np.float32, copy=False).reshape(-1, 1)
+    off = None if offset is None else offset.astype(np.float32).reshape(-1, 1)
+    for g0 in range(0, groups, rows):
+        g1 = min(g0 + rows, groups)
+        y = buf[: (g1 - g0) * k].reshape(g1 - g0, k)
+        y[...] = x2[g0:g1]
+        np.divide(y, div[g0:g1], out=y)
+        np.rint(y, out=y)
+        np.nan_to_num(y, copy=False, nan=0.0)
+        if off is not None:
+            np.add(y, off[g0:g1], out=y)
+        np.clip(y, lo, hi, out=y)
+        out[g0:g1] = y
+    return out
 
 
 def decode(codes: np.ndarray, element: ElementType) -> np.ndarray:

@@ -35,6 +35,8 @@ class EngineConstants:
         attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
         kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
         step_overhead_s: fixed cost per engine iteration (scheduling, sampling, host sync).
+        per_seq_overhead_s: host-side cost per scheduled sequence per iteration (request
+            bookkeeping, sampling, detokenization): what caps small models' throughput.
         allreduce_latency_s: small-message latency of one all-reduce inside an NVLink domain.
         alltoall_latency_s: latency of one MoE dispatch or combine.
         network_latency_s: extra latency when a collective crosses the scale-out network.
@@ -42,6 +44,7 @@ class EngineConstants:
         moe_imbalance: busiest-expert load over the mean (>= 1).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
         memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
+        max_batch_size: most sequences an engine schedules at once (bounds offline runs).
         ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
             (all clients start at once); see serving.ttft.
     """
@@ -53,6 +56,7 @@ class EngineConstants:
     attn_decode_efficiency: float = 0.8
     kernel_overhead_s: float = 3e-6
     step_overhead_s: float = 5e-4
+    per_seq_overhead_s: float = 0.0
     allreduce_latency_s: float = 15e-6
     alltoall_latency_s: float = 30e-6
     network_latency_s: float = 30e-6
@@ -60,6 +64,7 @@ class EngineConstants:
     moe_imbalance: float = 1.2
     max_num_tokens: int = 8192
     memory_utilization: float = 0.9
+    max_batch_size: int = 2048
     ttft_burst: float = 0.0
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -75,7 +80,7 @@ class EngineConstants:
 
 
 FRACTIONS = ("mem_efficiency", "attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
-TIMES = ("kernel_overhead_s", "step_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
+TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
 
 
 def _check(c: EngineConstants, where: str) -> None:
@@ -91,8 +96,8 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1")
     if c.moe_imbalance < 1:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
-    if c.max_num_tokens < 1:
-        raise SpecError(f"{where}: max_num_tokens must be >= 1")
+    if c.max_num_tokens < 1 or c.max_batch_size < 1:
+        raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1:
         raise SpecError(f"{where}: ttft_burst must lie in [0, 1]")
 
@@ -105,7 +110,7 @@ def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
     for x in dataclasses.fields(EngineConstants):
         if x.name in ("id", "sources") or x.name not in data:
             continue
-        if x.name == "max_num_tokens":
+        if x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
