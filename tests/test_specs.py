@@ -26,7 +26,7 @@ def test_datasheet_numbers():
     h200 = load_hardware("h200-sxm")
     assert h200.peak_flops("bf16") == pytest.approx(989e12, rel=1e-3)
     assert h200.peak_flops("fp8") == pytest.approx(1979e12, rel=1e-3)
-    assert h200.hbm_bytes == 141e9 and h200.hbm_bytes_per_s == 4.8e12
+    assert h200.hbm_bytes == 141 * 2**30 and h200.hbm_bytes_per_s == 4.8e12
     assert h200.scaleup_bytes_per_s == 450e9
     # GB300 dense FP4 15 PF (Blackwell Ultra), B200 9 PF; GB200 NVL72 domain of 72
     assert load_hardware("gb300").peak_flops("nvfp4") == 15e15

@@ -150,7 +150,9 @@ def evaluate(
     rank_div = np.where(adp, tp, 1)
     d = model.hidden_size
     workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * model.intermediate_size / np.where(adp, 1, tp)) * 2.0
-    usable = hw.hbm_bytes * eng.memory_utilization - w_bytes - workspace
+    # the engine gives `memory_utilization` of the memory left after weights and workspace to
+    # the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction; vLLM's is of the total)
+    usable = (hw.hbm_bytes - w_bytes - workspace) * eng.memory_utilization
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     max_conc = seqs_per_gpu * rank_div
     # Clients beyond what the engine can hold (KV capacity or max_batch_size) wait in its queue:
@@ -266,7 +268,7 @@ def evaluate_static(
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, adp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, isl_f + osl_f, tp, pp, adp, cp)
     rank_div = np.where(adp, tp, 1)
-    usable = hw.hbm_bytes * eng.memory_utilization - w_bytes - RUNTIME_RESERVED_BYTES
+    usable = (hw.hbm_bytes - w_bytes - RUNTIME_RESERVED_BYTES) * eng.memory_utilization
     fits = usable >= np.ceil(b / rank_div) * kv_seq
     reason = np.where(ok & ~fits, "oom", reason)
     d = model.hidden_size
