@@ -1,0 +1,118 @@
+"""validate: mapping table, unit conversions, summary arithmetic on a hand-made CSV, skips."""
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from llm_codesign import ParallelPlan, Workload, estimate
+from llm_codesign.cli import main
+from llm_codesign.errors import DataFileError
+from llm_codesign.validate import REQUIRED_COLUMNS, map_row, summarize, validate
+
+GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
+
+
+def row(**kw):
+    base = dict(source_id="s", model="Llama-3.1-8B", gpu="H200 SXM 141GB", num_gpus="1", precision="fp8/fp8/fp8",
+                tp="1", pp="1", ep="", dp="", framework="TensorRT-LLM v1.0", isl="1024", osl="1024",
+                concurrency_or_batch="64", metric="output_tok_s_per_gpu", value="1000", notes="")
+    base.update(kw)
+    return base
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(REQUIRED_COLUMNS) + ["notes"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+@pytest.mark.skipif(not GT.is_dir(), reason="shared/groundtruth not present")
+def test_mapping_table_covers_every_model_and_gpu_name_in_the_calibration_files():
+    for name in ("serving.csv", "aic_silicon_dense.csv"):
+        with open(GT / name, newline="") as fh:
+            for i, r in enumerate(csv.DictReader(fh)):
+                m = map_row(i, r)
+                assert not (isinstance(m, str) and (m.startswith("unknown model") or m.startswith("unknown gpu"))), (name, i, m)
+
+
+def test_mapping_rules():
+    m = map_row(0, row(model="DeepSeek-R1-0528", gpu="B200 180GB", precision="fp4/?/fp8", tp="4", ep="4", dp="attn-DP4",
+                       concurrency_or_batch="max-throughput offline (num_requests=not listed)"))
+    assert (m.model, m.hardware, m.precision, m.tp, m.ep, m.attention_dp, m.mode) == ("deepseek-r1", "b200", "nvfp4", 4, 4, True, "offline")
+    m = map_row(0, row(model="gpt-oss-120b", gpu="H200 SXM 141GB", precision="fp8/?/fp8 on Blackwell (Hopper: auto)"))
+    assert m.precision.startswith("mxfp4-a16")  # MXFP4 checkpoint, no FP4 math on Hopper
+    m = map_row(0, row(framework="TensorRT-LLM v0.9.0 (C++ gptSessionBenchmark, static batching)", concurrency_or_batch="32"))
+    assert m.mode == "static" and m.load == 32
+    m = map_row(0, row(isl="1K", osl="2K"))
+    assert (m.isl, m.osl) == (1024, 2048)
+    m = map_row(0, row(concurrency_or_batch="request rate 4 QPS", notes="500 requests; achieved Tput(req/s)=3.5"))
+    assert m.mode == "rate" and m.load == 3.5
+    m = map_row(0, row(concurrency_or_batch="request rate INF (all at once)", notes="500 requests"))
+    assert m.mode == "concurrency" and m.load == 500
+    m = map_row(0, row(framework="vllm 0.12.0"))
+    assert m.engine == "vllm"
+
+
+@pytest.mark.parametrize("kw,reason", [
+    (dict(model="Bloom-176B"), "unknown model"), (dict(gpu="TPU v5e"), "unknown gpu"),
+    (dict(tp=""), "plan not stated"), (dict(isl="dataset"), "isl/osl"), (dict(metric="joules"), "unsupported metric"),
+    (dict(value="n/a"), "non-numeric"), (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
+])
+def test_skip_reasons(kw, reason):
+    assert map_row(0, row(**kw)).startswith(reason)
+
+
+def test_unit_conversions_and_summary_arithmetic(tmp_path):
+    wl = Workload(1024, 1024, 64)
+    e = estimate("llama-3.1-8b", "h200-sxm", "fp8", ParallelPlan(tp=2), wl, engine="trtllm")
+    # measured values chosen so the errors are exactly +25%, -20% and 0% vs the prediction
+    rows = [
+        row(tp="2", num_gpus="2", metric="output_tok_s_total", value=repr(e.output_tok_s_per_gpu * 2 / 1.25)),
+        row(tp="2", num_gpus="2", metric="tpot_ms", value=repr(e.tpot_ms / 0.8)),
+        row(tp="2", num_gpus="2", metric="itl_ms", value=repr(e.tpot_ms)),
+        row(model="Bloom-176B"),
+        row(model="Bloom-176B"),
+    ]
+    rep = validate(write_csv(tmp_path / "m.csv", rows))
+    errs = {r["metric"]: r["error"] for r in rep.rows}
+    assert errs["output_tok_s_total"] == pytest.approx(0.25, rel=1e-6)
+    assert errs["tpot_ms"] == pytest.approx(-0.2, rel=1e-6)
+    assert errs["itl_ms"] == pytest.approx(0.0, abs=1e-9)
+    assert rep.skipped == [{"reason": "unknown model Bloom-176B", "count": 2}]
+    s = rep.summary["known_load"]["tpot"]  # tpot and itl rows: |err| = 20 and 0
+    assert s["count"] == 2 and s["median_abs_pct_error"] == pytest.approx(10.0) and s["signed_median_pct_error"] == pytest.approx(-10.0)
+
+
+def test_summary_percentiles_by_hand():
+    recs = [{"source_id": "a", "metric": "ttft_ms", "mode": "concurrency", "error": e} for e in (-0.5, -0.1, 0.0, 0.2, 0.3)]
+    s = summarize(recs)["by_source_metric"]["a"]["ttft_ms"]
+    assert s["median_abs_pct_error"] == pytest.approx(20.0)
+    assert s["signed_median_pct_error"] == pytest.approx(0.0)
+    assert s["p90_abs_pct_error"] == pytest.approx(float(np.percentile([50, 10, 0, 20, 30], 90)))
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(DataFileError, match="no such file"):
+        validate(tmp_path / "missing.csv")
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(DataFileError, match="missing column"):
+        validate(tmp_path / "bad.csv")
+
+
+def test_cli_json_and_out(tmp_path):
+    p = write_csv(tmp_path / "m.csv", [row(), row(metric="ttft_ms", value="50"), row(model="nope")])
+    out = tmp_path / "rows.csv"
+    r = CliRunner().invoke(main, ["validate", "--data", str(p), "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert {"rows", "skipped", "summary"} <= set(d)
+    assert {"source_id", "model", "gpu", "metric", "measured", "predicted"} <= set(d["rows"][0])
+    assert out.is_file() and len(out.read_text().splitlines()) == 3
+    r = CliRunner().invoke(main, ["validate", "--data", str(tmp_path / "none.csv")])
+    assert r.exit_code == 2 and "no such file" in r.output
