@@ -90,7 +90,15 @@ class Estimate:
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),
             "serving_model": "aggregated in-flight batching, closed loop (DESIGN.md); TPOT = mixed step time",
+            "calibration": self._calibration(),
         }
+
+    def _calibration(self) -> list[dict[str, Any]]:
+        if not self.hardware.profile_source:
+            return []
+        from .calibration import provenance
+
+        return provenance(self.hardware, self.engine)
 
 
 def _scalar(x: Any) -> float:
@@ -123,6 +131,10 @@ def estimate(
     hw = load_hardware(hardware)
     prec = parse_precision(precision)
     eng = load_engine(engine)
+    if hw.profile_source:  # a calibration profile also measured bandwidth, attention, latencies
+        from .calibration import calibrated_engine
+
+        eng = calibrated_engine(eng, hw)
     plan = plan or ParallelPlan()
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
     if num_gpus is not None:

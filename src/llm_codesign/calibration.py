@@ -44,9 +44,10 @@ import json
 import math
 import re
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,12 @@ from .ops import Op
 from .specs._load import Fields, read_mapping
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import (
-    COMPUTE_CLASSES, Efficiency, HardwareSpec, bundled_hardware, hardware_alias_table, load_hardware,
+    COMPUTE_CLASSES,
+    Efficiency,
+    HardwareSpec,
+    bundled_hardware,
+    hardware_alias_table,
+    load_hardware,
 )
 
 Array = np.ndarray
@@ -140,7 +146,7 @@ class Profile:
         }
 
 
-def derive(measurements: dict[str, Iterable[dict[str, Any]]]) -> dict[str, Any]:
+def derive(measurements: Mapping[str, Iterable[dict[str, Any]]]) -> dict[str, Any]:
     """Summary figures of a set of measurements (best achieved rates, small-message latencies).
 
     ``hbm_bytes_per_s``: best copy bandwidth; ``peak_flops_per_s``: best GEMM FLOP/s per dtype;
@@ -320,6 +326,8 @@ def _device_matches(p: Profile, hw: HardwareSpec) -> bool:
     if p.device.hardware_id == hw.id:
         return True
     if match_hardware_id(p.device.name) == hw.id:
+        return True
+    if hw.id == f"measured-{_slug(p.device.name)}":  # a spec built from a profile of this device
         return True
     names = {_norm(hw.name), _norm(hw.id), *(_norm(a) for a in hw.aliases)}
     return _norm(p.device.name) in names
@@ -556,7 +564,9 @@ def measured_hardware(profile: Profile | dict[str, Any] | str | Path) -> Hardwar
         vendor, tile = "nvidia", (128, 128)
     measured_eff = Efficiency(1.0, f"{MEASURED}: the peak is the best measured figure ({where})")
     ranks = int(d.get("allreduce_ranks", 1))
-    busbw = d.get("allreduce_bus_bytes_per_s", 0.0)
+    busbw = d.get("allreduce_bus_bytes_per_s")
+    # one device per domain when no collective was measured: the link is never crossed, and
+    # an unbounded bandwidth keeps the zero-byte collective terms exactly 0 (no 0/0)
     hw = HardwareSpec(
         id=f"measured-{_slug(dev.name)}",
         name=f"{dev.name} (measured)",
@@ -570,7 +580,7 @@ def measured_hardware(profile: Profile | dict[str, Any] | str | Path) -> Hardwar
         boost_clock_hz=None,
         tdp_w=math.nan,
         scaleup_technology="measured" if busbw else "none",
-        scaleup_bytes_per_s=float(busbw),
+        scaleup_bytes_per_s=float(busbw) if busbw else math.inf,
         scaleup_domain_size=ranks if busbw else 1,
         scaleout_bytes_per_s=0.0,
         tile_m=tile[0],
@@ -722,17 +732,16 @@ def compare(
     p = load_profile(profile)
     notes: list[str] = []
     eng = load_engine(engine)
+    measured_only = False
     if hardware is None:
         hid = p.device.hardware_id if p.device.hardware_id in bundled_hardware() else match_hardware_id(p.device.name)
         if hid is not None:
             hw = bundled_hardware()[hid]
             notes.append(f"predictions on the datasheet spec {hid}")
         else:
-            hw = measured_hardware(p).with_overrides(gemm_table=None)
-            # the spec's bandwidth is itself the measured peak: stream at all of it
-            eng = eng.with_overrides(mem_efficiency=1.0)
-            notes.append(f"no bundled spec for {p.device.name!r}: predictions on peaks taken from the "
-                         "best measurements (GEMM tile/wave model, attention efficiencies default)")
+            hw, measured_only = measured_hardware(p), True
+            notes.append(f"no bundled spec for {p.device.name!r}: peaks and bandwidth are the best measured "
+                         "figures, so the comparison tests the shape of the model (tile/wave, sizes)")
     else:
         hw = load_hardware(hardware)
     if overlay:
@@ -740,8 +749,11 @@ def compare(
             hw = apply_profile(hw, p)
         eng = calibrated_engine(eng, hw)
         notes.append("profile overlaid: GEMM table, measured efficiencies and latencies")
-    elif hw.gemm_table is not None:
-        hw = hw.with_overrides(gemm_table=None, profile_source="")
+    else:
+        if hw.gemm_table is not None:
+            hw = hw.with_overrides(gemm_table=None, profile_source="")
+        if measured_only:  # the spec's bandwidth is itself the measured peak: stream at all of it
+            eng = eng.with_overrides(mem_efficiency=1.0)
     rows: list[dict[str, Any]] = []
 
     def add(bench: str, label: str, dtype: str, measured: float, predicted: float, extra: dict[str, Any]) -> None:

@@ -58,12 +58,17 @@ def plan_options(f: Callable) -> Callable:
 @click.option("--concurrency", "-c", type=click.IntRange(min=1), default=1, show_default=True, help="concurrent requests per replica")
 @click.option("--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)")
 @click.option("--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate (e.g. NVFP4 on Hopper via FP8)")
+@click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay (from `calibrate`)")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
-def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, as_json):
+def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, as_json):
     """Predict TTFT, TPOT and throughput for one configuration."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
     hw = api.load_hardware(hardware)
+    if profile:
+        from .calibration import apply_profile
+
+        hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
     e = api.estimate(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus)
@@ -85,6 +90,8 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
     c.print(f"assumptions: peak {a['peak_flops_per_s']/1e12:.0f} TFLOP/s ({a['compute_class']}), GEMM efficiency {a['gemm_efficiency']['value']:.3f} "
             f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s']/1e12:.2f} TB/s x {e.engine.mem_efficiency}, "
             f"per-step overhead {e.engine.step_overhead_s*1e3:.2f} ms, per-kernel {e.engine.kernel_overhead_s*1e6:.1f} us")
+    for item in a["calibration"]:
+        c.print(f"calibration: {item}")
 
 
 @main.command()

@@ -30,6 +30,7 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     # ordered: benchmark-protocol and host terms first, so that efficiencies are not bent to
     # absorb queueing (coordinate descent is greedy)
     "ttft_burst": (0.0, 1.0, "share of requests in the closed-loop start-up wave"),
+    "request_overhead_s": (0.0, 0.2, "fixed latency per request added to TTFT"),
     "per_seq_overhead_s": (0.0, 200e-6, "host cost per sequence per iteration"),
     "step_overhead_s": (20e-6, 20e-3, "fixed cost per engine iteration"),
     "kernel_overhead_s": (0.5e-6, 20e-6, "fixed cost per kernel"),
@@ -100,8 +101,10 @@ def fit_engine(
             cur = getattr(eng, name)
             if name == "per_seq_overhead_s" and cur == 0.0:
                 cands = [2e-6, 8e-6, 20e-6, 50e-6]
+            elif name == "request_overhead_s" and cur == 0.0:
+                cands = [2e-3, 8e-3, 20e-3, 50e-3]
             elif name == "ttft_burst":
-                cands = [min(max(cur + d, lo), hi) for d in (-0.4 / (sweep + 1), -0.15 / (sweep + 1), 0.15 / (sweep + 1), 0.4 / (sweep + 1))]
+                cands = [min(max(cur + d / (sweep + 1), lo), hi) for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)]
             else:
                 f = factor ** (1.0 / (sweep + 1))
                 cands = [min(max(cur * f**j, lo), hi) for j in (-2, -1, 1, 2)]

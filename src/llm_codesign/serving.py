@@ -223,7 +223,7 @@ def evaluate(
     rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot)
     # queued clients: each waits (client_conc - run) / rate before admission
     queue_wait = np.maximum(client_conc - conc, 0.0) / np.maximum(rate, 1e-30)
-    ttft = ttft + queue_wait
+    ttft = ttft + queue_wait + eng.request_overhead_s
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
@@ -280,7 +280,7 @@ def evaluate_static(
         prefill_seqs=np.zeros(shape), prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp)).total_s
     hop_pre = collective_time("p2p", b * isl_f / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
     hop_dec = collective_time("p2p", b / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
-    ttft = micro * pre + (micro - 1.0) * hop_pre
+    ttft = micro * pre + (micro - 1.0) * hop_pre + eng.request_overhead_s
     tpot = micro * dec + (micro - 1.0) * hop_dec
     total = ttft + np.maximum(osl_f - 1.0, 0.0) * tpot
     return {

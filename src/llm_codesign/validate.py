@@ -340,9 +340,12 @@ def validate(
     override = load_engine(engine) if engine is not None else None
     hw_over = None
     if profile is not None:
-        from .calibration import apply_profile
+        from .calibration import apply_profile, load_profile, match_hardware_id
 
-        hw_over = {r.hardware: apply_profile(load_hardware(r.hardware), profile) for r in mapped[:1]}
+        prof = load_profile(profile)
+        target = prof.device.hardware_id or match_hardware_id(prof.device.name)
+        # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
+        hw_over = {h: apply_profile(load_hardware(h), prof) for h in {r.hardware for r in mapped} if h == target}
     preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over)
     records = []
     for r, p, note in zip(mapped, preds, notes):

@@ -35,6 +35,8 @@ class EngineConstants:
         attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
         kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
         step_overhead_s: fixed cost per engine iteration (scheduling, sampling, host sync).
+        request_overhead_s: fixed latency added to every request's TTFT (request admission,
+            tokenization, first-token detokenization and delivery).
         per_seq_overhead_s: host-side cost per scheduled sequence per iteration (request
             bookkeeping, sampling, detokenization): what caps small models' throughput.
         allreduce_latency_s: small-message latency of one all-reduce inside an NVLink domain.
@@ -57,6 +59,7 @@ class EngineConstants:
     kernel_overhead_s: float = 3e-6
     step_overhead_s: float = 5e-4
     per_seq_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
     allreduce_latency_s: float = 15e-6
     alltoall_latency_s: float = 30e-6
     network_latency_s: float = 30e-6
@@ -80,7 +83,7 @@ class EngineConstants:
 
 
 FRACTIONS = ("mem_efficiency", "attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
-TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
+TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
 
 
 def _check(c: EngineConstants, where: str) -> None:

@@ -1,0 +1,709 @@
+"""Microbenchmarks behind ``llm-codesign calibrate``: measure the machine this runs on (a CUDA
+GPU, or the CPU with the same code) and return a calibration profile
+(:mod:`llm_codesign.calibration` documents the schema). Needs the optional ``[gpu]`` extra
+(torch), imported only when a benchmark runs.
+
+What is measured: device-to-device copy bandwidth; GEMM throughput over a grid of (M, N, K)
+with aligned (multiples of 128/256) and misaligned (off by a few) dims, small-M decode and
+large-M prefill shapes, per dtype the device runs (BF16; FP8 where ``torch._scaled_mm`` runs,
+i.e. compute capability 8.9+); decode (KV read) and causal prefill attention through
+``scaled_dot_product_attention``; and, with several GPUs visible, all-reduce and all-to-all
+over message sizes (one process per GPU, NCCL).
+
+Timing: CUDA events on a GPU (``perf_counter`` on a CPU, where torch ops are synchronous);
+warm-up calls first; each sample times enough back-to-back calls to last ``min_sample_s`` and
+the reported time is the median of the samples; inputs rotate over buffer sets that together
+exceed the last-level cache (2 x L2 on a GPU) so no call finds its operands cached; data is
+random and never zero (|x| >= 1/64, so FP8 does not flush it to zero either); the whole run
+keeps to a time budget (sections get shares of what is left; items left over are recorded as
+skipped) and the profile records device, driver, torch version, date and every sample.
+
+Example:
+    >>> profile = calibrate(device="cpu", quick=True, out="cpu.json")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from . import calibration
+from .errors import SpecError, UnsupportedError
+
+ProgressFn = Callable[[str, int, int], None]
+
+SECTION_SHARES = {"copy": 0.1, "gemm": 0.5, "attention_decode": 0.1, "attention_prefill": 0.1, "comm": 0.2}
+_DEVICE_RE = re.compile(r"^(cpu|cuda(?::(\d+))?)$")
+
+
+def require_torch() -> Any:
+    """Import torch, or raise a one-line error telling how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise UnsupportedError(
+            "calibrate needs PyTorch: install the [gpu] extra (pip install 'llm-codesign[gpu]')"
+        ) from None
+    return torch
+
+
+def parse_device(text: str | None) -> str | None:
+    """Validate a device string: ``cpu``, ``cuda`` or ``cuda:N`` (None = pick automatically)."""
+    if text is None:
+        return None
+    t = text.strip().lower()
+    m = _DEVICE_RE.match(t)
+    if not m:
+        raise SpecError(f"--device {text!r}: expected cpu, cuda or cuda:N")
+    if t == "cuda":
+        return "cuda:0"
+    return t
+
+
+def resolve_device(torch: Any, text: str | None) -> str:
+    """The device to measure: the requested one if present, else cuda:0 if CUDA works, else cpu."""
+    dev = parse_device(text)
+    if dev is None:
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if dev.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise UnsupportedError(f"--device {dev}: CUDA is not available to this torch ({torch.__version__})")
+        idx = int(dev.split(":")[1])
+        if idx >= torch.cuda.device_count():
+            raise UnsupportedError(f"--device {dev}: only {torch.cuda.device_count()} CUDA device(s) visible")
+    return dev
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """One attention benchmark: batch B, query heads H, KV heads, head dim D, length S
+    (decode: one query token over S cached tokens; prefill: S tokens, causal)."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Everything a calibration run measures and how (see :func:`default_config`)."""
+
+    device: str
+    dtypes: tuple[str, ...]
+    copy_bytes: tuple[int, ...]
+    gemm_shapes: tuple[tuple[int, int, int], ...]
+    attention_decode: tuple[AttentionShape, ...]
+    attention_prefill: tuple[AttentionShape, ...]
+    attention_dtype: str = "bf16"
+    comm_bytes: tuple[int, ...] = ()
+    comm_ranks: int = 1
+    budget_s: float = 60.0
+    quick: bool = False
+    warmup: int = 2
+    min_repeats: int = 3
+    max_repeats: int = 20
+    min_sample_s: float = 2e-3
+    rotate_bytes: int = 64 * 2**20
+    max_alloc_bytes: int = 8 * 2**30
+    max_buffers: int = 64
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def gemm_grid(base: int, quick: bool) -> tuple[tuple[int, int, int], ...]:
+    """(M, N, K) shapes around a hidden size ``base`` (4096 on a GPU): small-M decode shapes
+    on weight-shaped (N, K), large-M prefill shapes, an alignment sweep at M = N = K = base
+    (N or K + 128: a multiple of 128 but not 256; + 8, + 4, + 1: off by a few) and K sweeps."""
+    b, b2, ffn = base, 2 * base, 7 * base // 2
+    shapes: list[tuple[int, int, int]] = []
+    small_m = (1, 16, 64, 256) if quick else (1, 8, 16, 32, 64, 128, 256)
+    small_nk = ((b, b), (ffn, b)) if quick else ((b, b), (ffn, b), (b, ffn), (b2, b2))
+    shapes += [(m, n, k) for n, k in small_nk for m in small_m]
+    big_m = (b // 4, b, 4 * b) if quick else (b // 8, b // 4, b // 2, b, b2, 4 * b)
+    big_nk = ((b, b), (b2, b2), (ffn, b)) if quick else ((b, b), (b2, b2), (ffn, b), (b, ffn))
+    shapes += [(m, n, k) for n, k in big_nk for m in big_m]
+    for off in (128, 8, 4, 1):
+        shapes += [(b, b + off, b), (b, b, b + off)]
+    for k in ((b // 8,) if quick else (b // 16, b // 4, 4 * b)):
+        shapes.append((b, b, k))
+    seen: set[tuple[int, int, int]] = set()
+    return tuple(s for s in shapes if not (s in seen or seen.add(s)))  # type: ignore[func-returns-value]
+
+
+def _pow2_at_least(x: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(x, 1.0))))
+
+
+def default_config(
+    device: str = "cpu", *, quick: bool = False, dtypes: tuple[str, ...] | None = None,
+    budget_s: float | None = None, cache_bytes: float | None = None, comm_ranks: int = 1,
+    fp8: bool = False,
+) -> BenchConfig:
+    """The standard grid for a device. GPU: hidden size 4096, copies from 4 x L2 up, Llama-8B
+    attention heads (32/8, D=128); budget 90 s (quick) / 480 s. CPU: the same grid scaled to a
+    hidden size of 512 and heads 8/2, D=64, copies capped at 256 MiB; budget 30 s / 120 s."""
+    gpu = device.startswith("cuda")
+    if dtypes is None:
+        dtypes = ("bf16", "fp8") if (gpu and fp8) else ("bf16",)
+    bad = [d for d in dtypes if d not in calibration.DTYPES]
+    if bad:
+        raise SpecError(f"--dtypes: {', '.join(bad)} not one of {', '.join(calibration.DTYPES)}")
+    if gpu:
+        cache = float(cache_bytes or 50 * 2**20)
+        c = _pow2_at_least(4 * cache)
+        copies = (c, 4 * c) if quick else (c, 4 * c, 16 * c)
+        dec = [(1, 8192), (16, 4096), (64, 8192)] + ([] if quick else [(1, 32768), (8, 16384), (128, 4096)])
+        pre = [(1, 1024), (1, 4096), (1, 8192)] + ([] if quick else [(4, 2048), (1, 16384)])
+        heads = (32, 8, 128)
+        base = 4096
+        comm = tuple(2**e for e in range(12, 29, 2)) if quick else tuple(2**e for e in range(10, 31, 2))
+        return BenchConfig(
+            device=device, dtypes=tuple(dtypes), copy_bytes=copies, gemm_shapes=gemm_grid(base, quick),
+            attention_decode=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in dec),
+            attention_prefill=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in pre),
+            comm_bytes=comm if comm_ranks > 1 else (), comm_ranks=comm_ranks,
+            budget_s=budget_s or (90.0 if quick else 480.0), quick=quick, warmup=3,
+            max_repeats=10 if quick else 30, min_sample_s=2e-4, rotate_bytes=max(int(2 * cache), 64 * 2**20),
+            max_alloc_bytes=16 * 2**30,
+        )
+    cache = float(cache_bytes or 32 * 2**20)
+    # CPU last-level caches can be hundreds of MiB (shared by many cores): cap the copies so a
+    # run stays short; the profile records cache_bytes so a reader can see the overlap.
+    c = min(_pow2_at_least(2 * cache), 16 * 2**20)
+    copies = (c, 4 * c) if quick else (c, 4 * c, 16 * c)
+    dec = [(1, 1024), (4, 2048)] + ([] if quick else [(8, 4096)])
+    pre = [(1, 256), (1, 512)] + ([] if quick else [(2, 1024)])
+    heads = (8, 2, 64)
+    return BenchConfig(
+        device="cpu", dtypes=tuple(dtypes), copy_bytes=copies, gemm_shapes=gemm_grid(512, quick),
+        attention_decode=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in dec),
+        attention_prefill=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in pre),
+        comm_bytes=(), comm_ranks=1, budget_s=budget_s or (30.0 if quick else 120.0), quick=quick,
+        warmup=2, max_repeats=7 if quick else 15, min_sample_s=2e-3,
+        rotate_bytes=int(min(2 * cache, 64 * 2**20)), max_alloc_bytes=2 * 2**30,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# device facts
+# --------------------------------------------------------------------------------------------
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _cpu_cache_bytes() -> float | None:
+    """Size of the CPU's last-level cache from sysfs (None where not readable)."""
+    best: tuple[int, float] | None = None
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    try:
+        for idx in sorted(base.glob("index*")):
+            level = int((idx / "level").read_text().strip())
+            text = (idx / "size").read_text().strip().upper()
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            size = float(text.rstrip("KMG")) * mult
+            if best is None or level > best[0] or (level == best[0] and size > best[1]):
+                best = (level, size)
+    except (OSError, ValueError):
+        return None
+    return best[1] if best else None
+
+
+def _memory_bytes() -> float | None:
+    try:
+        import psutil
+
+        return float(psutil.virtual_memory().total)
+    except ImportError:
+        pass
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _nvidia_driver() -> str | None:
+    version: str | None = None
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        version = v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:  # noqa: BLE001 - optional probe; any failure means "not known this way"
+        version = None
+    if version:
+        return version
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+        line = out.stdout.strip().splitlines()
+        return line[0].strip() if out.returncode == 0 and line else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def device_info(torch: Any, device: str) -> dict[str, Any]:
+    """The profile's ``device`` block for a torch device string."""
+    now = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+    if device.startswith("cuda"):
+        idx = int(device.split(":")[1])
+        props = torch.cuda.get_device_properties(idx)
+        if getattr(torch.version, "hip", None):
+            driver = f"ROCm {torch.version.hip}"
+        else:
+            drv = _nvidia_driver()
+            driver = f"NVIDIA driver {drv}, CUDA {torch.version.cuda}" if drv else f"CUDA runtime {torch.version.cuda}"
+        l2 = getattr(props, "L2_cache_size", None)
+        return {
+            "name": props.name, "kind": "cuda", "driver": driver, "torch_version": torch.__version__, "date": now,
+            "hardware_id": calibration.match_hardware_id(props.name),
+            "memory_bytes": float(props.total_memory), "compute_units": int(props.multi_processor_count),
+            "cache_bytes": float(l2) if l2 else None, "compute_capability": f"{props.major}.{props.minor}",
+            "device_count": int(torch.cuda.device_count()),
+        }
+    name = _cpu_name()
+    return {
+        "name": name, "kind": "cpu", "driver": f"{platform.system()} {platform.release()}",
+        "torch_version": torch.__version__, "date": now, "hardware_id": calibration.match_hardware_id(name),
+        "memory_bytes": _memory_bytes(), "compute_units": int(torch.get_num_threads()),
+        "cache_bytes": _cpu_cache_bytes(), "compute_capability": None, "device_count": 1,
+    }
+
+
+def fp8_supported(torch: Any, device: str) -> bool:
+    """FP8 GEMMs through ``torch._scaled_mm``: CUDA compute capability 8.9+ (Ada, Hopper,
+    Blackwell). Not on CPUs, where it runs but is emulated (orders of magnitude slower)."""
+    if not device.startswith("cuda") or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+        return False
+    major, minor = torch.cuda.get_device_capability(int(device.split(":")[1]))
+    return (major, minor) >= (8, 9)
+
+
+# --------------------------------------------------------------------------------------------
+# timing
+# --------------------------------------------------------------------------------------------
+
+
+class _Clock:
+    """Times ``calls`` back-to-back calls of ``fn(i)``: CUDA events on a GPU, else perf_counter."""
+
+    def __init__(self, torch: Any, device: str):
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+        self.device = device
+
+    @property
+    def kind(self) -> str:
+        return "cuda events" if self.cuda else "perf_counter"
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def run(self, fn: Callable[[int], Any], calls: int, start: int) -> float:
+        if self.cuda:
+            t0 = self.torch.cuda.Event(enable_timing=True)
+            t1 = self.torch.cuda.Event(enable_timing=True)
+            t0.record()
+            for i in range(calls):
+                fn(start + i)
+            t1.record()
+            t1.synchronize()
+            return t0.elapsed_time(t1) / 1e3
+        s = time.perf_counter()
+        for i in range(calls):
+            fn(start + i)
+        return time.perf_counter() - s
+
+
+def _measure(clock: _Clock, fn: Callable[[int], Any], cfg: BenchConfig, budget_s: float) -> tuple[float, list[float]]:
+    """(median seconds per call, per-sample seconds per call) within about ``budget_s``."""
+    calls = 0
+    for _ in range(cfg.warmup):
+        fn(calls)
+        calls += 1
+    clock.sync()
+    t1 = max(clock.run(fn, 1, calls), 1e-9)
+    calls += 1
+    inner = max(1, min(1000, math.ceil(cfg.min_sample_s / t1)))
+    sample = t1 * inner
+    repeats = int(min(max(budget_s / sample, cfg.min_repeats), cfg.max_repeats))
+    if sample * cfg.min_repeats > 4 * budget_s:  # a very slow item: keep to the budget
+        repeats = 1
+    times: list[float] = []
+    for _ in range(repeats):
+        times.append(clock.run(fn, inner, calls) / inner)
+        calls += inner
+    return statistics.median(times), times
+
+
+class _Run:
+    """Bookkeeping of one calibration run: budget per section, progress, skipped items."""
+
+    def __init__(self, cfg: BenchConfig, progress: ProgressFn | None, total_items: int):
+        self.cfg = cfg
+        self.progress = progress
+        self.total = total_items
+        self.done = 0
+        self.start = time.perf_counter()
+        self.skipped: list[str] = []
+        self.shares = dict(SECTION_SHARES)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def section_budget(self, name: str) -> float:
+        """This section's share of the time left (shares of finished sections are dropped)."""
+        share = self.shares.pop(name)
+        left = max(self.cfg.budget_s - self.elapsed(), 0.0)
+        return left * share / (share + sum(self.shares.values()))
+
+    def tick(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(label, self.done, self.total)
+
+
+def _items(run: _Run, name: str, items: list[Any], label: Callable[[Any], str]):
+    """Yield (item, per-item budget); items past the section's budget are skipped (recorded),
+    always measuring the first."""
+    budget = run.section_budget(name)
+    t0 = time.perf_counter()
+    for i, item in enumerate(items):
+        spent = time.perf_counter() - t0
+        if i > 0 and spent > budget:
+            run.skipped.append(f"{name} {label(item)}: time budget")
+            run.tick(label(item))
+            continue
+        yield item, max((budget - spent) / (len(items) - i), 1e-3)
+        run.tick(label(item))
+
+
+# --------------------------------------------------------------------------------------------
+# the benchmarks
+# --------------------------------------------------------------------------------------------
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "tf32": torch.float32}[name]
+
+
+def _random(torch: Any, shape: tuple[int, ...], dtype: str, device: str) -> Any:
+    """Random data, never zero: N(0, 1) with |x| < 1/64 pushed to 1/64 (FP8 keeps it too)."""
+    work = torch.bfloat16 if dtype in ("fp8", "bf16") else _torch_dtype(torch, dtype)
+    x = torch.randn(shape, device=device, dtype=work)
+    x.masked_fill_(x.abs() < 2.0**-6, 2.0**-6)
+    return x.to(_torch_dtype(torch, dtype)) if dtype == "fp8" else x
+
+
+def _rotation(cfg: BenchConfig, set_bytes: float) -> int:
+    """Buffer sets so that one pass over them exceeds the cache, within the allocation cap."""
+    n = max(1, min(cfg.max_buffers, math.ceil(cfg.rotate_bytes / max(set_bytes, 1.0))))
+    return max(1, min(n, int(cfg.max_alloc_bytes // max(set_bytes, 1.0))))
+
+
+def _copy_fn(src: Any, dst: Any) -> Callable[[int], Any]:
+    return lambda i: dst.copy_(src)
+
+
+def _gemm_fn(torch: Any, dtype: str, a: list[Any], w: list[Any], device: str) -> Callable[[int], Any]:
+    """C = A W^T with weights stored (N, K) like nn.Linear, rotating over the buffer sets."""
+    nbuf = len(a)
+    if dtype == "fp8":
+        one = torch.ones((), device=device, dtype=torch.float32)
+
+        def fp8(i: int) -> Any:
+            j = i % nbuf
+            return torch._scaled_mm(a[j], w[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        return fp8
+    c = torch.empty((a[0].shape[0], w[0].shape[0]), device=device, dtype=a[0].dtype)
+
+    def mm(i: int) -> Any:
+        j = i % nbuf
+        return torch.mm(a[j], w[j].t(), out=c)
+
+    return mm
+
+
+def _sdpa_fn(torch: Any, qs: list[Any], ks: list[Any], vs: list[Any], causal: bool, gqa: bool) -> Callable[[int], Any]:
+    import torch.nn.functional as F
+
+    nbuf = len(qs)
+
+    def sdpa(i: int) -> Any:
+        j = i % nbuf
+        if gqa:  # grouped KV heads read once per group (torch 2.5+), as serving kernels do
+            return F.scaled_dot_product_attention(qs[j], ks[j], vs[j], is_causal=causal, enable_gqa=True)
+        return F.scaled_dot_product_attention(qs[j], ks[j], vs[j], is_causal=causal)
+
+    return sdpa
+
+
+def _bench_copy(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]) -> None:
+    for nbytes, budget in _items(run, "copy", list(cfg.copy_bytes), lambda b: f"{b / 2**20:g} MiB"):
+        numel = nbytes // 2
+        src = _random(torch, (numel,), "bf16", cfg.device)
+        dst = torch.empty_like(src)
+        dst.fill_(1.0)  # touch the pages before timing
+        med, times = _measure(clock, _copy_fn(src, dst), cfg, budget)
+        b = numel * 2
+        out["copy"].append({"bytes": b, "seconds": med, "bytes_per_s": 2.0 * b / med, "times_s": times})
+        del src, dst
+
+
+def _bench_gemm(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]) -> None:
+    items = [(d, s) for d in cfg.dtypes for s in cfg.gemm_shapes]
+    for (dtype, (m, n, k)), budget in _items(run, "gemm", items, lambda it: f"{it[0]} {it[1][0]}x{it[1][1]}x{it[1][2]}"):
+        eb = calibration.DTYPE_BYTES[dtype]
+        nbuf = _rotation(cfg, (m * k + n * k) * eb)
+        prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+        fn = None
+        try:
+            fn = _gemm_fn(torch, dtype, [_random(torch, (m, k), dtype, cfg.device) for _ in range(nbuf)],
+                          [_random(torch, (n, k), dtype, cfg.device) for _ in range(nbuf)], cfg.device)
+            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+            med, times = _measure(clock, fn, cfg, budget)
+        except RuntimeError as exc:  # e.g. FP8 needs dims % 16; out of memory
+            run.skipped.append(f"gemm {dtype} {m}x{n}x{k}: {str(exc).splitlines()[0][:120]}")
+            continue
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+            del fn  # free this shape's buffers before the next shape allocates its own
+        out["gemm"].append({"dtype": dtype, "m": m, "n": n, "k": k, "seconds": med,
+                            "flops_per_s": 2.0 * m * n * k / med, "times_s": times})
+
+
+def _sdpa_gqa(torch: Any) -> bool:
+    """Whether this torch's scaled_dot_product_attention takes ``enable_gqa`` (2.5+)."""
+    import torch.nn.functional as F
+
+    q = torch.randn(1, 2, 1, 8)
+    kv = torch.randn(1, 1, 4, 8)
+    try:
+        F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+        return True
+    except (TypeError, RuntimeError):
+        return False
+
+
+def _bench_attention(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str) -> None:
+    gqa = _sdpa_gqa(torch)
+    dtype = cfg.attention_dtype
+    eb = calibration.DTYPE_BYTES[dtype]
+    name = f"attention_{phase}"
+    shapes = list(cfg.attention_decode if phase == "decode" else cfg.attention_prefill)
+
+    def label(s: AttentionShape) -> str:
+        return f"B{s.batch} H{s.heads}/{s.kv_heads} D{s.head_dim} S{s.seq}"
+
+    for s, budget in _items(run, name, shapes, label):
+        kvh = s.kv_heads if gqa else s.heads  # without enable_gqa, measure multi-head attention
+        b, h, d, n = s.batch, s.heads, s.head_dim, s.seq
+        q_len = 1 if phase == "decode" else n
+        qo_bytes = 2.0 * b * h * q_len * d * eb
+        kv_bytes = 2.0 * b * kvh * n * d * eb
+        nbuf = _rotation(cfg, qo_bytes + kv_bytes)
+        causal = phase == "prefill"
+        fn = None
+        try:
+            fn = _sdpa_fn(
+                torch,
+                [_random(torch, (b, h, q_len, d), dtype, cfg.device) for _ in range(nbuf)],
+                [_random(torch, (b, kvh, n, d), dtype, cfg.device) for _ in range(nbuf)],
+                [_random(torch, (b, kvh, n, d), dtype, cfg.device) for _ in range(nbuf)],
+                causal, gqa and kvh != h,
+            )
+            med, times = _measure(clock, fn, cfg, budget)
+        except RuntimeError as exc:
+            run.skipped.append(f"{name} {label(s)}: {str(exc).splitlines()[0][:120]}")
+            continue
+        finally:
+            del fn
+        # QK^T and PV: 4 B H D per (query, key) pair; causal prefill has S (S + 1) / 2 pairs
+        pairs = float(n) if phase == "decode" else n * (n + 1) / 2.0
+        flops = 4.0 * b * h * d * pairs
+        out[name].append({"dtype": dtype, "batch": b, "heads": h, "kv_heads": kvh, "head_dim": d, "seq": n,
+                          "flops": flops, "bytes": qo_bytes + kv_bytes, "seconds": med, "causal": causal,
+                          "times_s": times})
+
+
+def _collective_fn(dist: Any, coll: str, x: Any, y: Any) -> Callable[[int], Any]:
+    if coll == "allreduce":
+        return lambda i: dist.all_reduce(x)
+    return lambda i: dist.all_to_all_single(y, x)
+
+
+def _comm_worker(rank: int, world: int, backend: str, device_kind: str, sizes: list[int], init_file: str,
+                 result_file: str, warmup: int, max_repeats: int, budget_s: float) -> None:
+    """One rank of the collective benchmarks (spawned per GPU). Rank 0 writes the rows."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=world)
+    dev = f"cuda:{rank}" if device_kind == "cuda" else "cpu"
+    if device_kind == "cuda":
+        torch.cuda.set_device(rank)
+    clock = _Clock(torch, dev)
+    dtype = torch.bfloat16 if device_kind == "cuda" else torch.float32  # gloo reduces fp32
+    elem = 2 if device_kind == "cuda" else 4
+    rows: list[dict[str, Any]] = []
+    per_item = budget_s / max(2 * len(sizes), 1)
+    for coll in ("allreduce", "alltoall"):
+        for nbytes in sizes:
+            numel = max(world, nbytes // elem // world * world)
+            x = torch.randn(numel, device=dev, dtype=dtype)
+            x.masked_fill_(x.abs() < 2.0**-6, 2.0**-6)
+            fn = _collective_fn(dist, coll, x, torch.empty_like(x))
+            for _ in range(warmup):
+                fn(0)
+            dist.barrier()
+            t1 = torch.tensor([clock.run(fn, 1, 0)], device=dev, dtype=torch.float64)
+            dist.all_reduce(t1, op=dist.ReduceOp.MAX)  # every rank takes the same decisions
+            repeats = int(min(max(per_item / max(float(t1.item()), 1e-9), 3), max_repeats))
+            times = []
+            for _ in range(repeats):
+                dist.barrier()
+                times.append(clock.run(fn, 1, 0))
+            med = torch.tensor([statistics.median(times)], device=dev, dtype=torch.float64)
+            dist.all_reduce(med, op=dist.ReduceOp.MAX)  # the slowest rank sets the time
+            b = numel * elem
+            factor = 2.0 * (world - 1) / world if coll == "allreduce" else (world - 1) / world
+            sec = float(med.item())
+            rows.append({"kind": coll, "bytes": b, "ranks": world, "seconds": sec,
+                         "bus_bytes_per_s": b / sec * factor, "times_s": times})
+    if rank == 0:
+        Path(result_file).write_text(json.dumps(rows))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def run_collectives(torch: Any, cfg: BenchConfig, budget_s: float, device_kind: str = "cuda") -> tuple[list[dict[str, Any]], str]:
+    """All-reduce and all-to-all over ``cfg.comm_bytes`` on ``cfg.comm_ranks`` processes (NCCL
+    on GPUs, gloo on CPU); returns (rows, note). A failure is a note, not an exception, so a
+    long calibration keeps its other measurements."""
+    import torch.multiprocessing as mp
+
+    backend = "nccl" if device_kind == "cuda" else "gloo"
+    with tempfile.TemporaryDirectory(prefix="llm_codesign_comm_") as tmp:
+        init_file = os.path.join(tmp, "init")
+        result = os.path.join(tmp, "rows.json")
+        args = (cfg.comm_ranks, backend, device_kind, list(cfg.comm_bytes), init_file, result,
+                cfg.warmup, cfg.max_repeats, budget_s)
+        deadline = time.perf_counter() + budget_s * 2 + 120.0
+        try:
+            ctx = mp.start_processes(_comm_worker, args=args, nprocs=cfg.comm_ranks, join=False, start_method="spawn")
+            while not ctx.join(timeout=1.0):
+                if time.perf_counter() > deadline:
+                    for p in ctx.processes:
+                        p.terminate()
+                    return [], f"collectives: stopped after {budget_s * 2 + 120:.0f} s"
+        except Exception as exc:  # noqa: BLE001 - a broken collective setup must not lose the run
+            return [], f"collectives failed: {str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__}"
+        rows = json.loads(Path(result).read_text())
+    return rows, f"collectives: {backend}, {cfg.comm_ranks} ranks"
+
+
+def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Run every benchmark of ``cfg`` and return the profile mapping (not yet validated)."""
+    torch = require_torch()
+    device = resolve_device(torch, cfg.device)
+    cfg = replace(cfg, device=device)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(int(device.split(":")[1]))
+    torch.manual_seed(0)
+    clock = _Clock(torch, device)
+    out: dict[str, list[dict[str, Any]]] = {k: [] for k in calibration.MEASUREMENT_KINDS}
+    comm = cfg.comm_ranks > 1 and bool(cfg.comm_bytes)
+    total = (len(cfg.copy_bytes) + len(cfg.dtypes) * len(cfg.gemm_shapes) + len(cfg.attention_decode)
+             + len(cfg.attention_prefill) + (1 if comm else 0))
+    run = _Run(cfg, progress, total)
+    if not comm:
+        run.shares.pop("comm")
+    notes = list(cfg.notes)
+    _bench_copy(torch, clock, cfg, run, out)
+    _bench_gemm(torch, clock, cfg, run, out)
+    _bench_attention(torch, clock, cfg, run, out, "decode")
+    _bench_attention(torch, clock, cfg, run, out, "prefill")
+    if comm:
+        budget = run.section_budget("comm")
+        rows, note = run_collectives(torch, cfg, budget, "cuda" if device.startswith("cuda") else "cpu")
+        notes.append(note)
+        for r in rows:
+            out[r.pop("kind")].append(r)
+        run.tick("collectives")
+    info = device_info(torch, device)
+    settings = {
+        "quick": cfg.quick, "budget_s": cfg.budget_s, "elapsed_s": round(run.elapsed(), 3), "timer": clock.kind,
+        "warmup": cfg.warmup, "min_repeats": cfg.min_repeats, "max_repeats": cfg.max_repeats,
+        "min_sample_s": cfg.min_sample_s, "rotate_bytes": cfg.rotate_bytes, "dtypes": list(cfg.dtypes),
+        "attention_dtype": cfg.attention_dtype, "threads": int(torch.get_num_threads()),
+        "skipped": run.skipped, "notes": notes,
+    }
+    return {"profile_version": calibration.PROFILE_VERSION, "device": info, "settings": settings,
+            "measurements": out}
+
+
+def calibrate(
+    device: str | None = None, *, quick: bool = False, out: str | Path | None = None,
+    dtypes: tuple[str, ...] | None = None, budget_s: float | None = None, threads: int | None = None,
+    progress: ProgressFn | None = None, config: BenchConfig | None = None,
+) -> calibration.Profile:
+    """Measure this machine and return (and, with ``out``, write) a validated profile.
+
+    ``device``: ``cuda:N``, ``cpu`` or None (cuda:0 if available, else cpu). With several GPUs
+    visible, collectives run over all of them. ``threads`` sets torch's CPU threads for the run
+    (a CPU shared with other jobs measures far more steadily on fewer threads). ``config``
+    replaces the standard grid.
+    """
+    torch = require_torch()
+    dev = resolve_device(torch, device)
+    if threads is not None:
+        if threads < 1:
+            raise SpecError(f"--threads {threads}: must be >= 1")
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return calibrate(dev, quick=quick, out=out, dtypes=dtypes, budget_s=budget_s, progress=progress,
+                             config=config)
+        finally:
+            torch.set_num_threads(previous)
+    if config is None:
+        if dev.startswith("cuda"):
+            props = torch.cuda.get_device_properties(int(dev.split(":")[1]))
+            cache = getattr(props, "L2_cache_size", None)
+            ranks = torch.cuda.device_count()
+            config = default_config(dev, quick=quick, dtypes=dtypes, budget_s=budget_s, cache_bytes=cache,
+                                    comm_ranks=ranks, fp8=fp8_supported(torch, dev))
+        else:
+            config = default_config("cpu", quick=quick, dtypes=dtypes, budget_s=budget_s,
+                                    cache_bytes=_cpu_cache_bytes())
+    else:
+        config = replace(config, device=dev)
+    data = run_benchmarks(config, progress)
+    if out is not None:
+        return calibration.save_profile(data, out)
+    return calibration.load_profile(data, "<calibrate>")

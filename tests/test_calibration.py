@@ -1,0 +1,405 @@
+"""Calibration profiles without torch: schema and validation, the GEMM table, overlay on a
+datasheet spec, a profile as a spec of its own, engine constants, predicted vs measured, CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from llm_codesign import api, load_hardware
+from llm_codesign.calibration import (
+    GemmTable,
+    apply_profile,
+    calibrated_engine,
+    compare,
+    derive,
+    engine_overrides,
+    hardware_from_profile,
+    load_profile,
+    match_hardware_id,
+    measured_hardware,
+    profile_of,
+    provenance,
+    save_profile,
+)
+from llm_codesign.cli import main
+from llm_codesign.cost import gemm_time
+from llm_codesign.errors import CodesignError, DataFileError, SpecError, UnsupportedError
+from llm_codesign.ops import Op
+from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.plan import ParallelPlan
+from llm_codesign.specs.workload import Workload
+
+ENG = EngineConstants(id="test")
+H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [(1024, 4100, 4096)]
+MEASURED_FRACTION = 0.9  # synthetic "silicon": 90% of the model's throughput everywhere
+
+
+def _gemm_rows(hw_id: str, grid, fraction=MEASURED_FRACTION, dtype="bf16"):
+    hw = load_hardware(hw_id)
+    rows = []
+    for m, n, k in grid:
+        op = Op("g", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k), compute_class=dtype)
+        t = float(gemm_time(op, hw, ENG)[0]) / fraction
+        rows.append({"dtype": dtype, "m": m, "n": n, "k": k, "seconds": t, "flops_per_s": 2.0 * m * n * k / t,
+                     "times_s": [t, t * 1.01, t * 0.99]})
+    return rows
+
+
+def h200_profile() -> dict:
+    copies = [{"bytes": b, "seconds": 2.0 * b / bw, "bytes_per_s": bw} for b, bw in ((2**28, 4.0e12), (2**30, 4.3e12))]
+    return {
+        "profile_version": 1,
+        "device": {"name": "NVIDIA H200", "kind": "cuda", "driver": "NVIDIA driver 580.159.04, CUDA 13.0",
+                   "torch_version": "2.11.0+cu130", "date": "2026-11-30T00:00:00+00:00", "hardware_id": "h200-sxm",
+                   "memory_bytes": 150e9, "compute_units": 132, "cache_bytes": 62914560.0,
+                   "compute_capability": "9.0", "device_count": 1},
+        "settings": {"quick": True},
+        "measurements": {
+            "copy": copies,
+            "gemm": _gemm_rows("h200-sxm", H200_GRID),
+            "attention_decode": [{"dtype": "bf16", "batch": 16, "heads": 32, "kv_heads": 8, "head_dim": 128,
+                                  "seq": 4096, "flops": 4.0 * 16 * 32 * 128 * 4096, "bytes": 2.0 * 16 * 8 * 4096 * 128 * 2,
+                                  "seconds": 2.0 * 16 * 8 * 4096 * 128 * 2 / 3.6e12}],
+            "attention_prefill": [{"dtype": "bf16", "batch": 1, "heads": 32, "kv_heads": 8, "head_dim": 128,
+                                   "seq": 4096, "flops": 2.0 * 32 * 128 * 4096 * 4097, "bytes": 6.0e7,
+                                   "seconds": 2.0 * 32 * 128 * 4096 * 4097 / 500e12, "causal": True}],
+            "allreduce": [], "alltoall": [],
+        },
+    }
+
+
+def cpu_profile() -> dict:
+    rows = []
+    for m, n, k in ((1, 512, 512), (64, 512, 512), (512, 512, 512), (512, 1024, 1024), (2048, 1024, 1024)):
+        flops = 2.0 * m * n * k
+        rate = 1e12 * min(1.0, m / 512) + 1e9
+        rows.append({"dtype": "bf16", "m": m, "n": n, "k": k, "seconds": flops / rate, "flops_per_s": rate})
+    return {
+        "profile_version": 1,
+        "device": {"name": "Example CPU 9000", "kind": "cpu", "driver": "Linux 6.1", "torch_version": "2.13.0+cpu",
+                   "date": "2026-11-30T00:00:00+00:00", "hardware_id": None, "memory_bytes": 64e9,
+                   "compute_units": 8, "cache_bytes": 32 * 2**20, "compute_capability": None, "device_count": 1},
+        "measurements": {
+            "copy": [{"bytes": 2**24, "seconds": 2.0 * 2**24 / 10e9, "bytes_per_s": 10e9},
+                     {"bytes": 2**26, "seconds": 2.0 * 2**26 / 12e9, "bytes_per_s": 12e9}],
+            "gemm": rows,
+            "attention_decode": [{"dtype": "bf16", "batch": 1, "heads": 8, "kv_heads": 2, "head_dim": 64, "seq": 1024,
+                                  "flops": 4.0 * 8 * 64 * 1024, "bytes": 2.0 * 2 * 1024 * 64 * 2 + 2048, "seconds": 1e-4}],
+        },
+    }
+
+
+@pytest.fixture
+def h200_path(tmp_path):
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps(h200_profile()))
+    return path
+
+
+@pytest.fixture
+def cpu_path(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(cpu_profile()))
+    return path
+
+
+# ---------------------------------------------------------------- schema
+
+
+def test_profile_round_trips_and_derives(tmp_path):
+    p = save_profile(h200_profile(), tmp_path / "p.json")
+    again = load_profile(tmp_path / "p.json")
+    assert again.to_dict() == p.to_dict()
+    d = again.derived
+    assert d["hbm_bytes_per_s"] == pytest.approx(4.3e12)
+    assert d["peak_flops_per_s"]["bf16"] == max(r["flops_per_s"] for r in h200_profile()["measurements"]["gemm"])
+    assert d["attention_decode_bytes_per_s"]["bf16"] == pytest.approx(3.6e12)
+    assert json.loads((tmp_path / "p.json").read_text())["derived"]["hbm_bytes_per_s"] == pytest.approx(4.3e12)
+
+
+def test_derive_collectives_latency_is_smallest_message():
+    rows = [{"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75} for b, s in ((1024, 2e-5), (2**26, 2e-4))]
+    d = derive({"allreduce": rows})
+    assert d["allreduce_latency_s"] == 2e-5
+    assert d["allreduce_bus_bytes_per_s"] == pytest.approx(2**26 / 2e-4 * 1.75)
+    assert d["allreduce_ranks"] == 8
+
+
+def _mutate(path, value):
+    data = h200_profile()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("surprise",), 1, "surprise"),
+    (("profile_version",), 2, "profile_version"),
+    (("device", "name"), KeyError, "'name'"),
+    (("device", "kind"), "tpu", "tpu"),
+    (("device", "colour"), "red", "colour"),
+    (("measurements", "gemm", 0, "seconds"), -1.0, "seconds"),
+    (("measurements", "gemm", 0, "flops_per_s"), 1.0, "flops_per_s"),
+    (("measurements", "gemm", 0, "dtype"), "fp64", "fp64"),
+    (("measurements", "gemm", 0, "times_s"), [], "times_s"),
+    (("measurements", "copy", 0, "bytes_per_s"), 1.0, "bytes_per_s"),
+    (("measurements", "latency"), [], "latency"),
+    (("measurements", "allreduce"), [{"bytes": 1024, "ranks": 1, "seconds": 1e-5, "bus_bytes_per_s": 0.0001}], "ranks"),
+])
+def test_invalid_profiles_name_the_key(path, value, needle):
+    with pytest.raises(SpecError, match=needle):
+        load_profile(_mutate(path, value), "bad.json")
+
+
+def test_missing_profile_and_non_profile_file(tmp_path):
+    with pytest.raises(DataFileError, match="no such file"):
+        load_profile(tmp_path / "nope.json")
+    other = tmp_path / "spec.json"
+    other.write_text(json.dumps({"id": "x"}))
+    with pytest.raises(DataFileError, match="profile_version"):
+        load_profile(other)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("NVIDIA H200", "h200-sxm"), ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA B200", "b200"),
+    ("NVIDIA H100 PCIe", None), ("NVIDIA A100-SXM4-40GB", None), ("Intel(R) Xeon(R) Processor", None),
+])
+def test_match_hardware_id(name, expected):
+    assert match_hardware_id(name) == expected
+
+
+# ---------------------------------------------------------------- overlay and GEMM table
+
+
+def test_profile_as_hardware_overlays_the_datasheet_spec(h200_path):
+    hw = load_hardware(str(h200_path))
+    assert hw.id == "h200-sxm"
+    assert hw.peak_flops("bf16") == 989e12  # datasheet peaks stay; measured fractions are separate
+    assert hw.profile_source.startswith(str(h200_path))
+    assert isinstance(hw.gemm_table, GemmTable) and hw.gemm_table.count("bf16") == len(H200_GRID)
+    assert hw.hbm_efficiency.value == pytest.approx(4.3e12 / 4.8e12)
+    assert hw.hbm_efficiency.source.startswith("measured")
+    assert hw.gemm_efficiency["bf16"].source.startswith("measured")
+    assert hw.gemm_efficiency["fp8"].source == load_hardware("h200-sxm").gemm_efficiency["fp8"].source  # not measured
+    assert profile_of(hw) is not None
+
+
+def test_table_reproduces_measurements_and_is_nan_outside(h200_path):
+    hw = load_hardware(str(h200_path))
+    table = hw.gemm_table
+    rows = h200_profile()["measurements"]["gemm"]
+    m, n, k = (np.array([r[x] for r in rows], dtype=float) for x in "mnk")
+    got = table.flops_per_s("bf16", m, n, k)
+    np.testing.assert_allclose(got, [r["flops_per_s"] for r in rows], rtol=1e-9)
+    outside = table.flops_per_s("bf16", np.array([20000.0, 4096.0, 0.0]), np.array([4096.0, 100.0, 4096.0]), 4096.0)
+    assert np.all(np.isnan(outside))
+    assert table.flops_per_s("fp8", 1.0, 1.0, 1.0) is None  # nothing measured in FP8
+
+
+def test_table_interpolates_between_measured_shapes(tmp_path):
+    data = h200_profile()
+    # two measured shapes with different residuals (0.9 and 0.6): a shape between them lands between
+    data["measurements"]["gemm"] = (_gemm_rows("h200-sxm", [(1024, 4096, 4096)], 0.9)
+                                    + _gemm_rows("h200-sxm", [(4096, 4096, 4096)], 0.6))
+    hw = apply_profile("h200-sxm", data)
+    base = load_hardware("h200-sxm")
+    table = hw.gemm_table
+    rows = data["measurements"]["gemm"]
+
+    def residual(m):
+        return float(table.flops_per_s("bf16", m, 4096.0, 4096.0)) / float(table.modelled_flops_per_s("bf16", m, 4096.0, 4096.0))
+
+    r1, r2 = (r["flops_per_s"] / float(table.modelled_flops_per_s("bf16", r["m"], 4096.0, 4096.0)) for r in rows)
+    assert residual(1024.0) == pytest.approx(r1) and residual(4096.0) == pytest.approx(r2)
+    assert r2 / r1 == pytest.approx(0.6 / 0.9)
+    # equidistant in log2 M from both: the geometric mean of their residuals
+    assert residual(2048.0) == pytest.approx(math.sqrt(r1 * r2), rel=1e-9)
+    # and the cost model uses it: the overlaid GEMM is slower than the datasheet model's
+    op = Op("g", "ffn", "gemm", 1.0, m=2048.0, n=4096.0, k=4096.0)
+    assert float(gemm_time(op, hw, ENG)[0]) > float(gemm_time(op, base, ENG)[0])
+
+
+def test_profile_changes_predictions(h200_path):
+    plan, wl = ParallelPlan(), Workload(isl=1024, osl=256, concurrency=64)
+    base = api.estimate("llama-3.1-8b", "h200-sxm", "bf16", plan, wl, explain=False)
+    over = api.estimate("llama-3.1-8b", str(h200_path), "bf16", plan, wl, explain=False)
+    assert over.hardware.id == "h200-sxm"
+    assert over.ttft_ms > base.ttft_ms  # measured GEMMs 10% slower than modelled: prefill slows
+    hw = load_hardware(str(h200_path))
+    eng = calibrated_engine(None, hw)
+    assert eng.mem_efficiency == pytest.approx(4.3e12 / 4.8e12)
+    assert eng.attn_decode_efficiency == pytest.approx(3.6e12 / 4.8e12)
+    assert eng.attn_prefill_efficiency == pytest.approx(500e12 / 989e12)
+    assert eng.sources["mem_efficiency"].startswith("measured")
+    cal = api.estimate("llama-3.1-8b", hw, "bf16", plan, wl, engine=eng, explain=False)
+    assert cal.tpot_ms != pytest.approx(over.tpot_ms, rel=1e-3)
+
+
+def test_profile_of_another_device_is_an_error_naming_both(h200_path, cpu_path):
+    with pytest.raises(SpecError, match=r"Example CPU 9000.*h200-sxm \(NVIDIA H200 SXM 141GB\)"):
+        apply_profile("h200-sxm", cpu_path)
+    with pytest.raises(SpecError, match=r"NVIDIA H200.*h100-sxm"):
+        apply_profile("h100-sxm", h200_path)
+
+
+def test_provenance_says_what_is_measured(h200_path):
+    hw = load_hardware(str(h200_path))
+    rows = {r["quantity"]: r for r in provenance(hw)}
+    assert rows["gemm_table.bf16"]["origin"] == "measured"
+    assert rows["gemm_table.fp8"]["origin"] == "default"
+    assert rows["hbm_efficiency"]["origin"] == "measured"
+    assert rows["scaleup_efficiency"]["origin"] == "default"  # no collectives on one GPU
+    assert rows["engine.mem_efficiency"]["origin"] == "measured"
+    assert rows["engine.allreduce_latency_s"]["origin"] == "default"
+    assert all(r["origin"] == "default" for r in provenance(load_hardware("h200-sxm")))
+
+
+def test_collectives_set_latencies_and_link_efficiency():
+    data = h200_profile()
+    data["measurements"]["allreduce"] = [
+        {"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75} for b, s in ((4096, 2.0e-5), (2**28, 1.3e-3))
+    ]
+    data["measurements"]["alltoall"] = [{"bytes": 4096, "ranks": 8, "seconds": 3e-5, "bus_bytes_per_s": 4096 / 3e-5 * 0.875}]
+    hw = apply_profile("h200-sxm", data)
+    assert hw.scaleup_efficiency.value == pytest.approx(2**28 / 1.3e-3 * 1.75 / 450e9)
+    ov = engine_overrides(hw)
+    assert ov["allreduce_latency_s"][0] == 2.0e-5
+    assert ov["alltoall_latency_s"][0] == 3e-5
+
+
+# ---------------------------------------------------------------- a profile as a spec of its own
+
+
+def test_cpu_profile_is_a_hardware_spec(cpu_path):
+    hw = load_hardware(str(cpu_path))
+    assert hw.id == "measured-example-cpu-9000" and hw.architecture == "cpu"
+    assert hw.peak_flops("bf16") == pytest.approx(1e12 + 1e9)
+    assert hw.hbm_bytes_per_s == 12e9 and hw.hbm_bytes == 64e9 and hw.sm_count == 8
+    assert (hw.tile_m, hw.tile_n, hw.scaleup_domain_size) == (64, 64, 1)
+    assert hw.gemm_efficiency["bf16"].value == 1.0 and hw.gemm_efficiency["bf16"].source.startswith("measured")
+    assert math.isnan(hw.tdp_w)  # not measured, not invented
+    assert hardware_from_profile(cpu_profile(), "x.json").id == hw.id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = api.estimate("llama-3.1-8b", hw, "bf16", ParallelPlan(), Workload(isl=128, osl=32, concurrency=1),
+                         engine=calibrated_engine(None, hw), explain=False)
+    assert e.tpot_ms > 0 and math.isfinite(e.tpot_ms)
+    with pytest.raises(SpecError, match="scale-up domain"):
+        api.estimate("llama-3.1-8b", hw, "bf16", ParallelPlan(tp=2), Workload(isl=128, osl=32, concurrency=1))
+    # the same profile overlaid on its own measured spec is fine (same device)
+    assert apply_profile(measured_hardware(cpu_profile()), cpu_profile()).id == hw.id
+
+
+def test_measured_spec_needs_gemm_and_copy():
+    data = cpu_profile()
+    data["measurements"]["copy"] = []
+    with pytest.raises(SpecError, match="copy"):
+        hardware_from_profile(data, "cpu.json")
+    data = cpu_profile()
+    data["measurements"]["gemm"] = []
+    with pytest.raises(SpecError, match="GEMM"):
+        hardware_from_profile(data, "cpu.json")
+
+
+# ---------------------------------------------------------------- predicted vs measured
+
+
+def test_compare_covers_every_measurement(h200_path):
+    res = compare(h200_path)
+    kinds = [r["benchmark"] for r in res.rows]
+    assert kinds.count("copy") == 2 and kinds.count("gemm") == len(H200_GRID)
+    assert kinds.count("attention_decode") == 1 and kinds.count("attention_prefill") == 1
+    gemm = [r for r in res.rows if r["benchmark"] == "gemm"]
+    # synthetic silicon runs at 90% of the model everywhere: the model over-predicts speed by 10%
+    for r in gemm:
+        assert r["error_pct"] == pytest.approx(-10.0, abs=0.01)
+    s = res.to_dict()["summary"]
+    assert set(s) == {"copy", "gemm", "attention_decode", "attention_prefill"}
+    assert s["gemm"]["count"] == len(H200_GRID) and s["gemm"]["median_abs_pct_error"] == pytest.approx(10.0, abs=0.01)
+    self_check = compare(h200_path, overlay=True)
+    assert all(abs(r["error_pct"]) < 1e-6 for r in self_check.rows if r["benchmark"] == "gemm")
+
+
+def test_compare_on_a_device_without_a_spec(cpu_path):
+    res = compare(cpu_path)
+    assert res.hardware == "measured-example-cpu-9000"
+    copy_rows = [r for r in res.rows if r["benchmark"] == "copy"]
+    assert copy_rows[1]["error_pct"] == pytest.approx(0.0, abs=1e-9)  # the best copy is the spec's bandwidth
+    assert any("no bundled spec" in n for n in res.notes)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _one_line_error(result):
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_cli_compare_json(h200_path):
+    r = CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert set(out) >= {"rows", "summary"}
+    assert out["summary"]["gemm"]["count"] == len(H200_GRID)
+    assert {"benchmark", "shape", "measured_s", "predicted_s", "error_pct"} <= set(out["rows"][0])
+
+
+def test_cli_compare_table(h200_path):
+    r = CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path)])
+    assert r.exit_code == 0, r.output
+    assert "GEMM (TFLOP/s)" in r.output and "summary" in r.output and "h200-sxm" in r.output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["calibrate"], "--out"),
+    (["calibrate", "--device", "gpu0", "--out", "x.json"], "gpu0"),
+    (["calibrate", "--hardware", "h200-sxm", "--out", "x.json"], "--compare"),
+])
+def test_cli_user_errors_are_one_line(args, needle):
+    assert needle in _one_line_error(CliRunner().invoke(main, args))
+
+
+def test_cli_compare_with_measuring_options_is_an_error(h200_path):
+    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "--out", "x.json"]))
+    assert "--compare" in line
+
+
+def test_cli_compare_profile_on_other_device(h200_path):
+    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "-g", "b200", "--overlay"]))
+    assert "NVIDIA H200" in line and "b200" in line
+
+
+def test_missing_torch_says_install_the_gpu_extra(monkeypatch, tmp_path):
+    from llm_codesign import microbench
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
+    with pytest.raises(UnsupportedError, match=r"\[gpu\] extra"):
+        microbench.require_torch()
+    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "p.json")]))
+    assert "[gpu]" in line
+
+
+def test_errors_are_codesign_errors():
+    assert issubclass(SpecError, CodesignError) and issubclass(UnsupportedError, CodesignError)
+    bad = copy.deepcopy(h200_profile())
+    bad["measurements"] = {}
+    with pytest.raises(CodesignError):
+        load_profile(bad)
