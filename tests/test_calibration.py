@@ -245,8 +245,11 @@ def test_profile_changes_predictions(h200_path):
     assert eng.attn_decode_efficiency == pytest.approx(3.6e12 / 4.8e12)
     assert eng.attn_prefill_efficiency == pytest.approx(500e12 / 989e12)
     assert eng.sources["mem_efficiency"].startswith("measured")
+    # estimate() applies the profile's measured engine constants itself
     cal = api.estimate("llama-3.1-8b", hw, "bf16", plan, wl, engine=eng, explain=False)
-    assert cal.tpot_ms != pytest.approx(over.tpot_ms, rel=1e-3)
+    assert cal.tpot_ms == pytest.approx(over.tpot_ms, rel=1e-9)
+    assert over.tpot_ms != pytest.approx(base.tpot_ms, rel=1e-3)
+    assert over.to_dict()["assumptions"]["calibration"]
 
 
 def test_profile_of_another_device_is_an_error_naming_both(h200_path, cpu_path):

@@ -1,18 +1,51 @@
 """llm-codesign: hardware-aware co-design of LLMs and the GPUs that serve them."""
 
+from .advise import lint
 from .api import Estimate, estimate
+from .archsearch import search
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
+from .gemm_explorer import gemm_sweep
+from .regimes import regimes
 from .specs import (
-    HardwareSpec, ModelSpec, ParallelPlan, Precision, Workload, bundled_hardware, bundled_models,
-    load_hardware, load_model, parse_precision,
+    HardwareSpec,
+    ModelSpec,
+    ParallelPlan,
+    Precision,
+    Workload,
+    bundled_hardware,
+    bundled_models,
+    load_hardware,
+    load_model,
+    parse_precision,
 )
 from .specs.engine import EngineConstants, load_engine
+from .validate import validate
 
 __version__ = "0.1.0"
 
-__all__ = sorted([
-    "CodesignError", "DataFileError", "EngineConstants", "Estimate", "HardwareSpec", "ModelSpec",
-    "ParallelPlan", "Precision", "SpecError", "UnknownIdError", "UnsupportedError", "Workload",
-    "bundled_hardware", "bundled_models", "estimate", "load_engine", "load_hardware", "load_model",
+__all__ = [
+    "CodesignError",
+    "DataFileError",
+    "EngineConstants",
+    "Estimate",
+    "HardwareSpec",
+    "ModelSpec",
+    "ParallelPlan",
+    "Precision",
+    "SpecError",
+    "UnknownIdError",
+    "UnsupportedError",
+    "Workload",
+    "bundled_hardware",
+    "bundled_models",
+    "estimate",
+    "gemm_sweep",
+    "lint",
+    "load_engine",
+    "load_hardware",
+    "load_model",
     "parse_precision",
-])
+    "regimes",
+    "search",
+    "validate",
+]

@@ -47,7 +47,7 @@ SHORT_ISL, SHORT_OSL = 1024, 1024  # chat-style prompt and answer
 LONG_ISL, LONG_OSL = 32768, 1024  # long-document / agentic context
 THROUGHPUT_MIN_TOK_S_USER = 10.0  # a throughput service still streams faster than reading speed
 LATENCY_CONCURRENCY = 1  # one request per replica: the interactivity end of the frontier
-CONCURRENCY_GRID = tuple(2**i for i in range(0, 13))  # 1 .. 4096 requests per replica
+CONCURRENCY_GRID = tuple(2**i for i in range(13))  # 1 .. 4096 requests per replica
 MAX_PLAN_TP = 32  # largest tensor/expert-parallel group considered (inside the NVLink domain)
 
 REGIMES: dict[str, tuple[int, int, str]] = {
@@ -121,7 +121,7 @@ def evaluate_plans(
     isl: int, osl: int, concurrency: Any,
 ) -> GridResult:
     """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
-    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]  # noqa: E731
+    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
     conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
     return evaluate(
         model, hw, prec, eng, tp=col("tp", np.int64), pp=col("pp", np.int64), ep=col("ep", np.int64),

@@ -21,7 +21,14 @@ import numpy as np
 
 from .cost import collective_time, op_time
 from .errors import SpecError
-from .ops import OP_CLASSES, Op, StepShape, kv_bytes_per_sequence_per_gpu, step_ops, weight_bytes_per_gpu
+from .ops import (
+    OP_CLASSES,
+    Op,
+    StepShape,
+    kv_bytes_per_sequence_per_gpu,
+    step_ops,
+    weight_bytes_per_gpu,
+)
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec

@@ -242,12 +242,15 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
             if not js:
                 continue
             rs = [rows[j] for j in js]
-            a = lambda f: np.array([f(r) for r in rs])  # noqa: E731
+
+            def a(f: Any, rs: list[MappedRow] = rs) -> np.ndarray:
+                return np.array([f(r) for r in rs])
+
             tp, pp, ep, adp = a(lambda r: r.tp), a(lambda r: r.pp), a(lambda r: r.ep), a(lambda r: r.attention_dp)
             isl, osl, gpus = a(lambda r: r.isl), a(lambda r: r.osl), a(lambda r: r.metric_gpus)
             if mode == "static":
                 out = evaluate_static(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, batch=a(lambda r: r.load))
-                values = {m: _metric_value(m, out["output_tok_s_per_gpu"], out["total_tok_s_per_gpu"], out["ttft_s"], out["tpot_s"], gpus) for m in set(r.metric for r in rs)}
+                values = {m: _metric_value(m, out["output_tok_s_per_gpu"], out["total_tok_s_per_gpu"], out["ttft_s"], out["tpot_s"], gpus) for m in {r.metric for r in rs}}
                 for k, (j, r) in enumerate(zip(js, rs)):
                     if out["feasible"][k]:
                         preds[j] = values[r.metric][k]

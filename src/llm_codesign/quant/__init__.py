@@ -28,8 +28,14 @@ from .numerics import (
     resolve_format,
 )
 from .packing import from_awq, pack, packed_nbytes, to_awq, unpack
-from .safetensors_io import TensorInfo, list_tensors, load_tensor, read_header, read_safetensors
-
+from .safetensors_io import (
+    TensorInfo,
+    list_tensors,
+    load_tensor,
+    read_header,
+    read_safetensors,
+    write_safetensors,
+)
 
 __all__ = [
     "ALIASES",
@@ -58,4 +64,5 @@ __all__ = [
     "resolve_format",
     "to_awq",
     "unpack",
+    "write_safetensors",
 ]

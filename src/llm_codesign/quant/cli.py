@@ -38,29 +38,54 @@ def _num(v: float | None, fmt: str = "{:.2f}") -> str:
     return "inf" if v is None else fmt.format(v)
 
 
+def _console() -> Console:
+    """Stdout console; 120 columns when not a terminal, so piped tables do not wrap."""
+    console = Console()
+    return console if console.is_terminal else Console(width=120)
+
+
 def _progress(console: Console) -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        console=console, transient=True, disable=not console.is_terminal,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
     )
 
 
 def render_inspect(result: dict[str, Any], console: Console, *, max_rows: int = 20) -> None:
     """Summary per format, per-layer SQNR, and the least accurate tensors, as rich tables."""
     summary = result["summary"]
-    table = Table(title="Quantization error by format (SQNR over all quantized weights)")
-    for col in ("format", "tensors", "SQNR dB", "rel. error", "max |err|", "sat. blocks",
-                "before", "after", "bits/param", "most sensitive layers"):
-        table.add_column(col, justify="left" if col in ("format", "most sensitive layers")
-                         else "right")
+    table = Table(title="Quantization error by format (over all quantized weights)")
+    for col in (
+        "format",
+        "tensors",
+        "SQNR dB",
+        "rel. err",
+        "max |err|",
+        "sat. blocks",
+        "before",
+        "after",
+        "bits/param",
+    ):
+        table.add_column(col, justify="left" if col == "format" else "right")
     for fmt, s in summary.items():
         table.add_row(
-            fmt, str(s["n_tensors"]), _num(s["sqnr_db"]), _num(s["rel_error"], "{:.4f}"),
-            _num(s["max_abs_error"], "{:.3g}"), f"{100 * s['saturated_block_share']:.2f}%",
-            _bytes(s["bytes_before"]), _bytes(s["bytes_after"]),
-            _num(s["bits_per_param"], "{:.3f}"), ", ".join(s["most_sensitive_layers"][:3]),
+            fmt,
+            str(s["n_tensors"]),
+            _num(s["sqnr_db"]),
+            _num(s["rel_error"], "{:.4f}"),
+            _num(s["max_abs_error"], "{:.3g}"),
+            f"{100 * s['saturated_block_share']:.2f}%",
+            _bytes(s["bytes_before"]),
+            _bytes(s["bytes_after"]),
+            _num(s["bits_per_param"], "{:.3f}"),
         )
     console.print(table)
+    for fmt, s in summary.items():
+        console.print(f"most sensitive layers, {fmt}: {', '.join(s['most_sensitive_layers'])}")
 
     formats = list(summary)
     layer_names = [r["layer"] for r in summary[formats[0]]["layers"]] if formats else []
@@ -74,36 +99,60 @@ def render_inspect(result: dict[str, Any], console: Console, *, max_rows: int = 
             layers.add_row(name, *(_num(by_fmt[f][name]["sqnr_db"]) for f in formats))
         console.print(layers)
 
-    rows = sorted(result["tensors"], key=lambda r: (
-        float("inf") if r["sqnr_db"] is None else r["sqnr_db"]))
+    rows = sorted(
+        result["tensors"], key=lambda r: float("inf") if r["sqnr_db"] is None else r["sqnr_db"]
+    )
     tensors = Table(title=f"Least accurate tensors (top {min(max_rows, len(rows))} of {len(rows)})")
-    for col in ("tensor", "shape", "format", "SQNR dB", "rel. error", "max |err|",
-                "sat. blocks", "before", "after"):
-        tensors.add_column(col, justify="left" if col in ("tensor", "shape", "format")
-                           else "right")
+    for col in (
+        "tensor",
+        "shape",
+        "format",
+        "SQNR dB",
+        "rel. error",
+        "max |err|",
+        "sat. blocks",
+        "before",
+        "after",
+    ):
+        tensors.add_column(
+            col,
+            justify="left" if col in ("tensor", "shape", "format") else "right",
+            overflow="fold" if col == "tensor" else "ellipsis",
+        )
     for r in rows[:max_rows]:
         d = summary[r["format"]]["tensor_details"][r["name"]]
         tensors.add_row(
-            r["name"], "x".join(map(str, r["shape"])), r["format"], _num(r["sqnr_db"]),
-            _num(r["rel_error"], "{:.4f}"), _num(r["max_abs_error"], "{:.3g}"),
-            f"{100 * d['saturated_block_share']:.2f}%", _bytes(d["bytes_before"]),
+            r["name"],
+            "x".join(map(str, r["shape"])),
+            r["format"],
+            _num(r["sqnr_db"]),
+            _num(r["rel_error"], "{:.4f}"),
+            _num(r["max_abs_error"], "{:.3g}"),
+            f"{100 * d['saturated_block_share']:.2f}%",
+            _bytes(d["bytes_before"]),
             _bytes(r["bytes"]),
         )
     console.print(tensors)
 
 
 def render_eval(result: dict[str, Any], console: Console) -> None:
-    table = Table(title=(
-        f"Perplexity on {result['tokens']} tokens (window {result['max_length']}, stride "
-        f"{result['stride']}, activations {'quantized' if result['activations'] else 'fp32'})"
-    ))
+    table = Table(
+        title=(
+            f"Perplexity on {result['tokens']} tokens (window {result['max_length']}, stride "
+            f"{result['stride']}, activations {'quantized' if result['activations'] else 'fp32'})"
+        )
+    )
     for col in ("format", "ppl", "delta ppl", "delta %", "weight SQNR dB", "weight rel. err"):
         table.add_column(col, justify="left" if col == "format" else "right")
     table.add_row("baseline", f"{result['baseline']['ppl']:.4f}", "-", "-", "-", "-")
     for fmt, r in result["formats"].items():
         table.add_row(
-            fmt, f"{r['ppl']:.4f}", f"{r['delta_ppl']:+.4f}", f"{100 * r['rel_delta_ppl']:+.2f}%",
-            _num(r["weight_sqnr_db"]), _num(r["weight_rel_error"], "{:.4f}"),
+            fmt,
+            f"{r['ppl']:.4f}",
+            f"{r['delta_ppl']:+.4f}",
+            f"{100 * r['rel_delta_ppl']:+.2f}%",
+            _num(r["weight_sqnr_db"]),
+            _num(r["weight_rel_error"], "{:.4f}"),
         )
     console.print(table)
 
@@ -115,8 +164,12 @@ def quant() -> None:
 
 @quant.command("inspect")
 @click.argument("path")
-@click.option("--formats", default=DEFAULT_INSPECT_FORMATS, show_default=True,
-              help="Comma-separated format ids or aliases (fp8, mxfp4, nvfp4, w4a16, ...).")
+@click.option(
+    "--formats",
+    default=DEFAULT_INSPECT_FORMATS,
+    show_default=True,
+    help="Comma-separated format ids or aliases (fp8, mxfp4, nvfp4, w4a16, ...).",
+)
 @click.option("--include", default=None, help="Only tensors whose name matches this regex.")
 @click.option("--top", "top_k", default=5, show_default=True, help="Most sensitive layers kept.")
 @click.option("--max-rows", default=20, show_default=True, help="Tensor rows in the table.")
@@ -129,13 +182,16 @@ def inspect_cmd(
     with _progress(err) as bar:
         task = bar.add_task("quantizing", total=None)
         result = inspect_checkpoint(
-            path, formats, include=include, top_k=top_k,
+            path,
+            formats,
+            include=include,
+            top_k=top_k,
             progress=lambda done, total, name: bar.update(task, completed=done, total=total),
         )
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        render_inspect(result, Console(), max_rows=max_rows)
+        render_inspect(result, _console(), max_rows=max_rows)
 
 
 @quant.command("eval")
@@ -143,15 +199,27 @@ def inspect_cmd(
 @click.option("--formats", default="nvfp4,fp8", show_default=True)
 @click.option("--text", "text_file", required=True, help="UTF-8 text file to score.")
 @click.option("--max-tokens", default=4096, show_default=True, help="Token budget.")
-@click.option("--context", "max_length", default=None, type=int,
-              help="Window length (default: the model's, at most 1024).")
+@click.option(
+    "--context",
+    "max_length",
+    default=None,
+    type=int,
+    help="Window length (default: the model's, at most 1024).",
+)
 @click.option("--stride", default=512, show_default=True, help="Window step in tokens.")
 @click.option("--activations", is_flag=True, help="Also fake-quantize linear-layer inputs.")
 @click.option("--include-lm-head", is_flag=True, help="Quantize lm_head too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result object as JSON.")
 def eval_cmd(
-    model_dir: str, formats: str, text_file: str, max_tokens: int, max_length: int | None,
-    stride: int, activations: bool, include_lm_head: bool, as_json: bool,
+    model_dir: str,
+    formats: str,
+    text_file: str,
+    max_tokens: int,
+    max_length: int | None,
+    stride: int,
+    activations: bool,
+    include_lm_head: bool,
+    as_json: bool,
 ) -> None:
     """Perplexity of a local model with its linear layers fake-quantized per format."""
     try:
@@ -168,14 +236,20 @@ def eval_cmd(
             bar.update(tasks[label], completed=done)
 
         result = evaluate_model_dir(
-            model_dir, text, formats, max_tokens=max_tokens, max_length=max_length,
-            stride=stride, quantize_activations=activations, include_lm_head=include_lm_head,
+            model_dir,
+            text,
+            formats,
+            max_tokens=max_tokens,
+            max_length=max_length,
+            stride=stride,
+            quantize_activations=activations,
+            include_lm_head=include_lm_head,
             progress=step,
         )
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
-        render_eval(result, Console())
+        render_eval(result, _console())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -60,6 +60,13 @@ class ElementType:
         exponent = np.floor(np.log2(self.max))
         return float(self.max + 2.0 ** (exponent - self.mantissa_bits) / 2)
 
+    @property
+    def tie_overflows(self) -> bool:
+        """Whether a value exactly at :attr:`saturation_threshold` rounds (to even) past max:
+        true when the max's mantissa is odd (E2M1 6 = 1.1b x 2^2, tie 7 -> 8), false for E4M3
+        (448 = 1.110b x 2^8, tie 464 -> 448)."""
+        return bool(int(self.encode_table[int(np.float32(self.max).view(np.uint32)) >> 15]) & 1)
+
 
 def _encode_table(dtype: type, max_value: float) -> np.ndarray:
     hi = np.arange(1 << 16, dtype=np.uint32) << 16
@@ -80,8 +87,14 @@ def _element(name: str, dtype: type, bits: int, mantissa_bits: int) -> ElementTy
     max_value = float(ml_dtypes.finfo(dtype).max)
     has_nan = bool(np.isnan(np.array([np.nan], np.float32).astype(dtype).astype(np.float32))[0])
     return ElementType(
-        name, dtype, bits, mantissa_bits, max_value, has_nan,
-        _encode_table(dtype, max_value), _decode_table(dtype, bits),
+        name,
+        dtype,
+        bits,
+        mantissa_bits,
+        max_value,
+        has_nan,
+        _encode_table(dtype, max_value),
+        _decode_table(dtype, bits),
     )
 
 
@@ -111,15 +124,16 @@ def encode(y: np.ndarray, element: ElementType) -> np.ndarray:
 
     Same result as ``np.clip(y, -max, max).astype(element.dtype).view(np.uint8)``, ~4x faster.
     """
-    y = np.ascontiguousarray(y, dtype=np.float32)
-    return encode_scaled(y.reshape(1, -1), np.ones(1, np.float32), element).reshape(y.shape)
+    shape = np.shape(y)
+    flat = np.ascontiguousarray(y, dtype=np.float32).reshape(1, -1)
+    return encode_scaled(flat, None, element).reshape(shape)
 
 
-def encode_scaled(x2: np.ndarray, divisor: np.ndarray, element: ElementType) -> np.ndarray:
+def encode_scaled(x2: np.ndarray, divisor: np.ndarray | None, element: ElementType) -> np.ndarray:
     """Codes of ``x2 / divisor[:, None]`` (float32 division, then :func:`encode`).
 
     ``x2`` is ``(groups, k)`` in any float dtype (bfloat16 or float32 in the hot paths),
-    ``divisor`` is ``(groups,)`` float32. Works through the rows in cache-sized chunks, so the
+    ``divisor`` is ``(groups,)`` float32 (``None``: no division). Works through the rows in cache-sized chunks, so the
     temporaries never leave cache and no full-size float32 copy is made.
     """
     groups, k = x2.shape
@@ -132,13 +146,15 @@ def encode_scaled(x2: np.ndarray, divisor: np.ndarray, element: ElementType) -> 
     key = np.empty(n, np.intp)
     sticky = np.empty(n, np.uint32)
     table = element.encode_table
-    div = divisor.astype(np.float32, copy=False).reshape(-1, 1)
+    div = None if divisor is None else divisor.astype(np.float32, copy=False).reshape(-1, 1)
     for g0 in range(0, groups, rows):
         g1 = min(g0 + rows, groups)
         m = (g1 - g0) * k
         y = buf[:m].reshape(g1 - g0, k)
         y[...] = x2[g0:g1]
-        np.divide(y, div[g0:g1], out=y)
+        if div is not None:
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                np.divide(y, div[g0:g1], out=y)
         _key(buf[:m].view(np.uint32), key[:m], sticky[:m])
         np.take(table, key[:m], out=out[g0:g1].reshape(-1))
     return out
@@ -158,7 +174,7 @@ def round_scaled(
     even. Chunked like :func:`encode_scaled`.
     """
     groups, k = x2.shape
-    out = np.empty((groups, k), out_dtype)
+    out: np.ndarray = np.empty((groups, k), out_dtype)
     if out.size == 0:
         return out
     rows = max(1, CHUNK_ELEMENTS // max(k, 1))
@@ -169,7 +185,8 @@ def round_scaled(
         g1 = min(g0 + rows, groups)
         y = buf[: (g1 - g0) * k].reshape(g1 - g0, k)
         y[...] = x2[g0:g1]
-        np.divide(y, div[g0:g1], out=y)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            np.divide(y, div[g0:g1], out=y)
         np.rint(y, out=y)
         np.nan_to_num(y, copy=False, nan=0.0)
         if off is not None:

@@ -65,36 +65,35 @@ def perplexity(
 ) -> dict[str, float]:
     """Sliding-window perplexity of ``model`` (a torch causal LM) on ``token_ids``.
 
-    Returns ``{"ppl", "nll", "tokens"}`` with ``nll`` the mean negative log-likelihood (nats)
-    over the ``tokens`` scored (all but the first).
+    Every token but the first is scored exactly once, ``stride`` targets per forward pass, each
+    window ``max_length`` tokens long (so ``1 <= stride < max_length``). Returns ``{"ppl",
+    "nll", "tokens"}`` with ``nll`` the mean negative log-likelihood (nats) per scored token.
     """
     torch, _ = _require_torch()
-    if max_length < 2 or stride < 1 or stride > max_length:
+    if max_length < 2 or not 1 <= stride < max_length:
         raise SpecError(
-            f"need max_length >= 2 and 1 <= stride <= max_length, got {max_length}, {stride}"
+            f"need max_length >= 2 and 1 <= stride < max_length, got {max_length}, {stride}"
         )
     ids = torch.tensor(list(token_ids), dtype=torch.long).unsqueeze(0)
     n = ids.shape[1]
     if n < 2:
         raise SpecError(f"need at least 2 tokens to measure perplexity, got {n}")
-    starts = list(range(0, max(n - 1, 1), stride))
-    total, count, prev_end = 0.0, 0, 0
+    # targets [t0, t1) advance by `stride`; the window [t1 - max_length, t1) gives each target
+    # at least max_length - stride tokens of context; token 0 has no prediction
+    steps = -(-(n - 1) // stride)
+    total, count, t0 = 0.0, 0, 1
     model.eval()
     with torch.no_grad():
-        for i, begin in enumerate(starts):
-            end = min(begin + max_length, n)
-            first = max(prev_end, begin + 1)  # token 0 has no prediction
-            if first < end:
-                logits = model(ids[:, begin:end]).logits[0].float()
-                logp = torch.log_softmax(logits[first - begin - 1 : end - begin - 1], dim=-1)
-                target = ids[0, first:end]
-                total -= float(logp.gather(1, target.unsqueeze(1)).sum())
-                count += end - first
-            prev_end = end
+        for i in range(steps):
+            t1 = min(t0 + stride, n)
+            begin = max(0, t1 - max_length)
+            logits = model(ids[:, begin:t1]).logits[0].float()
+            logp = torch.log_softmax(logits[t0 - begin - 1 : t1 - begin - 1], dim=-1)
+            total -= float(logp.gather(1, ids[0, t0:t1].unsqueeze(1)).sum())
+            count += t1 - t0
+            t0 = t1
             if progress is not None:
-                progress(label, i + 1, len(starts))
-            if end == n:
-                break
+                progress(label, i + 1, steps)
     nll = total / count
     return {"ppl": math.exp(nll), "nll": nll, "tokens": count}
 
@@ -132,8 +131,9 @@ def evaluate_formats(
     if not linears:
         raise SpecError("the model has no linear layers to quantize")
     originals = {name: mod.weight.detach().clone() for name, mod, _ in linears}
-    base = perplexity(model, token_ids, max_length=max_length, stride=stride,
-                      progress=progress, label="baseline")
+    base = perplexity(
+        model, token_ids, max_length=max_length, stride=stride, progress=progress, label="baseline"
+    )
     results: dict[str, Any] = {}
     for fmt in fmt_ids:
         signal = error = 0.0
@@ -145,14 +145,15 @@ def evaluate_formats(
                     w_in_last = w.t() if transposed else w  # blocks along the input dim
                     deq = _fake_quant_tensor(w_in_last, fmt, "weight")
                     deq = deq.t() if transposed else deq
-                    diff = (w.double() - deq.double())
+                    diff = w.double() - deq.double()
                     signal += float((w.double() ** 2).sum())
                     error += float((diff**2).sum())
                     mod.weight.copy_(deq)
                     if quantize_activations:
                         hooks.append(mod.register_forward_pre_hook(_activation_hook(fmt)))
-            r = perplexity(model, token_ids, max_length=max_length, stride=stride,
-                           progress=progress, label=fmt)
+            r = perplexity(
+                model, token_ids, max_length=max_length, stride=stride, progress=progress, label=fmt
+            )
         finally:
             for h in hooks:
                 h.remove()
@@ -202,9 +203,10 @@ def evaluate_model_dir(
     """Load a local HF causal LM (float32, CPU) and run :func:`evaluate_formats` on ``text``.
 
     ``max_tokens`` caps the tokens evaluated; ``max_length`` (default: the model's
-    ``max_position_embeddings``, at most 1024) is the window, ``stride`` its step.
+    ``max_position_embeddings``, at most 1024) is the window, ``stride`` its step (at most
+    ``max_length - 1``; the result records the one used).
     """
-    torch, transformers = _require_torch()
+    _, transformers = _require_torch()
     fmt_ids = parse_formats(formats)
     if max_tokens < 2:
         raise SpecError(f"max_tokens must be at least 2, got {max_tokens}")
@@ -222,10 +224,14 @@ def evaluate_model_dir(
     ids = tokenizer(text)["input_ids"][:max_tokens]
     window = max_length or min(int(getattr(model.config, "max_position_embeddings", 1024)), 1024)
     result = evaluate_formats(
-        model, ids, fmt_ids, max_length=window, stride=min(stride, window),
-        quantize_activations=quantize_activations, include_lm_head=include_lm_head,
+        model,
+        ids,
+        fmt_ids,
+        max_length=window,
+        stride=min(stride, window - 1),
+        quantize_activations=quantize_activations,
+        include_lm_head=include_lm_head,
         progress=progress,
     )
     result["model_dir"] = str(model_dir)
     return result
-

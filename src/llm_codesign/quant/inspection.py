@@ -134,7 +134,9 @@ def error_stats(
         signal += float(np.dot(flat_ref, flat_ref))
         error += float(np.dot(flat_err, flat_err))
         part_max = float(np.max(np.abs(flat_err)))
-        max_err = math.nan if math.isnan(part_max) or math.isnan(max_err) else max(max_err, part_max)
+        max_err = (
+            math.nan if math.isnan(part_max) or math.isnan(max_err) else max(max_err, part_max)
+        )
         saturated += q.saturated_blocks
         n_blocks += q.n_blocks
     if kind == "tensor":
@@ -239,8 +241,11 @@ def inspect_checkpoint(
     pattern = re.compile(include) if include else None
     infos = list_tensors(path)
     chosen = [
-        t for t in infos
-        if t.dtype in FLOAT_DTYPES and len(t.shape) >= min_ndim and t.numel > 0
+        t
+        for t in infos
+        if t.dtype in FLOAT_DTYPES
+        and len(t.shape) >= min_ndim
+        and t.numel > 0
         and (pattern is None or pattern.search(t.name))
     ]
     skipped = len(infos) - len(chosen)
@@ -253,15 +258,17 @@ def inspect_checkpoint(
         layer = layer_of(info.name)
         for f in fmt_ids:
             s = error_stats(array, f)
-            rows.append({
-                "name": info.name,
-                "shape": list(info.shape),
-                "format": f,
-                "sqnr_db": _finite_or_none(s["sqnr_db"]),
-                "rel_error": _finite_or_none(s["rel_error"]),
-                "max_abs_error": _finite_or_none(s["max_abs_error"]),
-                "bytes": s["bytes"],
-            })
+            rows.append(
+                {
+                    "name": info.name,
+                    "shape": list(info.shape),
+                    "format": f,
+                    "sqnr_db": _finite_or_none(s["sqnr_db"]),
+                    "rel_error": _finite_or_none(s["rel_error"]),
+                    "max_abs_error": _finite_or_none(s["max_abs_error"]),
+                    "bytes": s["bytes"],
+                }
+            )
             totals[f].add(s)
             layers[f].setdefault(layer, _Aggregate()).add(s)
             details[f][info.name] = {
@@ -296,20 +303,24 @@ def _format_summary(
     tensor_rows = [r for r in rows if r["format"] == f]
     sqnrs = [r["sqnr_db"] for r in tensor_rows if r["sqnr_db"] is not None]
     layer_rows = [{"layer": name, **agg.as_dict()} for name, agg in layers.items()]
-    out.update({
-        "format_id": resolve_format(f).id,
-        "bits_per_param": 8 * total.bytes_after / total.numel if total.numel else None,
-        "compression": total.bytes_before / total.bytes_after if total.bytes_after else None,
-        "mean_tensor_sqnr_db": float(np.mean(sqnrs)) if sqnrs else None,
-        "min_tensor_sqnr_db": min(sqnrs) if sqnrs else None,
-        "skipped_tensors": skipped,
-        "layers": layer_rows,
-        "most_sensitive_layers": [
-            r["layer"] for r in sorted(layer_rows, key=lambda r: _sort_key(r["sqnr_db"]))[:top_k]
-        ],
-        "most_sensitive_tensors": [
-            r["name"] for r in sorted(tensor_rows, key=lambda r: _sort_key(r["sqnr_db"]))[:top_k]
-        ],
-        "tensor_details": details,
-    })
+    out.update(
+        {
+            "format_id": resolve_format(f).id,
+            "bits_per_param": 8 * total.bytes_after / total.numel if total.numel else None,
+            "compression": total.bytes_before / total.bytes_after if total.bytes_after else None,
+            "mean_tensor_sqnr_db": float(np.mean(sqnrs)) if sqnrs else None,
+            "min_tensor_sqnr_db": min(sqnrs) if sqnrs else None,
+            "skipped_tensors": skipped,
+            "layers": layer_rows,
+            "most_sensitive_layers": [
+                r["layer"]
+                for r in sorted(layer_rows, key=lambda r: _sort_key(r["sqnr_db"]))[:top_k]
+            ],
+            "most_sensitive_tensors": [
+                r["name"]
+                for r in sorted(tensor_rows, key=lambda r: _sort_key(r["sqnr_db"]))[:top_k]
+            ],
+            "tensor_details": details,
+        }
+    )
     return out

@@ -50,7 +50,15 @@ from numpy.typing import ArrayLike
 
 from ..errors import SpecError, UnknownIdError
 from ..formats import FORMATS, NumberFormat
-from .elements import CHUNK_ELEMENTS, ELEMENTS, ElementType, decode, encode, encode_scaled, round_scaled
+from .elements import (
+    CHUNK_ELEMENTS,
+    ELEMENTS,
+    ElementType,
+    decode,
+    encode,
+    encode_scaled,
+    round_scaled,
+)
 
 Role = Literal["weight", "activation"]
 ScaleRounding = Literal["up", "floor"]
@@ -88,8 +96,12 @@ ALIASES: dict[str, str] = {
 _ML_FLOATS = tuple(
     np.dtype(t)
     for t in (
-        ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu,
-        ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn, ml_dtypes.float4_e2m1fn,
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e8m0fnu,
+        ml_dtypes.float6_e2m3fn,
+        ml_dtypes.float6_e3m2fn,
+        ml_dtypes.float4_e2m1fn,
     )
 )
 
@@ -226,9 +238,19 @@ def _safe_divisor(scale: np.ndarray) -> np.ndarray:
     return np.where(scale == 0, np.float32(np.inf), scale).astype(np.float32)
 
 
-def _saturated(amax: np.ndarray, divisor: np.ndarray, threshold: float) -> np.ndarray:
+def _saturated(amax: np.ndarray, divisor: np.ndarray, element: ElementType | float) -> np.ndarray:
+    """Groups where round-to-nearest-even alone would overflow, so the clip changed a value.
+
+    ``element`` is an element type or, for integers, the largest code (ties at code + 0.5 round
+    to the even neighbour, past the odd largest code: 127.5 -> 128, 7.5 -> 8).
+    """
+    if isinstance(element, ElementType):
+        threshold, inclusive = element.saturation_threshold, element.tie_overflows
+    else:
+        threshold, inclusive = float(element) + 0.5, True
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return (amax / divisor) > threshold
+        ratio = amax / divisor
+        return (ratio >= threshold) if inclusive else (ratio > threshold)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +275,7 @@ def _quant_tensor(x: np.ndarray, element: ElementType, tensor_amax: float | None
     amax = np.float32(_tensor_amax(x2) if tensor_amax is None else tensor_amax)
     scale = _amax_scale(np.array([amax]), element.max)
     codes = encode_scaled(x2, np.repeat(scale, x2.shape[0]), element)
-    saturated = int(raw / scale[0] > element.saturation_threshold)
+    saturated = int(_saturated(np.array([raw], np.float32), scale, element)[0])
     return codes, scale.reshape(1, 1), None, None, saturated, 1
 
 
@@ -262,7 +284,7 @@ def _quant_channel_float(x: np.ndarray, element: ElementType) -> tuple:
     amax, _ = _finite_amax(x2, _abs_max_last(x2))
     scale = _amax_scale(amax, element.max)
     codes = encode_scaled(x2, scale, element)
-    sat = _saturated(amax, scale, element.saturation_threshold)
+    sat = _saturated(amax, scale, element)
     return codes, scale[:, None], None, None, int(sat.sum()), x2.shape[0]
 
 
@@ -272,7 +294,7 @@ def _quant_int8(x: np.ndarray) -> tuple:
     scale = _amax_scale(amax, 127)
     codes = round_scaled(x2, scale, -127, 127, np.int8).view(np.uint8)
     scale = np.where(has_nan, np.float32(np.nan), scale)
-    sat = _saturated(amax, scale, 127.5)
+    sat = _saturated(amax, scale, 127)
     return codes, scale[:, None], None, None, int(sat.sum()), x2.shape[0]
 
 
@@ -287,13 +309,13 @@ def _tiles(x: np.ndarray, role: str) -> np.ndarray:
 
 def _quant_tile(x: np.ndarray, element: ElementType, role: str) -> tuple:
     t4 = _tiles(x, role)
-    rt, tile_rows, ct, _ = t4.shape
+    rt, tile_rows, _, _ = t4.shape
     raw = _abs_max_last(t4).max(axis=1)  # max over the tile's 128 columns, then its rows
     amax, _ = _finite_amax(t4.transpose(0, 2, 1, 3), raw)
     scale = _amax_scale(amax, element.max)
     divisor = np.repeat(scale, tile_rows, axis=0).reshape(-1)  # one per (row, column tile)
     codes = encode_scaled(t4.reshape(-1, TILE), divisor, element).reshape(rt * tile_rows, -1)
-    sat = _saturated(amax, scale, element.saturation_threshold)
+    sat = _saturated(amax, scale, element)
     return codes, scale, None, None, int(sat.sum()), scale.size
 
 
@@ -330,13 +352,17 @@ def _quant_mx(x: np.ndarray, element: ElementType, block: int, rounding: str) ->
     e = _mx_exponent(amax, element, rounding)
     scale = np.ldexp(np.float32(1), e).astype(np.float32)
     codes = encode_scaled(xb, scale, element).reshape(rows, -1)
-    sat = _saturated(amax, scale, element.saturation_threshold)
+    sat = _saturated(amax, scale, element)
     scale_codes = (e + 127).astype(np.uint8)
     if not element.has_nan:
         scale_codes[has_nan] = 0xFF  # E8M0 NaN: the block dequantizes to NaN
     return (
-        codes, scale_codes.reshape(rows, -1).view(ml_dtypes.float8_e8m0fnu), None, None,
-        int(sat.sum()), amax.size,
+        codes,
+        scale_codes.reshape(rows, -1).view(ml_dtypes.float8_e8m0fnu),
+        None,
+        None,
+        int(sat.sum()),
+        amax.size,
     )
 
 
@@ -356,11 +382,15 @@ def _quant_nvfp4(
     scale = (decode(s_block_codes, e4m3) / s_global).astype(np.float32)
     divisor = _safe_divisor(scale)
     codes = encode_scaled(xb, divisor, element).reshape(rows, -1)
-    sat = _saturated(amax, divisor, element.saturation_threshold)
+    sat = _saturated(amax, divisor, element)
     s_block_codes[has_nan] = 0x7F  # E4M3 NaN: the block dequantizes to NaN
     return (
-        codes, s_block_codes.reshape(rows, -1).view(ml_dtypes.float8_e4m3fn), None, s_global,
-        int(sat.sum()), amax.size,
+        codes,
+        s_block_codes.reshape(rows, -1).view(ml_dtypes.float8_e4m3fn),
+        None,
+        s_global,
+        int(sat.sum()),
+        amax.size,
     )
 
 
@@ -405,12 +435,12 @@ def _quant_int4(x: np.ndarray, block: int, symmetric: bool) -> tuple:
         eight = np.full(divisor.shape, 8, np.float32)  # offset binary: q + 8 in 0..15
         codes = round_scaled(xb, divisor, 0, 15, np.uint8, offset=eight)
         zeros = None
-        sat = _saturated(amax, divisor, 7.5)
+        sat = _saturated(amax, divisor, 7)
     else:
         lo, hi, has_nan = _group_min_max(xb)
         hi = np.maximum(hi, 0)  # GPTQ find_params: the range always holds 0,
         lo = np.minimum(lo, 0)  # so 0 is exact and no value clips
-        scale16 = _fp16_scale((np.maximum(hi - lo, np.float32(1e-5)) / np.float32(15)))
+        scale16 = _fp16_scale(np.maximum(hi - lo, np.float32(1e-5)) / np.float32(15))
         scale = scale16.astype(np.float32)
         zero = np.clip(-np.rint(lo / scale), 0, 15).astype(np.float32)
         codes = round_scaled(xb, scale, 0, 15, np.uint8, offset=zero)
@@ -419,7 +449,11 @@ def _quant_int4(x: np.ndarray, block: int, symmetric: bool) -> tuple:
     if has_nan.any():
         scale16 = np.where(has_nan, np.float16(np.nan), scale16)
     return (
-        codes.reshape(rows, -1), scale16.reshape(rows, -1), zeros, None, int(sat.sum()),
+        codes.reshape(rows, -1),
+        scale16.reshape(rows, -1),
+        zeros,
+        None,
+        int(sat.sum()),
         scale16.size,
     )
 
@@ -459,7 +493,7 @@ def quantize(
     if arr.size == 0:
         raise SpecError(f"cannot quantize an empty tensor of shape {arr.shape}")
     kind = _GRANULARITY[fmt.id]
-    element = ELEMENTS.get(fmt.element)
+    element = ELEMENTS.get(fmt.element, ELEMENTS["e4m3"])  # unused by cast and integer kinds
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if kind == "cast":
             parts = _quant_cast(arr, fmt.id)
@@ -479,8 +513,15 @@ def quantize(
             parts = _quant_int4(arr, fmt.block_size, symmetric=(kind == "int4_sym"))
     codes, scales, zeros, global_scale, saturated, n_blocks = parts
     return QuantizedTensor(
-        fmt.id, tuple(int(d) for d in arr.shape), role, codes, scales, zeros,
-        global_scale, int(saturated), int(n_blocks),
+        fmt.id,
+        tuple(int(d) for d in arr.shape),
+        role,
+        codes,
+        scales,
+        zeros,
+        global_scale,
+        int(saturated),
+        int(n_blocks),
     )
 
 

@@ -58,12 +58,20 @@ def _layout(shape: tuple[int, ...], format_id: str, role: str) -> dict[str, int]
         tile_rows = TILE if (role == "weight" and len(shape) >= 2) else 1
         rows_p = -(-rows // tile_rows) * tile_rows
         cols_p = -(-cols // TILE) * TILE
-        return {"rows": rows_p, "cols": cols_p, "scale_rows": rows_p // tile_rows,
-                "scale_cols": cols_p // TILE}
+        return {
+            "rows": rows_p,
+            "cols": cols_p,
+            "scale_rows": rows_p // tile_rows,
+            "scale_cols": cols_p // TILE,
+        }
     if kind in ("mx", "nvfp4", "int4_asym", "int4_sym"):
         cols_p = -(-cols // fmt.block_size) * fmt.block_size
-        return {"rows": rows, "cols": cols_p, "scale_rows": rows,
-                "scale_cols": cols_p // fmt.block_size}
+        return {
+            "rows": rows,
+            "cols": cols_p,
+            "scale_rows": rows,
+            "scale_cols": cols_p // fmt.block_size,
+        }
     if kind == "channel":
         return {"rows": rows, "cols": cols, "scale_rows": rows, "scale_cols": 1}
     if kind == "tensor":
@@ -178,8 +186,8 @@ def unpack(
     elif fmt.element_bits == 6:
         codes = _unpack_sextets(raw, count)
     else:
-        dtype = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4")}[fmt.element_bits]
-        codes = np.frombuffer(raw, dtype).astype(np.dtype(dtype).newbyteorder("="))
+        dtype = np.dtype({8: "u1", 16: "<u2", 32: "<u4"}[fmt.element_bits])
+        codes = np.frombuffer(raw, dtype).astype(dtype.newbyteorder("="))
     codes = codes.reshape(lay["rows"], lay["cols"])
     scales = zeros = global_scale = None
     n_groups = lay["scale_rows"] * lay["scale_cols"]
@@ -196,9 +204,7 @@ def unpack(
     if kind == "nvfp4":
         global_scale = np.frombuffer(data[pos : pos + 4], "<f4")[0].astype(np.float32)
     n_blocks = 0 if kind == "cast" else n_groups
-    return QuantizedTensor(
-        fmt.id, shape, role, codes, scales, zeros, global_scale, 0, n_blocks
-    )
+    return QuantizedTensor(fmt.id, shape, role, codes, scales, zeros, global_scale, 0, n_blocks)
 
 
 def to_awq(q: QuantizedTensor) -> dict[str, np.ndarray]:
@@ -249,6 +255,13 @@ def from_awq(
     out_features, in_features = codes.shape
     fid = "int4_g128_sym" if symmetric else "int4_g128"
     return QuantizedTensor(
-        fid, (out_features, in_features), "weight", np.ascontiguousarray(codes), scales16,
-        None if symmetric else np.ascontiguousarray(zeros), None, 0, scales16.size,
+        fid,
+        (out_features, in_features),
+        "weight",
+        np.ascontiguousarray(codes),
+        scales16,
+        None if symmetric else np.ascontiguousarray(zeros),
+        None,
+        0,
+        scales16.size,
     )

@@ -250,9 +250,7 @@ def load_tensor(info: TensorInfo) -> np.ndarray:
         size = info.file.stat().st_size
         if info.offset + info.nbytes > size:
             raise DataFileError(f"{info.file}: truncated while reading tensor {info.name!r}")
-        mm = np.memmap(
-            info.file, dtype=dtype, mode="r", offset=info.offset, shape=(info.numel,)
-        )
+        mm = np.memmap(info.file, dtype=dtype, mode="r", offset=info.offset, shape=(info.numel,))
         return mm.reshape(info.shape)
     except OSError as exc:
         raise DataFileError(f"{info.file}: cannot read tensor {info.name!r} ({exc})") from None
@@ -265,3 +263,43 @@ def read_safetensors(path: str | os.PathLike[str]) -> Iterator[tuple[str, np.nda
     """
     for info in list_tensors(path):
         yield info.name, load_tensor(info)
+
+
+def write_safetensors(
+    path: str | os.PathLike[str],
+    tensors: dict[str, np.ndarray],
+    metadata: dict[str, str] | None = None,
+) -> Path:
+    """Write ``tensors`` as a safetensors file (8-byte aligned header, tensors in given order).
+
+    Example:
+        >>> write_safetensors("w.safetensors", {"w": np.ones((2, 2), np.float32)})  # doctest: +SKIP
+    """
+    names = {np.dtype(v): k for k, v in DTYPES.items()}
+    header: dict[str, object] = {}
+    if metadata:
+        header["__metadata__"] = dict(metadata)
+    offset = 0
+    arrays = []
+    for name, value in tensors.items():
+        arr = np.asarray(value)
+        arr = arr if arr.flags.c_contiguous else arr.copy()  # ascontiguousarray makes 0-d 1-d
+        dtype = arr.dtype.newbyteorder("<") if arr.dtype.byteorder == ">" else arr.dtype
+        if np.dtype(dtype) not in names:
+            raise DataFileError(f"cannot write tensor {name!r} of dtype {arr.dtype}")
+        header[name] = {
+            "dtype": names[np.dtype(dtype)],
+            "shape": list(arr.shape),
+            "data_offsets": [offset, offset + arr.nbytes],
+        }
+        offset += arr.nbytes
+        arrays.append(arr.astype(dtype, copy=False))
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * ((-len(raw)) % 8)
+    path = Path(path)
+    with path.open("wb") as fh:
+        fh.write(len(raw).to_bytes(8, "little"))
+        fh.write(raw)
+        for arr in arrays:
+            fh.write(arr.tobytes())
+    return path

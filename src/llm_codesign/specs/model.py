@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -391,9 +391,8 @@ def _finish(
     pattern: list[tuple[int, bool]], moe: MoESpec | None = None, mtp: int = 0,
     ffn_bias: bool = False, norm: int = 0,
 ) -> ModelSpec:
-    if moe is not None:
-        if moe.top_k > moe.num_experts:
-            raise SpecError(f"{f.where}: top-k={moe.top_k} exceeds the number of experts={moe.num_experts}")
+    if moe is not None and moe.top_k > moe.num_experts:
+        raise SpecError(f"{f.where}: top-k={moe.top_k} exceeds the number of experts={moe.num_experts}")
     return ModelSpec(
         id=model_id, name=name or model_id, model_type=model_type, source=source,
         hidden_size=d, num_layers=layers, vocab_size=vocab, tie_embeddings=tie, attention=attn,
@@ -430,7 +429,7 @@ def _from_bundle_file(path: Path) -> ModelSpec:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundled_models() -> dict[str, ModelSpec]:
     """All bundled models by id (data files are immutable package data, so caching is safe)."""
     out: dict[str, ModelSpec] = {}

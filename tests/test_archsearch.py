@@ -1,0 +1,126 @@
+"""Architecture search at constant accuracy, and the scaling-law quality estimate."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from llm_codesign import load_model
+from llm_codesign.archsearch import (
+    SearchSpace,
+    apply_changes,
+    frontier_area,
+    generate_variants,
+    pareto_mask,
+    search,
+    throughput_at,
+)
+from llm_codesign.cli import main
+from llm_codesign.errors import SpecError
+from llm_codesign.quality import (
+    ASPECT_BAND,
+    chinchilla_loss,
+    effective_params,
+    estimate_quality,
+    shape_penalty,
+)
+from llm_codesign.specs.model import model_from_config
+
+SMALL = SearchSpace(hidden_scales=(1.0, 1.25), layer_scales=(0.75, 1.0), experts=(1.0,))
+
+
+def test_chinchilla_closed_form():
+    # E + A / N^alpha + B / D^beta, Hoffmann et al. 2022
+    n, d = 70e9, 1.4e12
+    assert chinchilla_loss(n, d) == pytest.approx(1.69 + 406.4 / n**0.34 + 410.7 / d**0.28)
+    assert chinchilla_loss(2 * n, d) < chinchilla_loss(n, d)
+    with pytest.raises(SpecError):
+        chinchilla_loss(0, d)
+
+
+def test_shape_penalty_band_and_moe_params():
+    m = load_model("llama-3.1-70b")  # aspect 102: inside the band
+    assert shape_penalty(m) == 0.0
+    wide = model_from_config({**m.config, "num_hidden_layers": 8}, model_id="wide")  # aspect 1024
+    assert wide.hidden_size / wide.num_layers > ASPECT_BAND[1] and shape_penalty(wide) > 0.05
+    ds = load_model("deepseek-r1")
+    assert ds.active_params < effective_params(ds) < ds.total_params
+    q = estimate_quality(wide, base=m)
+    assert not q.holds and q.relative_change > 0
+    assert estimate_quality(m, base=m).holds
+
+
+def test_pareto_and_area_by_hand():
+    x = np.array([10.0, 20.0, 30.0, 15.0])
+    y = np.array([100.0, 60.0, 20.0, 50.0])  # (15, 50) is dominated by (20, 60)
+    assert pareto_mask(x, y).tolist() == [True, True, True, False]
+    assert frontier_area(x, y) == pytest.approx(10 * 100 + 10 * 60 + 10 * 20)
+    assert throughput_at(x, y, 18.0) == 60.0 and throughput_at(x, y, 31.0) == 0.0
+
+
+def test_variants_stay_within_parameter_tolerance():
+    for mid in ("llama-3.1-70b", "deepseek-r1", "gpt-oss-120b", "mixtral-8x7b"):
+        m = load_model(mid)
+        for tol in (0.01, 0.03):
+            for c in generate_variants(m, SearchSpace(kv_heads=(0.5, 1.0)), 256, tol):
+                assert abs(c.model.total_params / m.total_params - 1) <= tol
+                assert abs(c.model.active_params / m.active_params - 1) <= tol
+                # the emitted config.json rebuilds the same model
+                again = model_from_config(c.config, model_id="again")
+                assert again.total_params == c.model.total_params
+
+
+def test_search_never_outside_tolerance_and_ranks_best_first():
+    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, param_tolerance=0.02, concurrency=(1, 16, 256))
+    base = load_model("llama-3.1-8b")
+    gains = [v.gain for v in r.variants]
+    assert gains == sorted(gains, reverse=True)
+    for v in r.variants:
+        assert abs(v.total_params / base.total_params - 1) <= 0.02
+        assert abs(v.active_params / base.active_params - 1) <= 0.02
+        assert v.quality.holds
+
+
+def test_search_returns_the_original_when_nothing_beats_it():
+    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,)),
+               concurrency=(1, 64))
+    assert len(r.variants) == 1 and r.variants[0].changes == [] and r.variants[0].gain == 1.0
+    assert r.variants[0].config == load_model("llama-3.1-8b").config
+    # zero tolerance: no reshaped variant keeps the exact parameter count
+    r0 = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, param_tolerance=0.0, concurrency=(1, 64))
+    assert r0.variants[0].changes == []
+
+
+def test_throughput_objective_and_errors():
+    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, objective="throughput", target_tok_s_per_user=50,
+               concurrency=(1, 16, 128))
+    assert r.baseline.objective > 0
+    with pytest.raises(SpecError):
+        search("llama-3.1-8b", "h200-sxm", objective="throughput")
+    with pytest.raises(SpecError):
+        SearchSpace(hidden_scales=())
+
+
+def test_layer_lists_follow_depth():
+    m = load_model("gpt-oss-120b")
+    cfg = apply_changes(m, {"layers": 24})
+    assert len(cfg["layer_types"]) == 24 and cfg["layer_types"][:2] == m.config["layer_types"][:2]
+    scout = load_model("llama-4-scout")
+    cfg = apply_changes(scout, {"layers": 40})
+    v = model_from_config(cfg, model_id="s40")
+    assert v.num_layers == 40 and v.num_moe_layers == 40
+
+
+def test_cli_json_contract(tmp_path):
+    res = CliRunner().invoke(main, ["search", "--model", "llama-3.1-8b", "--hardware", "h200-sxm", "--workload", "1024/1024",
+                                    "--hidden-scales", "1,1.25", "--layer-scales", "0.75,1", "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert {"baseline", "variants"} <= set(d)
+    v = d["variants"][0]
+    assert {"config", "total_params", "active_params", "quality_estimate", "gain", "changes"} <= set(v)
+    assert v["quality_estimate"]["kind"].startswith("estimate")
+    assert (tmp_path / "variant-1.json").exists()
+    bad = CliRunner().invoke(main, ["search", "-m", "llama-3.1-8b", "-g", "h200-sxm", "--layer-scales", "x"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
