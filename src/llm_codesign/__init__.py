@@ -4,6 +4,7 @@ from .advise import lint
 from .api import Estimate, estimate
 from .archsearch import search
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
+from .explore import Frontier, compare, frontier, frontier_area
 from .gemm_explorer import gemm_sweep
 from .regimes import regimes
 from .specs import (
@@ -28,6 +29,7 @@ __all__ = [
     "DataFileError",
     "EngineConstants",
     "Estimate",
+    "Frontier",
     "HardwareSpec",
     "ModelSpec",
     "ParallelPlan",
@@ -38,7 +40,10 @@ __all__ = [
     "Workload",
     "bundled_hardware",
     "bundled_models",
+    "compare",
     "estimate",
+    "frontier",
+    "frontier_area",
     "gemm_sweep",
     "lint",
     "load_engine",

@@ -6,7 +6,8 @@ User mistakes (any :class:`CodesignError`) print one line and exit with code 2.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 

@@ -95,10 +95,19 @@ def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
     return hw.peak_flops(rate_class) / base
 
 
-def gemm_time(op: Op, hw: HardwareSpec, eng: EngineConstants, imbalance: float = 1.0) -> tuple[Array, Array, Array]:
-    """(time_s, compute_s, memory_s) of a GEMM op (one layer)."""
+def gemm_time(
+    op: Op, hw: HardwareSpec, eng: EngineConstants, imbalance: float = 1.0, memo: dict | None = None
+) -> tuple[Array, Array, Array]:
+    """(time_s, compute_s, memory_s) of a GEMM op (one layer). ``memo`` (a dict owned by the
+    caller, e.g. one ``evaluate`` call) reuses the per-class ceiling across ops."""
     rate_class = hw.compute_rate_class(op.compute_class)
-    peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
+    if memo is None:
+        peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
+    else:
+        key = ("ceiling", op.compute_class)
+        if key not in memo:
+            memo[key] = gemm_ceiling(hw, op.compute_class, eng)
+        peak, ceiling = memo[key]
     m = np.asarray(op.m, dtype=float) * (imbalance if op.meta.get("moe") else 1.0)
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
@@ -164,10 +173,10 @@ def collective_time(
     return np.where(active, lat + wire / bw, 0.0)
 
 
-def op_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, str | Array]:
+def op_time(op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None) -> tuple[Array, str | Array]:
     """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network')."""
     if op.kind == "gemm":
-        t, c, m = gemm_time(op, hw, eng, eng.moe_imbalance)
+        t, c, m = gemm_time(op, hw, eng, eng.moe_imbalance, memo)
         return t, np.where(c >= m, "compute", "memory")
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)

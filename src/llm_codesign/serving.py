@@ -50,7 +50,10 @@ class StepCost:
     ops: list[tuple[Op, Array, Any]] = field(default_factory=list)
 
 
-def step_cost(model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineConstants, s: StepShape, detail: bool = False) -> StepCost:
+def step_cost(
+    model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineConstants, s: StepShape,
+    detail: bool = False, memo: dict | None = None,
+) -> StepCost:
     """Time of one pipeline stage's step: sum of op times x layers + kernel and step overheads."""
     ops = step_ops(model, prec, s)
     shape = np.broadcast(s.decode_seqs, s.prefill_tokens, s.tp, s.pp, s.ep, s.cp, s.attention_dp, s.decode_ctx, s.prefill_ctx).shape
@@ -58,7 +61,7 @@ def step_cost(model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineCo
     kernels = np.zeros(shape)
     detail_rows = []
     for op in ops:
-        t, bound = op_time(op, hw, eng)
+        t, bound = op_time(op, hw, eng, memo)
         t_total = t * op.layers
         by_class[op.op_class] = by_class[op.op_class] + t_total
         active = np.asarray(t) > 0
@@ -93,6 +96,35 @@ class GridResult:
     prefill_breakdown: dict[str, Array]
     mixed_breakdown: dict[str, Array]
     num_gpus: Array
+
+
+def memory_fit(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants,
+    tp: Array, pp: Array, ep: Array, attention_dp: Array, cp: Array, context: Array,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Per-GPU memory: (weight bytes, KV bytes per sequence of ``context`` tokens, workspace
+    bytes, bytes the KV cache may use, max concurrency per replica).
+
+    The engine gives ``memory_utilization`` of the memory left after weights and workspace to
+    the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction); each sequence reserves its
+    full ISL + OSL (TensorRT-LLM's guaranteed-no-evict scheduler). Workspace = runtime reserve
+    + activations of one ``max_num_tokens`` step.
+    """
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp)
+    d = model.hidden_size
+    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * model.intermediate_size / np.where(attention_dp, 1, tp)) * 2.0
+    usable = (hw.hbm_bytes - w_bytes - workspace) * eng.memory_utilization
+    seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
+    return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * np.where(attention_dp, tp, 1)
+
+
+def pipeline_hops(model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, pp: Array, tokens: Array) -> Array:
+    """Time of the (pp - 1) activation transfers between pipeline stages for one token step of
+    ``tokens`` tokens split into pp micro-batches."""
+    micro = np.asarray(pp, dtype=float)
+    act = np.asarray(tokens, dtype=float) / micro * model.hidden_size * prec.comm_bytes
+    return (micro - 1.0) * collective_time("p2p", act, np.where(micro > 1, 2, 1), hw, eng)
 
 
 def plan_feasibility(model: ModelSpec, tp: Array, pp: Array, ep: Array, attention_dp: Array, cp: Array) -> Array:
@@ -142,6 +174,7 @@ def evaluate(
     if np.any(conc < 1) or np.any(isl_f < 1) or np.any(osl_f < 1):
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
+    memo: dict = {}  # per-call reuse of GEMM ceilings (pure: same inputs, same values)
     reason = plan_feasibility(model, tp, pp, ep, adp, cp)
     safe_tp = np.where(reason == "", tp, 1)
     safe_ep = np.where(reason == "", ep, 1)
@@ -151,21 +184,13 @@ def evaluate(
     gpus_per_replica = tp * pp
 
     # ---- memory ----
-    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, adp, cp)
-    ctx_max = isl_f + osl_f
-    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, ctx_max, tp, pp, adp, cp)
+    w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f)
     rank_div = np.where(adp, tp, 1)
-    d = model.hidden_size
-    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * model.intermediate_size / np.where(adp, 1, tp)) * 2.0
-    # the engine gives `memory_utilization` of the memory left after weights and workspace to
-    # the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction; vLLM's is of the total)
-    usable = (hw.hbm_bytes - w_bytes - workspace) * eng.memory_utilization
-    seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
-    max_conc = seqs_per_gpu * rank_div
     # Clients beyond what the engine can hold (KV capacity or max_batch_size) wait in its queue:
     # the engine runs `run` requests; the rest add queueing delay to TTFT (Little's law below).
     client_conc = conc
-    run = np.maximum(np.minimum(np.minimum(conc, max_conc), eng.max_batch_size), 1.0)
+    # max_batch_size holds per engine rank: each attention-DP rank schedules its own batch
+    run = np.maximum(np.minimum(np.minimum(conc, max_conc), eng.max_batch_size * rank_div), 1.0)
     conc = run
     seqs_here = np.ceil(conc / rank_div)
     kv_total = seqs_here * kv_seq
@@ -186,9 +211,7 @@ def evaluate(
     dctx = isl_f + osl_f / 2.0
 
     def hops(tokens: Array) -> Array:
-        """PP activation transfers between stages for one token step."""
-        act = tokens / micro * d * prec.comm_bytes
-        return (micro - 1.0) * collective_time("p2p", act, np.where(pp > 1, 2, 1), hw, eng)
+        return pipeline_hops(model, hw, prec, eng, pp, tokens)
 
     def pipeline(total_stage: Array, tokens: Array) -> Array:
         return micro * total_stage + hops(tokens)
@@ -198,7 +221,7 @@ def evaluate(
     n_chunks = np.ceil(isl_f / chunk)
     pre_cost = step_cost(model, prec, hw, eng, StepShape(
         decode_seqs=np.zeros(shape), decode_ctx=dctx, prefill_tokens=chunk, prefill_seqs=1.0 / n_chunks,
-        prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp))
+        prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp), memo=memo)
     # chunked pipeline: chunks stream through pp stages
     prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
     # the mixed step, fixed point over the decode/prefill mix
@@ -214,7 +237,7 @@ def evaluate(
             new_dec = np.maximum(conc - rate * ttft, 1.0)
             c_dec = 0.5 * c_dec + 0.5 * np.minimum(new_dec, conc)
         pseqs = pre_tokens / isl_f
-        mixed = step_cost(model, prec, hw, eng, shape_for(c_dec, dctx, pre_tokens, pseqs, isl_f / 2.0, micro))
+        mixed = step_cost(model, prec, hw, eng, shape_for(c_dec, dctx, pre_tokens, pseqs, isl_f / 2.0, micro), memo=memo)
         tpot = pipeline(mixed.total_s, c_dec + pre_tokens)
         # TTFT: wait half a step for admission, then the prompt's chunks, each a mixed step;
         # queueing when the prefill budget per step is nearly used by other requests' prompts
@@ -234,7 +257,7 @@ def evaluate(
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
-    dec_cost = step_cost(model, prec, hw, eng, shape_for(conc, dctx, np.zeros(shape), np.zeros(shape), isl_f / 2.0, micro))
+    dec_cost = step_cost(model, prec, hw, eng, shape_for(conc, dctx, np.zeros(shape), np.zeros(shape), isl_f / 2.0, micro), memo=memo)
     dec_break = {k: v * micro for k, v in dec_cost.by_class.items()}
     dec_break["communication"] = dec_break["communication"] + hops(conc)
     mixed_break = {k: v * micro for k, v in mixed.by_class.items()}

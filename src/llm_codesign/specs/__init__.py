@@ -1,13 +1,34 @@
 """Specs: validated, immutable descriptions of models, hardware, precision, plans and workloads."""
 
 from .hardware import Efficiency, HardwareSpec, bundled_hardware, load_hardware
-from .model import AttentionSpec, LayerGroup, ModelSpec, MoESpec, bundled_models, load_model, model_from_config
+from .model import (
+    AttentionSpec,
+    LayerGroup,
+    ModelSpec,
+    MoESpec,
+    bundled_models,
+    load_model,
+    model_from_config,
+)
 from .plan import ParallelPlan
 from .precision import PRESETS, Precision, parse_precision
 from .workload import Workload
 
 __all__ = [
-    "AttentionSpec", "Efficiency", "HardwareSpec", "LayerGroup", "ModelSpec", "MoESpec", "PRESETS",
-    "ParallelPlan", "Precision", "Workload", "bundled_hardware", "bundled_models", "load_hardware",
-    "load_model", "model_from_config", "parse_precision",
+    "PRESETS",
+    "AttentionSpec",
+    "Efficiency",
+    "HardwareSpec",
+    "LayerGroup",
+    "MoESpec",
+    "ModelSpec",
+    "ParallelPlan",
+    "Precision",
+    "Workload",
+    "bundled_hardware",
+    "bundled_models",
+    "load_hardware",
+    "load_model",
+    "model_from_config",
+    "parse_precision",
 ]

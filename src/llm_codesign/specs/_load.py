@@ -95,7 +95,7 @@ class Fields:
             raise SpecError(f"{self.where}: field {key!r} must be true or false, got {value!r}")
         return value
 
-    def mapping(self, key: str, required: bool = True) -> "Fields":
+    def mapping(self, key: str, required: bool = True) -> Fields:
         value = self._get(key, {}, required)
         if not isinstance(value, dict):
             raise SpecError(f"{self.where}: field {key!r} must be a mapping, got {type(value).__name__}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ class EngineConstants:
     ttft_burst: float = 0.0
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
-    def with_overrides(self, **changes: Any) -> "EngineConstants":
+    def with_overrides(self, **changes: Any) -> EngineConstants:
         out = dataclasses.replace(self, **changes)
         _check(out, "engine override")
         return out
@@ -127,7 +127,7 @@ def _dir() -> Path:
     return Path(str(resources.files("llm_codesign") / "data" / "calibration"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bundled(engine_id: str) -> EngineConstants:
     path = _dir() / f"{engine_id}.yaml"
     if not path.is_file():

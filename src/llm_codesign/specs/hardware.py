@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -118,7 +118,7 @@ class HardwareSpec:
     def native_classes(self) -> tuple[str, ...]:
         return tuple(sorted(self.peak_flops_per_s))
 
-    def with_overrides(self, **changes: Any) -> "HardwareSpec":
+    def with_overrides(self, **changes: Any) -> HardwareSpec:
         """A what-if copy, e.g. ``with_overrides(hbm_bytes_per_s=8e12)``; validates values."""
         for key, value in changes.items():
             if key not in {f.name for f in dataclasses.fields(self)}:
@@ -204,7 +204,7 @@ def _hardware_dir() -> Path:
     return Path(str(resources.files("llm_codesign") / "data" / "hardware"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundled_hardware() -> dict[str, HardwareSpec]:
     out: dict[str, HardwareSpec] = {}
     for path in sorted(_hardware_dir().glob("*.yaml")):

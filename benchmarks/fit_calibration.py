@@ -1,0 +1,35 @@
+"""Fit the per-engine constants on ../shared/groundtruth and report error before/after.
+
+Run: python benchmarks/fit_calibration.py [--sweeps 3]
+Writes src/llm_codesign/data/calibration/{trtllm,vllm,sglang}.yaml (the procedure is
+llm_codesign.fit: coordinate descent on a robust log error, bounded physical constants).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from llm_codesign.fit import fit_engine, write_engine_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+GT = ROOT.parent / "shared" / "groundtruth"
+OUT = ROOT / "src" / "llm_codesign" / "data" / "calibration"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sweeps", type=int, default=3)
+    ap.add_argument("--engines", default="trtllm,vllm,sglang")
+    args = ap.parse_args()
+    files = [GT / "serving.csv", GT / "aic_silicon_dense.csv"]
+    for engine in args.engines.split(","):
+        t0 = time.time()
+        res = fit_engine(files, engine, sweeps=args.sweeps, progress=print)
+        write_engine_yaml(res, OUT / f"{engine}.yaml", [f.name for f in files])
+        print(f"== {engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f} in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
