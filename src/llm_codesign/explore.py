@@ -676,7 +676,8 @@ def _disagg_points(
     cand = cand[eff >= np.maximum.accumulate(eff)]
     # ---- decode workers: plans x concurrency ----
     lim_d, _ = memory_limit(m, hw, prec, eng, pl, isl + osl)
-    limit = np.minimum(lim_d, min(eng.max_batch_size, MAX_CONCURRENCY))
+    ranks_d = np.where(pl.attention_dp, pl.tp, 1)  # max_batch_size holds per attention-DP rank
+    limit = np.minimum(lim_d, np.minimum(eng.max_batch_size * ranks_d, MAX_CONCURRENCY))
     row, conc = concurrency_grid(limit, points_per_octave)
     if len(row) == 0:
         return Points.concat([])
@@ -1079,7 +1080,8 @@ def frontier(
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
     for pi, prec in enumerate(precs):
         lim, usable = memory_limit(m, hw, prec, eng, pv, isl + osl)
-        lim = np.minimum(lim, min(eng.max_batch_size, MAX_CONCURRENCY))
+        ranks = np.where(pv.attention_dp, pv.tp, 1)  # max_batch_size holds per attention-DP rank
+        lim = np.minimum(lim, np.minimum(eng.max_batch_size * ranks, MAX_CONCURRENCY))
         no_fit = usable <= 0
         no_seq = ~no_fit & (lim < 1)
         reason = np.where(no_fit, "weights_exceed_memory", np.where(no_seq, "oom", ""))

@@ -187,9 +187,14 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     ar_attn = np.where(multi & ~adp, t_all * d * comm, 0.0)
     ops.append(Op("allreduce_attn", "communication", "comm", layers, 1.0, bytes=ar_attn, collective="allreduce", group_size=tp))
     if g.moe:
-        a2a = np.where(multi & adp, t_attn * (model.moe.top_k if model.moe else 1) * d, 0.0)
-        ops.append(Op("moe_dispatch", "communication", "comm", layers, 1.0, bytes=a2a * prec.activation_bytes, collective="alltoall", group_size=ep))
-        ops.append(Op("moe_combine", "communication", "comm", layers, 1.0, bytes=a2a * comm, collective="alltoall", group_size=ep))
+        # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k
+        # owners, each expert sliced over moe_tp GPUs) and back: at most all tp GPUs (then it is
+        # an all-gather + reduce-scatter)
+        k_moe = model.moe.top_k if model.moe else 1
+        copies = np.minimum(k_moe * (tp // ep), tp)
+        a2a = np.where(multi & adp, t_attn * copies * d, 0.0)
+        ops.append(Op("moe_dispatch", "communication", "comm", layers, 1.0, bytes=a2a * prec.activation_bytes, collective="alltoall", group_size=tp))
+        ops.append(Op("moe_combine", "communication", "comm", layers, 1.0, bytes=a2a * comm, collective="alltoall", group_size=tp))
         ops.append(Op("allreduce_moe", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
     else:
         ops.append(Op("allreduce_ffn", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
