@@ -116,6 +116,8 @@ def estimate(
     engine: str | Path | EngineConstants | None = None,
     num_gpus: int | None = None,
     explain: bool = True,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
 ) -> Estimate:
     """Predict serving metrics for one configuration.
 
@@ -151,6 +153,7 @@ def estimate(
     r = evaluate(
         m, hw, prec, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, dp=plan.dp, attention_dp=plan.attention_dp,
         cp=plan.cp, isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency,
+        spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,
     )
 
     def phase(d: dict[str, np.ndarray]) -> dict[str, float]:

@@ -60,8 +60,10 @@ def plan_options(f: Callable) -> Callable:
 @click.option("--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)")
 @click.option("--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate (e.g. NVFP4 on Hopper via FP8)")
 @click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay (from `calibrate`)")
+@click.option("--spec-tokens", type=click.IntRange(0, 16), default=0, show_default=True, help="speculative / MTP draft tokens per step")
+@click.option("--spec-acceptance", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True, help="acceptance rate of each draft token")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
-def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, as_json):
+def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, spec_tokens, spec_acceptance, as_json):
     """Predict TTFT, TPOT and throughput for one configuration."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
@@ -72,7 +74,8 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
-    e = api.estimate(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus)
+    e = api.estimate(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus,
+                     spec_tokens=spec_tokens, spec_acceptance=spec_acceptance)
     if as_json:
         click.echo(to_json(e.to_dict()))
         return

@@ -390,6 +390,8 @@ class _Job:
     precisions: tuple[Precision, ...]
     isl: int
     osl: int
+    spec_tokens: int = 0
+    spec_acceptance: float = 0.0
 
 
 _JOB: _Job | None = None
@@ -401,7 +403,8 @@ def _eval_task(task: tuple[int, dict[str, Array]]) -> dict[str, Array]:
     assert job is not None
     pi, a = task
     r = evaluate(job.model, job.hw, job.precisions[pi], job.eng, tp=a["tp"], pp=a["pp"], ep=a["ep"], dp=a["dp"],
-                 attention_dp=a["attention_dp"], cp=a["cp"], isl=job.isl, osl=job.osl, concurrency=a["concurrency"])
+                 attention_dp=a["attention_dp"], cp=a["cp"], isl=job.isl, osl=job.osl, concurrency=a["concurrency"],
+                 spec_tokens=job.spec_tokens, spec_acceptance=job.spec_acceptance)
     out = dict(a)
     out.update(
         precision=np.full(len(a["tp"]), pi, dtype=np.int64), ttft_s=r.ttft_s, tpot_s=r.tpot_s,
@@ -1035,6 +1038,8 @@ def frontier(
     on_chunk: Callable[[Points, tuple[Precision, ...]], None] | None = None,
     csv_path: str | Path | None = None,
     label: str = "",
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
 ) -> Frontier:
     """Search deployments of ``model`` on ``num_gpus`` x ``hardware`` and return the frontier.
 
@@ -1045,6 +1050,8 @@ def frontier(
     when all points are kept, else streamed as chunks arrive (flags blank); an interrupted run
     leaves no file. ``workers`` > 1 forks that many processes for large sweeps (default: the
     CPUs available). Units: ``ttft_ms``/``tpot_ms`` milliseconds, ``min_tok_s_per_user`` tok/s.
+    ``spec_tokens`` / ``spec_acceptance``: speculative decoding or MTP with a stated acceptance
+    rate (aggregated points; see :func:`serving.evaluate`).
 
     Example:
         >>> f = frontier("llama-3.1-8b", "h100-sxm", num_gpus=2, isl=512, osl=128, precision="fp8")
@@ -1069,7 +1076,7 @@ def frontier(
     targets = Targets(ttft_ms, tpot_ms, min_tok_s_per_user)
     precs = _resolve_precisions(hw, precision)
     plans = enumerate_plans(m, hw, int(num_gpus), max_pp=max_pp, helix=helix, attention_dp=attention_dp)
-    job = _Job(m, hw, eng, precs, int(isl), int(osl))
+    job = _Job(m, hw, eng, precs, int(isl), int(osl), int(spec_tokens), float(spec_acceptance))
     n_workers = default_workers() if workers is None else max(int(workers), 1)
     fine_ppo = int(points_per_octave)
 

@@ -76,6 +76,7 @@ class StepShape:
     pp: Array
     cp: Array
     attention_dp: Array
+    decode_query: Array | float = 1.0  # query tokens per decoding sequence (1 + speculative drafts)
 
 
 def _windowed(ctx: Array, window: int) -> Array:
@@ -99,10 +100,11 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     tp, ep, cp = s.tp, s.ep, s.cp
     atp = np.where(adp, 1, tp // cp)
     rank_div = np.where(adp, tp, 1)  # attention-DP splits sequences over the tp group
-    t_dec = s.decode_seqs / rank_div
+    q = s.decode_query
+    t_dec = s.decode_seqs * q / rank_div
     t_pre = s.prefill_tokens / rank_div
     t_attn = t_dec + t_pre  # tokens through attention projections on this GPU
-    t_all = s.decode_seqs + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
+    t_all = s.decode_seqs * q + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
     wb, ab, ob = prec.weight_bytes, prec.activation_bytes, 2.0
     cc = prec.compute_class
     heads = a.num_heads / atp
@@ -140,13 +142,13 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     ctx_p = _causal_mean_ctx(s.prefill_ctx, w)
     if a.kind == "mla":
         kv_el = a.kv_lora_rank + a.qk_rope_head_dim
-        dec_flops = 2.0 * seqs_local * ctx_d * heads * (kv_el + a.kv_lora_rank)
+        dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (kv_el + a.kv_lora_rank)
         dec_bytes = seqs_local * ctx_d * kv_el * prec.kv_bytes
         pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
         pre_bytes = t_pre * (kv_el * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
-        dec_flops = 2.0 * seqs_local * ctx_d * heads * (a.head_dim + a.v_head_dim)
+        dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (a.head_dim + a.v_head_dim)
         dec_bytes = seqs_local * ctx_d * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
         pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
         pre_bytes = t_pre * (kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
@@ -218,12 +220,12 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
         ops.extend(layer_group_ops(model, prec, g, s, layers))
     adp = s.attention_dp
     rank_div = np.where(adp, s.tp, 1)
-    logits_rows = (s.decode_seqs + s.prefill_seqs) / rank_div
+    logits_rows = (s.decode_seqs * s.decode_query + s.prefill_seqs) / rank_div
     vocab_local = model.vocab_size / np.where(adp, 1, s.tp)
     # LM head and embeddings stay BF16 in NVIDIA ModelOpt FP8/NVFP4 checkpoints (not quantized)
     ops.append(Op("lm_head", "other", "gemm", 1.0 / s.pp, 1.0, m=logits_rows, n=vocab_local, k=model.hidden_size,
                   w_bytes=2.0, a_bytes=2.0, o_bytes=4.0, compute_class="bf16"))
-    t_attn = (s.decode_seqs + s.prefill_tokens) / rank_div
+    t_attn = (s.decode_seqs * s.decode_query + s.prefill_tokens) / rank_div
     ops.append(Op("embedding", "other", "memory", 1.0 / s.pp, 1.0, bytes=t_attn * model.hidden_size * 2.0 * 2))
     return ops
 

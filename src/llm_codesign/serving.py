@@ -160,8 +160,21 @@ def evaluate(
     tp: Array | int = 1, pp: Array | int = 1, ep: Array | int = 1, dp: Array | int = 1,
     attention_dp: Array | bool = False, cp: Array | int = 1,
     isl: Array | int, osl: Array | int, concurrency: Array | int,
+    spec_tokens: int = 0, spec_acceptance: float = 0.0,
 ) -> GridResult:
-    """Serving metrics for every configuration of the broadcast inputs (one or a million)."""
+    """Serving metrics for every configuration of the broadcast inputs (one or a million).
+
+    Speculative decoding / MTP: ``spec_tokens`` draft tokens per step, each accepted with
+    probability ``spec_acceptance`` (stated by the user): a step verifies 1 + k query tokens
+    per sequence (one KV read) and yields (1 - a^(k+1)) / (1 - a) tokens on average; each draft
+    token costs one layer-equivalent decode (DeepSeek's MTP module is one transformer block).
+    """
+    if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
+        raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
+    if not 0.0 <= spec_acceptance <= 1.0:
+        raise SpecError(f"spec_acceptance must lie in [0, 1], got {spec_acceptance!r}")
+    k_spec, a_spec = spec_tokens, float(spec_acceptance)
+    tokens_per_step = (k_spec + 1.0) if a_spec >= 1.0 else (1.0 - a_spec ** (k_spec + 1)) / (1.0 - a_spec)
     # hardware support for the precision is a property of the (hw, precision) pair: raise once
     hw.compute_rate_class(prec.compute_class)
     tp, pp, ep, dp, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, dp, cp))
@@ -201,11 +214,20 @@ def evaluate(
     if hw.scaleout_bytes_per_s <= 0:
         reason = np.where((reason == "") & (tp > hw.scaleup_domain_size), "no_scaleout_network", reason)
 
-    def shape_for(dec, dctx, pre, pseqs, pctx, micro):
+    def shape_for(dec, dctx, pre, pseqs, pctx, micro, query=1.0 + k_spec):
         return StepShape(
             decode_seqs=dec / micro, decode_ctx=dctx, prefill_tokens=pre / micro,
             prefill_seqs=pseqs / micro, prefill_ctx=pctx, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp,
+            decode_query=query,
         )
+
+    def draft_time(dec):
+        """k draft tokens, each one layer-equivalent of a plain decode step (no fixed overheads)."""
+        if k_spec == 0:
+            return np.zeros(shape)
+        one = step_cost(model, prec, hw, eng, shape_for(dec, dctx, np.zeros(shape), np.zeros(shape), isl_f / 2.0, micro, 1.0), memo=memo)
+        per_layer = (one.total_s - eng.step_overhead_s / pp) * micro / model.num_layers
+        return k_spec * max(model.num_mtp_layers, 1) * per_layer
 
     micro = pp.astype(float)
     dctx = isl_f + osl_f / 2.0
@@ -233,12 +255,14 @@ def evaluate(
             pre_tokens = conc * isl_f / osl_f
         else:
             rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot + 1e-12)
-            pre_tokens = rate * isl_f * tpot
+            pre_tokens = rate * isl_f * tpot * tokens_per_step  # prompts admitted per step
             new_dec = np.maximum(conc - rate * ttft, 1.0)
             c_dec = 0.5 * c_dec + 0.5 * np.minimum(new_dec, conc)
         pseqs = pre_tokens / isl_f
         mixed = step_cost(model, prec, hw, eng, shape_for(c_dec, dctx, pre_tokens, pseqs, isl_f / 2.0, micro), memo=memo)
-        tpot = pipeline(mixed.total_s, c_dec + pre_tokens)
+        drafts = draft_time(c_dec)
+        step = pipeline(mixed.total_s, c_dec * (1.0 + k_spec) + pre_tokens) + drafts
+        tpot = step / tokens_per_step
         # TTFT: wait half a step for admission, then the prompt's chunks, each a mixed step;
         # queueing when the prefill budget per step is nearly used by other requests' prompts
         budget = np.maximum(eng.max_num_tokens - c_dec / micro, 0.1 * eng.max_num_tokens)
@@ -257,11 +281,14 @@ def evaluate(
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
-    dec_cost = step_cost(model, prec, hw, eng, shape_for(conc, dctx, np.zeros(shape), np.zeros(shape), isl_f / 2.0, micro), memo=memo)
+    dec_cost = step_cost(model, prec, hw, eng, shape_for(conc, dctx, np.zeros(shape), np.zeros(shape), isl_f / 2.0, micro, 1.0), memo=memo)
     dec_break = {k: v * micro for k, v in dec_cost.by_class.items()}
     dec_break["communication"] = dec_break["communication"] + hops(conc)
+    # mixed_step: time per generated token of the steady-state step (= TPOT)
     mixed_break = {k: v * micro for k, v in mixed.by_class.items()}
-    mixed_break["communication"] = mixed_break["communication"] + hops(c_dec + pre_tokens)
+    mixed_break["communication"] = mixed_break["communication"] + hops(c_dec * (1.0 + k_spec) + pre_tokens)
+    mixed_break["other"] = mixed_break["other"] + drafts
+    mixed_break = {k: v / tokens_per_step for k, v in mixed_break.items()}
     feasible = reason == ""
     finite = np.isfinite(tpot) & np.isfinite(ttft)
     reason = np.where(feasible & ~finite, "numeric", reason)

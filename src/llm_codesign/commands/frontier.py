@@ -53,9 +53,12 @@ def _floats(text: str, what: str) -> list[float]:
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="processes for large sweeps (default: CPUs available)")
 @click.option("--progress/--no-progress", default=None, help="progress bar (default: long sweeps on a terminal)")
 @click.option("--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate")
+@click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay")
+@click.option("--spec-tokens", type=click.IntRange(0, 16), default=0, show_default=True, help="speculative / MTP draft tokens per step")
+@click.option("--spec-acceptance", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True, help="acceptance rate of each draft token")
 def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tpot_ms, min_tok_s_per_user, disagg,
              helix, max_pp, points_per_octave, max_batch, exhaustive, readings, area_range, compare_spec, plot_path,
-             csv_path, as_json, all_points, workers, progress, emulate):
+             csv_path, as_json, all_points, workers, progress, emulate, profile, spec_tokens, spec_acceptance):
     """Search plans x precisions x concurrency and print the Pareto frontier."""
     area = _floats(area_range, "--area-range")
     if len(area) != 2 or not area[0] < area[1]:
@@ -65,6 +68,10 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
 
         output_paths(plot_path)  # a bad suffix fails before the search, not after
     hw: Any = load_hardware(hardware)
+    if profile:
+        from ..calibration import apply_profile
+
+        hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
     common: dict[str, Any] = {
@@ -73,6 +80,7 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
         "disagg": disagg, "helix": helix, "max_pp": max_pp, "points_per_octave": points_per_octave,
         "max_batch": max_batch, "refine": not exhaustive, "workers": workers, "progress": progress,
         "area_range": (area[0], area[1]), "readings_at": _floats(readings, "--at"),
+        "spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance,
     }
     if compare_spec:
         axis, values = explore.parse_compare(compare_spec)
