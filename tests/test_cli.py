@@ -76,3 +76,9 @@ def test_public_api_is_pinned():
     assert llm_codesign.__all__ == sorted(llm_codesign.__all__)
     for name in ("estimate", "load_model", "load_hardware", "parse_precision", "ParallelPlan", "Workload", "CodesignError"):
         assert name in llm_codesign.__all__
+
+
+def test_every_command_is_registered():
+    names = set(main.commands)
+    assert {"estimate", "models", "hardware", "frontier", "validate", "calibrate-fit", "gemm", "lint",
+            "regimes", "search", "quant", "calibrate"} <= names

@@ -137,11 +137,7 @@ def _register_optional() -> None:
         ("llm_codesign.commands.validate", "validate"),
         ("llm_codesign.commands.validate", "calibrate_fit"),
     ):
-        try:
-            cmd = getattr(importlib.import_module(mod), name)
-        except (ImportError, AttributeError):
-            continue
-        main.add_command(cmd)
+        main.add_command(getattr(importlib.import_module(mod), name))
 
 
 _register_optional()
