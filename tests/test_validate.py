@@ -116,3 +116,17 @@ def test_cli_json_and_out(tmp_path):
     assert out.is_file() and len(out.read_text().splitlines()) == 3
     r = CliRunner().invoke(main, ["validate", "--data", str(tmp_path / "none.csv")])
     assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_kernel_gemm_table_is_detected_and_predicted(tmp_path):
+    p = tmp_path / "gemm.csv"
+    p.write_text(
+        "source_id,gpu,kernel,dtype,m,n,k,batch_or_groups,tflops,time_us,bandwidth_gb_s,notes\n"
+        "t,H800 SXM5,FP8 dense,fp8,4096,7168,16384,,1000,,,\n"
+        "t,H800 SXM5,dispatch,fp8,,,,,,77,,\n"
+    )
+    rep = validate(p)
+    assert len(rep.rows) == 1 and rep.rows[0]["gpu"] == "h800-sxm" and rep.rows[0]["metric"] == "tflops"
+    # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling, 1402.6 TFLOPS x shape
+    assert 1100 < rep.rows[0]["predicted"] < 1450
+    assert rep.skipped == [{"reason": "no TFLOPS (bandwidth or latency row)", "count": 1}]

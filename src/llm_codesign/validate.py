@@ -329,6 +329,8 @@ def validate(
     picks ``trtllm``, ``vllm`` or ``sglang``.
     """
     paths = data if isinstance(data, list) else [data]
+    if len(paths) == 1 and Path(paths[0]).is_file() and is_gemm_table(paths[0]):
+        return validate_gemm(paths[0], engine)
     raw: list[dict[str, str]] = []
     for p in paths:
         raw.extend(read_measurements(p))
@@ -365,3 +367,81 @@ def validate(
         })
     skipped_list = [{"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])]
     return ValidationReport(records, skipped_list, summarize(records))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel level: GEMM measurements (../shared/groundtruth/gemm.csv format)
+# ---------------------------------------------------------------------------------------------
+
+GEMM_COLUMNS = ("source_id", "gpu", "kernel", "dtype", "m", "n", "k", "batch_or_groups", "tflops")
+# GPU names in kernel tables that name a bundled GPU only loosely
+_KERNEL_GPU_ALIASES = {"nvidia a100 sxm": "a100-sxm-80gb", "nvidia gh200 sxm": "gh200", "nvidia h100 sxm": "h100-sxm",
+                       "nvidia h200 sxm": "h200-sxm", "nvidia b200 sxm": "b200", "nvidia b300 sxm": "b300",
+                       "nvidia gb200 sxm": "gb200", "amd mi300x": "mi300x", "amd mi325x": "mi325x", "amd mi355x": "mi355x",
+                       "h100 (variant not stated)": "h100-sxm"}
+
+
+def is_gemm_table(path: str | Path) -> bool:
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh), [])
+    return all(c in header for c in GEMM_COLUMNS)
+
+
+def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None) -> ValidationReport:
+    """Predict each GEMM row (TFLOP/s) with the cost model's GEMM time (tile/wave quantization,
+    ceiling, memory-bound small M; grouped GEMMs as one launch over groups). MAMF rows are the
+    inputs of the hardware files' GEMM ceilings: reported separately as ``calibration input``
+    (a self-consistency check), not as validation."""
+    from .cost import gemm_time
+    from .ops import Op
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataFileError(f"{p}: no such file")
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in GEMM_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataFileError(f"{p}: missing column(s) {', '.join(missing)}")
+        raw = list(reader)
+    eng = load_engine(engine)
+    records: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    for i, r in enumerate(raw):
+        m, n, k = (_int(r[c] or "") for c in ("m", "n", "k"))
+        try:
+            measured = float(r["tflops"])
+        except ValueError:
+            skip("no TFLOPS (bandwidth or latency row)")
+            continue
+        if m is None or n is None or k is None:
+            skip("no GEMM shape")
+            continue
+        name = r["gpu"].strip().lower()
+        hid = _KERNEL_GPU_ALIASES.get(name) or hardware_alias_table().get(name)
+        if hid is None:
+            skip(f"unknown gpu {r['gpu'].strip()}")
+            continue
+        dtype = r["dtype"].lower()
+        cls = "fp8" if "fp8" in dtype else ("fp16" if dtype.startswith("fp16") else "bf16")
+        hw = load_hardware(hid)
+        if not hw.supports(cls):
+            skip(f"{cls} not native on {hid}")
+            continue
+        groups = float(_int(r["batch_or_groups"] or "") or 1)
+        op = Op("gemm", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k), groups=groups, touched=groups,
+                w_bytes=1.0 if cls == "fp8" else 2.0, a_bytes=1.0 if cls == "fp8" else 2.0, o_bytes=2.0, compute_class=cls)
+        t, _, mem = gemm_time(op, hw, eng)
+        predicted = 2.0 * m * n * k * groups / float(t) / 1e12
+        source = r["source_id"] + (" (calibration input)" if r["source_id"] == "mlengineering_mamf" else "")
+        records.append({
+            "source_id": source, "model": r["kernel"], "gpu": hid, "precision": cls, "engine": eng.id, "plan": "",
+            "isl": m, "osl": n, "mode": "kernel", "load": groups, "metric": "tflops", "measured": measured,
+            "predicted": predicted, "error": predicted / measured - 1.0,
+            "note": f"m={m} n={n} k={k} groups={int(groups)}; {'memory' if float(mem) >= float(t) * 0.999 else 'compute'}-bound", "row": i,
+        })
+    return ValidationReport(records, [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])], summarize(records))
