@@ -678,7 +678,7 @@ def _disagg_points(
     eff = rate_p[cand] / g_p[cand]
     cand = cand[eff >= np.maximum.accumulate(eff)]
     # ---- decode workers: plans x concurrency ----
-    lim_d, _ = memory_limit(m, hw, prec, eng, pl, isl + osl)
+    lim_d, _ = memory_limit(m, hw, prec, eng, pl, isl + osl / 2.0)
     ranks_d = np.where(pl.attention_dp, pl.tp, 1)  # max_batch_size holds per attention-DP rank
     limit = np.minimum(lim_d, np.minimum(eng.max_batch_size * ranks_d, MAX_CONCURRENCY))
     row, conc = concurrency_grid(limit, points_per_octave)
@@ -727,7 +727,7 @@ def _disagg_points(
         "output_tok_s_per_gpu": np.where(feasible, req_s * osl / safe_g, 0.0),
         "total_tok_s_per_gpu": np.where(feasible, req_s * (isl + osl) / safe_g, 0.0),
         "num_gpus": gpus, "max_concurrency": lim_d[row], "fits_in_memory": conc <= lim_d[row],
-        "memory_per_gpu_bytes": _decode_memory(m, hw, prec, eng, pl, row, conc, isl + osl),
+        "memory_per_gpu_bytes": _decode_memory(m, hw, prec, eng, pl, row, conc, isl + osl / 2.0),
         "kv_transfer_s": transfer, "feasible": feasible, "reason": reason,
     }
     steps = n_chunks[c] + p_pp[c] - 1.0
@@ -1086,7 +1086,7 @@ def frontier(
     invalid: list[Points] = []
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
     for pi, prec in enumerate(precs):
-        lim, usable = memory_limit(m, hw, prec, eng, pv, isl + osl)
+        lim, usable = memory_limit(m, hw, prec, eng, pv, isl + osl / 2.0)
         ranks = np.where(pv.attention_dp, pv.tp, 1)  # max_batch_size holds per attention-DP rank
         lim = np.minimum(lim, np.minimum(eng.max_batch_size * ranks, MAX_CONCURRENCY))
         no_fit = usable <= 0

@@ -106,9 +106,12 @@ def memory_fit(
     bytes, bytes the KV cache may use, max concurrency per replica).
 
     The engine gives ``memory_utilization`` of the memory left after weights and workspace to
-    the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction); each sequence reserves its
-    full ISL + OSL (TensorRT-LLM's guaranteed-no-evict scheduler). Workspace = runtime reserve
-    + activations of one ``max_num_tokens`` step.
+    the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction). ``context`` is the tokens a
+    sequence holds: callers pass the steady-state mean ISL + OSL/2 for in-flight batching
+    (paged KV blocks are allocated as tokens arrive and running sequences are spread over their
+    decode phase: measured TensorRT-LLM runs hold more sequences than full ISL + OSL
+    reservations would allow), the full ISL + OSL for static batches. Workspace = runtime
+    reserve + activations of one ``max_num_tokens`` step.
     """
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp)
@@ -197,7 +200,7 @@ def evaluate(
     gpus_per_replica = tp * pp
 
     # ---- memory ----
-    w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f)
+    w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f / 2.0)
     rank_div = np.where(adp, tp, 1)
     # Clients beyond what the engine can hold (KV capacity or max_batch_size) wait in its queue:
     # the engine runs `run` requests; the rest add queueing delay to TTFT (Little's law below).
