@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -21,7 +22,10 @@ from typing import Any
 from ..errors import SpecError, UnknownIdError
 from ._load import Fields, read_mapping
 
-ENGINES = ("default", "trtllm", "vllm", "sglang")
+# trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
+# trtllm-trt = its earlier TensorRT-engine runtime (v0.x: gptSessionBenchmark, trtllm-bench on
+# TRT engines), whose host overheads differ
+ENGINES = ("default", "trtllm", "trtllm-trt", "vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -158,5 +162,8 @@ def engine_for_framework(framework: str) -> str:
     if "sglang" in t:
         return "sglang"
     if "tensorrt" in t or "trtllm" in t or "trt-llm" in t:
+        m = re.search(r"(?:v|trtllm |tensorrt-llm )(\d+)\.(\d+)", t)
+        if m and int(m.group(1)) == 0:
+            return "trtllm-trt"
         return "trtllm"
     return "default"
