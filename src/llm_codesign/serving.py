@@ -163,7 +163,7 @@ def evaluate(
     tp: Array | int = 1, pp: Array | int = 1, ep: Array | int = 1, dp: Array | int = 1,
     attention_dp: Array | bool = False, cp: Array | int = 1,
     isl: Array | int, osl: Array | int, concurrency: Array | int,
-    spec_tokens: int = 0, spec_acceptance: float = 0.0,
+    spec_tokens: int = 0, spec_acceptance: float = 0.0, benchmark_burst: bool = False,
 ) -> GridResult:
     """Serving metrics for every configuration of the broadcast inputs (one or a million).
 
@@ -171,6 +171,10 @@ def evaluate(
     probability ``spec_acceptance`` (stated by the user): a step verifies 1 + k query tokens
     per sequence (one KV read) and yields (1 - a^(k+1)) / (1 - a) tokens on average; each draft
     token costs one layer-equivalent decode (DeepSeek's MTP module is one transformer block).
+
+    ``benchmark_burst``: report the mean TTFT of a closed-loop benchmark whose clients all start
+    at once (the engine's ``ttft_burst`` share of requests waits for the start-up wave); used
+    when comparing with such measurements. Throughput is the steady state either way.
     """
     if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
         raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
@@ -275,12 +279,12 @@ def evaluate(
         ttft = np.maximum(ttft_steady, prefill_alone)
     # closed-loop benchmarks start all C clients at once: a share `ttft_burst` of requests wait
     # for the start-up wave, whose mean wait is half of prefilling C prompts back to back
-    burst = eng.ttft_burst * 0.5 * conc * (prefill_alone / np.maximum(n_chunks + pp - 1.0, 1.0)) * n_chunks / micro
-    ttft = ttft + burst
-    rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot)
+    rate = conc / (ttft + eng.request_overhead_s + np.maximum(osl_f - 1.0, 0.0) * tpot)
     # queued clients: each waits (client_conc - run) / rate before admission
     queue_wait = np.maximum(client_conc - conc, 0.0) / np.maximum(rate, 1e-30)
     ttft = ttft + queue_wait + eng.request_overhead_s
+    if benchmark_burst:
+        ttft = ttft + eng.ttft_burst * 0.5 * conc * (prefill_alone / np.maximum(n_chunks + pp - 1.0, 1.0)) * n_chunks / micro
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 

@@ -258,7 +258,7 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                         notes[j] = str(out["reason"][k])
                 continue
             if mode == "concurrency":
-                out = evaluate(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, concurrency=a(lambda r: r.load))
+                out = evaluate(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, concurrency=a(lambda r: r.load), benchmark_burst=True)
                 for k, (j, r) in enumerate(zip(js, rs)):
                     v = _metric_value(r.metric, out.output_tok_s_per_gpu[k], out.total_tok_s_per_gpu[k], out.ttft_s[k], out.tpot_s[k], gpus[k])
                     if out.feasible[k]:
@@ -269,7 +269,7 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
             # offline / rate: a concurrency grid per row
             g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
             out = evaluate(model, hw, prec, eng, tp=tp[:, None], pp=pp[:, None], ep=ep[:, None], attention_dp=adp[:, None],
-                           isl=isl[:, None], osl=osl[:, None], concurrency=g)
+                           isl=isl[:, None], osl=osl[:, None], concurrency=g, benchmark_burst=mode == "offline")
             thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
             for k, (j, r) in enumerate(zip(js, rs)):
                 if not np.any(np.isfinite(thr[k])):
