@@ -344,7 +344,8 @@ def evaluate_static(
         prefill_seqs=np.zeros(shape), prefill_ctx=isl_f / 2.0, tp=tp, ep=ep, pp=pp, cp=cp, attention_dp=adp)).total_s
     hop_pre = collective_time("p2p", b * isl_f / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
     hop_dec = collective_time("p2p", b / micro * d * prec.comm_bytes, np.where(pp > 1, 2, 1), hw, eng)
-    ttft = micro * pre + (micro - 1.0) * hop_pre + eng.request_overhead_s
+    # no request_overhead_s: the static C++ session benchmark times the engine alone (no server)
+    ttft = micro * pre + (micro - 1.0) * hop_pre
     tpot = micro * dec + (micro - 1.0) * hop_dec
     total = ttft + np.maximum(osl_f - 1.0, 0.0) * tpot
     return {
