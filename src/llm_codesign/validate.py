@@ -389,7 +389,8 @@ def is_gemm_table(path: str | Path) -> bool:
 
 def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None) -> ValidationReport:
     """Predict each GEMM row (TFLOP/s) with the cost model's GEMM time (tile/wave quantization,
-    ceiling, memory-bound small M; grouped GEMMs as one launch over groups). MAMF rows are the
+    ceiling, memory-bound small M; grouped GEMMs as one launch over groups) plus the engine's
+    per-kernel fixed cost (``default``: 3 us), as serving charges it. MAMF rows are the
     inputs of the hardware files' GEMM ceilings: reported separately as ``calibration input``
     (a self-consistency check), not as validation."""
     from .cost import gemm_time
@@ -436,7 +437,8 @@ def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None)
         op = Op("gemm", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k), groups=groups, touched=groups,
                 w_bytes=1.0 if cls == "fp8" else 2.0, a_bytes=1.0 if cls == "fp8" else 2.0, o_bytes=2.0, compute_class=cls)
         t, _, mem = gemm_time(op, hw, eng)
-        predicted = 2.0 * m * n * k * groups / float(t) / 1e12
+        # one launch: the same fixed per-kernel cost serving adds per kernel
+        predicted = 2.0 * m * n * k * groups / (float(t) + eng.kernel_overhead_s) / 1e12
         source = r["source_id"] + (" (calibration input)" if r["source_id"] == "mlengineering_mamf" else "")
         records.append({
             "source_id": source, "model": r["kernel"], "gpu": hid, "precision": cls, "engine": eng.id, "plan": "",
