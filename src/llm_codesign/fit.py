@@ -33,6 +33,7 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     "ttft_burst": (0.0, 1.0, "share of requests in the closed-loop start-up wave"),
     "request_overhead_s": (0.0, 0.2, "fixed latency per request added to TTFT"),
     "per_seq_overhead_s": (0.0, 200e-6, "host cost per sequence per iteration"),
+    "host_overlap": (0.0, 1.0, "share of host work hidden behind GPU work (overlap scheduler)"),
     "step_overhead_s": (20e-6, 20e-3, "fixed cost per engine iteration"),
     "kernel_overhead_s": (0.5e-6, 20e-6, "fixed cost per kernel"),
     "allreduce_latency_s": (2e-6, 80e-6, "all-reduce small-message latency"),
@@ -106,7 +107,7 @@ def fit_engine(
                 cands = [2e-6, 8e-6, 20e-6, 50e-6]
             elif name == "request_overhead_s" and cur == 0.0:
                 cands = [2e-3, 8e-3, 20e-3, 50e-3]
-            elif name == "ttft_burst":
+            elif name in ("ttft_burst", "host_overlap"):
                 cands = [min(max(cur + d / (sweep + 1), lo), hi) for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)]
             else:
                 f = factor ** (1.0 / (sweep + 1))

@@ -69,8 +69,12 @@ def step_cost(
         if detail:
             detail_rows.append((op, t_total, bound))
     seqs = (s.decode_seqs + s.prefill_seqs) / np.where(s.attention_dp, s.tp, 1)
-    by_class["other"] = (by_class["other"] + kernels * eng.kernel_overhead_s + eng.step_overhead_s / s.pp
-                         + eng.per_seq_overhead_s * seqs)
+    by_class["other"] = by_class["other"] + kernels * eng.kernel_overhead_s
+    # host work (scheduling, sampling, per-request bookkeeping); an overlap scheduler hides a
+    # share of it behind the GPU work of the step
+    gpu = sum(by_class.values())
+    host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs
+    by_class["other"] = by_class["other"] + host - eng.host_overlap * np.minimum(gpu, host)
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
 

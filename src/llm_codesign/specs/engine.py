@@ -39,6 +39,8 @@ class EngineConstants:
         attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
         kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
         step_overhead_s: fixed cost per engine iteration (scheduling, sampling, host sync).
+        host_overlap: share of the host work (step + per-sequence overheads) hidden behind the
+            GPU's work of the previous step (TensorRT-LLM's and SGLang's overlap schedulers).
         request_overhead_s: fixed latency added to every request's TTFT (request admission,
             tokenization, first-token detokenization and delivery).
         per_seq_overhead_s: host-side cost per scheduled sequence per iteration (request
@@ -64,6 +66,7 @@ class EngineConstants:
     step_overhead_s: float = 5e-4
     per_seq_overhead_s: float = 0.0
     request_overhead_s: float = 0.0
+    host_overlap: float = 0.0
     allreduce_latency_s: float = 15e-6
     alltoall_latency_s: float = 30e-6
     network_latency_s: float = 30e-6
@@ -105,8 +108,8 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
-    if not 0 <= c.ttft_burst <= 1:
-        raise SpecError(f"{where}: ttft_burst must lie in [0, 1]")
+    if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
+        raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
 
 
 def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
