@@ -100,3 +100,17 @@ def test_moe_decode_reads_only_touched_experts():
     t1 = step_cost(m, prec, hw, ENG, shape(decode=1.0)).by_class["ffn"]
     t64 = step_cost(m, prec, hw, ENG, shape(decode=64.0)).by_class["ffn"]
     assert float(t64) > 2.5 * float(t1)  # reads ~4x the expert weights
+
+
+def test_host_overlap_hides_host_work_behind_gpu_work():
+    m, hw, p = load_model("llama-3.1-8b"), load_hardware("h200-sxm"), parse_precision("bf16")
+    s = shape(decode=64.0, ctx=1024.0)
+    base = ENG.with_overrides(step_overhead_s=1e-3, per_seq_overhead_s=10e-6)
+    serial = step_cost(m, p, hw, base, s)
+    hidden = step_cost(m, p, hw, base.with_overrides(host_overlap=1.0), s)
+    host = 1e-3 + 64 * 10e-6
+    gpu = float(serial.total_s) - host
+    # fully overlapped: the step is max(gpu, host); the hidden part leaves "other"
+    assert float(hidden.total_s) == pytest.approx(max(gpu, host), rel=1e-9)
+    half = step_cost(m, p, hw, base.with_overrides(host_overlap=0.5), s)
+    assert float(half.total_s) == pytest.approx(gpu + host - 0.5 * min(gpu, host), rel=1e-9)
