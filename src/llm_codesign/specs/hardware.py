@@ -88,8 +88,8 @@ class HardwareSpec:
             native = ", ".join(sorted(self.peak_flops_per_s))
             raise UnsupportedError(
                 f"{self.id} has no native {compute_class} tensor-core path (native: {native}); "
-                "choose another precision, or pass --emulate (emulate=True) to run it at "
-                "the nearest native rate"
+                "choose another precision (weight-only 4-bit: w4a16, mxfp4-a16), or pass "
+                "--emulate (emulate=True) to run it at the nearest native rate"
             ) from None
 
     def compute_rate_class(self, compute_class: str) -> str:
