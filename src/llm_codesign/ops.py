@@ -139,7 +139,8 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     w = g.window
     seqs_local = s.decode_seqs / rank_div
     ctx_d = _windowed(s.decode_ctx, w) / cp
-    ctx_p = _causal_mean_ctx(s.prefill_ctx, w)
+    # Helix / context parallelism shards the KV sequence over cp GPUs for prefill as for decode
+    ctx_p = _causal_mean_ctx(s.prefill_ctx, w) / cp
     if a.kind == "mla":
         kv_el = a.kv_lora_rank + a.qk_rope_head_dim
         dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (kv_el + a.kv_lora_rank)
