@@ -1,7 +1,7 @@
 """Fit the per-engine constants on ../shared/groundtruth and report error before/after.
 
 Run: python benchmarks/fit_calibration.py [--sweeps 3]
-Writes src/llm_codesign/data/calibration/{trtllm,trtllm-trt,vllm,sglang}.yaml (the procedure is
+Writes src/llm_codesign/data/calibration/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
 llm_codesign.fit: coordinate descent on a robust log error, bounded physical constants).
 """
 
@@ -21,7 +21,7 @@ OUT = ROOT / "src" / "llm_codesign" / "data" / "calibration"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweeps", type=int, default=3)
-    ap.add_argument("--engines", default="trtllm,trtllm-trt,vllm,sglang")
+    ap.add_argument("--engines", default="trtllm,trtllm-trt,vllm,sglang,generic")
     args = ap.parse_args()
     files = [GT / "serving.csv", GT / "aic_silicon_dense.csv"]
     for engine in args.engines.split(","):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from llm_codesign import ParallelPlan, Workload, estimate
+from llm_codesign import ParallelPlan, Workload, estimate, load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.serving import evaluate
 from llm_codesign.cli import main
 from llm_codesign.errors import DataFileError
 from llm_codesign.validate import REQUIRED_COLUMNS, map_row, summarize, validate
@@ -57,12 +58,15 @@ def test_mapping_rules():
     assert m.mode == "concurrency" and m.load == 500
     m = map_row(0, row(framework="vllm 0.12.0"))
     assert m.engine == "vllm"
+    assert map_row(0, row(framework="TensorRT-LLM v0.17 (TRT engine)")).engine == "trtllm-trt"
+    assert map_row(0, row(framework="trtllm 1.0.0rc3")).engine == "trtllm"
+    assert map_row(0, row(framework="LMDeploy 0.9")).engine == "generic"  # pooled fit
 
 
 @pytest.mark.parametrize("kw,reason", [
     (dict(model="Bloom-176B"), "unknown model"), (dict(gpu="TPU v5e"), "unknown gpu"),
     (dict(tp=""), "plan not stated"), (dict(isl="dataset"), "isl/osl"), (dict(metric="joules"), "unsupported metric"),
-    (dict(value="n/a"), "non-numeric"), (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
+    (dict(value="n/a"), "non-numeric"), (dict(metric="ttft_ms_p99"), "percentile metric"), (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
 ])
 def test_skip_reasons(kw, reason):
     assert map_row(0, row(**kw)).startswith(reason)
@@ -71,11 +75,18 @@ def test_skip_reasons(kw, reason):
 def test_unit_conversions_and_summary_arithmetic(tmp_path):
     wl = Workload(1024, 1024, 64)
     e = estimate("llama-3.1-8b", "h200-sxm", "fp8", ParallelPlan(tp=2), wl, engine="trtllm")
+    burst = evaluate(load_model("llama-3.1-8b"), load_hardware("h200-sxm"), parse_precision("fp8"), load_engine("trtllm"),
+                     tp=2, isl=1024, osl=1024, concurrency=64, benchmark_burst=True)
+    burst_ttft_ms = float(burst.ttft_s) * 1e3
+    assert float(burst.tpot_s) * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
     # measured values chosen so the errors are exactly +25%, -20% and 0% vs the prediction
     rows = [
         row(tp="2", num_gpus="2", metric="output_tok_s_total", value=repr(e.output_tok_s_per_gpu * 2 / 1.25)),
         row(tp="2", num_gpus="2", metric="tpot_ms", value=repr(e.tpot_ms / 0.8)),
         row(tp="2", num_gpus="2", metric="itl_ms", value=repr(e.tpot_ms)),
+        # request latency = TTFT (with the closed-loop start-up burst validate compares against)
+        # + (OSL - 1) x TPOT, measured exactly as predicted
+        row(tp="2", num_gpus="2", metric="request_latency_ms", value=repr(burst_ttft_ms + 1023 * e.tpot_ms)),
         row(model="Bloom-176B"),
         row(model="Bloom-176B"),
     ]
@@ -84,6 +95,7 @@ def test_unit_conversions_and_summary_arithmetic(tmp_path):
     assert errs["output_tok_s_total"] == pytest.approx(0.25, rel=1e-6)
     assert errs["tpot_ms"] == pytest.approx(-0.2, rel=1e-6)
     assert errs["itl_ms"] == pytest.approx(0.0, abs=1e-9)
+    assert errs["request_latency_ms"] == pytest.approx(0.0, abs=1e-9)
     assert rep.skipped == [{"reason": "unknown model Bloom-176B", "count": 2}]
     s = rep.summary["known_load"]["tpot"]  # tpot and itl rows: |err| = 20 and 0
     assert s["count"] == 2 and s["median_abs_pct_error"] == pytest.approx(10.0) and s["signed_median_pct_error"] == pytest.approx(-10.0)

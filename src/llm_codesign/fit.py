@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 
 from .specs.engine import EngineConstants, load_engine
-from .validate import THROUGHPUT_METRICS, MappedRow, map_row, predict_rows, read_measurements
+from .validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
 
 # name -> (lower bound, upper bound, physical meaning)
 FIT_SPACE: dict[str, tuple[float, float, str]] = {
@@ -46,14 +46,6 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
 }
 
 
-def _metric_class(metric: str) -> str:
-    if metric in THROUGHPUT_METRICS:
-        return "throughput"
-    if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):
-        return "tpot"
-    return "ttft"
-
-
 @dataclass
 class FitResult:
     engine: EngineConstants
@@ -68,7 +60,7 @@ def objective(rows: list[MappedRow], eng: EngineConstants) -> float:
     by_class: dict[str, list[float]] = {}
     for r, p in zip(rows, preds):
         if np.isfinite(p) and p > 0:
-            by_class.setdefault(_metric_class(r.metric), []).append(abs(math.log(p / r.measured)))
+            by_class.setdefault(metric_class(r.metric), []).append(abs(math.log(p / r.measured)))
     if not by_class:
         return float("inf")
     return float(np.mean([np.median(v) for v in by_class.values()]))
@@ -79,7 +71,8 @@ def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
     for p in paths:
         for i, raw in enumerate(read_measurements(p)):
             m = map_row(i, raw)
-            if not isinstance(m, str) and m.engine == engine_id:
+            # "generic" pools every framework: the fallback for engines without their own fit
+            if not isinstance(m, str) and (m.engine == engine_id or engine_id == "generic"):
                 rows.append(m)
     return rows
 

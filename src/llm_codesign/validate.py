@@ -34,7 +34,7 @@ from .specs.precision import parse_precision
 
 REQUIRED_COLUMNS = ("source_id", "model", "gpu", "num_gpus", "precision", "tp", "pp", "ep", "dp",
                     "framework", "isl", "osl", "concurrency_or_batch", "metric", "value")
-METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu",
+METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu", "request_latency_ms",
            "tok_s_per_user", "ttft_ms", "tpot_ms", "itl_ms")
 THROUGHPUT_METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu")
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
@@ -138,6 +138,8 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     """A mapped row, or the reason it cannot be predicted."""
     metric = row["metric"].strip()
+    if metric.endswith(("_p99", "_p90", "_p95", "_median")):
+        return f"percentile metric {metric} (the model predicts means)"
     if metric not in METRICS:
         return f"unsupported metric {metric}"
     try:
@@ -202,7 +204,9 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     )
 
 
-def _metric_value(metric: str, per_gpu_out: Array, per_gpu_total: Array, ttft: Array, tpot: Array, gpus: Array) -> Array:
+def _metric_value(metric: str, per_gpu_out: Array, per_gpu_total: Array, ttft: Array, tpot: Array, gpus: Array, osl: Array | float = 1.0) -> Array:
+    if metric == "request_latency_ms":  # first token, then OSL - 1 decode steps
+        return (ttft + np.maximum(np.asarray(osl, dtype=float) - 1.0, 0.0) * tpot) * 1e3
     if metric == "output_tok_s_per_gpu":
         return per_gpu_out
     if metric == "output_tok_s_total":
@@ -250,7 +254,7 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
             isl, osl, gpus = a(lambda r: r.isl), a(lambda r: r.osl), a(lambda r: r.metric_gpus)
             if mode == "static":
                 out = evaluate_static(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, batch=a(lambda r: r.load))
-                values = {m: _metric_value(m, out["output_tok_s_per_gpu"], out["total_tok_s_per_gpu"], out["ttft_s"], out["tpot_s"], gpus) for m in {r.metric for r in rs}}
+                values = {m: _metric_value(m, out["output_tok_s_per_gpu"], out["total_tok_s_per_gpu"], out["ttft_s"], out["tpot_s"], gpus, osl) for m in {r.metric for r in rs}}
                 for k, (j, r) in enumerate(zip(js, rs)):
                     if out["feasible"][k]:
                         preds[j] = values[r.metric][k]
@@ -260,7 +264,7 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
             if mode == "concurrency":
                 out = evaluate(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, concurrency=a(lambda r: r.load), benchmark_burst=True)
                 for k, (j, r) in enumerate(zip(js, rs)):
-                    v = _metric_value(r.metric, out.output_tok_s_per_gpu[k], out.total_tok_s_per_gpu[k], out.ttft_s[k], out.tpot_s[k], gpus[k])
+                    v = _metric_value(r.metric, out.output_tok_s_per_gpu[k], out.total_tok_s_per_gpu[k], out.ttft_s[k], out.tpot_s[k], gpus[k], osl[k])
                     if out.feasible[k]:
                         preds[j] = float(v)
                     else:
@@ -283,13 +287,24 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                     b = int(ok[0]) if len(ok) else int(np.argmax(thr[k]))
                     if len(ok) == 0:
                         notes[j] = "rate above predicted capacity (saturated)"
-                v = _metric_value(r.metric, out.output_tok_s_per_gpu[k, b], out.total_tok_s_per_gpu[k, b], out.ttft_s[k, b], out.tpot_s[k, b], gpus[k])
+                v = _metric_value(r.metric, out.output_tok_s_per_gpu[k, b], out.total_tok_s_per_gpu[k, b], out.ttft_s[k, b], out.tpot_s[k, b], gpus[k], osl[k])
                 if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
                     # below saturation the delivered throughput is the offered rate
                     per_gpu = r.load * r.osl / (r.tp * r.pp)
                     v = _metric_value(r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k])
                 preds[j] = float(v)
     return preds, notes
+
+
+def metric_class(metric: str) -> str:
+    """throughput | tpot | ttft | latency: the classes targets and fits are stated for."""
+    if metric in THROUGHPUT_METRICS:
+        return "throughput"
+    if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):
+        return "tpot"
+    if metric == "request_latency_ms":
+        return "latency"
+    return "ttft"
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -307,7 +322,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     for r in records:
         groups.setdefault(f"{r['source_id']}|{r['metric']}", []).append(r["error"])
         if r["mode"] in ("concurrency", "static"):
-            cls = "throughput" if r["metric"] in THROUGHPUT_METRICS else ("tpot" if r["metric"] in ("tpot_ms", "itl_ms", "tok_s_per_user") else "ttft")
+            cls = metric_class(r["metric"])
             known.setdefault(cls, []).append(r["error"])
     for k, v in sorted(groups.items()):
         src, metric = k.split("|")

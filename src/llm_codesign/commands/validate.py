@@ -52,7 +52,7 @@ def validate(data, engine, profile, out, worst, as_json):
 
 @click.command("calibrate-fit")
 @click.option("--data", "data", multiple=True, required=True, type=click.Path(exists=True), help="calibration CSV; repeatable")
-@click.option("--engine", required=True, type=click.Choice(["trtllm", "trtllm-trt", "vllm", "sglang"]))
+@click.option("--engine", required=True, type=click.Choice(["generic", "trtllm", "trtllm-trt", "vllm", "sglang"]))
 @click.option("--out", required=True, type=click.Path(), help="YAML file for the fitted constants")
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
 def calibrate_fit(data, engine, out, sweeps):

@@ -25,7 +25,9 @@ from ._load import Fields, read_mapping
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
 # trtllm-trt = its earlier TensorRT-engine runtime (v0.x: gptSessionBenchmark, trtllm-bench on
 # TRT engines), whose host overheads differ
-ENGINES = ("default", "trtllm", "trtllm-trt", "vllm", "sglang")
+# generic = fitted on every framework's rows pooled: the engine of a measurement whose
+# framework has no fit of its own
+ENGINES = ("default", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,8 @@ def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineCon
 
 
 def engine_for_framework(framework: str) -> str:
-    """Map a measurement's framework text to an engine id (``trtllm``, ``vllm``, ``sglang``)."""
+    """Map a measurement's framework text to an engine id (``trtllm``, ``trtllm-trt``, ``vllm``,
+    ``sglang``; ``generic`` for any other framework)."""
     t = framework.lower()
     if "vllm" in t:
         return "vllm"
@@ -169,4 +172,4 @@ def engine_for_framework(framework: str) -> str:
         if m and int(m.group(1)) == 0:
             return "trtllm-trt"
         return "trtllm"
-    return "default"
+    return "generic"
