@@ -142,3 +142,22 @@ def test_kernel_gemm_table_is_detected_and_predicted(tmp_path):
     # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling, 1402.6 TFLOPS x shape
     assert 1100 < rep.rows[0]["predicted"] < 1450
     assert rep.skipped == [{"reason": "no TFLOPS (bandwidth or latency row)", "count": 1}]
+
+
+def test_name_matching_beyond_the_alias_table():
+    from llm_codesign.validate import match_gpu_name, match_model_name
+
+    assert match_model_name("meta-llama/Llama-3.1-70B-Instruct-FP8") == "llama-3.1-70b"
+    assert match_model_name("nvidia/DeepSeek-R1-FP4") == "deepseek-r1"
+    assert match_model_name("Qwen3-235B-A22B-FP8") == "qwen3-235b-a22b"
+    assert match_model_name("Kimi-K2") is None
+    assert match_gpu_name("NVIDIA H100 80GB HBM3") == "h100-sxm"
+    assert match_gpu_name("GB200 NVL72") == "gb200"
+    assert match_gpu_name("B200-SXM-180GB") == "b200"
+    # different SKUs are not silently mapped to the SXM datasheets
+    assert match_gpu_name("H100 PCIe") is None and match_gpu_name("H200 NVL") is None
+    assert match_gpu_name("A100-SXM4-40GB") is None
+
+
+def test_disaggregated_rows_are_skipped_with_a_reason():
+    assert map_row(0, row(notes="disaggregated: 4 prefill + 8 decode GPUs")).startswith("disaggregated")

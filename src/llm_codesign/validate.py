@@ -135,6 +135,54 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     return base
 
 
+# checkpoint-variant suffixes that do not change the architecture
+_MODEL_SUFFIXES = re.compile(
+    r"(-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|bf16|fp16|dynamic|"
+    r"v0\.\d|0528|2507|2501|2412|thinking|reasoning))+$"
+)
+
+
+def match_model_name(name: str) -> str | None:
+    """A table's model name -> bundled model id: exact alias first, then the name without its
+    organisation prefix and checkpoint-variant suffixes (``meta-llama/Llama-3.1-70B-Instruct-FP8``
+    -> ``llama-3.1-70b``)."""
+    table = model_alias_table()
+    text = name.strip().lower()
+    if text in table:
+        return table[text]
+    base = text.rsplit("/", 1)[-1]
+    for candidate in (base, _MODEL_SUFFIXES.sub("", base)):
+        if candidate in table:
+            return table[candidate]
+    return None
+
+
+# ordered: a longer name before its prefix (gb200 before b200, h200 before h20)
+_GPU_PATTERNS = (
+    ("gb300", "gb300"), ("gb200", "gb200"), ("gh200", "gh200"), ("b300", "b300"), ("b200", "b200"),
+    ("h800", "h800-sxm"), ("h200", "h200-sxm"), ("h100", "h100-sxm"), ("h20", "h20"), ("a100", "a100-sxm-80gb"),
+    ("l40s", "l40s"), ("rtxpro6000", "rtx-pro-6000"), ("mi355x", "mi355x"), ("mi325x", "mi325x"), ("mi300x", "mi300x"),
+)
+_GPU_VARIANTS_NOT_BUNDLED = ("pcie", "nvl", "40gb", "mi350x")
+
+
+def match_gpu_name(name: str) -> str | None:
+    """A table's GPU name -> bundled hardware id: exact alias first, then the chip name in the
+    text (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``); PCIe/NVL variants and other SKUs with
+    different clocks or memory are not matched to the SXM files."""
+    text = name.strip().lower()
+    exact = hardware_alias_table().get(text)
+    if exact:
+        return exact
+    squashed = re.sub(r"[^a-z0-9]", "", text)
+    if any(v in squashed for v in _GPU_VARIANTS_NOT_BUNDLED) and "gb200nvl" not in squashed and "gb300nvl" not in squashed:
+        return None
+    for pattern, hid in _GPU_PATTERNS:
+        if pattern in squashed:
+            return hid
+    return None
+
+
 def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     """A mapped row, or the reason it cannot be predicted."""
     metric = row["metric"].strip()
@@ -148,10 +196,13 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         return "non-numeric value"
     if not math.isfinite(measured) or measured <= 0:
         return "non-positive value"
-    model_id = model_alias_table().get(row["model"].strip().lower())
+    context = " ".join((row.get("notes", ""), row["framework"], row["dp"])).lower()
+    if "disagg" in context:
+        return "disaggregated prefill/decode rows (pool split not mapped)"
+    model_id = match_model_name(row["model"])
     if model_id is None:
         return f"unknown model {row['model'].strip()}"
-    hw_id = hardware_alias_table().get(row["gpu"].strip().lower())
+    hw_id = match_gpu_name(row["gpu"])
     if hw_id is None:
         return f"unknown gpu {row['gpu'].strip()}"
     model, hw = load_model(model_id), load_hardware(hw_id)
