@@ -123,3 +123,10 @@ def test_hostile_files(tmp_path):
 def test_unknown_id():
     with pytest.raises(UnknownIdError, match="bundled"):
         load_model("llama-9")
+
+
+def test_deeply_nested_config_is_a_clear_error(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(SpecError, match="nested too deeply"):
+        load_model(str(p))

@@ -448,8 +448,13 @@ _KERNEL_GPU_ALIASES = {"nvidia a100 sxm": "a100-sxm-80gb", "nvidia gh200 sxm": "
 
 
 def is_gemm_table(path: str | Path) -> bool:
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        header = next(csv.reader(fh), [])
+    """True when the CSV header has the kernel-table columns (unreadable files: False, and
+    read_measurements reports them)."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
     return all(c in header for c in GEMM_COLUMNS)
 
 

@@ -168,3 +168,16 @@ def test_truncated_data_of_a_real_file(tmp_path):
     path.write_bytes(blob[:-100])
     with pytest.raises(DataFileError, match="truncated"):
         list(read_safetensors(path))
+
+
+def test_deeply_nested_header_is_a_clear_error(tmp_path):
+    import struct
+
+    from llm_codesign.errors import DataFileError
+    from llm_codesign.quant import read_safetensors
+
+    h = ("[" * 100000 + "]" * 100000).encode()
+    p = tmp_path / "deep.safetensors"
+    p.write_bytes(struct.pack("<Q", len(h)) + h)
+    with pytest.raises(DataFileError, match="nested too deeply"):
+        list(read_safetensors(p))

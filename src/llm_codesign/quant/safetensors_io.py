@@ -82,6 +82,8 @@ def _load_json(raw: bytes, where: str) -> dict:
         obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError) as exc:
         raise DataFileError(f"{where}: header is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise DataFileError(f"{where}: header JSON is nested too deeply") from None
     if not isinstance(obj, dict):
         raise DataFileError(f"{where}: header must be a JSON object")
     return obj

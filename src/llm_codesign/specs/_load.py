@@ -31,6 +31,8 @@ def read_mapping(path: Path) -> dict[str, Any]:
             data = json.loads(text)
         else:
             data = yaml.safe_load(text)
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply to be a spec file") from None
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first}") from None
