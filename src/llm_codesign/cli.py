@@ -82,7 +82,7 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
     c = console()
     c.print(f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), {e.precision.id}, "
             f"ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
-            + (" (physics defaults with sources; --engine trtllm|trtllm-trt|vllm|sglang for fitted constants)" if e.engine.id == "default" else " (fitted constants)"))
+            + (" (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for fitted constants)" if e.engine.id == "default" else " (fitted constants)"))
     if not e.feasible:
         c.print(f"[red]infeasible: {e.reason}[/] (max concurrency that fits: {e.max_concurrency})")
     c.print(table("serving", ["TTFT ms", "TPOT ms", "tok/s/user", "out tok/s/GPU", "total tok/s/GPU", "mem/GPU GB", "weights GB", "KV GB", "max conc"],
