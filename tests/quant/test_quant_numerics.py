@@ -21,21 +21,7 @@ from llm_codesign.quant import (
     resolve_format,
 )
 
-QUANT_IDS = [
-    "fp8",
-    "fp8_e5m2",
-    "fp8_channel",
-    "fp8_block",
-    "mxfp8",
-    "mxfp6",
-    "mxfp6_e3m2",
-    "mxfp4",
-    "nvfp4",
-    "int8",
-    "int4_g128",
-    "int4_g128_sym",
-]
-CAST_IDS = ["fp32", "bf16", "fp16"]
+from format_ids import CAST_IDS, QUANT_IDS
 
 
 def heavy(shape, seed=0, nu=4.0):

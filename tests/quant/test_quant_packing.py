@@ -23,23 +23,9 @@ from llm_codesign.quant import (
 )
 from llm_codesign.quant.packing import AWQ_ORDER
 
-IDS = [
-    "fp32",
-    "bf16",
-    "fp16",
-    "fp8",
-    "fp8_e5m2",
-    "fp8_channel",
-    "fp8_block",
-    "mxfp8",
-    "mxfp6",
-    "mxfp6_e3m2",
-    "mxfp4",
-    "nvfp4",
-    "int8",
-    "int4_g128",
-    "int4_g128_sym",
-]
+from format_ids import CAST_IDS, QUANT_IDS
+
+IDS = CAST_IDS + QUANT_IDS
 TENSOR_SCALE_BYTES = {"fp8": 4, "fp8_e5m2": 4, "nvfp4": 4}
 
 
