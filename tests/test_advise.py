@@ -5,8 +5,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from llm_codesign import advise, load_hardware, load_model
-from llm_codesign.advise import (
+from llm_codesign import load_hardware, load_model
+from llm_codesign.advise import lint as advise
+from llm_codesign.advise.lint import (
     RULES,
     layer_sequence,
     lint,

@@ -7,18 +7,16 @@ import pytest
 from click.testing import CliRunner
 
 from llm_codesign import load_model
-from llm_codesign.archsearch import (
+from llm_codesign.advise.archsearch import (
     SearchSpace,
     apply_changes,
-    frontier_area,
     generate_variants,
-    pareto_mask,
     search,
-    throughput_at,
 )
+from llm_codesign.explore import Curve
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
-from llm_codesign.quality import (
+from llm_codesign.advise.quality import (
     ASPECT_BAND,
     chinchilla_loss,
     effective_params,
@@ -51,12 +49,12 @@ def test_shape_penalty_band_and_moe_params():
     assert estimate_quality(m, base=m).holds
 
 
-def test_pareto_and_area_by_hand():
-    x = np.array([10.0, 20.0, 30.0, 15.0])
-    y = np.array([100.0, 60.0, 20.0, 50.0])  # (15, 50) is dominated by (20, 60)
-    assert pareto_mask(x, y).tolist() == [True, True, True, False]
-    assert frontier_area(x, y) == pytest.approx(10 * 100 + 10 * 60 + 10 * 20)
-    assert throughput_at(x, y, 18.0) == 60.0 and throughput_at(x, y, 31.0) == 0.0
+def test_search_ranks_by_the_frontier_area_by_hand():
+    """search's area is the one frontier area (log-uniform mean over 10..1000 tok/s/user)."""
+    c = Curve(np.array([10.0, 20.0, 30.0]), np.array([100.0, 60.0, 20.0]), ["a", "b", "c"], [1, 2, 3])
+    # F = 60 on (10, 20], 20 on (20, 30], 0 beyond: (60 ln 2 + 20 ln 1.5) / ln 100
+    assert c.area == pytest.approx((60 * np.log(2) + 20 * np.log(1.5)) / np.log(100))
+    assert c.throughput_at(18.0) == 60.0 and c.throughput_at(31.0) == 0.0
 
 
 def test_variants_stay_within_parameter_tolerance():

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from llm_codesign import explore
 from llm_codesign.errors import CodesignError, SpecError, UnsupportedError
+from llm_codesign.serving import REGIONS, balance_pools
+from llm_codesign.report import frontier_json, launch_settings
 from llm_codesign.explore import (
     axis_values,
-    balance_pools,
     concurrency_grid,
     enumerate_plans,
     frontier,
@@ -271,7 +272,7 @@ def test_frontier_keeps_every_point_with_reasons(ds_fp8):
 
 
 def test_frontier_json_contract(ds_fp8):
-    d = ds_fp8.to_dict()
+    d = frontier_json(ds_fp8)
     pts = d["points"]
     for key in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "num_gpus",
                 "fits_in_memory", "memory_per_gpu_gb", "breakdown", "plan", "precision"):
@@ -284,7 +285,7 @@ def test_frontier_json_contract(ds_fp8):
     y = np.array([p["output_tok_s_per_gpu"] for p in pts])
     assert pareto_mask(x, y).all()
     assert d["area"] > 0 and d["best"]["launch"]["trtllm"]["config_yaml"]
-    assert {r["region"] for r in pts} <= set(explore.REGIONS)
+    assert {r["region"] for r in pts} <= set(REGIONS)
 
 
 def test_more_gpus_never_shrink_the_frontier():
@@ -306,7 +307,7 @@ def test_faster_memory_moves_the_frontier_out():
 
 
 def test_adaptive_refinement_matches_exhaustive(monkeypatch):
-    monkeypatch.setattr(explore, "REFINE_MIN_POINTS", 0)
+    monkeypatch.setattr(explore.search, "REFINE_MIN_POINTS", 0)
     ref = frontier("deepseek-r1", "b200", 8, precision="fp8", workers=1)
     exh = frontier("deepseek-r1", "b200", 8, precision="fp8", workers=1, refine=False)
     assert ref.settings["refine"] and not exh.settings["refine"]
@@ -334,7 +335,7 @@ def test_targets_pick_the_best_configuration(ds_fp8):
     pts = f.points
     ok = pts["feasible"] & (pts["ttft_s"] <= 0.5) & (pts["tpot_s"] <= 0.02)
     assert pts["output_tok_s_per_gpu"][f.best] == pytest.approx(pts["output_tok_s_per_gpu"][ok].max())
-    best = f.best_dict()
+    best = frontier_json(f)["best"]
     assert best["tpot_ms"] <= 20 and best["ttft_ms"] <= 500
     launch = best["launch"]
     assert f"tensor_parallel_size: {best['plan']['tp'] // best['plan']['cp']}" in launch["trtllm"]["config_yaml"]
@@ -348,7 +349,7 @@ def test_targets_pick_the_best_configuration(ds_fp8):
 def test_launch_settings_vocabulary():
     f = frontier("deepseek-r1", "b200", 8, precision="nvfp4", workers=1)
     adp = next(int(i) for i in f.pareto if f.points["attention_dp"][i])
-    s = explore.launch_settings(f, adp)
+    s = launch_settings(f, adp)
     tp = int(f.points["tp"][adp])
     assert "enable_attention_dp: true" in s["trtllm"]["config_yaml"]
     assert f"--data-parallel-size {tp}" in s["vllm"] and "--quantization modelopt_fp4" in s["vllm"]
@@ -389,7 +390,7 @@ def test_compare_and_json_of_several_designs():
     fs = explore.compare([{"precision": "fp8"}, {"precision": "bf16"}], model="llama-3.1-8b", hardware="h100-sxm",
                          num_gpus=1, isl=512, osl=128, workers=1)
     assert [f.label for f in fs] == ["fp8", "bf16"] and fs[0].area > fs[1].area
-    doc = explore.frontier_json(fs)
+    doc = frontier_json(fs)
     assert {p["design"] for p in doc["points"]} == {"fp8", "bf16"}
     assert doc["comparison"][1]["area_vs_first"] < 1
     assert explore.parse_compare("model=a,b") == ("model", ["a", "b"])
@@ -434,7 +435,7 @@ def test_csv_written_atomically(tmp_path, ds_fp8, monkeypatch):
         yield ["x"]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(explore, "csv_rows", boom)
+    monkeypatch.setattr(explore.export, "csv_rows", boom)
     with pytest.raises(KeyboardInterrupt):
         explore.write_csv(ds_fp8, tmp_path / "never.csv")
     assert sorted(os.listdir(tmp_path)) == ["pts.csv"]

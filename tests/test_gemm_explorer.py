@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError, UnsupportedError
-from llm_codesign.gemm_explorer import gemm_sweep, parse_dims, parse_tile, save_plot
+from llm_codesign.advise.gemm import gemm_sweep, parse_dims, parse_tile, save_plot
 
 
 def _local_maxima(s, axis="n"):

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from llm_codesign import load_hardware, load_model
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
-from llm_codesign.regimes import amdahl_speedup, amdahl_table, candidate_plans, regimes
+from llm_codesign.advise.regimes import amdahl_speedup, amdahl_table, candidate_plans, regimes
 
 
 def test_amdahl_arithmetic():

@@ -1,12 +1,20 @@
-"""llm-codesign: hardware-aware co-design of LLMs and the GPUs that serve them."""
+"""llm-codesign: hardware-aware co-design of LLMs and the GPUs that serve them.
 
-from .advise import lint
+The public API: specs and their loaders, ``estimate`` (one configuration) and ``evaluate`` (the
+same serving model broadcast over numpy arrays), ``frontier``/``compare`` (deployment search),
+the advisor (``lint``, ``regimes``, ``search``, ``gemm_sweep``), ``validate`` and the
+calibration overlay. The CLI uses only these names.
+"""
+
+from .advise import SearchSpace, gemm_sweep, search
+from .advise.lint import lint
+from .advise.regimes import regimes
 from .api import Estimate, estimate
-from .archsearch import search
+from .calibration import apply_profile
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
-from .explore import Frontier, compare, frontier, frontier_area
-from .gemm_explorer import gemm_sweep
-from .regimes import regimes
+from .explore import Frontier, compare, frontier, parse_compare, write_csv
+from .pareto import frontier_area, pareto_mask
+from .serving import GridResult, evaluate, evaluate_disaggregated
 from .specs import (
     HardwareSpec,
     ModelSpec,
@@ -30,18 +38,23 @@ __all__ = [
     "EngineConstants",
     "Estimate",
     "Frontier",
+    "GridResult",
     "HardwareSpec",
     "ModelSpec",
     "ParallelPlan",
     "Precision",
+    "SearchSpace",
     "SpecError",
     "UnknownIdError",
     "UnsupportedError",
     "Workload",
+    "apply_profile",
     "bundled_hardware",
     "bundled_models",
     "compare",
     "estimate",
+    "evaluate",
+    "evaluate_disaggregated",
     "frontier",
     "frontier_area",
     "gemm_sweep",
@@ -49,8 +62,11 @@ __all__ = [
     "load_engine",
     "load_hardware",
     "load_model",
+    "pareto_mask",
+    "parse_compare",
     "parse_precision",
     "regimes",
     "search",
     "validate",
+    "write_csv",
 ]

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from .errors import SpecError
-from .ops import StepShape
+from .ops import step_shape
 from .serving import evaluate, step_cost
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec, load_hardware
 from .specs.model import ModelSpec, load_model
-from .specs.plan import ParallelPlan
+from .specs.plan import ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
 from .specs.workload import Workload
 
@@ -146,7 +146,7 @@ def estimate(
             )
         plan = ParallelPlan(plan.tp, plan.pp, plan.ep, num_gpus // plan.gpus_per_replica, plan.attention_dp, plan.cp)
     plan.validate_for(m)
-    if plan.tp > hw.scaleup_domain_size and hw.scaleout_bytes_per_s <= 0:
+    if crosses_domain_without_network(hw, plan.tp):
         raise SpecError(
             f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size {hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
@@ -189,11 +189,11 @@ def explain_ops(m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineCons
     rows: list[dict[str, Any]] = []
     chunk = min(wl.isl, eng.max_num_tokens)
     for phase, dec, pre in (("decode", wl.concurrency, 0), ("prefill", 0, chunk)):
-        s = StepShape(
-            decode_seqs=np.array(float(dec) / plan.pp), decode_ctx=np.array(wl.isl + wl.osl / 2.0),
-            prefill_tokens=np.array(float(pre)), prefill_seqs=np.array(1.0 if pre else 0.0),
-            prefill_ctx=np.array(wl.isl / 2.0), tp=np.array(plan.tp), ep=np.array(plan.ep), pp=np.array(plan.pp),
-            cp=np.array(plan.cp), attention_dp=np.array(plan.attention_dp),
+        # a decode step's micro-batch (1/pp of the sequences); one prefill chunk streams whole
+        s = step_shape(
+            plan.tp, plan.pp, plan.ep, plan.cp, plan.attention_dp, isl=wl.isl, osl=wl.osl,
+            decode_seqs=float(dec), prefill_tokens=float(pre),
+            prefill_seqs=1.0 if pre else 0.0, micro_batches=plan.pp if dec else 1.0,
         )
         cost = step_cost(m, prec, hw, eng, s, detail=True)
         merged: dict[str, dict[str, Any]] = {}

@@ -79,6 +79,56 @@ class StepShape:
     decode_query: Array | float = 1.0  # query tokens per decoding sequence (1 + speculative drafts)
 
 
+def step_shape(
+    tp: Array | int,
+    pp: Array | int,
+    ep: Array | int,
+    cp: Array | int,
+    attention_dp: Array | bool,
+    *,
+    isl: Array | float,
+    osl: Array | float,
+    decode_seqs: Array | float = 0.0,
+    prefill_tokens: Array | float = 0.0,
+    prefill_seqs: Array | float | None = None,
+    decode_query: Array | float = 1.0,
+    micro_batches: Array | float | None = None,
+) -> StepShape:
+    """The one place a step's shape is built: a replica's token mix (``decode_seqs`` sequences
+    decoding ``decode_query`` tokens each, ``prefill_tokens`` prompt tokens of ``prefill_seqs``
+    requests) as one pipeline stage sees it.
+
+    The replica's tokens are split into ``micro_batches`` micro-batches (default pp: every stage
+    works on 1/pp of the batch at a time, DESIGN.md); a single prefill chunk streaming through
+    the stages passes ``micro_batches=1``. Contexts follow the steady state of DESIGN.md: a
+    decoding sequence holds ISL + OSL/2 tokens on average, a prompt token attends to ISL/2.
+
+    Example:
+        >>> s = step_shape(8, 2, 1, 1, False, isl=1024, osl=1024, decode_seqs=64.0)
+        >>> float(s.decode_seqs), float(s.decode_ctx)
+        (32.0, 1536.0)
+    """
+    tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
+    isl_f = np.asarray(isl, dtype=float)
+    osl_f = np.asarray(osl, dtype=float)
+    micro = pp.astype(float) if micro_batches is None else np.asarray(micro_batches, dtype=float)
+    pre = np.asarray(prefill_tokens, dtype=float)
+    pseqs = pre / isl_f if prefill_seqs is None else np.asarray(prefill_seqs, dtype=float)
+    return StepShape(
+        decode_seqs=np.asarray(decode_seqs, dtype=float) / micro,
+        decode_ctx=isl_f + osl_f / 2.0,
+        prefill_tokens=pre / micro,
+        prefill_seqs=pseqs / micro,
+        prefill_ctx=isl_f / 2.0,
+        tp=tp,
+        ep=ep,
+        pp=pp,
+        cp=cp,
+        attention_dp=np.asarray(attention_dp, dtype=bool),
+        decode_query=decode_query,
+    )
+
+
 def _windowed(ctx: Array, window: int) -> Array:
     return np.minimum(ctx, window) if window > 0 else ctx
 

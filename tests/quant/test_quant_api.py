@@ -44,6 +44,6 @@ def test_all_is_sorted_and_pinned():
 
 
 def test_import_does_not_pull_torch():
-    code = "import sys, llm_codesign.quant, llm_codesign.quant.cli; print('torch' in sys.modules)"
+    code = "import sys, llm_codesign.quant, llm_codesign.cli.quant; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 from llm_codesign.errors import CodesignError, DataFileError
 from llm_codesign.quant import evaluate_formats, perplexity
-from llm_codesign.quant.cli import quant
+from llm_codesign.cli.quant import quant
 
 VOCAB = 48
 

@@ -22,7 +22,7 @@ from llm_codesign.quant import (
     packed_nbytes,
     write_safetensors,
 )
-from llm_codesign.quant.cli import quant, render_inspect
+from llm_codesign.cli.quant import quant, render_inspect
 
 TENSOR_KEYS = {"name", "shape", "format", "sqnr_db", "rel_error", "max_abs_error", "bytes"}
 

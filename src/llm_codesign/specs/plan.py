@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import SpecError
+from .hardware import HardwareSpec
 from .model import ModelSpec
+
+Array = np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,30 +63,18 @@ class ParallelPlan:
         return 1 if self.attention_dp else self.tp // self.cp
 
     def validate_for(self, model: ModelSpec, num_gpus_available: int | None = None) -> None:
-        """Raise SpecError with the failing arithmetic if this plan cannot run ``model``."""
-        a = model.attention
-        atp = self.attention_tp
-        if a.num_heads % atp:
-            raise SpecError(f"plan: attention tp={atp} does not divide num_attention_heads={a.num_heads} of {model.id}")
-        if a.kind == "gqa" and atp > a.num_kv_heads and atp % a.num_kv_heads:
-            raise SpecError(f"plan: attention tp={atp} exceeds num_kv_heads={a.num_kv_heads} and is not a multiple of it (KV heads cannot be replicated evenly)")
-        if a.kind == "gqa" and atp < a.num_kv_heads and a.num_kv_heads % atp:
-            raise SpecError(f"plan: tp={atp} does not divide num_kv_heads={a.num_kv_heads} of {model.id}")
-        if self.pp > model.num_layers:
-            raise SpecError(f"plan: pp={self.pp} exceeds the {model.num_layers} layers of {model.id}")
-        if model.moe is None and self.ep > 1:
-            raise SpecError(f"plan: ep={self.ep} but {model.id} is dense (no experts)")
-        if model.moe is not None and model.moe.num_experts % self.ep:
-            raise SpecError(f"plan: ep={self.ep} does not divide num_experts={model.moe.num_experts} of {model.id}")
-        if model.moe is not None:
-            width = model.moe.expert_intermediate
-            if width % self.moe_tp:
-                raise SpecError(f"plan: moe_tp = tp/ep = {self.tp}/{self.ep} = {self.moe_tp} does not divide the expert width {width}")
-        if not self.attention_dp and model.intermediate_size % self.tp and model.num_moe_layers < model.num_layers:
-            raise SpecError(f"plan: tp={self.tp} does not divide intermediate_size={model.intermediate_size} of {model.id}")
+        """Raise SpecError with the failing arithmetic if this plan cannot run ``model``.
+
+        The rules are :func:`plan_feasibility` (the vectorized sweeps use the same code)."""
+        code = str(
+            plan_feasibility(model, self.tp, self.pp, self.ep, self.attention_dp, self.cp).item()
+        )
+        if code:
+            raise SpecError(f"plan: {explain_reason(code, model, self)}")
         if num_gpus_available is not None and self.num_gpus > num_gpus_available:
             raise SpecError(
-                f"plan needs tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.num_gpus} GPUs but only {num_gpus_available} are available"
+                f"plan needs tp x pp x dp = {self.tp} x {self.pp} x {self.dp} = {self.num_gpus} "
+                f"GPUs but only {num_gpus_available} are available"
             )
 
     def label(self) -> str:
@@ -100,3 +93,112 @@ class ParallelPlan:
 
     def to_dict(self) -> dict[str, int | bool]:
         return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp, "attention_dp": self.attention_dp, "cp": self.cp}
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan rules: one vectorized definition; ParallelPlan.validate_for is the scalar call
+# ---------------------------------------------------------------------------------------------
+
+# reason code -> the arithmetic that failed (``explain_reason``)
+PLAN_REASONS = (
+    "ep_not_dividing_tp",
+    "cp_not_dividing_tp",
+    "attention_dp_with_cp",
+    "tp_not_dividing_heads",
+    "tp_exceeds_kv_heads_unevenly",
+    "tp_not_dividing_kv_heads",
+    "pp_exceeds_layers",
+    "ep_on_dense_model",
+    "ep_not_dividing_experts",
+    "moe_tp_not_dividing_expert_width",
+    "tp_not_dividing_ffn",
+)
+
+
+def plan_feasibility(
+    model: ModelSpec,
+    tp: Array | int,
+    pp: Array | int,
+    ep: Array | int,
+    attention_dp: Array | bool,
+    cp: Array | int,
+) -> Array:
+    """The model rules of a plan, broadcast over arrays: '' where the plan can run ``model``,
+    else the first failing rule's code (one of ``PLAN_REASONS``).
+
+    Example:
+        >>> from llm_codesign.specs.model import load_model
+        >>> plan_feasibility(load_model("llama-3.1-8b"), np.array([4, 16]), 1, 1, False, 1).tolist()
+        ['', 'tp_exceeds_kv_heads_unevenly']
+    """
+    tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
+    adp = np.asarray(attention_dp, dtype=bool)
+    a = model.attention
+    shape = np.broadcast(tp, pp, ep, adp, cp).shape
+    reason = np.full(shape, "", dtype=object)
+    safe_ep, safe_cp = np.maximum(ep, 1), np.maximum(cp, 1)
+    atp = np.where(adp, 1, tp // safe_cp)
+
+    def mark(cond: Array | bool, why: str) -> None:
+        nonlocal reason
+        reason = np.where((reason == "") & np.broadcast_to(cond, shape), why, reason)
+
+    mark(tp % safe_ep != 0, "ep_not_dividing_tp")
+    mark(tp % safe_cp != 0, "cp_not_dividing_tp")
+    mark(adp & (cp > 1), "attention_dp_with_cp")
+    mark(a.num_heads % np.maximum(atp, 1) != 0, "tp_not_dividing_heads")
+    if a.kind == "gqa":
+        kvh = a.num_kv_heads
+        mark((atp > kvh) & (atp % kvh != 0), "tp_exceeds_kv_heads_unevenly")
+        mark((atp < kvh) & (kvh % np.maximum(atp, 1) != 0), "tp_not_dividing_kv_heads")
+    mark(pp > model.num_layers, "pp_exceeds_layers")
+    if model.moe is None:
+        mark(ep > 1, "ep_on_dense_model")
+    else:
+        mark(model.moe.num_experts % safe_ep != 0, "ep_not_dividing_experts")
+        moe_tp = np.maximum(tp // safe_ep, 1)
+        mark(model.moe.expert_intermediate % moe_tp != 0, "moe_tp_not_dividing_expert_width")
+    if model.num_moe_layers < model.num_layers:  # dense FFN layers split over tp (not under DP)
+        mark(~adp & (model.intermediate_size % np.maximum(tp, 1) != 0), "tp_not_dividing_ffn")
+    return reason
+
+
+def explain_reason(code: str, model: ModelSpec, plan: ParallelPlan) -> str:
+    """The arithmetic behind a ``plan_feasibility`` reason code, for one plan."""
+    a, moe = model.attention, model.moe
+    atp = plan.attention_tp if plan.tp % plan.cp == 0 else plan.tp
+    messages = {
+        "ep_not_dividing_tp": f"ep={plan.ep} must divide tp={plan.tp} (MoE layers split the tp "
+        "group as ep x moe_tp = tp)",
+        "cp_not_dividing_tp": f"cp={plan.cp} must divide tp={plan.tp} (Helix shards attention "
+        "over kv-parallel x tp-attention = tp)",
+        "attention_dp_with_cp": "attention_dp and cp (Helix) are alternative attention layouts; "
+        "choose one",
+        "tp_not_dividing_heads": f"attention tp={atp} does not divide "
+        f"num_attention_heads={a.num_heads} of {model.id}",
+        "tp_exceeds_kv_heads_unevenly": f"attention tp={atp} exceeds num_kv_heads="
+        f"{a.num_kv_heads} and is not a multiple of it (KV heads cannot be replicated evenly)",
+        "tp_not_dividing_kv_heads": f"tp={atp} does not divide num_kv_heads={a.num_kv_heads} "
+        f"of {model.id}",
+        "pp_exceeds_layers": f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.id}",
+        "ep_on_dense_model": f"ep={plan.ep} but {model.id} is dense (no experts)",
+        "ep_not_dividing_experts": f"ep={plan.ep} does not divide num_experts="
+        f"{moe.num_experts if moe else 0} of {model.id}",
+        "moe_tp_not_dividing_expert_width": f"moe_tp = tp/ep = {plan.tp}/{plan.ep} = "
+        f"{max(plan.tp // plan.ep, 1)} does not divide the expert width "
+        f"{moe.expert_intermediate if moe else 0}",
+        "tp_not_dividing_ffn": f"tp={plan.tp} does not divide intermediate_size="
+        f"{model.intermediate_size} of {model.id}",
+    }
+    return messages.get(code, code)
+
+
+NO_SCALEOUT_NETWORK = "no_scaleout_network"
+
+
+def crosses_domain_without_network(hw: HardwareSpec, gpus: Array | int) -> Array:
+    """True where a group of ``gpus`` GPUs spans more than one scale-up (NVLink) domain of
+    ``hw`` and the hardware file gives no scale-out bandwidth to connect them."""
+    if hw.scaleout_bytes_per_s > 0:
+        return np.zeros(np.shape(gpus), dtype=bool)
+    return np.asarray(gpus) > hw.scaleup_domain_size

@@ -17,9 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from ..errors import DataFileError
-from .eval import evaluate_model_dir
-from .inspection import inspect_checkpoint
+from .. import DataFileError
+from ..quant import evaluate_model_dir, inspect_checkpoint
 
 DEFAULT_INSPECT_FORMATS = "fp8,mxfp4,nvfp4,w4a16"
 

@@ -33,22 +33,26 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SpecError
-from .ops import OP_CLASSES, StepShape
-from .serving import GridResult, evaluate, step_cost
-from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
-from .specs.model import ModelSpec, load_model
-from .specs.plan import ParallelPlan
-from .specs.precision import Precision, parse_precision
+from ..errors import SpecError
+from ..explore import (
+    ADVISOR_CONCURRENCY,
+    THROUGHPUT_MIN_TOK_S_USER,
+    OperatingPoint,
+    candidate_plans,
+    default_precision,
+    operating_point,
+)
+from ..explore.operating import LATENCY_CONCURRENCY, operating_step
+from ..serving import RESOURCES, bound_split
+from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import HardwareSpec, load_hardware
+from ..specs.model import ModelSpec, load_model
+from ..specs.plan import ParallelPlan
+from ..specs.precision import Precision, parse_precision
 
 # ---- documented defaults (every one overridable through the API / CLI) ----
 SHORT_ISL, SHORT_OSL = 1024, 1024  # chat-style prompt and answer
 LONG_ISL, LONG_OSL = 32768, 1024  # long-document / agentic context
-THROUGHPUT_MIN_TOK_S_USER = 10.0  # a throughput service still streams faster than reading speed
-LATENCY_CONCURRENCY = 1  # one request per replica: the interactivity end of the frontier
-CONCURRENCY_GRID = tuple(2**i for i in range(13))  # 1 .. 4096 requests per replica
-MAX_PLAN_TP = 32  # largest tensor/expert-parallel group considered (inside the NVLink domain)
 
 REGIMES: dict[str, tuple[int, int, str]] = {
     "short-throughput": (SHORT_ISL, SHORT_OSL, "throughput"),
@@ -56,7 +60,6 @@ REGIMES: dict[str, tuple[int, int, str]] = {
     "long-throughput": (LONG_ISL, LONG_OSL, "throughput"),
     "long-latency": (LONG_ISL, LONG_OSL, "latency"),
 }
-RESOURCES = ("compute", "memory", "network", "overhead")
 
 
 def amdahl_speedup(fraction: float, factor: float) -> float:
@@ -84,146 +87,17 @@ def amdahl_table(fractions: dict[str, float], factor: float = 2.0) -> dict[str, 
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# plan grid and operating points (shared by advise and archsearch)
-# ---------------------------------------------------------------------------------------------
-
-
-def candidate_plans(model: ModelSpec, hw: HardwareSpec, max_tp: int | None = None) -> list[ParallelPlan]:
-    """Single-replica plans worth comparing: TP in powers of two inside the NVLink domain; MoE
-    adds EP = TP with and without attention-DP (wide EP); GQA adds Helix KV-parallel attention
-    once TP exceeds the KV heads. Plans the model cannot run are kept out here; memory fit is
-    decided per point by the serving model."""
-    limit = min(hw.scaleup_domain_size, max_tp or MAX_PLAN_TP)
-    plans: list[ParallelPlan] = []
-    tp = 1
-    while tp <= limit:
-        options = [ParallelPlan(tp=tp)]
-        if model.moe is not None and tp > 1:
-            options += [ParallelPlan(tp=tp, ep=tp), ParallelPlan(tp=tp, ep=tp, attention_dp=True)]
-        a = model.attention
-        if a.kind == "gqa" and tp > a.num_kv_heads and tp % a.num_kv_heads == 0:
-            options.append(ParallelPlan(tp=tp, cp=tp // a.num_kv_heads, ep=tp if model.moe else 1))
-        for p in options:
-            try:
-                p.validate_for(model)
-            except SpecError:
-                continue
-            plans.append(p)
-        tp *= 2
-    if not plans:
-        raise SpecError(f"{model.id}: no tensor-parallel plan up to tp={limit} divides its heads and widths")
-    return plans
-
-
-def evaluate_plans(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plans: list[ParallelPlan],
-    isl: int, osl: int, concurrency: Any,
-) -> GridResult:
-    """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
-    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
-    conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
-    return evaluate(
-        model, hw, prec, eng, tp=col("tp", np.int64), pp=col("pp", np.int64), ep=col("ep", np.int64),
-        cp=col("cp", np.int64), attention_dp=col("attention_dp", bool), isl=isl, osl=osl, concurrency=conc,
-    )
-
-
-@dataclass
-class OperatingPoint:
-    """One configuration picked from a grid, with its serving metrics (SI units)."""
-
-    plan: ParallelPlan
-    isl: int
-    osl: int
-    concurrency: int
-    tpot_s: float
-    ttft_s: float
-    tok_s_per_user: float
-    output_tok_s_per_gpu: float
-    max_concurrency: int
-    fractions: dict[str, float]
-    mixed_step_s: dict[str, float]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "plan": self.plan.to_dict(), "plan_label": self.plan.label(), "isl": self.isl, "osl": self.osl,
-            "concurrency": self.concurrency, "tpot_ms": self.tpot_s * 1e3, "ttft_ms": self.ttft_s * 1e3,
-            "tok_s_per_user": self.tok_s_per_user, "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
-            "max_concurrency": self.max_concurrency,
-        }
-
-
-def _point(grid: GridResult, i: int, j: int, plan: ParallelPlan, isl: int, osl: int, conc: int) -> OperatingPoint:
-    mixed = {c: float(np.asarray(grid.mixed_breakdown[c])[i, j]) for c in OP_CLASSES}
-    total = sum(mixed.values())
-    return OperatingPoint(
-        plan=plan, isl=isl, osl=osl, concurrency=conc, tpot_s=float(grid.tpot_s[i, j]),
-        ttft_s=float(grid.ttft_s[i, j]), tok_s_per_user=float(grid.tok_s_per_user[i, j]),
-        output_tok_s_per_gpu=float(grid.output_tok_s_per_gpu[i, j]),
-        max_concurrency=int(grid.max_concurrency[i, j]),
-        fractions={c: v / total for c, v in mixed.items()}, mixed_step_s=mixed,
-    )
-
-
-def operating_point(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, isl: int, osl: int,
-    goal: str, *, plans: list[ParallelPlan] | None = None, concurrency: int | None = None,
-    min_tok_s_per_user: float = THROUGHPUT_MIN_TOK_S_USER,
-) -> OperatingPoint:
-    """The best point for ``goal`` (``throughput`` or ``latency``) over plans x concurrency.
-
-    ``concurrency`` pins the concurrency (the plan is still chosen). Raises SpecError when no
-    plan fits the model in memory at that setting.
-    """
-    if goal not in ("throughput", "latency"):
-        raise SpecError(f"goal {goal!r} must be 'throughput' or 'latency'")
-    plans = plans or candidate_plans(model, hw)
-    if concurrency is not None:
-        concs = [int(concurrency)]
-    elif goal == "latency":
-        concs = [LATENCY_CONCURRENCY]
-    else:
-        concs = list(CONCURRENCY_GRID)
-    g = evaluate_plans(model, hw, prec, eng, plans, isl, osl, concs)
-    ok = np.asarray(g.feasible, dtype=bool)
-    if goal == "throughput":
-        score = np.where(ok & (g.tok_s_per_user >= min_tok_s_per_user), g.output_tok_s_per_gpu, -np.inf)
-        if not np.isfinite(score).any():  # nothing meets the interactivity floor: best that fits
-            score = np.where(ok, g.output_tok_s_per_gpu, -np.inf)
-    else:
-        score = np.where(ok, g.tok_s_per_user, -np.inf)
-    if not np.isfinite(score).any():
-        reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
-        raise SpecError(
-            f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any plan up to "
-            f"tp={max(p.tp for p in plans)} ({', '.join(reasons)})"
-        )
-    i, j = np.unravel_index(int(np.argmax(score)), score.shape)
-    return _point(g, int(i), int(j), plans[int(i)], isl, osl, concs[int(j)])
-
-
 def bound_resource(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, point: OperatingPoint,
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, point: OperatingPoint
 ) -> tuple[str, dict[str, float]]:
-    """What bounds the step: op time grouped by each op's bound (compute, memory, network) plus
-    fixed overheads (per-kernel and per-step), as fractions; the largest names the regime."""
-    p = point.plan
-    conc = float(point.concurrency)
-    pre = conc * point.isl / point.osl
-    s = StepShape(
-        decode_seqs=np.array(conc), decode_ctx=np.array(point.isl + point.osl / 2.0),
-        prefill_tokens=np.array(pre), prefill_seqs=np.array(pre / point.isl), prefill_ctx=np.array(point.isl / 2.0),
-        tp=np.array(p.tp), ep=np.array(p.ep), pp=np.array(p.pp), cp=np.array(p.cp), attention_dp=np.array(p.attention_dp),
-    )
-    c = step_cost(model, prec, hw, eng, s, detail=True)
-    by = dict.fromkeys(RESOURCES, 0.0)
-    for _op, t, bound in c.ops:
-        by[str(np.asarray(bound).reshape(-1)[0])] += float(np.asarray(t).reshape(-1)[0])
-    total = float(np.asarray(c.total_s).reshape(-1)[0])
-    by["overhead"] = max(total - sum(by.values()), 0.0)
-    fr = {k: v / total for k, v in by.items()}
-    return max(fr, key=lambda k: fr[k]), fr
+    """What bounds the point's step (the same step as its TPOT): time by each op's bound
+    (compute, memory, network incl. pipeline hops) plus fixed overheads, as fractions; the
+    largest names the regime."""
+    step = operating_step(model, hw, prec, eng, point)
+    split = bound_split(model, prec, hw, eng, step)
+    total = float(np.asarray(step.total_s).reshape(-1)[0])
+    fr = {k: float(np.asarray(v).reshape(-1)[0]) / total for k, v in split.items()}
+    return max(RESOURCES, key=lambda k: fr[k]), fr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,13 +154,6 @@ class RegimeReport:
         }
 
 
-def default_precision(hw: HardwareSpec) -> str:
-    """FP8 where the GPU runs it natively, else BF16 (FP16 on parts without BF16)."""
-    if hw.supports("fp8"):
-        return "fp8"
-    return "bf16" if hw.supports("bf16") else "fp16"
-
-
 def regimes(
     model: str | Path | ModelSpec,
     hardware: str | Path | HardwareSpec,
@@ -329,7 +196,7 @@ def regimes(
         model=m.id, hardware=hw.id, precision=prec.id, engine=eng.id, regimes=out,
         assumptions={
             "short_context": {"isl": short_isl, "osl": osl}, "long_context": {"isl": long_isl, "osl": osl},
-            "throughput_goal": f"max output tok/s/GPU over plans x concurrency {CONCURRENCY_GRID[0]}..{CONCURRENCY_GRID[-1]} "
+            "throughput_goal": f"max output tok/s/GPU over plans x concurrency {ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]} "
                                f"with >= {min_tok_s_per_user:g} tok/s/user" if throughput_concurrency is None
                                else f"concurrency {throughput_concurrency}, plan with max output tok/s/GPU",
             "latency_goal": f"concurrency {latency_concurrency} per replica, plan with max tok/s/user",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..render import console, table, to_json
+from ..report import console, table, to_json
 
 
 @click.command()

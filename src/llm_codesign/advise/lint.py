@@ -47,17 +47,10 @@ from typing import Any
 
 import numpy as np
 
-from . import cost
-from .archsearch import SearchSpace, build_variant, default_align, search
-from .errors import SpecError
-from .ops import Op, StepShape, layer_group_ops
-from .regimes import (
-    CONCURRENCY_GRID,
-    LONG_ISL,
-    LONG_OSL,
-    REGIMES,
-    SHORT_ISL,
-    SHORT_OSL,
+from .. import cost
+from ..errors import SpecError
+from ..explore import (
+    ADVISOR_CONCURRENCY,
     THROUGHPUT_MIN_TOK_S_USER,
     OperatingPoint,
     candidate_plans,
@@ -65,12 +58,16 @@ from .regimes import (
     evaluate_plans,
     operating_point,
 )
-from .serving import step_cost
-from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
-from .specs.model import AttentionSpec, LayerGroup, ModelSpec, load_model
-from .specs.plan import ParallelPlan
-from .specs.precision import Precision, parse_precision
+from ..explore.operating import operating_step
+from ..ops import Op, layer_group_ops, step_shape
+from ..serving import pipelined_step, step_cost
+from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import HardwareSpec, load_hardware
+from ..specs.model import AttentionSpec, LayerGroup, ModelSpec, load_model
+from ..specs.plan import ParallelPlan
+from ..specs.precision import Precision, parse_precision
+from .archsearch import SearchSpace, build_variant, default_align, search
+from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL
 
 RULES = (
     "dim-alignment", "gemm-shape", "depth-vs-width", "attention-tp", "kv-cache", "moe-expert-tp",
@@ -189,30 +186,30 @@ def _severity(impact: float) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _shape(plan: ParallelPlan, decode: float, prefill: float, isl: int, osl: int) -> StepShape:
-    a = lambda v: np.array(v)
-    return StepShape(
-        decode_seqs=a(float(decode)), decode_ctx=a(isl + osl / 2.0), prefill_tokens=a(float(prefill)),
-        prefill_seqs=a(prefill / isl if prefill else 0.0), prefill_ctx=a(isl / 2.0),
-        tp=a(plan.tp), ep=a(plan.ep), pp=a(plan.pp), cp=a(plan.cp), attention_dp=a(plan.attention_dp),
-    )
-
-
-def _steps(ctx: _Ctx, point: OperatingPoint, model: ModelSpec | None = None, prec: Precision | None = None) -> dict[str, tuple[float, list[tuple[Op, float]]]]:
-    """Per-op times of the compute-bound prefill chunk and of the workload's mixed step."""
+def _steps(
+    ctx: _Ctx, point: OperatingPoint, model: ModelSpec | None = None, prec: Precision | None = None
+) -> dict[str, tuple[float, list[tuple[Op, float]], float]]:
+    """Per-op times of the compute-bound prefill chunk and of the workload's steady-state step
+    (the step whose time is the point's TPOT: ``explore.operating_step``). Each entry is
+    (step seconds, [(op, seconds in the step)], scale) where scale converts one stage's op time
+    into seconds of the step (pp micro-batches); surgery on other models or precisions keeps
+    the point's step mix."""
     model = model or ctx.model
     prec = prec or ctx.prec
+    p = point.plan
     chunk = float(min(point.isl, ctx.eng.max_num_tokens))
-    c = float(point.concurrency)
-    shapes = {
-        "prefill": _shape(point.plan, 0.0, chunk, point.isl, point.osl),
-        "mixed": _shape(point.plan, c, c * point.isl / point.osl, point.isl, point.osl),
-    }
+    axes = (p.tp, p.pp, p.ep, p.cp, p.attention_dp)
+    pre_shape = step_shape(*axes, isl=point.isl, osl=point.osl, prefill_tokens=chunk, micro_batches=1.0)
+    pre = step_cost(model, prec, ctx.hw, ctx.eng, pre_shape, detail=True)
+    mixed = operating_step(model, ctx.hw, prec, ctx.eng, point)
+    micro = float(p.pp)
     out = {}
-    for name, s in shapes.items():
-        sc = step_cost(model, prec, ctx.hw, ctx.eng, s, detail=True)
-        rows = [(op, float(np.asarray(t).reshape(-1)[0])) for op, t, _b in sc.ops]
-        out[name] = (float(np.asarray(sc.total_s).reshape(-1)[0]), rows)
+    for name, total, stage_ops, scale in (
+        ("prefill", pre.total_s, pre.ops, 1.0),
+        ("mixed", mixed.total_s, mixed.stage.ops, micro),
+    ):
+        rows = [(op, float(np.asarray(t).reshape(-1)[0]) * scale) for op, t, _b in stage_ops]
+        out[name] = (float(np.asarray(total).reshape(-1)[0]), rows, scale)
     return out
 
 
@@ -225,7 +222,14 @@ def _scalar(x: Any) -> float:
     return float(np.asarray(x, dtype=float).reshape(-1)[0])
 
 
-def _surgery(total: float, rows: list[tuple[Op, float]], fix: Callable[[Op], tuple[Op, float] | None], hw: HardwareSpec, eng: EngineConstants) -> tuple[float, float]:
+def _surgery(
+    total: float,
+    rows: list[tuple[Op, float]],
+    fix: Callable[[Op], tuple[Op, float] | None],
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    scale: float = 1.0,
+) -> tuple[float, float]:
     """(step time after, time of the touched ops before): ``fix`` maps an op to (new op, work
     ratio new/old) or None; the new op's time is divided by the work ratio (per unit of work)."""
     before = after = 0.0
@@ -237,7 +241,7 @@ def _surgery(total: float, rows: list[tuple[Op, float]], fix: Callable[[Op], tup
             continue
         new, work = r
         before += t
-        after += _op_time(new, hw, eng) / work
+        after += _op_time(new, hw, eng) * scale / work
     return total - before + after, before
 
 
@@ -330,8 +334,8 @@ def _rule_alignment(ctx: _Ctx) -> list[Finding]:
                 return dataclasses.replace(op, **{attr: new}), new / old
 
             impacts = {}
-            for phase, (total, rows) in steps.items():
-                after, _touched = _surgery(total, rows, fix, ctx.hw, ctx.eng)
+            for phase, (total, rows, scale) in steps.items():
+                after, _touched = _surgery(total, rows, fix, ctx.hw, ctx.eng, scale)
                 impacts[phase] = total / after if after > 0 else 1.0
             phase = max(impacts, key=lambda p: impacts[p])
             impact = max(impacts[phase], 1.0)
@@ -372,7 +376,7 @@ def small_dim_threshold(hw: HardwareSpec, compute_class: str) -> float:
 def _rule_gemm_shape(ctx: _Ctx) -> list[Finding]:
     best: dict[str, Finding] = {}
     steps = _steps(ctx, ctx.primary)
-    for phase, (total, rows) in steps.items():
+    for phase, (total, rows, scale) in steps.items():
         for op, t in rows:
             if op.kind != "gemm" or t <= 0 or op.name in ("lm_head", "router") or op.name.startswith("mla_absorb"):
                 continue
@@ -387,7 +391,7 @@ def _rule_gemm_shape(ctx: _Ctx) -> list[Finding]:
                 if s_ <= 0:
                     continue
                 sq = dataclasses.replace(op, n=float(s_), k=float(s_))
-                refs.append(_op_time(sq, ctx.hw, ctx.eng) / (s_ * s_ / (n * k)))
+                refs.append(_op_time(sq, ctx.hw, ctx.eng) * scale / (s_ * s_ / (n * k)))
             t_sq = float(np.mean(refs))
             if t_sq <= 0 or t / t_sq < GEMM_SHAPE_OP_SPEEDUP:
                 continue
@@ -490,8 +494,11 @@ def _rule_attention_tp(ctx: _Ctx) -> list[Finding]:
         return []
     dec = {}
     for q in (lp, sharded):
-        s = _shape(q, 1.0, 0.0, p0.isl, p0.osl)
-        dec[q] = _scalar(step_cost(ctx.model, ctx.prec, ctx.hw, ctx.eng, s).total_s)
+        step = pipelined_step(
+            ctx.model, ctx.prec, ctx.hw, ctx.eng, tp=q.tp, pp=q.pp, ep=q.ep, cp=q.cp,
+            attention_dp=q.attention_dp, isl=p0.isl, osl=p0.osl, decode_seqs=1.0,
+        )
+        dec[q] = _scalar(step.total_s)
     g = evaluate_plans(ctx.model, ctx.hw, ctx.prec, ctx.eng, [lp, sharded], p0.isl, p0.osl, [1])
     fit_before, fit_after = float(g.max_concurrency[0, 0]), float(g.max_concurrency[1, 0])
     speedup = dec[lp] / dec[sharded]
@@ -636,7 +643,7 @@ def _rule_moe_expert_m(ctx: _Ctx) -> list[Finding]:
     if impact < MIN_IMPACT:
         # lever 2 (beyond one NVLink domain): the expert GEMMs at a full tile of rows per expert
         steps = _steps(ctx, p)
-        total, rows = steps["mixed"]
+        total, rows, step_scale = steps["mixed"]
         scale = tile / max(m_e, 1e-9)
 
         def fix(op: Op) -> tuple[Op, float] | None:
@@ -644,7 +651,7 @@ def _rule_moe_expert_m(ctx: _Ctx) -> list[Finding]:
                 return None
             return dataclasses.replace(op, m=np.asarray(op.m) * scale), scale
 
-        after, _touched = _surgery(total, rows, fix, ctx.hw, ctx.eng)
+        after, _touched = _surgery(total, rows, fix, ctx.hw, ctx.eng, step_scale)
         impact = total / after if after > 0 else 1.0
         how = (f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
                f"(needs about {need:,} concurrent requests across the EP group)")
@@ -737,8 +744,11 @@ def layer_sequence(model: ModelSpec) -> list[tuple[int, bool]]:
 
 def _layer_times(ctx: _Ctx, point: OperatingPoint) -> dict[tuple[int, bool], float]:
     """Time of one layer of each (window, moe) kind in the workload's mixed step."""
-    c = float(point.concurrency)
-    s = _shape(point.plan, c, c * point.isl / point.osl, point.isl, point.osl)
+    p = point.plan
+    s = step_shape(
+        p.tp, p.pp, p.ep, p.cp, p.attention_dp, isl=point.isl, osl=point.osl,
+        decode_seqs=point.step_decode_seqs, prefill_tokens=point.step_prefill_tokens,
+    )
     out = {}
     for g in ctx.model.layer_groups:
         t = 0.0
@@ -894,7 +904,7 @@ def lint(
         model=m.id, hardware=hw.id, precision=prec.id, engine=eng.id,
         workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)], findings=findings,
         assumptions={
-            "operating_point": f"per workload: plan x concurrency ({CONCURRENCY_GRID[0]}..{CONCURRENCY_GRID[-1]}) with the "
+            "operating_point": f"per workload: plan x concurrency ({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the "
                                f"most output tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned",
             "impact": "predicted speedup of the fix on details.metric, from the cost model (llm_codesign.cost/serving)",
             "alignment": f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)",

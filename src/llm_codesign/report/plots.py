@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SpecError, UnsupportedError
-from .explore import REGIONS, Frontier
+from ..errors import SpecError, UnsupportedError
+from ..explore import Frontier
+from ..serving import REGIONS
 
 FORMATS = ("png", "svg")
 MAX_SCATTER = 20000  # background points drawn per frontier (evenly strided beyond this)

@@ -1,6 +1,6 @@
 """Architecture search at constant accuracy: variants of a model on hardware-friendly grids,
 kept when their parameter counts (total and active) stay within a tolerance of the original and
-their scaling-law quality estimate holds (:mod:`llm_codesign.quality`), ranked by the serving
+their scaling-law quality estimate holds (:mod:`llm_codesign.advise.quality`), ranked by the serving
 model's throughput-interactivity frontier on a target GPU (guidelines 1-3 and 5 of DESIGN.md).
 
 Knobs (``SearchSpace``): hidden size D (multiples of the alignment, heads follow at a fixed head
@@ -9,8 +9,9 @@ parameters, MLA ranks. The FFN width (dense F, or the expert width F_e for MoE) 
 the parameter budget, then rounded to the alignment, so each (D, L, ...) has one variant.
 
 Ranking (``objective``):
-* ``area``: the area under the Pareto frontier of output tokens/s/GPU (y) over tokens/s/user (x),
-  from all plans x concurrencies that fit (a staircase integral, units tok/s/GPU x tok/s/user);
+* ``area``: the frontier area of :mod:`llm_codesign.pareto` (the same definition ``frontier``
+  reports): the mean output tokens/s/GPU of the Pareto staircase over tokens/s/user
+  log-uniform on [10, 1000], from all plans x concurrencies that fit (units tok/s/GPU);
 * ``throughput``: the most output tokens/s/GPU among points with tokens/s/user >= the target.
 ``gain`` is the variant's objective over the original's. When no variant beats the original,
 the result's only variant is the original itself (gain 1, no changes).
@@ -33,16 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SpecError
+from ..errors import SpecError
+from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions
-from .regimes import CONCURRENCY_GRID, candidate_plans, default_precision, evaluate_plans
-from .serving import GridResult
-from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
-from .specs.model import ModelSpec, load_model, model_from_config
-from .specs.plan import ParallelPlan
-from .specs.precision import Precision, parse_precision
+from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import HardwareSpec, load_hardware
+from ..specs.model import ModelSpec, load_model, model_from_config
+from ..specs.precision import Precision, parse_precision
 
 DEFAULT_PARAM_TOLERANCE = 0.02  # |variant / original - 1| for total and for active params
 MIN_GAIN = 1.005  # a variant must beat the original by 0.5% to be reported
@@ -74,94 +73,6 @@ class SearchSpace:
         if self.align is not None and (self.align < 8 or self.align % 8):
             raise SpecError(f"search space: align={self.align} must be a multiple of 8")
 
-
-@dataclass
-class Frontier:
-    """Pareto points (tok/s/user ascending) with the plan and concurrency behind each."""
-
-    tok_s_per_user: np.ndarray
-    output_tok_s_per_gpu: np.ndarray
-    plans: list[str]
-    concurrency: list[int]
-
-    @property
-    def area(self) -> float:
-        return frontier_area(self.tok_s_per_user, self.output_tok_s_per_gpu)
-
-    def throughput_at(self, tok_s_per_user: float) -> float:
-        return throughput_at(self.tok_s_per_user, self.output_tok_s_per_gpu, tok_s_per_user)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"points": [
-            {"tok_s_per_user": float(u), "output_tok_s_per_gpu": float(g), "plan": p, "concurrency": c}
-            for u, g, p, c in zip(self.tok_s_per_user, self.output_tok_s_per_gpu, self.plans, self.concurrency)
-        ], "area": self.area}
-
-
-def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Points not dominated in (x, y), both maximized (ties keep the first)."""
-    x, y = np.asarray(x, dtype=float).reshape(-1), np.asarray(y, dtype=float).reshape(-1)
-    order = np.lexsort((-y, -x))  # x descending, then y descending
-    keep = np.zeros(x.size, dtype=bool)
-    best_y = -np.inf
-    for i in order:
-        if y[i] > best_y:
-            keep[i] = True
-            best_y = y[i]
-    return keep
-
-
-def frontier_area(x: np.ndarray, y: np.ndarray) -> float:
-    """Area under the staircase frontier: sum over Pareto points (x ascending) of
-    (x_i - x_{i-1}) * y_i, x_0 = 0: the throughput available at each interactivity level."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.size == 0:
-        return 0.0
-    keep = pareto_mask(x, y)
-    xs, ys = x[keep], y[keep]
-    order = np.argsort(xs)
-    xs, ys = xs[order], ys[order]
-    widths = np.diff(np.concatenate([[0.0], xs]))
-    return float(np.sum(widths * ys))
-
-
-def throughput_at(x: np.ndarray, y: np.ndarray, target: float) -> float:
-    """Most throughput among points with interactivity >= target (0 if none reaches it)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = x >= target
-    return float(np.max(y[ok])) if ok.any() else 0.0
-
-
-def frontier_of(grid: GridResult, plans: list[ParallelPlan], concs: list[int]) -> Frontier:
-    ok = np.asarray(grid.feasible, dtype=bool) & np.isfinite(grid.tok_s_per_user) & np.isfinite(grid.output_tok_s_per_gpu)
-    u = np.asarray(grid.tok_s_per_user, dtype=float)
-    g = np.asarray(grid.output_tok_s_per_gpu, dtype=float)
-    ii, jj = np.nonzero(ok)
-    if ii.size == 0:
-        return Frontier(np.zeros(0), np.zeros(0), [], [])
-    keep = pareto_mask(u[ii, jj], g[ii, jj])
-    ii, jj = ii[keep], jj[keep]
-    order = np.argsort(u[ii, jj])
-    ii, jj = ii[order], jj[order]
-    return Frontier(u[ii, jj], g[ii, jj], [plans[i].label() for i in ii], [int(concs[j]) for j in jj])
-
-
-def model_frontier(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, isl: int, osl: int,
-    plans: list[ParallelPlan] | None = None, concurrency: tuple[int, ...] = CONCURRENCY_GRID,
-) -> Frontier:
-    """Frontier over the candidate plans x concurrency grid (an empty frontier when nothing fits)."""
-    try:
-        plans = plans or candidate_plans(model, hw)
-    except SpecError:
-        return Frontier(np.zeros(0), np.zeros(0), [], [])
-    grid = evaluate_plans(model, hw, prec, eng, plans, isl, osl, list(concurrency))
-    return frontier_of(grid, plans, list(concurrency))
-
-
-# ---------------------------------------------------------------------------------------------
-# config.json editing (per model_type key names)
-# ---------------------------------------------------------------------------------------------
 
 _KEYS: dict[str, dict[str, str]] = {
     "_default": {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
@@ -399,7 +310,7 @@ class Variant:
     objective: float
     gain: float
     changes: list[dict[str, Any]]
-    frontier: Frontier
+    frontier: Curve
     model: ModelSpec = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -435,7 +346,7 @@ def default_align(hw: HardwareSpec) -> int:
     return 256 if hw.tile_cluster_sms >= 2 else 128
 
 
-def _objective_fn(objective: str, target: float | None) -> Callable[[Frontier], float]:
+def _objective_fn(objective: str, target: float | None) -> Callable[[Curve], float]:
     if objective == "area":
         return lambda f: f.area
     if objective == "throughput":
@@ -460,7 +371,7 @@ def search(
     quality_tolerance: float = DEFAULT_LOSS_TOLERANCE,
     train_tokens: float | None = None,
     top: int = 5,
-    concurrency: tuple[int, ...] = CONCURRENCY_GRID,
+    concurrency: tuple[int, ...] = ADVISOR_CONCURRENCY,
     max_tp: int | None = None,
 ) -> SearchResult:
     """Search variants of ``model`` at constant parameters and estimated quality, ranked by the
@@ -483,12 +394,12 @@ def search(
     score = _objective_fn(objective, target_tok_s_per_user)
     align = space.align or default_align(hw)
 
-    def frontier(spec: ModelSpec) -> Frontier:
+    def frontier(spec: ModelSpec) -> Curve:
         try:
             plans = candidate_plans(spec, hw, max_tp)
         except SpecError:
-            return Frontier(np.zeros(0), np.zeros(0), [], [])
-        return model_frontier(spec, hw, prec, eng, isl, osl, plans, tuple(concurrency))
+            return Curve(np.zeros(0), np.zeros(0), [], [])
+        return grid_curve(spec, hw, prec, eng, isl, osl, plans, tuple(concurrency))
 
     base_front = frontier(m)
     base_obj = score(base_front)

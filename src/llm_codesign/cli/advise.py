@@ -10,15 +10,20 @@ from pathlib import Path
 
 import click
 
-from ..advise import DEFAULT_WORKLOADS, RULES
-from ..advise import lint as lint_model
-from ..archsearch import SearchSpace
-from ..archsearch import search as search_arch
-from ..errors import SpecError
-from ..gemm_explorer import gemm_sweep, save_plot
-from ..regimes import LONG_ISL, SHORT_ISL, SHORT_OSL
-from ..regimes import regimes as regime_report
-from ..render import console, table, to_json
+from .. import SearchSpace, SpecError, gemm_sweep
+from .. import lint as lint_model
+from .. import regimes as regime_report
+from .. import search as search_arch
+from ..advise import (
+    DEFAULT_WORKLOADS,
+    LONG_ISL,
+    RULES,
+    SHORT_ISL,
+    SHORT_OSL,
+    parse_workload,
+    save_plot,
+)
+from ..report import console, table, to_json
 
 
 def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
@@ -138,7 +143,6 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
 def search(model, hardware, precision, workload, objective, target_tok_s_user, tolerance, quality_tolerance, hidden_scales,
            layer_scales, kv_heads, experts, mla_ranks, top, out_dir, engine, as_json):
     """Architecture search at constant parameters and estimated quality, ranked by the frontier."""
-    from ..advise import parse_workload
 
     w = parse_workload(workload)
     default = SearchSpace()

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..errors import SpecError
-from ..render import console, table, to_json
+from .. import SpecError
+from ..report import console, table, to_json
 
 _BENCH_TITLES = {
     "copy": "device copy (bandwidth in GB/s)",

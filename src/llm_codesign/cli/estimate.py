@@ -1,54 +1,23 @@
-"""Command-line interface: each command parses, makes one library call and renders.
-
-User mistakes (any :class:`CodesignError`) print one line and exit with code 2.
-"""
+"""``estimate``, ``models``, ``hardware``: one configuration and the bundled data."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from typing import Any
-
 import click
 
-from . import api
-from .errors import CodesignError
-from .render import console, table, to_json
-from .specs.hardware import bundled_hardware
-from .specs.model import bundled_models
-from .specs.plan import ParallelPlan
-from .specs.workload import Workload
+from .. import (
+    ParallelPlan,
+    Workload,
+    apply_profile,
+    bundled_hardware,
+    bundled_models,
+    estimate as estimate_config,
+    load_hardware,
+)
+from ..report import console, table, to_json
+from ._common import plan_options
 
 
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except CodesignError as exc:
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(2)
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="llm-codesign")
-def main() -> None:
-    """llm-codesign: predict, explain and co-design LLM serving on GPUs."""
-
-
-def plan_options(f: Callable) -> Callable:
-    for opt in reversed([
-        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="tensor parallel size"),
-        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="pipeline parallel size"),
-        click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True, help="expert parallel size (divides tp)"),
-        click.option("--dp", type=click.IntRange(min=1), default=1, show_default=True, help="replicas"),
-        click.option("--attention-dp/--no-attention-dp", default=False, help="data-parallel attention over the tp group"),
-        click.option("--cp", type=click.IntRange(min=1), default=1, show_default=True, help="Helix KV-parallel attention size (divides tp)"),
-    ]):
-        f = opt(f)
-    return f
-
-
-@main.command()
+@click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option("--precision", "-p", default="bf16", show_default=True, help="bf16, fp8, nvfp4, mxfp4, w4a16 (+FORMAT-ROLE overrides)")
@@ -67,14 +36,12 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
     """Predict TTFT, TPOT and throughput for one configuration."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
-    hw = api.load_hardware(hardware)
+    hw = load_hardware(hardware)
     if profile:
-        from .calibration import apply_profile
-
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
-    e = api.estimate(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus,
+    e = estimate_config(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus,
                      spec_tokens=spec_tokens, spec_acceptance=spec_acceptance)
     if as_json:
         click.echo(to_json(e.to_dict()))
@@ -99,7 +66,7 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
         c.print(f"calibration: {item}")
 
 
-@main.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True)
 def models(as_json):
     """List bundled models with parameter counts."""
@@ -111,7 +78,7 @@ def models(as_json):
                           [[m["id"], m["model_type"], m["total_params"] / 1e9, m["active_params"] / 1e9, m["source"][:60]] for m in ms]))
 
 
-@main.command()
+@click.command()
 @click.option("--json", "as_json", is_flag=True)
 def hardware(as_json):
     """List bundled GPUs with their main figures."""
@@ -123,26 +90,3 @@ def hardware(as_json):
                              [[h["id"], h["name"], h["bf16_tflops"], h["fp8_tflops"], h["fp4_tflops"], h["hbm_gb"], h["hbm_tb_s"], h["scaleup_gb_s_per_direction"], h["scaleup_domain_size"]] for h in hs]))
 
 
-def _register_optional() -> None:
-    """Commands living in other modules register here (keeps this file thin)."""
-    import importlib
-
-    for mod, name in (
-        ("llm_codesign.quant.cli", "quant"),
-        ("llm_codesign.commands.frontier", "frontier"),
-        ("llm_codesign.commands.advise", "gemm"),
-        ("llm_codesign.commands.advise", "lint"),
-        ("llm_codesign.commands.advise", "regimes"),
-        ("llm_codesign.commands.advise", "search"),
-        ("llm_codesign.commands.calibrate", "calibrate"),
-        ("llm_codesign.commands.validate", "validate"),
-        ("llm_codesign.commands.validate", "calibrate_fit"),
-    ):
-        main.add_command(getattr(importlib.import_module(mod), name))
-
-
-_register_optional()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

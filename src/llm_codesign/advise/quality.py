@@ -34,8 +34,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpecError
-from .specs.model import ModelSpec
+from ..errors import SpecError
+from ..specs.model import ModelSpec
 
 CHINCHILLA = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
 CHINCHILLA_SOURCE = "Hoffmann et al. 2022 (arXiv 2203.15556) via reference/codesign.md [C10]"

@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from . import cost
-from .errors import SpecError
-from .formats import FORMATS
-from .ops import Op
-from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
+from .. import cost
+from ..errors import SpecError
+from ..formats import FORMATS
+from ..ops import Op
+from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import HardwareSpec, load_hardware
 
 Array = np.ndarray
 

@@ -10,10 +10,26 @@ from typing import Any
 
 import click
 
-from .. import explore
-from ..errors import SpecError
-from ..render import console, table, to_json
-from ..specs.hardware import load_hardware
+from .. import (
+    Frontier,
+    SpecError,
+    apply_profile,
+    compare,
+    frontier as search_frontier,
+    load_hardware,
+    parse_compare,
+    write_csv,
+)
+from ..explore import AREA_RANGE, POINTS_PER_OCTAVE, READINGS_AT
+from ..report import (
+    console,
+    frontier_json,
+    launch_settings,
+    output_paths,
+    plot_frontiers,
+    table,
+    to_json,
+)
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -40,11 +56,11 @@ def _floats(text: str, what: str) -> list[float]:
 @click.option("--disagg/--no-disagg", default=False, show_default=True, help="also search disaggregated prefill/decode pools")
 @click.option("--helix/--no-helix", default=True, show_default=True, help="search Helix KV-parallel attention")
 @click.option("--max-pp", type=click.IntRange(min=1), default=None, help="largest pipeline-parallel size searched")
-@click.option("--points-per-octave", type=click.IntRange(min=1, max=4096), default=explore.POINTS_PER_OCTAVE, show_default=True, help="concurrency grid density")
+@click.option("--points-per-octave", type=click.IntRange(min=1, max=4096), default=POINTS_PER_OCTAVE, show_default=True, help="concurrency grid density")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, help="override the engine's max_batch_size (sequences per replica)")
 @click.option("--exhaustive", is_flag=True, help="full concurrency grid for every plan (no adaptive refinement)")
-@click.option("--at", "readings", default=",".join(f"{x:g}" for x in explore.READINGS_AT), show_default=True, help="tok/s/user values at which to read tok/s/GPU")
-@click.option("--area-range", default=f"{explore.AREA_RANGE[0]:g},{explore.AREA_RANGE[1]:g}", show_default=True, help="tok/s/user range of the frontier area (log-uniform mean)")
+@click.option("--at", "readings", default=",".join(f"{x:g}" for x in READINGS_AT), show_default=True, help="tok/s/user values at which to read tok/s/GPU")
+@click.option("--area-range", default=f"{AREA_RANGE[0]:g},{AREA_RANGE[1]:g}", show_default=True, help="tok/s/user range of the frontier area (log-uniform mean)")
 @click.option("--compare", "compare_spec", default=None, help="AXIS=ID,ID,...: one frontier per model, hardware or precision")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="write the plot: .png, .svg, or a stem for both")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="write every evaluated point to CSV")
@@ -64,13 +80,9 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
     if len(area) != 2 or not area[0] < area[1]:
         raise SpecError(f"--area-range must be LO,HI with LO < HI, got {area_range!r}")
     if plot_path:
-        from ..plots import output_paths
-
         output_paths(plot_path)  # a bad suffix fails before the search, not after
     hw: Any = load_hardware(hardware)
     if profile:
-        from ..calibration import apply_profile
-
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
@@ -83,24 +95,22 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
         "spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance,
     }
     if compare_spec:
-        axis, values = explore.parse_compare(compare_spec)
+        axis, values = parse_compare(compare_spec)
         designs = [{axis: (load_hardware(v).with_overrides(emulate=True) if emulate and axis == "hardware" else v), "label": v} for v in values]
-        results = explore.compare(designs, **{k: v for k, v in common.items() if k != axis})
+        results = compare(designs, **{k: v for k, v in common.items() if k != axis})
         if csv_path:
-            explore.write_csv(results, csv_path)
+            write_csv(results, csv_path)
     else:
-        results = [explore.frontier(**common, csv_path=csv_path)]
+        results = [search_frontier(**common, csv_path=csv_path)]
     if plot_path:
-        from ..plots import plot_frontiers
-
         plot_frontiers(results, plot_path)
     if as_json:
-        click.echo(to_json(explore.frontier_json(results, all_points=all_points)))
+        click.echo(to_json(frontier_json(results, all_points=all_points)))
         return
     _render(results)
 
 
-def _render(results: list[explore.Frontier]) -> None:
+def _render(results: list[Frontier]) -> None:
     c = console(140)
     for f in results:
         head = f.label + ": " if f.label else ""
@@ -130,7 +140,7 @@ def _render(results: list[explore.Frontier]) -> None:
         c.print(f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency {best['concurrency']}, "
                 f"{best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at {best['tok_s_per_user']:.1f} tok/s/user, "
                 f"TTFT {best['ttft_ms']:.0f} ms, TPOT {best['tpot_ms']:.1f} ms")
-        for role, launch in _launches(best["launch"]):
+        for role, launch in _launches(launch_settings(f, f.best)):
             prefix = f"  {role} " if role else "  "
             c.print(f"{prefix}TensorRT-LLM: {launch['trtllm']['command']}  # " + launch["trtllm"]["config_yaml"].replace("\n", "; "), soft_wrap=True)
             c.print(f"{prefix}vLLM: {launch['vllm']}", soft_wrap=True)

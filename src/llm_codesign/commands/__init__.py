@@ -1,1 +1,0 @@
-"""CLI commands that live outside cli.py (each registers itself in cli._register_optional)."""

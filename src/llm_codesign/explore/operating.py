@@ -1,0 +1,208 @@
+"""Operating points: the best configuration for a goal (throughput or latency) over the
+advisor's plans x concurrency grid, the step it runs, and the throughput-interactivity curve of
+that grid. Lint, regimes and search all read their numbers here, from ``serving.evaluate``,
+so they agree with ``estimate`` and ``frontier`` on TPOT for the same configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..ops import OP_CLASSES
+from ..pareto import frontier_area, pareto_mask, staircase
+from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.plan import ParallelPlan
+from ..specs.precision import Precision
+from .grid import power_of_two_grid
+from .plans import candidate_plans
+
+THROUGHPUT_MIN_TOK_S_USER = 10.0  # a throughput service still streams faster than reading speed
+LATENCY_CONCURRENCY = 1  # one request per replica: the interactivity end of the frontier
+ADVISOR_CONCURRENCY = power_of_two_grid()  # 1 .. 4096 requests per replica
+
+
+def evaluate_plans(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plans: list[ParallelPlan],
+    isl: int, osl: int, concurrency: Any,
+) -> GridResult:
+    """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
+    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
+    conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
+    return evaluate(
+        model, hw, prec, eng, tp=col("tp", np.int64), pp=col("pp", np.int64), ep=col("ep", np.int64),
+        cp=col("cp", np.int64), attention_dp=col("attention_dp", bool), isl=isl, osl=osl, concurrency=conc,
+    )
+
+
+@dataclass
+class OperatingPoint:
+    """One configuration picked from a grid, with its serving metrics (SI units)."""
+
+    plan: ParallelPlan
+    isl: int
+    osl: int
+    concurrency: int
+    tpot_s: float
+    ttft_s: float
+    tok_s_per_user: float
+    output_tok_s_per_gpu: float
+    max_concurrency: int
+    fractions: dict[str, float]
+    mixed_step_s: dict[str, float]
+    step_decode_seqs: float = 0.0  # the converged step mix (GridResult.step_*)
+    step_prefill_tokens: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(), "plan_label": self.plan.label(), "isl": self.isl, "osl": self.osl,
+            "concurrency": self.concurrency, "tpot_ms": self.tpot_s * 1e3, "ttft_ms": self.ttft_s * 1e3,
+            "tok_s_per_user": self.tok_s_per_user, "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
+            "max_concurrency": self.max_concurrency,
+        }
+
+
+def _point(grid: GridResult, i: int, j: int, plan: ParallelPlan, isl: int, osl: int, conc: int) -> OperatingPoint:
+    mixed = {c: float(np.asarray(grid.mixed_breakdown[c])[i, j]) for c in OP_CLASSES}
+    total = sum(mixed.values())
+    return OperatingPoint(
+        plan=plan, isl=isl, osl=osl, concurrency=conc, tpot_s=float(grid.tpot_s[i, j]),
+        ttft_s=float(grid.ttft_s[i, j]), tok_s_per_user=float(grid.tok_s_per_user[i, j]),
+        output_tok_s_per_gpu=float(grid.output_tok_s_per_gpu[i, j]),
+        max_concurrency=int(grid.max_concurrency[i, j]),
+        fractions={c: v / total for c, v in mixed.items()}, mixed_step_s=mixed,
+        step_decode_seqs=float(np.asarray(grid.step_decode_seqs)[i, j]),
+        step_prefill_tokens=float(np.asarray(grid.step_prefill_tokens)[i, j]),
+    )
+
+
+def operating_point(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, isl: int, osl: int,
+    goal: str, *, plans: list[ParallelPlan] | None = None, concurrency: int | None = None,
+    min_tok_s_per_user: float = THROUGHPUT_MIN_TOK_S_USER,
+) -> OperatingPoint:
+    """The best point for ``goal`` (``throughput`` or ``latency``) over plans x concurrency.
+
+    ``concurrency`` pins the concurrency (the plan is still chosen). Raises SpecError when no
+    plan fits the model in memory at that setting.
+    """
+    if goal not in ("throughput", "latency"):
+        raise SpecError(f"goal {goal!r} must be 'throughput' or 'latency'")
+    plans = plans or candidate_plans(model, hw)
+    if concurrency is not None:
+        concs = [int(concurrency)]
+    elif goal == "latency":
+        concs = [LATENCY_CONCURRENCY]
+    else:
+        concs = list(ADVISOR_CONCURRENCY)
+    g = evaluate_plans(model, hw, prec, eng, plans, isl, osl, concs)
+    ok = np.asarray(g.feasible, dtype=bool)
+    if goal == "throughput":
+        score = np.where(ok & (g.tok_s_per_user >= min_tok_s_per_user), g.output_tok_s_per_gpu, -np.inf)
+        if not np.isfinite(score).any():  # nothing meets the interactivity floor: best that fits
+            score = np.where(ok, g.output_tok_s_per_gpu, -np.inf)
+    else:
+        score = np.where(ok, g.tok_s_per_user, -np.inf)
+    if not np.isfinite(score).any():
+        reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
+        raise SpecError(
+            f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any plan up to "
+            f"tp={max(p.tp for p in plans)} ({', '.join(reasons)})"
+        )
+    i, j = np.unravel_index(int(np.argmax(score)), score.shape)
+    return _point(g, int(i), int(j), plans[int(i)], isl, osl, concs[int(j)])
+
+
+def default_precision(hw: HardwareSpec) -> str:
+    """FP8 where the GPU runs it natively, else BF16 (FP16 on parts without BF16)."""
+    if hw.supports("fp8"):
+        return "fp8"
+    return "bf16" if hw.supports("bf16") else "fp16"
+
+
+def operating_step(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    point: OperatingPoint,
+    detail: bool = True,
+) -> PipelinedStep:
+    """The steady-state step of ``point`` (its converged decode/prefill mix), priced by the
+    same :func:`serving.pipelined_step` as ``estimate``: ``total_s`` equals the point's TPOT."""
+    p = point.plan
+    return pipelined_step(
+        model, prec, hw, eng, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, attention_dp=p.attention_dp,
+        isl=point.isl, osl=point.osl, decode_seqs=point.step_decode_seqs,
+        prefill_tokens=point.step_prefill_tokens, detail=detail,
+    )
+
+
+@dataclass
+class Curve:
+    """Pareto points of a plans x concurrency grid (tok/s/user ascending) with the plan and
+    concurrency behind each; ``area`` is :func:`pareto.frontier_area` (the one definition)."""
+
+    tok_s_per_user: np.ndarray
+    output_tok_s_per_gpu: np.ndarray
+    plans: list[str]
+    concurrency: list[int]
+
+    @property
+    def area(self) -> float:
+        return frontier_area(self.tok_s_per_user, self.output_tok_s_per_gpu)
+
+    def throughput_at(self, tok_s_per_user: float) -> float:
+        """Most tok/s/GPU among points offering at least ``tok_s_per_user`` (0 if none)."""
+        x = np.asarray([tok_s_per_user], dtype=float)
+        return float(staircase(self.tok_s_per_user, self.output_tok_s_per_gpu, x)[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        points = [
+            {"tok_s_per_user": float(u), "output_tok_s_per_gpu": float(g), "plan": p,
+             "concurrency": c}
+            for u, g, p, c in zip(
+                self.tok_s_per_user, self.output_tok_s_per_gpu, self.plans, self.concurrency
+            )
+        ]
+        return {"points": points, "area": self.area}
+
+
+def _empty_curve() -> Curve:
+    return Curve(np.zeros(0), np.zeros(0), [], [])
+
+
+def grid_curve(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    isl: int,
+    osl: int,
+    plans: list[ParallelPlan] | None = None,
+    concurrency: tuple[int, ...] = ADVISOR_CONCURRENCY,
+) -> Curve:
+    """The Pareto curve over the candidate plans x concurrency grid (empty when nothing fits)."""
+    try:
+        plans = plans or candidate_plans(model, hw)
+    except SpecError:
+        return _empty_curve()
+    concs = list(concurrency)
+    grid = evaluate_plans(model, hw, prec, eng, plans, isl, osl, concs)
+    u = np.asarray(grid.tok_s_per_user, dtype=float)
+    g = np.asarray(grid.output_tok_s_per_gpu, dtype=float)
+    ok = np.asarray(grid.feasible, dtype=bool) & np.isfinite(u) & np.isfinite(g)
+    ii, jj = np.nonzero(ok)
+    if ii.size == 0:
+        return _empty_curve()
+    keep = pareto_mask(u[ii, jj], g[ii, jj])
+    ii, jj = ii[keep], jj[keep]
+    order = np.lexsort((jj, ii, u[ii, jj]))
+    ii, jj = ii[order], jj[order]
+    labels = [plans[i].label() for i in ii]
+    return Curve(u[ii, jj], g[ii, jj], labels, [int(concs[j]) for j in jj])

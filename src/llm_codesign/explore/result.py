@@ -1,0 +1,189 @@
+"""The result of a deployment search: evaluated points, the Pareto subset, its area and
+readings, and the best configuration under latency targets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..ops import OP_CLASSES
+from ..pareto import AREA_RANGE, frontier_area, staircase
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.plan import ParallelPlan
+from ..specs.precision import Precision
+from .plans import PlanTable
+from .points import MODE_DISAGGREGATED, MODES, PHASES, Points
+
+Array = np.ndarray
+
+READINGS_AT = (20.0, 50.0, 100.0, 200.0)  # tok/s/user at which frontiers are read
+
+
+@dataclass
+class Targets:
+    """Latency targets a configuration must meet (None = no target)."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    min_tok_s_per_user: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("ttft_ms", "tpot_ms", "min_tok_s_per_user"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and 0 < v < 1e9):
+                raise SpecError(f"target {name} must be a positive number, got {v!r}")
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.min_tok_s_per_user))
+
+    def met(self, p: Points) -> Array:
+        ok = p["feasible"].copy()
+        if self.ttft_ms is not None:
+            ok &= p["ttft_s"] * 1e3 <= self.ttft_ms
+        if self.tpot_ms is not None:
+            ok &= p["tpot_s"] * 1e3 <= self.tpot_ms
+        if self.min_tok_s_per_user is not None:
+            ok &= p["tok_s_per_user"] >= self.min_tok_s_per_user
+        return ok
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "min_tok_s_per_user": self.min_tok_s_per_user}
+
+
+@dataclass
+class Frontier:
+    """Result of :func:`frontier`: evaluated points, the Pareto subset, area, best under targets."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    precisions: tuple[Precision, ...]
+    engine: EngineConstants
+    num_gpus: int
+    isl: int
+    osl: int
+    points: Points
+    pareto: Array  # indices into points, sorted by tok_s_per_user ascending
+    evaluated: int
+    feasible_count: int
+    elapsed_s: float
+    targets: Targets
+    best: int | None
+    regions: Array  # region label per pareto point
+    area_range: tuple[float, float] = AREA_RANGE
+    readings_at: tuple[float, ...] = READINGS_AT
+    all_points_kept: bool = True
+    plans: PlanTable | None = None
+    label: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    # ---- derived numbers ----
+    def pareto_points(self) -> Points:
+        return self.points.take(self.pareto)
+
+    @property
+    def area(self) -> float:
+        p = self.pareto_points()
+        return frontier_area(p["tok_s_per_user"], p["output_tok_s_per_gpu"], self.area_range)
+
+    def readings(self, at: Iterable[float] | None = None) -> list[dict[str, Any]]:
+        """Tokens/s/GPU at X tokens/s/user: the best frontier point offering at least X."""
+        p = self.pareto_points()
+        xs = np.asarray(list(self.readings_at if at is None else at), dtype=float)
+        ys = staircase(p["tok_s_per_user"], p["output_tok_s_per_gpu"], xs)
+        out = []
+        for x, y in zip(xs.tolist(), ys.tolist()):
+            i = None
+            if y > 0:
+                match = np.flatnonzero((p["tok_s_per_user"] >= x) & (p["output_tok_s_per_gpu"] == y))
+                i = int(self.pareto[match[0]]) if match.size else None
+            out.append({"tok_s_per_user": x, "output_tok_s_per_gpu": y if y > 0 else None,
+                        "plan": self.plan_label(i) if i is not None else None})
+        return out
+
+    def plan_label(self, i: int) -> str:
+        """Human label of the point's plan, e.g. ``TP8 EP8 attnDP8`` or ``disagg 2xTP4 : 1xTP8``."""
+        c = self.points.cols
+        dec = plan_label(int(c["tp"][i]), int(c["pp"][i]), int(c["ep"][i]), bool(c["attention_dp"][i]), int(c["cp"][i]))
+        if int(c["mode"][i]) == MODE_DISAGGREGATED:
+            pre = plan_label(int(c["p_tp"][i]), int(c["p_pp"][i]), int(c["p_ep"][i]), bool(c["p_attention_dp"][i]), int(c["p_cp"][i]))
+            return f"disagg {int(c['prefill_workers'][i])}x[{pre}] : {int(c['decode_workers'][i])}x[{dec}]"
+        return dec
+
+    def point_dict(self, i: int, region: str | None = None) -> dict[str, Any]:
+        """One point in DESIGN.md's contract (estimate's fields + plan + precision + extras)."""
+        c = self.points.cols
+        f = {k: v[i] for k, v in c.items()}
+        prec = self.precisions[int(f["precision"])]
+        mode = MODES[int(f["mode"])]
+        breakdown = {}
+        for phase in PHASES:
+            d = {cl: float(f[f"bd_{phase}_{cl}"]) for cl in OP_CLASSES}
+            d["total"] = sum(d.values())
+            breakdown[phase] = d
+        plan = {"tp": int(f["tp"]), "pp": int(f["pp"]), "ep": int(f["ep"]), "dp": int(f["dp"]),
+                "attention_dp": bool(f["attention_dp"]), "cp": int(f["cp"])}
+        out: dict[str, Any] = {
+            "ttft_ms": float(f["ttft_s"]) * 1e3, "tpot_ms": float(f["tpot_s"]) * 1e3,
+            "tok_s_per_user": float(f["tok_s_per_user"]), "output_tok_s_per_gpu": float(f["output_tok_s_per_gpu"]),
+            "total_tok_s_per_gpu": float(f["total_tok_s_per_gpu"]), "num_gpus": round(float(f["num_gpus"])),
+            "fits_in_memory": bool(f["fits_in_memory"]), "memory_per_gpu_gb": float(f["memory_per_gpu_bytes"]) / 1e9,
+            "breakdown": breakdown, "plan": plan, "plan_label": self.plan_label(i), "precision": prec.id,
+            "mode": mode, "concurrency": int(f["concurrency"]),
+            "concurrency_total": int(f["concurrency"]) * int(f["dp"]),
+            "max_concurrency": int(f["max_concurrency"]) if np.isfinite(f["max_concurrency"]) else None,
+            "feasible": bool(f["feasible"]), "reason": str(f["reason"]),
+        }
+        if region is not None:
+            out["region"] = region
+        if mode == "disaggregated":
+            out["disaggregated"] = {
+                "prefill_plan": {"tp": int(f["p_tp"]), "pp": int(f["p_pp"]), "ep": int(f["p_ep"]),
+                                 "attention_dp": bool(f["p_attention_dp"]), "cp": int(f["p_cp"])},
+                "prefill_workers": int(f["prefill_workers"]), "decode_workers": int(f["decode_workers"]),
+                "prefill_batch_requests": int(f["p_batch"]), "kv_transfer_ms": float(f["kv_transfer_s"]) * 1e3,
+            }
+        return out
+
+    def frontier_dicts(self) -> list[dict[str, Any]]:
+        return [self.point_dict(int(i), str(r)) for i, r in zip(self.pareto, self.regions)]
+
+    def best_dict(self) -> dict[str, Any] | None:
+        """The best point under the targets (``report.frontier_json`` adds its launch files)."""
+        return None if self.best is None else self.point_dict(self.best)
+
+    def to_dict(self, all_points: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.model.id, "hardware": self.hardware.id, "engine": self.engine.id,
+            "num_gpus": self.num_gpus, "isl": self.isl, "osl": self.osl,
+            "precisions": [p.id for p in self.precisions],
+            "points": self.frontier_dicts(),
+            "area": self.area,
+            "area_definition": (
+                f"mean output tok/s/GPU of the frontier staircase over tok/s/user log-uniform on "
+                f"[{self.area_range[0]:g}, {self.area_range[1]:g}]"),
+            "area_range": list(self.area_range),
+            "readings": self.readings(),
+            "targets": self.targets.to_dict(),
+            "best": self.best_dict(),
+            "evaluated": self.evaluated, "feasible": self.feasible_count, "elapsed_s": self.elapsed_s,
+            "search": self.settings,
+        }
+        if self.label:
+            out["label"] = self.label
+        if all_points:
+            out["all_points"] = [self.point_dict(i) for i in range(len(self.points))]
+        return out
+
+
+def plan_label(tp: int, pp: int, ep: int, adp: bool, cp: int) -> str:
+    """``ParallelPlan.label`` of a plan given by its axes."""
+    return ParallelPlan(tp=tp, pp=pp, ep=ep, attention_dp=adp, cp=cp).label()
+
+

@@ -1,0 +1,19 @@
+"""Reports from result objects: tables and JSON (render), exports, launch settings, plots."""
+
+from .export import SCHEMA_VERSION, frontier_json
+from .launch import launch_settings
+from .plots import output_paths, plot_frontiers
+from .render import clean, console, fmt, table, to_json
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "clean",
+    "console",
+    "fmt",
+    "frontier_json",
+    "launch_settings",
+    "output_paths",
+    "plot_frontiers",
+    "table",
+    "to_json",
+]

@@ -1,0 +1,331 @@
+"""Disaggregated serving: prefill workers and decode workers with their own plans, the KV
+transfer between them and the balance of the two pools (DESIGN.md). ``frontier`` searches over
+these; ``evaluate_disaggregated`` prices one given deployment (``estimate --disagg``).
+
+* prefill worker: batches of b prompts (b x ISL <= max_num_tokens when ISL fits) in chunks of
+  at most max_num_tokens, pipelined over pp stages: latency (n_chunks + pp - 1) x stage time
+  (+ the per-request overhead), rate R_p = b / (n_chunks x stage time) requests/s;
+* decode worker: a decode-only step of C sequences at mean context ISL + OSL / 2 (no prefill
+  chunks mixed in): TPOT = pp x stage time + PP hops, R_d = C / ((OSL - 1) x TPOT) requests/s;
+* KV transfer: the request's KV bytes over min(g_p, g_d) parallel links, NVLink when both pools
+  fit in one scale-up domain, else the scale-out NIC; TTFT = prefill latency + transfer;
+* x prefill : y decode workers, x g_p + y g_d <= N, chosen to maximize
+  min(x R_p, y R_d) x OSL / (x g_p + y g_d) (``balance_pools``); per-GPU throughput counts
+  both pools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost import collective_time
+from ..errors import SpecError
+from ..ops import OP_CLASSES, kv_bytes_per_sequence_per_gpu, step_shape
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
+from ..specs.precision import Precision
+from .memory import memory_fit, memory_in_use
+from .step import pipelined_step, step_cost
+
+Array = np.ndarray
+
+
+@dataclass
+class PrefillWorkers:
+    """Prefill workers (arrays broadcast over plans x batch sizes): request latency (s, with
+    the per-request overhead), requests/s, GPUs per worker, whether the batch's KV fits, and
+    seconds by op class of one request's prefill."""
+
+    latency_s: Array
+    rate_req_s: Array
+    gpus: Array
+    fits: Array
+    by_class: dict[str, Array]
+
+
+def prefill_workers(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    cp: Array,
+    attention_dp: Array,
+    batch: Array,
+    isl: int,
+) -> PrefillWorkers:
+    """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc)."""
+    b = np.asarray(batch, dtype=float)
+    tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
+    tokens = np.minimum(b * isl, eng.max_num_tokens)
+    n_chunks = np.ceil(b * isl / tokens)
+    shape = step_shape(
+        tp, pp, ep, cp, attention_dp, isl=isl, osl=0.0, prefill_tokens=tokens,
+        micro_batches=1.0,
+    )
+    stage = step_cost(model, prec, hw, eng, shape)
+    stage_s = np.asarray(stage.total_s)
+    steps = n_chunks + pp - 1.0
+    *_, max_conc = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl))
+    )
+    by_class = {c: np.broadcast_to(stage.by_class[c], stage_s.shape) * steps for c in OP_CLASSES}
+    return PrefillWorkers(
+        latency_s=steps * stage_s + eng.request_overhead_s,
+        rate_req_s=b / (n_chunks * stage_s),
+        gpus=(tp * pp).astype(float),
+        fits=max_conc >= b,
+        by_class=by_class,
+    )
+
+
+def check_decode_length(osl: int) -> None:
+    """The decode pool makes tokens 2..osl: disaggregation needs at least two output tokens."""
+    if osl < 2:
+        raise SpecError(
+            f"disaggregated serving needs osl >= 2 (the decode pool makes tokens 2..osl), got osl={osl}"
+        )
+
+
+@dataclass
+class DecodeWorkers:
+    """Decode workers (arrays over plans x concurrency): TPOT, requests/s, GPUs per worker,
+    the most sequences that fit, bytes on the busiest GPU, seconds per step by op class."""
+
+    tpot_s: Array
+    rate_req_s: Array
+    gpus: Array
+    max_concurrency: Array
+    memory_per_gpu_bytes: Array
+    by_class: dict[str, Array]
+
+
+def decode_workers(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    cp: Array,
+    attention_dp: Array,
+    concurrency: Array,
+    isl: int,
+    osl: int,
+) -> DecodeWorkers:
+    """Decode workers holding ``concurrency`` sequences each (module doc)."""
+    check_decode_length(osl)
+    tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
+    conc = np.asarray(concurrency, dtype=float)
+    step = pipelined_step(
+        model, prec, hw, eng, tp=tp, pp=pp, ep=ep, cp=cp, attention_dp=attention_dp,
+        isl=isl, osl=osl, decode_seqs=conc,
+    )
+    tpot = step.total_s
+    w, kv, workspace, _, max_conc = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(isl + osl / 2.0)
+    )
+    shape = np.shape(tpot)
+    return DecodeWorkers(
+        tpot_s=tpot,
+        rate_req_s=conc / ((osl - 1.0) * tpot),
+        gpus=(tp * pp).astype(float),
+        max_concurrency=max_conc,
+        memory_per_gpu_bytes=memory_in_use(w, kv, workspace, conc, tp, attention_dp),
+        by_class={c: np.broadcast_to(v, shape) for c, v in step.by_class.items()},
+    )
+
+
+def kv_transfer_time(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    gpus_prefill: Array,
+    gpus_decode: Array,
+    gpus_total: Array,
+    isl: int,
+) -> tuple[Array, Array]:
+    """(seconds to move one request's KV cache from its prefill to its decode worker, whether
+    the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links."""
+    kv_req = float(
+        kv_bytes_per_sequence_per_gpu(
+            model, prec, np.asarray(float(isl)), np.asarray(1), np.asarray(1),
+            np.asarray(False), np.asarray(1),
+        )
+    )
+    links = np.minimum(gpus_prefill, gpus_decode)
+    inside = np.asarray(gpus_total) <= hw.scaleup_domain_size
+    group = np.where(inside, 2, hw.scaleup_domain_size + 1)
+    n = np.broadcast(links, inside).shape
+    return collective_time("p2p", np.full(n, kv_req) / links, group, hw, eng), inside
+
+
+def balance_pools(
+    rate_prefill: Array, rate_decode: Array, gpus_prefill: Array, gpus_decode: Array, num_gpus: int,
+) -> tuple[Array, Array, Array, Array]:
+    """Best integer split into x prefill and y decode workers within ``num_gpus`` GPUs.
+
+    Inputs broadcast: requests/s of one prefill worker (R_p) and of one decode worker (R_d), and
+    the GPUs each worker uses (g_p, g_d). For each y in 1..N, x is floor or ceil of the balance
+    point y R_d / R_p (clipped to what the budget leaves); the pair maximizing requests/s per
+    GPU, min(x R_p, y R_d) / (x g_p + y g_d), wins. Returns (x, y, requests/s, GPUs used);
+    zeros where not even one worker of each fits.
+
+    Example (R_p = 10, R_d = 5 req/s, g_p = 1, g_d = 2, 8 GPUs: 1 prefill : 2 decode, 10 req/s on 5 GPUs):
+        >>> [float(v) for v in balance_pools(10.0, 5.0, 1, 2, 8)]
+        [1.0, 2.0, 10.0, 5.0]
+    """
+    rp, rd, gp, gd = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (rate_prefill, rate_decode, gpus_prefill, gpus_decode)))
+    shape = rp.shape
+    y = np.arange(1, int(num_gpus) + 1, dtype=float).reshape((1,) * len(shape) + (-1,))
+    rp_, rd_, gp_, gd_ = (v[..., None] for v in (rp, rd, gp, gd))
+    x_max = np.floor((num_gpus - y * gd_) / gp_)
+    x_star = y * rd_ / np.maximum(rp_, 1e-30)
+    fits = x_max >= 1
+
+    x_cap = np.maximum(x_max, 1.0)
+    y_rd, y_gd = y * rd_, y * gd_
+
+    def per_gpu(x: Array) -> tuple[Array, Array]:
+        x = np.minimum(np.maximum(x, 1.0), x_cap)
+        return x, np.where(fits, np.minimum(x * rp_, y_rd) / (x * gp_ + y_gd), -1.0)
+
+    x_lo, per_lo = per_gpu(np.floor(x_star))
+    x_hi, per_hi = per_gpu(np.ceil(x_star))
+    use_hi = per_hi > per_lo
+    per = np.where(use_hi, per_hi, per_lo)
+    k = np.argmax(per, axis=-1)[..., None]
+    best = np.take_along_axis(per, k, -1)[..., 0]
+    bx = np.take_along_axis(np.where(use_hi, x_hi, x_lo), k, -1)[..., 0]
+    by = (k[..., 0] + 1).astype(float)
+    none = best < 0
+    bx, by = np.where(none, 0.0, bx), np.where(none, 0.0, by)
+    gpus = bx * gp + by * gd
+    return bx, by, np.where(none, 0.0, best * gpus), gpus
+
+
+def best_split(rate_p: Array, g_p: Array, rate_d: Array, g_d: Array, num_gpus: int) -> tuple[Array, ...]:
+    """For each decode configuration, the prefill candidate and x : y split with the most
+    requests/s per GPU (chunks of decode rows bound the (rows x candidates x y) arrays)."""
+    n = len(rate_d)
+    out = [np.zeros(n) for _ in range(4)] + [np.zeros(n, dtype=np.int64)]
+    step = max(1, 200_000 // max(len(rate_p) * int(num_gpus), 1))  # cache-sized blocks
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        x, y, req_s, gpus = balance_pools(rate_p[None, :], rate_d[lo:hi, None], g_p[None, :], g_d[lo:hi, None], num_gpus)
+        per = np.where(gpus > 0, req_s / np.maximum(gpus, 1), -1.0)
+        k = np.argmax(per, axis=1)
+        rows = np.arange(hi - lo)
+        for o, v in zip(out, (x, y, req_s, gpus)):
+            o[lo:hi] = v[rows, k]
+        out[4][lo:hi] = k
+    return tuple(out)
+
+
+
+
+@dataclass
+class DisaggregatedResult:
+    """Serving metrics of disaggregated deployments (arrays, SI units)."""
+
+    ttft_s: Array
+    tpot_s: Array
+    tok_s_per_user: Array
+    output_tok_s_per_gpu: Array
+    total_tok_s_per_gpu: Array
+    requests_per_s: Array
+    num_gpus: Array
+    kv_transfer_s: Array
+    memory_per_gpu_bytes: Array
+    max_concurrency: Array
+    fits_in_memory: Array
+    feasible: Array
+    reason: Array
+    prefill_breakdown: dict[str, Array]
+    decode_breakdown: dict[str, Array]
+
+
+def evaluate_disaggregated(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    prefill_plan: dict[str, Array | int | bool],
+    decode_plan: dict[str, Array | int | bool],
+    prefill_count: Array | int,
+    decode_count: Array | int,
+    prefill_batch: Array | int,
+    concurrency: Array | int,
+    isl: int,
+    osl: int,
+) -> DisaggregatedResult:
+    """``prefill_count`` prefill workers (plan ``prefill_plan``: keys tp, pp, ep, cp,
+    attention_dp) batching ``prefill_batch`` prompts, feeding ``decode_count`` decode workers
+    (``decode_plan``) that each hold ``concurrency`` sequences. Requests/s is the slower pool's
+    rate; TTFT = prefill latency + KV transfer; TPOT the decode step. Throughput per GPU counts
+    both pools. The frontier's disaggregated points are these numbers at the balanced split.
+
+    Example (one TP4 prefill worker feeding one TP4 decode worker of Llama-3.1-70B):
+        >>> from llm_codesign.specs import load_hardware, load_model, parse_precision
+        >>> from llm_codesign.specs.engine import load_engine
+        >>> plan = {"tp": 4, "pp": 1, "ep": 1, "cp": 1, "attention_dp": False}
+        >>> r = evaluate_disaggregated(load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
+        ...     parse_precision("fp8"), load_engine(), prefill_plan=plan, decode_plan=plan,
+        ...     prefill_count=1, decode_count=1, prefill_batch=1, concurrency=64, isl=1024, osl=1024)
+        >>> int(r.num_gpus), bool(r.feasible)
+        (8, True)
+    """
+    keys = ("tp", "pp", "ep", "cp", "attention_dp")
+    pplan = {k: np.asarray(prefill_plan[k]) for k in keys}
+    dplan = {k: np.asarray(decode_plan[k]) for k in keys}
+    x = np.asarray(prefill_count, dtype=float)
+    y = np.asarray(decode_count, dtype=float)
+    reason = plan_feasibility(model, *(pplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")))
+    dreason = plan_feasibility(model, *(dplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")))
+    reason = np.where(reason == "", dreason, reason)
+    ok = reason == ""
+    pplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in pplan.items()}
+    dplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in dplan.items()}
+    pw = prefill_workers(model, hw, prec, eng, **pplan, batch=prefill_batch, isl=isl)
+    dw = decode_workers(model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl)
+    gpus = x * pw.gpus + y * dw.gpus
+    req_s = np.minimum(x * pw.rate_req_s, y * dw.rate_req_s)
+    transfer, inside = kv_transfer_time(model, hw, prec, eng, pw.gpus, dw.gpus, gpus, isl)
+    conc = np.asarray(concurrency, dtype=float)
+    fits = pw.fits & (conc <= dw.max_concurrency)
+    reason = np.where((reason == "") & ~pw.fits, "prefill_batch_oom", reason)
+    reason = np.where((reason == "") & (conc > dw.max_concurrency), "oom", reason)
+    no_net = crosses_domain_without_network(hw, np.where(inside, 0, gpus))
+    no_net |= crosses_domain_without_network(hw, np.maximum(pplan["tp"], dplan["tp"]))
+    reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)
+    reason = np.where((reason == "") & ~np.isfinite(dw.tpot_s), "numeric", reason)
+    feasible = reason == ""
+    safe_g = np.maximum(gpus, 1.0)
+    return DisaggregatedResult(
+        ttft_s=pw.latency_s + transfer,
+        tpot_s=dw.tpot_s,
+        tok_s_per_user=1.0 / dw.tpot_s,
+        output_tok_s_per_gpu=np.where(feasible, req_s * osl / safe_g, 0.0),
+        total_tok_s_per_gpu=np.where(feasible, req_s * (isl + osl) / safe_g, 0.0),
+        requests_per_s=req_s,
+        num_gpus=gpus,
+        kv_transfer_s=transfer,
+        memory_per_gpu_bytes=dw.memory_per_gpu_bytes,
+        max_concurrency=dw.max_concurrency,
+        fits_in_memory=fits,
+        feasible=feasible,
+        reason=reason,
+        prefill_breakdown=pw.by_class,
+        decode_breakdown=dw.by_class,
+    )

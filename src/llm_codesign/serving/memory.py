@@ -1,0 +1,99 @@
+"""Memory fit per GPU (weights, KV cache, workspace) and the concurrency an engine can run.
+
+One home for the concurrency cap: a replica runs at most the sequences whose KV fits and at
+most the engine's ``max_batch_size`` per scheduling rank (each attention-DP rank schedules its
+own batch); clients beyond the cap queue (serving) and sweeps stop their grids there (explore).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+
+Array = np.ndarray
+
+# Per-GPU memory the engine cannot give to weights or KV: CUDA context, cuBLAS/NCCL workspaces.
+RUNTIME_RESERVED_BYTES = 2.0e9
+# Largest concurrency per replica any sweep considers (a bound on grids, far above real engines)
+MAX_CONCURRENCY = 1 << 22
+
+
+def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
+    """Ranks that schedule their own batch in a replica: tp under attention-DP, else 1."""
+    return np.where(attention_dp, tp, 1)
+
+
+def memory_fit(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    attention_dp: Array,
+    cp: Array,
+    context: Array,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """Per-GPU memory: (weight bytes, KV bytes per sequence of ``context`` tokens, workspace
+    bytes, bytes the KV cache may use, max concurrency per replica).
+
+    The engine gives ``memory_utilization`` of the memory left after weights and workspace to
+    the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction). ``context`` is the tokens a
+    sequence holds: callers pass the steady-state mean ISL + OSL/2 for in-flight batching
+    (paged KV blocks are allocated as tokens arrive and running sequences are spread over their
+    decode phase: measured TensorRT-LLM runs hold more sequences than full ISL + OSL
+    reservations would allow), the full ISL + OSL for static batches. Workspace = runtime
+    reserve + activations of one ``max_num_tokens`` step.
+    """
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    kv_seq = kv_bytes_per_sequence_per_gpu(
+        model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp
+    )
+    d = model.hidden_size
+    ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
+    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * ffn_local) * 2.0
+    usable = (hw.hbm_bytes - w_bytes - workspace) * eng.memory_utilization
+    seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
+    return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
+
+
+def concurrency_cap(eng: EngineConstants, max_conc: Array, tp: Array, attention_dp: Array) -> Array:
+    """Most sequences a replica runs at once: what its KV holds (``max_conc`` from
+    :func:`memory_fit`), at most ``max_batch_size`` per scheduling rank and ``MAX_CONCURRENCY``."""
+    batch = eng.max_batch_size * scheduling_ranks(tp, attention_dp)
+    return np.minimum(np.minimum(max_conc, batch), MAX_CONCURRENCY)
+
+
+def memory_in_use(
+    w_bytes: Array, kv_seq: Array, workspace: Array, running: Array, tp: Array, attention_dp: Array
+) -> Array:
+    """Bytes on the busiest GPU running ``running`` sequences per replica (attention-DP ranks
+    hold ceil(running / tp) sequences each)."""
+    return w_bytes + np.ceil(running / scheduling_ranks(tp, attention_dp)) * kv_seq + workspace
+
+
+def static_batch_fits(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    attention_dp: Array,
+    cp: Array,
+    context: Array,
+    batch: Array,
+) -> Array:
+    """Whether a static batch of ``batch`` sequences of ``context`` tokens fits: the session
+    benchmark reserves the full context per sequence and no chunked-prefill workspace."""
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp)
+    usable = (hw.hbm_bytes - w_bytes - RUNTIME_RESERVED_BYTES) * eng.memory_utilization
+    return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq

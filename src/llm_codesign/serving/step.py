@@ -1,0 +1,177 @@
+"""One engine step: the time of one pipeline stage's step (op times x layers + kernel and host
+overheads), the pipelined step of a replica (pp micro-batches + activation hops), and what
+bounds it. Every command that talks about "the step" (estimate, frontier, lint, regimes)
+prices it here, on a shape built by :func:`llm_codesign.ops.step_shape`.
+
+Pipeline parallelism splits a replica's tokens into pp micro-batches, each stage holding
+L / pp layers: step = pp x stage time + (pp - 1) activation transfers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..cost import collective_time, op_time
+from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+
+Array = np.ndarray
+
+# What bounds a step: the time of compute-bound ops, memory-bound ops, collectives, or fixed
+# kernel/host overheads, whichever is largest (``bound_split``).
+RESOURCES = ("compute", "memory", "network", "overhead")
+REGIONS = tuple(f"{r}-bound" for r in ("compute", "memory", "communication", "overhead"))
+
+
+@dataclass
+class StepCost:
+    """Time of one step per op class (seconds, arrays) and per-op detail."""
+
+    total_s: Array
+    by_class: dict[str, Array]
+    ops: list[tuple[Op, Array, Any]] = field(default_factory=list)
+
+
+def step_cost(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    s: StepShape,
+    detail: bool = False,
+    memo: dict | None = None,
+) -> StepCost:
+    """Time of one pipeline stage's step: sum of op times x layers + kernel and step overheads."""
+    ops = step_ops(model, prec, s)
+    shape = np.broadcast(
+        s.decode_seqs, s.prefill_tokens, s.tp, s.pp, s.ep, s.cp, s.attention_dp, s.decode_ctx,
+        s.prefill_ctx,
+    ).shape
+    by_class = {c: np.zeros(shape) for c in OP_CLASSES}
+    kernels = np.zeros(shape)
+    detail_rows = []
+    for op in ops:
+        t, bound = op_time(op, hw, eng, memo)
+        t_total = t * op.layers
+        by_class[op.op_class] = by_class[op.op_class] + t_total
+        active = np.asarray(t) > 0
+        kernels = kernels + np.where(active, op.kernels * np.asarray(op.layers), 0.0)
+        if detail:
+            detail_rows.append((op, t_total, bound))
+    seqs = (s.decode_seqs + s.prefill_seqs) / np.where(s.attention_dp, s.tp, 1)
+    by_class["other"] = by_class["other"] + kernels * eng.kernel_overhead_s
+    # host work (scheduling, sampling, per-request bookkeeping); an overlap scheduler hides a
+    # share of it behind the GPU work of the step
+    gpu = sum(by_class.values())
+    host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs
+    by_class["other"] = by_class["other"] + host - eng.host_overlap * np.minimum(gpu, host)
+    total = sum(by_class.values())
+    return StepCost(total, by_class, detail_rows)
+
+
+def pipeline_hops(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    pp: Array,
+    tokens: Array,
+) -> Array:
+    """Time of the (pp - 1) activation transfers between pipeline stages for one token step of
+    ``tokens`` tokens split into pp micro-batches."""
+    micro = np.asarray(pp, dtype=float)
+    act = np.asarray(tokens, dtype=float) / micro * model.hidden_size * prec.comm_bytes
+    return (micro - 1.0) * collective_time("p2p", act, np.where(micro > 1, 2, 1), hw, eng)
+
+
+@dataclass
+class PipelinedStep:
+    """A replica's step through all pp stages (seconds, arrays): ``total_s`` = pp x stage +
+    hops; ``by_class`` sums to it (hops are communication); ``stage`` is one stage's cost
+    (its op rows, with ``detail``, are one stage's share of one micro-batch)."""
+
+    total_s: Array
+    by_class: dict[str, Array]
+    stage: StepCost
+    micro_batches: Array
+    hops_s: Array
+
+
+def pipelined_step(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    *,
+    tp: Array | int,
+    pp: Array | int,
+    ep: Array | int,
+    cp: Array | int,
+    attention_dp: Array | bool,
+    isl: Array | float,
+    osl: Array | float,
+    decode_seqs: Array | float,
+    prefill_tokens: Array | float = 0.0,
+    decode_query: Array | float = 1.0,
+    detail: bool = False,
+    memo: dict | None = None,
+) -> PipelinedStep:
+    """The steady-state step of a replica decoding ``decode_seqs`` sequences (``decode_query``
+    tokens each) with ``prefill_tokens`` prompt tokens mixed in: the mixed step of DESIGN.md
+    (``prefill_tokens=0`` gives a pure decode step). TPOT is this step's time (divided by the
+    tokens a speculative step yields, in :func:`serving.evaluate`)."""
+    pp_a = np.asarray(pp, dtype=np.int64)
+    micro = pp_a.astype(float)
+    s = step_shape(
+        tp, pp_a, ep, cp, attention_dp, isl=isl, osl=osl, decode_seqs=decode_seqs,
+        prefill_tokens=prefill_tokens, decode_query=decode_query,
+    )
+    stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
+    tokens = np.asarray(decode_seqs, dtype=float) * decode_query + np.asarray(prefill_tokens)
+    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens)
+    by_class = {k: v * micro for k, v in stage.by_class.items()}
+    by_class["communication"] = by_class["communication"] + hops
+    return PipelinedStep(micro * stage.total_s + hops, by_class, stage, micro, hops)
+
+
+def bound_split(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    step: PipelinedStep,
+) -> dict[str, Array]:
+    """Seconds of a pipelined step (computed with ``detail=True``) by what bounds them:
+    compute-bound ops, memory-bound ops, network (collectives and pipeline hops) and
+    overhead (per-kernel and host time); the four sum to ``step.total_s``."""
+    if not step.stage.ops:
+        raise ValueError("bound_split needs a step computed with detail=True")
+    shape = np.shape(step.total_s)
+    out = {r: np.zeros(shape) for r in RESOURCES}
+    micro = step.micro_batches
+    used = np.zeros(shape)
+    for op, t, bound in step.stage.ops:
+        t = np.broadcast_to(np.asarray(t) * micro, shape)
+        used = used + t
+        if op.kind == "comm":
+            out["network"] = out["network"] + t
+        else:
+            is_c = np.broadcast_to(np.asarray(bound) == "compute", shape)
+            out["compute"] = out["compute"] + np.where(is_c, t, 0.0)
+            out["memory"] = out["memory"] + np.where(is_c, 0.0, t)
+    out["network"] = out["network"] + np.broadcast_to(step.hops_s, shape)
+    used = used + np.broadcast_to(step.hops_s, shape)
+    out["overhead"] = np.maximum(np.broadcast_to(step.total_s, shape) - used, 0.0)
+    return out
+
+
+def region_of(split: dict[str, Array]) -> Array:
+    """The region label (``REGIONS``) of the largest term of a :func:`bound_split`."""
+    stack = np.stack([np.asarray(split[r], dtype=float) for r in RESOURCES])
+    return np.asarray(REGIONS, dtype=object)[np.argmax(stack, axis=0)]
