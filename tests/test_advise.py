@@ -7,14 +7,10 @@ from click.testing import CliRunner
 
 from llm_codesign import load_hardware, load_model
 from llm_codesign.advise import lint as advise
-from llm_codesign.advise.lint import (
-    RULES,
-    layer_sequence,
-    lint,
-    parse_workload,
-    small_dim_threshold,
-    stage_balance,
-)
+from llm_codesign.advise import rules_shape
+from llm_codesign.advise.lint import RULES, lint, parse_workload
+from llm_codesign.advise.rules_serving import layer_sequence, stage_balance
+from llm_codesign.advise.rules_shape import small_dim_threshold
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
 from llm_codesign.specs.model import model_from_config
@@ -56,7 +52,7 @@ def test_alignment_clean_on_aligned_models():
 
 
 def test_alignment_256_only_on_two_sm_gpus(monkeypatch):
-    monkeypatch.setattr(advise, "MIN_IMPACT", 1.0)  # show even negligible impacts
+    monkeypatch.setattr(rules_shape, "MIN_IMPACT", 1.0)  # show even negligible impacts
     m = dense(hidden_size=4096, num_attention_heads=32, intermediate_size=14464)  # 128 x 113
     gb = rules_of(lint(m, "gb200", workloads=SHORT, rules=["dim-alignment"]), "dim-alignment")
     assert [f.details["multiple_of"] for f in gb if f.location == "intermediate_size"] == [256]

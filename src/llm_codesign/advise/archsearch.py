@@ -36,12 +36,12 @@ import numpy as np
 
 from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
-from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
-from .quality import assumptions as quality_assumptions
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import ModelSpec, load_model, model_from_config
 from ..specs.precision import Precision, parse_precision
+from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
+from .quality import assumptions as quality_assumptions
 
 DEFAULT_PARAM_TOLERANCE = 0.02  # |variant / original - 1| for total and for active params
 MIN_GAIN = 1.005  # a variant must beat the original by 0.5% to be reported

@@ -10,8 +10,10 @@ from .. import (
     apply_profile,
     bundled_hardware,
     bundled_models,
-    estimate as estimate_config,
     load_hardware,
+)
+from .. import (
+    estimate as estimate_config,
 )
 from ..report import console, table, to_json
 from ._common import plan_options

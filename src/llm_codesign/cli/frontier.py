@@ -15,10 +15,12 @@ from .. import (
     SpecError,
     apply_profile,
     compare,
-    frontier as search_frontier,
     load_hardware,
     parse_compare,
     write_csv,
+)
+from .. import (
+    frontier as search_frontier,
 )
 from ..explore import AREA_RANGE, POINTS_PER_OCTAVE, READINGS_AT
 from ..report import (

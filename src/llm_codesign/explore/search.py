@@ -40,7 +40,7 @@ from ..specs.model import ModelSpec, load_model
 from ..specs.precision import Precision, parse_precision
 from .disagg import disaggregated_points
 from .export import StreamingCSV, write_csv
-from .grid import POINTS_PER_OCTAVE, grid_count, memory_limit, concurrency_grid, refine_grid
+from .grid import POINTS_PER_OCTAVE, concurrency_grid, grid_count, memory_limit, refine_grid
 from .plans import PlanTable, enumerate_plans
 from .points import FLOAT_COLUMNS, MODE_DISAGGREGATED, Points
 from .result import READINGS_AT, Frontier, Targets

@@ -1,0 +1,450 @@
+"""Lint rules on the deployment: attention TP and KV replication, KV-cache size, MoE expert
+parallelism and per-expert GEMM rows, pipeline balance, quantization."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .. import cost
+from ..errors import SpecError
+from ..explore import (
+    THROUGHPUT_MIN_TOK_S_USER,
+    OperatingPoint,
+    candidate_plans,
+    evaluate_plans,
+    operating_point,
+)
+from ..ops import Op, layer_group_ops, step_shape
+from ..serving import pipelined_step
+from ..specs.hardware import HardwareSpec
+from ..specs.model import AttentionSpec, LayerGroup, ModelSpec
+from ..specs.plan import ParallelPlan
+from ..specs.precision import Precision, parse_precision
+from .archsearch import build_variant
+from .findings import (
+    EXPERT_TP_MIN_WIDTH,
+    MIN_IMPACT,
+    PIPELINE_STAGES,
+    SLIDING_WINDOW,
+    Finding,
+    LintContext,
+    scalar,
+    severity_for,
+    step_rows,
+    surgery,
+)
+from .rules_shape import nearest_multiple
+
+# rules: attention-tp and kv-cache
+# ---------------------------------------------------------------------------------------------
+
+
+def _best_throughput(ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None) -> tuple[float, OperatingPoint | None]:
+    try:
+        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
+    except SpecError:
+        return 0.0, None
+    return pt.output_tok_s_per_gpu, pt
+
+
+def rule_attention_tp(ctx: LintContext) -> list[Finding]:
+    a = ctx.model.attention
+    if a.kind != "gqa":
+        return []
+    plans = candidate_plans(ctx.model, ctx.hw)
+    if not any(p.tp > a.num_kv_heads for p in plans):
+        return []
+    p0 = ctx.longest  # KV-parallel attention pays with long contexts
+    plain = [p for p in plans if p.cp == 1]
+    helix = [p for p in plans if p.cp > 1]
+    try:
+        lat_plain = operating_point(ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain)
+    except SpecError:
+        return []
+    setting = ctx.setting(p0) | {"plan": lat_plain.plan.label(), "concurrency": lat_plain.concurrency}
+    head = (f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs (beyond, every GPU "
+            f"holds a replica of its KV heads)")
+    if helix:
+        lat_helix = operating_point(ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain + helix)
+        impact = lat_helix.tok_s_per_user / lat_plain.tok_s_per_user
+        if impact >= MIN_IMPACT:
+            msg = (f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel attention "
+                   f"({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} tok/s/user, with Helix "
+                   f"({lat_helix.plan.label()}) {lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism")
+            return [Finding("attention-tp", severity_for(impact), "attention.num_key_value_heads", msg, impact, {
+                "metric": "tok/s/user at the latency goal", "before": lat_plain.tok_s_per_user,
+                "after": lat_helix.tok_s_per_user, "plans": [lat_plain.plan.label(), lat_helix.plan.label()],
+                "setting": setting})]
+    lp = lat_plain.plan
+    if lp.attention_tp <= a.num_kv_heads:
+        return []
+    # the fastest plan replicates KV heads: Helix (KV sharded over cp) in a disaggregated decode
+    # pool, where TRT-LLM deploys it, and the memory the replicas take
+    rep = lp.attention_tp // a.num_kv_heads
+    sharded = ParallelPlan(tp=lp.tp, ep=lp.ep, cp=rep)
+    try:
+        sharded.validate_for(ctx.model)
+    except SpecError:
+        return []
+    dec = {}
+    for q in (lp, sharded):
+        step = pipelined_step(
+            ctx.model, ctx.prec, ctx.hw, ctx.eng, tp=q.tp, pp=q.pp, ep=q.ep, cp=q.cp,
+            attention_dp=q.attention_dp, isl=p0.isl, osl=p0.osl, decode_seqs=1.0,
+        )
+        dec[q] = scalar(step.total_s)
+    g = evaluate_plans(ctx.model, ctx.hw, ctx.prec, ctx.eng, [lp, sharded], p0.isl, p0.osl, [1])
+    fit_before, fit_after = float(g.max_concurrency[0, 0]), float(g.max_concurrency[1, 0])
+    speedup = dec[lp] / dec[sharded]
+    impact = max(speedup, 1.0)
+    msg = (f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV cache {rep}x: "
+           f"{fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit instead of {fit_after:.0f} with the KV heads "
+           f"sharded (Helix cp={rep}); a Helix decode step is {speedup:.2f}x the speed of the replicated one at this "
+           f"context" + ("" if speedup >= MIN_IMPACT else " (no speedup predicted here: the capacity is the cost)"))
+    return [Finding("attention-tp", severity_for(impact) if impact >= MIN_IMPACT else "info", "attention.num_key_value_heads",
+                    msg, impact, {
+                        "metric": "decode step time at concurrency 1 (Helix vs replicated KV)", "before": dec[lp],
+                        "after": dec[sharded], "max_concurrency": {"replicated": fit_before, "sharded": fit_after},
+                        "replication": rep, "setting": setting})]
+
+
+def _with_attention(model: ModelSpec, attention: AttentionSpec, suffix: str) -> ModelSpec:
+    return dataclasses.replace(model, id=f"{model.id}-{suffix}", attention=attention)
+
+
+def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
+    a = model.attention
+    alts: list[tuple[str, ModelSpec]] = []
+    if a.kind != "gqa":
+        return alts
+    if a.num_kv_heads >= 2 and a.num_heads % (a.num_kv_heads // 2) == 0:
+        alts.append((f"num_key_value_heads {a.num_kv_heads} -> {a.num_kv_heads // 2}",
+                     _with_attention(model, dataclasses.replace(a, num_kv_heads=a.num_kv_heads // 2), "kv-half")))
+    rope = 64
+    mla = AttentionSpec("mla", a.num_heads, a.num_heads, a.head_dim + rope, a.v_head_dim, q_lora_rank=0,
+                        kv_lora_rank=512, qk_rope_head_dim=rope, qk_nope_head_dim=a.head_dim)
+    alts.append(("MLA (kv_lora_rank 512 + rope 64, DeepSeek-V3 style)", _with_attention(model, mla, "mla")))
+    if all(g.window == 0 for g in model.layer_groups):
+        groups: list[LayerGroup] = []
+        for g in model.layer_groups:
+            local = (g.count * 3) // 4
+            groups += [LayerGroup(local, SLIDING_WINDOW, g.moe), LayerGroup(g.count - local, 0, g.moe)]
+        alts.append((f"sliding window {SLIDING_WINDOW} on 3 of 4 layers",
+                     dataclasses.replace(model, id=f"{model.id}-swa", layer_groups=tuple(x for x in groups if x.count))))
+    return alts
+
+
+def rule_kv_cache(ctx: LintContext) -> list[Finding]:
+    a = ctx.model.attention
+    if a.kind != "gqa":
+        return []
+    p = ctx.longest
+    if p.fractions.get("attention", 0.0) < 0.4:
+        return []
+    base, _ = _best_throughput(ctx, ctx.model, p.isl, p.osl)
+    if base <= 0:
+        return []
+    results = []
+    for label, alt in _kv_alternatives(ctx.model):
+        thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
+        results.append((label, thr / base, pt))
+    if not results:
+        return []
+    results.sort(key=lambda r: -r[1])
+    best_label, impact, _best_pt = results[0]
+    if impact < MIN_IMPACT:
+        return []
+    kv_tok = ctx.model.kv_bytes_per_token(ctx.prec.kv_bytes)
+    ctx_tokens = p.isl + p.osl
+    alts = "; ".join(f"{lbl}: {g:.2f}x" for lbl, g, _ in results)
+    msg = (f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV head keeps "
+           f"{kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), {kv_tok * ctx_tokens / 1e9:.2f} GB per "
+           f"{ctx_tokens:,}-token sequence; attention is {p.fractions['attention']:.0%} of the step at ISL/OSL "
+           f"{p.isl}/{p.osl}. Throughput at the throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} "
+           f"(attention-variant accuracy is not estimated)")
+    return [Finding("kv-cache", severity_for(impact), "attention (KV cache)", msg, impact, {
+        "metric": f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user)",
+        "before": base, "after": base * impact, "kv_bytes_per_token": kv_tok, "gqa_ratio": a.num_heads / a.num_kv_heads,
+        "alternatives": {lbl: g for lbl, g, _ in results}, "best": best_label,
+        "setting": ctx.setting(p)})]
+
+
+# ---------------------------------------------------------------------------------------------
+# MoE rules
+# ---------------------------------------------------------------------------------------------
+
+
+def _throughput_at(ctx: LintContext, model: ModelSpec, plans: list[ParallelPlan], isl: int, osl: int, concurrency: int | None) -> tuple[float, OperatingPoint | None]:
+    try:
+        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans, concurrency=concurrency)
+    except SpecError:
+        return 0.0, None
+    return pt.output_tok_s_per_gpu, pt
+
+
+def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
+    moe = ctx.model.moe
+    if moe is None:
+        return []
+    plans = candidate_plans(ctx.model, ctx.hw)
+    tps = sorted({p.tp for p in plans if p.tp > 1 and moe.expert_intermediate / p.tp < EXPERT_TP_MIN_WIDTH})
+    out = []
+    p0 = ctx.primary
+    pref = sorted(tps, key=lambda t: (t != p0.plan.tp, t != 8, t))
+    for tp in pref:
+        tp_only = [p for p in plans if p.tp == tp and p.ep == 1]
+        with_ep = [p for p in plans if p.tp == tp and p.ep > 1]
+        if not tp_only or not with_ep:
+            continue
+        conc = ctx.workloads[0].concurrency
+        a, pa = _throughput_at(ctx, ctx.model, tp_only, p0.isl, p0.osl, conc)
+        b, pb = _throughput_at(ctx, ctx.model, with_ep, p0.isl, p0.osl, conc)
+        if a <= 0 or b <= 0 or pa is None or pb is None:
+            continue
+        impact = b / a
+        if impact < MIN_IMPACT:
+            continue
+        msg = (f"expert width {moe.expert_intermediate} split over TP{tp} leaves {moe.expert_intermediate / tp:g} columns per "
+               f"GPU (GEMM K of the down projection); expert parallelism keeps whole experts: {pb.plan.label()} gives "
+               f"{b:.0f} vs {a:.0f} tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}")
+        out.append(Finding("moe-expert-tp", severity_for(impact), "moe.expert_intermediate", msg, impact, {
+            "metric": "output tok/s/GPU at the throughput goal", "before": a, "after": b,
+            "plans": [pa.plan.label(), pb.plan.label()], "setting": ctx.setting(pa)}))
+        break
+    return out
+
+
+def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
+    moe = ctx.model.moe
+    if moe is None:
+        return []
+    p = ctx.primary
+    tokens = p.concurrency * (1.0 + p.isl / p.osl)  # decode + prefill tokens per step, whole replica
+    m_e = tokens * moe.top_k / moe.num_experts
+    tile = ctx.hw.tile_m
+    if m_e >= tile:
+        return []
+    need = math.ceil(tile * moe.num_experts / moe.top_k / (1.0 + p.isl / p.osl))
+    # lever 1: wider EP where the NVLink domain allows it
+    plans = candidate_plans(ctx.model, ctx.hw)
+    wider = [q for q in plans if q.ep > max(p.plan.ep, 1)]
+    base = p.output_tok_s_per_gpu
+    impact, how = 1.0, ""
+    if wider:
+        thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, None)
+        if pt is not None and thr > base:
+            impact, how = thr / base, f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} tok/s/GPU"
+    if impact < MIN_IMPACT:
+        # lever 2 (beyond one NVLink domain): the expert GEMMs at a full tile of rows per expert
+        steps = step_rows(ctx, p)
+        total, rows, step_scale = steps["mixed"]
+        scale = tile / max(m_e, 1e-9)
+
+        def fix(op: Op) -> tuple[Op, float] | None:
+            if not op.meta.get("moe"):
+                return None
+            return dataclasses.replace(op, m=np.asarray(op.m) * scale), scale
+
+        after, _touched = surgery(total, rows, fix, ctx.hw, ctx.eng, step_scale)
+        impact = total / after if after > 0 else 1.0
+        how = (f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
+               f"(needs about {need:,} concurrent requests across the EP group)")
+    if impact < MIN_IMPACT:
+        return []
+    msg = (f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / {moe.num_experts} = {m_e:.1f} rows "
+           f"at {p.plan.label()}, concurrency {p.concurrency} (under one {tile}-row tile: expert weights are read for few "
+           f"tokens); {how}")
+    return [Finding("moe-expert-m", severity_for(impact), "moe (num_experts, top_k)", msg, impact, {
+        "metric": "output tok/s/GPU at the throughput goal" if wider and "widening" in how else "mixed step time per token",
+        "rows_per_expert": m_e, "tile_m": tile, "concurrency_for_full_tile": need, "setting": ctx.setting()})]
+
+
+def rule_moe_balance(ctx: LintContext) -> list[Finding]:
+    moe = ctx.model.moe
+    if moe is None:
+        return []
+    out: list[Finding] = []
+    p = ctx.primary
+    base = p.output_tok_s_per_gpu
+    ep_sizes = [e for e in (8, 16, 32) if e <= ctx.hw.scaleup_domain_size]
+    bad = [e for e in ep_sizes if moe.num_experts % e]
+    if bad and moe.num_experts >= 8:
+        e_new = nearest_multiple(moe.num_experts, max(bad))
+        try:
+            alt, _ = build_variant(ctx.model, {"experts": e_new}, f"{ctx.model.id}-e{e_new}")
+            thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
+        except SpecError:
+            thr, pt = 0.0, None
+        impact = thr / base if base > 0 else 1.0
+        if impact < MIN_IMPACT:
+            return out
+        msg = (f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts cannot spread "
+               f"evenly over an 8-GPU (or wider) group; with {e_new} experts the best plan gives {thr:.0f} vs {base:.0f} tok/s/GPU")
+        out.append(Finding("moe-balance", severity_for(impact), "moe.num_experts", msg, impact, {
+            "metric": "output tok/s/GPU at the throughput goal", "before": base, "after": thr, "setting": ctx.setting()}))
+    if moe.top_k % 2 == 0 and moe.num_experts % 2 == 0 and moe.num_experts >= 4:
+        try:
+            alt, _ = build_variant(ctx.model, {"experts": moe.num_experts // 2, "top_k": moe.top_k // 2,
+                                               "expert_ffn": moe.expert_intermediate * 2}, f"{ctx.model.id}-coarse")
+            thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
+        except SpecError:
+            thr, pt = 0.0, None
+        impact = thr / base if base > 0 else 0.0
+        if impact >= 1.0 + 5 * (MIN_IMPACT - 1.0) and pt is not None:
+            msg = (f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: half as many experts, "
+                   f"twice as wide, top-{moe.top_k // 2} (same total and active parameters) gives {thr:.0f} vs {base:.0f} "
+                   f"tok/s/GPU ({pt.plan.label()}); finer experts often train better, an effect this estimate does not model")
+            out.append(Finding("moe-balance", "info", "moe (num_experts, top_k, expert width)", msg, impact, {
+                "metric": "output tok/s/GPU at the throughput goal", "before": base, "after": thr, "setting": ctx.setting()}))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# rule: pipeline-balance
+# ---------------------------------------------------------------------------------------------
+
+
+def layer_sequence(model: ModelSpec) -> list[tuple[int, bool]]:
+    """Per-layer (window, moe) in model order, from the config (layer groups drop the order)."""
+    cfg = model.config
+    n = model.num_layers
+    t = model.model_type
+    try:
+        if t == "deepseek_v3":
+            first, freq = int(cfg.get("first_k_dense_replace", 0)), int(cfg.get("moe_layer_freq", 1))
+            return [(0, i >= first and i % freq == 0) for i in range(n)]
+        if t == "qwen3_moe":
+            step = int(cfg.get("decoder_sparse_step", 1))
+            dense = set(cfg.get("mlp_only_layers", []) or [])
+            w = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window") else 0
+            return [(w, i not in dense and (i + 1) % step == 0) for i in range(n)]
+        if t == "gpt_oss":
+            sw = int(cfg.get("sliding_window", 0))
+            types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+            return [(sw if x == "sliding_attention" else 0, True) for x in types]
+        if t in ("llama4", "llama4_text"):
+            step = int(cfg.get("interleave_moe_layer_step", 1))
+            moe_layers = set(cfg.get("moe_layers") or [i for i in range(n) if (i + 1) % step == 0])
+            chunk = int(cfg.get("attention_chunk_size") or 0)
+            no_rope = cfg.get("no_rope_layers") or [0 if (i + 1) % 4 == 0 else 1 for i in range(n)]
+            return [(chunk if (no_rope[i] if i < len(no_rope) else 1) else 0, i in moe_layers) for i in range(n)]
+    except (TypeError, ValueError):
+        pass
+    seq: list[tuple[int, bool]] = []
+    for g in model.layer_groups:
+        seq += [(g.window, g.moe)] * g.count
+    return seq
+
+
+def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, bool], float]:
+    """Time of one layer of each (window, moe) kind in the workload's mixed step."""
+    p = point.plan
+    s = step_shape(
+        p.tp, p.pp, p.ep, p.cp, p.attention_dp, isl=point.isl, osl=point.osl,
+        decode_seqs=point.step_decode_seqs, prefill_tokens=point.step_prefill_tokens,
+    )
+    out = {}
+    for g in ctx.model.layer_groups:
+        t = 0.0
+        for op in layer_group_ops(ctx.model, ctx.prec, g, s, np.array(1.0)):
+            tt, _ = cost.op_time(op, ctx.hw, ctx.eng)
+            t += scalar(tt) + (op.kernels * ctx.eng.kernel_overhead_s if scalar(tt) > 0 else 0.0)
+        out[(g.window, g.moe)] = t
+    return out
+
+
+def stage_balance(times: list[float], stages: int) -> float:
+    """Best contiguous split of per-layer times into ``stages``: mean stage / slowest stage."""
+    n = len(times)
+    if stages > n:
+        return 0.0
+    prefix = np.concatenate([[0.0], np.cumsum(times)])
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0.0
+    for s in range(1, stages + 1):
+        for j in range(s, n + 1):
+            best[s][j] = min(max(best[s - 1][i], prefix[j] - prefix[i]) for i in range(s - 1, j))
+    return float(prefix[-1] / stages / best[stages][n])
+
+
+def rule_pipeline(ctx: LintContext) -> list[Finding]:
+    seq = layer_sequence(ctx.model)
+    per_kind = _layer_times(ctx, ctx.primary)
+    times = [per_kind.get(k, 0.0) for k in seq]
+    worst = None
+    balances = {}
+    for pp in PIPELINE_STAGES:
+        if pp > len(times):
+            continue
+        b = stage_balance(times, pp)
+        balances[pp] = b
+        if worst is None or b < balances[worst]:
+            worst = pp
+    if worst is None:
+        return []
+    impact = 1.0 / balances[worst]
+    if impact < MIN_IMPACT:
+        return []
+    kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
+    desc = ", ".join(f"{sum(1 for x in seq if x == k)} x {'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
+                     f"({per_kind[k] * 1e3:.2f} ms)" for k in kinds)
+    why = []
+    if len(kinds) > 1:
+        why.append("layers of different cost")
+    if any(len(times) % pp for pp in balances):
+        why.append(f"{len(times)} layers not divisible by {', '.join(str(pp) for pp in balances if len(times) % pp)}")
+    suggest = [x for x in (len(times) - len(times) % 8, len(times) - len(times) % 8 + 8) if x > 0]
+    msg = (f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best {balances[worst]:.1%} balanced "
+           f"({'; '.join(why) or 'irregular pattern'}): the slowest stage sets the pipeline rate; a regular stack of "
+           f"{' or '.join(map(str, suggest))} identical layers splits evenly (chunked PP prefill: the bubble shrinks too)")
+    return [Finding("pipeline-balance", severity_for(impact), "num_hidden_layers / layer pattern", msg, impact, {
+        "metric": "pipeline stage time (slowest over mean, mixed step)", "balance_by_pp": balances,
+        "layer_time_s": {f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}": v for k, v in per_kind.items()},
+        "setting": ctx.setting()})]
+
+
+# ---------------------------------------------------------------------------------------------
+# rule: quantization
+# ---------------------------------------------------------------------------------------------
+
+
+def _target_precision(hw: HardwareSpec, prec: Precision) -> str | None:
+    for cand in ("nvfp4", "mxfp4", "fp8"):
+        if hw.supports(cand) and parse_precision(cand).weight_bytes < prec.weight_bytes:
+            return cand
+    return None
+
+
+def rule_quantization(ctx: LintContext) -> list[Finding]:
+    target = _target_precision(ctx.hw, ctx.prec)
+    if target is None:
+        return []
+    tprec = parse_precision(target)
+    p = ctx.primary
+    now = step_rows(ctx, p)
+    then = step_rows(ctx, p, prec=tprec)
+    impacts = {ph: now[ph][0] / then[ph][0] for ph in now}
+    phase = "mixed"
+    impact = impacts[phase]
+    if impact < MIN_IMPACT:
+        return []
+    by_op: dict[str, float] = {}
+    for (op, t0), (_op1, t1) in zip(now[phase][1], then[phase][1]):
+        by_op[op.name] = by_op.get(op.name, 0.0) + (t0 - t1)
+    total = now[phase][0]
+    top = sorted(by_op.items(), key=lambda kv: -kv[1])[:4]
+    top_txt = ", ".join(f"{name} -{dt / total:.0%}" for name, dt in top if dt > 0)
+    pinned = [op.name for op, t in now[phase][1] if op.kind == "gemm" and op.w_bytes >= 2.0 and t > 0.02 * total]
+    msg = (f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} -> {target} "
+           f"makes the step {impact:.2f}x faster (prefill chunk {impacts['prefill']:.2f}x); largest savings (share of the "
+           f"step): {top_txt}" + (f"; still BF16 after quantization: {', '.join(sorted(set(pinned)))}" if pinned else "")
+           + " (quantized weights also free memory for more concurrency)")
+    return [Finding("quantization", severity_for(impact), f"precision {ctx.prec.id}", msg, impact, {
+        "metric": "mixed step time", "target": target, "speedup_by_phase": impacts,
+        "saved_s_by_op": dict(top), "setting": ctx.setting()})]
+
+
