@@ -46,11 +46,10 @@ def test_targets_and_launch_settings_in_json():
     assert "max_batch_size" in best["launch"]["trtllm"]["config_yaml"]
 
 
-def test_table_output_and_files(tmp_path):
+def test_table_run_writes_csv_and_plots(tmp_path):
     csv_path, plot = tmp_path / "pts.csv", tmp_path / "frontier"
     r = run(SMALL + ["--precision", "fp8", "--csv", str(csv_path), "--plot", str(plot), "--min-tok-s-per-user", "50"])
     assert r.exit_code == 0, r.output
-    assert "Pareto frontier" in r.output and "area" in r.output and "vLLM:" in r.output
     assert csv_path.read_text().startswith("precision,mode,tp,")
     assert (tmp_path / "frontier.png").stat().st_size > 1000
     assert (tmp_path / "frontier.svg").read_text().lstrip().startswith("<?xml")
