@@ -19,6 +19,8 @@ def run(args: list[str]):
 
 
 def test_json_contract():
+    import math
+
     r = run(SMALL + ["--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
@@ -33,7 +35,18 @@ def test_json_contract():
     x = [p["tok_s_per_user"] for p in pts]
     assert x == sorted(x)
     assert pareto_mask(np.array(x), np.array([p["output_tok_s_per_gpu"] for p in pts])).all()
-    assert doc["area"] > 0 and {"tok_s_per_user", "output_tok_s_per_gpu", "plan"} <= set(doc["readings"][0])
+    # the area is the log-uniform mean over [lo, hi] of the staircase F(u) = max{y_i : x_i >= u}:
+    # sum of y_i * ln(x_i / x_(i-1)) over the steps, clipped to the range, / ln(hi / lo)
+    lo, hi = doc["area_range"]
+    y = [p["output_tok_s_per_gpu"] for p in pts]
+    steps = zip([lo] + x[:-1], x, y)
+    area = sum(yi * math.log(min(b, hi) / max(a, lo)) for a, b, yi in steps if min(b, hi) > max(a, lo))
+    assert doc["area"] == pytest.approx(area / math.log(hi / lo), rel=1e-9)
+    # each reading is that staircase at its tok/s/user
+    assert {"tok_s_per_user", "output_tok_s_per_gpu", "plan"} <= set(doc["readings"][0])
+    for r in doc["readings"]:
+        above = [yi for xi, yi in zip(x, y) if xi >= r["tok_s_per_user"]]
+        assert r["output_tok_s_per_gpu"] == (pytest.approx(max(above), rel=1e-9) if above else None)
     assert sorted(doc["precisions"]) == ["bf16", "fp8"]
 
 

@@ -145,5 +145,5 @@ def test_published_accuracy_and_evidence(checkpoint):
     assert ev["measured"]["sqnr_db"] > 15
     assert accuracy_evidence("w4a16")["format_id"] == "int4_g128"
     assert accuracy_evidence("int8")["published"] == []
-    with pytest.raises(UnknownIdError):
+    with pytest.raises(UnknownIdError, match="unknown quantization format 'fp5'"):
         accuracy_evidence("fp5")
