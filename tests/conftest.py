@@ -1,3 +1,38 @@
+import difflib
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("COLUMNS", "120")
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite tests/golden/* from the current output instead of comparing with it")
+
+
+@pytest.fixture
+def golden(request):
+    """``golden(name, text)``: compare ``text`` with ``tests/golden/<name>`` (unified diff on a
+    mismatch), or rewrite the file when pytest runs with ``--update-goldens``."""
+    update = request.config.getoption("--update-goldens")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN_DIR / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        if not path.is_file():
+            pytest.fail(f"no golden file {path}; create it with `pytest --update-goldens`", pytrace=False)
+        want = path.read_text()
+        if text != want:
+            diff = "".join(difflib.unified_diff(want.splitlines(keepends=True), text.splitlines(keepends=True),
+                                                fromfile=f"golden/{name}", tofile="actual"))
+            pytest.fail(f"output differs from golden/{name} (if the change is intended, rerun with "
+                        f"--update-goldens and commit the file with the change):\n{diff}", pytrace=False)
+
+    return check

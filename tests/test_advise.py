@@ -198,9 +198,9 @@ def test_quantization_clean_when_already_lowest_native():
 def test_parse_workload_and_errors():
     assert parse_workload("8192/1024/64").concurrency == 64
     assert parse_workload("long-throughput").isl == 32768
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="workload '8k' must be ISL/OSL"):
         parse_workload("8k")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="unknown lint rule"):
         lint("llama-3.1-8b", rules=["nope"])
     assert set(RULES) == set(advise._RULE_FUNCS)
 

@@ -33,7 +33,7 @@ def test_chinchilla_closed_form():
     n, d = 70e9, 1.4e12
     assert chinchilla_loss(n, d) == pytest.approx(1.69 + 406.4 / n**0.34 + 410.7 / d**0.28)
     assert chinchilla_loss(2 * n, d) < chinchilla_loss(n, d)
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="chinchilla_loss: N=0"):
         chinchilla_loss(0, d)
 
 
@@ -94,9 +94,9 @@ def test_throughput_objective_and_errors():
     r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, objective="throughput", target_tok_s_per_user=50,
                concurrency=(1, 16, 128))
     assert r.baseline.objective > 0
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="objective 'throughput' needs a positive target tok/s/user"):
         search("llama-3.1-8b", "h200-sxm", objective="throughput")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match=r"hidden_scales=\(\) must be non-empty"):
         SearchSpace(hidden_scales=())
 
 

@@ -26,7 +26,14 @@ def test_decode_flops_per_token_is_two_x_matmul_params(model_id):
     gemm_flops = sum(float(np.sum(o.gemm_flops() * o.layers)) for o in ops if o.kind == "gemm")
     # 2 FLOPs per weight multiplied: active params minus the input-embedding gather and norms
     assert gemm_flops == pytest.approx(2 * m.matmul_params_per_token, rel=0.005)
-    assert gemm_flops == pytest.approx(2 * m.active_params, rel=0.12)
+    if m.attention.kind == "mla" or m.model_type == "gpt_oss":
+        # MLA's latent projections and gpt-oss's published "active" count do not map one to one
+        # onto the matmuls of a step; only the loose bound is checked for them
+        assert gemm_flops == pytest.approx(2 * m.active_params, rel=0.12)
+    else:
+        # independent of the op list: every active weight is multiplied once per token but the
+        # input embedding (a row gather); norms are < 0.01% of the parameters
+        assert gemm_flops == pytest.approx(2 * (m.active_params - m.vocab_size * m.hidden_size), rel=1e-3)
 
 
 def test_llama8b_bf16_decode_batch1_on_h200_is_weight_read_bound():
@@ -35,7 +42,8 @@ def test_llama8b_bf16_decode_batch1_on_h200_is_weight_read_bound():
     gemm_time_s = sum(float(t) for op, t, _ in cost.ops if op.kind == "gemm")
     weight_bytes = 2.0 * m.matmul_params_per_token  # BF16, input embedding not read
     by_hand = weight_bytes / (4.8e12 * ENG.mem_efficiency)  # ~4.06 ms
-    assert gemm_time_s == pytest.approx(by_hand, rel=0.03)
+    # the activations of one token add ~0.03% to the bytes moved
+    assert gemm_time_s == pytest.approx(by_hand, rel=1e-3)
     assert all(str(b) == "memory" for op, _, b in cost.ops if op.kind == "gemm")
 
 

@@ -28,14 +28,14 @@ def test_parse_dims_forms():
     assert parse_dims("512:2048").tolist() == [512, 1024, 1536, 2048]  # step defaults to start
     assert parse_dims("256:1024:256").tolist() == [256, 512, 768, 1024]
     for bad in ("0", "a", "5:1", "1:2:0", "1:2:3:4", ""):
-        with pytest.raises(SpecError):
+        with pytest.raises(SpecError, match=f"--dim '{bad}'"):
             parse_dims(bad)
 
 
 def test_parse_tile():
     t = parse_tile("256x256@1x2")
     assert (t.tm, t.tn, t.cm, t.cn) == (256, 256, 1, 2)
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="tile '256by128' must look like TMxTN"):
         parse_tile("256by128")
 
 
@@ -100,9 +100,9 @@ def test_efficiency_is_fraction_of_peak_and_launch_overhead_counts():
 
 
 def test_errors():
-    with pytest.raises(UnsupportedError):
+    with pytest.raises(UnsupportedError, match="h100-sxm has no native nvfp4"):
         gemm_sweep("h100-sxm", "nvfp4")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="unknown GEMM dtype 'fp3'"):
         gemm_sweep("h100-sxm", "fp3")
 
 
@@ -115,8 +115,6 @@ def test_cli_json_contract_and_plot(tmp_path):
     assert len(d["points"]) == 8
     assert set(d["points"][0]) >= {"m", "n", "k", "tflops", "efficiency", "bound"}
     assert png.stat().st_size > 1000
-    r = CliRunner().invoke(main, ["gemm", "--hardware", "gb300", "--dtype", "nvfp4", "--k", "1024,8192"])
-    assert r.exit_code == 0 and "TFLOP/s" in r.output
 
 
 def test_cli_user_errors_exit_2_one_line():

@@ -74,7 +74,9 @@ def test_memory_fit_and_max_concurrency():
     assert np.all(np.diff(r.max_concurrency) < 0)  # longer contexts fit fewer sequences
     # weights per GPU x tp ~ total weight bytes (BF16) when sharded 8 ways (+ replicated norms)
     assert float(r.weight_bytes_per_gpu[0]) * 8 == pytest.approx(2 * m.total_params, rel=0.01)
-    # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B (sharded by 8)
+    # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B (sharded by 8),
+    # held for the mean live context of one sequence, ISL + OSL/2
+    np.testing.assert_allclose(r.kv_bytes_per_gpu, 327_680 / 8 * (np.array([1024, 8192, 65536]) + 1024 / 2), rtol=1e-12)
     # clients beyond the KV capacity queue in the engine: same step, TTFT grows by the wait
     cap = int(evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=1).max_concurrency)
     at, over = (evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=c) for c in (cap, 2 * cap))
@@ -96,8 +98,9 @@ def test_infeasible_plans_carry_reasons_not_nans():
 def test_attention_dp_and_wide_ep_for_deepseek():
     e = estimate("deepseek-r1", "b200", "fp8", ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 512))
     assert e.feasible and e.breakdown["decode"]["communication"] > 0
-    # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by attention DP
-    assert e.kv_cache_per_gpu_gb > 0
+    # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by attention DP;
+    # attention DP spreads the 512 sequences over 8 ranks, each holding its mean live context ISL + OSL/2
+    assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(512 / 8 * (1024 + 1024 / 2) * (512 + 64) * 61, rel=1e-9)
 
 
 def test_speculative_decoding_arithmetic():
@@ -114,5 +117,7 @@ def test_speculative_decoding_arithmetic():
     assert 1.3 < float(base.tpot_s) / float(mtp.tpot_s) < 1.85
     e = estimate(m, hw, p, ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 8), spec_tokens=1, spec_acceptance=0.85)
     assert e.breakdown["mixed_step"]["total"] * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
-    with pytest.raises(Exception, match="spec_acceptance"):
+    from llm_codesign import SpecError
+
+    with pytest.raises(SpecError, match=r"spec_acceptance must lie in \[0, 1\], got 1.5"):
         evaluate(m, hw, p, ENG, spec_tokens=1, spec_acceptance=1.5, **kw)

@@ -62,7 +62,7 @@ def test_what_if_gpu_file(tmp_path):
 
 
 def test_unknown_hardware():
-    with pytest.raises(UnknownIdError):
+    with pytest.raises(UnknownIdError, match="unknown hardware 'h300'"):
         load_hardware("h300")
 
 
@@ -81,8 +81,10 @@ def test_precision_compute_class_and_overrides():
     assert parse_precision("fp8").compute_class == "fp8"
     p = parse_precision("bf16+fp8-kv")
     assert p.kv_bytes == 1.0 and p.weight_bytes == 2.0
-    for bad in ("fp7", "bf16+fp8", "bf16+fp8-x", "", "bf16+zz-kv"):
-        with pytest.raises(SpecError):
+    for bad, needle in (("fp7", "unknown precision 'fp7'"), ("bf16+fp8", "override 'fp8' must be FORMAT-ROLE"),
+                        ("bf16+fp8-x", "override 'fp8-x' must be FORMAT-ROLE"), ("", "non-empty string"),
+                        ("bf16+zz-kv", "unknown format 'zz'")):
+        with pytest.raises(SpecError, match=needle):
             parse_precision(bad)
 
 
@@ -107,6 +109,6 @@ def test_plan_validation_shows_arithmetic():
 def test_workload_validation():
     with pytest.raises(SpecError, match="exceeds the supported maximum"):
         Workload(isl=10**9, osl=1)
-    for bad in (dict(isl=0, osl=1), dict(isl=1, osl=-1), dict(isl=1, osl=1, concurrency=0)):
-        with pytest.raises(SpecError):
+    for bad, field in ((dict(isl=0, osl=1), "isl"), (dict(isl=1, osl=-1), "osl"), (dict(isl=1, osl=1, concurrency=0), "concurrency")):
+        with pytest.raises(SpecError, match=f"workload: {field} must be a positive integer, got {bad[field]}"):
             Workload(**bad)

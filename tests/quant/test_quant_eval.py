@@ -11,7 +11,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from llm_codesign.errors import CodesignError, DataFileError
+from llm_codesign.errors import DataFileError, SpecError
 from llm_codesign.quant import evaluate_formats, perplexity
 from llm_codesign.cli.quant import quant
 
@@ -81,7 +81,7 @@ def test_activation_quantization_and_window(tiny):
     )
     assert r["activations"] and r["formats"]["fp32"]["ppl"] == r["baseline"]["ppl"]
     assert r["tokens"] == len(ids) - 1
-    with pytest.raises(CodesignError):
+    with pytest.raises(SpecError, match="1 <= stride < max_length, got 8, 8"):
         perplexity(model, ids, max_length=8, stride=8)
 
 

@@ -222,13 +222,13 @@ def test_identity_and_casts():
 
 
 def test_bad_inputs():
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="empty tensor"):
         quantize(np.zeros((0, 16)), "nvfp4")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="dtype <U1"):
         quantize(np.array(["a"]), "nvfp4")
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="scale_rounding must be"):
         quantize(np.ones((1, 32)), "mxfp4", scale_rounding="sideways")  # type: ignore[arg-type]
-    with pytest.raises(SpecError):
+    with pytest.raises(SpecError, match="role must be"):
         quantize(np.ones((1, 32)), "mxfp4", role="bias")  # type: ignore[arg-type]
 
 
