@@ -38,12 +38,9 @@ class ParallelPlan:
                 raise SpecError(f"plan: {name} must be a positive integer, got {value!r}")
             if value > 1_000_000:
                 raise SpecError(f"plan: {name}={value} is implausibly large")
-        if self.tp % self.ep:
-            raise SpecError(f"plan: ep={self.ep} must divide tp={self.tp} (MoE layers split the tp group as ep x moe_tp = tp)")
-        if self.tp % self.cp:
-            raise SpecError(f"plan: cp={self.cp} must divide tp={self.tp} (Helix shards attention over kv-parallel x tp-attention = tp)")
-        if self.attention_dp and self.cp > 1:
-            raise SpecError("plan: attention_dp and cp (Helix) are alternative attention layouts; choose one")
+        code = str(structural_reason(self.tp, self.ep, self.cp, self.attention_dp).item())
+        if code:
+            raise SpecError(f"plan: {explain_reason(code, None, self)}")
 
     @property
     def gpus_per_replica(self) -> int:
@@ -115,6 +112,22 @@ PLAN_REASONS = (
 )
 
 
+def structural_reason(
+    tp: Array | int, ep: Array | int, cp: Array | int, attention_dp: Array | bool
+) -> Array:
+    """The plan rules that need no model: ep and cp divide tp; attention-DP and Helix are
+    alternatives. '' where they hold, else the first failing rule's code."""
+    tp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, ep, cp))
+    adp = np.asarray(attention_dp, dtype=bool)
+    shape = np.broadcast(tp, ep, cp, adp).shape
+    reason = np.full(shape, "", dtype=object)
+    reason = np.where(np.broadcast_to(tp % np.maximum(ep, 1) != 0, shape), "ep_not_dividing_tp", reason)
+    bad_cp = (reason == "") & np.broadcast_to(tp % np.maximum(cp, 1) != 0, shape)
+    reason = np.where(bad_cp, "cp_not_dividing_tp", reason)
+    both = (reason == "") & np.broadcast_to(adp & (cp > 1), shape)
+    return np.where(both, "attention_dp_with_cp", reason)
+
+
 def plan_feasibility(
     model: ModelSpec,
     tp: Array | int,
@@ -135,7 +148,7 @@ def plan_feasibility(
     adp = np.asarray(attention_dp, dtype=bool)
     a = model.attention
     shape = np.broadcast(tp, pp, ep, adp, cp).shape
-    reason = np.full(shape, "", dtype=object)
+    reason = np.broadcast_to(structural_reason(tp, ep, cp, adp), shape).copy()
     safe_ep, safe_cp = np.maximum(ep, 1), np.maximum(cp, 1)
     atp = np.where(adp, 1, tp // safe_cp)
 
@@ -143,9 +156,6 @@ def plan_feasibility(
         nonlocal reason
         reason = np.where((reason == "") & np.broadcast_to(cond, shape), why, reason)
 
-    mark(tp % safe_ep != 0, "ep_not_dividing_tp")
-    mark(tp % safe_cp != 0, "cp_not_dividing_tp")
-    mark(adp & (cp > 1), "attention_dp_with_cp")
     mark(a.num_heads % np.maximum(atp, 1) != 0, "tp_not_dividing_heads")
     if a.kind == "gqa":
         kvh = a.num_kv_heads
@@ -163,17 +173,22 @@ def plan_feasibility(
     return reason
 
 
-def explain_reason(code: str, model: ModelSpec, plan: ParallelPlan) -> str:
-    """The arithmetic behind a ``plan_feasibility`` reason code, for one plan."""
+def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> str:
+    """The arithmetic behind a ``plan_feasibility`` reason code, for one plan (``model`` may be
+    None for the structural rules)."""
+    if model is None:
+        structural = {
+            "ep_not_dividing_tp": f"ep={plan.ep} must divide tp={plan.tp} (MoE layers split the "
+            "tp group as ep x moe_tp = tp)",
+            "cp_not_dividing_tp": f"cp={plan.cp} must divide tp={plan.tp} (Helix shards attention "
+            "over kv-parallel x tp-attention = tp)",
+            "attention_dp_with_cp": "attention_dp and cp (Helix) are alternative attention "
+            "layouts; choose one",
+        }
+        return structural.get(code, code)
     a, moe = model.attention, model.moe
     atp = plan.attention_tp if plan.tp % plan.cp == 0 else plan.tp
     messages = {
-        "ep_not_dividing_tp": f"ep={plan.ep} must divide tp={plan.tp} (MoE layers split the tp "
-        "group as ep x moe_tp = tp)",
-        "cp_not_dividing_tp": f"cp={plan.cp} must divide tp={plan.tp} (Helix shards attention "
-        "over kv-parallel x tp-attention = tp)",
-        "attention_dp_with_cp": "attention_dp and cp (Helix) are alternative attention layouts; "
-        "choose one",
         "tp_not_dividing_heads": f"attention tp={atp} does not divide "
         f"num_attention_heads={a.num_heads} of {model.id}",
         "tp_exceeds_kv_heads_unevenly": f"attention tp={atp} exceeds num_kv_heads="
@@ -190,7 +205,7 @@ def explain_reason(code: str, model: ModelSpec, plan: ParallelPlan) -> str:
         "tp_not_dividing_ffn": f"tp={plan.tp} does not divide intermediate_size="
         f"{model.intermediate_size} of {model.id}",
     }
-    return messages.get(code, code)
+    return messages.get(code) or explain_reason(code, None, plan)
 
 
 NO_SCALEOUT_NETWORK = "no_scaleout_network"

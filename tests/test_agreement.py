@@ -1,0 +1,166 @@
+"""One concept, one answer: the scalar and vectorized plan rules agree, and estimate, frontier,
+lint and regimes report the same TPOT for the same configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign import (
+    ParallelPlan,
+    SpecError,
+    Workload,
+    estimate,
+    frontier,
+    load_engine,
+    load_hardware,
+    load_model,
+    parse_precision,
+    regimes,
+)
+from llm_codesign.advise.findings import LintContext, step_rows
+from llm_codesign.explore import operating_point
+from llm_codesign.explore.operating import operating_step
+from llm_codesign.specs.model import model_from_config
+from llm_codesign.specs.plan import plan_feasibility
+
+
+def _deepseek_variant():
+    """DeepSeek-R1 with intermediate_size=18000 (its 3 dense layers): tp=32 cannot split them."""
+    cfg = dict(load_model("deepseek-r1").config)
+    cfg["intermediate_size"] = 18000
+    return model_from_config(cfg, model_id="deepseek-variant")
+
+
+MODELS = {
+    "llama-3.1-8b": load_model("llama-3.1-8b"),
+    "deepseek-r1": load_model("deepseek-r1"),
+    "qwen3-30b-a3b": load_model("qwen3-30b-a3b"),
+    "gpt-oss-120b": load_model("gpt-oss-120b"),
+    "deepseek-variant": _deepseek_variant(),
+}
+AXIS = st.sampled_from([1, 2, 3, 4, 6, 8, 16, 32, 64])
+
+
+def test_issue_example_deepseek_variant_tp32_is_rejected_by_both():
+    m = MODELS["deepseek-variant"]
+    with pytest.raises(SpecError, match="tp=32 does not divide intermediate_size=18000"):
+        ParallelPlan(tp=32, ep=32).validate_for(m)
+    assert plan_feasibility(m, 32, 1, 32, False, 1).item() == "tp_not_dividing_ffn"
+    # attention-DP replicates the dense FFN: nothing to split
+    assert plan_feasibility(m, 32, 1, 32, True, 1).item() == ""
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    model=st.sampled_from(sorted(MODELS)),
+    tp=AXIS,
+    pp=st.sampled_from([1, 2, 3, 4, 8, 64, 128]),
+    ep=AXIS,
+    cp=st.sampled_from([1, 2, 4, 8]),
+    adp=st.booleans(),
+)
+def test_scalar_and_vectorized_plan_rules_agree(model, tp, pp, ep, cp, adp):
+    m = MODELS[model]
+    vec = str(plan_feasibility(m, np.array([tp]), pp, ep, adp, cp)[0])
+    try:
+        ParallelPlan(tp=tp, pp=pp, ep=ep, attention_dp=adp, cp=cp).validate_for(m)
+        scalar_ok = True
+    except SpecError:
+        scalar_ok = False
+    assert scalar_ok == (vec == "")
+
+
+# (model, hardware, precision, plan, isl, osl, concurrency): pp > 1, attention-DP + EP, Helix
+CONFIGS = [
+    ("llama-3.1-70b", "h200-sxm", "fp8", ParallelPlan(tp=2, pp=2), 1024, 1024, 16),
+    ("llama-3.1-8b", "h100-sxm", "fp8", ParallelPlan(tp=1, pp=4), 2048, 256, 8),
+    ("qwen3-30b-a3b", "h100-sxm", "fp8", ParallelPlan(tp=4, ep=4, attention_dp=True), 1024, 1024, 64),
+    ("qwen3-30b-a3b", "h100-sxm", "fp8", ParallelPlan(tp=4, ep=2), 1024, 512, 32),
+    ("llama-3.1-70b", "b200", "fp8", ParallelPlan(tp=16, cp=2), 8192, 1024, 4),
+]
+
+
+@pytest.mark.parametrize("model, hw, prec, plan, isl, osl, conc", CONFIGS)
+def test_estimate_frontier_lint_regimes_agree_on_tpot(model, hw, prec, plan, isl, osl, conc):
+    e = estimate(model, hw, prec, plan, Workload(isl, osl, conc), explain=False)
+    assert e.feasible, e.reason
+    m, h, p, eng = load_model(model), load_hardware(hw), parse_precision(prec), load_engine()
+
+    # frontier: the same plan and concurrency among every evaluated point
+    f = frontier(
+        model, hw, num_gpus=plan.num_gpus, isl=isl, osl=osl, precision=prec, workers=1,
+        keep_points="all", refine=False, max_batch=max(conc, 1),
+    )
+    c = f.points.cols
+    row = np.flatnonzero(
+        (c["tp"] == plan.tp) & (c["pp"] == plan.pp) & (c["ep"] == plan.ep) & (c["cp"] == plan.cp)
+        & (c["attention_dp"] == plan.attention_dp) & (c["concurrency"] == conc) & (c["mode"] == 0)
+    )
+    assert len(row) == 1
+    assert c["tpot_s"][row[0]] * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
+
+    # the advisor's operating point, and the step lint operates on
+    pt = operating_point(m, h, p, eng, isl, osl, "throughput", plans=[plan], concurrency=conc)
+    assert pt.tpot_s * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
+    assert float(operating_step(m, h, p, eng, pt).total_s) * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
+    ctx = LintContext(m, h, p, eng, [], [pt], 128)
+    total, rows, scale = step_rows(ctx, pt)["mixed"]
+    assert total * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
+    assert scale == plan.pp
+
+    # regimes at the same plan and concurrency
+    r = regimes(model, hw, prec, short_isl=isl, long_isl=isl, osl=osl, plans=[plan],
+                throughput_concurrency=conc)
+    assert r.regimes[0].point.tpot_s * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
+    # its bound split covers the same step
+    assert sum(r.regimes[0].resources.values()) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_issue_example_lint_step_matches_estimate_under_pp():
+    """llama-3.1-70b TP2 PP2: lint priced a 12.1 ms step (no pp split) against estimate's 21.6."""
+    plan = ParallelPlan(tp=2, pp=2)
+    e = estimate("llama-3.1-70b", "h200-sxm", "fp8", plan, Workload(1024, 1024, 64), explain=False)
+    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
+                    parse_precision("fp8"), load_engine())
+    pt = operating_point(m, h, p, eng, 1024, 1024, "throughput", plans=[plan], concurrency=64)
+    ctx = LintContext(m, h, p, eng, [], [pt], 128)
+    total, _rows, _scale = step_rows(ctx, pt)["mixed"]
+    assert total * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
+
+
+def test_estimate_of_a_disaggregated_frontier_point_reproduces_it():
+    """frontier's disaggregated points and evaluate_disaggregated share the physics."""
+    from llm_codesign import evaluate_disaggregated
+
+    f = frontier("llama-3.1-70b", "h200-sxm", num_gpus=8, isl=2048, osl=256, precision="fp8",
+                 disagg=True, workers=1, keep_points="all", refine=False)
+    c = f.points.cols
+    rows = np.flatnonzero((c["mode"] == 1) & c["feasible"])
+    assert len(rows) > 0
+    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
+                    parse_precision("fp8"), load_engine())
+    for i in rows[:: max(1, len(rows) // 5)]:
+        r = evaluate_disaggregated(
+            m, h, p, eng,
+            prefill_plan={k: int(c[f"p_{k}"][i]) for k in ("tp", "pp", "ep", "cp")}
+            | {"attention_dp": bool(c["p_attention_dp"][i])},
+            decode_plan={k: int(c[k][i]) for k in ("tp", "pp", "ep", "cp")}
+            | {"attention_dp": bool(c["attention_dp"][i])},
+            prefill_count=int(c["prefill_workers"][i]), decode_count=int(c["decode_workers"][i]),
+            prefill_batch=int(c["p_batch"][i]), concurrency=c["concurrency"][i], isl=2048, osl=256,
+        )
+        assert bool(r.feasible)
+        for name in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "num_gpus"):
+            assert float(getattr(r, name)) == pytest.approx(float(c[name][i]), rel=1e-9), name
+
+
+def test_plan_dataclass_and_vector_rules_share_structural_codes():
+    with pytest.raises(SpecError, match="ep=3 must divide tp=4"):
+        ParallelPlan(tp=4, ep=3)
+    assert plan_feasibility(MODELS["deepseek-r1"], 4, 1, 3, False, 1).item() == "ep_not_dividing_tp"
+    assert dataclasses.replace(ParallelPlan(tp=8), cp=2).cp == 2
