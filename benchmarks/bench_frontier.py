@@ -22,7 +22,8 @@ import statistics
 import sys
 import time
 
-from llm_codesign.explore import default_workers, frontier
+from llm_codesign.explore import frontier
+from llm_codesign.explore.runner import default_workers
 
 DEFAULT_SEARCHES = (
     ("deepseek-r1", "gb200", 72),

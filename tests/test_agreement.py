@@ -164,3 +164,22 @@ def test_plan_dataclass_and_vector_rules_share_structural_codes():
         ParallelPlan(tp=4, ep=3)
     assert plan_feasibility(MODELS["deepseek-r1"], 4, 1, 3, False, 1).item() == "ep_not_dividing_tp"
     assert dataclasses.replace(ParallelPlan(tp=8), cp=2).cp == 2
+
+
+def test_estimate_prices_a_disaggregated_plan_like_the_frontier():
+    from llm_codesign import DisaggregatedPlan
+
+    plan = DisaggregatedPlan(ParallelPlan(tp=2), ParallelPlan(tp=4), prefill_workers=2,
+                             decode_workers=1, prefill_batch=1)
+    e = estimate("llama-3.1-70b", "h200-sxm", "fp8", plan, Workload(2048, 256, 64), explain=False)
+    assert e.num_gpus == 2 * 2 + 1 * 4 and e.to_dict()["mode"] == "disaggregated"
+    # the decode pool's TPOT is the decode-only pipelined step of its plan
+    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
+                    parse_precision("fp8"), load_engine())
+    from llm_codesign.serving import pipelined_step
+
+    step = pipelined_step(m, p, h, eng, tp=4, pp=1, ep=1, cp=1, attention_dp=False,
+                          isl=2048, osl=256, decode_seqs=64.0)
+    assert e.tpot_ms == pytest.approx(float(step.total_s) * 1e3, rel=1e-12)
+    with pytest.raises(SpecError, match="prefill plan: attention tp=3 does not divide num_attention_heads=64"):
+        DisaggregatedPlan(ParallelPlan(tp=3), ParallelPlan(tp=4)).validate_for(m)

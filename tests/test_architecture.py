@@ -167,6 +167,7 @@ def test_public_api_is_pinned():
     assert llm_codesign.__all__ == [
         "CodesignError",
         "DataFileError",
+        "DisaggregatedPlan",
         "EngineConstants",
         "Estimate",
         "Frontier",

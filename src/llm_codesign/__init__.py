@@ -16,6 +16,7 @@ from .explore import Frontier, compare, frontier, parse_compare, write_csv
 from .pareto import frontier_area, pareto_mask
 from .serving import GridResult, evaluate, evaluate_disaggregated
 from .specs import (
+    DisaggregatedPlan,
     HardwareSpec,
     ModelSpec,
     ParallelPlan,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CodesignError",
     "DataFileError",
+    "DisaggregatedPlan",
     "EngineConstants",
     "Estimate",
     "Frontier",

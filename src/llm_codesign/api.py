@@ -11,11 +11,11 @@ import numpy as np
 
 from .errors import SpecError
 from .ops import step_shape
-from .serving import evaluate, step_cost
+from .serving import evaluate, evaluate_disaggregated, step_cost
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec, load_hardware
 from .specs.model import ModelSpec, load_model
-from .specs.plan import ParallelPlan, crosses_domain_without_network
+from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
 from .specs.workload import Workload
 
@@ -27,7 +27,7 @@ class Estimate:
     model: ModelSpec
     hardware: HardwareSpec
     precision: Precision
-    plan: ParallelPlan
+    plan: ParallelPlan | DisaggregatedPlan
     workload: Workload
     engine: EngineConstants
     ttft_ms: float
@@ -53,6 +53,7 @@ class Estimate:
             "precision": self.precision.id,
             "engine": self.engine.id,
             "plan": self.plan.to_dict(),
+            "mode": "disaggregated" if isinstance(self.plan, DisaggregatedPlan) else "aggregated",
             "isl": self.workload.isl,
             "osl": self.workload.osl,
             "concurrency": self.workload.concurrency,
@@ -110,7 +111,7 @@ def estimate(
     model: str | Path | ModelSpec,
     hardware: str | Path | HardwareSpec,
     precision: str | Precision = "bf16",
-    plan: ParallelPlan | None = None,
+    plan: ParallelPlan | DisaggregatedPlan | None = None,
     workload: Workload | None = None,
     *,
     engine: str | Path | EngineConstants | None = None,
@@ -123,6 +124,10 @@ def estimate(
 
     ``num_gpus`` (optional) is the deployment size: dp is set to fill it with replicas of the
     plan (it must be a multiple of tp x pp).
+
+    A :class:`DisaggregatedPlan` prices prefill and decode pools with the physics the frontier
+    uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the sequences
+    each decode worker holds.
 
     Example:
         >>> e = estimate("llama-3.1-8b", "h200-sxm", "bf16", ParallelPlan(), Workload(1024, 128, 1))
@@ -139,6 +144,10 @@ def estimate(
         eng = calibrated_engine(eng, hw)
     plan = plan or ParallelPlan()
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
+    if isinstance(plan, DisaggregatedPlan):
+        if num_gpus is not None or spec_tokens:
+            raise SpecError("a disaggregated plan sets its own GPU count and takes no speculative decoding")
+        return _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
     if num_gpus is not None:
         if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
             raise SpecError(
@@ -181,6 +190,40 @@ def estimate(
         kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
         max_concurrency=int(_scalar(r.max_concurrency)), feasible=reason == "", reason=reason,
         breakdown=breakdown, ops=ops,
+    )
+
+
+def _estimate_disaggregated(
+    m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants,
+    plan: DisaggregatedPlan, wl: Workload, explain: bool,
+) -> Estimate:
+    plan.validate_for(m)
+    r = evaluate_disaggregated(
+        m, hw, prec, eng, prefill_plan=plan.axes("prefill"), decode_plan=plan.axes("decode"),
+        prefill_count=plan.prefill_workers, decode_count=plan.decode_workers,
+        prefill_batch=plan.prefill_batch, concurrency=wl.concurrency, isl=wl.isl, osl=wl.osl,
+    )
+
+    def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
+        out = {k: _scalar(v) for k, v in d.items()}
+        out["total"] = sum(out.values())
+        return out
+
+    decode = phase(r.decode_breakdown)
+    reason = str(np.asarray(r.reason).reshape(-1)[0])
+    ops = explain_ops(m, hw, prec, eng, plan.decode, wl) if explain else []
+    mem = _scalar(r.memory_per_gpu_bytes)
+    return Estimate(
+        model=m, hardware=hw, precision=prec, plan=plan, workload=wl, engine=eng,
+        ttft_ms=_scalar(r.ttft_s) * 1e3, tpot_ms=_scalar(r.tpot_s) * 1e3,
+        tok_s_per_user=_scalar(r.tok_s_per_user), output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
+        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu), num_gpus=plan.num_gpus,
+        fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
+        memory_per_gpu_gb=mem / 1e9, weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
+        kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
+        max_concurrency=int(_scalar(r.max_concurrency)), feasible=reason == "", reason=reason,
+        breakdown={"prefill": phase(r.prefill_breakdown), "decode": decode, "mixed_step": dict(decode)},
+        ops=ops,
     )
 
 

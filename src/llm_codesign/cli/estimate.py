@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import (
+    DisaggregatedPlan,
     ParallelPlan,
     Workload,
     apply_profile,
@@ -33,10 +34,22 @@ from ._common import plan_options
 @click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay (from `calibrate`)")
 @click.option("--spec-tokens", type=click.IntRange(0, 16), default=0, show_default=True, help="speculative / MTP draft tokens per step")
 @click.option("--spec-acceptance", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True, help="acceptance rate of each draft token")
+@click.option("--prefill-workers", type=click.IntRange(min=1), default=None, help="disaggregated: prefill workers (the plan flags above describe each decode worker)")
+@click.option("--decode-workers", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: decode workers")
+@click.option("--prefill-tp", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker tp")
+@click.option("--prefill-pp", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker pp")
+@click.option("--prefill-ep", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker ep")
+@click.option("--prefill-attention-dp/--no-prefill-attention-dp", default=False, help="disaggregated: prefill attention-DP")
+@click.option("--prefill-batch", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prompts a prefill worker batches")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
-def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, spec_tokens, spec_acceptance, as_json):
-    """Predict TTFT, TPOT and throughput for one configuration."""
+def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, spec_tokens, spec_acceptance,
+             prefill_workers, decode_workers, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, prefill_batch, as_json):
+    """Predict TTFT, TPOT and throughput for one configuration (aggregated, or disaggregated
+    prefill/decode pools with --prefill-workers)."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
+    if prefill_workers is not None:
+        prefill = ParallelPlan(tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp)
+        plan = DisaggregatedPlan(prefill, plan, prefill_workers, decode_workers, prefill_batch)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
     hw = load_hardware(hardware)
     if profile:

@@ -28,7 +28,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .memory import memory_fit, memory_in_use
+from .memory import memory_fit, memory_in_use, scheduling_ranks
 from .step import pipelined_step, step_cost
 
 Array = np.ndarray
@@ -104,6 +104,8 @@ class DecodeWorkers:
     gpus: Array
     max_concurrency: Array
     memory_per_gpu_bytes: Array
+    weight_bytes_per_gpu: Array
+    kv_bytes_per_gpu: Array
     by_class: dict[str, Array]
 
 
@@ -141,6 +143,8 @@ def decode_workers(
         gpus=(tp * pp).astype(float),
         max_concurrency=max_conc,
         memory_per_gpu_bytes=memory_in_use(w, kv, workspace, conc, tp, attention_dp),
+        weight_bytes_per_gpu=w,
+        kv_bytes_per_gpu=np.ceil(conc / scheduling_ranks(tp, attention_dp)) * kv,
         by_class={c: np.broadcast_to(v, shape) for c, v in step.by_class.items()},
     )
 
@@ -247,6 +251,8 @@ class DisaggregatedResult:
     num_gpus: Array
     kv_transfer_s: Array
     memory_per_gpu_bytes: Array
+    weight_bytes_per_gpu: Array
+    kv_bytes_per_gpu: Array
     max_concurrency: Array
     fits_in_memory: Array
     feasible: Array
@@ -322,6 +328,8 @@ def evaluate_disaggregated(
         num_gpus=gpus,
         kv_transfer_s=transfer,
         memory_per_gpu_bytes=dw.memory_per_gpu_bytes,
+        weight_bytes_per_gpu=dw.weight_bytes_per_gpu,
+        kv_bytes_per_gpu=dw.kv_bytes_per_gpu,
         max_concurrency=dw.max_concurrency,
         fits_in_memory=fits,
         feasible=feasible,

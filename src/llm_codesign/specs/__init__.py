@@ -10,13 +10,14 @@ from .model import (
     load_model,
     model_from_config,
 )
-from .plan import ParallelPlan
+from .plan import DisaggregatedPlan, ParallelPlan
 from .precision import PRESETS, Precision, parse_precision
 from .workload import Workload
 
 __all__ = [
     "PRESETS",
     "AttentionSpec",
+    "DisaggregatedPlan",
     "Efficiency",
     "HardwareSpec",
     "LayerGroup",

@@ -92,6 +92,67 @@ class ParallelPlan:
         return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp, "attention_dp": self.attention_dp, "cp": self.cp}
 
 
+@dataclass(frozen=True)
+class DisaggregatedPlan:
+    """Disaggregated serving: ``prefill_workers`` workers of plan ``prefill`` (each batching
+    ``prefill_batch`` prompts) feed ``decode_workers`` workers of plan ``decode`` over a KV
+    transfer. GPUs = x g_p + y g_d (each plan's dp is ignored: the worker counts replace it).
+
+    Example:
+        >>> p = DisaggregatedPlan(ParallelPlan(tp=4), ParallelPlan(tp=8), 2, 1)
+        >>> p.num_gpus, p.label()
+        (16, 'disagg 2x[TP4] : 1x[TP8]')
+    """
+
+    prefill: ParallelPlan
+    decode: ParallelPlan
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_batch: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_workers", "decode_workers", "prefill_batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+                raise SpecError(f"plan: {name} must be an integer in 1..1,000,000, got {value!r}")
+
+    @property
+    def num_gpus(self) -> int:
+        return (
+            self.prefill_workers * self.prefill.gpus_per_replica
+            + self.decode_workers * self.decode.gpus_per_replica
+        )
+
+    def validate_for(self, model: ModelSpec) -> None:
+        """Both plans must run ``model`` (the failing arithmetic names the pool)."""
+        for role, plan in (("prefill", self.prefill), ("decode", self.decode)):
+            try:
+                plan.validate_for(model)
+            except SpecError as exc:
+                raise SpecError(f"{role} {exc}") from None
+
+    def axes(self, role: str) -> dict[str, int | bool]:
+        """The ``prefill`` or ``decode`` plan's axes as keyword arguments (tp, pp, ep, cp,
+        attention_dp)."""
+        p = self.prefill if role == "prefill" else self.decode
+        return {"tp": p.tp, "pp": p.pp, "ep": p.ep, "cp": p.cp, "attention_dp": p.attention_dp}
+
+    def label(self) -> str:
+        return (
+            f"disagg {self.prefill_workers}x[{self.prefill.label()}] : "
+            f"{self.decode_workers}x[{self.decode.label()}]"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "prefill": self.prefill.to_dict(),
+            "decode": self.decode.to_dict(),
+            "prefill_workers": self.prefill_workers,
+            "decode_workers": self.decode_workers,
+            "prefill_batch": self.prefill_batch,
+        }
+
+
 # ---------------------------------------------------------------------------------------------
 # The plan rules: one vectorized definition; ParallelPlan.validate_for is the scalar call
 # ---------------------------------------------------------------------------------------------
