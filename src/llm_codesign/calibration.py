@@ -28,8 +28,9 @@ SpecError naming both). Measured GEMM throughput replaces the modelled compute t
 measured (M, N, K) range (:class:`GemmTable`); the best measured GEMM per dtype becomes that
 dtype's sustained-ceiling fraction (``gemm_efficiency``); measured copy bandwidth becomes
 ``hbm_efficiency``; measured collective bus bandwidth ``scaleup_efficiency``. Measured attention
-efficiencies, streaming bandwidth and collective latencies live in the engine constants:
-``calibrated_engine`` applies them. Everything not measured keeps its default, and
+efficiencies and collective latencies live in the engine constants: ``calibrated_engine``
+applies them (the engine's ``hbm_efficiency_scale`` stays a multiplier on the measured
+``hbm_efficiency``, so the copy bandwidth is counted once). Everything not measured keeps its default, and
 ``provenance`` says which is which.
 
 Example:
@@ -514,13 +515,10 @@ def _overlay(hw: HardwareSpec, p: Profile) -> HardwareSpec:
 
 
 def _baseline_engine(hw: HardwareSpec, p: Profile) -> EngineConstants:
-    """Engine constants of the table's residual baseline: defaults, with the measured
-    streaming bandwidth (so small-M, memory-bound shapes have a sensible baseline)."""
-    eng = EngineConstants(id="calibration-baseline")
-    bw = p.derived.get("hbm_bytes_per_s")
-    if bw:
-        eng = eng.with_overrides(mem_efficiency=min(bw / hw.hbm_bytes_per_s, 1.0))
-    return eng
+    """Engine constants of the table's residual baseline: defaults. The spec ``hw`` already
+    carries the measured streaming bandwidth as ``hbm_efficiency`` (so small-M, memory-bound
+    shapes have a sensible baseline)."""
+    return EngineConstants(id="calibration-baseline")
 
 
 _ARCH_BY_CC = {"8.0": "ampere", "8.6": "ampere", "8.7": "ampere", "8.9": "ada", "9.0": "hopper",
@@ -615,10 +613,11 @@ def hardware_from_profile(data: dict[str, Any], where: str) -> HardwareSpec:
 def engine_overrides(hw: HardwareSpec, profile: Profile | None = None) -> dict[str, tuple[float, str]]:
     """Engine constants a profile measured for this spec: ``{field: (value, source)}``.
 
-    ``mem_efficiency`` = copy bandwidth / spec bandwidth; ``attn_decode_efficiency`` = best
-    decode-attention bytes/s / spec bandwidth; ``attn_prefill_efficiency`` = best
-    prefill-attention FLOP/s / spec peak of that dtype; ``allreduce_latency_s`` and
-    ``alltoall_latency_s`` = the smallest measured message's time. Fractions are capped at 1.
+    ``attn_decode_efficiency`` = best decode-attention bytes/s / spec bandwidth;
+    ``attn_prefill_efficiency`` = best prefill-attention FLOP/s / spec peak of that dtype;
+    ``allreduce_latency_s`` and ``alltoall_latency_s`` = the smallest measured message's time.
+    Fractions are capped at 1. The copy bandwidth is not here: :func:`apply_profile` makes it
+    the spec's ``hbm_efficiency``, which the engine's ``hbm_efficiency_scale`` multiplies.
     """
     p = profile or profile_of(hw)
     if p is None:
@@ -626,9 +625,7 @@ def engine_overrides(hw: HardwareSpec, profile: Profile | None = None) -> dict[s
     d = p.derived
     where = _where(p)
     out: dict[str, tuple[float, str]] = {}
-    bw = d.get("hbm_bytes_per_s")
-    if bw:
-        out["mem_efficiency"] = (min(bw / hw.hbm_bytes_per_s, 1.0), f"{MEASURED}: device copy ({where})")
+    # the copy bandwidth is the spec's hbm_efficiency (apply_profile), not an engine constant
     dec = d.get("attention_decode_bytes_per_s", {})
     if dec:
         best = max(dec.values())
@@ -676,7 +673,7 @@ def provenance(hw: HardwareSpec, engine: EngineConstants | None = None) -> list[
                      "source": f"{n} measured shapes, interpolated in range" if n else "tile/wave model only"})
     rows.append({"quantity": "hbm_efficiency", "value": hw.hbm_efficiency.value, "origin": origin(hw.hbm_efficiency.source), "source": hw.hbm_efficiency.source})
     rows.append({"quantity": "scaleup_efficiency", "value": hw.scaleup_efficiency.value, "origin": origin(hw.scaleup_efficiency.source), "source": hw.scaleup_efficiency.source})
-    for name in ("mem_efficiency", "attn_decode_efficiency", "attn_prefill_efficiency", "allreduce_latency_s", "alltoall_latency_s"):
+    for name in ("hbm_efficiency_scale", "attn_decode_efficiency", "attn_prefill_efficiency", "allreduce_latency_s", "alltoall_latency_s"):
         if name in ov:
             rows.append({"quantity": f"engine.{name}", "value": ov[name][0], "origin": MEASURED, "source": ov[name][1]})
         else:
@@ -753,7 +750,7 @@ def compare(
         if hw.gemm_table is not None:
             hw = hw.with_overrides(gemm_table=None, profile_source="")
         if measured_only:  # the spec's bandwidth is itself the measured peak: stream at all of it
-            eng = eng.with_overrides(mem_efficiency=1.0)
+            eng = eng.with_overrides(hbm_efficiency_scale=1.0)
     rows: list[dict[str, Any]] = []
 
     def add(bench: str, label: str, dtype: str, measured: float, predicted: float, extra: dict[str, Any]) -> None:

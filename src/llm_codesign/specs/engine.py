@@ -36,7 +36,9 @@ class EngineConstants:
 
     Attributes:
         gemm_scale: multiplier on the hardware's measured GEMM ceiling (MAMF fraction).
-        mem_efficiency: achievable fraction of HBM bandwidth for streaming kernels.
+        hbm_efficiency_scale: multiplier on the hardware's measured HBM fraction
+            (``efficiency.hbm``) for streaming kernels: achieved bandwidth = datasheet x
+            hbm_efficiency x hbm_efficiency_scale (``cost.hbm_bytes_per_s_achieved``).
         attn_prefill_efficiency: fraction of tensor-core peak reached by prefill attention.
         attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
         kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
@@ -61,7 +63,7 @@ class EngineConstants:
 
     id: str
     gemm_scale: float = 1.0
-    mem_efficiency: float = 0.8
+    hbm_efficiency_scale: float = 1.0
     attn_prefill_efficiency: float = 0.6
     attn_decode_efficiency: float = 0.8
     kernel_overhead_s: float = 3e-6
@@ -91,7 +93,7 @@ class EngineConstants:
         return d
 
 
-FRACTIONS = ("mem_efficiency", "attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
+FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
 TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
 
 
@@ -106,6 +108,8 @@ def _check(c: EngineConstants, where: str) -> None:
             raise SpecError(f"{where}: {name}={v} must be a non-negative time under 1 s")
     if not 0 < c.gemm_scale <= 1.5 or not 0 < c.comm_efficiency <= 1.2:
         raise SpecError(f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1")
+    if not 0 < c.hbm_efficiency_scale <= 1.5:
+        raise SpecError(f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier near 1 (at most 1.5)")
     if c.moe_imbalance < 1:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
@@ -116,6 +120,11 @@ def _check(c: EngineConstants, where: str) -> None:
 
 def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
     f = Fields(data, where)
+    if "mem_efficiency" in data:  # renamed: the fraction now lives in the hardware file
+        raise SpecError(
+            f"{where}: 'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on the "
+            f"hardware file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = scale 1.0)"
+        )
     allowed = {x.name for x in dataclasses.fields(EngineConstants)}
     f.reject_unknown(allowed)
     kwargs: dict[str, Any] = {"id": f.str("id")}
