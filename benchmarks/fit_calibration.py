@@ -1,7 +1,7 @@
 """Fit the per-engine constants on ../shared/groundtruth and report error before/after.
 
 Run: python benchmarks/fit_calibration.py [--sweeps 3]
-Writes src/llm_codesign/data/calibration/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
+Writes src/llm_codesign/data/engines/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
 llm_codesign.fit: coordinate descent on a robust log error, bounded physical constants).
 """
 
@@ -15,7 +15,7 @@ from llm_codesign.fit import fit_engine, write_engine_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"
-OUT = ROOT / "src" / "llm_codesign" / "data" / "calibration"
+OUT = ROOT / "src" / "llm_codesign" / "data" / "engines"
 
 
 def main() -> None:

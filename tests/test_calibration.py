@@ -33,11 +33,11 @@ from llm_codesign.cli import main
 from llm_codesign.cost import gemm_time, hbm_bytes_per_s_achieved
 from llm_codesign.errors import CodesignError, DataFileError, SpecError, UnsupportedError
 from llm_codesign.ops import Op
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.workload import Workload
 
-ENG = EngineConstants(id="test")
+ENG = load_engine("default").with_overrides(id="test")
 H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [(1024, 4100, 4096)]
 MEASURED_FRACTION = 0.9  # synthetic "silicon": 90% of the model's throughput everywhere
 

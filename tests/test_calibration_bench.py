@@ -18,7 +18,7 @@ from llm_codesign.cli import main
 from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError, UnsupportedError
 from llm_codesign.ops import Op
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device")
@@ -71,7 +71,7 @@ def test_cpu_profile_is_a_spec_and_changes_predictions(cpu_run):
     hw = load_hardware(str(out))
     assert hw.architecture == "cpu" and hw.peak_flops("bf16") == profile.derived["peak_flops_per_s"]["bf16"]
     bare = hw.with_overrides(gemm_table=None)
-    eng = EngineConstants(id="t")
+    eng = load_engine("default").with_overrides(id="t")
     r = profile.measurements["gemm"][1]
     op = Op("g", "ffn", "gemm", 1.0, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]))
     with_table = float(gemm_time(op, hw, eng)[1])

@@ -13,11 +13,11 @@ from llm_codesign.cost import (
 )
 from llm_codesign.ops import Op, StepShape, step_ops
 from llm_codesign.serving import step_cost
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import Efficiency
 from llm_codesign.specs.model import bundled_models
 
-ENG = EngineConstants(id="test")
+ENG = load_engine("default").with_overrides(id="test")
 
 
 def shape(decode=1.0, prefill=0.0, ctx=16.0, tp=1, ep=1, pp=1, cp=1, adp=False):

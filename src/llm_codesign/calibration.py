@@ -360,7 +360,7 @@ class GemmTable:
         profile: Profile | None = None, neighbours: int = 4, max_gap_log2: float = 2.0,
     ):
         self.hw = hw.with_overrides(gemm_table=None, profile_source="")
-        self.engine = engine or EngineConstants(id="calibration-baseline")
+        self.engine = engine or _baseline_engine()
         self.profile = profile
         self.neighbours = neighbours
         self.max_gap_log2 = max_gap_log2
@@ -510,15 +510,15 @@ def _overlay(hw: HardwareSpec, p: Profile) -> HardwareSpec:
             f"link {hw.scaleup_bytes_per_s / 1e9:.4g} ({where})",
         )
     base = hw.with_overrides(**changes, gemm_table=None)
-    table = GemmTable(p.rows("gemm"), base, engine=_baseline_engine(base, p), profile=p)
+    table = GemmTable(p.rows("gemm"), base, engine=_baseline_engine(), profile=p)
     return base.with_overrides(gemm_table=table, profile_source=where)
 
 
-def _baseline_engine(hw: HardwareSpec, p: Profile) -> EngineConstants:
-    """Engine constants of the table's residual baseline: defaults. The spec ``hw`` already
-    carries the measured streaming bandwidth as ``hbm_efficiency`` (so small-M, memory-bound
-    shapes have a sensible baseline)."""
-    return EngineConstants(id="calibration-baseline")
+def _baseline_engine() -> EngineConstants:
+    """Engine constants of the table's residual baseline: the defaults. The table's spec
+    already carries the measured streaming bandwidth as ``hbm_efficiency`` (so small-M,
+    memory-bound shapes have a sensible baseline)."""
+    return load_engine(None).with_overrides(id="calibration-baseline")
 
 
 _ARCH_BY_CC = {"8.0": "ampere", "8.6": "ampere", "8.7": "ampere", "8.9": "ada", "9.0": "hopper",
@@ -590,7 +590,7 @@ def measured_hardware(profile: Profile | dict[str, Any] | str | Path) -> Hardwar
         sources={"profile": where},
         notes="built from a calibration profile's measurements alone; tdp_w not measured (NaN)",
     )
-    table = GemmTable(p.rows("gemm"), hw, engine=_baseline_engine(hw, p), profile=p)
+    table = GemmTable(p.rows("gemm"), hw, engine=_baseline_engine(), profile=p)
     return hw.with_overrides(gemm_table=table, profile_source=where)
 
 

@@ -46,7 +46,7 @@ def validate(data, engine, profile, out, worst, as_json):
     c.print(table("worst rows", ["source", "model", "gpu", "precision", "plan", "isl", "osl", "mode", "load", "metric", "measured", "predicted", "error %"],
                   [[r["source_id"], r["model"], r["gpu"], r["precision"], r["plan"], r["isl"], r["osl"], r["mode"], r["load"], r["metric"], r["measured"], r["predicted"], r["error"] * 100] for r in bad]))
     c.print(table("skipped rows", ["reason", "rows"], [[s["reason"], s["count"]] for s in report.skipped]))
-    c.print("engines: each row's framework column picks trtllm / vllm / sglang constants (data/calibration/*.yaml)"
+    c.print("engines: each row's framework column picks trtllm / vllm / sglang constants (data/engines/*.yaml)"
             if engine is None else f"engine forced: {engine}")
 
 
