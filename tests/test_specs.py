@@ -55,6 +55,15 @@ def test_what_if_gpu_file(tmp_path):
     with pytest.raises(SpecError, match="bogus_key"):
         load_hardware(str(p))
     data.pop("bogus_key")
+    data["name_match"] = {"chip": "H200 SXM"}  # must be the squashed form, h200sxm
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=r"h200-8tb.yaml: name_match: 'H200 SXM' must be lower-case letters and digits"):
+        load_hardware(str(p))
+    data["name_match"] = {"chip": "h200", "unles": ["nvl"]}
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=r"name_match: unknown field\(s\) 'unles'"):
+        load_hardware(str(p))
+    data.pop("name_match")
     data["efficiency"]["hbm"]["value"] = 1.5
     p.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecError, match="fraction"):
