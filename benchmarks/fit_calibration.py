@@ -2,7 +2,7 @@
 
 Run: python benchmarks/fit_calibration.py [--sweeps 3]
 Writes src/llm_codesign/data/engines/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
-llm_codesign.fit: coordinate descent on a robust log error, bounded physical constants).
+llm_codesign.calibrate.fit: coordinate descent on a robust log error, bounded physical constants).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
-from llm_codesign.fit import fit_engine, write_engine_yaml
+from llm_codesign.calibrate.fit import fit_engine, write_engine_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_codesign import api, load_hardware
-from llm_codesign.calibration import (
+from llm_codesign.calibrate import (
     GemmTable,
     apply_profile,
     calibrated_engine,
@@ -123,6 +123,14 @@ def test_profile_round_trips_and_derives(tmp_path):
     assert d["peak_flops_per_s"]["bf16"] == max(r["flops_per_s"] for r in h200_profile()["measurements"]["gemm"])
     assert d["attention_decode_bytes_per_s"]["bf16"] == pytest.approx(3.6e12)
     assert json.loads((tmp_path / "p.json").read_text())["derived"]["hbm_bytes_per_s"] == pytest.approx(4.3e12)
+
+
+def test_bytes_per_element_come_from_the_format_registry():
+    from llm_codesign.calibrate import DTYPES, element_bytes, output_bytes
+
+    assert {d: element_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "tf32": 4.0}
+    # the measured FP8 GEMMs (torch._scaled_mm) write BF16
+    assert {d: output_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "tf32": 4.0}
 
 
 def test_derive_collectives_latency_is_smallest_message():
@@ -312,6 +320,27 @@ def test_cpu_profile_is_a_hardware_spec(cpu_path):
     assert apply_profile(measured_hardware(cpu_profile()), cpu_profile()).id == hw.id
 
 
+def test_a_profile_is_a_hardware_for_the_interfaces_not_for_specs(h200_path, cpu_path):
+    from llm_codesign.calibrate import resolve_hardware
+    from llm_codesign.specs import load_hardware as specs_load_hardware
+
+    assert load_hardware is resolve_hardware  # the public loader takes profiles
+    assert resolve_hardware(str(h200_path)).profile_source.startswith(str(h200_path))
+    assert resolve_hardware("h200-sxm") is specs_load_hardware("h200-sxm")
+    # specs does not know calibration: it says where profiles are read
+    with pytest.raises(SpecError, match=r"h200.json: a calibration profile, not a hardware spec.*resolve_hardware"):
+        specs_load_hardware(str(h200_path))
+    # every command that takes --hardware reads a profile
+    for args in (["estimate", "-m", "llama-3.1-8b", "-g", str(cpu_path), "--isl", "128", "--osl", "32", "--json"],
+                 ["frontier", "-m", "llama-3.1-8b", "-g", str(h200_path), "--num-gpus", "1", "--isl", "512",
+                  "--osl", "64", "--json"],
+                 ["lint", "-m", "llama-3.1-8b", "-g", str(h200_path), "--json"],
+                 ["gemm", "-g", str(cpu_path), "--m", "64", "--json"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
+        assert json.loads(r.output)
+
+
 def test_measured_spec_needs_gemm_and_copy():
     data = cpu_profile()
     data["measurements"]["copy"] = []
@@ -396,11 +425,11 @@ def test_cli_compare_profile_on_other_device(h200_path):
 
 
 def test_missing_torch_says_install_the_gpu_extra(monkeypatch, tmp_path):
-    from llm_codesign import microbench
+    from llm_codesign.calibrate import device
 
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(UnsupportedError, match=r"\[gpu\] extra"):
-        microbench.require_torch()
+        device.require_torch()
     line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "p.json")]))
     assert "[gpu]" in line
 

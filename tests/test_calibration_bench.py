@@ -12,8 +12,9 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 
 from llm_codesign import api, load_hardware
-from llm_codesign import microbench as mb
-from llm_codesign.calibration import compare, load_profile
+from llm_codesign.calibrate import compare, load_profile
+from llm_codesign.calibrate import device as dev_
+from llm_codesign.calibrate import microbench as mb
 from llm_codesign.cli import main
 from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError, UnsupportedError
@@ -122,13 +123,13 @@ def test_cuda_requested_without_cuda_is_one_line(tmp_path):
 
 
 def test_device_strings():
-    assert mb.parse_device("cuda") == "cuda:0" and mb.parse_device("CPU") == "cpu" and mb.parse_device(None) is None
+    assert dev_.parse_device("cuda") == "cuda:0" and dev_.parse_device("CPU") == "cpu" and dev_.parse_device(None) is None
     for bad in ("gpu", "cuda:", "cuda:x", "tpu:0"):
         with pytest.raises(SpecError):
-            mb.parse_device(bad)
+            dev_.parse_device(bad)
     if not CUDA:
         with pytest.raises(UnsupportedError):
-            mb.resolve_device(torch, "cuda:1")
+            dev_.resolve_device(torch, "cuda:1")
 
 
 def test_default_grids_cover_decode_prefill_and_alignment():
@@ -161,7 +162,7 @@ def test_collectives_over_two_gloo_processes():
 @needs_cuda
 def test_cuda_tiny_calibration(tmp_path):
     dev = "cuda:0"
-    dtypes = ("bf16", "fp8") if mb.fp8_supported(torch, dev) else ("bf16",)
+    dtypes = ("bf16", "fp8") if dev_.fp8_supported(torch, dev) else ("bf16",)
     cfg = tiny_config(dev, dtypes=dtypes, copy_bytes=(2**26, 2**28),
                       gemm_shapes=((1, 4096, 4096), (4096, 4096, 4096), (4096, 4100, 4096)),
                       attention_decode=(mb.AttentionShape(8, 32, 8, 128, 4096),),

@@ -154,3 +154,36 @@ def test_engine_defaults_file_must_give_every_constant():
     data.pop("kernel_overhead_s")
     with pytest.raises(SpecError, match=r"default.yaml: missing required field 'kernel_overhead_s'"):
         engine._from_mapping(data, "default.yaml", None)
+
+
+def test_specs_import_nothing_above_specs():
+    """specs is the bottom layer: its modules import only specs, errors and formats (checked on
+    the source, function-level imports included, and at run time without the package's
+    ``__init__``, which loads the whole API)."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import llm_codesign.specs
+
+    allowed = ("llm_codesign.specs", "llm_codesign.errors", "llm_codesign.formats")
+    for path in Path(llm_codesign.specs.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = "llm_codesign.specs" if node.level == 1 else "llm_codesign"
+                target = f"{base}.{node.module}" if node.module else base
+                names = [target] if node.module else [f"{base}.{a.name}" for a in node.names]
+                assert all(n.startswith(allowed) for n in names), (path.name, names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mod = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                assert not (mod or "").startswith("llm_codesign"), (path.name, mod)
+    code = (
+        "import importlib.util, sys, types\n"
+        "loc = importlib.util.find_spec('llm_codesign').submodule_search_locations\n"
+        "pkg = types.ModuleType('llm_codesign'); pkg.__path__ = list(loc); sys.modules['llm_codesign'] = pkg\n"
+        "import llm_codesign.specs\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('llm_codesign.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "llm_codesign.specs.hardware" in out and all(m.startswith(allowed) for m in out), out

@@ -3,6 +3,7 @@
 from .advise import lint
 from .api import Estimate, estimate
 from .archsearch import search
+from .calibrate import resolve_hardware as load_hardware  # a calibration profile is a GPU too
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
 from .explore import Frontier, compare, frontier, frontier_area
 from .gemm_explorer import gemm_sweep
@@ -15,7 +16,6 @@ from .specs import (
     Workload,
     bundled_hardware,
     bundled_models,
-    load_hardware,
     load_model,
     parse_precision,
 )

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from . import api
+from .calibrate import apply_profile, resolve_hardware
 from .errors import CodesignError
 from .render import console, table, to_json
 from .specs.hardware import bundled_hardware
@@ -67,10 +68,8 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
     """Predict TTFT, TPOT and throughput for one configuration."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
-    hw = api.load_hardware(hardware)
+    hw = resolve_hardware(hardware)
     if profile:
-        from .calibration import apply_profile
-
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)

@@ -67,6 +67,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from .calibrate import resolve_hardware
 from .cost import collective_time, op_time
 from .errors import SpecError, UnsupportedError
 from .ops import (
@@ -77,7 +78,7 @@ from .ops import (
 )
 from .serving import evaluate, memory_fit, pipeline_hops, plan_feasibility, step_cost
 from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
+from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
 from .specs.plan import ParallelPlan
 from .specs.precision import Precision, parse_precision
@@ -1060,7 +1061,7 @@ def frontier(
     """
     t0 = time.perf_counter()
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
     eng = load_engine(engine)
     for name, v in (("num_gpus", num_gpus), ("isl", isl), ("osl", osl), ("points_per_octave", points_per_octave), ("max_batch", 1 if max_batch is None else max_batch)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from . import cost
+from .calibrate import resolve_hardware
 from .errors import SpecError
 from .formats import FORMATS
 from .ops import Op
 from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
+from .specs.hardware import HardwareSpec
 
 Array = np.ndarray
 
@@ -192,7 +193,7 @@ def gemm_sweep(
     ``launch_overhead_s``: fixed time per launch (default: the engine's per-kernel overhead).
     Raises UnsupportedError when the GPU has no native path for ``dtype``.
     """
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)
     eng = load_engine(engine)
     dt = dtype.strip().lower()
     if dt not in DTYPES:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibrate import apply_profile, load_profile, match_hardware_id
 from .errors import DataFileError
 from .serving import evaluate, evaluate_static
 from .specs.engine import EngineConstants, engine_for_framework, load_engine
@@ -401,8 +402,6 @@ def validate(
     override = load_engine(engine) if engine is not None else None
     hw_over = None
     if profile is not None:
-        from .calibration import apply_profile, load_profile, match_hardware_id
-
         prof = load_profile(profile)
         target = prof.device.hardware_id or match_hardware_id(prof.device.name)
         # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs

@@ -14,6 +14,7 @@ from ..advise import DEFAULT_WORKLOADS, RULES
 from ..advise import lint as lint_model
 from ..archsearch import SearchSpace
 from ..archsearch import search as search_arch
+from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..gemm_explorer import gemm_sweep, save_plot
 from ..regimes import LONG_ISL, SHORT_ISL, SHORT_OSL
@@ -75,7 +76,7 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
 @click.option("--json", "as_json", is_flag=True, help='print {"findings": [...]}')
 def lint(model, hardware, precision, workloads, rules, engine, as_json):
     """Co-design lint: what wastes the hardware, by how much (cost model), and the fix."""
-    r = lint_model(model, hardware, precision, workloads=workloads or None, engine=engine, rules=rules or None)
+    r = lint_model(model, resolve_hardware(hardware), precision, workloads=workloads or None, engine=engine, rules=rules or None)
     if as_json:
         click.echo(to_json(r.to_dict()))
         return
@@ -98,7 +99,7 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
 @click.option("--json", "as_json", is_flag=True, help='print {"regimes": [...]}')
 def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, engine, as_json):
     """Time split, bound resource and Amdahl's ceilings in the four deployment quadrants."""
-    r = regime_report(model, hardware, precision, engine=engine, short_isl=short_isl, long_isl=long_isl, osl=osl,
+    r = regime_report(model, resolve_hardware(hardware), precision, engine=engine, short_isl=short_isl, long_isl=long_isl, osl=osl,
                       throughput_concurrency=concurrency)
     if as_json:
         click.echo(to_json(r.to_dict()))
@@ -149,7 +150,7 @@ def search(model, hardware, precision, workload, objective, target_tok_s_user, t
         experts=_floats(experts, "experts") or default.experts,
         mla_rank_scales=_floats(mla_ranks, "mla-ranks") or default.mla_rank_scales,
     )
-    r = search_arch(model, hardware, precision, isl=w.isl, osl=w.osl, engine=engine, space=space, objective=objective,
+    r = search_arch(model, resolve_hardware(hardware), precision, isl=w.isl, osl=w.osl, engine=engine, space=space, objective=objective,
                     target_tok_s_per_user=target_tok_s_user, param_tolerance=tolerance,
                     quality_tolerance=quality_tolerance, top=top)
     if out_dir:

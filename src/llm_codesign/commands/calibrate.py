@@ -85,7 +85,7 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
     if compare_path is not None:
         if out or device or quick or dtypes or budget_s or threads:
             raise SpecError("--compare reads an existing profile: drop --out/--device/--quick/--dtypes/--budget-s/--threads")
-        from ..calibration import compare
+        from ..calibrate import compare
 
         result = compare(compare_path, hardware, engine, overlay=overlay)
         if as_json:
@@ -97,9 +97,10 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
         raise SpecError("--hardware, --engine and --overlay go with --compare")
     if not out:
         raise SpecError("calibrate needs --out PROFILE.json (or --compare PROFILE.json)")
-    from .. import microbench
+    from ..calibrate import microbench
+    from ..calibrate.device import parse_device
 
-    microbench.parse_device(device)  # a bad device string fails before torch loads
+    parse_device(device)  # a bad device string fails before torch loads
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip()) if dtypes else None
     if no_progress:
         profile = microbench.calibrate(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s, threads=threads)

@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from .. import explore
+from ..calibrate import apply_profile, resolve_hardware
 from ..errors import SpecError
 from ..render import console, table, to_json
-from ..specs.hardware import load_hardware
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -67,10 +67,8 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
         from ..plots import output_paths
 
         output_paths(plot_path)  # a bad suffix fails before the search, not after
-    hw: Any = load_hardware(hardware)
+    hw: Any = resolve_hardware(hardware)
     if profile:
-        from ..calibration import apply_profile
-
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
@@ -84,7 +82,7 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
     }
     if compare_spec:
         axis, values = explore.parse_compare(compare_spec)
-        designs = [{axis: (load_hardware(v).with_overrides(emulate=True) if emulate and axis == "hardware" else v), "label": v} for v in values]
+        designs = [{axis: (resolve_hardware(v).with_overrides(emulate=True) if emulate and axis == "hardware" else v), "label": v} for v in values]
         results = explore.compare(designs, **{k: v for k, v in common.items() if k != axis})
         if csv_path:
             explore.write_csv(results, csv_path)

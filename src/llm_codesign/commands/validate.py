@@ -57,7 +57,7 @@ def validate(data, engine, profile, out, worst, as_json):
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
 def calibrate_fit(data, engine, out, sweeps):
     """Fit an engine's few physical constants to calibration measurements."""
-    from ..fit import fit_engine, write_engine_yaml
+    from ..calibrate.fit import fit_engine, write_engine_yaml
 
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])

@@ -78,7 +78,7 @@ class HardwareSpec:
     name_unless: tuple[str, ...] = ()
     notes: str = ""
     emulate: bool = False
-    # Measured GEMM throughput from a calibration profile (llm_codesign.calibration.GemmTable):
+    # Measured GEMM throughput from a calibration profile (llm_codesign.calibrate.GemmTable):
     # any object with ``flops_per_s(compute_class, m, n, k) -> ndarray | None`` (NaN = not covered).
     gemm_table: Any = field(default=None, compare=False, repr=False)
     profile_source: str = ""
@@ -258,7 +258,8 @@ def hardware_chip_table() -> list[tuple[str, str, tuple[str, ...]]]:
 
 
 def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
-    """Resolve a GPU: a spec, a bundled id or alias, or a path to a YAML/JSON file."""
+    """Resolve a GPU: a spec, a bundled id or alias, or a path to a YAML/JSON spec file. (A
+    calibration profile as a GPU is resolved above specs: ``calibrate.resolve_hardware``.)"""
     if isinstance(hardware, HardwareSpec):
         return hardware
     text = str(hardware)
@@ -271,10 +272,11 @@ def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
     path = Path(text)
     if path.is_file():
         data = read_mapping(path)
-        if "profile_version" in data:
-            from ..calibration import hardware_from_profile  # a calibration profile is a spec too
-
-            return hardware_from_profile(data, str(path))
+        if "profile_version" in data:  # the interfaces resolve profiles (calibrate.resolve_hardware)
+            raise SpecError(
+                f"{path}: a calibration profile, not a hardware spec; load it with "
+                "llm_codesign.load_hardware or llm_codesign.calibrate.resolve_hardware"
+            )
         return hardware_from_mapping(data, str(path))
     raise UnknownIdError(
         f"unknown hardware {text!r}: not a bundled id and not a readable YAML/JSON path; "

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from .specs.engine import EngineConstants, load_engine
-from .validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
+from ..specs.engine import EngineConstants, load_engine
+from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
 
 # name -> (lower bound, upper bound, physical meaning)
 FIT_SPACE: dict[str, tuple[float, float, str]] = {
