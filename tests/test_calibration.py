@@ -262,6 +262,8 @@ def test_profile_changes_predictions(h200_path):
     assert cal.tpot_ms == pytest.approx(over.tpot_ms, rel=1e-9)
     assert over.tpot_ms != pytest.approx(base.tpot_ms, rel=1e-3)
     assert over.to_dict()["assumptions"]["calibration"]
+    assert over.to_dict()["assumptions"]["hbm_efficiency"]["value"] == pytest.approx(4.3e12 / 4.8e12)
+    assert base.to_dict()["assumptions"]["hbm_efficiency"] == {"value": 0.80, "source": load_hardware("h200-sxm").hbm_efficiency.source}
 
 
 def test_profile_of_another_device_is_an_error_naming_both(h200_path, cpu_path):

@@ -85,6 +85,7 @@ class Estimate:
             "compute_class": rate,
             "gemm_efficiency": {"value": eff.value, "source": eff.source},
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
+            "hbm_efficiency": {"value": hw.hbm_efficiency.value, "source": hw.hbm_efficiency.source},
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
             "scaleup_efficiency": {"value": hw.scaleup_efficiency.value, "source": hw.scaleup_efficiency.source},
             "precision": self.precision.summary(),
