@@ -1,8 +1,8 @@
 """Fit the per-engine constants on ../shared/groundtruth and report error before/after.
 
 Run: python benchmarks/fit_calibration.py [--sweeps 3]
-Writes src/llm_codesign/data/calibration/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
-llm_codesign.fit: coordinate descent on a robust log error, bounded physical constants).
+Writes src/llm_codesign/data/engines/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
+llm_codesign.calibrate.fit: coordinate descent on a robust log error, bounded physical constants).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import argparse
 import time
 from pathlib import Path
 
-from llm_codesign.fit import fit_engine, write_engine_yaml
+from llm_codesign.calibrate.fit import fit_engine, write_engine_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"
-OUT = ROOT / "src" / "llm_codesign" / "data" / "calibration"
+OUT = ROOT / "src" / "llm_codesign" / "data" / "engines"
 
 
 def main() -> None:

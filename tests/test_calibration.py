@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from llm_codesign import api, load_hardware
-from llm_codesign.calibration import (
+from llm_codesign.calibrate import (
     GemmTable,
     apply_profile,
     calibrated_engine,
-    compare,
+    compare_profile,
     derive,
     engine_overrides,
     hardware_from_profile,
@@ -30,14 +30,14 @@ from llm_codesign.calibration import (
     save_profile,
 )
 from llm_codesign.cli import main
-from llm_codesign.cost import gemm_time
+from llm_codesign.cost import gemm_time, hbm_bytes_per_s_achieved
 from llm_codesign.errors import CodesignError, DataFileError, SpecError, UnsupportedError
 from llm_codesign.ops import Op
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.workload import Workload
 
-ENG = EngineConstants(id="test")
+ENG = load_engine("default").with_overrides(id="test")
 H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [(1024, 4100, 4096)]
 MEASURED_FRACTION = 0.9  # synthetic "silicon": 90% of the model's throughput everywhere
 
@@ -123,6 +123,14 @@ def test_profile_round_trips_and_derives(tmp_path):
     assert d["peak_flops_per_s"]["bf16"] == max(r["flops_per_s"] for r in h200_profile()["measurements"]["gemm"])
     assert d["attention_decode_bytes_per_s"]["bf16"] == pytest.approx(3.6e12)
     assert json.loads((tmp_path / "p.json").read_text())["derived"]["hbm_bytes_per_s"] == pytest.approx(4.3e12)
+
+
+def test_bytes_per_element_come_from_the_format_registry():
+    from llm_codesign.calibrate import DTYPES, element_bytes, output_bytes
+
+    assert {d: element_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "tf32": 4.0}
+    # the measured FP8 GEMMs (torch._scaled_mm) write BF16
+    assert {d: output_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "tf32": 4.0}
 
 
 def test_derive_collectives_latency_is_smallest_message():
@@ -241,15 +249,21 @@ def test_profile_changes_predictions(h200_path):
     assert over.ttft_ms > base.ttft_ms  # measured GEMMs 10% slower than modelled: prefill slows
     hw = load_hardware(str(h200_path))
     eng = calibrated_engine(None, hw)
-    assert eng.mem_efficiency == pytest.approx(4.3e12 / 4.8e12)
+    # the measured copy bandwidth is the spec's hbm_efficiency, counted once: the engine keeps
+    # its scale (default 1.0), so streaming kernels achieve exactly the measured 4.3 TB/s
+    assert hw.hbm_efficiency.value == pytest.approx(4.3e12 / 4.8e12)
+    assert eng.hbm_efficiency_scale == 1.0 and "hbm_efficiency_scale" not in engine_overrides(hw)
+    assert hbm_bytes_per_s_achieved(hw, eng) == pytest.approx(4.3e12)
     assert eng.attn_decode_efficiency == pytest.approx(3.6e12 / 4.8e12)
     assert eng.attn_prefill_efficiency == pytest.approx(500e12 / 989e12)
-    assert eng.sources["mem_efficiency"].startswith("measured")
+    assert eng.sources["attn_decode_efficiency"].startswith("measured")
     # estimate() applies the profile's measured engine constants itself
     cal = api.estimate("llama-3.1-8b", hw, "bf16", plan, wl, engine=eng, explain=False)
     assert cal.tpot_ms == pytest.approx(over.tpot_ms, rel=1e-9)
     assert over.tpot_ms != pytest.approx(base.tpot_ms, rel=1e-3)
     assert over.to_dict()["assumptions"]["calibration"]
+    assert over.to_dict()["assumptions"]["hbm_efficiency"]["value"] == pytest.approx(4.3e12 / 4.8e12)
+    assert base.to_dict()["assumptions"]["hbm_efficiency"] == {"value": 0.80, "source": load_hardware("h200-sxm").hbm_efficiency.source}
 
 
 def test_profile_of_another_device_is_an_error_naming_both(h200_path, cpu_path):
@@ -266,7 +280,8 @@ def test_provenance_says_what_is_measured(h200_path):
     assert rows["gemm_table.fp8"]["origin"] == "default"
     assert rows["hbm_efficiency"]["origin"] == "measured"
     assert rows["scaleup_efficiency"]["origin"] == "default"  # no collectives on one GPU
-    assert rows["engine.mem_efficiency"]["origin"] == "measured"
+    assert rows["engine.attn_decode_efficiency"]["origin"] == "measured"
+    assert rows["engine.hbm_efficiency_scale"]["origin"] == "default"  # a multiplier on the measured fraction
     assert rows["engine.allreduce_latency_s"]["origin"] == "default"
     assert all(r["origin"] == "default" for r in provenance(load_hardware("h200-sxm")))
 
@@ -312,6 +327,27 @@ def test_cpu_profile_is_a_hardware_spec(cpu_path):
     assert apply_profile(measured_hardware(cpu_profile()), cpu_profile()).id == hw.id
 
 
+def test_a_profile_is_a_hardware_for_the_interfaces_not_for_specs(h200_path, cpu_path):
+    from llm_codesign.calibrate import resolve_hardware
+    from llm_codesign.specs import load_hardware as specs_load_hardware
+
+    assert load_hardware is resolve_hardware  # the public loader takes profiles
+    assert resolve_hardware(str(h200_path)).profile_source.startswith(str(h200_path))
+    assert resolve_hardware("h200-sxm") is specs_load_hardware("h200-sxm")
+    # specs does not know calibration: it says where profiles are read
+    with pytest.raises(SpecError, match=r"h200.json: a calibration profile, not a hardware spec.*resolve_hardware"):
+        specs_load_hardware(str(h200_path))
+    # every command that takes --hardware reads a profile
+    for args in (["estimate", "-m", "llama-3.1-8b", "-g", str(cpu_path), "--isl", "128", "--osl", "32", "--json"],
+                 ["frontier", "-m", "llama-3.1-8b", "-g", str(h200_path), "--num-gpus", "1", "--isl", "512",
+                  "--osl", "64", "--json"],
+                 ["lint", "-m", "llama-3.1-8b", "-g", str(h200_path), "--json"],
+                 ["gemm", "-g", str(cpu_path), "--m", "64", "--json"]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, (args, r.output)
+        assert json.loads(r.output)
+
+
 def test_measured_spec_needs_gemm_and_copy():
     data = cpu_profile()
     data["measurements"]["copy"] = []
@@ -327,7 +363,7 @@ def test_measured_spec_needs_gemm_and_copy():
 
 
 def test_compare_covers_every_measurement(h200_path):
-    res = compare(h200_path)
+    res = compare_profile(h200_path)
     kinds = [r["benchmark"] for r in res.rows]
     assert kinds.count("copy") == 2 and kinds.count("gemm") == len(H200_GRID)
     assert kinds.count("attention_decode") == 1 and kinds.count("attention_prefill") == 1
@@ -338,12 +374,12 @@ def test_compare_covers_every_measurement(h200_path):
     s = res.to_dict()["summary"]
     assert set(s) == {"copy", "gemm", "attention_decode", "attention_prefill"}
     assert s["gemm"]["count"] == len(H200_GRID) and s["gemm"]["median_abs_pct_error"] == pytest.approx(10.0, abs=0.01)
-    self_check = compare(h200_path, overlay=True)
+    self_check = compare_profile(h200_path, overlay=True)
     assert all(abs(r["error_pct"]) < 1e-6 for r in self_check.rows if r["benchmark"] == "gemm")
 
 
 def test_compare_on_a_device_without_a_spec(cpu_path):
-    res = compare(cpu_path)
+    res = compare_profile(cpu_path)
     assert res.hardware == "measured-example-cpu-9000"
     copy_rows = [r for r in res.rows if r["benchmark"] == "copy"]
     assert copy_rows[1]["error_pct"] == pytest.approx(0.0, abs=1e-9)  # the best copy is the spec's bandwidth
@@ -396,11 +432,11 @@ def test_cli_compare_profile_on_other_device(h200_path):
 
 
 def test_missing_torch_says_install_the_gpu_extra(monkeypatch, tmp_path):
-    from llm_codesign import microbench
+    from llm_codesign.calibrate import device
 
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(UnsupportedError, match=r"\[gpu\] extra"):
-        microbench.require_torch()
+        device.require_torch()
     line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "p.json")]))
     assert "[gpu]" in line
 

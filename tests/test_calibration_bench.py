@@ -12,13 +12,14 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 
 from llm_codesign import api, load_hardware
-from llm_codesign import microbench as mb
-from llm_codesign.calibration import compare, load_profile
+from llm_codesign.calibrate import compare_profile, load_profile
+from llm_codesign.calibrate import device as dev_
+from llm_codesign.calibrate import microbench as mb
 from llm_codesign.cli import main
 from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError, UnsupportedError
 from llm_codesign.ops import Op
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device")
@@ -73,7 +74,7 @@ def test_cpu_profile_is_a_spec_and_changes_predictions(cpu_run):
     hw = load_hardware(str(out))
     assert hw.architecture == "cpu" and hw.peak_flops("bf16") == profile.derived["peak_flops_per_s"]["bf16"]
     bare = hw.with_overrides(gemm_table=None)
-    eng = EngineConstants(id="t")
+    eng = load_engine("default").with_overrides(id="t")
     r = profile.measurements["gemm"][1]
     op = Op("g", "ffn", "gemm", 1.0, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]))
     with_table = float(gemm_time(op, hw, eng)[1])
@@ -88,10 +89,10 @@ def test_cpu_profile_is_a_spec_and_changes_predictions(cpu_run):
 
 def test_compare_on_cpu_profile(cpu_run):
     _, out = cpu_run
-    res = compare(out)
+    res = compare_profile(out)
     assert {r["benchmark"] for r in res.rows} == {"copy", "gemm", "attention_decode", "attention_prefill"}
     assert all(r["predicted_s"] > 0 and np.isfinite(r["error_pct"]) for r in res.rows)
-    self_check = compare(out, overlay=True)
+    self_check = compare_profile(out, overlay=True)
     assert all(abs(r["error_pct"]) < 1e-6 for r in self_check.rows if r["benchmark"] == "gemm")
 
 
@@ -127,13 +128,13 @@ def test_cuda_requested_without_cuda_is_one_line(tmp_path):
 
 
 def test_device_strings():
-    assert mb.parse_device("cuda") == "cuda:0" and mb.parse_device("CPU") == "cpu" and mb.parse_device(None) is None
+    assert dev_.parse_device("cuda") == "cuda:0" and dev_.parse_device("CPU") == "cpu" and dev_.parse_device(None) is None
     for bad in ("gpu", "cuda:", "cuda:x", "tpu:0"):
         with pytest.raises(SpecError, match=f"--device '{bad}': expected cpu, cuda or cuda:N"):
-            mb.parse_device(bad)
+            dev_.parse_device(bad)
     if not CUDA:
         with pytest.raises(UnsupportedError, match="--device cuda:1: CUDA is not available"):
-            mb.resolve_device(torch, "cuda:1")
+            dev_.resolve_device(torch, "cuda:1")
 
 
 def test_default_grids_cover_decode_prefill_and_alignment():
@@ -166,7 +167,7 @@ def test_collectives_over_two_gloo_processes():
 @needs_cuda
 def test_cuda_tiny_calibration(tmp_path):
     dev = "cuda:0"
-    dtypes = ("bf16", "fp8") if mb.fp8_supported(torch, dev) else ("bf16",)
+    dtypes = ("bf16", "fp8") if dev_.fp8_supported(torch, dev) else ("bf16",)
     cfg = tiny_config(dev, dtypes=dtypes, copy_bytes=(2**26, 2**28),
                       gemm_shapes=((1, 4096, 4096), (4096, 4096, 4096), (4096, 4100, 4096)),
                       attention_decode=(mb.AttentionShape(8, 32, 8, 128, 4096),),
@@ -179,4 +180,4 @@ def test_cuda_tiny_calibration(tmp_path):
     assert big and big[0]["flops_per_s"] > 1e13
     hw = load_hardware(str(tmp_path / "gpu.json"))
     assert hw.gemm_table is not None
-    assert compare(tmp_path / "gpu.json").rows
+    assert compare_profile(tmp_path / "gpu.json").rows

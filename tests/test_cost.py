@@ -4,13 +4,20 @@ import numpy as np
 import pytest
 
 from llm_codesign import load_hardware, load_model, parse_precision
-from llm_codesign.cost import MISALIGNED_FACTOR, collective_time, gemm_shape_efficiency, gemm_time
+from llm_codesign.cost import (
+    MISALIGNED_FACTOR,
+    collective_time,
+    gemm_shape_efficiency,
+    gemm_time,
+    hbm_bytes_per_s_achieved,
+)
 from llm_codesign.ops import Op, StepShape, step_ops
 from llm_codesign.serving import step_cost
-from llm_codesign.specs.engine import EngineConstants
+from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.hardware import Efficiency
 from llm_codesign.specs.model import bundled_models
 
-ENG = EngineConstants(id="test")
+ENG = load_engine("default").with_overrides(id="test")
 
 
 def shape(decode=1.0, prefill=0.0, ctx=16.0, tp=1, ep=1, pp=1, cp=1, adp=False):
@@ -41,10 +48,23 @@ def test_llama8b_bf16_decode_batch1_on_h200_is_weight_read_bound():
     cost = step_cost(m, parse_precision("bf16"), hw, ENG, shape(decode=1.0, ctx=1024.0), detail=True)
     gemm_time_s = sum(float(t) for op, t, _ in cost.ops if op.kind == "gemm")
     weight_bytes = 2.0 * m.matmul_params_per_token  # BF16, input embedding not read
-    by_hand = weight_bytes / (4.8e12 * ENG.mem_efficiency)  # ~4.06 ms
+    by_hand = weight_bytes / (4.8e12 * hw.hbm_efficiency.value * ENG.hbm_efficiency_scale)  # ~4.06 ms
     # the activations of one token add ~0.03% to the bytes moved
     assert gemm_time_s == pytest.approx(by_hand, rel=1e-3)
     assert all(str(b) == "memory" for op, _, b in cost.ops if op.kind == "gemm")
+
+
+def test_hardware_hbm_efficiency_drives_memory_bound_gemm_time():
+    # decode GEMM of llama-3.1-8b's FFN up/gate (M=1): time = bytes / (bw x hbm_eff x scale)
+    hw = load_hardware("h200-sxm")
+    op = Op("up", "ffn", "gemm", 1.0, m=1.0, n=2 * 14336.0, k=4096.0, compute_class="bf16")
+    moved = 2.0 * (1 * 4096 + 1 * 2 * 14336) + 2.0 * 2 * 14336 * 4096
+    t, compute, memory = gemm_time(op, hw, ENG)
+    assert float(t) == float(memory) > float(compute)
+    assert float(t) == pytest.approx(moved / (4.8e12 * 0.80 * ENG.hbm_efficiency_scale), rel=1e-12)
+    half = hw.with_overrides(hbm_efficiency=Efficiency(hw.hbm_efficiency.value / 2, "what-if"))
+    assert float(gemm_time(op, half, ENG)[0]) == pytest.approx(2.0 * float(t), rel=1e-12)
+    assert hbm_bytes_per_s_achieved(half, ENG) == pytest.approx(4.8e12 * 0.40 * ENG.hbm_efficiency_scale)
 
 
 def test_large_gemm_is_compute_bound_at_the_measured_ceiling():

@@ -55,6 +55,15 @@ def test_what_if_gpu_file(tmp_path):
     with pytest.raises(SpecError, match="bogus_key"):
         load_hardware(str(p))
     data.pop("bogus_key")
+    data["name_match"] = {"chip": "H200 SXM"}  # must be the squashed form, h200sxm
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=r"h200-8tb.yaml: name_match: 'H200 SXM' must be lower-case letters and digits"):
+        load_hardware(str(p))
+    data["name_match"] = {"chip": "h200", "unles": ["nvl"]}
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match=r"name_match: unknown field\(s\) 'unles'"):
+        load_hardware(str(p))
+    data.pop("name_match")
     data["efficiency"]["hbm"]["value"] = 1.5
     p.write_text(yaml.safe_dump(data))
     with pytest.raises(SpecError, match="fraction"):
@@ -112,3 +121,71 @@ def test_workload_validation():
     for bad, field in ((dict(isl=0, osl=1), "isl"), (dict(isl=1, osl=-1), "osl"), (dict(isl=1, osl=1, concurrency=0), "concurrency")):
         with pytest.raises(SpecError, match=f"workload: {field} must be a positive integer, got {bad[field]}"):
             Workload(**bad)
+
+
+def test_engine_defaults_live_only_in_default_yaml(tmp_path):
+    import dataclasses
+
+    from llm_codesign.specs.engine import EngineConstants, load_engine
+
+    # the dataclass declares the constants without values: default.yaml is their one home
+    constants = [f for f in dataclasses.fields(EngineConstants) if f.name not in ("id", "sources")]
+    assert constants and all(f.default is dataclasses.MISSING for f in constants)
+    default = load_engine()
+    assert default.id == "default" and default.hbm_efficiency_scale == 1.0 and default.max_num_tokens == 8192
+    # a user engine file gives what it changes; the rest comes from default.yaml
+    p = tmp_path / "mine.yaml"
+    p.write_text(yaml.safe_dump({"id": "mine", "step_overhead_s": 1e-3}))
+    mine = load_engine(str(p))
+    assert mine.step_overhead_s == 1e-3
+    assert mine.with_overrides(id="default", step_overhead_s=default.step_overhead_s) == default
+    # the renamed constant is a clear error naming the file and the replacement
+    p.write_text(yaml.safe_dump({"id": "old", "mem_efficiency": 0.8}))
+    with pytest.raises(SpecError, match="hbm_efficiency_scale") as exc:
+        load_engine(str(p))
+    assert str(p) in str(exc.value) and "hbm_efficiency_scale" in str(exc.value)
+    p.write_text(yaml.safe_dump({"id": "big", "hbm_efficiency_scale": 2.0}))
+    with pytest.raises(SpecError, match="hbm_efficiency_scale=2.0 must be a positive multiplier"):
+        load_engine(str(p))
+
+
+def test_engine_defaults_file_must_give_every_constant():
+    from llm_codesign.specs import engine
+
+    data = yaml.safe_load((engine._dir() / "default.yaml").read_text())
+    data.pop("kernel_overhead_s")
+    with pytest.raises(SpecError, match=r"default.yaml: missing required field 'kernel_overhead_s'"):
+        engine._from_mapping(data, "default.yaml", None)
+
+
+def test_specs_import_nothing_above_specs():
+    """specs is the bottom layer: its modules import only specs, errors and formats (checked on
+    the source, function-level imports included, and at run time without the package's
+    ``__init__``, which loads the whole API)."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import llm_codesign.specs
+
+    allowed = ("llm_codesign.specs", "llm_codesign.errors", "llm_codesign.formats")
+    for path in Path(llm_codesign.specs.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = "llm_codesign.specs" if node.level == 1 else "llm_codesign"
+                target = f"{base}.{node.module}" if node.module else base
+                names = [target] if node.module else [f"{base}.{a.name}" for a in node.names]
+                assert all(n.startswith(allowed) for n in names), (path.name, names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                mod = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                assert not (mod or "").startswith("llm_codesign"), (path.name, mod)
+    code = (
+        "import importlib.util, sys, types\n"
+        "loc = importlib.util.find_spec('llm_codesign').submodule_search_locations\n"
+        "pkg = types.ModuleType('llm_codesign'); pkg.__path__ = list(loc); sys.modules['llm_codesign'] = pkg\n"
+        "import llm_codesign.specs\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('llm_codesign.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "llm_codesign.specs.hardware" in out and all(m.startswith(allowed) for m in out), out

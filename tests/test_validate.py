@@ -157,6 +157,31 @@ def test_name_matching_beyond_the_alias_table():
     # different SKUs are not silently mapped to the SXM datasheets
     assert match_gpu_name("H100 PCIe") is None and match_gpu_name("H200 NVL") is None
     assert match_gpu_name("A100-SXM4-40GB") is None
+    # the longest chip wins: GH200 is not an H200 or H20, GB300 not a B300
+    assert match_gpu_name("NVIDIA GH200 144GB") == "gh200" and match_gpu_name("GB300 rack") == "gb300"
+    assert match_gpu_name("NVIDIA H20 96GB HBM3") == "h20"
+
+
+def test_gpu_and_model_names_live_in_the_data_files():
+    """validate.py names no GPU or model: ids, aliases and chip names come from the data
+    files, so adding a GPU means adding one hardware file."""
+    import ast
+    import importlib
+
+    from llm_codesign.specs.hardware import bundled_hardware, hardware_chip_table
+    from llm_codesign.specs.model import bundled_models
+
+    v = importlib.import_module("llm_codesign.validate")  # the package re-exports the function
+    tree = ast.parse(Path(v.__file__).read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    strings = [n.value.lower() for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    names = {hid for hid in bundled_hardware()} | {c for c, _, _ in hardware_chip_table()} | set(bundled_models())
+    assert not [(s, n) for s in strings for n in names if n in s]
+    # every bundled GPU is reachable from a free-text name through its own file
+    assert {hid for _, hid, _ in hardware_chip_table()} == set(bundled_hardware())
 
 
 def test_disaggregated_rows_are_skipped_with_a_reason():

@@ -10,7 +10,11 @@ from .advise import SearchSpace, gemm_sweep, search
 from .advise.lint import lint
 from .advise.regimes import regimes
 from .api import Estimate, estimate
-from .calibration import apply_profile
+from .calibrate import apply_profile, compare_profile
+from .calibrate.device import parse_device
+from .calibrate.fit import fit_engine, write_engine_yaml
+from .calibrate.microbench import calibrate as run_calibration
+from .calibrate import resolve_hardware as load_hardware  # a calibration profile is a GPU too
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
 from .explore import Frontier, compare, frontier, parse_compare, write_csv
 from .pareto import frontier_area, pareto_mask
@@ -24,7 +28,6 @@ from .specs import (
     Workload,
     bundled_hardware,
     bundled_models,
-    load_hardware,
     load_model,
     parse_precision,
 )
@@ -54,9 +57,11 @@ __all__ = [
     "bundled_hardware",
     "bundled_models",
     "compare",
+    "compare_profile",
     "estimate",
     "evaluate",
     "evaluate_disaggregated",
+    "fit_engine",
     "frontier",
     "frontier_area",
     "gemm_sweep",
@@ -66,9 +71,12 @@ __all__ = [
     "load_model",
     "pareto_mask",
     "parse_compare",
+    "parse_device",
     "parse_precision",
     "regimes",
+    "run_calibration",
     "search",
     "validate",
     "write_csv",
+    "write_engine_yaml",
 ]

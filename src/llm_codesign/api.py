@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
 from .ops import step_shape
 from .serving import evaluate, evaluate_disaggregated, step_cost
 from .specs.engine import EngineConstants, load_engine
-from .specs.hardware import HardwareSpec, load_hardware
+from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
 from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
@@ -85,6 +86,7 @@ class Estimate:
             "compute_class": rate,
             "gemm_efficiency": {"value": eff.value, "source": eff.source},
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
+            "hbm_efficiency": {"value": hw.hbm_efficiency.value, "source": hw.hbm_efficiency.source},
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
             "scaleup_efficiency": {"value": hw.scaleup_efficiency.value, "source": hw.scaleup_efficiency.source},
             "precision": self.precision.summary(),
@@ -97,8 +99,6 @@ class Estimate:
     def _calibration(self) -> list[dict[str, Any]]:
         if not self.hardware.profile_source:
             return []
-        from .calibration import provenance
-
         return provenance(self.hardware, self.engine)
 
 
@@ -135,12 +135,10 @@ def estimate(
         True
     """
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
     prec = parse_precision(precision)
     eng = load_engine(engine)
-    if hw.profile_source:  # a calibration profile also measured bandwidth, attention, latencies
-        from .calibration import calibrated_engine
-
+    if hw.profile_source:  # a calibration profile also measured attention and latencies
         eng = calibrated_engine(eng, hw)
     plan = plan or ParallelPlan()
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)

@@ -12,7 +12,8 @@ GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
   * a ceiling: the measured MAMF fraction of the GPU (hardware file) times the engine's
     ``gemm_scale``; and a misalignment penalty when a contiguous dim is not a multiple of
     16 bytes (H100 SwiGLU d_ff = 10922 vs 10944: 272.73 vs ~398 TFLOPS, gemm.csv);
-  * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over HBM.
+  * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over the
+    achieved HBM bandwidth (:func:`hbm_bytes_per_s_achieved`).
 Time = max(compute, memory); per-kernel fixed overheads are added per step in serving.
 """
 
@@ -80,6 +81,16 @@ def gemm_shape_efficiency(
     return best * np.where(aligned, 1.0, MISALIGNED_FACTOR)
 
 
+def hbm_bytes_per_s_achieved(hw: HardwareSpec, eng: EngineConstants) -> float:
+    """HBM bandwidth streaming kernels achieve (bytes/s): the datasheet figure x the hardware
+    file's measured fraction (``efficiency.hbm``) x the engine's ``hbm_efficiency_scale``,
+    the product capped at 1 (never above the datasheet).
+
+    Example: H200 (4.8e12 B/s, hbm 0.80) with the default engine (scale 1.0) -> 3.84e12 B/s.
+    """
+    return hw.hbm_bytes_per_s * min(hw.hbm_efficiency.value * eng.hbm_efficiency_scale, 1.0)
+
+
 def gemm_ceiling(hw: HardwareSpec, compute_class: str, eng: EngineConstants) -> tuple[float, float]:
     """(peak FLOP/s of the rate class, sustained fraction) for GEMMs of ``compute_class``."""
     rate_class = hw.compute_rate_class(compute_class)
@@ -121,7 +132,7 @@ def gemm_time(
             compute = np.where(ok & (flops > 0), flops / np.where(ok, measured, 1.0), compute)
     moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(op.n) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
-    memory = moved / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+    memory = moved / hbm_bytes_per_s_achieved(hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 
@@ -133,12 +144,12 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency)
     else:
         compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
-        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+        memory = np.asarray(op.bytes) / hbm_bytes_per_s_achieved(hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 
 def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
-    return np.asarray(op.bytes, dtype=float) / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+    return np.asarray(op.bytes, dtype=float) / hbm_bytes_per_s_achieved(hw, eng)
 
 
 def collective_time(

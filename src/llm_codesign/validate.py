@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from .calibrate import apply_profile, load_profile, match_hardware_id
 from .errors import DataFileError
 from .serving import evaluate, evaluate_static
 from .specs.engine import EngineConstants, engine_for_framework, load_engine
-from .specs.hardware import HardwareSpec, hardware_alias_table, load_hardware
+from .specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from .specs.model import ModelSpec, load_model, model_alias_table
 from .specs.precision import parse_precision
 
@@ -157,29 +158,19 @@ def match_model_name(name: str) -> str | None:
     return None
 
 
-# ordered: a longer name before its prefix (gb200 before b200, h200 before h20)
-_GPU_PATTERNS = (
-    ("gb300", "gb300"), ("gb200", "gb200"), ("gh200", "gh200"), ("b300", "b300"), ("b200", "b200"),
-    ("h800", "h800-sxm"), ("h200", "h200-sxm"), ("h100", "h100-sxm"), ("h20", "h20"), ("a100", "a100-sxm-80gb"),
-    ("l40s", "l40s"), ("rtxpro6000", "rtx-pro-6000"), ("mi355x", "mi355x"), ("mi325x", "mi325x"), ("mi300x", "mi300x"),
-)
-_GPU_VARIANTS_NOT_BUNDLED = ("pcie", "nvl", "40gb", "mi350x")
-
-
 def match_gpu_name(name: str) -> str | None:
-    """A table's GPU name -> bundled hardware id: exact alias first, then the chip name in the
-    text (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``); PCIe/NVL variants and other SKUs with
-    different clocks or memory are not matched to the SXM files."""
+    """A table's GPU name -> bundled hardware id: an id or alias of a hardware file first, then
+    the longest chip name (the files' ``name_match``) in the text with spaces and punctuation
+    removed (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``); a name that also holds one of that
+    file's ``unless`` words (PCIe/NVL variants, other memory sizes) is another product: None."""
     text = name.strip().lower()
     exact = hardware_alias_table().get(text)
     if exact:
         return exact
     squashed = re.sub(r"[^a-z0-9]", "", text)
-    if any(v in squashed for v in _GPU_VARIANTS_NOT_BUNDLED) and "gb200nvl" not in squashed and "gb300nvl" not in squashed:
-        return None
-    for pattern, hid in _GPU_PATTERNS:
-        if pattern in squashed:
-            return hid
+    for chip, hid, unless in hardware_chip_table():
+        if chip in squashed:
+            return None if any(w in squashed for w in unless) else hid
     return None
 
 
@@ -411,8 +402,6 @@ def validate(
     override = load_engine(engine) if engine is not None else None
     hw_over = None
     if profile is not None:
-        from .calibration import apply_profile, load_profile, match_hardware_id
-
         prof = load_profile(profile)
         target = prof.device.hardware_id or match_hardware_id(prof.device.name)
         # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
@@ -440,11 +429,6 @@ def validate(
 # ---------------------------------------------------------------------------------------------
 
 GEMM_COLUMNS = ("source_id", "gpu", "kernel", "dtype", "m", "n", "k", "batch_or_groups", "tflops")
-# GPU names in kernel tables that name a bundled GPU only loosely
-_KERNEL_GPU_ALIASES = {"nvidia a100 sxm": "a100-sxm-80gb", "nvidia gh200 sxm": "gh200", "nvidia h100 sxm": "h100-sxm",
-                       "nvidia h200 sxm": "h200-sxm", "nvidia b200 sxm": "b200", "nvidia b300 sxm": "b300",
-                       "nvidia gb200 sxm": "gb200", "amd mi300x": "mi300x", "amd mi325x": "mi325x", "amd mi355x": "mi355x",
-                       "h100 (variant not stated)": "h100-sxm"}
 
 
 def is_gemm_table(path: str | Path) -> bool:
@@ -494,7 +478,7 @@ def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None)
             skip("no GEMM shape")
             continue
         name = r["gpu"].strip().lower()
-        hid = _KERNEL_GPU_ALIASES.get(name) or hardware_alias_table().get(name)
+        hid = hardware_alias_table().get(name)  # kernel tables: an id or alias of a hardware file
         if hid is None:
             skip(f"unknown gpu {r['gpu'].strip()}")
             continue

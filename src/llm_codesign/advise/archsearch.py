@@ -37,7 +37,8 @@ import numpy as np
 from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import HardwareSpec, load_hardware
+from ..calibrate import resolve_hardware
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model, model_from_config
 from ..specs.precision import Precision, parse_precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
@@ -381,7 +382,7 @@ def search(
     interactivity; ``'area'`` by the frontier area.
     """
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = parse_precision(precision or default_precision(hw))
     eng = load_engine(engine)
     space = space or SearchSpace()

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 from .. import cost
+from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..formats import FORMATS
 from ..ops import Op
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import HardwareSpec, load_hardware
+from ..specs.hardware import HardwareSpec
 
 Array = np.ndarray
 
@@ -192,7 +193,7 @@ def gemm_sweep(
     ``launch_overhead_s``: fixed time per launch (default: the engine's per-kernel overhead).
     Raises UnsupportedError when the GPU has no native path for ``dtype``.
     """
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)
     eng = load_engine(engine)
     dt = dtype.strip().lower()
     if dt not in DTYPES:
@@ -219,7 +220,7 @@ def gemm_sweep(
         speed = hw.peak_flops(rate_class) / (hw.peak_flops_per_s.get("bf16") or hw.peak_flops_per_s.get("fp16") or hw.peak_flops(rate_class))
         eff = _forced_efficiency(hw, forced, M, N, K, speed, min(eb, 2.0) if eb >= 1 else 1.0)
         comp = flops / (peak * ceiling * np.maximum(eff, 1e-9))
-        mem = ((M * K + N * K) * eb + M * N * out_bytes) / (hw.hbm_bytes_per_s * eng.mem_efficiency)
+        mem = ((M * K + N * K) * eb + M * N * out_bytes) / cost.hbm_bytes_per_s_achieved(hw, eng)
         t = np.maximum(comp, mem)
     time_s = t + overhead
     tflops = flops / time_s / 1e12
@@ -236,7 +237,9 @@ def gemm_sweep(
         "launch_overhead_s": overhead,
         "output_bytes_per_element": out_bytes,
         "hbm_bytes_per_s": hw.hbm_bytes_per_s,
-        "mem_efficiency": eng.mem_efficiency,
+        "hbm_efficiency": hw.hbm_efficiency.value,
+        "hbm_efficiency_scale": eng.hbm_efficiency_scale,
+        "hbm_bytes_per_s_achieved": cost.hbm_bytes_per_s_achieved(hw, eng),
         "model": "cost.gemm_time (tile + wave quantization, per-tile K overhead, alignment) + launch overhead",
     }
     return GemmSweep(

@@ -49,7 +49,8 @@ from ..explore import (
     operating_point,
 )
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import HardwareSpec, load_hardware
+from ..calibrate import resolve_hardware
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
@@ -111,7 +112,7 @@ def lint(
         ['pipeline-balance']
     """
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = parse_precision(precision or default_precision(hw))
     eng = load_engine(engine)
     wls = [parse_workload(w) for w in (workloads or DEFAULT_WORKLOADS)]

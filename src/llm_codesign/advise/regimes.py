@@ -45,7 +45,8 @@ from ..explore import (
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import HardwareSpec, load_hardware
+from ..calibrate import resolve_hardware
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
@@ -178,7 +179,7 @@ def regimes(
         ['short-throughput', 'short-latency']
     """
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = parse_precision(precision or default_precision(hw))
     eng = load_engine(engine)
     for name, v in (("short_isl", short_isl), ("long_isl", long_isl), ("osl", osl), ("latency_concurrency", latency_concurrency)):

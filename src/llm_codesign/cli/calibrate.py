@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .. import SpecError
+from .. import SpecError, compare_profile, parse_device, run_calibration
 from ..report import console, table, to_json
 
 _BENCH_TITLES = {
@@ -85,9 +85,7 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
     if compare_path is not None:
         if out or device or quick or dtypes or budget_s or threads:
             raise SpecError("--compare reads an existing profile: drop --out/--device/--quick/--dtypes/--budget-s/--threads")
-        from ..calibration import compare
-
-        result = compare(compare_path, hardware, engine, overlay=overlay)
+        result = compare_profile(compare_path, hardware, engine, overlay=overlay)
         if as_json:
             click.echo(to_json(result.to_dict()))
         else:
@@ -97,12 +95,10 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
         raise SpecError("--hardware, --engine and --overlay go with --compare")
     if not out:
         raise SpecError("calibrate needs --out PROFILE.json (or --compare PROFILE.json)")
-    from .. import microbench
-
-    microbench.parse_device(device)  # a bad device string fails before torch loads
+    parse_device(device)  # a bad device string fails before torch loads
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip()) if dtypes else None
     if no_progress:
-        profile = microbench.calibrate(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s, threads=threads)
+        profile = run_calibration(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s, threads=threads)
     else:
         from rich.console import Console
         from rich.progress import (
@@ -120,7 +116,7 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
             def progress(label: str, done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total, description=label)
 
-            profile = microbench.calibrate(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s,
+            profile = run_calibration(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s,
                                                threads=threads, progress=progress)
     if as_json:
         click.echo(to_json({"out": out, "device": profile.to_dict()["device"], "derived": profile.derived,

@@ -75,7 +75,7 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
     c.print(table("ops (decode step, one prefill chunk)", ["phase", "op", "class", "ms", "GFLOP", "bound"], op_rows))
     a = e.assumptions()
     c.print(f"assumptions: peak {a['peak_flops_per_s']/1e12:.0f} TFLOP/s ({a['compute_class']}), GEMM efficiency {a['gemm_efficiency']['value']:.3f} "
-            f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s']/1e12:.2f} TB/s x {e.engine.mem_efficiency}, "
+            f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s']/1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x {e.engine.hbm_efficiency_scale}, "
             f"per-step overhead {e.engine.step_overhead_s*1e3:.2f} ms, per-kernel {e.engine.kernel_overhead_s*1e6:.1f} us")
     for item in a["calibration"]:
         c.print(f"calibration: {item}")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .. import fit_engine, write_engine_yaml
+from .. import validate as run_validation
 from ..report import console, table, to_json
 
 
@@ -19,9 +21,7 @@ from ..report import console, table, to_json
 @click.option("--json", "as_json", is_flag=True)
 def validate(data, engine, profile, out, worst, as_json):
     """Predict every row of published measurements and report the error."""
-    from ..validate import validate as run
-
-    report = run(list(data), engine=engine, profile=profile)
+    report = run_validation(list(data), engine=engine, profile=profile)
     if out:
         tmp = Path(str(out) + ".tmp")
         with tmp.open("w", newline="") as fh:
@@ -46,7 +46,7 @@ def validate(data, engine, profile, out, worst, as_json):
     c.print(table("worst rows", ["source", "model", "gpu", "precision", "plan", "isl", "osl", "mode", "load", "metric", "measured", "predicted", "error %"],
                   [[r["source_id"], r["model"], r["gpu"], r["precision"], r["plan"], r["isl"], r["osl"], r["mode"], r["load"], r["metric"], r["measured"], r["predicted"], r["error"] * 100] for r in bad]))
     c.print(table("skipped rows", ["reason", "rows"], [[s["reason"], s["count"]] for s in report.skipped]))
-    c.print("engines: each row's framework column picks trtllm / vllm / sglang constants (data/calibration/*.yaml)"
+    c.print("engines: each row's framework column picks trtllm / vllm / sglang constants (data/engines/*.yaml)"
             if engine is None else f"engine forced: {engine}")
 
 
@@ -57,8 +57,6 @@ def validate(data, engine, profile, out, worst, as_json):
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
 def calibrate_fit(data, engine, out, sweeps):
     """Fit an engine's few physical constants to calibration measurements."""
-    from ..fit import fit_engine, write_engine_yaml
-
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}")

@@ -35,7 +35,8 @@ from ..pareto import AREA_RANGE, pareto_mask, staircase
 from ..serving import bound_split, pipelined_step, region_of
 from ..serving.memory import concurrency_cap
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import HardwareSpec, load_hardware
+from ..calibrate import resolve_hardware
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.precision import Precision, parse_precision
 from .disagg import disaggregated_points
@@ -185,7 +186,7 @@ def frontier(
     """
     t0 = time.perf_counter()
     m = load_model(model)
-    hw = load_hardware(hardware)
+    hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     eng = load_engine(engine)
     for name, v in (("num_gpus", num_gpus), ("isl", isl), ("osl", osl), ("points_per_octave", points_per_octave), ("max_batch", 1 if max_batch is None else max_batch)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:

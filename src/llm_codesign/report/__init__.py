@@ -1,9 +1,9 @@
 """Reports from result objects: tables and JSON (render), exports, launch settings, plots."""
 
-from .export import SCHEMA_VERSION, frontier_json
+from .export import frontier_json
 from .launch import launch_settings
 from .plots import output_paths, plot_frontiers
-from .render import clean, console, fmt, table, to_json
+from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json
 
 __all__ = [
     "SCHEMA_VERSION",

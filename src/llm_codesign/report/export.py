@@ -8,9 +8,6 @@ from typing import Any
 from ..explore import Frontier
 from .launch import launch_settings
 
-SCHEMA_VERSION = 2  # JSON documents; 2: engine constant hbm_efficiency_scale, step columns
-
-
 def _document(f: Frontier, all_points: bool) -> dict[str, Any]:
     doc = f.to_dict(all_points=all_points)
     if f.best is not None and doc.get("best") is not None:

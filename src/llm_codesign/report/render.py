@@ -29,7 +29,17 @@ def clean(obj: Any) -> Any:
     return obj
 
 
+# Version of every JSON document the CLI prints (--json). 2: engine constant
+# `hbm_efficiency_scale` replaces `mem_efficiency` (a multiplier on the GPU's measured
+# `hbm_efficiency`, now listed in the assumptions); estimate adds `mode`; frontier region labels
+# come from the TPOT step.
+SCHEMA_VERSION = 2
+
+
 def to_json(obj: Any) -> str:
+    """JSON text of a result document; a top-level mapping gets ``schema_version`` first."""
+    if isinstance(obj, dict):
+        obj = {"schema_version": SCHEMA_VERSION, **obj}
     return json.dumps(clean(obj), indent=2, allow_nan=False)
 
 

@@ -1,8 +1,11 @@
 """Engine constants: the small named set of fitted, physically meaningful constants that differ
 between serving engines (TensorRT-LLM, vLLM, SGLang) while the physics stays shared.
 
-Each bundled file ``data/calibration/<engine>.yaml`` states every value's meaning and source
+Each bundled file ``data/engines/<engine>.yaml`` states every value's meaning and source
 (a default with its citation, or the fit that produced it: ``benchmarks/fit_calibration.py``).
+``data/engines/default.yaml`` is the one home of the default values: it must give every
+constant, and any other engine file (bundled or a user's YAML) gives the constants it changes
+on top of it.
 
 Example:
     >>> load_engine("trtllm").max_num_tokens
@@ -33,10 +36,14 @@ ENGINES = ("default", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
 @dataclass(frozen=True)
 class EngineConstants:
     """Fitted or default constants (SI units). Fractions lie in (0, 1]; times are >= 0.
+    The default values and their sources are in ``data/engines/default.yaml`` (``load_engine()``);
+    derive variants with ``load_engine().with_overrides(...)``.
 
     Attributes:
         gemm_scale: multiplier on the hardware's measured GEMM ceiling (MAMF fraction).
-        mem_efficiency: achievable fraction of HBM bandwidth for streaming kernels.
+        hbm_efficiency_scale: multiplier on the hardware's measured HBM fraction
+            (``efficiency.hbm``) for streaming kernels: achieved bandwidth = datasheet x
+            hbm_efficiency x hbm_efficiency_scale (``cost.hbm_bytes_per_s_achieved``).
         attn_prefill_efficiency: fraction of tensor-core peak reached by prefill attention.
         attn_decode_efficiency: fraction of HBM bandwidth reached by decode attention (KV read).
         kernel_overhead_s: fixed cost per kernel launch/ramp (ops x layers per step).
@@ -60,24 +67,24 @@ class EngineConstants:
     """
 
     id: str
-    gemm_scale: float = 1.0
-    mem_efficiency: float = 0.8
-    attn_prefill_efficiency: float = 0.6
-    attn_decode_efficiency: float = 0.8
-    kernel_overhead_s: float = 3e-6
-    step_overhead_s: float = 5e-4
-    per_seq_overhead_s: float = 0.0
-    request_overhead_s: float = 0.0
-    host_overlap: float = 0.0
-    allreduce_latency_s: float = 15e-6
-    alltoall_latency_s: float = 30e-6
-    network_latency_s: float = 30e-6
-    comm_efficiency: float = 1.0
-    moe_imbalance: float = 1.2
-    max_num_tokens: int = 8192
-    memory_utilization: float = 0.9
-    max_batch_size: int = 2048
-    ttft_burst: float = 0.0
+    gemm_scale: float
+    hbm_efficiency_scale: float
+    attn_prefill_efficiency: float
+    attn_decode_efficiency: float
+    kernel_overhead_s: float
+    step_overhead_s: float
+    per_seq_overhead_s: float
+    request_overhead_s: float
+    host_overlap: float
+    allreduce_latency_s: float
+    alltoall_latency_s: float
+    network_latency_s: float
+    comm_efficiency: float
+    moe_imbalance: float
+    max_num_tokens: int
+    memory_utilization: float
+    max_batch_size: int
+    ttft_burst: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
@@ -91,7 +98,7 @@ class EngineConstants:
         return d
 
 
-FRACTIONS = ("mem_efficiency", "attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
+FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
 TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
 
 
@@ -106,6 +113,8 @@ def _check(c: EngineConstants, where: str) -> None:
             raise SpecError(f"{where}: {name}={v} must be a non-negative time under 1 s")
     if not 0 < c.gemm_scale <= 1.5 or not 0 < c.comm_efficiency <= 1.2:
         raise SpecError(f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1")
+    if not 0 < c.hbm_efficiency_scale <= 1.5:
+        raise SpecError(f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier near 1 (at most 1.5)")
     if c.moe_imbalance < 1:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
@@ -114,15 +123,29 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
 
 
-def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
+def engine_from_mapping(data: dict[str, Any], where: str, *, base: EngineConstants | None = None) -> EngineConstants:
+    """Engine constants from a mapping: the constants it gives, the rest from ``base`` (by
+    default the bundled ``default`` engine). ``sources`` are the mapping's own."""
+    return _from_mapping(data, where, base or _bundled("default"))
+
+
+def _from_mapping(data: dict[str, Any], where: str, base: EngineConstants | None) -> EngineConstants:
+    """``base=None``: every constant is required (the defaults file itself)."""
     f = Fields(data, where)
+    if "mem_efficiency" in data:  # renamed: the fraction now lives in the hardware file
+        raise SpecError(
+            f"{where}: 'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on the "
+            f"hardware file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = scale 1.0)"
+        )
     allowed = {x.name for x in dataclasses.fields(EngineConstants)}
     f.reject_unknown(allowed)
     kwargs: dict[str, Any] = {"id": f.str("id")}
     for x in dataclasses.fields(EngineConstants):
-        if x.name in ("id", "sources") or x.name not in data:
+        if x.name in ("id", "sources"):
             continue
-        if x.name in ("max_num_tokens", "max_batch_size"):
+        if x.name not in data and base is not None:
+            kwargs[x.name] = getattr(base, x.name)
+        elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
@@ -133,15 +156,16 @@ def engine_from_mapping(data: dict[str, Any], where: str) -> EngineConstants:
 
 
 def _dir() -> Path:
-    return Path(str(resources.files("llm_codesign") / "data" / "calibration"))
+    return Path(str(resources.files("llm_codesign") / "data" / "engines"))
 
 
 @cache
 def _bundled(engine_id: str) -> EngineConstants:
     path = _dir() / f"{engine_id}.yaml"
-    if not path.is_file():
-        return EngineConstants(id=engine_id)
-    return engine_from_mapping(read_mapping(path), path.name)
+    data = read_mapping(path)
+    if engine_id == "default":
+        return _from_mapping(data, path.name, None)
+    return _from_mapping(data, path.name, _bundled("default"))
 
 
 def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineConstants:

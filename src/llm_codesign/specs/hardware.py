@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -31,8 +32,9 @@ _TOP_KEYS = {
     "id", "name", "vendor", "architecture", "aliases", "sources", "peak_flops_per_s",
     "peak_flops_source", "hbm_bytes", "hbm_bytes_per_s", "memory_source", "l2_bytes", "sm_count",
     "boost_clock_hz", "tdp_w", "scaleup", "scaleout_bytes_per_s", "scaleout_source", "gemm_tile",
-    "efficiency", "notes",
+    "efficiency", "notes", "name_match",
 }
+_CHIP = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,13 @@ class HardwareSpec:
     scaleup_efficiency: Efficiency
     sources: dict[str, str] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    # free-text GPU names (measurement tables): the chip as it appears in a name lower-cased
+    # with spaces and punctuation removed, and the words that make such a name another product
+    name_chip: str = ""
+    name_unless: tuple[str, ...] = ()
     notes: str = ""
     emulate: bool = False
-    # Measured GEMM throughput from a calibration profile (llm_codesign.calibration.GemmTable):
+    # Measured GEMM throughput from a calibration profile (llm_codesign.calibrate.GemmTable):
     # any object with ``flops_per_s(compute_class, m, n, k) -> ndarray | None`` (NaN = not covered).
     gemm_table: Any = field(default=None, compare=False, repr=False)
     profile_source: str = ""
@@ -196,8 +202,24 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         scaleup_efficiency=_efficiency(eff, "scaleup"),
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
         aliases=tuple(str(a) for a in f.list("aliases", [])),
+        **_name_match(f),
         notes=str(f.data.get("notes") or ""),
     )
+
+
+def _name_match(f: Fields) -> dict[str, Any]:
+    if not f.has("name_match"):
+        return {}
+    m = f.mapping("name_match")
+    m.reject_unknown({"chip", "unless"})
+    words = [m.str("chip"), *m.list("unless", [])]
+    for w in words:
+        if not isinstance(w, str) or not _CHIP.fullmatch(w):
+            raise SpecError(
+                f"{m.where}: {w!r} must be lower-case letters and digits (a name with spaces and "
+                "punctuation removed, e.g. 'h100', 'rtxpro6000')"
+            )
+    return {"name_chip": words[0], "name_unless": tuple(words[1:])}
 
 
 def _hardware_dir() -> Path:
@@ -222,8 +244,22 @@ def hardware_alias_table() -> dict[str, str]:
     return table
 
 
+def hardware_chip_table() -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(chip, hardware id, unless words)`` of every bundled GPU whose file has ``name_match``,
+    longest chip first (so ``gb200`` is tried before ``b200`` and ``h200`` before ``h20``)."""
+    rows: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+    for spec in bundled_hardware().values():
+        if not spec.name_chip:
+            continue
+        if spec.name_chip in rows:
+            raise SpecError(f"{spec.id}.yaml: name_match chip {spec.name_chip!r} is also {rows[spec.name_chip][1]}'s")
+        rows[spec.name_chip] = (spec.name_chip, spec.id, spec.name_unless)
+    return sorted(rows.values(), key=lambda r: (-len(r[0]), r[0]))
+
+
 def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
-    """Resolve a GPU: a spec, a bundled id or alias, or a path to a YAML/JSON file."""
+    """Resolve a GPU: a spec, a bundled id or alias, or a path to a YAML/JSON spec file. (A
+    calibration profile as a GPU is resolved above specs: ``calibrate.resolve_hardware``.)"""
     if isinstance(hardware, HardwareSpec):
         return hardware
     text = str(hardware)
@@ -236,10 +272,11 @@ def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
     path = Path(text)
     if path.is_file():
         data = read_mapping(path)
-        if "profile_version" in data:
-            from ..calibration import hardware_from_profile  # a calibration profile is a spec too
-
-            return hardware_from_profile(data, str(path))
+        if "profile_version" in data:  # the interfaces resolve profiles (calibrate.resolve_hardware)
+            raise SpecError(
+                f"{path}: a calibration profile, not a hardware spec; load it with "
+                "llm_codesign.load_hardware or llm_codesign.calibrate.resolve_hardware"
+            )
         return hardware_from_mapping(data, str(path))
     raise UnknownIdError(
         f"unknown hardware {text!r}: not a bundled id and not a readable YAML/JSON path; "

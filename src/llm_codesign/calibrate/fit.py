@@ -7,7 +7,7 @@ Procedure (documented and repeatable; ``llm-codesign calibrate-fit`` runs it):
      |log(predicted / measured)| — robust to outlier rows, and each class weighs the same
      whatever its row count, so no single table dominates;
   3. coordinate descent over the named constants of ``FIT_SPACE`` in log space within
-     physically plausible bounds (efficiencies <= 1, latencies >= 0), a few sweeps with a
+     physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few sweeps with a
      shrinking step; deterministic (no randomness).
 No constant is per row or per model: every row of an engine shares the same few numbers.
 """
@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from .specs.engine import EngineConstants, load_engine
-from .validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
+from ..specs.engine import EngineConstants, load_engine
+from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
 
 # name -> (lower bound, upper bound, physical meaning)
 FIT_SPACE: dict[str, tuple[float, float, str]] = {
@@ -39,7 +39,8 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     "allreduce_latency_s": (2e-6, 80e-6, "all-reduce small-message latency"),
     "alltoall_latency_s": (5e-6, 150e-6, "MoE dispatch/combine latency"),
     "moe_imbalance": (1.0, 2.0, "busiest expert load over the mean (no load balancer: up to ~2)"),
-    "mem_efficiency": (0.5, 0.95, "achieved fraction of HBM bandwidth"),
+    # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80
+    "hbm_efficiency_scale": (0.625, 1.1875, "multiplier on the hardware file's measured HBM fraction (efficiency.hbm)"),
     "attn_decode_efficiency": (0.3, 0.95, "decode attention fraction of HBM bandwidth"),
     "attn_prefill_efficiency": (0.2, 0.9, "prefill attention fraction of tensor-core peak"),
     "gemm_scale": (0.5, 1.0, "multiplier on measured MAMF GEMM ceiling"),

@@ -1,7 +1,7 @@
 """Microbenchmarks behind ``llm-codesign calibrate``: measure the machine this runs on (a CUDA
 GPU, or the CPU with the same code) and return a calibration profile
-(:mod:`llm_codesign.calibration` documents the schema). Needs the optional ``[gpu]`` extra
-(torch), imported only when a benchmark runs.
+(:mod:`llm_codesign.calibrate.profile` documents the schema). Needs the optional ``[gpu]`` extra
+(torch), imported only when a benchmark runs; :mod:`.device` finds the device and its facts.
 
 What is measured: device-to-device copy bandwidth; GEMM throughput over a grid of (M, N, K)
 with aligned (multiples of 128/256) and misaligned (off by a few) dims, small-M decode and
@@ -24,14 +24,10 @@ Example:
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import os
-import platform
-import re
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,51 +35,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import calibration
-from .errors import SpecError, UnsupportedError
+from ..errors import SpecError
+from . import profile
+from .device import cpu_cache_bytes, device_info, fp8_supported, require_torch, resolve_device
 
 ProgressFn = Callable[[str, int, int], None]
 
 SECTION_SHARES = {"copy": 0.1, "gemm": 0.5, "attention_decode": 0.1, "attention_prefill": 0.1, "comm": 0.2}
-_DEVICE_RE = re.compile(r"^(cpu|cuda(?::(\d+))?)$")
-
-
-def require_torch() -> Any:
-    """Import torch, or raise a one-line error telling how to install it."""
-    try:
-        import torch
-    except ImportError:
-        raise UnsupportedError(
-            "calibrate needs PyTorch: install the [gpu] extra (pip install 'llm-codesign[gpu]')"
-        ) from None
-    return torch
-
-
-def parse_device(text: str | None) -> str | None:
-    """Validate a device string: ``cpu``, ``cuda`` or ``cuda:N`` (None = pick automatically)."""
-    if text is None:
-        return None
-    t = text.strip().lower()
-    m = _DEVICE_RE.match(t)
-    if not m:
-        raise SpecError(f"--device {text!r}: expected cpu, cuda or cuda:N")
-    if t == "cuda":
-        return "cuda:0"
-    return t
-
-
-def resolve_device(torch: Any, text: str | None) -> str:
-    """The device to measure: the requested one if present, else cuda:0 if CUDA works, else cpu."""
-    dev = parse_device(text)
-    if dev is None:
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
-    if dev.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise UnsupportedError(f"--device {dev}: CUDA is not available to this torch ({torch.__version__})")
-        idx = int(dev.split(":")[1])
-        if idx >= torch.cuda.device_count():
-            raise UnsupportedError(f"--device {dev}: only {torch.cuda.device_count()} CUDA device(s) visible")
-    return dev
 
 
 @dataclass(frozen=True)
@@ -158,9 +116,9 @@ def default_config(
     gpu = device.startswith("cuda")
     if dtypes is None:
         dtypes = ("bf16", "fp8") if (gpu and fp8) else ("bf16",)
-    bad = [d for d in dtypes if d not in calibration.DTYPES]
+    bad = [d for d in dtypes if d not in profile.DTYPES]
     if bad:
-        raise SpecError(f"--dtypes: {', '.join(bad)} not one of {', '.join(calibration.DTYPES)}")
+        raise SpecError(f"--dtypes: {', '.join(bad)} not one of {', '.join(profile.DTYPES)}")
     if gpu:
         cache = float(cache_bytes or 50 * 2**20)
         c = _pow2_at_least(4 * cache)
@@ -195,111 +153,6 @@ def default_config(
         warmup=2, max_repeats=7 if quick else 15, min_sample_s=2e-3,
         rotate_bytes=int(min(2 * cache, 64 * 2**20)), max_alloc_bytes=2 * 2**30,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# device facts
-# --------------------------------------------------------------------------------------------
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return " ".join(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def _cpu_cache_bytes() -> float | None:
-    """Size of the CPU's last-level cache from sysfs (None where not readable)."""
-    best: tuple[int, float] | None = None
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    try:
-        for idx in sorted(base.glob("index*")):
-            level = int((idx / "level").read_text().strip())
-            text = (idx / "size").read_text().strip().upper()
-            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-            size = float(text.rstrip("KMG")) * mult
-            if best is None or level > best[0] or (level == best[0] and size > best[1]):
-                best = (level, size)
-    except (OSError, ValueError):
-        return None
-    return best[1] if best else None
-
-
-def _memory_bytes() -> float | None:
-    try:
-        import psutil
-
-        return float(psutil.virtual_memory().total)
-    except ImportError:
-        pass
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _nvidia_driver() -> str | None:
-    version: str | None = None
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        v = pynvml.nvmlSystemGetDriverVersion()
-        version = v.decode() if isinstance(v, bytes) else str(v)
-    except Exception:  # noqa: BLE001 - optional probe; any failure means "not known this way"
-        version = None
-    if version:
-        return version
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=False,
-        )
-        line = out.stdout.strip().splitlines()
-        return line[0].strip() if out.returncode == 0 and line else None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def device_info(torch: Any, device: str) -> dict[str, Any]:
-    """The profile's ``device`` block for a torch device string."""
-    now = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-    if device.startswith("cuda"):
-        idx = int(device.split(":")[1])
-        props = torch.cuda.get_device_properties(idx)
-        if getattr(torch.version, "hip", None):
-            driver = f"ROCm {torch.version.hip}"
-        else:
-            drv = _nvidia_driver()
-            driver = f"NVIDIA driver {drv}, CUDA {torch.version.cuda}" if drv else f"CUDA runtime {torch.version.cuda}"
-        l2 = getattr(props, "L2_cache_size", None)
-        return {
-            "name": props.name, "kind": "cuda", "driver": driver, "torch_version": torch.__version__, "date": now,
-            "hardware_id": calibration.match_hardware_id(props.name),
-            "memory_bytes": float(props.total_memory), "compute_units": int(props.multi_processor_count),
-            "cache_bytes": float(l2) if l2 else None, "compute_capability": f"{props.major}.{props.minor}",
-            "device_count": int(torch.cuda.device_count()),
-        }
-    name = _cpu_name()
-    return {
-        "name": name, "kind": "cpu", "driver": f"{platform.system()} {platform.release()}",
-        "torch_version": torch.__version__, "date": now, "hardware_id": calibration.match_hardware_id(name),
-        "memory_bytes": _memory_bytes(), "compute_units": int(torch.get_num_threads()),
-        "cache_bytes": _cpu_cache_bytes(), "compute_capability": None, "device_count": 1,
-    }
-
-
-def fp8_supported(torch: Any, device: str) -> bool:
-    """FP8 GEMMs through ``torch._scaled_mm``: CUDA compute capability 8.9+ (Ada, Hopper,
-    Blackwell). Not on CPUs, where it runs but is emulated (orders of magnitude slower)."""
-    if not device.startswith("cuda") or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
-        return False
-    major, minor = torch.cuda.get_device_capability(int(device.split(":")[1]))
-    return (major, minor) >= (8, 9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,7 +331,7 @@ def _bench_copy(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dic
 def _bench_gemm(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]) -> None:
     items = [(d, s) for d in cfg.dtypes for s in cfg.gemm_shapes]
     for (dtype, (m, n, k)), budget in _items(run, "gemm", items, lambda it: f"{it[0]} {it[1][0]}x{it[1][1]}x{it[1][2]}"):
-        eb = calibration.DTYPE_BYTES[dtype]
+        eb = profile.element_bytes(dtype)
         nbuf = _rotation(cfg, (m * k + n * k) * eb)
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         fn = None
@@ -513,7 +366,7 @@ def _sdpa_gqa(torch: Any) -> bool:
 def _bench_attention(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str) -> None:
     gqa = _sdpa_gqa(torch)
     dtype = cfg.attention_dtype
-    eb = calibration.DTYPE_BYTES[dtype]
+    eb = profile.element_bytes(dtype)
     name = f"attention_{phase}"
     shapes = list(cfg.attention_decode if phase == "decode" else cfg.attention_prefill)
 
@@ -636,7 +489,7 @@ def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict
         torch.cuda.set_device(int(device.split(":")[1]))
     torch.manual_seed(0)
     clock = _Clock(torch, device)
-    out: dict[str, list[dict[str, Any]]] = {k: [] for k in calibration.MEASUREMENT_KINDS}
+    out: dict[str, list[dict[str, Any]]] = {k: [] for k in profile.MEASUREMENT_KINDS}
     comm = cfg.comm_ranks > 1 and bool(cfg.comm_bytes)
     total = (len(cfg.copy_bytes) + len(cfg.dtypes) * len(cfg.gemm_shapes) + len(cfg.attention_decode)
              + len(cfg.attention_prefill) + (1 if comm else 0))
@@ -663,7 +516,7 @@ def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict
         "attention_dtype": cfg.attention_dtype, "threads": int(torch.get_num_threads()),
         "skipped": run.skipped, "notes": notes,
     }
-    return {"profile_version": calibration.PROFILE_VERSION, "device": info, "settings": settings,
+    return {"profile_version": profile.PROFILE_VERSION, "device": info, "settings": settings,
             "measurements": out}
 
 
@@ -671,7 +524,7 @@ def calibrate(
     device: str | None = None, *, quick: bool = False, out: str | Path | None = None,
     dtypes: tuple[str, ...] | None = None, budget_s: float | None = None, threads: int | None = None,
     progress: ProgressFn | None = None, config: BenchConfig | None = None,
-) -> calibration.Profile:
+) -> profile.Profile:
     """Measure this machine and return (and, with ``out``, write) a validated profile.
 
     ``device``: ``cuda:N``, ``cpu`` or None (cuda:0 if available, else cpu). With several GPUs
@@ -700,10 +553,10 @@ def calibrate(
                                     comm_ranks=ranks, fp8=fp8_supported(torch, dev))
         else:
             config = default_config("cpu", quick=quick, dtypes=dtypes, budget_s=budget_s,
-                                    cache_bytes=_cpu_cache_bytes())
+                                    cache_bytes=cpu_cache_bytes())
     else:
         config = replace(config, device=dev)
     data = run_benchmarks(config, progress)
     if out is not None:
-        return calibration.save_profile(data, out)
-    return calibration.load_profile(data, "<calibrate>")
+        return profile.save_profile(data, out)
+    return profile.load_profile(data, "<calibrate>")
