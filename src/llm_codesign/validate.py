@@ -27,6 +27,7 @@ import numpy as np
 
 from .calibrate import apply_profile, load_profile, match_hardware_id
 from .errors import DataFileError
+from .explore import POINTS_PER_OCTAVE, concurrency_grid
 from .serving import evaluate, evaluate_static
 from .specs.engine import EngineConstants, engine_for_framework, load_engine
 from .specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
@@ -39,7 +40,8 @@ METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_t
            "tok_s_per_user", "ttft_ms", "tpot_ms", "itl_ms")
 THROUGHPUT_METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu")
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
-CONCURRENCY_GRID = np.unique(np.round(np.geomspace(1, OFFLINE_MAX_BATCH, 40)))
+# the sweeps' geometric grid (explore.grid), 4 points per doubling up to OFFLINE_MAX_BATCH
+CONCURRENCY_GRID = concurrency_grid(np.array([OFFLINE_MAX_BATCH]), POINTS_PER_OCTAVE)[1]
 MAX_CSV_BYTES = 200_000_000
 
 
