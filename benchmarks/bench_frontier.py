@@ -50,14 +50,23 @@ def bench_default(repeat: int) -> list[dict]:
         cpu = time.process_time() - t_cpu
         serial_wall = time.perf_counter() - t_wall
         wall = statistics.median(walls)
-        out.append({
-            "search": f"{model} on {n} x {hw}, ISL/OSL 1024/1024, precisions {','.join(p.id for p in f.precisions)}",
-            "plans": f.settings["plans"], "valid_plans": f.settings["valid_plans"],
-            "points": f.evaluated, "pareto_points": len(f.pareto), "area": round(f.area, 1),
-            "wall_s_median": round(wall, 3), "wall_s_all": [round(w, 3) for w in walls],
-            "workers": default_workers(), "serial_cpu_s": round(cpu, 3), "serial_wall_s": round(serial_wall, 3),
-            "configs_per_s": round(f.evaluated / wall), "configs_per_cpu_s": round(serial.evaluated / cpu),
-        })
+        out.append(
+            {
+                "search": f"{model} on {n} x {hw}, ISL/OSL 1024/1024, precisions {','.join(p.id for p in f.precisions)}",
+                "plans": f.settings["plans"],
+                "valid_plans": f.settings["valid_plans"],
+                "points": f.evaluated,
+                "pareto_points": len(f.pareto),
+                "area": round(f.area, 1),
+                "wall_s_median": round(wall, 3),
+                "wall_s_all": [round(w, 3) for w in walls],
+                "workers": default_workers(),
+                "serial_cpu_s": round(cpu, 3),
+                "serial_wall_s": round(serial_wall, 3),
+                "configs_per_s": round(f.evaluated / wall),
+                "configs_per_cpu_s": round(serial.evaluated / cpu),
+            }
+        )
     return out
 
 
@@ -65,13 +74,24 @@ def bench_sweep() -> dict:
     """DeepSeek-R1 on 72 x GB200, 4 precisions, every integer concurrency up to 8192 per replica:
     ~10^7 configurations, streamed (only the running Pareto set is kept)."""
     t = time.perf_counter()
-    f = frontier("deepseek-r1", "gb200", 72, points_per_octave=4096, max_batch=8192, refine=False,
-                 keep_points="pareto", progress=sys.stderr.isatty())
+    f = frontier(
+        "deepseek-r1",
+        "gb200",
+        72,
+        points_per_octave=4096,
+        max_batch=8192,
+        refine=False,
+        keep_points="pareto",
+        progress=sys.stderr.isatty(),
+    )
     wall = time.perf_counter() - t
     return {
         "sweep": "deepseek-r1 on 72 x gb200, all plans x 4 precisions x every concurrency 1..8192 (exhaustive)",
-        "points": f.evaluated, "wall_s": round(wall, 1), "configs_per_s": round(f.evaluated / wall),
-        "pareto_points": len(f.pareto), "kept_points": len(f.points),
+        "points": f.evaluated,
+        "wall_s": round(wall, 1),
+        "configs_per_s": round(f.evaluated / wall),
+        "pareto_points": len(f.pareto),
+        "kept_points": len(f.points),
         "peak_rss_mb_main": round(_rss_mb(resource.RUSAGE_SELF), 1),
         "peak_rss_mb_largest_worker": round(_rss_mb(resource.RUSAGE_CHILDREN), 1),
     }
@@ -84,7 +104,7 @@ def main() -> None:
     args = ap.parse_args()
     report = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-                   f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
         "default_searches": bench_default(args.repeat),
     }
     if args.sweep:

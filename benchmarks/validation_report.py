@@ -20,8 +20,10 @@ def table(before, after) -> None:
     for src, metrics in after.summary["by_source_metric"].items():
         for metric, s in metrics.items():
             b = before.summary["by_source_metric"].get(src, {}).get(metric, {})
-            print(f"| {src} | {metric} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | "
-                  f"{s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |")
+            print(
+                f"| {src} | {metric} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | "
+                f"{s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+            )
     print()
     print("Rows with a known batch or concurrency:")
     print()
@@ -29,8 +31,10 @@ def table(before, after) -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for k, s in after.summary["known_load"].items():
         b = before.summary["known_load"].get(k, {})
-        print(f"| {k} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | {s['median_abs_pct_error']:.1f}% | "
-              f"{s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |")
+        print(
+            f"| {k} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | {s['median_abs_pct_error']:.1f}% | "
+            f"{s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+        )
     print()
 
 
@@ -42,14 +46,20 @@ def main() -> None:
         before = validate(GT / name, engine="default")
         print(f"### {name} ({len(after.rows)} rows predicted, validate took {dt:.1f} s)\n")
         table(before, after)
-        print("Skipped:", ", ".join(f"{s['reason']} ({s['count']})" for s in after.skipped) or "none")
+        print(
+            "Skipped:", ", ".join(f"{s['reason']} ({s['count']})" for s in after.skipped) or "none"
+        )
         print()
         print("Five worst rows after calibration:\n")
-        print("| source | model | gpu | precision | plan | ISL/OSL | mode | load | metric | measured | predicted | error |")
+        print(
+            "| source | model | gpu | precision | plan | ISL/OSL | mode | load | metric | measured | predicted | error |"
+        )
         print("|---|---|---|---|---|---|---|---:|---|---:|---:|---:|")
         for r in sorted(after.rows, key=lambda r: -abs(r["error"]))[:5]:
-            print(f"| {r['source_id']} | {r['model']} | {r['gpu']} | {r['precision']} | {r['plan']} | {r['isl']}/{r['osl']} | "
-                  f"{r['mode']} | {r['load']:g} | {r['metric']} | {r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.0f}% |")
+            print(
+                f"| {r['source_id']} | {r['model']} | {r['gpu']} | {r['precision']} | {r['plan']} | {r['isl']}/{r['osl']} | "
+                f"{r['mode']} | {r['load']:g} | {r['metric']} | {r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.0f}% |"
+            )
         print()
     g = validate(GT / "gemm.csv")
     print("### gemm.csv (kernel level)\n")
@@ -57,7 +67,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     for src, metrics in g.summary["by_source_metric"].items():
         s = metrics["tflops"]
-        print(f"| {src} | {s['count']} | {s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |")
+        print(
+            f"| {src} | {s['count']} | {s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+        )
 
 
 if __name__ == "__main__":

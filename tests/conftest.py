@@ -10,8 +10,12 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-goldens", action="store_true", default=False,
-                     help="rewrite tests/golden/* from the current output instead of comparing with it")
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/* from the current output instead of comparing with it",
+    )
 
 
 @pytest.fixture
@@ -27,12 +31,23 @@ def golden(request):
             path.write_text(text)
             return
         if not path.is_file():
-            pytest.fail(f"no golden file {path}; create it with `pytest --update-goldens`", pytrace=False)
+            pytest.fail(
+                f"no golden file {path}; create it with `pytest --update-goldens`", pytrace=False
+            )
         want = path.read_text()
         if text != want:
-            diff = "".join(difflib.unified_diff(want.splitlines(keepends=True), text.splitlines(keepends=True),
-                                                fromfile=f"golden/{name}", tofile="actual"))
-            pytest.fail(f"output differs from golden/{name} (if the change is intended, rerun with "
-                        f"--update-goldens and commit the file with the change):\n{diff}", pytrace=False)
+            diff = "".join(
+                difflib.unified_diff(
+                    want.splitlines(keepends=True),
+                    text.splitlines(keepends=True),
+                    fromfile=f"golden/{name}",
+                    tofile="actual",
+                )
+            )
+            pytest.fail(
+                f"output differs from golden/{name} (if the change is intended, rerun with "
+                f"--update-goldens and commit the file with the change):\n{diff}",
+                pytrace=False,
+            )
 
     return check

@@ -19,8 +19,15 @@ SHORT = ["1024/1024"]
 
 
 def dense(**kw):
-    c = {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 32,
-         "num_attention_heads": 64, "num_key_value_heads": 8, "vocab_size": 128256}
+    c = {
+        "model_type": "llama",
+        "hidden_size": 8192,
+        "intermediate_size": 28672,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+    }
     c.update(kw)
     return model_from_config(c, model_id="synthetic")
 
@@ -37,6 +44,7 @@ def check_finding(f):
 
 # ---- dim-alignment ----------------------------------------------------------------------------
 
+
 def test_alignment_flags_misaligned_swiglu_width():
     m = dense(hidden_size=4096, num_attention_heads=32, intermediate_size=10922)
     r = lint(m, "h100-sxm", "bf16", workloads=SHORT, rules=["dim-alignment"])
@@ -48,7 +56,12 @@ def test_alignment_flags_misaligned_swiglu_width():
 
 def test_alignment_clean_on_aligned_models():
     for mid in ("llama-3.1-8b", "llama-3.1-70b"):
-        assert rules_of(lint(mid, "h200-sxm", workloads=SHORT, rules=["dim-alignment"]), "dim-alignment") == []
+        assert (
+            rules_of(
+                lint(mid, "h200-sxm", workloads=SHORT, rules=["dim-alignment"]), "dim-alignment"
+            )
+            == []
+        )
 
 
 def test_alignment_256_only_on_two_sm_gpus(monkeypatch):
@@ -63,20 +76,29 @@ def test_alignment_256_only_on_two_sm_gpus(monkeypatch):
 
 # ---- gemm-shape --------------------------------------------------------------------------------
 
+
 def test_gemm_shape_table2_small_ffn_width():
     m = dense(intermediate_size=512)  # the blog's FFN-2 example: H' = 512, H = 8192
     r = lint(m, "gb300", "nvfp4", workloads=SHORT, rules=["gemm-shape"])
     (f,) = [f for f in rules_of(r, "gemm-shape") if f.location == "op ffn_down"]
     check_finding(f)
-    assert f.details["k"] == 512 and f.details["bound"] == "memory" and f.details["op_speedup"] > 1.5
+    assert (
+        f.details["k"] == 512 and f.details["bound"] == "memory" and f.details["op_speedup"] > 1.5
+    )
 
 
 def test_gemm_shape_clean_and_threshold():
-    assert rules_of(lint("llama-3.1-8b", "h200-sxm", workloads=SHORT, rules=["gemm-shape"]), "gemm-shape") == []
+    assert (
+        rules_of(
+            lint("llama-3.1-8b", "h200-sxm", workloads=SHORT, rules=["gemm-shape"]), "gemm-shape"
+        )
+        == []
+    )
     assert small_dim_threshold(load_hardware("gb300"), "nvfp4") == 3072  # blog Fig. 4: K > 3072
 
 
 # ---- depth-vs-width ----------------------------------------------------------------------------
+
 
 def test_depth_vs_width_suggests_shallower_shape_at_same_params():
     r = lint("llama-3.1-70b", "h200-sxm", workloads=SHORT, rules=["depth-vs-width"])
@@ -89,10 +111,14 @@ def test_depth_vs_width_suggests_shallower_shape_at_same_params():
 
 def test_depth_vs_width_clean_when_already_at_the_band_edge():
     m = dense(num_hidden_layers=16)  # aspect ratio 512: any shallower shape leaves the band further
-    assert rules_of(lint(m, "h200-sxm", workloads=SHORT, rules=["depth-vs-width"]), "depth-vs-width") == []
+    assert (
+        rules_of(lint(m, "h200-sxm", workloads=SHORT, rules=["depth-vs-width"]), "depth-vs-width")
+        == []
+    )
 
 
 # ---- attention-tp / kv-cache -------------------------------------------------------------------
+
 
 def test_attention_tp_beyond_kv_heads_on_nvl72():
     r = lint("llama-3.1-70b", "gb200", rules=["attention-tp"])
@@ -106,7 +132,12 @@ def test_attention_tp_beyond_kv_heads_on_nvl72():
 
 def test_attention_tp_clean_inside_kv_heads_and_for_mla():
     assert rules_of(lint("llama-3.1-70b", "h200-sxm", rules=["attention-tp"]), "attention-tp") == []
-    assert rules_of(lint("deepseek-r1", "gb200", workloads=SHORT, rules=["attention-tp"]), "attention-tp") == []
+    assert (
+        rules_of(
+            lint("deepseek-r1", "gb200", workloads=SHORT, rules=["attention-tp"]), "attention-tp"
+        )
+        == []
+    )
 
 
 def test_kv_cache_long_context():
@@ -118,25 +149,46 @@ def test_kv_cache_long_context():
 
 
 def test_kv_cache_clean_short_context_and_mla():
-    assert rules_of(lint("llama-3.1-70b", "h200-sxm", workloads=SHORT, rules=["kv-cache"]), "kv-cache") == []
+    assert (
+        rules_of(lint("llama-3.1-70b", "h200-sxm", workloads=SHORT, rules=["kv-cache"]), "kv-cache")
+        == []
+    )
     assert rules_of(lint("deepseek-r1", "h200-sxm", rules=["kv-cache"]), "kv-cache") == []
 
 
 # ---- MoE ---------------------------------------------------------------------------------------
 
+
 def test_moe_expert_tp_suggests_ep_for_thin_experts():
-    (f,) = rules_of(lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]), "moe-expert-tp")
+    (f,) = rules_of(
+        lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]), "moe-expert-tp"
+    )
     check_finding(f)
     assert "EP" in f.details["plans"][1] and f.impact > 1.5
 
 
 def test_moe_expert_tp_clean_for_wide_experts_and_dense():
-    assert rules_of(lint("mixtral-8x7b", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]), "moe-expert-tp") == []
-    assert rules_of(lint("llama-3.1-8b", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]), "moe-expert-tp") == []
+    assert (
+        rules_of(
+            lint("mixtral-8x7b", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]),
+            "moe-expert-tp",
+        )
+        == []
+    )
+    assert (
+        rules_of(
+            lint("llama-3.1-8b", "h200-sxm", workloads=SHORT, rules=["moe-expert-tp"]),
+            "moe-expert-tp",
+        )
+        == []
+    )
 
 
 def test_moe_expert_m_at_low_concurrency():
-    (f,) = rules_of(lint("deepseek-r1", "h200-sxm", workloads=["1024/1024/64"], rules=["moe-expert-m"]), "moe-expert-m")
+    (f,) = rules_of(
+        lint("deepseek-r1", "h200-sxm", workloads=["1024/1024/64"], rules=["moe-expert-m"]),
+        "moe-expert-m",
+    )
     check_finding(f)
     # global concurrency x top-k / experts: 64 x (1 + ISL/OSL) tokens x 8 / 256 = 4 rows
     assert f.details["rows_per_expert"] == pytest.approx(4.0)
@@ -149,17 +201,25 @@ def test_moe_expert_m_clean_when_tiles_fill():
 
 def test_moe_balance_expert_count_not_dividing_ep():
     cfg = dict(load_model("deepseek-r1").config, n_routed_experts=252)
-    r = lint(model_from_config(cfg, model_id="ds252"), "h200-sxm", workloads=SHORT, rules=["moe-balance"])
+    r = lint(
+        model_from_config(cfg, model_id="ds252"), "h200-sxm", workloads=SHORT, rules=["moe-balance"]
+    )
     (f,) = [f for f in rules_of(r, "moe-balance") if f.location == "moe.num_experts"]
     check_finding(f)
     assert f.severity == "warn" and f.impact > 1.5
 
 
 def test_moe_balance_clean():
-    assert rules_of(lint("mixtral-8x7b", "h200-sxm", workloads=SHORT, rules=["moe-balance"]), "moe-balance") == []
+    assert (
+        rules_of(
+            lint("mixtral-8x7b", "h200-sxm", workloads=SHORT, rules=["moe-balance"]), "moe-balance"
+        )
+        == []
+    )
 
 
 # ---- pipeline-balance --------------------------------------------------------------------------
+
 
 def test_stage_balance_by_hand():
     assert stage_balance([1.0] * 8, 4) == 1.0
@@ -170,19 +230,32 @@ def test_stage_balance_by_hand():
 def test_pipeline_flags_dense_first_and_odd_depth():
     seq = layer_sequence(load_model("deepseek-r1"))
     assert seq[:3] == [(0, False)] * 3 and all(moe for _, moe in seq[3:])
-    (f,) = rules_of(lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]), "pipeline-balance")
+    (f,) = rules_of(
+        lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]),
+        "pipeline-balance",
+    )
     check_finding(f)
     assert "61" in f.message and f.impact > 1.02
 
 
 def test_pipeline_clean_regular_stack():
-    assert rules_of(lint("llama-3.1-70b", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]), "pipeline-balance") == []
+    assert (
+        rules_of(
+            lint("llama-3.1-70b", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]),
+            "pipeline-balance",
+        )
+        == []
+    )
 
 
 # ---- quantization ------------------------------------------------------------------------------
 
+
 def test_quantization_readiness_on_blackwell():
-    (f,) = rules_of(lint("llama-3.1-70b", "gb200", "fp8", workloads=SHORT, rules=["quantization"]), "quantization")
+    (f,) = rules_of(
+        lint("llama-3.1-70b", "gb200", "fp8", workloads=SHORT, rules=["quantization"]),
+        "quantization",
+    )
     check_finding(f)
     assert f.details["target"] == "nvfp4" and f.impact > 1.1
     assert "ffn_up" in f.details["saved_s_by_op"]
@@ -190,10 +263,17 @@ def test_quantization_readiness_on_blackwell():
 
 def test_quantization_clean_when_already_lowest_native():
     for hw, prec in (("h200-sxm", "fp8"), ("gb200", "nvfp4")):
-        assert rules_of(lint("llama-3.1-70b", hw, prec, workloads=SHORT, rules=["quantization"]), "quantization") == []
+        assert (
+            rules_of(
+                lint("llama-3.1-70b", hw, prec, workloads=SHORT, rules=["quantization"]),
+                "quantization",
+            )
+            == []
+        )
 
 
 # ---- API and CLI -------------------------------------------------------------------------------
+
 
 def test_parse_workload_and_errors():
     assert parse_workload("8192/1024/64").concurrency == 64
@@ -206,12 +286,34 @@ def test_parse_workload_and_errors():
 
 
 def test_cli_lint_json_contract_with_config_path(tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 10922, "num_hidden_layers": 32,
-           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 10922,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    res = CliRunner().invoke(main, ["lint", "--model", str(path), "--hardware", "h100-sxm", "--precision", "bf16",
-                                    "--workload", "1024/1024", "--rule", "dim-alignment", "--json"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "lint",
+            "--model",
+            str(path),
+            "--hardware",
+            "h100-sxm",
+            "--precision",
+            "bf16",
+            "--workload",
+            "1024/1024",
+            "--rule",
+            "dim-alignment",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert d["findings"]
@@ -219,6 +321,18 @@ def test_cli_lint_json_contract_with_config_path(tmp_path):
         assert {"rule", "severity", "location", "message", "impact"} <= set(f)
     res = CliRunner().invoke(main, ["lint", "--model", "llama-3.1-8b", "--workload", "8k"])
     assert res.exit_code == 2 and "Traceback" not in res.output
-    res = CliRunner().invoke(main, ["lint", "--model", "deepseek-r1", "--hardware", "h200-sxm", "-w", "1024/1024",
-                                    "--rule", "pipeline-balance"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "lint",
+            "--model",
+            "deepseek-r1",
+            "--hardware",
+            "h200-sxm",
+            "-w",
+            "1024/1024",
+            "--rule",
+            "pipeline-balance",
+        ],
+    )
     assert res.exit_code == 0 and "pipeline-balance" in res.output

@@ -79,7 +79,15 @@ def test_scalar_and_vectorized_plan_rules_agree(model, tp, pp, ep, cp, adp):
 CONFIGS = [
     ("llama-3.1-70b", "h200-sxm", "fp8", ParallelPlan(tp=2, pp=2), 1024, 1024, 16),
     ("llama-3.1-8b", "h100-sxm", "fp8", ParallelPlan(tp=1, pp=4), 2048, 256, 8),
-    ("qwen3-30b-a3b", "h100-sxm", "fp8", ParallelPlan(tp=4, ep=4, attention_dp=True), 1024, 1024, 64),
+    (
+        "qwen3-30b-a3b",
+        "h100-sxm",
+        "fp8",
+        ParallelPlan(tp=4, ep=4, attention_dp=True),
+        1024,
+        1024,
+        64,
+    ),
     ("qwen3-30b-a3b", "h100-sxm", "fp8", ParallelPlan(tp=4, ep=2), 1024, 512, 32),
     ("llama-3.1-70b", "b200", "fp8", ParallelPlan(tp=16, cp=2), 8192, 1024, 4),
 ]
@@ -93,13 +101,26 @@ def test_estimate_frontier_lint_regimes_agree_on_tpot(model, hw, prec, plan, isl
 
     # frontier: the same plan and concurrency among every evaluated point
     f = frontier(
-        model, hw, num_gpus=plan.num_gpus, isl=isl, osl=osl, precision=prec, workers=1,
-        keep_points="all", refine=False, max_batch=max(conc, 1),
+        model,
+        hw,
+        num_gpus=plan.num_gpus,
+        isl=isl,
+        osl=osl,
+        precision=prec,
+        workers=1,
+        keep_points="all",
+        refine=False,
+        max_batch=max(conc, 1),
     )
     c = f.points.cols
     row = np.flatnonzero(
-        (c["tp"] == plan.tp) & (c["pp"] == plan.pp) & (c["ep"] == plan.ep) & (c["cp"] == plan.cp)
-        & (c["attention_dp"] == plan.attention_dp) & (c["concurrency"] == conc) & (c["mode"] == 0)
+        (c["tp"] == plan.tp)
+        & (c["pp"] == plan.pp)
+        & (c["ep"] == plan.ep)
+        & (c["cp"] == plan.cp)
+        & (c["attention_dp"] == plan.attention_dp)
+        & (c["concurrency"] == conc)
+        & (c["mode"] == 0)
     )
     assert len(row) == 1
     assert c["tpot_s"][row[0]] * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
@@ -107,15 +128,25 @@ def test_estimate_frontier_lint_regimes_agree_on_tpot(model, hw, prec, plan, isl
     # the advisor's operating point, and the step lint operates on
     pt = operating_point(m, h, p, eng, isl, osl, "throughput", plans=[plan], concurrency=conc)
     assert pt.tpot_s * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
-    assert float(operating_step(m, h, p, eng, pt).total_s) * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
+    assert float(operating_step(m, h, p, eng, pt).total_s) * 1e3 == pytest.approx(
+        e.tpot_ms, rel=1e-9
+    )
     ctx = LintContext(m, h, p, eng, [], [pt], 128)
     total, rows, scale = step_rows(ctx, pt)["mixed"]
     assert total * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
     assert scale == plan.pp
 
     # regimes at the same plan and concurrency
-    r = regimes(model, hw, prec, short_isl=isl, long_isl=isl, osl=osl, plans=[plan],
-                throughput_concurrency=conc)
+    r = regimes(
+        model,
+        hw,
+        prec,
+        short_isl=isl,
+        long_isl=isl,
+        osl=osl,
+        plans=[plan],
+        throughput_concurrency=conc,
+    )
     assert r.regimes[0].point.tpot_s * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
     # its bound split covers the same step
     assert sum(r.regimes[0].resources.values()) == pytest.approx(1.0, rel=1e-9)
@@ -125,8 +156,12 @@ def test_issue_example_lint_step_matches_estimate_under_pp():
     """llama-3.1-70b TP2 PP2: lint priced a 12.1 ms step (no pp split) against estimate's 21.6."""
     plan = ParallelPlan(tp=2, pp=2)
     e = estimate("llama-3.1-70b", "h200-sxm", "fp8", plan, Workload(1024, 1024, 64), explain=False)
-    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
-                    parse_precision("fp8"), load_engine())
+    m, h, p, eng = (
+        load_model("llama-3.1-70b"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        load_engine(),
+    )
     pt = operating_point(m, h, p, eng, 1024, 1024, "throughput", plans=[plan], concurrency=64)
     ctx = LintContext(m, h, p, eng, [], [pt], 128)
     total, _rows, _scale = step_rows(ctx, pt)["mixed"]
@@ -137,22 +172,43 @@ def test_estimate_of_a_disaggregated_frontier_point_reproduces_it():
     """frontier's disaggregated points and evaluate_disaggregated share the physics."""
     from llm_codesign import evaluate_disaggregated
 
-    f = frontier("llama-3.1-70b", "h200-sxm", num_gpus=8, isl=2048, osl=256, precision="fp8",
-                 disagg=True, workers=1, keep_points="all", refine=False)
+    f = frontier(
+        "llama-3.1-70b",
+        "h200-sxm",
+        num_gpus=8,
+        isl=2048,
+        osl=256,
+        precision="fp8",
+        disagg=True,
+        workers=1,
+        keep_points="all",
+        refine=False,
+    )
     c = f.points.cols
     rows = np.flatnonzero((c["mode"] == 1) & c["feasible"])
     assert len(rows) > 0
-    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
-                    parse_precision("fp8"), load_engine())
+    m, h, p, eng = (
+        load_model("llama-3.1-70b"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        load_engine(),
+    )
     for i in rows[:: max(1, len(rows) // 5)]:
         r = evaluate_disaggregated(
-            m, h, p, eng,
+            m,
+            h,
+            p,
+            eng,
             prefill_plan={k: int(c[f"p_{k}"][i]) for k in ("tp", "pp", "ep", "cp")}
             | {"attention_dp": bool(c["p_attention_dp"][i])},
             decode_plan={k: int(c[k][i]) for k in ("tp", "pp", "ep", "cp")}
             | {"attention_dp": bool(c["attention_dp"][i])},
-            prefill_count=int(c["prefill_workers"][i]), decode_count=int(c["decode_workers"][i]),
-            prefill_batch=int(c["p_batch"][i]), concurrency=c["concurrency"][i], isl=2048, osl=256,
+            prefill_count=int(c["prefill_workers"][i]),
+            decode_count=int(c["decode_workers"][i]),
+            prefill_batch=int(c["p_batch"][i]),
+            concurrency=c["concurrency"][i],
+            isl=2048,
+            osl=256,
         )
         assert bool(r.feasible)
         for name in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "num_gpus"):
@@ -169,17 +225,36 @@ def test_plan_dataclass_and_vector_rules_share_structural_codes():
 def test_estimate_prices_a_disaggregated_plan_like_the_frontier():
     from llm_codesign import DisaggregatedPlan
 
-    plan = DisaggregatedPlan(ParallelPlan(tp=2), ParallelPlan(tp=4), prefill_workers=2,
-                             decode_workers=1, prefill_batch=1)
+    plan = DisaggregatedPlan(
+        ParallelPlan(tp=2), ParallelPlan(tp=4), prefill_workers=2, decode_workers=1, prefill_batch=1
+    )
     e = estimate("llama-3.1-70b", "h200-sxm", "fp8", plan, Workload(2048, 256, 64), explain=False)
     assert e.num_gpus == 2 * 2 + 1 * 4 and e.to_dict()["mode"] == "disaggregated"
     # the decode pool's TPOT is the decode-only pipelined step of its plan
-    m, h, p, eng = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
-                    parse_precision("fp8"), load_engine())
+    m, h, p, eng = (
+        load_model("llama-3.1-70b"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        load_engine(),
+    )
     from llm_codesign.serving import pipelined_step
 
-    step = pipelined_step(m, p, h, eng, tp=4, pp=1, ep=1, cp=1, attention_dp=False,
-                          isl=2048, osl=256, decode_seqs=64.0)
+    step = pipelined_step(
+        m,
+        p,
+        h,
+        eng,
+        tp=4,
+        pp=1,
+        ep=1,
+        cp=1,
+        attention_dp=False,
+        isl=2048,
+        osl=256,
+        decode_seqs=64.0,
+    )
     assert e.tpot_ms == pytest.approx(float(step.total_s) * 1e3, rel=1e-12)
-    with pytest.raises(SpecError, match="prefill plan: attention tp=3 does not divide num_attention_heads=64"):
+    with pytest.raises(
+        SpecError, match="prefill plan: attention tp=3 does not divide num_attention_heads=64"
+    ):
         DisaggregatedPlan(ParallelPlan(tp=3), ParallelPlan(tp=4)).validate_for(m)

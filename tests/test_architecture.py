@@ -103,7 +103,9 @@ def test_every_module_has_a_layer_and_imports_only_downwards():
     for module in MODULES:
         for target in _imports(module, top_level_only=False):
             if _layer(target) > _layer(module):
-                upward.append(f"{module} (layer {_layer(module)}) imports {target} ({_layer(target)})")
+                upward.append(
+                    f"{module} (layer {_layer(module)}) imports {target} ({_layer(target)})"
+                )
     assert upward == []
 
 
@@ -221,7 +223,12 @@ def test_public_api_is_pinned():
 
 
 PUBLIC_PACKAGES = {
-    PKG, f"{PKG}.report", f"{PKG}.explore", f"{PKG}.advise", f"{PKG}.quant", f"{PKG}.calibrate",
+    PKG,
+    f"{PKG}.report",
+    f"{PKG}.explore",
+    f"{PKG}.advise",
+    f"{PKG}.quant",
+    f"{PKG}.calibrate",
 }
 
 

@@ -13,9 +13,6 @@ from llm_codesign.advise.archsearch import (
     generate_variants,
     search,
 )
-from llm_codesign.explore import Curve
-from llm_codesign.cli import main
-from llm_codesign.errors import SpecError
 from llm_codesign.advise.quality import (
     ASPECT_BAND,
     chinchilla_loss,
@@ -23,6 +20,9 @@ from llm_codesign.advise.quality import (
     estimate_quality,
     shape_penalty,
 )
+from llm_codesign.cli import main
+from llm_codesign.errors import SpecError
+from llm_codesign.explore import Curve
 from llm_codesign.specs.model import model_from_config
 
 SMALL = SearchSpace(hidden_scales=(1.0, 1.25), layer_scales=(0.75, 1.0), experts=(1.0,))
@@ -51,7 +51,9 @@ def test_shape_penalty_band_and_moe_params():
 
 def test_search_ranks_by_the_frontier_area_by_hand():
     """search's area is the one frontier area (log-uniform mean over 10..1000 tok/s/user)."""
-    c = Curve(np.array([10.0, 20.0, 30.0]), np.array([100.0, 60.0, 20.0]), ["a", "b", "c"], [1, 2, 3])
+    c = Curve(
+        np.array([10.0, 20.0, 30.0]), np.array([100.0, 60.0, 20.0]), ["a", "b", "c"], [1, 2, 3]
+    )
     # F = 60 on (10, 20], 20 on (20, 30], 0 beyond: (60 ln 2 + 20 ln 1.5) / ln 100
     assert c.area == pytest.approx((60 * np.log(2) + 20 * np.log(1.5)) / np.log(100))
     assert c.throughput_at(18.0) == 60.0 and c.throughput_at(31.0) == 0.0
@@ -70,7 +72,14 @@ def test_variants_stay_within_parameter_tolerance():
 
 
 def test_search_never_outside_tolerance_and_ranks_best_first():
-    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, param_tolerance=0.02, concurrency=(1, 16, 256))
+    r = search(
+        "llama-3.1-8b",
+        "h200-sxm",
+        "fp8",
+        space=SMALL,
+        param_tolerance=0.02,
+        concurrency=(1, 16, 256),
+    )
     base = load_model("llama-3.1-8b")
     gains = [v.gain for v in r.variants]
     assert gains == sorted(gains, reverse=True)
@@ -81,20 +90,36 @@ def test_search_never_outside_tolerance_and_ranks_best_first():
 
 
 def test_search_returns_the_original_when_nothing_beats_it():
-    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,)),
-               concurrency=(1, 64))
+    r = search(
+        "llama-3.1-8b",
+        "h200-sxm",
+        "fp8",
+        space=SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,)),
+        concurrency=(1, 64),
+    )
     assert len(r.variants) == 1 and r.variants[0].changes == [] and r.variants[0].gain == 1.0
     assert r.variants[0].config == load_model("llama-3.1-8b").config
     # zero tolerance: no reshaped variant keeps the exact parameter count
-    r0 = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, param_tolerance=0.0, concurrency=(1, 64))
+    r0 = search(
+        "llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, param_tolerance=0.0, concurrency=(1, 64)
+    )
     assert r0.variants[0].changes == []
 
 
 def test_throughput_objective_and_errors():
-    r = search("llama-3.1-8b", "h200-sxm", "fp8", space=SMALL, objective="throughput", target_tok_s_per_user=50,
-               concurrency=(1, 16, 128))
+    r = search(
+        "llama-3.1-8b",
+        "h200-sxm",
+        "fp8",
+        space=SMALL,
+        objective="throughput",
+        target_tok_s_per_user=50,
+        concurrency=(1, 16, 128),
+    )
     assert r.baseline.objective > 0
-    with pytest.raises(SpecError, match="objective 'throughput' needs a positive target tok/s/user"):
+    with pytest.raises(
+        SpecError, match="objective 'throughput' needs a positive target tok/s/user"
+    ):
         search("llama-3.1-8b", "h200-sxm", objective="throughput")
     with pytest.raises(SpecError, match=r"hidden_scales=\(\) must be non-empty"):
         SearchSpace(hidden_scales=())
@@ -111,14 +136,40 @@ def test_layer_lists_follow_depth():
 
 
 def test_cli_json_contract(tmp_path):
-    res = CliRunner().invoke(main, ["search", "--model", "llama-3.1-8b", "--hardware", "h200-sxm", "--workload", "1024/1024",
-                                    "--hidden-scales", "1,1.25", "--layer-scales", "0.75,1", "--json", "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        main,
+        [
+            "search",
+            "--model",
+            "llama-3.1-8b",
+            "--hardware",
+            "h200-sxm",
+            "--workload",
+            "1024/1024",
+            "--hidden-scales",
+            "1,1.25",
+            "--layer-scales",
+            "0.75,1",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert {"baseline", "variants"} <= set(d)
     v = d["variants"][0]
-    assert {"config", "total_params", "active_params", "quality_estimate", "gain", "changes"} <= set(v)
+    assert {
+        "config",
+        "total_params",
+        "active_params",
+        "quality_estimate",
+        "gain",
+        "changes",
+    } <= set(v)
     assert v["quality_estimate"]["kind"].startswith("estimate")
     assert (tmp_path / "variant-1.json").exists()
-    bad = CliRunner().invoke(main, ["search", "-m", "llama-3.1-8b", "-g", "h200-sxm", "--layer-scales", "x"])
+    bad = CliRunner().invoke(
+        main, ["search", "-m", "llama-3.1-8b", "-g", "h200-sxm", "--layer-scales", "x"]
+    )
     assert bad.exit_code == 2 and "Traceback" not in bad.output

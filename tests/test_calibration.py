@@ -38,7 +38,9 @@ from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.workload import Workload
 
 ENG = load_engine("default").with_overrides(id="test")
-H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [(1024, 4100, 4096)]
+H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [
+    (1024, 4100, 4096)
+]
 MEASURED_FRACTION = 0.9  # synthetic "silicon": 90% of the model's throughput everywhere
 
 
@@ -48,51 +50,125 @@ def _gemm_rows(hw_id: str, grid, fraction=MEASURED_FRACTION, dtype="bf16"):
     for m, n, k in grid:
         op = Op("g", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k), compute_class=dtype)
         t = float(gemm_time(op, hw, ENG)[0]) / fraction
-        rows.append({"dtype": dtype, "m": m, "n": n, "k": k, "seconds": t, "flops_per_s": 2.0 * m * n * k / t,
-                     "times_s": [t, t * 1.01, t * 0.99]})
+        rows.append(
+            {
+                "dtype": dtype,
+                "m": m,
+                "n": n,
+                "k": k,
+                "seconds": t,
+                "flops_per_s": 2.0 * m * n * k / t,
+                "times_s": [t, t * 1.01, t * 0.99],
+            }
+        )
     return rows
 
 
 def h200_profile() -> dict:
-    copies = [{"bytes": b, "seconds": 2.0 * b / bw, "bytes_per_s": bw} for b, bw in ((2**28, 4.0e12), (2**30, 4.3e12))]
+    copies = [
+        {"bytes": b, "seconds": 2.0 * b / bw, "bytes_per_s": bw}
+        for b, bw in ((2**28, 4.0e12), (2**30, 4.3e12))
+    ]
     return {
         "profile_version": 1,
-        "device": {"name": "NVIDIA H200", "kind": "cuda", "driver": "NVIDIA driver 580.159.04, CUDA 13.0",
-                   "torch_version": "2.11.0+cu130", "date": "2026-11-30T00:00:00+00:00", "hardware_id": "h200-sxm",
-                   "memory_bytes": 150e9, "compute_units": 132, "cache_bytes": 62914560.0,
-                   "compute_capability": "9.0", "device_count": 1},
+        "device": {
+            "name": "NVIDIA H200",
+            "kind": "cuda",
+            "driver": "NVIDIA driver 580.159.04, CUDA 13.0",
+            "torch_version": "2.11.0+cu130",
+            "date": "2026-11-30T00:00:00+00:00",
+            "hardware_id": "h200-sxm",
+            "memory_bytes": 150e9,
+            "compute_units": 132,
+            "cache_bytes": 62914560.0,
+            "compute_capability": "9.0",
+            "device_count": 1,
+        },
         "settings": {"quick": True},
         "measurements": {
             "copy": copies,
             "gemm": _gemm_rows("h200-sxm", H200_GRID),
-            "attention_decode": [{"dtype": "bf16", "batch": 16, "heads": 32, "kv_heads": 8, "head_dim": 128,
-                                  "seq": 4096, "flops": 4.0 * 16 * 32 * 128 * 4096, "bytes": 2.0 * 16 * 8 * 4096 * 128 * 2,
-                                  "seconds": 2.0 * 16 * 8 * 4096 * 128 * 2 / 3.6e12}],
-            "attention_prefill": [{"dtype": "bf16", "batch": 1, "heads": 32, "kv_heads": 8, "head_dim": 128,
-                                   "seq": 4096, "flops": 2.0 * 32 * 128 * 4096 * 4097, "bytes": 6.0e7,
-                                   "seconds": 2.0 * 32 * 128 * 4096 * 4097 / 500e12, "causal": True}],
-            "allreduce": [], "alltoall": [],
+            "attention_decode": [
+                {
+                    "dtype": "bf16",
+                    "batch": 16,
+                    "heads": 32,
+                    "kv_heads": 8,
+                    "head_dim": 128,
+                    "seq": 4096,
+                    "flops": 4.0 * 16 * 32 * 128 * 4096,
+                    "bytes": 2.0 * 16 * 8 * 4096 * 128 * 2,
+                    "seconds": 2.0 * 16 * 8 * 4096 * 128 * 2 / 3.6e12,
+                }
+            ],
+            "attention_prefill": [
+                {
+                    "dtype": "bf16",
+                    "batch": 1,
+                    "heads": 32,
+                    "kv_heads": 8,
+                    "head_dim": 128,
+                    "seq": 4096,
+                    "flops": 2.0 * 32 * 128 * 4096 * 4097,
+                    "bytes": 6.0e7,
+                    "seconds": 2.0 * 32 * 128 * 4096 * 4097 / 500e12,
+                    "causal": True,
+                }
+            ],
+            "allreduce": [],
+            "alltoall": [],
         },
     }
 
 
 def cpu_profile() -> dict:
     rows = []
-    for m, n, k in ((1, 512, 512), (64, 512, 512), (512, 512, 512), (512, 1024, 1024), (2048, 1024, 1024)):
+    for m, n, k in (
+        (1, 512, 512),
+        (64, 512, 512),
+        (512, 512, 512),
+        (512, 1024, 1024),
+        (2048, 1024, 1024),
+    ):
         flops = 2.0 * m * n * k
         rate = 1e12 * min(1.0, m / 512) + 1e9
-        rows.append({"dtype": "bf16", "m": m, "n": n, "k": k, "seconds": flops / rate, "flops_per_s": rate})
+        rows.append(
+            {"dtype": "bf16", "m": m, "n": n, "k": k, "seconds": flops / rate, "flops_per_s": rate}
+        )
     return {
         "profile_version": 1,
-        "device": {"name": "Example CPU 9000", "kind": "cpu", "driver": "Linux 6.1", "torch_version": "2.13.0+cpu",
-                   "date": "2026-11-30T00:00:00+00:00", "hardware_id": None, "memory_bytes": 64e9,
-                   "compute_units": 8, "cache_bytes": 32 * 2**20, "compute_capability": None, "device_count": 1},
+        "device": {
+            "name": "Example CPU 9000",
+            "kind": "cpu",
+            "driver": "Linux 6.1",
+            "torch_version": "2.13.0+cpu",
+            "date": "2026-11-30T00:00:00+00:00",
+            "hardware_id": None,
+            "memory_bytes": 64e9,
+            "compute_units": 8,
+            "cache_bytes": 32 * 2**20,
+            "compute_capability": None,
+            "device_count": 1,
+        },
         "measurements": {
-            "copy": [{"bytes": 2**24, "seconds": 2.0 * 2**24 / 10e9, "bytes_per_s": 10e9},
-                     {"bytes": 2**26, "seconds": 2.0 * 2**26 / 12e9, "bytes_per_s": 12e9}],
+            "copy": [
+                {"bytes": 2**24, "seconds": 2.0 * 2**24 / 10e9, "bytes_per_s": 10e9},
+                {"bytes": 2**26, "seconds": 2.0 * 2**26 / 12e9, "bytes_per_s": 12e9},
+            ],
             "gemm": rows,
-            "attention_decode": [{"dtype": "bf16", "batch": 1, "heads": 8, "kv_heads": 2, "head_dim": 64, "seq": 1024,
-                                  "flops": 4.0 * 8 * 64 * 1024, "bytes": 2.0 * 2 * 1024 * 64 * 2 + 2048, "seconds": 1e-4}],
+            "attention_decode": [
+                {
+                    "dtype": "bf16",
+                    "batch": 1,
+                    "heads": 8,
+                    "kv_heads": 2,
+                    "head_dim": 64,
+                    "seq": 1024,
+                    "flops": 4.0 * 8 * 64 * 1024,
+                    "bytes": 2.0 * 2 * 1024 * 64 * 2 + 2048,
+                    "seconds": 1e-4,
+                }
+            ],
         },
     }
 
@@ -120,21 +196,38 @@ def test_profile_round_trips_and_derives(tmp_path):
     assert again.to_dict() == p.to_dict()
     d = again.derived
     assert d["hbm_bytes_per_s"] == pytest.approx(4.3e12)
-    assert d["peak_flops_per_s"]["bf16"] == max(r["flops_per_s"] for r in h200_profile()["measurements"]["gemm"])
+    assert d["peak_flops_per_s"]["bf16"] == max(
+        r["flops_per_s"] for r in h200_profile()["measurements"]["gemm"]
+    )
     assert d["attention_decode_bytes_per_s"]["bf16"] == pytest.approx(3.6e12)
-    assert json.loads((tmp_path / "p.json").read_text())["derived"]["hbm_bytes_per_s"] == pytest.approx(4.3e12)
+    assert json.loads((tmp_path / "p.json").read_text())["derived"][
+        "hbm_bytes_per_s"
+    ] == pytest.approx(4.3e12)
 
 
 def test_bytes_per_element_come_from_the_format_registry():
     from llm_codesign.calibrate import DTYPES, element_bytes, output_bytes
 
-    assert {d: element_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "tf32": 4.0}
+    assert {d: element_bytes(d) for d in DTYPES} == {
+        "bf16": 2.0,
+        "fp16": 2.0,
+        "fp8": 1.0,
+        "tf32": 4.0,
+    }
     # the measured FP8 GEMMs (torch._scaled_mm) write BF16
-    assert {d: output_bytes(d) for d in DTYPES} == {"bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "tf32": 4.0}
+    assert {d: output_bytes(d) for d in DTYPES} == {
+        "bf16": 2.0,
+        "fp16": 2.0,
+        "fp8": 2.0,
+        "tf32": 4.0,
+    }
 
 
 def test_derive_collectives_latency_is_smallest_message():
-    rows = [{"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75} for b, s in ((1024, 2e-5), (2**26, 2e-4))]
+    rows = [
+        {"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75}
+        for b, s in ((1024, 2e-5), (2**26, 2e-4))
+    ]
     d = derive({"allreduce": rows})
     assert d["allreduce_latency_s"] == 2e-5
     assert d["allreduce_bus_bytes_per_s"] == pytest.approx(2**26 / 2e-4 * 1.75)
@@ -153,20 +246,27 @@ def _mutate(path, value):
     return data
 
 
-@pytest.mark.parametrize("path,value,needle", [
-    (("surprise",), 1, "surprise"),
-    (("profile_version",), 2, "profile_version"),
-    (("device", "name"), KeyError, "'name'"),
-    (("device", "kind"), "tpu", "tpu"),
-    (("device", "colour"), "red", "colour"),
-    (("measurements", "gemm", 0, "seconds"), -1.0, "seconds"),
-    (("measurements", "gemm", 0, "flops_per_s"), 1.0, "flops_per_s"),
-    (("measurements", "gemm", 0, "dtype"), "fp64", "fp64"),
-    (("measurements", "gemm", 0, "times_s"), [], "times_s"),
-    (("measurements", "copy", 0, "bytes_per_s"), 1.0, "bytes_per_s"),
-    (("measurements", "latency"), [], "latency"),
-    (("measurements", "allreduce"), [{"bytes": 1024, "ranks": 1, "seconds": 1e-5, "bus_bytes_per_s": 0.0001}], "ranks"),
-])
+@pytest.mark.parametrize(
+    "path,value,needle",
+    [
+        (("surprise",), 1, "surprise"),
+        (("profile_version",), 2, "profile_version"),
+        (("device", "name"), KeyError, "'name'"),
+        (("device", "kind"), "tpu", "tpu"),
+        (("device", "colour"), "red", "colour"),
+        (("measurements", "gemm", 0, "seconds"), -1.0, "seconds"),
+        (("measurements", "gemm", 0, "flops_per_s"), 1.0, "flops_per_s"),
+        (("measurements", "gemm", 0, "dtype"), "fp64", "fp64"),
+        (("measurements", "gemm", 0, "times_s"), [], "times_s"),
+        (("measurements", "copy", 0, "bytes_per_s"), 1.0, "bytes_per_s"),
+        (("measurements", "latency"), [], "latency"),
+        (
+            ("measurements", "allreduce"),
+            [{"bytes": 1024, "ranks": 1, "seconds": 1e-5, "bus_bytes_per_s": 0.0001}],
+            "ranks",
+        ),
+    ],
+)
 def test_invalid_profiles_name_the_key(path, value, needle):
     with pytest.raises(SpecError, match=needle):
         load_profile(_mutate(path, value), "bad.json")
@@ -181,11 +281,19 @@ def test_missing_profile_and_non_profile_file(tmp_path):
         load_profile(other)
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("NVIDIA H200", "h200-sxm"), ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
-    ("AMD Instinct MI300X", "mi300x"), ("NVIDIA B200", "b200"),
-    ("NVIDIA H100 PCIe", None), ("NVIDIA A100-SXM4-40GB", None), ("Intel(R) Xeon(R) Processor", None),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("NVIDIA H200", "h200-sxm"),
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+        ("AMD Instinct MI300X", "mi300x"),
+        ("NVIDIA B200", "b200"),
+        ("NVIDIA H100 PCIe", None),
+        ("NVIDIA A100-SXM4-40GB", None),
+        ("Intel(R) Xeon(R) Processor", None),
+    ],
+)
 def test_match_hardware_id(name, expected):
     assert match_hardware_id(name) == expected
 
@@ -202,7 +310,9 @@ def test_profile_as_hardware_overlays_the_datasheet_spec(h200_path):
     assert hw.hbm_efficiency.value == pytest.approx(4.3e12 / 4.8e12)
     assert hw.hbm_efficiency.source.startswith("measured")
     assert hw.gemm_efficiency["bf16"].source.startswith("measured")
-    assert hw.gemm_efficiency["fp8"].source == load_hardware("h200-sxm").gemm_efficiency["fp8"].source  # not measured
+    assert (
+        hw.gemm_efficiency["fp8"].source == load_hardware("h200-sxm").gemm_efficiency["fp8"].source
+    )  # not measured
     assert profile_of(hw) is not None
 
 
@@ -213,7 +323,9 @@ def test_table_reproduces_measurements_and_is_nan_outside(h200_path):
     m, n, k = (np.array([r[x] for r in rows], dtype=float) for x in "mnk")
     got = table.flops_per_s("bf16", m, n, k)
     np.testing.assert_allclose(got, [r["flops_per_s"] for r in rows], rtol=1e-9)
-    outside = table.flops_per_s("bf16", np.array([20000.0, 4096.0, 0.0]), np.array([4096.0, 100.0, 4096.0]), 4096.0)
+    outside = table.flops_per_s(
+        "bf16", np.array([20000.0, 4096.0, 0.0]), np.array([4096.0, 100.0, 4096.0]), 4096.0
+    )
     assert np.all(np.isnan(outside))
     assert table.flops_per_s("fp8", 1.0, 1.0, 1.0) is None  # nothing measured in FP8
 
@@ -221,17 +333,23 @@ def test_table_reproduces_measurements_and_is_nan_outside(h200_path):
 def test_table_interpolates_between_measured_shapes(tmp_path):
     data = h200_profile()
     # two measured shapes with different residuals (0.9 and 0.6): a shape between them lands between
-    data["measurements"]["gemm"] = (_gemm_rows("h200-sxm", [(1024, 4096, 4096)], 0.9)
-                                    + _gemm_rows("h200-sxm", [(4096, 4096, 4096)], 0.6))
+    data["measurements"]["gemm"] = _gemm_rows("h200-sxm", [(1024, 4096, 4096)], 0.9) + _gemm_rows(
+        "h200-sxm", [(4096, 4096, 4096)], 0.6
+    )
     hw = apply_profile("h200-sxm", data)
     base = load_hardware("h200-sxm")
     table = hw.gemm_table
     rows = data["measurements"]["gemm"]
 
     def residual(m):
-        return float(table.flops_per_s("bf16", m, 4096.0, 4096.0)) / float(table.modelled_flops_per_s("bf16", m, 4096.0, 4096.0))
+        return float(table.flops_per_s("bf16", m, 4096.0, 4096.0)) / float(
+            table.modelled_flops_per_s("bf16", m, 4096.0, 4096.0)
+        )
 
-    r1, r2 = (r["flops_per_s"] / float(table.modelled_flops_per_s("bf16", r["m"], 4096.0, 4096.0)) for r in rows)
+    r1, r2 = (
+        r["flops_per_s"] / float(table.modelled_flops_per_s("bf16", r["m"], 4096.0, 4096.0))
+        for r in rows
+    )
     assert residual(1024.0) == pytest.approx(r1) and residual(4096.0) == pytest.approx(r2)
     assert r2 / r1 == pytest.approx(0.6 / 0.9)
     # equidistant in log2 M from both: the geometric mean of their residuals
@@ -262,8 +380,13 @@ def test_profile_changes_predictions(h200_path):
     assert cal.tpot_ms == pytest.approx(over.tpot_ms, rel=1e-9)
     assert over.tpot_ms != pytest.approx(base.tpot_ms, rel=1e-3)
     assert over.to_dict()["assumptions"]["calibration"]
-    assert over.to_dict()["assumptions"]["hbm_efficiency"]["value"] == pytest.approx(4.3e12 / 4.8e12)
-    assert base.to_dict()["assumptions"]["hbm_efficiency"] == {"value": 0.80, "source": load_hardware("h200-sxm").hbm_efficiency.source}
+    assert over.to_dict()["assumptions"]["hbm_efficiency"]["value"] == pytest.approx(
+        4.3e12 / 4.8e12
+    )
+    assert base.to_dict()["assumptions"]["hbm_efficiency"] == {
+        "value": 0.80,
+        "source": load_hardware("h200-sxm").hbm_efficiency.source,
+    }
 
 
 def test_profile_of_another_device_is_an_error_naming_both(h200_path, cpu_path):
@@ -281,7 +404,9 @@ def test_provenance_says_what_is_measured(h200_path):
     assert rows["hbm_efficiency"]["origin"] == "measured"
     assert rows["scaleup_efficiency"]["origin"] == "default"  # no collectives on one GPU
     assert rows["engine.attn_decode_efficiency"]["origin"] == "measured"
-    assert rows["engine.hbm_efficiency_scale"]["origin"] == "default"  # a multiplier on the measured fraction
+    assert (
+        rows["engine.hbm_efficiency_scale"]["origin"] == "default"
+    )  # a multiplier on the measured fraction
     assert rows["engine.allreduce_latency_s"]["origin"] == "default"
     assert all(r["origin"] == "default" for r in provenance(load_hardware("h200-sxm")))
 
@@ -289,9 +414,12 @@ def test_provenance_says_what_is_measured(h200_path):
 def test_collectives_set_latencies_and_link_efficiency():
     data = h200_profile()
     data["measurements"]["allreduce"] = [
-        {"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75} for b, s in ((4096, 2.0e-5), (2**28, 1.3e-3))
+        {"bytes": b, "ranks": 8, "seconds": s, "bus_bytes_per_s": b / s * 1.75}
+        for b, s in ((4096, 2.0e-5), (2**28, 1.3e-3))
     ]
-    data["measurements"]["alltoall"] = [{"bytes": 4096, "ranks": 8, "seconds": 3e-5, "bus_bytes_per_s": 4096 / 3e-5 * 0.875}]
+    data["measurements"]["alltoall"] = [
+        {"bytes": 4096, "ranks": 8, "seconds": 3e-5, "bus_bytes_per_s": 4096 / 3e-5 * 0.875}
+    ]
     hw = apply_profile("h200-sxm", data)
     assert hw.scaleup_efficiency.value == pytest.approx(2**28 / 1.3e-3 * 1.75 / 450e9)
     ov = engine_overrides(hw)
@@ -308,13 +436,22 @@ def test_cpu_profile_is_a_hardware_spec(cpu_path):
     assert hw.peak_flops("bf16") == pytest.approx(1e12 + 1e9)
     assert hw.hbm_bytes_per_s == 12e9 and hw.hbm_bytes == 64e9 and hw.sm_count == 8
     assert (hw.tile_m, hw.tile_n, hw.scaleup_domain_size) == (64, 64, 1)
-    assert hw.gemm_efficiency["bf16"].value == 1.0 and hw.gemm_efficiency["bf16"].source.startswith("measured")
+    assert hw.gemm_efficiency["bf16"].value == 1.0 and hw.gemm_efficiency["bf16"].source.startswith(
+        "measured"
+    )
     assert math.isnan(hw.tdp_w)  # not measured, not invented
     assert hardware_from_profile(cpu_profile(), "x.json").id == hw.id
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        e = api.estimate("llama-3.1-8b", hw, "bf16", ParallelPlan(), Workload(isl=128, osl=32, concurrency=1),
-                         engine=calibrated_engine(None, hw), explain=False)
+        e = api.estimate(
+            "llama-3.1-8b",
+            hw,
+            "bf16",
+            ParallelPlan(),
+            Workload(isl=128, osl=32, concurrency=1),
+            engine=calibrated_engine(None, hw),
+            explain=False,
+        )
     # batch 1 on the measured spec (copy 12 GB/s, mem_efficiency 1 from the same copy): the step is
     # the read of every BF16 weight but the embedding table (a row gather); KV of <= 160 tokens,
     # the 0.5 ms step overhead and per-kernel overheads add < 1%
@@ -322,7 +459,9 @@ def test_cpu_profile_is_a_hardware_spec(cpu_path):
     weight_read_bytes = 2 * (m.total_params - m.vocab_size * m.hidden_size)
     assert e.tpot_ms / 1e3 == pytest.approx(weight_read_bytes / 12e9, rel=0.01)
     with pytest.raises(SpecError, match="scale-up domain"):
-        api.estimate("llama-3.1-8b", hw, "bf16", ParallelPlan(tp=2), Workload(isl=128, osl=32, concurrency=1))
+        api.estimate(
+            "llama-3.1-8b", hw, "bf16", ParallelPlan(tp=2), Workload(isl=128, osl=32, concurrency=1)
+        )
     # the same profile overlaid on its own measured spec is fine (same device)
     assert apply_profile(measured_hardware(cpu_profile()), cpu_profile()).id == hw.id
 
@@ -335,14 +474,41 @@ def test_a_profile_is_a_hardware_for_the_interfaces_not_for_specs(h200_path, cpu
     assert resolve_hardware(str(h200_path)).profile_source.startswith(str(h200_path))
     assert resolve_hardware("h200-sxm") is specs_load_hardware("h200-sxm")
     # specs does not know calibration: it says where profiles are read
-    with pytest.raises(SpecError, match=r"h200.json: a calibration profile, not a hardware spec.*resolve_hardware"):
+    with pytest.raises(
+        SpecError, match=r"h200.json: a calibration profile, not a hardware spec.*resolve_hardware"
+    ):
         specs_load_hardware(str(h200_path))
     # every command that takes --hardware reads a profile
-    for args in (["estimate", "-m", "llama-3.1-8b", "-g", str(cpu_path), "--isl", "128", "--osl", "32", "--json"],
-                 ["frontier", "-m", "llama-3.1-8b", "-g", str(h200_path), "--num-gpus", "1", "--isl", "512",
-                  "--osl", "64", "--json"],
-                 ["lint", "-m", "llama-3.1-8b", "-g", str(h200_path), "--json"],
-                 ["gemm", "-g", str(cpu_path), "--m", "64", "--json"]):
+    for args in (
+        [
+            "estimate",
+            "-m",
+            "llama-3.1-8b",
+            "-g",
+            str(cpu_path),
+            "--isl",
+            "128",
+            "--osl",
+            "32",
+            "--json",
+        ],
+        [
+            "frontier",
+            "-m",
+            "llama-3.1-8b",
+            "-g",
+            str(h200_path),
+            "--num-gpus",
+            "1",
+            "--isl",
+            "512",
+            "--osl",
+            "64",
+            "--json",
+        ],
+        ["lint", "-m", "llama-3.1-8b", "-g", str(h200_path), "--json"],
+        ["gemm", "-g", str(cpu_path), "--m", "64", "--json"],
+    ):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, (args, r.output)
         assert json.loads(r.output)
@@ -373,7 +539,9 @@ def test_compare_covers_every_measurement(h200_path):
         assert r["error_pct"] == pytest.approx(-10.0, abs=0.01)
     s = res.to_dict()["summary"]
     assert set(s) == {"copy", "gemm", "attention_decode", "attention_prefill"}
-    assert s["gemm"]["count"] == len(H200_GRID) and s["gemm"]["median_abs_pct_error"] == pytest.approx(10.0, abs=0.01)
+    assert s["gemm"]["count"] == len(H200_GRID) and s["gemm"][
+        "median_abs_pct_error"
+    ] == pytest.approx(10.0, abs=0.01)
     self_check = compare_profile(h200_path, overlay=True)
     assert all(abs(r["error_pct"]) < 1e-6 for r in self_check.rows if r["benchmark"] == "gemm")
 
@@ -382,7 +550,9 @@ def test_compare_on_a_device_without_a_spec(cpu_path):
     res = compare_profile(cpu_path)
     assert res.hardware == "measured-example-cpu-9000"
     copy_rows = [r for r in res.rows if r["benchmark"] == "copy"]
-    assert copy_rows[1]["error_pct"] == pytest.approx(0.0, abs=1e-9)  # the best copy is the spec's bandwidth
+    assert copy_rows[1]["error_pct"] == pytest.approx(
+        0.0, abs=1e-9
+    )  # the best copy is the spec's bandwidth
     assert any("no bundled spec" in n for n in res.notes)
 
 
@@ -412,22 +582,31 @@ def test_cli_compare_table(h200_path):
     assert "GEMM (TFLOP/s)" in r.output and "summary" in r.output and "h200-sxm" in r.output
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["calibrate"], "--out"),
-    (["calibrate", "--device", "gpu0", "--out", "x.json"], "gpu0"),
-    (["calibrate", "--hardware", "h200-sxm", "--out", "x.json"], "--compare"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["calibrate"], "--out"),
+        (["calibrate", "--device", "gpu0", "--out", "x.json"], "gpu0"),
+        (["calibrate", "--hardware", "h200-sxm", "--out", "x.json"], "--compare"),
+    ],
+)
 def test_cli_user_errors_are_one_line(args, needle):
     assert needle in _one_line_error(CliRunner().invoke(main, args))
 
 
 def test_cli_compare_with_measuring_options_is_an_error(h200_path):
-    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "--out", "x.json"]))
+    line = _one_line_error(
+        CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "--out", "x.json"])
+    )
     assert "--compare" in line
 
 
 def test_cli_compare_profile_on_other_device(h200_path):
-    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--compare", str(h200_path), "-g", "b200", "--overlay"]))
+    line = _one_line_error(
+        CliRunner().invoke(
+            main, ["calibrate", "--compare", str(h200_path), "-g", "b200", "--overlay"]
+        )
+    )
     assert "NVIDIA H200" in line and "b200" in line
 
 
@@ -437,7 +616,11 @@ def test_missing_torch_says_install_the_gpu_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", None)  # makes `import torch` raise ImportError
     with pytest.raises(UnsupportedError, match=r"\[gpu\] extra"):
         device.require_torch()
-    line = _one_line_error(CliRunner().invoke(main, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "p.json")]))
+    line = _one_line_error(
+        CliRunner().invoke(
+            main, ["calibrate", "--device", "cpu", "--out", str(tmp_path / "p.json")]
+        )
+    )
     assert "[gpu]" in line
 
 

@@ -22,8 +22,18 @@ ENG = load_engine("default").with_overrides(id="test")
 
 def shape(decode=1.0, prefill=0.0, ctx=16.0, tp=1, ep=1, pp=1, cp=1, adp=False):
     a = lambda x: np.asarray(x, dtype=float)  # noqa: E731
-    return StepShape(a(decode), a(ctx), a(prefill), a(1.0 if prefill else 0.0), a(ctx), np.asarray(tp),
-                     np.asarray(ep), np.asarray(pp), np.asarray(cp), np.asarray(adp))
+    return StepShape(
+        a(decode),
+        a(ctx),
+        a(prefill),
+        a(1.0 if prefill else 0.0),
+        a(ctx),
+        np.asarray(tp),
+        np.asarray(ep),
+        np.asarray(pp),
+        np.asarray(cp),
+        np.asarray(adp),
+    )
 
 
 @pytest.mark.parametrize("model_id", sorted(bundled_models()))
@@ -40,15 +50,21 @@ def test_decode_flops_per_token_is_two_x_matmul_params(model_id):
     else:
         # independent of the op list: every active weight is multiplied once per token but the
         # input embedding (a row gather); norms are < 0.01% of the parameters
-        assert gemm_flops == pytest.approx(2 * (m.active_params - m.vocab_size * m.hidden_size), rel=1e-3)
+        assert gemm_flops == pytest.approx(
+            2 * (m.active_params - m.vocab_size * m.hidden_size), rel=1e-3
+        )
 
 
 def test_llama8b_bf16_decode_batch1_on_h200_is_weight_read_bound():
     m, hw = load_model("llama-3.1-8b"), load_hardware("h200-sxm")
-    cost = step_cost(m, parse_precision("bf16"), hw, ENG, shape(decode=1.0, ctx=1024.0), detail=True)
+    cost = step_cost(
+        m, parse_precision("bf16"), hw, ENG, shape(decode=1.0, ctx=1024.0), detail=True
+    )
     gemm_time_s = sum(float(t) for op, t, _ in cost.ops if op.kind == "gemm")
     weight_bytes = 2.0 * m.matmul_params_per_token  # BF16, input embedding not read
-    by_hand = weight_bytes / (4.8e12 * hw.hbm_efficiency.value * ENG.hbm_efficiency_scale)  # ~4.06 ms
+    by_hand = weight_bytes / (
+        4.8e12 * hw.hbm_efficiency.value * ENG.hbm_efficiency_scale
+    )  # ~4.06 ms
     # the activations of one token add ~0.03% to the bytes moved
     assert gemm_time_s == pytest.approx(by_hand, rel=1e-3)
     assert all(str(b) == "memory" for op, _, b in cost.ops if op.kind == "gemm")
@@ -64,7 +80,9 @@ def test_hardware_hbm_efficiency_drives_memory_bound_gemm_time():
     assert float(t) == pytest.approx(moved / (4.8e12 * 0.80 * ENG.hbm_efficiency_scale), rel=1e-12)
     half = hw.with_overrides(hbm_efficiency=Efficiency(hw.hbm_efficiency.value / 2, "what-if"))
     assert float(gemm_time(op, half, ENG)[0]) == pytest.approx(2.0 * float(t), rel=1e-12)
-    assert hbm_bytes_per_s_achieved(half, ENG) == pytest.approx(4.8e12 * 0.40 * ENG.hbm_efficiency_scale)
+    assert hbm_bytes_per_s_achieved(half, ENG) == pytest.approx(
+        4.8e12 * 0.40 * ENG.hbm_efficiency_scale
+    )
 
 
 def test_large_gemm_is_compute_bound_at_the_measured_ceiling():
@@ -79,7 +97,9 @@ def test_large_gemm_is_compute_bound_at_the_measured_ceiling():
 
 def test_tile_quantization_partial_tiles_cost_full_tiles():
     hw = load_hardware("h100-sxm")  # smallest tile has 64 rows
-    e = gemm_shape_efficiency(hw, np.array([64.0, 65.0]), np.array(8192.0), np.array(8192.0), 1.0, 1.0)
+    e = gemm_shape_efficiency(
+        hw, np.array([64.0, 65.0]), np.array(8192.0), np.array(8192.0), 1.0, 1.0
+    )
     # 65 rows need a second 64-row tile (or a 128-row one): ~2x the issued work for 1.6% more
     # rows; the 64-row tile itself reuses operands less (0.79 of a 128x256 tile), hence < 0.65
     assert e[1] < 0.65 * e[0]
@@ -89,18 +109,39 @@ def test_wave_quantization_one_extra_tile_costs_a_wave():
     hw = load_hardware("h100-sxm").with_overrides(tile_m=128, tile_n=128, tile_cluster_sms=1)
     # 132 SMs. 12 x 11 = 132 tiles of 128x128 fill exactly one wave; 12 x 12 = 144 need two.
     k = np.array(8192.0)
-    t_one = 2 * 1536 * 1408 * 8192 / float(gemm_shape_efficiency(hw, np.array(1536.0), np.array(1408.0), k, 1.0, 1.0))
-    t_two = 2 * 1536 * 1536 * 8192 / float(gemm_shape_efficiency(hw, np.array(1536.0), np.array(1536.0), k, 1.0, 1.0))
+    t_one = (
+        2
+        * 1536
+        * 1408
+        * 8192
+        / float(gemm_shape_efficiency(hw, np.array(1536.0), np.array(1408.0), k, 1.0, 1.0))
+    )
+    t_two = (
+        2
+        * 1536
+        * 1536
+        * 8192
+        / float(gemm_shape_efficiency(hw, np.array(1536.0), np.array(1536.0), k, 1.0, 1.0))
+    )
     # 9% more work but at best (smaller tiles) ~ 1.09x time, at worst 2 waves = 2x: never < 1.09x
     assert t_two / t_one >= 1536 / 1408 - 1e-9
     hw1 = hw.with_overrides(tile_m=128, tile_n=128)
-    e = gemm_shape_efficiency(hw1, np.array([1536.0, 1536.0]), np.array([1408.0, 1536.0]), k, 1.0, 1.0)
+    e = gemm_shape_efficiency(
+        hw1, np.array([1536.0, 1536.0]), np.array([1408.0, 1536.0]), k, 1.0, 1.0
+    )
     assert e[1] < e[0]
 
 
 def test_misaligned_reduction_dim_penalty_reproduces_swiglu_measurement():
     hw = load_hardware("h100-sxm")
-    e = gemm_shape_efficiency(hw, np.array([4096.0, 4096.0]), np.array([4096.0, 4096.0]), np.array([10922.0, 10944.0]), 4.0, 1.0)
+    e = gemm_shape_efficiency(
+        hw,
+        np.array([4096.0, 4096.0]),
+        np.array([4096.0, 4096.0]),
+        np.array([10922.0, 10944.0]),
+        4.0,
+        1.0,
+    )
     # mlengineering_swiglu_h100: 272.73 vs ~398 TFLOPS (ratio ~0.69)
     assert e[0] / e[1] == pytest.approx(MISALIGNED_FACTOR, rel=0.03)
 

@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 
 from llm_codesign import explore
 from llm_codesign.errors import SpecError, UnsupportedError
-from llm_codesign.serving import REGIONS, balance_pools
-from llm_codesign.report import frontier_json, launch_settings
 from llm_codesign.explore import (
     axis_values,
     concurrency_grid,
@@ -28,7 +26,8 @@ from llm_codesign.explore import (
     pareto_mask,
     staircase,
 )
-from llm_codesign.serving import evaluate
+from llm_codesign.report import frontier_json, launch_settings
+from llm_codesign.serving import REGIONS, balance_pools, evaluate
 from llm_codesign.specs import load_hardware, load_model, parse_precision
 from llm_codesign.specs.engine import load_engine
 
@@ -44,7 +43,9 @@ def _dominated_brute(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 coords = st.lists(
-    st.tuples(st.integers(0, 30).map(float), st.integers(0, 30).map(float)), min_size=0, max_size=60,
+    st.tuples(st.integers(0, 30).map(float), st.integers(0, 30).map(float)),
+    min_size=0,
+    max_size=60,
 )
 
 
@@ -121,7 +122,14 @@ def test_enumerate_dense_counts():
     # (tp, pp) with tp x pp <= 4 from {1, 2, 4}: (1,1) (1,2) (1,4) (2,1) (2,2) (4,1)
     p4 = enumerate_plans(m, hw, 4)
     assert len(p4) == 6 and p4.valid.all()
-    assert sorted(zip(p4.tp.tolist(), p4.pp.tolist())) == [(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)]
+    assert sorted(zip(p4.tp.tolist(), p4.pp.tolist())) == [
+        (1, 1),
+        (1, 2),
+        (1, 4),
+        (2, 1),
+        (2, 2),
+        (4, 1),
+    ]
     assert p4.dp.tolist() == [4 // (t * q) for t, q in zip(p4.tp, p4.pp)]
     # 8 GPUs: tp=1 pp in {1,2,4,8}; tp=2 pp in {1,2,4}; tp=4 pp in {1,2}; tp=8 pp=1 -> 10
     # (tp=8 does not exceed 8 KV heads: no Helix; dense: no EP, no attention DP)
@@ -130,7 +138,10 @@ def test_enumerate_dense_counts():
 
 
 def test_enumerate_moe_counts():
-    m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")  # 32 heads, 4 KV heads, 128 experts
+    m, hw = (
+        load_model("qwen3-30b-a3b"),
+        load_hardware("h100-sxm"),
+    )  # 32 heads, 4 KV heads, 128 experts
     p = enumerate_plans(m, hw, 4)
     # tp=1: pp 1,2,4 (3); tp=2: pp 1,2 x ep 1,2 x {TP, attention-DP} (8); tp=4: ep 1,2,4 x 2 (6)
     assert len(p) == 17 and p.valid.all()
@@ -142,13 +153,22 @@ def test_enumerate_invalid_plans_carry_reasons():
     p = enumerate_plans(m, hw, 3)
     # tp=1: pp 1,2,3 (3); tp=2: ep 1,2 x {TP, attention-DP, Helix cp=2} (6); tp=3 likewise (6)
     assert len(p) == 15
-    bad = {(int(t), int(e), int(c), bool(a)): r for t, e, c, a, r in zip(p.tp, p.ep, p.cp, p.attention_dp, p.reason) if r}
+    bad = {
+        (int(t), int(e), int(c), bool(a)): r
+        for t, e, c, a, r in zip(p.tp, p.ep, p.cp, p.attention_dp, p.reason)
+        if r
+    }
     assert bad == {
-        (3, 1, 1, False): "tp_not_dividing_heads",          # 128 heads % 3
+        (3, 1, 1, False): "tp_not_dividing_heads",  # 128 heads % 3
         (3, 3, 1, False): "tp_not_dividing_heads",
-        (3, 1, 3, False): "moe_tp_not_dividing_expert_width",  # Helix: attention tp 1, moe_tp 3 vs 2048
+        (
+            3,
+            1,
+            3,
+            False,
+        ): "moe_tp_not_dividing_expert_width",  # Helix: attention tp 1, moe_tp 3 vs 2048
         (3, 1, 1, True): "moe_tp_not_dividing_expert_width",
-        (3, 3, 3, False): "ep_not_dividing_experts",        # 256 experts % 3
+        (3, 3, 3, False): "ep_not_dividing_experts",  # 256 experts % 3
         (3, 3, 1, True): "ep_not_dividing_experts",
     }
     assert p.dp[(p.tp == 1) & (p.pp == 1)].tolist() == [3]
@@ -157,7 +177,9 @@ def test_enumerate_invalid_plans_carry_reasons():
 def test_enumerate_options_and_limits():
     m, hw = load_model("deepseek-r1"), load_hardware("gb200")
     full = enumerate_plans(m, hw, 16)
-    assert (full.cp[full.cp > 1] <= full.tp[full.cp > 1]).all() and (full.pp[full.cp > 1] == 1).all()
+    assert (full.cp[full.cp > 1] <= full.tp[full.cp > 1]).all() and (
+        full.pp[full.cp > 1] == 1
+    ).all()
     assert not enumerate_plans(m, hw, 16, helix=False).cp.max() > 1
     assert not enumerate_plans(m, hw, 16, attention_dp=False).attention_dp.any()
     assert enumerate_plans(m, hw, 16, max_pp=2).pp.max() == 2
@@ -173,13 +195,29 @@ def test_enumerate_options_and_limits():
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("model,hw_id,prec,n", [("deepseek-r1", "b200", "fp8", 8), ("llama-3.1-70b", "h200-sxm", "bf16", 8)])
+@pytest.mark.parametrize(
+    "model,hw_id,prec,n",
+    [("deepseek-r1", "b200", "fp8", 8), ("llama-3.1-70b", "h200-sxm", "bf16", 8)],
+)
 def test_memory_limit_matches_evaluate(model, hw_id, prec, n):
     m, hw, p, eng = load_model(model), load_hardware(hw_id), parse_precision(prec), load_engine()
     plans = enumerate_plans(m, hw, n)
     v = plans.take(np.flatnonzero(plans.valid))
     lim, _ = memory_limit(m, hw, p, eng, v, 1024 + 1024 / 2)  # steady-state mean context
-    r = evaluate(m, hw, p, eng, tp=v.tp, pp=v.pp, ep=v.ep, attention_dp=v.attention_dp, cp=v.cp, isl=1024, osl=1024, concurrency=1)
+    r = evaluate(
+        m,
+        hw,
+        p,
+        eng,
+        tp=v.tp,
+        pp=v.pp,
+        ep=v.ep,
+        attention_dp=v.attention_dp,
+        cp=v.cp,
+        isl=1024,
+        osl=1024,
+        concurrency=1,
+    )
     np.testing.assert_array_equal(lim, r.max_concurrency)
 
 
@@ -220,7 +258,13 @@ def test_balance_pools_vectorized_and_budget():
     assert float(x) == float(y) == float(rate) == float(gpus) == 0.0
 
 
-@given(st.floats(0.1, 100), st.floats(0.1, 100), st.integers(1, 8), st.integers(1, 8), st.integers(2, 40))
+@given(
+    st.floats(0.1, 100),
+    st.floats(0.1, 100),
+    st.integers(1, 8),
+    st.integers(1, 8),
+    st.integers(2, 40),
+)
 @settings(max_examples=150, deadline=None)
 def test_balance_pools_is_optimal_over_brute_force(rp, rd, gp, gd, n):
     x, y, rate, gpus = (float(v) for v in balance_pools(rp, rd, gp, gd, n))
@@ -255,7 +299,9 @@ def test_frontier_points_are_pareto_and_monotone(ds_fp8):
     # no evaluated feasible point lies above the frontier
     allp = ds_fp8.points
     f = allp["feasible"]
-    assert np.all(staircase(x, y, allp["tok_s_per_user"][f]) >= allp["output_tok_s_per_gpu"][f] * (1 - 1e-12))
+    assert np.all(
+        staircase(x, y, allp["tok_s_per_user"][f]) >= allp["output_tok_s_per_gpu"][f] * (1 - 1e-12)
+    )
     # wide EP with attention DP wins throughput; readings fall with interactivity
     best = ds_fp8.point_dict(int(ds_fp8.pareto[0]))
     assert best["plan"]["attention_dp"]
@@ -274,8 +320,19 @@ def test_frontier_keeps_every_point_with_reasons(ds_fp8):
 def test_frontier_json_contract(ds_fp8):
     d = frontier_json(ds_fp8)
     pts = d["points"]
-    for key in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "num_gpus",
-                "fits_in_memory", "memory_per_gpu_gb", "breakdown", "plan", "precision"):
+    for key in (
+        "ttft_ms",
+        "tpot_ms",
+        "tok_s_per_user",
+        "output_tok_s_per_gpu",
+        "total_tok_s_per_gpu",
+        "num_gpus",
+        "fits_in_memory",
+        "memory_per_gpu_gb",
+        "breakdown",
+        "plan",
+        "precision",
+    ):
         assert key in pts[0]
     assert set(pts[0]["breakdown"]) == {"prefill", "decode", "mixed_step"}
     bd = pts[0]["breakdown"]["decode"]
@@ -303,7 +360,15 @@ def test_more_gpus_never_shrink_the_frontier():
 def test_faster_memory_moves_the_frontier_out():
     hw = load_hardware("h100-sxm")
     base = frontier("llama-3.1-8b", hw, 1, 1024, 256, precision="fp8", workers=1)
-    fast = frontier("llama-3.1-8b", hw.with_overrides(hbm_bytes_per_s=hw.hbm_bytes_per_s * 2), 1, 1024, 256, precision="fp8", workers=1)
+    fast = frontier(
+        "llama-3.1-8b",
+        hw.with_overrides(hbm_bytes_per_s=hw.hbm_bytes_per_s * 2),
+        1,
+        1024,
+        256,
+        precision="fp8",
+        workers=1,
+    )
     assert fast.area > base.area
 
 
@@ -335,19 +400,32 @@ def test_targets_pick_the_best_configuration(ds_fp8):
     assert f.best is not None
     pts = f.points
     ok = pts["feasible"] & (pts["ttft_s"] <= 0.5) & (pts["tpot_s"] <= 0.02)
-    assert pts["output_tok_s_per_gpu"][f.best] == pytest.approx(pts["output_tok_s_per_gpu"][ok].max())
+    assert pts["output_tok_s_per_gpu"][f.best] == pytest.approx(
+        pts["output_tok_s_per_gpu"][ok].max()
+    )
     best = frontier_json(f)["best"]
     assert best["tpot_ms"] <= 20 and best["ttft_ms"] <= 500
     launch = best["launch"]
-    assert f"tensor_parallel_size: {best['plan']['tp'] // best['plan']['cp']}" in launch["trtllm"]["config_yaml"]
-    assert "vllm serve deepseek-ai/DeepSeek-R1" in launch["vllm"] and "--max-num-seqs" in launch["vllm"]
-    assert "sglang.launch_server" in launch["sglang"] and "--chunked-prefill-size 8192" in launch["sglang"]
+    assert (
+        f"tensor_parallel_size: {best['plan']['tp'] // best['plan']['cp']}"
+        in launch["trtllm"]["config_yaml"]
+    )
+    assert (
+        "vllm serve deepseek-ai/DeepSeek-R1" in launch["vllm"]
+        and "--max-num-seqs" in launch["vllm"]
+    )
+    assert (
+        "sglang.launch_server" in launch["sglang"]
+        and "--chunked-prefill-size 8192" in launch["sglang"]
+    )
     # an impossible target is a result, not a crash
     none = frontier("deepseek-r1", "b200", 8, precision="fp8", min_tok_s_per_user=1e6, workers=1)
     assert none.best is None and none.to_dict()["best"] is None
     # targets pick a point; they do not move the frontier (same search as ds_fp8, no targets)
     for key in ("tok_s_per_user", "output_tok_s_per_gpu"):
-        np.testing.assert_array_equal(none.points[key][none.pareto], ds_fp8.points[key][ds_fp8.pareto])
+        np.testing.assert_array_equal(
+            none.points[key][none.pareto], ds_fp8.points[key][ds_fp8.pareto]
+        )
 
 
 def test_launch_settings_vocabulary():
@@ -391,8 +469,15 @@ def test_disaggregated_points_balance_their_pools():
 
 
 def test_compare_and_json_of_several_designs():
-    fs = explore.compare([{"precision": "fp8"}, {"precision": "bf16"}], model="llama-3.1-8b", hardware="h100-sxm",
-                         num_gpus=1, isl=512, osl=128, workers=1)
+    fs = explore.compare(
+        [{"precision": "fp8"}, {"precision": "bf16"}],
+        model="llama-3.1-8b",
+        hardware="h100-sxm",
+        num_gpus=1,
+        isl=512,
+        osl=128,
+        workers=1,
+    )
     assert [f.label for f in fs] == ["fp8", "bf16"] and fs[0].area > fs[1].area
     doc = frontier_json(fs)
     assert {p["design"] for p in doc["points"]} == {"fp8", "bf16"}
@@ -433,7 +518,9 @@ def test_csv_written_atomically(tmp_path, ds_fp8, monkeypatch):
     lines = out.read_text().splitlines()
     assert lines[0].split(",")[:3] == ["precision", "mode", "tp"]
     assert len(lines) == len(ds_fp8.points) + 1
-    assert sum(line.split(",")[explore.CSV_FIELDS.index("pareto")] == "1" for line in lines[1:]) == len(ds_fp8.pareto)
+    assert sum(
+        line.split(",")[explore.CSV_FIELDS.index("pareto")] == "1" for line in lines[1:]
+    ) == len(ds_fp8.pareto)
 
     def boom(*a, **k):
         yield ["x"]
@@ -453,9 +540,25 @@ def test_interrupted_streaming_sweep_leaves_no_file(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        frontier("llama-3.1-8b", "h100-sxm", 2, precision="fp8", keep_points="pareto", workers=1,
-                 csv_path=tmp_path / "sweep.csv", on_chunk=interrupt)
+        frontier(
+            "llama-3.1-8b",
+            "h100-sxm",
+            2,
+            precision="fp8",
+            keep_points="pareto",
+            workers=1,
+            csv_path=tmp_path / "sweep.csv",
+            on_chunk=interrupt,
+        )
     assert calls and os.listdir(tmp_path) == []
-    f = frontier("llama-3.1-8b", "h100-sxm", 2, precision="fp8", keep_points="pareto", workers=1, csv_path=tmp_path / "sweep.csv")
+    f = frontier(
+        "llama-3.1-8b",
+        "h100-sxm",
+        2,
+        precision="fp8",
+        keep_points="pareto",
+        workers=1,
+        csv_path=tmp_path / "sweep.csv",
+    )
     rows = (tmp_path / "sweep.csv").read_text().splitlines()
     assert len(rows) - 1 == f.evaluated and os.listdir(tmp_path) == ["sweep.csv"]

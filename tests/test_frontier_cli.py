@@ -11,7 +11,19 @@ from click.testing import CliRunner
 from llm_codesign.cli import main
 from llm_codesign.explore import pareto_mask
 
-SMALL = ["frontier", "--model", "llama-3.1-8b", "--hardware", "h100-sxm", "--num-gpus", "2", "--isl", "512", "--osl", "128"]
+SMALL = [
+    "frontier",
+    "--model",
+    "llama-3.1-8b",
+    "--hardware",
+    "h100-sxm",
+    "--num-gpus",
+    "2",
+    "--isl",
+    "512",
+    "--osl",
+    "128",
+]
 
 
 def run(args: list[str]):
@@ -27,8 +39,19 @@ def test_json_contract():
     pts = doc["points"]
     assert pts, "a frontier"
     for p in pts:
-        for key in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "num_gpus",
-                    "fits_in_memory", "memory_per_gpu_gb", "breakdown", "plan", "precision"):
+        for key in (
+            "ttft_ms",
+            "tpot_ms",
+            "tok_s_per_user",
+            "output_tok_s_per_gpu",
+            "total_tok_s_per_gpu",
+            "num_gpus",
+            "fits_in_memory",
+            "memory_per_gpu_gb",
+            "breakdown",
+            "plan",
+            "precision",
+        ):
             assert key in p
         assert set(p["plan"]) >= {"tp", "pp", "ep", "dp", "attention_dp", "cp"}
         assert p["num_gpus"] <= 2
@@ -40,7 +63,9 @@ def test_json_contract():
     lo, hi = doc["area_range"]
     y = [p["output_tok_s_per_gpu"] for p in pts]
     steps = zip([lo] + x[:-1], x, y)
-    area = sum(yi * math.log(min(b, hi) / max(a, lo)) for a, b, yi in steps if min(b, hi) > max(a, lo))
+    area = sum(
+        yi * math.log(min(b, hi) / max(a, lo)) for a, b, yi in steps if min(b, hi) > max(a, lo)
+    )
     assert doc["area"] == pytest.approx(area / math.log(hi / lo), rel=1e-9)
     # each reading is that staircase at its tok/s/user
     assert {"tok_s_per_user", "output_tok_s_per_gpu", "plan"} <= set(doc["readings"][0])
@@ -61,7 +86,19 @@ def test_targets_and_launch_settings_in_json():
 
 def test_table_run_writes_csv_and_plots(tmp_path):
     csv_path, plot = tmp_path / "pts.csv", tmp_path / "frontier"
-    r = run(SMALL + ["--precision", "fp8", "--csv", str(csv_path), "--plot", str(plot), "--min-tok-s-per-user", "50"])
+    r = run(
+        SMALL
+        + [
+            "--precision",
+            "fp8",
+            "--csv",
+            str(csv_path),
+            "--plot",
+            str(plot),
+            "--min-tok-s-per-user",
+            "50",
+        ]
+    )
     assert r.exit_code == 0, r.output
     assert csv_path.read_text().startswith("precision,mode,tp,")
     assert (tmp_path / "frontier.png").stat().st_size > 1000
@@ -70,8 +107,28 @@ def test_table_run_writes_csv_and_plots(tmp_path):
 
 
 def test_compare_hardware(tmp_path):
-    r = run(["frontier", "-m", "llama-3.1-8b", "-n", "1", "--isl", "512", "--osl", "128", "-p", "fp8",
-             "-g", "h100-sxm", "--compare", "hardware=h100-sxm,h200-sxm", "--json", "--plot", str(tmp_path / "cmp.svg")])
+    r = run(
+        [
+            "frontier",
+            "-m",
+            "llama-3.1-8b",
+            "-n",
+            "1",
+            "--isl",
+            "512",
+            "--osl",
+            "128",
+            "-p",
+            "fp8",
+            "-g",
+            "h100-sxm",
+            "--compare",
+            "hardware=h100-sxm,h200-sxm",
+            "--json",
+            "--plot",
+            str(tmp_path / "cmp.svg"),
+        ]
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert [d["design"] for d in doc["comparison"]] == ["h100-sxm", "h200-sxm"]
@@ -80,14 +137,17 @@ def test_compare_hardware(tmp_path):
     assert (tmp_path / "cmp.svg").exists()
 
 
-@pytest.mark.parametrize("extra,needle", [
-    (["--precision", "nvfp4"], "nvfp4"),
-    (["--precision", "fp9"], "fp9"),
-    (["--compare", "speed=1,2"], "--compare"),
-    (["--area-range", "100,10"], "--area-range"),
-    (["--at", "fast"], "--at"),
-    (["--plot", "out.pdf"], ".png or .svg"),
-])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--precision", "nvfp4"], "nvfp4"),
+        (["--precision", "fp9"], "fp9"),
+        (["--compare", "speed=1,2"], "--compare"),
+        (["--area-range", "100,10"], "--area-range"),
+        (["--at", "fast"], "--at"),
+        (["--plot", "out.pdf"], ".png or .svg"),
+    ],
+)
 def test_user_errors_exit_2_with_one_line(extra, needle):
     r = CliRunner().invoke(main, SMALL + extra)
     assert r.exit_code == 2

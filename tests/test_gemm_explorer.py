@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from llm_codesign.advise.gemm import gemm_sweep, parse_dims, parse_tile, save_plot
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError, UnsupportedError
-from llm_codesign.advise.gemm import gemm_sweep, parse_dims, parse_tile, save_plot
 
 
 def _local_maxima(s, axis="n"):
@@ -108,8 +108,25 @@ def test_errors():
 
 def test_cli_json_contract_and_plot(tmp_path):
     png = tmp_path / "k.png"
-    r = CliRunner().invoke(main, ["gemm", "--hardware", "gb300", "--dtype", "nvfp4", "--m", "8192", "--n", "9728",
-                                  "--k", "512:16384:2048", "--json", "--plot", str(png)])
+    r = CliRunner().invoke(
+        main,
+        [
+            "gemm",
+            "--hardware",
+            "gb300",
+            "--dtype",
+            "nvfp4",
+            "--m",
+            "8192",
+            "--n",
+            "9728",
+            "--k",
+            "512:16384:2048",
+            "--json",
+            "--plot",
+            str(png),
+        ],
+    )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert len(d["points"]) == 8
@@ -118,7 +135,10 @@ def test_cli_json_contract_and_plot(tmp_path):
 
 
 def test_cli_user_errors_exit_2_one_line():
-    for args in (["gemm", "--hardware", "h100-sxm", "--dtype", "nvfp4"], ["gemm", "--hardware", "h100-sxm", "--k", "5:1"]):
+    for args in (
+        ["gemm", "--hardware", "h100-sxm", "--dtype", "nvfp4"],
+        ["gemm", "--hardware", "h100-sxm", "--k", "5:1"],
+    ):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2
         assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1

@@ -27,8 +27,15 @@ from llm_codesign.cli import main
 DATA = Path(__file__).parent / "data"
 
 # No colour, no terminal, a fixed width: rich renders the same text on every machine.
-ENV = {"COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb", "FORCE_COLOR": None,
-       "TTY_COMPATIBLE": None, "TTY_INTERACTIVE": None}
+ENV = {
+    "COLUMNS": "120",
+    "LINES": "50",
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+    "FORCE_COLOR": None,
+    "TTY_COMPATIBLE": None,
+    "TTY_INTERACTIVE": None,
+}
 
 # Keys whose values are wall-clock measurements or dates, not predictions.
 VOLATILE_KEYS = {"elapsed_s", "timestamp", "date", "wall_s"}
@@ -37,7 +44,9 @@ VOLATILE_KEYS = {"elapsed_s", "timestamp", "date", "wall_s"}
 def normalize_text(text: str, tmp: Path | None = None) -> str:
     if tmp is not None:
         text = text.replace(str(tmp), "<tmp>")
-    text = re.sub(r" in \d+(?:\.\d+)? s\b", " in <elapsed> s", text)  # frontier: "... feasible) in 0.02 s"
+    text = re.sub(
+        r" in \d+(?:\.\d+)? s\b", " in <elapsed> s", text
+    )  # frontier: "... feasible) in 0.02 s"
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
@@ -61,24 +70,95 @@ def cli(*args: str) -> str:
     return r.stdout
 
 
-EST_70B = ["estimate", "-m", "llama-3.1-70b", "-g", "h200-sxm", "-p", "fp8", "--tp", "8", "-c", "64"]
-EST_R1 = ["estimate", "-m", "deepseek-r1", "-g", "b200", "-p", "nvfp4", "--tp", "8", "--ep", "8", "--attention-dp",
-          "-c", "256"]
+EST_70B = [
+    "estimate",
+    "-m",
+    "llama-3.1-70b",
+    "-g",
+    "h200-sxm",
+    "-p",
+    "fp8",
+    "--tp",
+    "8",
+    "-c",
+    "64",
+]
+EST_R1 = [
+    "estimate",
+    "-m",
+    "deepseek-r1",
+    "-g",
+    "b200",
+    "-p",
+    "nvfp4",
+    "--tp",
+    "8",
+    "--ep",
+    "8",
+    "--attention-dp",
+    "-c",
+    "256",
+]
 
 TEXT_CASES = {
     "estimate_llama-3.1-70b_h200_fp8_tp8_c64.txt": EST_70B,
     "estimate_deepseek-r1_b200_nvfp4_tp8_ep8_adp_c256.txt": EST_R1,
     "models.txt": ["models"],
     "hardware.txt": ["hardware"],
-    "frontier_llama-3.1-8b_h100_n2_fp8.txt": ["frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--num-gpus", "2",
-                                              "--isl", "512", "--osl", "128", "-p", "fp8", "--workers", "1",
-                                              "--no-progress"],
-    "lint_llama-3.1-8b_h100_bf16.txt": ["lint", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-p", "bf16"],
+    "frontier_llama-3.1-8b_h100_n2_fp8.txt": [
+        "frontier",
+        "-m",
+        "llama-3.1-8b",
+        "-g",
+        "h100-sxm",
+        "--num-gpus",
+        "2",
+        "--isl",
+        "512",
+        "--osl",
+        "128",
+        "-p",
+        "fp8",
+        "--workers",
+        "1",
+        "--no-progress",
+    ],
+    "lint_llama-3.1-8b_h100_bf16.txt": [
+        "lint",
+        "-m",
+        "llama-3.1-8b",
+        "-g",
+        "h100-sxm",
+        "-p",
+        "bf16",
+    ],
     "regimes_llama-3.1-8b_h200.txt": ["regimes", "-m", "llama-3.1-8b", "-g", "h200-sxm"],
-    "gemm_h100_bf16_m-sweep.txt": ["gemm", "-g", "h100-sxm", "--dtype", "bf16", "--m", "1,64,4096", "--n", "8192",
-                                   "--k", "8192"],
-    "search_llama-3.1-8b_h200.txt": ["search", "-m", "llama-3.1-8b", "-g", "h200-sxm", "-w", "1024/1024",
-                                     "--hidden-scales", "1,1.25", "--layer-scales", "0.75,1"],
+    "gemm_h100_bf16_m-sweep.txt": [
+        "gemm",
+        "-g",
+        "h100-sxm",
+        "--dtype",
+        "bf16",
+        "--m",
+        "1,64,4096",
+        "--n",
+        "8192",
+        "--k",
+        "8192",
+    ],
+    "search_llama-3.1-8b_h200.txt": [
+        "search",
+        "-m",
+        "llama-3.1-8b",
+        "-g",
+        "h200-sxm",
+        "-w",
+        "1024/1024",
+        "--hidden-scales",
+        "1,1.25",
+        "--layer-scales",
+        "0.75,1",
+    ],
     "validate_serving_small.txt": ["validate", "--data", str(DATA / "serving_small.csv")],
 }
 
@@ -109,8 +189,12 @@ def checkpoint(tmp_path_factory):
     for layer, nu in enumerate((5.0, 2.5)):
         p = f"model.layers.{layer}."
         tensors[p + "input_layernorm.weight"] = np.ones(128, ml_dtypes.bfloat16)
-        tensors[p + "self_attn.q_proj.weight"] = (rng.standard_t(nu, (128, 128)) * 0.02).astype(ml_dtypes.bfloat16)
-        tensors[p + "mlp.up_proj.weight"] = (rng.standard_t(nu, (256, 128)) * 0.02).astype(ml_dtypes.bfloat16)
+        tensors[p + "self_attn.q_proj.weight"] = (rng.standard_t(nu, (128, 128)) * 0.02).astype(
+            ml_dtypes.bfloat16
+        )
+        tensors[p + "mlp.up_proj.weight"] = (rng.standard_t(nu, (256, 128)) * 0.02).astype(
+            ml_dtypes.bfloat16
+        )
     tensors["lm_head.weight"] = (rng.standard_normal((64, 128)) * 0.02).astype(np.float32)
     path = tmp_path_factory.mktemp("ckpt") / "model.safetensors"
     write_safetensors(path, tensors)
@@ -123,6 +207,10 @@ def test_quant_inspect_output(checkpoint, golden):
 
 
 def test_normalizers_mask_only_volatile_parts():
-    assert normalize_text("120 points (120 feasible) in 0.02 s  \nx") == "120 points (120 feasible) in <elapsed> s\nx\n"
+    assert (
+        normalize_text("120 points (120 feasible) in 0.02 s  \nx")
+        == "120 points (120 feasible) in <elapsed> s\nx\n"
+    )
     assert normalize_json('{"a": 0.1234567891, "elapsed_s": 3.2, "b": [1, 2.0e-9]}') == (
-        '{\n  "a": 0.123457,\n  "b": [\n    1,\n    2e-09\n  ]\n}\n')
+        '{\n  "a": 0.123457,\n  "b": [\n    1,\n    2e-09\n  ]\n}\n'
+    )

@@ -20,7 +20,12 @@ PUBLISHED = {
     "qwen3-32b": (32.8e9, 32.8e9, 0.1e9, "Qwen3-32B model card: 32.8B"),
     "qwen3-30b-a3b": (30.5e9, 3.3e9, 0.1e9, "Qwen3-30B-A3B card: 30.5B total, 3.3B activated"),
     "qwen3-235b-a22b": (235e9, 22e9, 1e9, "Qwen3-235B-A22B card: 235B total, 22B activated"),
-    "deepseek-v3": (671e9, 37e9, 1e9, "DeepSeek-V3 report: 671B total, 37B activated (MTP excluded)"),
+    "deepseek-v3": (
+        671e9,
+        37e9,
+        1e9,
+        "DeepSeek-V3 report: 671B total, 37B activated (MTP excluded)",
+    ),
     "deepseek-r1": (671e9, 37e9, 1e9, "DeepSeek-R1 card: 671B total, 37B activated"),
     "gpt-oss-20b": (20.9e9, 3.6e9, 0.1e9, "gpt-oss model card: 20.9B total, 3.6B active"),
     "gpt-oss-120b": (116.8e9, 5.1e9, 0.1e9, "gpt-oss model card: 116.8B total, 5.1B active"),
@@ -50,7 +55,11 @@ def test_every_bundled_model_loads_and_cites_a_source():
     for m in models.values():
         assert m.source
         # a dense model uses every parameter per token; an MoE model only its routed top-k
-        assert (m.active_params == m.total_params) if m.moe is None else (m.active_params < m.total_params)
+        assert (
+            (m.active_params == m.total_params)
+            if m.moe is None
+            else (m.active_params < m.total_params)
+        )
 
 
 def test_layer_patterns():
@@ -76,8 +85,13 @@ def _write(tmp_path, cfg):
 
 
 LLAMA = {
-    "model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
-    "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 32000,
+    "model_type": "llama",
+    "hidden_size": 1024,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "intermediate_size": 4096,
+    "vocab_size": 32000,
 }
 
 
@@ -99,10 +113,17 @@ def test_missing_field_names_it(tmp_path):
         load_model(str(_write(tmp_path, cfg)))
 
 
-@pytest.mark.parametrize("bad", [
-    {"hidden_size": -5}, {"hidden_size": "big"}, {"num_hidden_layers": 0},
-    {"num_attention_heads": 7}, {"vocab_size": 1e30}, {"hidden_size": True},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"hidden_size": -5},
+        {"hidden_size": "big"},
+        {"num_hidden_layers": 0},
+        {"num_attention_heads": 7},
+        {"vocab_size": 1e30},
+        {"hidden_size": True},
+    ],
+)
 def test_malformed_values_are_errors(tmp_path, bad):
     with pytest.raises(SpecError, match=next(iter(bad))):  # the message names the bad field
         load_model(str(_write(tmp_path, {**LLAMA, **bad})))

@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from llm_codesign import load_hardware, load_model
+from llm_codesign.advise.regimes import amdahl_speedup, amdahl_table, candidate_plans, regimes
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
-from llm_codesign.advise.regimes import amdahl_speedup, amdahl_table, candidate_plans, regimes
 
 
 def test_amdahl_arithmetic():
@@ -22,7 +22,9 @@ def test_amdahl_arithmetic():
     assert t["attention"]["max_speedup"] == pytest.approx(1 / 0.23)
     assert math.isinf(amdahl_table({"x": 1.0})["x"]["max_speedup"])
     for bad in ((1.2, 2.0), (-0.1, 2.0), (0.5, 0.0)):
-        with pytest.raises(SpecError, match=f"amdahl: fraction={bad[0]} must lie in \\[0, 1\\] and factor={bad[1]}"):
+        with pytest.raises(
+            SpecError, match=f"amdahl: fraction={bad[0]} must lie in \\[0, 1\\] and factor={bad[1]}"
+        ):
             amdahl_speedup(*bad)
 
 
@@ -44,13 +46,17 @@ def test_four_quadrants_split_sums_to_one_and_follow_the_blog_framing():
         assert sum(g.resources.values()) == pytest.approx(1.0)
         assert g.bound in ("compute", "memory", "network", "overhead")
     # long-context throughput serving spends more of its time in attention than short-context
-    assert by["long-throughput"].fractions["attention"] > by["short-throughput"].fractions["attention"]
+    assert (
+        by["long-throughput"].fractions["attention"] > by["short-throughput"].fractions["attention"]
+    )
     # latency serving: more parallelism, higher share of communication and fixed overheads
     for ctx in ("short", "long"):
         lat, thr = by[f"{ctx}-latency"], by[f"{ctx}-throughput"]
         assert lat.point.tok_s_per_user > thr.point.tok_s_per_user
         assert lat.point.plan.tp >= thr.point.plan.tp
-        assert (lat.fractions["communication"] + lat.fractions["other"]) > (thr.fractions["communication"] + thr.fractions["other"])
+        assert (lat.fractions["communication"] + lat.fractions["other"]) > (
+            thr.fractions["communication"] + thr.fractions["other"]
+        )
 
 
 def test_blog_77_percent_attention_long_context_throughput():
@@ -71,7 +77,9 @@ def test_pinned_concurrency_and_errors():
 
 
 def test_cli_json_contract():
-    res = CliRunner().invoke(main, ["regimes", "--model", "llama-3.1-8b", "--hardware", "h200-sxm", "--json"])
+    res = CliRunner().invoke(
+        main, ["regimes", "--model", "llama-3.1-8b", "--hardware", "h200-sxm", "--json"]
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     assert len(d["regimes"]) == 4

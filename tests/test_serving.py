@@ -5,19 +5,36 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import ParallelPlan, Workload, estimate, load_hardware, load_model, parse_precision
+from llm_codesign import (
+    ParallelPlan,
+    Workload,
+    estimate,
+    load_hardware,
+    load_model,
+    parse_precision,
+)
 from llm_codesign.serving import evaluate
 from llm_codesign.specs.engine import load_engine
 
 ENG = load_engine("default")
-CASES = [("llama-3.1-8b", "h200-sxm", "bf16", 1), ("llama-3.1-70b", "h100-sxm", "fp8", 4),
-         ("mixtral-8x7b", "h200-sxm", "fp8", 2), ("qwen3-30b-a3b", "b200", "nvfp4", 1),
-         ("deepseek-r1", "b200", "fp8", 8), ("gpt-oss-120b", "gb200", "mxfp4", 2)]
+CASES = [
+    ("llama-3.1-8b", "h200-sxm", "bf16", 1),
+    ("llama-3.1-70b", "h100-sxm", "fp8", 4),
+    ("mixtral-8x7b", "h200-sxm", "fp8", 2),
+    ("qwen3-30b-a3b", "b200", "nvfp4", 1),
+    ("deepseek-r1", "b200", "fp8", 8),
+    ("gpt-oss-120b", "gb200", "mxfp4", 2),
+]
 
 
 @settings(max_examples=40, deadline=None)
-@given(case=st.sampled_from(CASES), conc=st.integers(1, 256), isl=st.integers(16, 8192),
-       osl=st.integers(2, 4096), factor=st.floats(1.1, 4.0))
+@given(
+    case=st.sampled_from(CASES),
+    conc=st.integers(1, 256),
+    isl=st.integers(16, 8192),
+    osl=st.integers(2, 4096),
+    factor=st.floats(1.1, 4.0),
+)
 def test_more_bandwidth_is_never_slower(case, conc, isl, osl, factor):
     mid, hid, pid, tp = case
     m, hw, p = load_model(mid), load_hardware(hid), parse_precision(pid)
@@ -35,14 +52,30 @@ def test_more_concurrency_never_fewer_tokens_while_memory_bound(case, conc, osl)
     mid, hid, pid, tp = case
     m, hw, p = load_model(mid), load_hardware(hid), parse_precision(pid)
     # short prompts, long outputs, small batches: the decode step is bound by the weight read
-    r = evaluate(m, hw, p, ENG, tp=tp, ep=tp if m.moe else 1, isl=64, osl=osl, concurrency=np.array([conc, 2 * conc]))
+    r = evaluate(
+        m,
+        hw,
+        p,
+        ENG,
+        tp=tp,
+        ep=tp if m.moe else 1,
+        isl=64,
+        osl=osl,
+        concurrency=np.array([conc, 2 * conc]),
+    )
     assert r.output_tok_s_per_gpu[1] >= r.output_tok_s_per_gpu[0]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_breakdown_terms_sum_to_step_times(case):
     mid, hid, pid, tp = case
-    e = estimate(mid, hid, pid, ParallelPlan(tp=tp, ep=tp if load_model(mid).moe else 1), Workload(2048, 512, 32))
+    e = estimate(
+        mid,
+        hid,
+        pid,
+        ParallelPlan(tp=tp, ep=tp if load_model(mid).moe else 1),
+        Workload(2048, 512, 32),
+    )
     for phase in e.breakdown.values():
         parts = sum(v for k, v in phase.items() if k != "total")
         assert parts == pytest.approx(phase["total"], rel=1e-9)
@@ -51,7 +84,9 @@ def test_breakdown_terms_sum_to_step_times(case):
 
 
 def test_pipeline_breakdown_includes_stage_transfers():
-    e = estimate("llama-3.1-70b", "h100-sxm", "fp8", ParallelPlan(tp=2, pp=2), Workload(1024, 256, 16))
+    e = estimate(
+        "llama-3.1-70b", "h100-sxm", "fp8", ParallelPlan(tp=2, pp=2), Workload(1024, 256, 16)
+    )
     assert e.breakdown["mixed_step"]["total"] * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
 
 
@@ -69,17 +104,23 @@ def test_vectorized_equals_scalar():
 def test_memory_fit_and_max_concurrency():
     m, hw, p = load_model("llama-3.1-70b"), load_hardware("h100-sxm"), parse_precision("bf16")
     one = evaluate(m, hw, p, ENG, tp=1, isl=1024, osl=1024, concurrency=1)
-    assert not bool(one.fits_in_memory) and one.reason[()] == "weights_exceed_memory"  # 141 GB > 80 GB
+    assert (
+        not bool(one.fits_in_memory) and one.reason[()] == "weights_exceed_memory"
+    )  # 141 GB > 80 GB
     r = evaluate(m, hw, p, ENG, tp=8, isl=np.array([1024, 8192, 65536]), osl=1024, concurrency=1)
     assert np.all(np.diff(r.max_concurrency) < 0)  # longer contexts fit fewer sequences
     # weights per GPU x tp ~ total weight bytes (BF16) when sharded 8 ways (+ replicated norms)
     assert float(r.weight_bytes_per_gpu[0]) * 8 == pytest.approx(2 * m.total_params, rel=0.01)
     # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B (sharded by 8),
     # held for the mean live context of one sequence, ISL + OSL/2
-    np.testing.assert_allclose(r.kv_bytes_per_gpu, 327_680 / 8 * (np.array([1024, 8192, 65536]) + 1024 / 2), rtol=1e-12)
+    np.testing.assert_allclose(
+        r.kv_bytes_per_gpu, 327_680 / 8 * (np.array([1024, 8192, 65536]) + 1024 / 2), rtol=1e-12
+    )
     # clients beyond the KV capacity queue in the engine: same step, TTFT grows by the wait
     cap = int(evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=1).max_concurrency)
-    at, over = (evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=c) for c in (cap, 2 * cap))
+    at, over = (
+        evaluate(m, hw, p, ENG, tp=8, isl=1024, osl=1024, concurrency=c) for c in (cap, 2 * cap)
+    )
     assert not bool(over.fits_in_memory) and float(over.running_concurrency) == cap
     assert float(over.tpot_s) == pytest.approx(float(at.tpot_s))
     assert float(over.output_tok_s_per_gpu) == pytest.approx(float(at.output_tok_s_per_gpu))
@@ -90,17 +131,27 @@ def test_memory_fit_and_max_concurrency():
 
 def test_infeasible_plans_carry_reasons_not_nans():
     m, hw, p = load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("fp8")
-    r = evaluate(m, hw, p, ENG, tp=np.array([3, 8]), ep=np.array([1, 2]), isl=128, osl=128, concurrency=4)
+    r = evaluate(
+        m, hw, p, ENG, tp=np.array([3, 8]), ep=np.array([1, 2]), isl=128, osl=128, concurrency=4
+    )
     assert list(r.reason) == ["tp_not_dividing_heads", "ep_on_dense_model"]
     assert np.all(np.isfinite(r.tpot_s))
 
 
 def test_attention_dp_and_wide_ep_for_deepseek():
-    e = estimate("deepseek-r1", "b200", "fp8", ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 512))
+    e = estimate(
+        "deepseek-r1",
+        "b200",
+        "fp8",
+        ParallelPlan(tp=8, ep=8, attention_dp=True),
+        Workload(1024, 1024, 512),
+    )
     assert e.feasible and e.breakdown["decode"]["communication"] > 0
     # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by attention DP;
     # attention DP spreads the 512 sequences over 8 ranks, each holding its mean live context ISL + OSL/2
-    assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(512 / 8 * (1024 + 1024 / 2) * (512 + 64) * 61, rel=1e-9)
+    assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(
+        512 / 8 * (1024 + 1024 / 2) * (512 + 64) * 61, rel=1e-9
+    )
 
 
 def test_speculative_decoding_arithmetic():
@@ -115,7 +166,15 @@ def test_speculative_decoding_arithmetic():
     mtp = evaluate(m, hw, p, ENG, spec_tokens=1, spec_acceptance=0.85, **kw)
     assert float(zero.tpot_s) / float(mtp.tpot_s) == pytest.approx(1.85, rel=0.05)
     assert 1.3 < float(base.tpot_s) / float(mtp.tpot_s) < 1.85
-    e = estimate(m, hw, p, ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 8), spec_tokens=1, spec_acceptance=0.85)
+    e = estimate(
+        m,
+        hw,
+        p,
+        ParallelPlan(tp=8, ep=8, attention_dp=True),
+        Workload(1024, 1024, 8),
+        spec_tokens=1,
+        spec_acceptance=0.85,
+    )
     assert e.breakdown["mixed_step"]["total"] * 1e3 == pytest.approx(e.tpot_ms, rel=1e-9)
     from llm_codesign import SpecError
 

@@ -7,8 +7,21 @@ from llm_codesign import ParallelPlan, Workload, load_hardware, load_model, pars
 from llm_codesign.errors import SpecError, UnknownIdError, UnsupportedError
 from llm_codesign.specs.hardware import bundled_hardware
 
-REQUIRED_GPUS = ["a100-sxm-80gb", "h100-sxm", "h200-sxm", "h20", "b200", "b300", "gb200", "gb300",
-                 "mi300x", "mi325x", "mi355x", "l40s", "rtx-pro-6000"]
+REQUIRED_GPUS = [
+    "a100-sxm-80gb",
+    "h100-sxm",
+    "h200-sxm",
+    "h20",
+    "b200",
+    "b300",
+    "gb200",
+    "gb300",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+    "l40s",
+    "rtx-pro-6000",
+]
 
 
 def test_required_gpus_bundled_with_sources():
@@ -43,7 +56,16 @@ def test_nvfp4_on_hopper_is_an_error_not_an_invented_peak():
 
 def test_what_if_gpu_file(tmp_path):
     src = load_hardware("h200-sxm")
-    data = yaml.safe_load(open(next(p for p in __import__("pathlib").Path(__import__("llm_codesign").__file__).parent.glob("data/hardware/h200-sxm.yaml"))))
+    data = yaml.safe_load(
+        open(
+            next(
+                p
+                for p in __import__("pathlib")
+                .Path(__import__("llm_codesign").__file__)
+                .parent.glob("data/hardware/h200-sxm.yaml")
+            )
+        )
+    )
     data["id"] = "h200-8tb"
     data["hbm_bytes_per_s"] = "8e12"  # YAML 1.1 string form is accepted as a number
     p = tmp_path / "h200-8tb.yaml"
@@ -57,7 +79,10 @@ def test_what_if_gpu_file(tmp_path):
     data.pop("bogus_key")
     data["name_match"] = {"chip": "H200 SXM"}  # must be the squashed form, h200sxm
     p.write_text(yaml.safe_dump(data))
-    with pytest.raises(SpecError, match=r"h200-8tb.yaml: name_match: 'H200 SXM' must be lower-case letters and digits"):
+    with pytest.raises(
+        SpecError,
+        match=r"h200-8tb.yaml: name_match: 'H200 SXM' must be lower-case letters and digits",
+    ):
         load_hardware(str(p))
     data["name_match"] = {"chip": "h200", "unles": ["nvl"]}
     p.write_text(yaml.safe_dump(data))
@@ -90,9 +115,13 @@ def test_precision_compute_class_and_overrides():
     assert parse_precision("fp8").compute_class == "fp8"
     p = parse_precision("bf16+fp8-kv")
     assert p.kv_bytes == 1.0 and p.weight_bytes == 2.0
-    for bad, needle in (("fp7", "unknown precision 'fp7'"), ("bf16+fp8", "override 'fp8' must be FORMAT-ROLE"),
-                        ("bf16+fp8-x", "override 'fp8-x' must be FORMAT-ROLE"), ("", "non-empty string"),
-                        ("bf16+zz-kv", "unknown format 'zz'")):
+    for bad, needle in (
+        ("fp7", "unknown precision 'fp7'"),
+        ("bf16+fp8", "override 'fp8' must be FORMAT-ROLE"),
+        ("bf16+fp8-x", "override 'fp8-x' must be FORMAT-ROLE"),
+        ("", "non-empty string"),
+        ("bf16+zz-kv", "unknown format 'zz'"),
+    ):
         with pytest.raises(SpecError, match=needle):
             parse_precision(bad)
 
@@ -118,8 +147,14 @@ def test_plan_validation_shows_arithmetic():
 def test_workload_validation():
     with pytest.raises(SpecError, match="exceeds the supported maximum"):
         Workload(isl=10**9, osl=1)
-    for bad, field in ((dict(isl=0, osl=1), "isl"), (dict(isl=1, osl=-1), "osl"), (dict(isl=1, osl=1, concurrency=0), "concurrency")):
-        with pytest.raises(SpecError, match=f"workload: {field} must be a positive integer, got {bad[field]}"):
+    for bad, field in (
+        (dict(isl=0, osl=1), "isl"),
+        (dict(isl=1, osl=-1), "osl"),
+        (dict(isl=1, osl=1, concurrency=0), "concurrency"),
+    ):
+        with pytest.raises(
+            SpecError, match=f"workload: {field} must be a positive integer, got {bad[field]}"
+        ):
             Workload(**bad)
 
 
@@ -132,7 +167,11 @@ def test_engine_defaults_live_only_in_default_yaml(tmp_path):
     constants = [f for f in dataclasses.fields(EngineConstants) if f.name not in ("id", "sources")]
     assert constants and all(f.default is dataclasses.MISSING for f in constants)
     default = load_engine()
-    assert default.id == "default" and default.hbm_efficiency_scale == 1.0 and default.max_num_tokens == 8192
+    assert (
+        default.id == "default"
+        and default.hbm_efficiency_scale == 1.0
+        and default.max_num_tokens == 8192
+    )
     # a user engine file gives what it changes; the rest comes from default.yaml
     p = tmp_path / "mine.yaml"
     p.write_text(yaml.safe_dump({"id": "mine", "step_overhead_s": 1e-3}))
@@ -154,7 +193,9 @@ def test_engine_defaults_file_must_give_every_constant():
 
     data = yaml.safe_load((engine._dir() / "default.yaml").read_text())
     data.pop("kernel_overhead_s")
-    with pytest.raises(SpecError, match=r"default.yaml: missing required field 'kernel_overhead_s'"):
+    with pytest.raises(
+        SpecError, match=r"default.yaml: missing required field 'kernel_overhead_s'"
+    ):
         engine._from_mapping(data, "default.yaml", None)
 
 
@@ -187,5 +228,7 @@ def test_specs_import_nothing_above_specs():
         "import llm_codesign.specs\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('llm_codesign.'))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert "llm_codesign.specs.hardware" in out and all(m.startswith(allowed) for m in out), out

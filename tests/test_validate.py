@@ -8,19 +8,42 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from llm_codesign import ParallelPlan, Workload, estimate, load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.serving import evaluate
+from llm_codesign import (
+    ParallelPlan,
+    Workload,
+    estimate,
+    load_engine,
+    load_hardware,
+    load_model,
+    parse_precision,
+)
 from llm_codesign.cli import main
 from llm_codesign.errors import DataFileError
+from llm_codesign.serving import evaluate
 from llm_codesign.validate import REQUIRED_COLUMNS, map_row, summarize, validate
 
 GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
 
 
 def row(**kw):
-    base = dict(source_id="s", model="Llama-3.1-8B", gpu="H200 SXM 141GB", num_gpus="1", precision="fp8/fp8/fp8",
-                tp="1", pp="1", ep="", dp="", framework="TensorRT-LLM v1.0", isl="1024", osl="1024",
-                concurrency_or_batch="64", metric="output_tok_s_per_gpu", value="1000", notes="")
+    base = dict(
+        source_id="s",
+        model="Llama-3.1-8B",
+        gpu="H200 SXM 141GB",
+        num_gpus="1",
+        precision="fp8/fp8/fp8",
+        tp="1",
+        pp="1",
+        ep="",
+        dp="",
+        framework="TensorRT-LLM v1.0",
+        isl="1024",
+        osl="1024",
+        concurrency_or_batch="64",
+        metric="output_tok_s_per_gpu",
+        value="1000",
+        notes="",
+    )
     base.update(kw)
     return base
 
@@ -39,20 +62,60 @@ def test_mapping_table_covers_every_model_and_gpu_name_in_the_calibration_files(
         with open(GT / name, newline="") as fh:
             for i, r in enumerate(csv.DictReader(fh)):
                 m = map_row(i, r)
-                assert not (isinstance(m, str) and (m.startswith("unknown model") or m.startswith("unknown gpu"))), (name, i, m)
+                assert not (
+                    isinstance(m, str)
+                    and (m.startswith("unknown model") or m.startswith("unknown gpu"))
+                ), (name, i, m)
 
 
 def test_mapping_rules():
-    m = map_row(0, row(model="DeepSeek-R1-0528", gpu="B200 180GB", precision="fp4/?/fp8", tp="4", ep="4", dp="attn-DP4",
-                       concurrency_or_batch="max-throughput offline (num_requests=not listed)"))
-    assert (m.model, m.hardware, m.precision, m.tp, m.ep, m.attention_dp, m.mode) == ("deepseek-r1", "b200", "nvfp4", 4, 4, True, "offline")
-    m = map_row(0, row(model="gpt-oss-120b", gpu="H200 SXM 141GB", precision="fp8/?/fp8 on Blackwell (Hopper: auto)"))
+    m = map_row(
+        0,
+        row(
+            model="DeepSeek-R1-0528",
+            gpu="B200 180GB",
+            precision="fp4/?/fp8",
+            tp="4",
+            ep="4",
+            dp="attn-DP4",
+            concurrency_or_batch="max-throughput offline (num_requests=not listed)",
+        ),
+    )
+    assert (m.model, m.hardware, m.precision, m.tp, m.ep, m.attention_dp, m.mode) == (
+        "deepseek-r1",
+        "b200",
+        "nvfp4",
+        4,
+        4,
+        True,
+        "offline",
+    )
+    m = map_row(
+        0,
+        row(
+            model="gpt-oss-120b",
+            gpu="H200 SXM 141GB",
+            precision="fp8/?/fp8 on Blackwell (Hopper: auto)",
+        ),
+    )
     assert m.precision.startswith("mxfp4-a16")  # MXFP4 checkpoint, no FP4 math on Hopper
-    m = map_row(0, row(framework="TensorRT-LLM v0.9.0 (C++ gptSessionBenchmark, static batching)", concurrency_or_batch="32"))
+    m = map_row(
+        0,
+        row(
+            framework="TensorRT-LLM v0.9.0 (C++ gptSessionBenchmark, static batching)",
+            concurrency_or_batch="32",
+        ),
+    )
     assert m.mode == "static" and m.load == 32
     m = map_row(0, row(isl="1K", osl="2K"))
     assert (m.isl, m.osl) == (1024, 2048)
-    m = map_row(0, row(concurrency_or_batch="request rate 4 QPS", notes="500 requests; achieved Tput(req/s)=3.5"))
+    m = map_row(
+        0,
+        row(
+            concurrency_or_batch="request rate 4 QPS",
+            notes="500 requests; achieved Tput(req/s)=3.5",
+        ),
+    )
     assert m.mode == "rate" and m.load == 3.5
     m = map_row(0, row(concurrency_or_batch="request rate INF (all at once)", notes="500 requests"))
     assert m.mode == "concurrency" and m.load == 500
@@ -63,11 +126,19 @@ def test_mapping_rules():
     assert map_row(0, row(framework="LMDeploy 0.9")).engine == "generic"  # pooled fit
 
 
-@pytest.mark.parametrize("kw,reason", [
-    (dict(model="Bloom-176B"), "unknown model"), (dict(gpu="TPU v5e"), "unknown gpu"),
-    (dict(tp=""), "plan not stated"), (dict(isl="dataset"), "isl/osl"), (dict(metric="joules"), "unsupported metric"),
-    (dict(value="n/a"), "non-numeric"), (dict(metric="ttft_ms_p99"), "percentile metric"), (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
-])
+@pytest.mark.parametrize(
+    "kw,reason",
+    [
+        (dict(model="Bloom-176B"), "unknown model"),
+        (dict(gpu="TPU v5e"), "unknown gpu"),
+        (dict(tp=""), "plan not stated"),
+        (dict(isl="dataset"), "isl/osl"),
+        (dict(metric="joules"), "unsupported metric"),
+        (dict(value="n/a"), "non-numeric"),
+        (dict(metric="ttft_ms_p99"), "percentile metric"),
+        (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
+    ],
+)
 def test_skip_reasons(kw, reason):
     assert map_row(0, row(**kw)).startswith(reason)
 
@@ -75,18 +146,37 @@ def test_skip_reasons(kw, reason):
 def test_unit_conversions_and_summary_arithmetic(tmp_path):
     wl = Workload(1024, 1024, 64)
     e = estimate("llama-3.1-8b", "h200-sxm", "fp8", ParallelPlan(tp=2), wl, engine="trtllm")
-    burst = evaluate(load_model("llama-3.1-8b"), load_hardware("h200-sxm"), parse_precision("fp8"), load_engine("trtllm"),
-                     tp=2, isl=1024, osl=1024, concurrency=64, benchmark_burst=True)
+    burst = evaluate(
+        load_model("llama-3.1-8b"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        load_engine("trtllm"),
+        tp=2,
+        isl=1024,
+        osl=1024,
+        concurrency=64,
+        benchmark_burst=True,
+    )
     burst_ttft_ms = float(burst.ttft_s) * 1e3
     assert float(burst.tpot_s) * 1e3 == pytest.approx(e.tpot_ms, rel=1e-12)
     # measured values chosen so the errors are exactly +25%, -20% and 0% vs the prediction
     rows = [
-        row(tp="2", num_gpus="2", metric="output_tok_s_total", value=repr(e.output_tok_s_per_gpu * 2 / 1.25)),
+        row(
+            tp="2",
+            num_gpus="2",
+            metric="output_tok_s_total",
+            value=repr(e.output_tok_s_per_gpu * 2 / 1.25),
+        ),
         row(tp="2", num_gpus="2", metric="tpot_ms", value=repr(e.tpot_ms / 0.8)),
         row(tp="2", num_gpus="2", metric="itl_ms", value=repr(e.tpot_ms)),
         # request latency = TTFT (with the closed-loop start-up burst validate compares against)
         # + (OSL - 1) x TPOT, measured exactly as predicted
-        row(tp="2", num_gpus="2", metric="request_latency_ms", value=repr(burst_ttft_ms + 1023 * e.tpot_ms)),
+        row(
+            tp="2",
+            num_gpus="2",
+            metric="request_latency_ms",
+            value=repr(burst_ttft_ms + 1023 * e.tpot_ms),
+        ),
         row(model="Bloom-176B"),
         row(model="Bloom-176B"),
     ]
@@ -98,11 +188,18 @@ def test_unit_conversions_and_summary_arithmetic(tmp_path):
     assert errs["request_latency_ms"] == pytest.approx(0.0, abs=1e-9)
     assert rep.skipped == [{"reason": "unknown model Bloom-176B", "count": 2}]
     s = rep.summary["known_load"]["tpot"]  # tpot and itl rows: |err| = 20 and 0
-    assert s["count"] == 2 and s["median_abs_pct_error"] == pytest.approx(10.0) and s["signed_median_pct_error"] == pytest.approx(-10.0)
+    assert (
+        s["count"] == 2
+        and s["median_abs_pct_error"] == pytest.approx(10.0)
+        and s["signed_median_pct_error"] == pytest.approx(-10.0)
+    )
 
 
 def test_summary_percentiles_by_hand():
-    recs = [{"source_id": "a", "metric": "ttft_ms", "mode": "concurrency", "error": e} for e in (-0.5, -0.1, 0.0, 0.2, 0.3)]
+    recs = [
+        {"source_id": "a", "metric": "ttft_ms", "mode": "concurrency", "error": e}
+        for e in (-0.5, -0.1, 0.0, 0.2, 0.3)
+    ]
     s = summarize(recs)["by_source_metric"]["a"]["ttft_ms"]
     assert s["median_abs_pct_error"] == pytest.approx(20.0)
     assert s["signed_median_pct_error"] == pytest.approx(0.0)
@@ -138,7 +235,11 @@ def test_kernel_gemm_table_is_detected_and_predicted(tmp_path):
         "t,H800 SXM5,dispatch,fp8,,,,,,77,,\n"
     )
     rep = validate(p)
-    assert len(rep.rows) == 1 and rep.rows[0]["gpu"] == "h800-sxm" and rep.rows[0]["metric"] == "tflops"
+    assert (
+        len(rep.rows) == 1
+        and rep.rows[0]["gpu"] == "h800-sxm"
+        and rep.rows[0]["metric"] == "tflops"
+    )
     # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling, 1402.6 TFLOPS x shape
     assert 1100 < rep.rows[0]["predicted"] < 1450
     assert rep.skipped == [{"reason": "no TFLOPS (bandwidth or latency row)", "count": 1}]
@@ -158,7 +259,9 @@ def test_name_matching_beyond_the_alias_table():
     assert match_gpu_name("H100 PCIe") is None and match_gpu_name("H200 NVL") is None
     assert match_gpu_name("A100-SXM4-40GB") is None
     # the longest chip wins: GH200 is not an H200 or H20, GB300 not a B300
-    assert match_gpu_name("NVIDIA GH200 144GB") == "gh200" and match_gpu_name("GB300 rack") == "gb300"
+    assert (
+        match_gpu_name("NVIDIA GH200 144GB") == "gh200" and match_gpu_name("GB300 rack") == "gb300"
+    )
     assert match_gpu_name("NVIDIA H20 96GB HBM3") == "h20"
 
 
@@ -173,16 +276,30 @@ def test_gpu_and_model_names_live_in_the_data_files():
 
     v = importlib.import_module("llm_codesign.validate")  # the package re-exports the function
     tree = ast.parse(Path(v.__file__).read_text())
-    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
-                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-    strings = [n.value.lower() for n in ast.walk(tree)
-               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
-    names = {hid for hid in bundled_hardware()} | {c for c, _, _ in hardware_chip_table()} | set(bundled_models())
+    docstrings = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    strings = [
+        n.value.lower()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
+    names = (
+        {hid for hid in bundled_hardware()}
+        | {c for c, _, _ in hardware_chip_table()}
+        | set(bundled_models())
+    )
     assert not [(s, n) for s in strings for n in names if n in s]
     # every bundled GPU is reachable from a free-text name through its own file
     assert {hid for _, hid, _ in hardware_chip_table()} == set(bundled_hardware())
 
 
 def test_disaggregated_rows_are_skipped_with_a_reason():
-    assert map_row(0, row(notes="disaggregated: 4 prefill + 8 decode GPUs")).startswith("disaggregated")
+    assert map_row(0, row(notes="disaggregated: 4 prefill + 8 decode GPUs")).startswith(
+        "disaggregated"
+    )

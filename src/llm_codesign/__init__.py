@@ -11,10 +11,10 @@ from .advise.lint import lint
 from .advise.regimes import regimes
 from .api import Estimate, estimate
 from .calibrate import apply_profile, compare_profile
+from .calibrate import resolve_hardware as load_hardware  # a calibration profile is a GPU too
 from .calibrate.device import parse_device
 from .calibrate.fit import fit_engine, write_engine_yaml
 from .calibrate.microbench import calibrate as run_calibration
-from .calibrate import resolve_hardware as load_hardware  # a calibration profile is a GPU too
 from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, UnsupportedError
 from .explore import Frontier, compare, frontier, parse_compare, write_csv
 from .pareto import frontier_area, pareto_mask

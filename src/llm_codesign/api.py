@@ -86,9 +86,15 @@ class Estimate:
             "compute_class": rate,
             "gemm_efficiency": {"value": eff.value, "source": eff.source},
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
-            "hbm_efficiency": {"value": hw.hbm_efficiency.value, "source": hw.hbm_efficiency.source},
+            "hbm_efficiency": {
+                "value": hw.hbm_efficiency.value,
+                "source": hw.hbm_efficiency.source,
+            },
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
-            "scaleup_efficiency": {"value": hw.scaleup_efficiency.value, "source": hw.scaleup_efficiency.source},
+            "scaleup_efficiency": {
+                "value": hw.scaleup_efficiency.value,
+                "source": hw.scaleup_efficiency.source,
+            },
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),
@@ -144,23 +150,39 @@ def estimate(
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
     if isinstance(plan, DisaggregatedPlan):
         if num_gpus is not None or spec_tokens:
-            raise SpecError("a disaggregated plan sets its own GPU count and takes no speculative decoding")
+            raise SpecError(
+                "a disaggregated plan sets its own GPU count and takes no speculative decoding"
+            )
         return _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
     if num_gpus is not None:
         if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
             raise SpecError(
                 f"num_gpus={num_gpus} is not a multiple of tp x pp = {plan.tp} x {plan.pp} = {plan.gpus_per_replica}"
             )
-        plan = ParallelPlan(plan.tp, plan.pp, plan.ep, num_gpus // plan.gpus_per_replica, plan.attention_dp, plan.cp)
+        plan = ParallelPlan(
+            plan.tp, plan.pp, plan.ep, num_gpus // plan.gpus_per_replica, plan.attention_dp, plan.cp
+        )
     plan.validate_for(m)
     if crosses_domain_without_network(hw, plan.tp):
         raise SpecError(
             f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size {hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
     r = evaluate(
-        m, hw, prec, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, dp=plan.dp, attention_dp=plan.attention_dp,
-        cp=plan.cp, isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency,
-        spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,
+        m,
+        hw,
+        prec,
+        eng,
+        tp=plan.tp,
+        pp=plan.pp,
+        ep=plan.ep,
+        dp=plan.dp,
+        attention_dp=plan.attention_dp,
+        cp=plan.cp,
+        isl=wl.isl,
+        osl=wl.osl,
+        concurrency=wl.concurrency,
+        spec_tokens=spec_tokens,
+        spec_acceptance=spec_acceptance,
     )
 
     def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
@@ -178,28 +200,53 @@ def estimate(
         ops = explain_ops(m, hw, prec, eng, plan, wl)
     reason = str(np.asarray(r.reason).reshape(-1)[0])
     return Estimate(
-        model=m, hardware=hw, precision=prec, plan=plan, workload=wl, engine=eng,
-        ttft_ms=_scalar(r.ttft_s) * 1e3, tpot_ms=_scalar(r.tpot_s) * 1e3,
-        tok_s_per_user=_scalar(r.tok_s_per_user), output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
-        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu), num_gpus=plan.num_gpus,
+        model=m,
+        hardware=hw,
+        precision=prec,
+        plan=plan,
+        workload=wl,
+        engine=eng,
+        ttft_ms=_scalar(r.ttft_s) * 1e3,
+        tpot_ms=_scalar(r.tpot_s) * 1e3,
+        tok_s_per_user=_scalar(r.tok_s_per_user),
+        output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
+        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu),
+        num_gpus=plan.num_gpus,
         fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
         memory_per_gpu_gb=_scalar(r.memory_per_gpu_bytes) / 1e9,
         weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
         kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
-        max_concurrency=int(_scalar(r.max_concurrency)), feasible=reason == "", reason=reason,
-        breakdown=breakdown, ops=ops,
+        max_concurrency=int(_scalar(r.max_concurrency)),
+        feasible=reason == "",
+        reason=reason,
+        breakdown=breakdown,
+        ops=ops,
     )
 
 
 def _estimate_disaggregated(
-    m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants,
-    plan: DisaggregatedPlan, wl: Workload, explain: bool,
+    m: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: DisaggregatedPlan,
+    wl: Workload,
+    explain: bool,
 ) -> Estimate:
     plan.validate_for(m)
     r = evaluate_disaggregated(
-        m, hw, prec, eng, prefill_plan=plan.axes("prefill"), decode_plan=plan.axes("decode"),
-        prefill_count=plan.prefill_workers, decode_count=plan.decode_workers,
-        prefill_batch=plan.prefill_batch, concurrency=wl.concurrency, isl=wl.isl, osl=wl.osl,
+        m,
+        hw,
+        prec,
+        eng,
+        prefill_plan=plan.axes("prefill"),
+        decode_plan=plan.axes("decode"),
+        prefill_count=plan.prefill_workers,
+        decode_count=plan.decode_workers,
+        prefill_batch=plan.prefill_batch,
+        concurrency=wl.concurrency,
+        isl=wl.isl,
+        osl=wl.osl,
     )
 
     def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
@@ -212,29 +259,59 @@ def _estimate_disaggregated(
     ops = explain_ops(m, hw, prec, eng, plan.decode, wl) if explain else []
     mem = _scalar(r.memory_per_gpu_bytes)
     return Estimate(
-        model=m, hardware=hw, precision=prec, plan=plan, workload=wl, engine=eng,
-        ttft_ms=_scalar(r.ttft_s) * 1e3, tpot_ms=_scalar(r.tpot_s) * 1e3,
-        tok_s_per_user=_scalar(r.tok_s_per_user), output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
-        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu), num_gpus=plan.num_gpus,
+        model=m,
+        hardware=hw,
+        precision=prec,
+        plan=plan,
+        workload=wl,
+        engine=eng,
+        ttft_ms=_scalar(r.ttft_s) * 1e3,
+        tpot_ms=_scalar(r.tpot_s) * 1e3,
+        tok_s_per_user=_scalar(r.tok_s_per_user),
+        output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
+        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu),
+        num_gpus=plan.num_gpus,
         fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
-        memory_per_gpu_gb=mem / 1e9, weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
+        memory_per_gpu_gb=mem / 1e9,
+        weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
         kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
-        max_concurrency=int(_scalar(r.max_concurrency)), feasible=reason == "", reason=reason,
-        breakdown={"prefill": phase(r.prefill_breakdown), "decode": decode, "mixed_step": dict(decode)},
+        max_concurrency=int(_scalar(r.max_concurrency)),
+        feasible=reason == "",
+        reason=reason,
+        breakdown={
+            "prefill": phase(r.prefill_breakdown),
+            "decode": decode,
+            "mixed_step": dict(decode),
+        },
         ops=ops,
     )
 
 
-def explain_ops(m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plan: ParallelPlan, wl: Workload) -> list[dict[str, Any]]:
+def explain_ops(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan,
+    wl: Workload,
+) -> list[dict[str, Any]]:
     """Per-op detail of a pure decode step and of one prefill chunk: time, FLOPs, bound."""
     rows: list[dict[str, Any]] = []
     chunk = min(wl.isl, eng.max_num_tokens)
     for phase, dec, pre in (("decode", wl.concurrency, 0), ("prefill", 0, chunk)):
         # a decode step's micro-batch (1/pp of the sequences); one prefill chunk streams whole
         s = step_shape(
-            plan.tp, plan.pp, plan.ep, plan.cp, plan.attention_dp, isl=wl.isl, osl=wl.osl,
-            decode_seqs=float(dec), prefill_tokens=float(pre),
-            prefill_seqs=1.0 if pre else 0.0, micro_batches=plan.pp if dec else 1.0,
+            plan.tp,
+            plan.pp,
+            plan.ep,
+            plan.cp,
+            plan.attention_dp,
+            isl=wl.isl,
+            osl=wl.osl,
+            decode_seqs=float(dec),
+            prefill_tokens=float(pre),
+            prefill_seqs=1.0 if pre else 0.0,
+            micro_batches=plan.pp if dec else 1.0,
         )
         cost = step_cost(m, prec, hw, eng, s, detail=True)
         merged: dict[str, dict[str, Any]] = {}
@@ -242,7 +319,17 @@ def explain_ops(m: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineCons
             t_s = _scalar(t)
             if t_s <= 0:
                 continue
-            row = merged.setdefault(op.name, {"phase": phase, "op": op.name, "class": op.op_class, "time_s": 0.0, "flops": 0.0, "bound": str(np.asarray(bound).reshape(-1)[0])})
+            row = merged.setdefault(
+                op.name,
+                {
+                    "phase": phase,
+                    "op": op.name,
+                    "class": op.op_class,
+                    "time_s": 0.0,
+                    "flops": 0.0,
+                    "bound": str(np.asarray(bound).reshape(-1)[0]),
+                },
+            )
             row["time_s"] += t_s
             row["flops"] += _scalar(op.total_flops()) * _scalar(op.layers)
         rows.extend(sorted(merged.values(), key=lambda r: -r["time_s"]))

@@ -40,8 +40,13 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
     tm, tn, c = hw.tile_m, hw.tile_n, hw.tile_cluster_sms
-    cands = {(tm, tn, c), (max(tm // 2, 64), tn, max(c // 2, 1)), (tm, max(tn // 2, 64), c),
-             (max(tm // 2, 64), max(tn // 2, 64), max(c // 2, 1)), (64, 128, 1)}
+    cands = {
+        (tm, tn, c),
+        (max(tm // 2, 64), tn, max(c // 2, 1)),
+        (tm, max(tn // 2, 64), c),
+        (max(tm // 2, 64), max(tn // 2, 64), max(c // 2, 1)),
+        (64, 128, 1),
+    }
     return sorted(cands)
 
 
@@ -50,7 +55,12 @@ def _tile_reuse(tm: float, tn: float) -> float:
 
 
 def gemm_shape_efficiency(
-    hw: HardwareSpec, m: Array, n: Array, k: Array, groups: Array | float, speed_ratio: float,
+    hw: HardwareSpec,
+    m: Array,
+    n: Array,
+    k: Array,
+    groups: Array | float,
+    speed_ratio: float,
     elem_bytes: float = 2.0,
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
@@ -96,13 +106,21 @@ def gemm_ceiling(hw: HardwareSpec, compute_class: str, eng: EngineConstants) -> 
     rate_class = hw.compute_rate_class(compute_class)
     peak = hw.peak_flops(rate_class)
     mamf = hw.gemm_efficiency_for(rate_class).value
-    ref = float(gemm_shape_efficiency(hw, *(np.array(x) for x in _REFERENCE_SHAPE), 1.0, _speed_ratio(hw, rate_class)))
+    ref = float(
+        gemm_shape_efficiency(
+            hw, *(np.array(x) for x in _REFERENCE_SHAPE), 1.0, _speed_ratio(hw, rate_class)
+        )
+    )
     ceiling = min(1.0, mamf / max(ref, 1e-6) * eng.gemm_scale)
     return peak, ceiling
 
 
 def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
-    base = hw.peak_flops_per_s.get("bf16") or hw.peak_flops_per_s.get("fp16") or hw.peak_flops(rate_class)
+    base = (
+        hw.peak_flops_per_s.get("bf16")
+        or hw.peak_flops_per_s.get("fp16")
+        or hw.peak_flops(rate_class)
+    )
     return hw.peak_flops(rate_class) / base
 
 
@@ -125,19 +143,27 @@ def gemm_time(
     flops = 2.0 * m * op.n * op.k * op.groups
     compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
-        measured = hw.gemm_table.flops_per_s(rate_class, m, np.asarray(op.n, dtype=float), np.asarray(op.k, dtype=float))
+        measured = hw.gemm_table.flops_per_s(
+            rate_class, m, np.asarray(op.n, dtype=float), np.asarray(op.k, dtype=float)
+        )
         if measured is not None:
             measured = np.asarray(measured, dtype=float)
             ok = np.isfinite(measured) & (measured > 0)
             compute = np.where(ok & (flops > 0), flops / np.where(ok, measured, 1.0), compute)
-    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(op.n) * op.k * op.w_bytes * op.touched
+    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(
+        op.n
+    ) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
-    rate_class = hw.compute_rate_class(op.compute_class) if hw.supports(op.compute_class) else hw.compute_rate_class("bf16")
+    rate_class = (
+        hw.compute_rate_class(op.compute_class)
+        if hw.supports(op.compute_class)
+        else hw.compute_rate_class("bf16")
+    )
     peak = hw.peak_flops(rate_class)
     if op.phase == "decode":
         compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
@@ -184,7 +210,9 @@ def collective_time(
     return np.where(active, lat + wire / bw, 0.0)
 
 
-def op_time(op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None) -> tuple[Array, str | Array]:
+def op_time(
+    op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None
+) -> tuple[Array, str | Array]:
     """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network')."""
     if op.kind == "gemm":
         t, c, m = gemm_time(op, hw, eng, eng.moe_imbalance, memo)

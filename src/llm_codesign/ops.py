@@ -142,7 +142,9 @@ def _causal_mean_ctx(ctx: Array, window: int) -> Array:
     return np.where(full <= window, ctx, window - window * window / (2.0 * np.maximum(full, 1.0)))
 
 
-def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepShape, layers: Array) -> list[Op]:
+def layer_group_ops(
+    model: ModelSpec, prec: Precision, g: LayerGroup, s: StepShape, layers: Array
+) -> list[Op]:
     """Ops of one layer of group ``g`` on one GPU, ``layers`` = how many such layers it holds."""
     a = model.attention
     d = model.hidden_size
@@ -160,24 +162,91 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     heads = a.num_heads / atp
     ops: list[Op] = []
 
-    def gemm(name: str, cls: str, m, n, k, groups=1.0, touched=None, kernels=1.0, wbytes=wb, ccls=cc, abytes=ab) -> Op:
-        return Op(name, cls, "gemm", layers, kernels, m=m, n=n, k=k, groups=groups,
-                  touched=groups if touched is None else touched, w_bytes=wbytes, a_bytes=abytes,
-                  o_bytes=ob, compute_class=ccls)
+    def gemm(
+        name: str,
+        cls: str,
+        m,
+        n,
+        k,
+        groups=1.0,
+        touched=None,
+        kernels=1.0,
+        wbytes=wb,
+        ccls=cc,
+        abytes=ab,
+    ) -> Op:
+        return Op(
+            name,
+            cls,
+            "gemm",
+            layers,
+            kernels,
+            m=m,
+            n=n,
+            k=k,
+            groups=groups,
+            touched=groups if touched is None else touched,
+            w_bytes=wbytes,
+            a_bytes=abytes,
+            o_bytes=ob,
+            compute_class=ccls,
+        )
 
     # ---- attention block: projections ----
     if a.kind == "mla":
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         if a.q_lora_rank:
-            ops.append(gemm("q_a_proj", "attention", t_attn, a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim, d))
+            ops.append(
+                gemm(
+                    "q_a_proj",
+                    "attention",
+                    t_attn,
+                    a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim,
+                    d,
+                )
+            )
             ops.append(gemm("q_b_proj", "attention", t_attn, heads * qk, a.q_lora_rank))
         else:
             ops.append(gemm("q_proj", "attention", t_attn, heads * qk, d))
-            ops.append(gemm("kv_a_proj", "attention", t_attn, a.kv_lora_rank + a.qk_rope_head_dim, d))
+            ops.append(
+                gemm("kv_a_proj", "attention", t_attn, a.kv_lora_rank + a.qk_rope_head_dim, d)
+            )
         # decode: absorbed W_UK / W_UV as per-head batched GEMMs; prefill: decompress K, V
-        ops.append(gemm("mla_absorb_uk", "attention", t_dec, a.kv_lora_rank, a.qk_nope_head_dim, groups=heads, ccls="bf16", wbytes=2.0, abytes=2.0))
-        ops.append(gemm("mla_absorb_uv", "attention", t_dec, a.v_head_dim, a.kv_lora_rank, groups=heads, ccls="bf16", wbytes=2.0, abytes=2.0))
-        ops.append(gemm("kv_b_proj", "attention", t_pre, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank))
+        ops.append(
+            gemm(
+                "mla_absorb_uk",
+                "attention",
+                t_dec,
+                a.kv_lora_rank,
+                a.qk_nope_head_dim,
+                groups=heads,
+                ccls="bf16",
+                wbytes=2.0,
+                abytes=2.0,
+            )
+        )
+        ops.append(
+            gemm(
+                "mla_absorb_uv",
+                "attention",
+                t_dec,
+                a.v_head_dim,
+                a.kv_lora_rank,
+                groups=heads,
+                ccls="bf16",
+                wbytes=2.0,
+                abytes=2.0,
+            )
+        )
+        ops.append(
+            gemm(
+                "kv_b_proj",
+                "attention",
+                t_pre,
+                heads * (a.qk_nope_head_dim + a.v_head_dim),
+                a.kv_lora_rank,
+            )
+        )
         o_k = heads * a.v_head_dim
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
@@ -202,9 +271,36 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
         dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (a.head_dim + a.v_head_dim)
         dec_bytes = seqs_local * ctx_d * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
         pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
-        pre_bytes = t_pre * (kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
-    ops.append(Op("attention_decode", "attention", "attention", layers, 1.0, flops=dec_flops, bytes=dec_bytes, phase="decode", compute_class=prec.attention_class))
-    ops.append(Op("attention_prefill", "attention", "attention", layers, 1.0, flops=pre_flops, bytes=pre_bytes, phase="prefill", compute_class=prec.attention_class))
+        pre_bytes = t_pre * (
+            kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+            + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2
+        )
+    ops.append(
+        Op(
+            "attention_decode",
+            "attention",
+            "attention",
+            layers,
+            1.0,
+            flops=dec_flops,
+            bytes=dec_bytes,
+            phase="decode",
+            compute_class=prec.attention_class,
+        )
+    )
+    ops.append(
+        Op(
+            "attention_prefill",
+            "attention",
+            "attention",
+            layers,
+            1.0,
+            flops=pre_flops,
+            bytes=pre_bytes,
+            phase="prefill",
+            compute_class=prec.attention_class,
+        )
+    )
 
     # ---- FFN ----
     mats = 2 if model.gated_ffn else 1
@@ -224,8 +320,19 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
         rows = np.where(p_touch > 0, t_all * k / (e * np.maximum(p_touch, 1e-30)), 0.0)
         fe_local = moe.expert_intermediate / moe_tp
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
-        up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched, kernels=2.0)
-        down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched, kernels=2.0)
+        up = gemm(
+            "experts_up",
+            "ffn",
+            rows,
+            mats * fe_local,
+            d,
+            groups=touched,
+            touched=touched,
+            kernels=2.0,
+        )
+        down = gemm(
+            "experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched, kernels=2.0
+        )
         up.meta["moe"] = down.meta["moe"] = True
         ops.extend([up, down])
         if moe.num_shared:
@@ -238,7 +345,18 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
     comm = prec.comm_bytes
     multi = tp > 1
     ar_attn = np.where(multi & ~adp, t_all * d * comm, 0.0)
-    ops.append(Op("allreduce_attn", "communication", "comm", layers, 1.0, bytes=ar_attn, collective="allreduce", group_size=tp))
+    ops.append(
+        Op(
+            "allreduce_attn",
+            "communication",
+            "comm",
+            layers,
+            1.0,
+            bytes=ar_attn,
+            collective="allreduce",
+            group_size=tp,
+        )
+    )
     if g.moe:
         # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k
         # owners, each expert sliced over moe_tp GPUs) and back: at most all tp GPUs (then it is
@@ -246,18 +364,77 @@ def layer_group_ops(model: ModelSpec, prec: Precision, g: LayerGroup, s: StepSha
         k_moe = model.moe.top_k if model.moe else 1
         copies = np.minimum(k_moe * (tp // ep), tp)
         a2a = np.where(multi & adp, t_attn * copies * d, 0.0)
-        ops.append(Op("moe_dispatch", "communication", "comm", layers, 1.0, bytes=a2a * prec.activation_bytes, collective="alltoall", group_size=tp))
-        ops.append(Op("moe_combine", "communication", "comm", layers, 1.0, bytes=a2a * comm, collective="alltoall", group_size=tp))
-        ops.append(Op("allreduce_moe", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
+        ops.append(
+            Op(
+                "moe_dispatch",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=a2a * prec.activation_bytes,
+                collective="alltoall",
+                group_size=tp,
+            )
+        )
+        ops.append(
+            Op(
+                "moe_combine",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=a2a * comm,
+                collective="alltoall",
+                group_size=tp,
+            )
+        )
+        ops.append(
+            Op(
+                "allreduce_moe",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
+                collective="allreduce",
+                group_size=tp,
+            )
+        )
     else:
-        ops.append(Op("allreduce_ffn", "communication", "comm", layers, 1.0, bytes=np.where(multi & ~adp, t_all * d * comm, 0.0), collective="allreduce", group_size=tp))
+        ops.append(
+            Op(
+                "allreduce_ffn",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
+                collective="allreduce",
+                group_size=tp,
+            )
+        )
     if np.any(np.asarray(cp) > 1):
         # Helix: exchange partial attention outputs + softmax stats across the KV-parallel group
         helix = np.where(cp > 1, seqs_local * a.num_heads / atp * (a.v_head_dim + 2) * 2.0, 0.0)
-        ops.append(Op("helix_alltoall", "communication", "comm", layers, 1.0, bytes=helix, collective="alltoall", group_size=cp))
+        ops.append(
+            Op(
+                "helix_alltoall",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=helix,
+                collective="alltoall",
+                group_size=cp,
+            )
+        )
 
     # ---- norms, residuals, activation functions, rope (bandwidth-bound elementwise) ----
-    ffn_width = (model.moe.expert_intermediate * model.moe.top_k if g.moe and model.moe else model.intermediate_size) / np.where(adp, 1, tp)
+    ffn_width = (
+        model.moe.expert_intermediate * model.moe.top_k
+        if g.moe and model.moe
+        else model.intermediate_size
+    ) / np.where(adp, 1, tp)
     elem = t_attn * d * 2.0 * 6 + np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
     ops.append(Op("norms_elementwise", "other", "memory", layers, 4.0, bytes=elem))
     return ops
@@ -274,14 +451,45 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
     logits_rows = (s.decode_seqs * s.decode_query + s.prefill_seqs) / rank_div
     vocab_local = model.vocab_size / np.where(adp, 1, s.tp)
     # LM head and embeddings stay BF16 in NVIDIA ModelOpt FP8/NVFP4 checkpoints (not quantized)
-    ops.append(Op("lm_head", "other", "gemm", 1.0 / s.pp, 1.0, m=logits_rows, n=vocab_local, k=model.hidden_size,
-                  w_bytes=2.0, a_bytes=2.0, o_bytes=4.0, compute_class="bf16"))
+    ops.append(
+        Op(
+            "lm_head",
+            "other",
+            "gemm",
+            1.0 / s.pp,
+            1.0,
+            m=logits_rows,
+            n=vocab_local,
+            k=model.hidden_size,
+            w_bytes=2.0,
+            a_bytes=2.0,
+            o_bytes=4.0,
+            compute_class="bf16",
+        )
+    )
     t_attn = (s.decode_seqs * s.decode_query + s.prefill_tokens) / rank_div
-    ops.append(Op("embedding", "other", "memory", 1.0 / s.pp, 1.0, bytes=t_attn * model.hidden_size * 2.0 * 2))
+    ops.append(
+        Op(
+            "embedding",
+            "other",
+            "memory",
+            1.0 / s.pp,
+            1.0,
+            bytes=t_attn * model.hidden_size * 2.0 * 2,
+        )
+    )
     return ops
 
 
-def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, tp: Array, ep: Array, pp: Array, attention_dp: Array, cp: Array) -> Array:
+def weight_bytes_per_gpu(
+    model: ModelSpec,
+    prec: Precision,
+    tp: Array,
+    ep: Array,
+    pp: Array,
+    attention_dp: Array,
+    cp: Array,
+) -> Array:
     """Weight bytes resident on one GPU (the largest pipeline stage ~ layers / pp)."""
     atp = np.where(attention_dp, 1, tp // cp)
     dense_div = np.where(attention_dp, 1, tp)
@@ -301,14 +509,24 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, tp: Array, ep: Array
     return total
 
 
-def kv_bytes_per_sequence_per_gpu(model: ModelSpec, prec: Precision, context: Array, tp: Array, pp: Array, attention_dp: Array, cp: Array) -> Array:
+def kv_bytes_per_sequence_per_gpu(
+    model: ModelSpec,
+    prec: Precision,
+    context: Array,
+    tp: Array,
+    pp: Array,
+    attention_dp: Array,
+    cp: Array,
+) -> Array:
     """KV-cache bytes one sequence of ``context`` tokens occupies on one GPU holding it."""
     a = model.attention
     atp = np.where(attention_dp, 1, tp // cp)
     if a.kind == "mla":
         per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
     else:
-        per_tok = np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+        per_tok = (
+            np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+        )
     total = 0.0
     for g in model.layer_groups:
         total = total + g.count * _windowed(np.asarray(context, dtype=float), g.window) * per_tok

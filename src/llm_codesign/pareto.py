@@ -68,7 +68,9 @@ def staircase(x_front: Array, y_front: Array, x: Array) -> Array:
     return np.where(i < len(xf), best_right[np.minimum(i, len(xf) - 1)], 0.0)
 
 
-def frontier_area(x_front: Array, y_front: Array, x_range: tuple[float, float] = AREA_RANGE) -> float:
+def frontier_area(
+    x_front: Array, y_front: Array, x_range: tuple[float, float] = AREA_RANGE
+) -> float:
     """Normalized area under the frontier: mean of F(x) over x log-uniform on ``x_range``.
 
     With F the staircase of :func:`staircase`, area = (1 / ln(hi/lo)) * integral of F(x) dln x,
@@ -92,5 +94,3 @@ def frontier_area(x_front: Array, y_front: Array, x_range: tuple[float, float] =
     left, right = edges[:-1], edges[1:]
     value = staircase(xf, y_front[ok], right)  # F on (left, right]
     return float(np.sum(value * np.log(right / left)) / math.log(hi / lo))
-
-

@@ -34,11 +34,40 @@ from .specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_ta
 from .specs.model import ModelSpec, load_model, model_alias_table
 from .specs.precision import parse_precision
 
-REQUIRED_COLUMNS = ("source_id", "model", "gpu", "num_gpus", "precision", "tp", "pp", "ep", "dp",
-                    "framework", "isl", "osl", "concurrency_or_batch", "metric", "value")
-METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu", "request_latency_ms",
-           "tok_s_per_user", "ttft_ms", "tpot_ms", "itl_ms")
-THROUGHPUT_METRICS = ("output_tok_s_total", "output_tok_s_per_gpu", "total_tok_s", "total_tok_s_per_gpu")
+REQUIRED_COLUMNS = (
+    "source_id",
+    "model",
+    "gpu",
+    "num_gpus",
+    "precision",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "framework",
+    "isl",
+    "osl",
+    "concurrency_or_batch",
+    "metric",
+    "value",
+)
+METRICS = (
+    "output_tok_s_total",
+    "output_tok_s_per_gpu",
+    "total_tok_s",
+    "total_tok_s_per_gpu",
+    "request_latency_ms",
+    "tok_s_per_user",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+)
+THROUGHPUT_METRICS = (
+    "output_tok_s_total",
+    "output_tok_s_per_gpu",
+    "total_tok_s",
+    "total_tok_s_per_gpu",
+)
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
 # the sweeps' geometric grid (explore.grid), 4 points per doubling up to OFFLINE_MAX_BATCH
 CONCURRENCY_GRID = concurrency_grid(np.array([OFFLINE_MAX_BATCH]), POINTS_PER_OCTAVE)[1]
@@ -89,7 +118,9 @@ def read_measurements(path: str | Path) -> list[dict[str, str]]:
             reader = csv.DictReader(fh)
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
-                raise DataFileError(f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED_COLUMNS)}")
+                raise DataFileError(
+                    f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED_COLUMNS)}"
+                )
             return list(reader)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DataFileError(f"{p}: not a readable CSV ({exc})") from None
@@ -242,13 +273,37 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         load = float(c)
     gpus = _int(row["num_gpus"] or "") or tp * pp
     return MappedRow(
-        index=i, source_id=row["source_id"], model=model_id, gpu=row["gpu"], hardware=hw_id,
-        precision=prec, engine=engine_for_framework(fw), tp=tp, pp=pp, ep=ep, attention_dp=adp,
-        isl=isl, osl=osl, mode=mode, load=load, metric=metric, measured=measured, metric_gpus=gpus, raw=row,
+        index=i,
+        source_id=row["source_id"],
+        model=model_id,
+        gpu=row["gpu"],
+        hardware=hw_id,
+        precision=prec,
+        engine=engine_for_framework(fw),
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        attention_dp=adp,
+        isl=isl,
+        osl=osl,
+        mode=mode,
+        load=load,
+        metric=metric,
+        measured=measured,
+        metric_gpus=gpus,
+        raw=row,
     )
 
 
-def _metric_value(metric: str, per_gpu_out: Array, per_gpu_total: Array, ttft: Array, tpot: Array, gpus: Array, osl: Array | float = 1.0) -> Array:
+def _metric_value(
+    metric: str,
+    per_gpu_out: Array,
+    per_gpu_total: Array,
+    ttft: Array,
+    tpot: Array,
+    gpus: Array,
+    osl: Array | float = 1.0,
+) -> Array:
     if metric == "request_latency_ms":  # first token, then OSL - 1 decode steps
         return (ttft + np.maximum(np.asarray(osl, dtype=float) - 1.0, 0.0) * tpot) * 1e3
     if metric == "output_tok_s_per_gpu":
@@ -271,8 +326,12 @@ def _metric_value(metric: str, per_gpu_out: Array, per_gpu_total: Array, ttft: A
 Array = np.ndarray
 
 
-def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | None = None,
-                 engine_override: EngineConstants | None = None, hw_override: dict[str, HardwareSpec] | None = None) -> tuple[np.ndarray, list[str]]:
+def predict_rows(
+    rows: list[MappedRow],
+    engines: dict[str, EngineConstants] | None = None,
+    engine_override: EngineConstants | None = None,
+    hw_override: dict[str, HardwareSpec] | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Predictions for mapped rows (NaN + reason where infeasible), grouped and vectorized."""
     preds = np.full(len(rows), np.nan)
     notes = [""] * len(rows)
@@ -294,11 +353,39 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
             def a(f: Any, rs: list[MappedRow] = rs) -> np.ndarray:
                 return np.array([f(r) for r in rs])
 
-            tp, pp, ep, adp = a(lambda r: r.tp), a(lambda r: r.pp), a(lambda r: r.ep), a(lambda r: r.attention_dp)
+            tp, pp, ep, adp = (
+                a(lambda r: r.tp),
+                a(lambda r: r.pp),
+                a(lambda r: r.ep),
+                a(lambda r: r.attention_dp),
+            )
             isl, osl, gpus = a(lambda r: r.isl), a(lambda r: r.osl), a(lambda r: r.metric_gpus)
             if mode == "static":
-                out = evaluate_static(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, batch=a(lambda r: r.load))
-                values = {m: _metric_value(m, out["output_tok_s_per_gpu"], out["total_tok_s_per_gpu"], out["ttft_s"], out["tpot_s"], gpus, osl) for m in {r.metric for r in rs}}
+                out = evaluate_static(
+                    model,
+                    hw,
+                    prec,
+                    eng,
+                    tp=tp,
+                    pp=pp,
+                    ep=ep,
+                    attention_dp=adp,
+                    isl=isl,
+                    osl=osl,
+                    batch=a(lambda r: r.load),
+                )
+                values = {
+                    m: _metric_value(
+                        m,
+                        out["output_tok_s_per_gpu"],
+                        out["total_tok_s_per_gpu"],
+                        out["ttft_s"],
+                        out["tpot_s"],
+                        gpus,
+                        osl,
+                    )
+                    for m in {r.metric for r in rs}
+                }
                 for k, (j, r) in enumerate(zip(js, rs)):
                     if out["feasible"][k]:
                         preds[j] = values[r.metric][k]
@@ -306,9 +393,30 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                         notes[j] = str(out["reason"][k])
                 continue
             if mode == "concurrency":
-                out = evaluate(model, hw, prec, eng, tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl, concurrency=a(lambda r: r.load), benchmark_burst=True)
+                out = evaluate(
+                    model,
+                    hw,
+                    prec,
+                    eng,
+                    tp=tp,
+                    pp=pp,
+                    ep=ep,
+                    attention_dp=adp,
+                    isl=isl,
+                    osl=osl,
+                    concurrency=a(lambda r: r.load),
+                    benchmark_burst=True,
+                )
                 for k, (j, r) in enumerate(zip(js, rs)):
-                    v = _metric_value(r.metric, out.output_tok_s_per_gpu[k], out.total_tok_s_per_gpu[k], out.ttft_s[k], out.tpot_s[k], gpus[k], osl[k])
+                    v = _metric_value(
+                        r.metric,
+                        out.output_tok_s_per_gpu[k],
+                        out.total_tok_s_per_gpu[k],
+                        out.ttft_s[k],
+                        out.tpot_s[k],
+                        gpus[k],
+                        osl[k],
+                    )
                     if out.feasible[k]:
                         preds[j] = float(v)
                     else:
@@ -316,8 +424,20 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                 continue
             # offline / rate: a concurrency grid per row
             g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
-            out = evaluate(model, hw, prec, eng, tp=tp[:, None], pp=pp[:, None], ep=ep[:, None], attention_dp=adp[:, None],
-                           isl=isl[:, None], osl=osl[:, None], concurrency=g, benchmark_burst=mode == "offline")
+            out = evaluate(
+                model,
+                hw,
+                prec,
+                eng,
+                tp=tp[:, None],
+                pp=pp[:, None],
+                ep=ep[:, None],
+                attention_dp=adp[:, None],
+                isl=isl[:, None],
+                osl=osl[:, None],
+                concurrency=g,
+                benchmark_burst=mode == "offline",
+            )
             thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
             for k, (j, r) in enumerate(zip(js, rs)):
                 if not np.any(np.isfinite(thr[k])):
@@ -331,11 +451,21 @@ def predict_rows(rows: list[MappedRow], engines: dict[str, EngineConstants] | No
                     b = int(ok[0]) if len(ok) else int(np.argmax(thr[k]))
                     if len(ok) == 0:
                         notes[j] = "rate above predicted capacity (saturated)"
-                v = _metric_value(r.metric, out.output_tok_s_per_gpu[k, b], out.total_tok_s_per_gpu[k, b], out.ttft_s[k, b], out.tpot_s[k, b], gpus[k], osl[k])
+                v = _metric_value(
+                    r.metric,
+                    out.output_tok_s_per_gpu[k, b],
+                    out.total_tok_s_per_gpu[k, b],
+                    out.ttft_s[k, b],
+                    out.tpot_s[k, b],
+                    gpus[k],
+                    osl[k],
+                )
                 if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
                     # below saturation the delivered throughput is the offered rate
                     per_gpu = r.load * r.osl / (r.tp * r.pp)
-                    v = _metric_value(r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k])
+                    v = _metric_value(
+                        r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k]
+                    )
                 preds[j] = float(v)
     return preds, notes
 
@@ -358,8 +488,12 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     def stats(errs: list[float]) -> dict[str, float]:
         e = np.asarray(errs) * 100.0
-        return {"count": int(e.size), "median_abs_pct_error": float(np.median(np.abs(e))),
-                "p90_abs_pct_error": float(np.percentile(np.abs(e), 90)), "signed_median_pct_error": float(np.median(e))}
+        return {
+            "count": int(e.size),
+            "median_abs_pct_error": float(np.median(np.abs(e))),
+            "p90_abs_pct_error": float(np.percentile(np.abs(e), 90)),
+            "signed_median_pct_error": float(np.median(e)),
+        }
 
     groups: dict[str, list[float]] = {}
     known: dict[str, list[float]] = {}
@@ -379,7 +513,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def validate(
-    data: str | Path | list[str | Path], *, engine: str | Path | EngineConstants | None = None,
+    data: str | Path | list[str | Path],
+    *,
+    engine: str | Path | EngineConstants | None = None,
     profile: str | Path | None = None,
 ) -> ValidationReport:
     """Predict every mappable row of one or more measurement CSVs and summarize the error.
@@ -407,7 +543,11 @@ def validate(
         prof = load_profile(profile)
         target = prof.device.hardware_id or match_hardware_id(prof.device.name)
         # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
-        hw_over = {h: apply_profile(load_hardware(h), prof) for h in {r.hardware for r in mapped} if h == target}
+        hw_over = {
+            h: apply_profile(load_hardware(h), prof)
+            for h in {r.hardware for r in mapped}
+            if h == target
+        }
     preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over)
     records = []
     for r, p, note in zip(mapped, preds, notes):
@@ -415,14 +555,29 @@ def validate(
             reason = f"predicted infeasible: {note}"
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        records.append({
-            "source_id": r.source_id, "model": r.model, "gpu": r.hardware, "precision": r.precision,
-            "engine": r.engine if override is None else override.id, "plan": f"tp{r.tp} pp{r.pp} ep{r.ep}" + (" adp" if r.attention_dp else ""),
-            "isl": r.isl, "osl": r.osl, "mode": r.mode, "load": r.load, "metric": r.metric,
-            "measured": r.measured, "predicted": float(p), "error": float(p / r.measured - 1.0), "note": note,
-            "row": r.index,
-        })
-    skipped_list = [{"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])]
+        records.append(
+            {
+                "source_id": r.source_id,
+                "model": r.model,
+                "gpu": r.hardware,
+                "precision": r.precision,
+                "engine": r.engine if override is None else override.id,
+                "plan": f"tp{r.tp} pp{r.pp} ep{r.ep}" + (" adp" if r.attention_dp else ""),
+                "isl": r.isl,
+                "osl": r.osl,
+                "mode": r.mode,
+                "load": r.load,
+                "metric": r.metric,
+                "measured": r.measured,
+                "predicted": float(p),
+                "error": float(p / r.measured - 1.0),
+                "note": note,
+                "row": r.index,
+            }
+        )
+    skipped_list = [
+        {"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])
+    ]
     return ValidationReport(records, skipped_list, summarize(records))
 
 
@@ -444,7 +599,9 @@ def is_gemm_table(path: str | Path) -> bool:
     return all(c in header for c in GEMM_COLUMNS)
 
 
-def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None) -> ValidationReport:
+def validate_gemm(
+    path: str | Path, engine: str | EngineConstants | None = None
+) -> ValidationReport:
     """Predict each GEMM row (TFLOP/s) with the cost model's GEMM time (tile/wave quantization,
     ceiling, memory-bound small M; grouped GEMMs as one launch over groups) plus the engine's
     per-kernel fixed cost (``default``: 3 us), as serving charges it. MAMF rows are the
@@ -491,16 +648,49 @@ def validate_gemm(path: str | Path, engine: str | EngineConstants | None = None)
             skip(f"{cls} not native on {hid}")
             continue
         groups = float(_int(r["batch_or_groups"] or "") or 1)
-        op = Op("gemm", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k), groups=groups, touched=groups,
-                w_bytes=1.0 if cls == "fp8" else 2.0, a_bytes=1.0 if cls == "fp8" else 2.0, o_bytes=2.0, compute_class=cls)
+        op = Op(
+            "gemm",
+            "ffn",
+            "gemm",
+            1.0,
+            m=float(m),
+            n=float(n),
+            k=float(k),
+            groups=groups,
+            touched=groups,
+            w_bytes=1.0 if cls == "fp8" else 2.0,
+            a_bytes=1.0 if cls == "fp8" else 2.0,
+            o_bytes=2.0,
+            compute_class=cls,
+        )
         t, _, mem = gemm_time(op, hw, eng)
         # one launch: the same fixed per-kernel cost serving adds per kernel
         predicted = 2.0 * m * n * k * groups / (float(t) + eng.kernel_overhead_s) / 1e12
-        source = r["source_id"] + (" (calibration input)" if r["source_id"] == "mlengineering_mamf" else "")
-        records.append({
-            "source_id": source, "model": r["kernel"], "gpu": hid, "precision": cls, "engine": eng.id, "plan": "",
-            "isl": m, "osl": n, "mode": "kernel", "load": groups, "metric": "tflops", "measured": measured,
-            "predicted": predicted, "error": predicted / measured - 1.0,
-            "note": f"m={m} n={n} k={k} groups={int(groups)}; {'memory' if float(mem) >= float(t) * 0.999 else 'compute'}-bound", "row": i,
-        })
-    return ValidationReport(records, [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])], summarize(records))
+        source = r["source_id"] + (
+            " (calibration input)" if r["source_id"] == "mlengineering_mamf" else ""
+        )
+        records.append(
+            {
+                "source_id": source,
+                "model": r["kernel"],
+                "gpu": hid,
+                "precision": cls,
+                "engine": eng.id,
+                "plan": "",
+                "isl": m,
+                "osl": n,
+                "mode": "kernel",
+                "load": groups,
+                "metric": "tflops",
+                "measured": measured,
+                "predicted": predicted,
+                "error": predicted / measured - 1.0,
+                "note": f"m={m} n={n} k={k} groups={int(groups)}; {'memory' if float(mem) >= float(t) * 0.999 else 'compute'}-bound",
+                "row": i,
+            }
+        )
+    return ValidationReport(
+        records,
+        [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])],
+        summarize(records),
+    )

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from llm_codesign.cli.quant import quant
 from llm_codesign.errors import DataFileError, SpecError
 from llm_codesign.quant import evaluate_formats, perplexity
-from llm_codesign.cli.quant import quant
 
 VOCAB = 48
 

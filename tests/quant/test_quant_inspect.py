@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from llm_codesign.cli.quant import quant
 from llm_codesign.errors import CodesignError, DataFileError, UnknownIdError
 from llm_codesign.quant import (
     PUBLISHED_ACCURACY,
@@ -21,7 +22,6 @@ from llm_codesign.quant import (
     packed_nbytes,
     write_safetensors,
 )
-from llm_codesign.cli.quant import quant
 
 TENSOR_KEYS = {"name", "shape", "format", "sqnr_db", "rel_error", "max_abs_error", "bytes"}
 

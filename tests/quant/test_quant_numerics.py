@@ -7,6 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from format_ids import CAST_IDS, QUANT_IDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -20,8 +21,6 @@ from llm_codesign.quant import (
     quantize,
     resolve_format,
 )
-
-from format_ids import CAST_IDS, QUANT_IDS
 
 
 def heavy(shape, seed=0, nu=4.0):

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from format_ids import CAST_IDS, QUANT_IDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +23,6 @@ from llm_codesign.quant import (
     unpack,
 )
 from llm_codesign.quant.packing import AWQ_ORDER
-
-from format_ids import CAST_IDS, QUANT_IDS
 
 IDS = CAST_IDS + QUANT_IDS
 TENSOR_SCALE_BYTES = {"fp8": 4, "fp8_e5m2": 4, "nvfp4": 4}
@@ -79,7 +78,9 @@ def test_fp8_block_activation_size():
 
 
 def test_unpack_rejects_wrong_length():
-    with pytest.raises(DataFileError, match="needs 68 bytes, got 10"):  # 4 x 32 / 2 bytes of codes + 4 block scales
+    with pytest.raises(
+        DataFileError, match="needs 68 bytes, got 10"
+    ):  # 4 x 32 / 2 bytes of codes + 4 block scales
         unpack(b"\x00" * 10, (4, 32), "mxfp4")
 
 

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from ..specs.engine import EngineConstants, load_engine
-from ..calibrate import resolve_hardware
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model, model_from_config
 from ..specs.precision import Precision, parse_precision
@@ -76,16 +76,41 @@ class SearchSpace:
 
 
 _KEYS: dict[str, dict[str, str]] = {
-    "_default": {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
-                 "kv_heads": "num_key_value_heads", "ffn": "intermediate_size"},
+    "_default": {
+        "hidden": "hidden_size",
+        "layers": "num_hidden_layers",
+        "heads": "num_attention_heads",
+        "kv_heads": "num_key_value_heads",
+        "ffn": "intermediate_size",
+    },
     "gptj": {"hidden": "n_embd", "layers": "n_layer", "heads": "n_head", "ffn": "n_inner"},
     "falcon": {"kv_heads": "num_kv_heads", "ffn": "ffn_hidden_size"},
-    "deepseek_v3": {"expert_ffn": "moe_intermediate_size", "experts": "n_routed_experts", "top_k": "num_experts_per_tok"},
-    "qwen3_moe": {"expert_ffn": "moe_intermediate_size", "experts": "num_experts", "top_k": "num_experts_per_tok"},
-    "mixtral": {"expert_ffn": "intermediate_size", "experts": "num_local_experts", "top_k": "num_experts_per_tok"},
-    "gpt_oss": {"expert_ffn": "intermediate_size", "experts": "num_local_experts", "top_k": "num_experts_per_tok"},
-    "llama4_text": {"expert_ffn": "intermediate_size", "experts": "num_local_experts", "top_k": "num_experts_per_tok",
-                    "ffn": "intermediate_size_mlp"},
+    "deepseek_v3": {
+        "expert_ffn": "moe_intermediate_size",
+        "experts": "n_routed_experts",
+        "top_k": "num_experts_per_tok",
+    },
+    "qwen3_moe": {
+        "expert_ffn": "moe_intermediate_size",
+        "experts": "num_experts",
+        "top_k": "num_experts_per_tok",
+    },
+    "mixtral": {
+        "expert_ffn": "intermediate_size",
+        "experts": "num_local_experts",
+        "top_k": "num_experts_per_tok",
+    },
+    "gpt_oss": {
+        "expert_ffn": "intermediate_size",
+        "experts": "num_local_experts",
+        "top_k": "num_experts_per_tok",
+    },
+    "llama4_text": {
+        "expert_ffn": "intermediate_size",
+        "experts": "num_local_experts",
+        "top_k": "num_experts_per_tok",
+        "ffn": "intermediate_size_mlp",
+    },
 }
 _INDEX_LISTS = ("moe_layers", "mlp_only_layers")
 
@@ -138,16 +163,22 @@ def apply_changes(model: ModelSpec, changes: dict[str, int]) -> dict[str, Any]:
             cfg[knob] = int(value)
             continue
         if knob not in keys:
-            raise SpecError(f"{model.id}: knob {knob!r} does not apply to model_type {model.model_type!r}")
+            raise SpecError(
+                f"{model.id}: knob {knob!r} does not apply to model_type {model.model_type!r}"
+            )
         cfg[keys[knob]] = int(value)
     if model.model_type == "gpt_oss" and "experts_per_token" in cfg and "top_k" in changes:
         cfg["experts_per_token"] = int(changes["top_k"])
     return config
 
 
-def build_variant(model: ModelSpec, changes: dict[str, int], variant_id: str) -> tuple[ModelSpec, dict[str, Any]]:
+def build_variant(
+    model: ModelSpec, changes: dict[str, int], variant_id: str
+) -> tuple[ModelSpec, dict[str, Any]]:
     config = apply_changes(model, changes)
-    spec = model_from_config(config, model_id=variant_id, name=variant_id, source=f"variant of {model.id}")
+    spec = model_from_config(
+        config, model_id=variant_id, name=variant_id, source=f"variant of {model.id}"
+    )
     return spec, config
 
 
@@ -168,15 +199,28 @@ def _layer_step(layers: int) -> int:
 def _knob_value(model: ModelSpec, knob: str) -> int:
     a, moe = model.attention, model.moe
     return {
-        "hidden": model.hidden_size, "layers": model.num_layers, "heads": a.num_heads, "kv_heads": a.num_kv_heads,
-        "head_dim": a.head_dim, "ffn": model.intermediate_size,
-        "expert_ffn": moe.expert_intermediate if moe else 0, "experts": moe.num_experts if moe else 0,
-        "top_k": moe.top_k if moe else 0, "kv_lora_rank": a.kv_lora_rank, "q_lora_rank": a.q_lora_rank,
+        "hidden": model.hidden_size,
+        "layers": model.num_layers,
+        "heads": a.num_heads,
+        "kv_heads": a.num_kv_heads,
+        "head_dim": a.head_dim,
+        "ffn": model.intermediate_size,
+        "expert_ffn": moe.expert_intermediate if moe else 0,
+        "experts": moe.num_experts if moe else 0,
+        "top_k": moe.top_k if moe else 0,
+        "kv_lora_rank": a.kv_lora_rank,
+        "q_lora_rank": a.q_lora_rank,
     }[knob]
 
 
 def _solve_linear(
-    model: ModelSpec, base: dict[str, int], knob: str, count: str, target: float, step: int, vid: str,
+    model: ModelSpec,
+    base: dict[str, int],
+    knob: str,
+    count: str,
+    target: float,
+    step: int,
+    vid: str,
     lo: int = 1,
 ) -> int | None:
     """The value of ``knob`` making ``count`` (``total_params`` or ``active_params``) equal the
@@ -205,7 +249,9 @@ class Candidate:
     unmodelled: tuple[str, ...]
 
 
-def _shape_changes(model: ModelSpec, hs: float, ls: float, kvs: float, gs: float, rs: float, align: int) -> dict[str, int] | None:
+def _shape_changes(
+    model: ModelSpec, hs: float, ls: float, kvs: float, gs: float, rs: float, align: int
+) -> dict[str, int] | None:
     """The knob values of one grid point before the parameter budget is filled (None: invalid)."""
     a, moe = model.attention, model.moe
     ch: dict[str, int] = {}
@@ -214,7 +260,9 @@ def _shape_changes(model: ModelSpec, hs: float, ls: float, kvs: float, gs: float
         d = _snap(model.hidden_size * hs, math.lcm(align, a.head_dim if a.kind == "gqa" else 1))
         ch["hidden"] = d
         # heads follow the width at a fixed head dim (keeps the attention : FFN balance)
-        heads = _snap(a.num_heads * d / model.hidden_size, math.lcm(kv, 8 if a.num_heads >= 8 else 1))
+        heads = _snap(
+            a.num_heads * d / model.hidden_size, math.lcm(kv, 8 if a.num_heads >= 8 else 1)
+        )
         ch["heads"] = heads
         if a.kind == "gqa":
             ch["head_dim"] = a.head_dim
@@ -237,33 +285,54 @@ def _shape_changes(model: ModelSpec, hs: float, ls: float, kvs: float, gs: float
     return ch
 
 
-def _fill_budget(model: ModelSpec, ch: dict[str, int], align: int, vid: str) -> dict[str, int] | None:
+def _fill_budget(
+    model: ModelSpec, ch: dict[str, int], align: int, vid: str
+) -> dict[str, int] | None:
     """Solve the width knobs so the variant keeps the original's parameters: dense F from the
     total; MoE: the expert width from the active params (top-k experts per token), then the
     expert count (a multiple of 8 for EP) from the total."""
     moe = model.moe
     if moe is None:
-        width = _solve_linear(model, ch, "ffn", "total_params", float(model.total_params), align, vid)
+        width = _solve_linear(
+            model, ch, "ffn", "total_params", float(model.total_params), align, vid
+        )
         return None if width is None else {**ch, "ffn": width}
-    width = _solve_linear(model, ch, "expert_ffn", "active_params", float(model.active_params), align, vid)
+    width = _solve_linear(
+        model, ch, "expert_ffn", "active_params", float(model.active_params), align, vid
+    )
     if width is None:
         return None
     ch = {**ch, "expert_ffn": width}
     lo = max(ch.get("top_k", moe.top_k), 2)
-    experts = _solve_linear(model, ch, "experts", "total_params", float(model.total_params), 8 if moe.num_experts >= 16 else 1, vid, lo=lo)
+    experts = _solve_linear(
+        model,
+        ch,
+        "experts",
+        "total_params",
+        float(model.total_params),
+        8 if moe.num_experts >= 16 else 1,
+        vid,
+        lo=lo,
+    )
     return None if experts is None else {**ch, "experts": experts}
 
 
 def generate_variants(
-    model: ModelSpec, space: SearchSpace, align: int, tolerance: float = DEFAULT_PARAM_TOLERANCE,
+    model: ModelSpec,
+    space: SearchSpace,
+    align: int,
+    tolerance: float = DEFAULT_PARAM_TOLERANCE,
 ) -> list[Candidate]:
     """Variants on the grids whose total and active params stay within ``tolerance`` of the
     original (the original itself excluded)."""
     a, moe = model.attention, model.moe
     total0, active0 = float(model.total_params), float(model.active_params)
     grids = (
-        space.hidden_scales, space.layer_scales, space.kv_heads if a.kind == "gqa" else (1.0,),
-        space.experts if moe is not None else (1.0,), space.mla_rank_scales if a.kind == "mla" else (1.0,),
+        space.hidden_scales,
+        space.layer_scales,
+        space.kv_heads if a.kind == "gqa" else (1.0,),
+        space.experts if moe is not None else (1.0,),
+        space.mla_rank_scales if a.kind == "mla" else (1.0,),
     )
     vid = f"{model.id}-variant"
     seen: set[tuple] = set()
@@ -283,14 +352,30 @@ def generate_variants(
             spec, cfg = build_variant(model, ch, vid)
         except SpecError:
             continue
-        if moe is None and not FFN_RATIO_BAND[0] <= spec.intermediate_size / spec.hidden_size <= FFN_RATIO_BAND[1]:
+        if (
+            moe is None
+            and not FFN_RATIO_BAND[0]
+            <= spec.intermediate_size / spec.hidden_size
+            <= FFN_RATIO_BAND[1]
+        ):
             continue
-        if abs(spec.total_params / total0 - 1) > tolerance or abs(spec.active_params / active0 - 1) > tolerance:
+        if (
+            abs(spec.total_params / total0 - 1) > tolerance
+            or abs(spec.active_params / active0 - 1) > tolerance
+        ):
             continue
-        changes = {k: (_knob_value(model, k), int(v)) for k, v in ch.items() if _knob_value(model, k) != int(v)}
+        changes = {
+            k: (_knob_value(model, k), int(v))
+            for k, v in ch.items()
+            if _knob_value(model, k) != int(v)
+        }
         if not changes:
             continue
-        unmodelled = tuple(f"{k} {changes[k][0]} -> {changes[k][1]}" for k in ("kv_heads", "experts", "top_k", "kv_lora_rank") if k in changes)
+        unmodelled = tuple(
+            f"{k} {changes[k][0]} -> {changes[k][1]}"
+            for k in ("kv_heads", "experts", "top_k", "kv_lora_rank")
+            if k in changes
+        )
         out.append(Candidate(spec, cfg, changes, unmodelled))
     return out
 
@@ -316,9 +401,14 @@ class Variant:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "config": self.config, "total_params": self.total_params, "active_params": self.active_params,
-            "quality_estimate": self.quality.to_dict(), "gain": self.gain, "objective": self.objective,
-            "changes": self.changes, "frontier": self.frontier.to_dict(),
+            "config": self.config,
+            "total_params": self.total_params,
+            "active_params": self.active_params,
+            "quality_estimate": self.quality.to_dict(),
+            "gain": self.gain,
+            "objective": self.objective,
+            "changes": self.changes,
+            "frontier": self.frontier.to_dict(),
         }
 
 
@@ -336,9 +426,15 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "baseline": self.baseline.to_dict(), "variants": [v.to_dict() for v in self.variants],
-            "objective": self.objective, "hardware": self.hardware, "precision": self.precision,
-            "isl": self.isl, "osl": self.osl, "considered": self.considered, "assumptions": self.assumptions,
+            "baseline": self.baseline.to_dict(),
+            "variants": [v.to_dict() for v in self.variants],
+            "objective": self.objective,
+            "hardware": self.hardware,
+            "precision": self.precision,
+            "isl": self.isl,
+            "osl": self.osl,
+            "considered": self.considered,
+            "assumptions": self.assumptions,
         }
 
 
@@ -405,11 +501,19 @@ def search(
     base_front = frontier(m)
     base_obj = score(base_front)
     base_q = estimate_quality(m, train_tokens=train_tokens, tolerance=quality_tolerance)
-    baseline = Variant(m.config, m.total_params, m.active_params, base_q, base_obj, 1.0, [], base_front, m)
+    baseline = Variant(
+        m.config, m.total_params, m.active_params, base_q, base_obj, 1.0, [], base_front, m
+    )
     cands = generate_variants(m, space, align, param_tolerance)
     ranked: list[Variant] = []
     for c in cands:
-        q = estimate_quality(c.model, base=m, train_tokens=train_tokens, tolerance=quality_tolerance, unmodelled=c.unmodelled)
+        q = estimate_quality(
+            c.model,
+            base=m,
+            train_tokens=train_tokens,
+            tolerance=quality_tolerance,
+            unmodelled=c.unmodelled,
+        )
         if not q.holds:
             continue
         f = frontier(c.model)
@@ -418,17 +522,43 @@ def search(
         if gain < MIN_GAIN:
             continue
         changes = [{"field": k, "from": v[0], "to": v[1]} for k, v in c.changes.items()]
-        ranked.append(Variant(c.config, c.model.total_params, c.model.active_params, q, obj, gain, changes, f, c.model))
+        ranked.append(
+            Variant(
+                c.config,
+                c.model.total_params,
+                c.model.active_params,
+                q,
+                obj,
+                gain,
+                changes,
+                f,
+                c.model,
+            )
+        )
     ranked.sort(key=lambda v: -v.gain)
     variants = ranked[:top] or [baseline]
     return SearchResult(
-        baseline=baseline, variants=variants, objective=objective, hardware=hw.id, precision=prec.id,
-        isl=isl, osl=osl, considered=len(cands),
+        baseline=baseline,
+        variants=variants,
+        objective=objective,
+        hardware=hw.id,
+        precision=prec.id,
+        isl=isl,
+        osl=osl,
+        considered=len(cands),
         assumptions={
-            "param_tolerance": param_tolerance, "align": align, "space": {
-                k: list(getattr(space, k)) for k in ("hidden_scales", "layer_scales", "kv_heads", "experts", "mla_rank_scales")},
-            "objective": objective if objective == "area" else f"tok/s/GPU at >= {target_tok_s_per_user:g} tok/s/user",
+            "param_tolerance": param_tolerance,
+            "align": align,
+            "space": {
+                k: list(getattr(space, k))
+                for k in ("hidden_scales", "layer_scales", "kv_heads", "experts", "mla_rank_scales")
+            },
+            "objective": objective
+            if objective == "area"
+            else f"tok/s/GPU at >= {target_tok_s_per_user:g} tok/s/user",
             "frontier": f"plans {', '.join(p.label() for p in candidate_plans(m, hw, max_tp))} x concurrency {list(concurrency)}",
-            "min_gain": MIN_GAIN, "quality": quality_assumptions(), "engine": eng.id,
+            "min_gain": MIN_GAIN,
+            "quality": quality_assumptions(),
+            "engine": eng.id,
         },
     )

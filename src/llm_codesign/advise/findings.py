@@ -25,11 +25,21 @@ from ..specs.precision import Precision
 from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL
 
 RULES = (
-    "dim-alignment", "gemm-shape", "depth-vs-width", "attention-tp", "kv-cache", "moe-expert-tp",
-    "moe-expert-m", "moe-balance", "pipeline-balance", "quantization",
+    "dim-alignment",
+    "gemm-shape",
+    "depth-vs-width",
+    "attention-tp",
+    "kv-cache",
+    "moe-expert-tp",
+    "moe-expert-m",
+    "moe-balance",
+    "pipeline-balance",
+    "quantization",
 )
 SEVERITIES = ("error", "warn", "info")
-MIN_IMPACT = 1.01  # findings whose fix buys less than 1% are not reported (except hard misalignment)
+MIN_IMPACT = (
+    1.01  # findings whose fix buys less than 1% are not reported (except hard misalignment)
+)
 WARN_IMPACT = 1.10  # impact at or above which an opportunity is a warning rather than info
 GEMM_SHAPE_OP_SPEEDUP = 1.15  # a GEMM must run this much faster near-square to be flagged
 EXPERT_TP_MIN_WIDTH = 1024  # per-GPU expert width under TP below which EP is considered
@@ -56,8 +66,14 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "location": self.location,
-                "message": self.message, "impact": self.impact, "details": self.details}
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "location": self.location,
+            "message": self.message,
+            "impact": self.impact,
+            "details": self.details,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,7 +99,9 @@ def parse_workload(text: str | WorkloadSpec) -> WorkloadSpec:
         return WorkloadSpec(isl, osl)
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
-        raise SpecError(f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of {', '.join(REGIMES)}")
+        raise SpecError(
+            f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of {', '.join(REGIMES)}"
+        )
     isl, osl = int(m.group(1)), int(m.group(2))
     conc = int(m.group(3)) if m.group(3) else None
     if isl < 1 or osl < 1 or (conc is not None and conc < 1):
@@ -103,8 +121,12 @@ class LintReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "findings": [f.to_dict() for f in self.findings], "model": self.model, "hardware": self.hardware,
-            "precision": self.precision, "engine": self.engine, "workloads": self.workloads,
+            "findings": [f.to_dict() for f in self.findings],
+            "model": self.model,
+            "hardware": self.hardware,
+            "precision": self.precision,
+            "engine": self.engine,
+            "workloads": self.workloads,
             "assumptions": self.assumptions,
         }
 
@@ -129,8 +151,14 @@ class LintContext:
 
     def setting(self, p: OperatingPoint | None = None) -> dict[str, Any]:
         p = p or self.primary
-        return {"hardware": self.hw.id, "precision": self.prec.id, "plan": p.plan.label(), "isl": p.isl,
-                "osl": p.osl, "concurrency": p.concurrency}
+        return {
+            "hardware": self.hw.id,
+            "precision": self.prec.id,
+            "plan": p.plan.label(),
+            "isl": p.isl,
+            "osl": p.osl,
+            "concurrency": p.concurrency,
+        }
 
 
 def severity_for(impact: float) -> str:
@@ -143,7 +171,10 @@ def severity_for(impact: float) -> str:
 
 
 def step_rows(
-    ctx: LintContext, point: OperatingPoint, model: ModelSpec | None = None, prec: Precision | None = None
+    ctx: LintContext,
+    point: OperatingPoint,
+    model: ModelSpec | None = None,
+    prec: Precision | None = None,
 ) -> dict[str, tuple[float, list[tuple[Op, float]], float]]:
     """Per-op times of the compute-bound prefill chunk and of the workload's steady-state step
     (the step whose time is the point's TPOT: ``explore.operating_step``). Each entry is
@@ -155,7 +186,9 @@ def step_rows(
     p = point.plan
     chunk = float(min(point.isl, ctx.eng.max_num_tokens))
     axes = (p.tp, p.pp, p.ep, p.cp, p.attention_dp)
-    pre_shape = step_shape(*axes, isl=point.isl, osl=point.osl, prefill_tokens=chunk, micro_batches=1.0)
+    pre_shape = step_shape(
+        *axes, isl=point.isl, osl=point.osl, prefill_tokens=chunk, micro_batches=1.0
+    )
     pre = step_cost(model, prec, ctx.hw, ctx.eng, pre_shape, detail=True)
     mixed = operating_step(model, ctx.hw, prec, ctx.eng, point)
     micro = float(p.pp)

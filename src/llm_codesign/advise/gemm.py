@@ -40,8 +40,14 @@ Array = np.ndarray
 
 # dtype id -> format id in the shared registry (operand storage and compute class)
 DTYPES = {
-    "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "mxfp8": "mxfp8", "mxfp6": "mxfp6",
-    "nvfp4": "nvfp4", "mxfp4": "mxfp4", "int8": "int8",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8": "fp8",
+    "mxfp8": "mxfp8",
+    "mxfp6": "mxfp6",
+    "nvfp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "int8": "int8",
 }
 MAX_POINTS = 1_000_000
 _TILE_RE = re.compile(r"^(\d+)x(\d+)(?:@(\d+)x(\d+))?$")
@@ -69,7 +75,9 @@ def parse_tile(text: str) -> ForcedTile:
     tm, tn = int(mt.group(1)), int(mt.group(2))
     cm, cn = int(mt.group(3) or 1), int(mt.group(4) or 1)
     if min(tm, tn, cm, cn) < 1 or tm % 16 or tn % 8:
-        raise SpecError(f"tile {text!r}: TM must be a positive multiple of 16, TN of 8, clusters >= 1")
+        raise SpecError(
+            f"tile {text!r}: TM must be a positive multiple of 16, TN of 8, clusters >= 1"
+        )
     return ForcedTile(tm, tn, cm, cn)
 
 
@@ -132,8 +140,17 @@ class GemmSweep:
 
     def points(self) -> list[dict[str, Any]]:
         return [
-            {"m": int(m), "n": int(n), "k": int(k), "tflops": float(t), "efficiency": float(e), "bound": str(b)}
-            for m, n, k, t, e, b in zip(self.m, self.n, self.k, self.tflops, self.efficiency, self.bound)
+            {
+                "m": int(m),
+                "n": int(n),
+                "k": int(k),
+                "tflops": float(t),
+                "efficiency": float(e),
+                "bound": str(b),
+            }
+            for m, n, k, t, e, b in zip(
+                self.m, self.n, self.k, self.tflops, self.efficiency, self.bound
+            )
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +170,15 @@ class GemmSweep:
         return float(x[order][below[-1] + 1])
 
 
-def _forced_efficiency(hw: HardwareSpec, t: ForcedTile, m: Array, n: Array, k: Array, speed_ratio: float, elem_bytes: float) -> Array:
+def _forced_efficiency(
+    hw: HardwareSpec,
+    t: ForcedTile,
+    m: Array,
+    n: Array,
+    k: Array,
+    speed_ratio: float,
+    elem_bytes: float,
+) -> Array:
     """Tile/wave quantization for one pinned tile and cluster, with the cost model's per-tile
     K overhead, operand-reuse and alignment terms (same normalization as
     :func:`cost.gemm_shape_efficiency`, so forced and free kernels compare directly)."""
@@ -202,10 +227,14 @@ def gemm_sweep(
     cc = fmt.compute_class
     rate_class = hw.compute_rate_class(cc)  # raises UnsupportedError when not native
     forced = parse_tile(tile) if isinstance(tile, str) else tile
-    mm, nn, kk = (parse_dims(v, name) if not isinstance(v, np.ndarray) else v.astype(float)
-                  for v, name in ((m, "m"), (n, "n"), (k, "k")))
+    mm, nn, kk = (
+        parse_dims(v, name) if not isinstance(v, np.ndarray) else v.astype(float)
+        for v, name in ((m, "m"), (n, "n"), (k, "k"))
+    )
     if mm.size * nn.size * kk.size > MAX_POINTS:
-        raise SpecError(f"GEMM sweep of {mm.size * nn.size * kk.size:,} points exceeds {MAX_POINTS:,}")
+        raise SpecError(
+            f"GEMM sweep of {mm.size * nn.size * kk.size:,} points exceeds {MAX_POINTS:,}"
+        )
     M, N, K = (a.reshape(-1) for a in np.meshgrid(mm, nn, kk, indexing="ij"))
     eb = fmt.bytes_per_element
     peak, ceiling = cost.gemm_ceiling(hw, cc, eng)
@@ -214,10 +243,26 @@ def gemm_sweep(
         raise SpecError(f"launch_overhead_s={overhead} must be >= 0")
     flops = 2.0 * M * N * K
     if forced is None:
-        op = Op("gemm", "ffn", "gemm", 1.0, m=M, n=N, k=K, w_bytes=eb, a_bytes=eb, o_bytes=out_bytes, compute_class=cc)
+        op = Op(
+            "gemm",
+            "ffn",
+            "gemm",
+            1.0,
+            m=M,
+            n=N,
+            k=K,
+            w_bytes=eb,
+            a_bytes=eb,
+            o_bytes=out_bytes,
+            compute_class=cc,
+        )
         t, comp, mem = cost.gemm_time(op, hw, eng)
     else:
-        speed = hw.peak_flops(rate_class) / (hw.peak_flops_per_s.get("bf16") or hw.peak_flops_per_s.get("fp16") or hw.peak_flops(rate_class))
+        speed = hw.peak_flops(rate_class) / (
+            hw.peak_flops_per_s.get("bf16")
+            or hw.peak_flops_per_s.get("fp16")
+            or hw.peak_flops(rate_class)
+        )
         eff = _forced_efficiency(hw, forced, M, N, K, speed, min(eb, 2.0) if eb >= 1 else 1.0)
         comp = flops / (peak * ceiling * np.maximum(eff, 1e-9))
         mem = ((M * K + N * K) * eb + M * N * out_bytes) / cost.hbm_bytes_per_s_achieved(hw, eng)
@@ -233,7 +278,9 @@ def gemm_sweep(
         "sustained_ceiling_fraction": ceiling,
         "gemm_efficiency_source": hw.gemm_efficiency_for(rate_class).source,
         "sm_count": hw.sm_count,
-        "tile": forced.label if forced else f"best of cost-model tiles (hardware tile {hw.tile_m}x{hw.tile_n}, {hw.tile_cluster_sms} SM/tile)",
+        "tile": forced.label
+        if forced
+        else f"best of cost-model tiles (hardware tile {hw.tile_m}x{hw.tile_n}, {hw.tile_cluster_sms} SM/tile)",
         "launch_overhead_s": overhead,
         "output_bytes_per_element": out_bytes,
         "hbm_bytes_per_s": hw.hbm_bytes_per_s,
@@ -243,9 +290,21 @@ def gemm_sweep(
         "model": "cost.gemm_time (tile + wave quantization, per-tile K overhead, alignment) + launch overhead",
     }
     return GemmSweep(
-        hardware=hw.id, dtype=dt, compute_class=rate_class, peak_flops_per_s=peak, ceiling_fraction=ceiling,
-        launch_overhead_s=overhead, tile=forced.label if forced else "auto", m=M, n=N, k=K, time_s=time_s,
-        tflops=tflops, efficiency=tflops * 1e12 / peak, bound=bound, assumptions=assumptions,
+        hardware=hw.id,
+        dtype=dt,
+        compute_class=rate_class,
+        peak_flops_per_s=peak,
+        ceiling_fraction=ceiling,
+        launch_overhead_s=overhead,
+        tile=forced.label if forced else "auto",
+        m=M,
+        n=N,
+        k=K,
+        time_s=time_s,
+        tflops=tflops,
+        efficiency=tflops * 1e12 / peak,
+        bound=bound,
+        assumptions=assumptions,
     )
 
 
@@ -271,13 +330,28 @@ def save_plot(sweep: GemmSweep, path: str | Path) -> Path:
         for v in np.unique(s)[:12]:
             sel = s == v
             order = np.argsort(x[sel])
-            ax.plot(x[sel][order], sweep.tflops[sel][order], marker=".", lw=1, label=f"{series_axis.upper()}={int(v)}")
+            ax.plot(
+                x[sel][order],
+                sweep.tflops[sel][order],
+                marker=".",
+                lw=1,
+                label=f"{series_axis.upper()}={int(v)}",
+            )
         ax.legend(fontsize=8)
-    ax.axhline(sweep.peak_flops_per_s * sweep.ceiling_fraction / 1e12, ls="--", lw=0.8, color="gray", label="sustained ceiling")
+    ax.axhline(
+        sweep.peak_flops_per_s * sweep.ceiling_fraction / 1e12,
+        ls="--",
+        lw=0.8,
+        color="gray",
+        label="sustained ceiling",
+    )
     fixed = {a: int(getattr(sweep, a)[0]) for a in ("m", "n", "k") if a not in axes}
     ax.set_xlabel(x_axis.upper())
     ax.set_ylabel("TFLOP/s (predicted)")
-    ax.set_title(f"{sweep.hardware} {sweep.dtype} GEMM, tile {sweep.tile}, " + ", ".join(f"{a.upper()}={v}" for a, v in fixed.items()))
+    ax.set_title(
+        f"{sweep.hardware} {sweep.dtype} GEMM, tile {sweep.tile}, "
+        + ", ".join(f"{a.upper()}={v}" for a, v in fixed.items())
+    )
     ax.grid(alpha=0.3)
     out = Path(path)
     fig.tight_layout()

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..explore import (
     ADVISOR_CONCURRENCY,
@@ -49,7 +50,6 @@ from ..explore import (
     operating_point,
 )
 from ..specs.engine import EngineConstants, load_engine
-from ..calibrate import resolve_hardware
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
@@ -57,8 +57,16 @@ from ..specs.precision import Precision, parse_precision
 from .archsearch import default_align
 
 RULES = (
-    "dim-alignment", "gemm-shape", "depth-vs-width", "attention-tp", "kv-cache", "moe-expert-tp",
-    "moe-expert-m", "moe-balance", "pipeline-balance", "quantization",
+    "dim-alignment",
+    "gemm-shape",
+    "depth-vs-width",
+    "attention-tp",
+    "kv-cache",
+    "moe-expert-tp",
+    "moe-expert-m",
+    "moe-balance",
+    "pipeline-balance",
+    "quantization",
 )
 
 from .findings import (
@@ -84,9 +92,15 @@ from .rules_serving import (
 from .rules_shape import rule_alignment, rule_depth_width, rule_gemm_shape
 
 _RULE_FUNCS: dict[str, Callable[[LintContext], list[Finding]]] = {
-    "dim-alignment": rule_alignment, "gemm-shape": rule_gemm_shape, "depth-vs-width": rule_depth_width,
-    "attention-tp": rule_attention_tp, "kv-cache": rule_kv_cache, "moe-expert-tp": rule_moe_expert_tp,
-    "moe-expert-m": rule_moe_expert_m, "moe-balance": rule_moe_balance, "pipeline-balance": rule_pipeline,
+    "dim-alignment": rule_alignment,
+    "gemm-shape": rule_gemm_shape,
+    "depth-vs-width": rule_depth_width,
+    "attention-tp": rule_attention_tp,
+    "kv-cache": rule_kv_cache,
+    "moe-expert-tp": rule_moe_expert_tp,
+    "moe-expert-m": rule_moe_expert_m,
+    "moe-balance": rule_moe_balance,
+    "pipeline-balance": rule_pipeline,
     "quantization": rule_quantization,
 }
 
@@ -125,7 +139,12 @@ def lint(
     if plan is not None:
         plan.validate_for(m)
     plans = [plan] if plan is not None else candidate_plans(m, hw)
-    points = [operating_point(m, hw, prec, eng, w.isl, w.osl, "throughput", plans=plans, concurrency=w.concurrency) for w in wls]
+    points = [
+        operating_point(
+            m, hw, prec, eng, w.isl, w.osl, "throughput", plans=plans, concurrency=w.concurrency
+        )
+        for w in wls
+    ]
     ctx = LintContext(m, hw, prec, eng, wls, points, default_align(hw))
     findings: list[Finding] = []
     for r in chosen:
@@ -133,15 +152,19 @@ def lint(
     order = {s: i for i, s in enumerate(SEVERITIES)}
     findings.sort(key=lambda f: (order[f.severity], -f.impact))
     return LintReport(
-        model=m.id, hardware=hw.id, precision=prec.id, engine=eng.id,
-        workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)], findings=findings,
+        model=m.id,
+        hardware=hw.id,
+        precision=prec.id,
+        engine=eng.id,
+        workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)],
+        findings=findings,
         assumptions={
             "operating_point": f"per workload: plan x concurrency ({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the "
-                               f"most output tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned",
+            f"most output tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned",
             "impact": "predicted speedup of the fix on details.metric, from the cost model (llm_codesign.cost/serving)",
             "alignment": f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)",
-            "min_impact": MIN_IMPACT, "warn_impact": WARN_IMPACT, "rules": chosen,
+            "min_impact": MIN_IMPACT,
+            "warn_impact": WARN_IMPACT,
+            "rules": chosen,
         },
     )
-
-

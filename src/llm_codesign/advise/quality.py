@@ -101,28 +101,40 @@ class QualityEstimate:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "estimate (scaling law), not a measured accuracy",
-            "loss": self.loss, "base_loss": self.base_loss, "relative_change": self.relative_change,
-            "holds": self.holds, "tolerance": self.tolerance, "chinchilla_loss": self.chinchilla_loss,
-            "shape_penalty": self.shape_penalty, "effective_params": self.effective_params,
-            "train_tokens": self.train_tokens, "aspect_ratio": self.aspect_ratio,
+            "loss": self.loss,
+            "base_loss": self.base_loss,
+            "relative_change": self.relative_change,
+            "holds": self.holds,
+            "tolerance": self.tolerance,
+            "chinchilla_loss": self.chinchilla_loss,
+            "shape_penalty": self.shape_penalty,
+            "effective_params": self.effective_params,
+            "train_tokens": self.train_tokens,
+            "aspect_ratio": self.aspect_ratio,
             "unmodelled": list(self.unmodelled),
         }
 
 
 def assumptions() -> dict[str, Any]:
     return {
-        "law": "L(N, D) = E + A/N^alpha + B/D^beta", "constants": dict(CHINCHILLA), "source": CHINCHILLA_SOURCE,
+        "law": "L(N, D) = E + A/N^alpha + B/D^beta",
+        "constants": dict(CHINCHILLA),
+        "source": CHINCHILLA_SOURCE,
         "N": "total params (dense); sqrt(total x active) (MoE, assumption)",
         "D": f"same training tokens as the base (default {TOKENS_PER_PARAM:g} x N of the base)",
         "shape": f"aspect ratio d_model/n_layers in {ASPECT_BAND} free; {ASPECT_PENALTY} x octaves^2 relative "
-                 f"penalty outside; fewer than {MIN_LAYERS} layers penalized likewise (assumptions; Kaplan et al. 2020)",
+        f"penalty outside; fewer than {MIN_LAYERS} layers penalized likewise (assumptions; Kaplan et al. 2020)",
         "not_modelled": "attention variant (KV heads, MLA ranks, windows), expert granularity/top-k, data",
     }
 
 
 def estimate_quality(
-    model: ModelSpec, *, base: ModelSpec | None = None, train_tokens: float | None = None,
-    tolerance: float = DEFAULT_LOSS_TOLERANCE, unmodelled: tuple[str, ...] = (),
+    model: ModelSpec,
+    *,
+    base: ModelSpec | None = None,
+    train_tokens: float | None = None,
+    tolerance: float = DEFAULT_LOSS_TOLERANCE,
+    unmodelled: tuple[str, ...] = (),
 ) -> QualityEstimate:
     """Estimated loss of ``model``; with ``base``, also whether it stays within ``tolerance``.
 
@@ -132,7 +144,11 @@ def estimate_quality(
     if tolerance < 0:
         raise SpecError(f"quality tolerance={tolerance} must be >= 0")
     ref = base or model
-    d = float(train_tokens) if train_tokens is not None else TOKENS_PER_PARAM * effective_params(ref)
+    d = (
+        float(train_tokens)
+        if train_tokens is not None
+        else TOKENS_PER_PARAM * effective_params(ref)
+    )
     n = effective_params(model)
     raw = chinchilla_loss(n, d)
     pen = shape_penalty(model)
@@ -141,7 +157,14 @@ def estimate_quality(
     if base is not None:
         base_loss = chinchilla_loss(effective_params(base), d) * (1.0 + shape_penalty(base))
     return QualityEstimate(
-        loss=loss, chinchilla_loss=raw, shape_penalty=pen, effective_params=n, train_tokens=d,
-        aspect_ratio=aspect_ratio(model), base_loss=base_loss, tolerance=tolerance, unmodelled=unmodelled,
+        loss=loss,
+        chinchilla_loss=raw,
+        shape_penalty=pen,
+        effective_params=n,
+        train_tokens=d,
+        aspect_ratio=aspect_ratio(model),
+        base_loss=base_loss,
+        tolerance=tolerance,
+        unmodelled=unmodelled,
         assumptions=assumptions(),
     )

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..explore import (
     ADVISOR_CONCURRENCY,
@@ -45,7 +46,6 @@ from ..explore import (
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
 from ..specs.engine import EngineConstants, load_engine
-from ..calibrate import resolve_hardware
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
@@ -69,7 +69,9 @@ def amdahl_speedup(fraction: float, factor: float) -> float:
     Example: ``amdahl_speedup(0.77, 2)`` = 1 / (0.23 + 0.385) = 1.626.
     """
     if not 0.0 <= fraction <= 1.0 or factor <= 0:
-        raise SpecError(f"amdahl: fraction={fraction} must lie in [0, 1] and factor={factor} be positive")
+        raise SpecError(
+            f"amdahl: fraction={fraction} must lie in [0, 1] and factor={factor} be positive"
+        )
     return 1.0 / (1.0 - fraction + fraction / factor)
 
 
@@ -124,17 +126,28 @@ class Regime:
         rows = sorted(self.amdahl.items(), key=lambda kv: -kv[1]["fraction"])
         return [
             f"{self.name}: {name} is {a['fraction']:.0%} of the step; speeding it up by {a['factor']:g}x gains at most "
-            f"{a['gain_pct']:.0f}% (ceiling {a['max_speedup']:.2f}x)" for name, a in rows
+            f"{a['gain_pct']:.0f}% (ceiling {a['max_speedup']:.2f}x)"
+            for name, a in rows
         ]
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "name": self.name, "goal": self.goal, "isl": self.point.isl, "osl": self.point.osl,
-            "concurrency": self.point.concurrency, "plan": self.point.plan.to_dict(),
-            "plan_label": self.point.plan.label(), "fractions": dict(self.fractions),
-            "step_time_s": dict(self.point.mixed_step_s), "bound": self.bound, "resources": dict(self.resources),
-            "amdahl": self.amdahl, "tpot_ms": self.point.tpot_s * 1e3, "ttft_ms": self.point.ttft_s * 1e3,
-            "tok_s_per_user": self.point.tok_s_per_user, "output_tok_s_per_gpu": self.point.output_tok_s_per_gpu,
+            "name": self.name,
+            "goal": self.goal,
+            "isl": self.point.isl,
+            "osl": self.point.osl,
+            "concurrency": self.point.concurrency,
+            "plan": self.point.plan.to_dict(),
+            "plan_label": self.point.plan.label(),
+            "fractions": dict(self.fractions),
+            "step_time_s": dict(self.point.mixed_step_s),
+            "bound": self.bound,
+            "resources": dict(self.resources),
+            "amdahl": self.amdahl,
+            "tpot_ms": self.point.tpot_s * 1e3,
+            "ttft_ms": self.point.ttft_s * 1e3,
+            "tok_s_per_user": self.point.tok_s_per_user,
+            "output_tok_s_per_gpu": self.point.output_tok_s_per_gpu,
             "summary": self.sentences(),
         }
 
@@ -150,8 +163,12 @@ class RegimeReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "model": self.model, "hardware": self.hardware, "precision": self.precision, "engine": self.engine,
-            "regimes": [r.to_dict() for r in self.regimes], "assumptions": self.assumptions,
+            "model": self.model,
+            "hardware": self.hardware,
+            "precision": self.precision,
+            "engine": self.engine,
+            "regimes": [r.to_dict() for r in self.regimes],
+            "assumptions": self.assumptions,
         }
 
 
@@ -182,7 +199,12 @@ def regimes(
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = parse_precision(precision or default_precision(hw))
     eng = load_engine(engine)
-    for name, v in (("short_isl", short_isl), ("long_isl", long_isl), ("osl", osl), ("latency_concurrency", latency_concurrency)):
+    for name, v in (
+        ("short_isl", short_isl),
+        ("long_isl", long_isl),
+        ("osl", osl),
+        ("latency_concurrency", latency_concurrency),
+    ):
         if int(v) < 1:
             raise SpecError(f"regimes: {name}={v} must be >= 1")
     plans = plans or candidate_plans(m, hw)
@@ -190,20 +212,37 @@ def regimes(
     for name, (_isl, _osl, goal) in REGIMES.items():
         isl = short_isl if name.startswith("short") else long_isl
         conc = throughput_concurrency if goal == "throughput" else latency_concurrency
-        pt = operating_point(m, hw, prec, eng, isl, osl, goal, plans=plans, concurrency=conc, min_tok_s_per_user=min_tok_s_per_user)
+        pt = operating_point(
+            m,
+            hw,
+            prec,
+            eng,
+            isl,
+            osl,
+            goal,
+            plans=plans,
+            concurrency=conc,
+            min_tok_s_per_user=min_tok_s_per_user,
+        )
         bound, res = bound_resource(m, hw, prec, eng, pt)
         out.append(Regime(name, goal, pt, bound, res, amdahl_table(pt.fractions, factor)))
     return RegimeReport(
-        model=m.id, hardware=hw.id, precision=prec.id, engine=eng.id, regimes=out,
+        model=m.id,
+        hardware=hw.id,
+        precision=prec.id,
+        engine=eng.id,
+        regimes=out,
         assumptions={
-            "short_context": {"isl": short_isl, "osl": osl}, "long_context": {"isl": long_isl, "osl": osl},
+            "short_context": {"isl": short_isl, "osl": osl},
+            "long_context": {"isl": long_isl, "osl": osl},
             "throughput_goal": f"max output tok/s/GPU over plans x concurrency {ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]} "
-                               f"with >= {min_tok_s_per_user:g} tok/s/user" if throughput_concurrency is None
-                               else f"concurrency {throughput_concurrency}, plan with max output tok/s/GPU",
+            f"with >= {min_tok_s_per_user:g} tok/s/user"
+            if throughput_concurrency is None
+            else f"concurrency {throughput_concurrency}, plan with max output tok/s/GPU",
             "latency_goal": f"concurrency {latency_concurrency} per replica, plan with max tok/s/user",
             "plans": [p.label() for p in plans],
             "time_split": "steady-state mixed step (decode + chunked prefill) per op class; 'other' holds norms, "
-                          "embeddings, LM head and per-kernel/per-step overheads",
+            "embeddings, LM head and per-kernel/per-step overheads",
             "amdahl": "speedup = 1 / (1 - f + f / factor); ceiling 1 / (1 - f)",
         },
     )

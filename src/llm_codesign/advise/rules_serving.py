@@ -42,7 +42,9 @@ from .rules_shape import nearest_multiple
 # ---------------------------------------------------------------------------------------------
 
 
-def _best_throughput(ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None) -> tuple[float, OperatingPoint | None]:
+def _best_throughput(
+    ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None
+) -> tuple[float, OperatingPoint | None]:
     try:
         pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
     except SpecError:
@@ -61,23 +63,46 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
     plain = [p for p in plans if p.cp == 1]
     helix = [p for p in plans if p.cp > 1]
     try:
-        lat_plain = operating_point(ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain)
+        lat_plain = operating_point(
+            ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain
+        )
     except SpecError:
         return []
-    setting = ctx.setting(p0) | {"plan": lat_plain.plan.label(), "concurrency": lat_plain.concurrency}
-    head = (f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs (beyond, every GPU "
-            f"holds a replica of its KV heads)")
+    setting = ctx.setting(p0) | {
+        "plan": lat_plain.plan.label(),
+        "concurrency": lat_plain.concurrency,
+    }
+    head = (
+        f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs (beyond, every GPU "
+        f"holds a replica of its KV heads)"
+    )
     if helix:
-        lat_helix = operating_point(ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain + helix)
+        lat_helix = operating_point(
+            ctx.model, ctx.hw, ctx.prec, ctx.eng, p0.isl, p0.osl, "latency", plans=plain + helix
+        )
         impact = lat_helix.tok_s_per_user / lat_plain.tok_s_per_user
         if impact >= MIN_IMPACT:
-            msg = (f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel attention "
-                   f"({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} tok/s/user, with Helix "
-                   f"({lat_helix.plan.label()}) {lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism")
-            return [Finding("attention-tp", severity_for(impact), "attention.num_key_value_heads", msg, impact, {
-                "metric": "tok/s/user at the latency goal", "before": lat_plain.tok_s_per_user,
-                "after": lat_helix.tok_s_per_user, "plans": [lat_plain.plan.label(), lat_helix.plan.label()],
-                "setting": setting})]
+            msg = (
+                f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel attention "
+                f"({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} tok/s/user, with Helix "
+                f"({lat_helix.plan.label()}) {lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism"
+            )
+            return [
+                Finding(
+                    "attention-tp",
+                    severity_for(impact),
+                    "attention.num_key_value_heads",
+                    msg,
+                    impact,
+                    {
+                        "metric": "tok/s/user at the latency goal",
+                        "before": lat_plain.tok_s_per_user,
+                        "after": lat_helix.tok_s_per_user,
+                        "plans": [lat_plain.plan.label(), lat_helix.plan.label()],
+                        "setting": setting,
+                    },
+                )
+            ]
     lp = lat_plain.plan
     if lp.attention_tp <= a.num_kv_heads:
         return []
@@ -92,23 +117,52 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
     dec = {}
     for q in (lp, sharded):
         step = pipelined_step(
-            ctx.model, ctx.prec, ctx.hw, ctx.eng, tp=q.tp, pp=q.pp, ep=q.ep, cp=q.cp,
-            attention_dp=q.attention_dp, isl=p0.isl, osl=p0.osl, decode_seqs=1.0,
+            ctx.model,
+            ctx.prec,
+            ctx.hw,
+            ctx.eng,
+            tp=q.tp,
+            pp=q.pp,
+            ep=q.ep,
+            cp=q.cp,
+            attention_dp=q.attention_dp,
+            isl=p0.isl,
+            osl=p0.osl,
+            decode_seqs=1.0,
         )
         dec[q] = scalar(step.total_s)
     g = evaluate_plans(ctx.model, ctx.hw, ctx.prec, ctx.eng, [lp, sharded], p0.isl, p0.osl, [1])
     fit_before, fit_after = float(g.max_concurrency[0, 0]), float(g.max_concurrency[1, 0])
     speedup = dec[lp] / dec[sharded]
     impact = max(speedup, 1.0)
-    msg = (f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV cache {rep}x: "
-           f"{fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit instead of {fit_after:.0f} with the KV heads "
-           f"sharded (Helix cp={rep}); a Helix decode step is {speedup:.2f}x the speed of the replicated one at this "
-           f"context" + ("" if speedup >= MIN_IMPACT else " (no speedup predicted here: the capacity is the cost)"))
-    return [Finding("attention-tp", severity_for(impact) if impact >= MIN_IMPACT else "info", "attention.num_key_value_heads",
-                    msg, impact, {
-                        "metric": "decode step time at concurrency 1 (Helix vs replicated KV)", "before": dec[lp],
-                        "after": dec[sharded], "max_concurrency": {"replicated": fit_before, "sharded": fit_after},
-                        "replication": rep, "setting": setting})]
+    msg = (
+        f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV cache {rep}x: "
+        f"{fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit instead of {fit_after:.0f} with the KV heads "
+        f"sharded (Helix cp={rep}); a Helix decode step is {speedup:.2f}x the speed of the replicated one at this "
+        f"context"
+        + (
+            ""
+            if speedup >= MIN_IMPACT
+            else " (no speedup predicted here: the capacity is the cost)"
+        )
+    )
+    return [
+        Finding(
+            "attention-tp",
+            severity_for(impact) if impact >= MIN_IMPACT else "info",
+            "attention.num_key_value_heads",
+            msg,
+            impact,
+            {
+                "metric": "decode step time at concurrency 1 (Helix vs replicated KV)",
+                "before": dec[lp],
+                "after": dec[sharded],
+                "max_concurrency": {"replicated": fit_before, "sharded": fit_after},
+                "replication": rep,
+                "setting": setting,
+            },
+        )
+    ]
 
 
 def _with_attention(model: ModelSpec, attention: AttentionSpec, suffix: str) -> ModelSpec:
@@ -121,19 +175,45 @@ def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
     if a.kind != "gqa":
         return alts
     if a.num_kv_heads >= 2 and a.num_heads % (a.num_kv_heads // 2) == 0:
-        alts.append((f"num_key_value_heads {a.num_kv_heads} -> {a.num_kv_heads // 2}",
-                     _with_attention(model, dataclasses.replace(a, num_kv_heads=a.num_kv_heads // 2), "kv-half")))
+        alts.append(
+            (
+                f"num_key_value_heads {a.num_kv_heads} -> {a.num_kv_heads // 2}",
+                _with_attention(
+                    model, dataclasses.replace(a, num_kv_heads=a.num_kv_heads // 2), "kv-half"
+                ),
+            )
+        )
     rope = 64
-    mla = AttentionSpec("mla", a.num_heads, a.num_heads, a.head_dim + rope, a.v_head_dim, q_lora_rank=0,
-                        kv_lora_rank=512, qk_rope_head_dim=rope, qk_nope_head_dim=a.head_dim)
-    alts.append(("MLA (kv_lora_rank 512 + rope 64, DeepSeek-V3 style)", _with_attention(model, mla, "mla")))
+    mla = AttentionSpec(
+        "mla",
+        a.num_heads,
+        a.num_heads,
+        a.head_dim + rope,
+        a.v_head_dim,
+        q_lora_rank=0,
+        kv_lora_rank=512,
+        qk_rope_head_dim=rope,
+        qk_nope_head_dim=a.head_dim,
+    )
+    alts.append(
+        ("MLA (kv_lora_rank 512 + rope 64, DeepSeek-V3 style)", _with_attention(model, mla, "mla"))
+    )
     if all(g.window == 0 for g in model.layer_groups):
         groups: list[LayerGroup] = []
         for g in model.layer_groups:
             local = (g.count * 3) // 4
-            groups += [LayerGroup(local, SLIDING_WINDOW, g.moe), LayerGroup(g.count - local, 0, g.moe)]
-        alts.append((f"sliding window {SLIDING_WINDOW} on 3 of 4 layers",
-                     dataclasses.replace(model, id=f"{model.id}-swa", layer_groups=tuple(x for x in groups if x.count))))
+            groups += [
+                LayerGroup(local, SLIDING_WINDOW, g.moe),
+                LayerGroup(g.count - local, 0, g.moe),
+            ]
+        alts.append(
+            (
+                f"sliding window {SLIDING_WINDOW} on 3 of 4 layers",
+                dataclasses.replace(
+                    model, id=f"{model.id}-swa", layer_groups=tuple(x for x in groups if x.count)
+                ),
+            )
+        )
     return alts
 
 
@@ -160,16 +240,32 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     kv_tok = ctx.model.kv_bytes_per_token(ctx.prec.kv_bytes)
     ctx_tokens = p.isl + p.osl
     alts = "; ".join(f"{lbl}: {g:.2f}x" for lbl, g, _ in results)
-    msg = (f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV head keeps "
-           f"{kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), {kv_tok * ctx_tokens / 1e9:.2f} GB per "
-           f"{ctx_tokens:,}-token sequence; attention is {p.fractions['attention']:.0%} of the step at ISL/OSL "
-           f"{p.isl}/{p.osl}. Throughput at the throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} "
-           f"(attention-variant accuracy is not estimated)")
-    return [Finding("kv-cache", severity_for(impact), "attention (KV cache)", msg, impact, {
-        "metric": f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user)",
-        "before": base, "after": base * impact, "kv_bytes_per_token": kv_tok, "gqa_ratio": a.num_heads / a.num_kv_heads,
-        "alternatives": {lbl: g for lbl, g, _ in results}, "best": best_label,
-        "setting": ctx.setting(p)})]
+    msg = (
+        f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV head keeps "
+        f"{kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), {kv_tok * ctx_tokens / 1e9:.2f} GB per "
+        f"{ctx_tokens:,}-token sequence; attention is {p.fractions['attention']:.0%} of the step at ISL/OSL "
+        f"{p.isl}/{p.osl}. Throughput at the throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} "
+        f"(attention-variant accuracy is not estimated)"
+    )
+    return [
+        Finding(
+            "kv-cache",
+            severity_for(impact),
+            "attention (KV cache)",
+            msg,
+            impact,
+            {
+                "metric": f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user)",
+                "before": base,
+                "after": base * impact,
+                "kv_bytes_per_token": kv_tok,
+                "gqa_ratio": a.num_heads / a.num_kv_heads,
+                "alternatives": {lbl: g for lbl, g, _ in results},
+                "best": best_label,
+                "setting": ctx.setting(p),
+            },
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,9 +273,26 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _throughput_at(ctx: LintContext, model: ModelSpec, plans: list[ParallelPlan], isl: int, osl: int, concurrency: int | None) -> tuple[float, OperatingPoint | None]:
+def _throughput_at(
+    ctx: LintContext,
+    model: ModelSpec,
+    plans: list[ParallelPlan],
+    isl: int,
+    osl: int,
+    concurrency: int | None,
+) -> tuple[float, OperatingPoint | None]:
     try:
-        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans, concurrency=concurrency)
+        pt = operating_point(
+            model,
+            ctx.hw,
+            ctx.prec,
+            ctx.eng,
+            isl,
+            osl,
+            "throughput",
+            plans=plans,
+            concurrency=concurrency,
+        )
     except SpecError:
         return 0.0, None
     return pt.output_tok_s_per_gpu, pt
@@ -190,7 +303,9 @@ def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
     if moe is None:
         return []
     plans = candidate_plans(ctx.model, ctx.hw)
-    tps = sorted({p.tp for p in plans if p.tp > 1 and moe.expert_intermediate / p.tp < EXPERT_TP_MIN_WIDTH})
+    tps = sorted(
+        {p.tp for p in plans if p.tp > 1 and moe.expert_intermediate / p.tp < EXPERT_TP_MIN_WIDTH}
+    )
     out = []
     p0 = ctx.primary
     pref = sorted(tps, key=lambda t: (t != p0.plan.tp, t != 8, t))
@@ -207,12 +322,27 @@ def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
         impact = b / a
         if impact < MIN_IMPACT:
             continue
-        msg = (f"expert width {moe.expert_intermediate} split over TP{tp} leaves {moe.expert_intermediate / tp:g} columns per "
-               f"GPU (GEMM K of the down projection); expert parallelism keeps whole experts: {pb.plan.label()} gives "
-               f"{b:.0f} vs {a:.0f} tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}")
-        out.append(Finding("moe-expert-tp", severity_for(impact), "moe.expert_intermediate", msg, impact, {
-            "metric": "output tok/s/GPU at the throughput goal", "before": a, "after": b,
-            "plans": [pa.plan.label(), pb.plan.label()], "setting": ctx.setting(pa)}))
+        msg = (
+            f"expert width {moe.expert_intermediate} split over TP{tp} leaves {moe.expert_intermediate / tp:g} columns per "
+            f"GPU (GEMM K of the down projection); expert parallelism keeps whole experts: {pb.plan.label()} gives "
+            f"{b:.0f} vs {a:.0f} tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}"
+        )
+        out.append(
+            Finding(
+                "moe-expert-tp",
+                severity_for(impact),
+                "moe.expert_intermediate",
+                msg,
+                impact,
+                {
+                    "metric": "output tok/s/GPU at the throughput goal",
+                    "before": a,
+                    "after": b,
+                    "plans": [pa.plan.label(), pb.plan.label()],
+                    "setting": ctx.setting(pa),
+                },
+            )
+        )
         break
     return out
 
@@ -222,7 +352,9 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
     if moe is None:
         return []
     p = ctx.primary
-    tokens = p.concurrency * (1.0 + p.isl / p.osl)  # decode + prefill tokens per step, whole replica
+    tokens = p.concurrency * (
+        1.0 + p.isl / p.osl
+    )  # decode + prefill tokens per step, whole replica
     m_e = tokens * moe.top_k / moe.num_experts
     tile = ctx.hw.tile_m
     if m_e >= tile:
@@ -236,7 +368,10 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
     if wider:
         thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, None)
         if pt is not None and thr > base:
-            impact, how = thr / base, f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} tok/s/GPU"
+            impact, how = (
+                thr / base,
+                f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} tok/s/GPU",
+            )
     if impact < MIN_IMPACT:
         # lever 2 (beyond one NVLink domain): the expert GEMMs at a full tile of rows per expert
         steps = step_rows(ctx, p)
@@ -250,16 +385,35 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
 
         after, _touched = surgery(total, rows, fix, ctx.hw, ctx.eng, step_scale)
         impact = total / after if after > 0 else 1.0
-        how = (f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
-               f"(needs about {need:,} concurrent requests across the EP group)")
+        how = (
+            f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
+            f"(needs about {need:,} concurrent requests across the EP group)"
+        )
     if impact < MIN_IMPACT:
         return []
-    msg = (f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / {moe.num_experts} = {m_e:.1f} rows "
-           f"at {p.plan.label()}, concurrency {p.concurrency} (under one {tile}-row tile: expert weights are read for few "
-           f"tokens); {how}")
-    return [Finding("moe-expert-m", severity_for(impact), "moe (num_experts, top_k)", msg, impact, {
-        "metric": "output tok/s/GPU at the throughput goal" if wider and "widening" in how else "mixed step time per token",
-        "rows_per_expert": m_e, "tile_m": tile, "concurrency_for_full_tile": need, "setting": ctx.setting()})]
+    msg = (
+        f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / {moe.num_experts} = {m_e:.1f} rows "
+        f"at {p.plan.label()}, concurrency {p.concurrency} (under one {tile}-row tile: expert weights are read for few "
+        f"tokens); {how}"
+    )
+    return [
+        Finding(
+            "moe-expert-m",
+            severity_for(impact),
+            "moe (num_experts, top_k)",
+            msg,
+            impact,
+            {
+                "metric": "output tok/s/GPU at the throughput goal"
+                if wider and "widening" in how
+                else "mixed step time per token",
+                "rows_per_expert": m_e,
+                "tile_m": tile,
+                "concurrency_for_full_tile": need,
+                "setting": ctx.setting(),
+            },
+        )
+    ]
 
 
 def rule_moe_balance(ctx: LintContext) -> list[Finding]:
@@ -281,24 +435,61 @@ def rule_moe_balance(ctx: LintContext) -> list[Finding]:
         impact = thr / base if base > 0 else 1.0
         if impact < MIN_IMPACT:
             return out
-        msg = (f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts cannot spread "
-               f"evenly over an 8-GPU (or wider) group; with {e_new} experts the best plan gives {thr:.0f} vs {base:.0f} tok/s/GPU")
-        out.append(Finding("moe-balance", severity_for(impact), "moe.num_experts", msg, impact, {
-            "metric": "output tok/s/GPU at the throughput goal", "before": base, "after": thr, "setting": ctx.setting()}))
+        msg = (
+            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts cannot spread "
+            f"evenly over an 8-GPU (or wider) group; with {e_new} experts the best plan gives {thr:.0f} vs {base:.0f} tok/s/GPU"
+        )
+        out.append(
+            Finding(
+                "moe-balance",
+                severity_for(impact),
+                "moe.num_experts",
+                msg,
+                impact,
+                {
+                    "metric": "output tok/s/GPU at the throughput goal",
+                    "before": base,
+                    "after": thr,
+                    "setting": ctx.setting(),
+                },
+            )
+        )
     if moe.top_k % 2 == 0 and moe.num_experts % 2 == 0 and moe.num_experts >= 4:
         try:
-            alt, _ = build_variant(ctx.model, {"experts": moe.num_experts // 2, "top_k": moe.top_k // 2,
-                                               "expert_ffn": moe.expert_intermediate * 2}, f"{ctx.model.id}-coarse")
+            alt, _ = build_variant(
+                ctx.model,
+                {
+                    "experts": moe.num_experts // 2,
+                    "top_k": moe.top_k // 2,
+                    "expert_ffn": moe.expert_intermediate * 2,
+                },
+                f"{ctx.model.id}-coarse",
+            )
             thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
         except SpecError:
             thr, pt = 0.0, None
         impact = thr / base if base > 0 else 0.0
         if impact >= 1.0 + 5 * (MIN_IMPACT - 1.0) and pt is not None:
-            msg = (f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: half as many experts, "
-                   f"twice as wide, top-{moe.top_k // 2} (same total and active parameters) gives {thr:.0f} vs {base:.0f} "
-                   f"tok/s/GPU ({pt.plan.label()}); finer experts often train better, an effect this estimate does not model")
-            out.append(Finding("moe-balance", "info", "moe (num_experts, top_k, expert width)", msg, impact, {
-                "metric": "output tok/s/GPU at the throughput goal", "before": base, "after": thr, "setting": ctx.setting()}))
+            msg = (
+                f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: half as many experts, "
+                f"twice as wide, top-{moe.top_k // 2} (same total and active parameters) gives {thr:.0f} vs {base:.0f} "
+                f"tok/s/GPU ({pt.plan.label()}); finer experts often train better, an effect this estimate does not model"
+            )
+            out.append(
+                Finding(
+                    "moe-balance",
+                    "info",
+                    "moe (num_experts, top_k, expert width)",
+                    msg,
+                    impact,
+                    {
+                        "metric": "output tok/s/GPU at the throughput goal",
+                        "before": base,
+                        "after": thr,
+                        "setting": ctx.setting(),
+                    },
+                )
+            )
     return out
 
 
@@ -314,7 +505,10 @@ def layer_sequence(model: ModelSpec) -> list[tuple[int, bool]]:
     t = model.model_type
     try:
         if t == "deepseek_v3":
-            first, freq = int(cfg.get("first_k_dense_replace", 0)), int(cfg.get("moe_layer_freq", 1))
+            first, freq = (
+                int(cfg.get("first_k_dense_replace", 0)),
+                int(cfg.get("moe_layer_freq", 1)),
+            )
             return [(0, i >= first and i % freq == 0) for i in range(n)]
         if t == "qwen3_moe":
             step = int(cfg.get("decoder_sparse_step", 1))
@@ -323,14 +517,19 @@ def layer_sequence(model: ModelSpec) -> list[tuple[int, bool]]:
             return [(w, i not in dense and (i + 1) % step == 0) for i in range(n)]
         if t == "gpt_oss":
             sw = int(cfg.get("sliding_window", 0))
-            types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+            types = cfg.get("layer_types") or [
+                "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)
+            ]
             return [(sw if x == "sliding_attention" else 0, True) for x in types]
         if t in ("llama4", "llama4_text"):
             step = int(cfg.get("interleave_moe_layer_step", 1))
             moe_layers = set(cfg.get("moe_layers") or [i for i in range(n) if (i + 1) % step == 0])
             chunk = int(cfg.get("attention_chunk_size") or 0)
             no_rope = cfg.get("no_rope_layers") or [0 if (i + 1) % 4 == 0 else 1 for i in range(n)]
-            return [(chunk if (no_rope[i] if i < len(no_rope) else 1) else 0, i in moe_layers) for i in range(n)]
+            return [
+                (chunk if (no_rope[i] if i < len(no_rope) else 1) else 0, i in moe_layers)
+                for i in range(n)
+            ]
     except (TypeError, ValueError):
         pass
     seq: list[tuple[int, bool]] = []
@@ -343,8 +542,15 @@ def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, boo
     """Time of one layer of each (window, moe) kind in the workload's mixed step."""
     p = point.plan
     s = step_shape(
-        p.tp, p.pp, p.ep, p.cp, p.attention_dp, isl=point.isl, osl=point.osl,
-        decode_seqs=point.step_decode_seqs, prefill_tokens=point.step_prefill_tokens,
+        p.tp,
+        p.pp,
+        p.ep,
+        p.cp,
+        p.attention_dp,
+        isl=point.isl,
+        osl=point.osl,
+        decode_seqs=point.step_decode_seqs,
+        prefill_tokens=point.step_prefill_tokens,
     )
     out = {}
     for g in ctx.model.layer_groups:
@@ -390,21 +596,42 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
     if impact < MIN_IMPACT:
         return []
     kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
-    desc = ", ".join(f"{sum(1 for x in seq if x == k)} x {'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
-                     f"({per_kind[k] * 1e3:.2f} ms)" for k in kinds)
+    desc = ", ".join(
+        f"{sum(1 for x in seq if x == k)} x {'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
+        f"({per_kind[k] * 1e3:.2f} ms)"
+        for k in kinds
+    )
     why = []
     if len(kinds) > 1:
         why.append("layers of different cost")
     if any(len(times) % pp for pp in balances):
-        why.append(f"{len(times)} layers not divisible by {', '.join(str(pp) for pp in balances if len(times) % pp)}")
+        why.append(
+            f"{len(times)} layers not divisible by {', '.join(str(pp) for pp in balances if len(times) % pp)}"
+        )
     suggest = [x for x in (len(times) - len(times) % 8, len(times) - len(times) % 8 + 8) if x > 0]
-    msg = (f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best {balances[worst]:.1%} balanced "
-           f"({'; '.join(why) or 'irregular pattern'}): the slowest stage sets the pipeline rate; a regular stack of "
-           f"{' or '.join(map(str, suggest))} identical layers splits evenly (chunked PP prefill: the bubble shrinks too)")
-    return [Finding("pipeline-balance", severity_for(impact), "num_hidden_layers / layer pattern", msg, impact, {
-        "metric": "pipeline stage time (slowest over mean, mixed step)", "balance_by_pp": balances,
-        "layer_time_s": {f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}": v for k, v in per_kind.items()},
-        "setting": ctx.setting()})]
+    msg = (
+        f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best {balances[worst]:.1%} balanced "
+        f"({'; '.join(why) or 'irregular pattern'}): the slowest stage sets the pipeline rate; a regular stack of "
+        f"{' or '.join(map(str, suggest))} identical layers splits evenly (chunked PP prefill: the bubble shrinks too)"
+    )
+    return [
+        Finding(
+            "pipeline-balance",
+            severity_for(impact),
+            "num_hidden_layers / layer pattern",
+            msg,
+            impact,
+            {
+                "metric": "pipeline stage time (slowest over mean, mixed step)",
+                "balance_by_pp": balances,
+                "layer_time_s": {
+                    f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}": v
+                    for k, v in per_kind.items()
+                },
+                "setting": ctx.setting(),
+            },
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,13 +665,31 @@ def rule_quantization(ctx: LintContext) -> list[Finding]:
     total = now[phase][0]
     top = sorted(by_op.items(), key=lambda kv: -kv[1])[:4]
     top_txt = ", ".join(f"{name} -{dt / total:.0%}" for name, dt in top if dt > 0)
-    pinned = [op.name for op, t in now[phase][1] if op.kind == "gemm" and op.w_bytes >= 2.0 and t > 0.02 * total]
-    msg = (f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} -> {target} "
-           f"makes the step {impact:.2f}x faster (prefill chunk {impacts['prefill']:.2f}x); largest savings (share of the "
-           f"step): {top_txt}" + (f"; still BF16 after quantization: {', '.join(sorted(set(pinned)))}" if pinned else "")
-           + " (quantized weights also free memory for more concurrency)")
-    return [Finding("quantization", severity_for(impact), f"precision {ctx.prec.id}", msg, impact, {
-        "metric": "mixed step time", "target": target, "speedup_by_phase": impacts,
-        "saved_s_by_op": dict(top), "setting": ctx.setting()})]
-
-
+    pinned = [
+        op.name
+        for op, t in now[phase][1]
+        if op.kind == "gemm" and op.w_bytes >= 2.0 and t > 0.02 * total
+    ]
+    msg = (
+        f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} -> {target} "
+        f"makes the step {impact:.2f}x faster (prefill chunk {impacts['prefill']:.2f}x); largest savings (share of the "
+        f"step): {top_txt}"
+        + (f"; still BF16 after quantization: {', '.join(sorted(set(pinned)))}" if pinned else "")
+        + " (quantized weights also free memory for more concurrency)"
+    )
+    return [
+        Finding(
+            "quantization",
+            severity_for(impact),
+            f"precision {ctx.prec.id}",
+            msg,
+            impact,
+            {
+                "metric": "mixed step time",
+                "target": target,
+                "speedup_by_phase": impacts,
+                "saved_s_by_op": dict(top),
+                "setting": ctx.setting(),
+            },
+        )
+    ]

@@ -35,7 +35,9 @@ class _Dim:
     location: str
     value: int
     shard: int
-    ops: tuple[tuple[str, str, float], ...]  # (op name, "n" | "k", coefficient on the per-GPU delta)
+    ops: tuple[
+        tuple[str, str, float], ...
+    ]  # (op name, "n" | "k", coefficient on the per-GPU delta)
     suggestion: str = ""
 
 
@@ -45,34 +47,113 @@ def _dims(model: ModelSpec, plan: ParallelPlan) -> list[_Dim]:
     atp = plan.attention_tp
     mats = 2.0 if model.gated_ffn else 1.0
     d = model.hidden_size
-    dims = [_Dim("hidden_size", d, 1, (
-        ("qkv_proj", "k", 1), ("q_proj", "k", 1), ("q_a_proj", "k", 1), ("kv_a_proj", "k", 1), ("o_proj", "n", 1),
-        ("ffn_up", "k", 1), ("ffn_down", "n", 1), ("experts_up", "k", 1), ("experts_down", "n", 1),
-        ("shared_up", "k", 1), ("shared_down", "n", 1), ("router", "k", 1), ("lm_head", "k", 1)))]
+    dims = [
+        _Dim(
+            "hidden_size",
+            d,
+            1,
+            (
+                ("qkv_proj", "k", 1),
+                ("q_proj", "k", 1),
+                ("q_a_proj", "k", 1),
+                ("kv_a_proj", "k", 1),
+                ("o_proj", "n", 1),
+                ("ffn_up", "k", 1),
+                ("ffn_down", "n", 1),
+                ("experts_up", "k", 1),
+                ("experts_down", "n", 1),
+                ("shared_up", "k", 1),
+                ("shared_down", "n", 1),
+                ("router", "k", 1),
+                ("lm_head", "k", 1),
+            ),
+        )
+    ]
     if model.num_moe_layers < model.num_layers:
-        dims.append(_Dim("intermediate_size", model.intermediate_size, tp_dense, (("ffn_up", "n", mats), ("ffn_down", "k", 1))))
+        dims.append(
+            _Dim(
+                "intermediate_size",
+                model.intermediate_size,
+                tp_dense,
+                (("ffn_up", "n", mats), ("ffn_down", "k", 1)),
+            )
+        )
     if moe is not None:
-        dims.append(_Dim("moe.expert_intermediate", moe.expert_intermediate, plan.moe_tp,
-                         (("experts_up", "n", mats), ("experts_down", "k", 1))))
+        dims.append(
+            _Dim(
+                "moe.expert_intermediate",
+                moe.expert_intermediate,
+                plan.moe_tp,
+                (("experts_up", "n", mats), ("experts_down", "k", 1)),
+            )
+        )
         if moe.num_shared:
-            dims.append(_Dim("moe.shared_width", moe.num_shared * moe.shared_intermediate, tp_dense,
-                             (("shared_up", "n", mats), ("shared_down", "k", 1))))
+            dims.append(
+                _Dim(
+                    "moe.shared_width",
+                    moe.num_shared * moe.shared_intermediate,
+                    tp_dense,
+                    (("shared_up", "n", mats), ("shared_down", "k", 1)),
+                )
+            )
     if a.kind == "gqa":
-        dims.append(_Dim("attention.heads x head_dim", a.num_heads * a.head_dim, atp, (("qkv_proj", "n", 1), ("o_proj", "k", 1))))
+        dims.append(
+            _Dim(
+                "attention.heads x head_dim",
+                a.num_heads * a.head_dim,
+                atp,
+                (("qkv_proj", "n", 1), ("o_proj", "k", 1)),
+            )
+        )
         if atp <= a.num_kv_heads:
-            dims.append(_Dim("attention.kv_heads x head_dim", a.num_kv_heads * a.head_dim, atp, (("qkv_proj", "n", 2),)))
+            dims.append(
+                _Dim(
+                    "attention.kv_heads x head_dim",
+                    a.num_kv_heads * a.head_dim,
+                    atp,
+                    (("qkv_proj", "n", 2),),
+                )
+            )
     else:
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
-        dims.append(_Dim("attention.heads x qk_head_dim", a.num_heads * qk, atp, (("q_b_proj", "n", 1), ("q_proj", "n", 1))))
-        dims.append(_Dim("attention.heads x v_head_dim", a.num_heads * a.v_head_dim, atp, (("o_proj", "k", 1),)))
+        dims.append(
+            _Dim(
+                "attention.heads x qk_head_dim",
+                a.num_heads * qk,
+                atp,
+                (("q_b_proj", "n", 1), ("q_proj", "n", 1)),
+            )
+        )
+        dims.append(
+            _Dim(
+                "attention.heads x v_head_dim",
+                a.num_heads * a.v_head_dim,
+                atp,
+                (("o_proj", "k", 1),),
+            )
+        )
         if a.q_lora_rank:
             dims.append(_Dim("attention.q_lora_rank", a.q_lora_rank, 1, (("q_b_proj", "k", 1),)))
             fused = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
-            dims.append(_Dim("attention.q_a_proj (q_lora_rank + kv_lora_rank + qk_rope_head_dim)", fused, 1,
-                             (("q_a_proj", "n", 1),), "choose q_lora_rank so the fused down-projection is aligned"))
+            dims.append(
+                _Dim(
+                    "attention.q_a_proj (q_lora_rank + kv_lora_rank + qk_rope_head_dim)",
+                    fused,
+                    1,
+                    (("q_a_proj", "n", 1),),
+                    "choose q_lora_rank so the fused down-projection is aligned",
+                )
+            )
         else:
-            dims.append(_Dim("attention.kv_a_proj (kv_lora_rank + qk_rope_head_dim)", a.kv_lora_rank + a.qk_rope_head_dim, 1,
-                             (("kv_a_proj", "n", 1),), "choose kv_lora_rank so the fused down-projection is aligned"))
+            dims.append(
+                _Dim(
+                    "attention.kv_a_proj (kv_lora_rank + qk_rope_head_dim)",
+                    a.kv_lora_rank + a.qk_rope_head_dim,
+                    1,
+                    (("kv_a_proj", "n", 1),),
+                    "choose kv_lora_rank so the fused down-projection is aligned",
+                )
+            )
         dims.append(_Dim("attention.kv_lora_rank", a.kv_lora_rank, 1, (("kv_b_proj", "k", 1),)))
     dims.append(_Dim("vocab_size", model.vocab_size, tp_dense, (("lm_head", "n", 1),)))
     return dims
@@ -123,18 +204,39 @@ def rule_alignment(ctx: LintContext) -> list[Finding]:
             if impact < MIN_IMPACT:
                 if severity == "info" and not misaligned16:
                     continue
-                severity = "warn" if misaligned16 else "info"  # structural miss, negligible cost here
-            where = "" if not bad_shard or dim.shard == 1 else f" ({dim.value} / {dim.shard} = {per_gpu:g} per GPU under {plan.label()})"
-            msg = (f"{dim.location} = {dim.value}{where} is not a multiple of {step}"
-                   + (" (nor of 16 bytes: no vectorized/TMA path)" if misaligned16 else "")
-                   + f"; at {new_value} the step's GEMMs would run {impact:.3f}x faster per unit of work ({phase} step)")
+                severity = (
+                    "warn" if misaligned16 else "info"
+                )  # structural miss, negligible cost here
+            where = (
+                ""
+                if not bad_shard or dim.shard == 1
+                else f" ({dim.value} / {dim.shard} = {per_gpu:g} per GPU under {plan.label()})"
+            )
+            msg = (
+                f"{dim.location} = {dim.value}{where} is not a multiple of {step}"
+                + (" (nor of 16 bytes: no vectorized/TMA path)" if misaligned16 else "")
+                + f"; at {new_value} the step's GEMMs would run {impact:.3f}x faster per unit of work ({phase} step)"
+            )
             if dim.suggestion:
                 msg += f"; {dim.suggestion}"
-            out.append(Finding(
-                "dim-alignment", severity, dim.location, msg, impact,
-                {"metric": f"{phase} step time per unit of GEMM work", "value": dim.value, "per_gpu": per_gpu,
-                 "multiple_of": step, "suggested": new_value, "speedup_by_phase": impacts, "setting": ctx.setting()},
-            ))
+            out.append(
+                Finding(
+                    "dim-alignment",
+                    severity,
+                    dim.location,
+                    msg,
+                    impact,
+                    {
+                        "metric": f"{phase} step time per unit of GEMM work",
+                        "value": dim.value,
+                        "per_gpu": per_gpu,
+                        "multiple_of": step,
+                        "suggested": new_value,
+                        "speedup_by_phase": impacts,
+                        "setting": ctx.setting(),
+                    },
+                )
+            )
             break  # the 256 check only matters once the 128 one passes
     return out
 
@@ -158,7 +260,12 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
     steps = step_rows(ctx, ctx.primary)
     for phase, (total, rows, scale) in steps.items():
         for op, t in rows:
-            if op.kind != "gemm" or t <= 0 or op.name in ("lm_head", "router") or op.name.startswith("mla_absorb"):
+            if (
+                op.kind != "gemm"
+                or t <= 0
+                or op.name in ("lm_head", "router")
+                or op.name.startswith("mla_absorb")
+            ):
                 continue
             n, k = scalar(op.n), scalar(op.k)
             threshold = small_dim_threshold(ctx.hw, op.compute_class)
@@ -178,16 +285,35 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
             impact = total / (total - t + t_sq)
             if impact < MIN_IMPACT:
                 continue
-            _t, comp, mem = cost.gemm_time(op, ctx.hw, ctx.eng, ctx.eng.moe_imbalance if op.meta.get("moe") else 1.0)
+            _t, comp, mem = cost.gemm_time(
+                op, ctx.hw, ctx.eng, ctx.eng.moe_imbalance if op.meta.get("moe") else 1.0
+            )
             bound = "memory" if scalar(mem) > scalar(comp) else "compute"
             m = scalar(op.m)
             small = "K" if k < n else "N"
-            msg = (f"{op.name}: M={m:,.0f} x N={n:,.0f} x K={k:,.0f} per GPU ({phase} step) is {bound}-bound with {small} = "
-                   f"{min(n, k):,.0f} under {threshold:,.0f} (80% of the sustained rate on {ctx.hw.id}); a near-square "
-                   f"{side}x{side} matrix with the same parameters would run {t / t_sq:.2f}x faster, the step {impact:.3f}x")
-            f = Finding("gemm-shape", severity_for(impact), f"op {op.name}", msg, impact, {
-                "metric": f"{phase} step time", "m": m, "n": n, "k": k, "bound": bound, "op_speedup": t / t_sq,
-                "near_square": side, "small_dim_threshold": threshold, "setting": ctx.setting()})
+            msg = (
+                f"{op.name}: M={m:,.0f} x N={n:,.0f} x K={k:,.0f} per GPU ({phase} step) is {bound}-bound with {small} = "
+                f"{min(n, k):,.0f} under {threshold:,.0f} (80% of the sustained rate on {ctx.hw.id}); a near-square "
+                f"{side}x{side} matrix with the same parameters would run {t / t_sq:.2f}x faster, the step {impact:.3f}x"
+            )
+            f = Finding(
+                "gemm-shape",
+                severity_for(impact),
+                f"op {op.name}",
+                msg,
+                impact,
+                {
+                    "metric": f"{phase} step time",
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "bound": bound,
+                    "op_speedup": t / t_sq,
+                    "near_square": side,
+                    "small_dim_threshold": threshold,
+                    "setting": ctx.setting(),
+                },
+            )
             if op.name not in best or impact > best[op.name].impact:
                 best[op.name] = f
     return sorted(best.values(), key=lambda f: -f.impact)
@@ -200,9 +326,17 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
 
 def rule_depth_width(ctx: LintContext) -> list[Finding]:
     p = ctx.primary
-    space = SearchSpace(hidden_scales=(1.0, 1.125, 1.25, 1.5), layer_scales=(0.5, 0.625, 0.75, 0.875, 1.0),
-                        kv_heads=(1.0,), experts=(1.0,), mla_rank_scales=(1.0,), align=ctx.align)
-    r = search(ctx.model, ctx.hw, ctx.prec, isl=p.isl, osl=p.osl, engine=ctx.eng, space=space, top=1)
+    space = SearchSpace(
+        hidden_scales=(1.0, 1.125, 1.25, 1.5),
+        layer_scales=(0.5, 0.625, 0.75, 0.875, 1.0),
+        kv_heads=(1.0,),
+        experts=(1.0,),
+        mla_rank_scales=(1.0,),
+        align=ctx.align,
+    )
+    r = search(
+        ctx.model, ctx.hw, ctx.prec, isl=p.isl, osl=p.osl, engine=ctx.eng, space=space, top=1
+    )
     v = r.variants[0]
     if not v.changes or v.gain < 1.0 + (MIN_IMPACT - 1.0) * 5:
         return []
@@ -211,13 +345,29 @@ def rule_depth_width(ctx: LintContext) -> list[Finding]:
         return []
     text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in ch.items())
     q = v.quality
-    msg = (f"a wider, shallower shape with the same parameters ({text}; total {v.total_params / 1e9:.2f}B vs "
-           f"{ctx.model.total_params / 1e9:.2f}B) raises the throughput-interactivity frontier area {v.gain:.2f}x at "
-           f"ISL/OSL {p.isl}/{p.osl}; estimated loss change {q.relative_change:+.2%} (aspect ratio "
-           f"{ctx.model.hidden_size / ctx.model.num_layers:.0f} -> {q.aspect_ratio:.0f}; a scaling-law estimate, not a measurement)")
-    return [Finding("depth-vs-width", severity_for(v.gain), "num_hidden_layers / hidden_size", msg, v.gain, {
-        "metric": "frontier area (tok/s/GPU x tok/s/user)", "before": r.baseline.objective, "after": v.objective,
-        "changes": v.changes, "quality_estimate": q.to_dict(), "setting": ctx.setting() | {"plan": "best per frontier point"}})]
+    msg = (
+        f"a wider, shallower shape with the same parameters ({text}; total {v.total_params / 1e9:.2f}B vs "
+        f"{ctx.model.total_params / 1e9:.2f}B) raises the throughput-interactivity frontier area {v.gain:.2f}x at "
+        f"ISL/OSL {p.isl}/{p.osl}; estimated loss change {q.relative_change:+.2%} (aspect ratio "
+        f"{ctx.model.hidden_size / ctx.model.num_layers:.0f} -> {q.aspect_ratio:.0f}; a scaling-law estimate, not a measurement)"
+    )
+    return [
+        Finding(
+            "depth-vs-width",
+            severity_for(v.gain),
+            "num_hidden_layers / hidden_size",
+            msg,
+            v.gain,
+            {
+                "metric": "frontier area (tok/s/GPU x tok/s/user)",
+                "before": r.baseline.objective,
+                "after": v.objective,
+                "changes": v.changes,
+                "quality_estimate": q.to_dict(),
+                "setting": ctx.setting() | {"plan": "best per frontier point"},
+            },
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

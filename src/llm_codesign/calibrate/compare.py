@@ -55,8 +55,14 @@ class Comparison:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"hardware": self.hardware, "engine": self.engine, "overlay": self.overlay,
-                "notes": self.notes, "rows": self.rows, "summary": self.summary}
+        return {
+            "hardware": self.hardware,
+            "engine": self.engine,
+            "overlay": self.overlay,
+            "notes": self.notes,
+            "rows": self.rows,
+            "summary": self.summary,
+        }
 
 
 def compare_profile(
@@ -79,14 +85,20 @@ def compare_profile(
     eng = load_engine(engine)
     measured_only = False
     if hardware is None:
-        hid = p.device.hardware_id if p.device.hardware_id in bundled_hardware() else match_hardware_id(p.device.name)
+        hid = (
+            p.device.hardware_id
+            if p.device.hardware_id in bundled_hardware()
+            else match_hardware_id(p.device.name)
+        )
         if hid is not None:
             hw = bundled_hardware()[hid]
             notes.append(f"predictions on the datasheet spec {hid}")
         else:
             hw, measured_only = measured_hardware(p), True
-            notes.append(f"no bundled spec for {p.device.name!r}: peaks and bandwidth are the best measured "
-                         "figures, so the comparison tests the shape of the model (tile/wave, sizes)")
+            notes.append(
+                f"no bundled spec for {p.device.name!r}: peaks and bandwidth are the best measured "
+                "figures, so the comparison tests the shape of the model (tile/wave, sizes)"
+            )
     else:
         hw = resolve_hardware(hardware)
     if overlay:
@@ -101,43 +113,119 @@ def compare_profile(
             eng = eng.with_overrides(hbm_efficiency_scale=1.0)
     rows: list[dict[str, Any]] = []
 
-    def add(bench: str, label: str, dtype: str, measured: float, predicted: float, extra: dict[str, Any]) -> None:
-        rows.append({"benchmark": bench, "shape": label, "dtype": dtype, "measured_s": measured,
-                     "predicted_s": predicted, "error_pct": 100.0 * (predicted - measured) / measured, **extra})
+    def add(
+        bench: str, label: str, dtype: str, measured: float, predicted: float, extra: dict[str, Any]
+    ) -> None:
+        rows.append(
+            {
+                "benchmark": bench,
+                "shape": label,
+                "dtype": dtype,
+                "measured_s": measured,
+                "predicted_s": predicted,
+                "error_pct": 100.0 * (predicted - measured) / measured,
+                **extra,
+            }
+        )
 
     for r in p.rows("copy"):
         op = Op("copy", "other", "memory", 1.0, bytes=2.0 * r["bytes"])
         t = float(cost.memory_time(op, hw, eng))
-        add("copy", f"{r['bytes'] / 2**20:.6g} MiB", "-", r["seconds"], t,
-            {"measured_rate": r["bytes_per_s"], "predicted_rate": 2.0 * r["bytes"] / t, "unit": "B/s"})
+        add(
+            "copy",
+            f"{r['bytes'] / 2**20:.6g} MiB",
+            "-",
+            r["seconds"],
+            t,
+            {
+                "measured_rate": r["bytes_per_s"],
+                "predicted_rate": 2.0 * r["bytes"] / t,
+                "unit": "B/s",
+            },
+        )
     for r in p.rows("gemm"):
         cls = r["dtype"]
         if not hw.supports(cls):
-            notes.append(f"gemm {cls} {r['m']}x{r['n']}x{r['k']}: {hw.id} has no native {cls}; skipped")
+            notes.append(
+                f"gemm {cls} {r['m']}x{r['n']}x{r['k']}: {hw.id} has no native {cls}; skipped"
+            )
             continue
         eb = element_bytes(cls)
-        op = Op("gemm", "ffn", "gemm", 1.0, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]),
-                w_bytes=eb, a_bytes=eb, o_bytes=output_bytes(cls), compute_class=cls)
+        op = Op(
+            "gemm",
+            "ffn",
+            "gemm",
+            1.0,
+            m=float(r["m"]),
+            n=float(r["n"]),
+            k=float(r["k"]),
+            w_bytes=eb,
+            a_bytes=eb,
+            o_bytes=output_bytes(cls),
+            compute_class=cls,
+        )
         t_arr, c_arr, mem_arr = cost.gemm_time(op, hw, eng)
         t = float(t_arr)
         flops = 2.0 * r["m"] * r["n"] * r["k"]
-        add("gemm", f"{r['m']}x{r['n']}x{r['k']}", cls, r["seconds"], t,
-            {"measured_rate": r["flops_per_s"], "predicted_rate": flops / t, "unit": "FLOP/s",
-             "bound": "compute" if float(c_arr) >= float(mem_arr) else "memory"})
+        add(
+            "gemm",
+            f"{r['m']}x{r['n']}x{r['k']}",
+            cls,
+            r["seconds"],
+            t,
+            {
+                "measured_rate": r["flops_per_s"],
+                "predicted_rate": flops / t,
+                "unit": "FLOP/s",
+                "bound": "compute" if float(c_arr) >= float(mem_arr) else "memory",
+            },
+        )
     for bench, phase in (("attention_decode", "decode"), ("attention_prefill", "prefill")):
         for r in p.rows(bench):
-            op = Op(bench, "attention", "attention", 1.0, flops=r["flops"], bytes=r["bytes"], phase=phase,
-                    compute_class=r["dtype"])
+            op = Op(
+                bench,
+                "attention",
+                "attention",
+                1.0,
+                flops=r["flops"],
+                bytes=r["bytes"],
+                phase=phase,
+                compute_class=r["dtype"],
+            )
             t_arr, c_arr, mem_arr = cost.attention_time(op, hw, eng)
             t = float(t_arr)
             label = f"B{r['batch']} H{r['heads']}/{r['kv_heads']} D{r['head_dim']} S{r['seq']}"
-            add(bench, label, r["dtype"], r["seconds"], t,
-                {"measured_rate": r["flops"] / r["seconds"], "predicted_rate": r["flops"] / t, "unit": "FLOP/s",
-                 "bound": "compute" if float(c_arr) >= float(mem_arr) else "memory"})
+            add(
+                bench,
+                label,
+                r["dtype"],
+                r["seconds"],
+                t,
+                {
+                    "measured_rate": r["flops"] / r["seconds"],
+                    "predicted_rate": r["flops"] / t,
+                    "unit": "FLOP/s",
+                    "bound": "compute" if float(c_arr) >= float(mem_arr) else "memory",
+                },
+            )
     for coll in ("allreduce", "alltoall"):
         for r in p.rows(coll):
             t = float(cost.collective_time(coll, r["bytes"], r["ranks"], hw, eng))
-            factor = 2.0 * (r["ranks"] - 1) / r["ranks"] if coll == "allreduce" else (r["ranks"] - 1) / r["ranks"]
-            add(coll, f"{r['bytes'] / 2**10:.6g} KiB x {r['ranks']}", "-", r["seconds"], t,
-                {"measured_rate": r["bus_bytes_per_s"], "predicted_rate": r["bytes"] / t * factor, "unit": "B/s"})
+            factor = (
+                2.0 * (r["ranks"] - 1) / r["ranks"]
+                if coll == "allreduce"
+                else (r["ranks"] - 1) / r["ranks"]
+            )
+            add(
+                coll,
+                f"{r['bytes'] / 2**10:.6g} KiB x {r['ranks']}",
+                "-",
+                r["seconds"],
+                t,
+                {
+                    "measured_rate": r["bus_bytes_per_s"],
+                    "predicted_rate": r["bytes"] / t * factor,
+                    "unit": "B/s",
+                },
+            )
     return Comparison(hardware=hw.id, engine=eng.id, overlay=overlay, rows=rows, notes=notes)

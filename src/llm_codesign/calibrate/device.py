@@ -54,10 +54,14 @@ def resolve_device(torch: Any, text: str | None) -> str:
         return "cuda:0" if torch.cuda.is_available() else "cpu"
     if dev.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise UnsupportedError(f"--device {dev}: CUDA is not available to this torch ({torch.__version__})")
+            raise UnsupportedError(
+                f"--device {dev}: CUDA is not available to this torch ({torch.__version__})"
+            )
         idx = int(dev.split(":")[1])
         if idx >= torch.cuda.device_count():
-            raise UnsupportedError(f"--device {dev}: only {torch.cuda.device_count()} CUDA device(s) visible")
+            raise UnsupportedError(
+                f"--device {dev}: only {torch.cuda.device_count()} CUDA device(s) visible"
+            )
     return dev
 
 
@@ -121,7 +125,10 @@ def _nvidia_driver() -> str | None:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
         line = out.stdout.strip().splitlines()
         return line[0].strip() if out.returncode == 0 and line else None
@@ -139,28 +146,49 @@ def device_info(torch: Any, device: str) -> dict[str, Any]:
             driver = f"ROCm {torch.version.hip}"
         else:
             drv = _nvidia_driver()
-            driver = f"NVIDIA driver {drv}, CUDA {torch.version.cuda}" if drv else f"CUDA runtime {torch.version.cuda}"
+            driver = (
+                f"NVIDIA driver {drv}, CUDA {torch.version.cuda}"
+                if drv
+                else f"CUDA runtime {torch.version.cuda}"
+            )
         l2 = getattr(props, "L2_cache_size", None)
         return {
-            "name": props.name, "kind": "cuda", "driver": driver, "torch_version": torch.__version__, "date": now,
+            "name": props.name,
+            "kind": "cuda",
+            "driver": driver,
+            "torch_version": torch.__version__,
+            "date": now,
             "hardware_id": profile.match_hardware_id(props.name),
-            "memory_bytes": float(props.total_memory), "compute_units": int(props.multi_processor_count),
-            "cache_bytes": float(l2) if l2 else None, "compute_capability": f"{props.major}.{props.minor}",
+            "memory_bytes": float(props.total_memory),
+            "compute_units": int(props.multi_processor_count),
+            "cache_bytes": float(l2) if l2 else None,
+            "compute_capability": f"{props.major}.{props.minor}",
             "device_count": int(torch.cuda.device_count()),
         }
     name = _cpu_name()
     return {
-        "name": name, "kind": "cpu", "driver": f"{platform.system()} {platform.release()}",
-        "torch_version": torch.__version__, "date": now, "hardware_id": profile.match_hardware_id(name),
-        "memory_bytes": _memory_bytes(), "compute_units": int(torch.get_num_threads()),
-        "cache_bytes": cpu_cache_bytes(), "compute_capability": None, "device_count": 1,
+        "name": name,
+        "kind": "cpu",
+        "driver": f"{platform.system()} {platform.release()}",
+        "torch_version": torch.__version__,
+        "date": now,
+        "hardware_id": profile.match_hardware_id(name),
+        "memory_bytes": _memory_bytes(),
+        "compute_units": int(torch.get_num_threads()),
+        "cache_bytes": cpu_cache_bytes(),
+        "compute_capability": None,
+        "device_count": 1,
     }
 
 
 def fp8_supported(torch: Any, device: str) -> bool:
     """FP8 GEMMs through ``torch._scaled_mm``: CUDA compute capability 8.9+ (Ada, Hopper,
     Blackwell). Not on CPUs, where it runs but is emulated (orders of magnitude slower)."""
-    if not device.startswith("cuda") or not hasattr(torch, "float8_e4m3fn") or not hasattr(torch, "_scaled_mm"):
+    if (
+        not device.startswith("cuda")
+        or not hasattr(torch, "float8_e4m3fn")
+        or not hasattr(torch, "_scaled_mm")
+    ):
         return False
     major, minor = torch.cuda.get_device_capability(int(device.split(":")[1]))
     return (major, minor) >= (8, 9)

@@ -40,7 +40,11 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     "alltoall_latency_s": (5e-6, 150e-6, "MoE dispatch/combine latency"),
     "moe_imbalance": (1.0, 2.0, "busiest expert load over the mean (no load balancer: up to ~2)"),
     # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80
-    "hbm_efficiency_scale": (0.625, 1.1875, "multiplier on the hardware file's measured HBM fraction (efficiency.hbm)"),
+    "hbm_efficiency_scale": (
+        0.625,
+        1.1875,
+        "multiplier on the hardware file's measured HBM fraction (efficiency.hbm)",
+    ),
     "attn_decode_efficiency": (0.3, 0.95, "decode attention fraction of HBM bandwidth"),
     "attn_prefill_efficiency": (0.2, 0.9, "prefill attention fraction of tensor-core peak"),
     "gemm_scale": (0.5, 1.0, "multiplier on measured MAMF GEMM ceiling"),
@@ -79,15 +83,24 @@ def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
 
 
 def fit_engine(
-    paths: list[str | Path], engine_id: str, *, sweeps: int = 3, params: list[str] | None = None,
-    progress: Callable[[str], None] | None = None, max_rows: int | None = None,
+    paths: list[str | Path],
+    engine_id: str,
+    *,
+    sweeps: int = 3,
+    params: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    max_rows: int | None = None,
 ) -> FitResult:
     """Fit ``FIT_SPACE`` constants of one engine to the rows of ``paths`` for that engine."""
     rows = load_rows(paths, engine_id)
     if max_rows is not None and len(rows) > max_rows:
         step = len(rows) / max_rows
         rows = [rows[int(i * step)] for i in range(max_rows)]
-    eng = load_engine("default").with_overrides(id=engine_id) if engine_id != "default" else load_engine("default")
+    eng = (
+        load_engine("default").with_overrides(id=engine_id)
+        if engine_id != "default"
+        else load_engine("default")
+    )
     best = objective(rows, eng)
     before = best
     history: list[tuple[str, float, float]] = []
@@ -102,7 +115,10 @@ def fit_engine(
             elif name == "request_overhead_s" and cur == 0.0:
                 cands = [2e-3, 8e-3, 20e-3, 50e-3]
             elif name in ("ttft_burst", "host_overlap"):
-                cands = [min(max(cur + d / (sweep + 1), lo), hi) for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)]
+                cands = [
+                    min(max(cur + d / (sweep + 1), lo), hi)
+                    for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)
+                ]
             else:
                 f = factor ** (1.0 / (sweep + 1))
                 cands = [min(max(cur * f**j, lo), hi) for j in (-2, -1, 1, 2)]
@@ -125,13 +141,21 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     d: dict[str, Any] = {"id": eng.id}
     for name in FIT_SPACE:
         d[name] = float(f"{getattr(eng, name):.4g}")
-    keep = {"network_latency_s", "comm_efficiency", "max_num_tokens", "memory_utilization", "max_batch_size"}
+    keep = {
+        "network_latency_s",
+        "comm_efficiency",
+        "max_num_tokens",
+        "memory_utilization",
+        "max_batch_size",
+    }
     for name in sorted(keep):
         d[name] = getattr(eng, name)
     d["sources"] = {
-        "fit": (f"llm-codesign calibrate-fit --engine {eng.id} on {', '.join(data_files)}; "
-                f"{result.rows} rows; objective (mean over metric classes of median |log pred/meas|) "
-                f"{result.before:.4f} -> {result.after:.4f}"),
+        "fit": (
+            f"llm-codesign calibrate-fit --engine {eng.id} on {', '.join(data_files)}; "
+            f"{result.rows} rows; objective (mean over metric classes of median |log pred/meas|) "
+            f"{result.before:.4f} -> {result.after:.4f}"
+        ),
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
         "unfitted": "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization keep the defaults of default.yaml (MoE constants move only where MoE rows exist)",
     }

@@ -41,7 +41,13 @@ from .device import cpu_cache_bytes, device_info, fp8_supported, require_torch, 
 
 ProgressFn = Callable[[str, int, int], None]
 
-SECTION_SHARES = {"copy": 0.1, "gemm": 0.5, "attention_decode": 0.1, "attention_prefill": 0.1, "comm": 0.2}
+SECTION_SHARES = {
+    "copy": 0.1,
+    "gemm": 0.5,
+    "attention_decode": 0.1,
+    "attention_prefill": 0.1,
+    "comm": 0.2,
+}
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,7 @@ def gemm_grid(base: int, quick: bool) -> tuple[tuple[int, int, int], ...]:
     shapes += [(m, n, k) for n, k in big_nk for m in big_m]
     for off in (128, 8, 4, 1):
         shapes += [(b, b + off, b), (b, b, b + off)]
-    for k in ((b // 8,) if quick else (b // 16, b // 4, 4 * b)):
+    for k in (b // 8,) if quick else (b // 16, b // 4, 4 * b):
         shapes.append((b, b, k))
     seen: set[tuple[int, int, int]] = set()
     return tuple(s for s in shapes if not (s in seen or seen.add(s)))  # type: ignore[func-returns-value]
@@ -106,8 +112,13 @@ def _pow2_at_least(x: float) -> int:
 
 
 def default_config(
-    device: str = "cpu", *, quick: bool = False, dtypes: tuple[str, ...] | None = None,
-    budget_s: float | None = None, cache_bytes: float | None = None, comm_ranks: int = 1,
+    device: str = "cpu",
+    *,
+    quick: bool = False,
+    dtypes: tuple[str, ...] | None = None,
+    budget_s: float | None = None,
+    cache_bytes: float | None = None,
+    comm_ranks: int = 1,
     fp8: bool = False,
 ) -> BenchConfig:
     """The standard grid for a device. GPU: hidden size 4096, copies from 4 x L2 up, Llama-8B
@@ -123,18 +134,32 @@ def default_config(
         cache = float(cache_bytes or 50 * 2**20)
         c = _pow2_at_least(4 * cache)
         copies = (c, 4 * c) if quick else (c, 4 * c, 16 * c)
-        dec = [(1, 8192), (16, 4096), (64, 8192)] + ([] if quick else [(1, 32768), (8, 16384), (128, 4096)])
+        dec = [(1, 8192), (16, 4096), (64, 8192)] + (
+            [] if quick else [(1, 32768), (8, 16384), (128, 4096)]
+        )
         pre = [(1, 1024), (1, 4096), (1, 8192)] + ([] if quick else [(4, 2048), (1, 16384)])
         heads = (32, 8, 128)
         base = 4096
-        comm = tuple(2**e for e in range(12, 29, 2)) if quick else tuple(2**e for e in range(10, 31, 2))
+        comm = (
+            tuple(2**e for e in range(12, 29, 2))
+            if quick
+            else tuple(2**e for e in range(10, 31, 2))
+        )
         return BenchConfig(
-            device=device, dtypes=tuple(dtypes), copy_bytes=copies, gemm_shapes=gemm_grid(base, quick),
+            device=device,
+            dtypes=tuple(dtypes),
+            copy_bytes=copies,
+            gemm_shapes=gemm_grid(base, quick),
             attention_decode=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in dec),
             attention_prefill=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in pre),
-            comm_bytes=comm if comm_ranks > 1 else (), comm_ranks=comm_ranks,
-            budget_s=budget_s or (90.0 if quick else 480.0), quick=quick, warmup=3,
-            max_repeats=10 if quick else 30, min_sample_s=2e-4, rotate_bytes=max(int(2 * cache), 64 * 2**20),
+            comm_bytes=comm if comm_ranks > 1 else (),
+            comm_ranks=comm_ranks,
+            budget_s=budget_s or (90.0 if quick else 480.0),
+            quick=quick,
+            warmup=3,
+            max_repeats=10 if quick else 30,
+            min_sample_s=2e-4,
+            rotate_bytes=max(int(2 * cache), 64 * 2**20),
             max_alloc_bytes=16 * 2**30,
         )
     cache = float(cache_bytes or 32 * 2**20)
@@ -146,12 +171,21 @@ def default_config(
     pre = [(1, 256), (1, 512)] + ([] if quick else [(2, 1024)])
     heads = (8, 2, 64)
     return BenchConfig(
-        device="cpu", dtypes=tuple(dtypes), copy_bytes=copies, gemm_shapes=gemm_grid(512, quick),
+        device="cpu",
+        dtypes=tuple(dtypes),
+        copy_bytes=copies,
+        gemm_shapes=gemm_grid(512, quick),
         attention_decode=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in dec),
         attention_prefill=tuple(AttentionShape(b, *heads[:2], heads[2], s) for b, s in pre),
-        comm_bytes=(), comm_ranks=1, budget_s=budget_s or (30.0 if quick else 120.0), quick=quick,
-        warmup=2, max_repeats=7 if quick else 15, min_sample_s=2e-3,
-        rotate_bytes=int(min(2 * cache, 64 * 2**20)), max_alloc_bytes=2 * 2**30,
+        comm_bytes=(),
+        comm_ranks=1,
+        budget_s=budget_s or (30.0 if quick else 120.0),
+        quick=quick,
+        warmup=2,
+        max_repeats=7 if quick else 15,
+        min_sample_s=2e-3,
+        rotate_bytes=int(min(2 * cache, 64 * 2**20)),
+        max_alloc_bytes=2 * 2**30,
     )
 
 
@@ -192,7 +226,9 @@ class _Clock:
         return time.perf_counter() - s
 
 
-def _measure(clock: _Clock, fn: Callable[[int], Any], cfg: BenchConfig, budget_s: float) -> tuple[float, list[float]]:
+def _measure(
+    clock: _Clock, fn: Callable[[int], Any], cfg: BenchConfig, budget_s: float
+) -> tuple[float, list[float]]:
     """(median seconds per call, per-sample seconds per call) within about ``budget_s``."""
     calls = 0
     for _ in range(cfg.warmup):
@@ -261,7 +297,12 @@ def _items(run: _Run, name: str, items: list[Any], label: Callable[[Any], str]):
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn, "tf32": torch.float32}[name]
+    return {
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+        "fp8": torch.float8_e4m3fn,
+        "tf32": torch.float32,
+    }[name]
 
 
 def _random(torch: Any, shape: tuple[int, ...], dtype: str, device: str) -> Any:
@@ -282,7 +323,9 @@ def _copy_fn(src: Any, dst: Any) -> Callable[[int], Any]:
     return lambda i: dst.copy_(src)
 
 
-def _gemm_fn(torch: Any, dtype: str, a: list[Any], w: list[Any], device: str) -> Callable[[int], Any]:
+def _gemm_fn(
+    torch: Any, dtype: str, a: list[Any], w: list[Any], device: str
+) -> Callable[[int], Any]:
     """C = A W^T with weights stored (N, K) like nn.Linear, rotating over the buffer sets."""
     nbuf = len(a)
     if dtype == "fp8":
@@ -290,7 +333,9 @@ def _gemm_fn(torch: Any, dtype: str, a: list[Any], w: list[Any], device: str) ->
 
         def fp8(i: int) -> Any:
             j = i % nbuf
-            return torch._scaled_mm(a[j], w[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            return torch._scaled_mm(
+                a[j], w[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+            )
 
         return fp8
     c = torch.empty((a[0].shape[0], w[0].shape[0]), device=device, dtype=a[0].dtype)
@@ -302,7 +347,9 @@ def _gemm_fn(torch: Any, dtype: str, a: list[Any], w: list[Any], device: str) ->
     return mm
 
 
-def _sdpa_fn(torch: Any, qs: list[Any], ks: list[Any], vs: list[Any], causal: bool, gqa: bool) -> Callable[[int], Any]:
+def _sdpa_fn(
+    torch: Any, qs: list[Any], ks: list[Any], vs: list[Any], causal: bool, gqa: bool
+) -> Callable[[int], Any]:
     import torch.nn.functional as F
 
     nbuf = len(qs)
@@ -310,13 +357,17 @@ def _sdpa_fn(torch: Any, qs: list[Any], ks: list[Any], vs: list[Any], causal: bo
     def sdpa(i: int) -> Any:
         j = i % nbuf
         if gqa:  # grouped KV heads read once per group (torch 2.5+), as serving kernels do
-            return F.scaled_dot_product_attention(qs[j], ks[j], vs[j], is_causal=causal, enable_gqa=True)
+            return F.scaled_dot_product_attention(
+                qs[j], ks[j], vs[j], is_causal=causal, enable_gqa=True
+            )
         return F.scaled_dot_product_attention(qs[j], ks[j], vs[j], is_causal=causal)
 
     return sdpa
 
 
-def _bench_copy(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]) -> None:
+def _bench_copy(
+    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
+) -> None:
     for nbytes, budget in _items(run, "copy", list(cfg.copy_bytes), lambda b: f"{b / 2**20:g} MiB"):
         numel = nbytes // 2
         src = _random(torch, (numel,), "bf16", cfg.device)
@@ -324,20 +375,31 @@ def _bench_copy(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dic
         dst.fill_(1.0)  # touch the pages before timing
         med, times = _measure(clock, _copy_fn(src, dst), cfg, budget)
         b = numel * 2
-        out["copy"].append({"bytes": b, "seconds": med, "bytes_per_s": 2.0 * b / med, "times_s": times})
+        out["copy"].append(
+            {"bytes": b, "seconds": med, "bytes_per_s": 2.0 * b / med, "times_s": times}
+        )
         del src, dst
 
 
-def _bench_gemm(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]) -> None:
+def _bench_gemm(
+    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
+) -> None:
     items = [(d, s) for d in cfg.dtypes for s in cfg.gemm_shapes]
-    for (dtype, (m, n, k)), budget in _items(run, "gemm", items, lambda it: f"{it[0]} {it[1][0]}x{it[1][1]}x{it[1][2]}"):
+    for (dtype, (m, n, k)), budget in _items(
+        run, "gemm", items, lambda it: f"{it[0]} {it[1][0]}x{it[1][1]}x{it[1][2]}"
+    ):
         eb = profile.element_bytes(dtype)
         nbuf = _rotation(cfg, (m * k + n * k) * eb)
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         fn = None
         try:
-            fn = _gemm_fn(torch, dtype, [_random(torch, (m, k), dtype, cfg.device) for _ in range(nbuf)],
-                          [_random(torch, (n, k), dtype, cfg.device) for _ in range(nbuf)], cfg.device)
+            fn = _gemm_fn(
+                torch,
+                dtype,
+                [_random(torch, (m, k), dtype, cfg.device) for _ in range(nbuf)],
+                [_random(torch, (n, k), dtype, cfg.device) for _ in range(nbuf)],
+                cfg.device,
+            )
             torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
             med, times = _measure(clock, fn, cfg, budget)
         except RuntimeError as exc:  # e.g. FP8 needs dims % 16; out of memory
@@ -346,8 +408,17 @@ def _bench_gemm(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dic
         finally:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32
             del fn  # free this shape's buffers before the next shape allocates its own
-        out["gemm"].append({"dtype": dtype, "m": m, "n": n, "k": k, "seconds": med,
-                            "flops_per_s": 2.0 * m * n * k / med, "times_s": times})
+        out["gemm"].append(
+            {
+                "dtype": dtype,
+                "m": m,
+                "n": n,
+                "k": k,
+                "seconds": med,
+                "flops_per_s": 2.0 * m * n * k / med,
+                "times_s": times,
+            }
+        )
 
 
 def _sdpa_gqa(torch: Any) -> bool:
@@ -363,7 +434,9 @@ def _sdpa_gqa(torch: Any) -> bool:
         return False
 
 
-def _bench_attention(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str) -> None:
+def _bench_attention(
+    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str
+) -> None:
     gqa = _sdpa_gqa(torch)
     dtype = cfg.attention_dtype
     eb = profile.element_bytes(dtype)
@@ -388,7 +461,8 @@ def _bench_attention(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out
                 [_random(torch, (b, h, q_len, d), dtype, cfg.device) for _ in range(nbuf)],
                 [_random(torch, (b, kvh, n, d), dtype, cfg.device) for _ in range(nbuf)],
                 [_random(torch, (b, kvh, n, d), dtype, cfg.device) for _ in range(nbuf)],
-                causal, gqa and kvh != h,
+                causal,
+                gqa and kvh != h,
             )
             med, times = _measure(clock, fn, cfg, budget)
         except RuntimeError as exc:
@@ -399,9 +473,21 @@ def _bench_attention(torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out
         # QK^T and PV: 4 B H D per (query, key) pair; causal prefill has S (S + 1) / 2 pairs
         pairs = float(n) if phase == "decode" else n * (n + 1) / 2.0
         flops = 4.0 * b * h * d * pairs
-        out[name].append({"dtype": dtype, "batch": b, "heads": h, "kv_heads": kvh, "head_dim": d, "seq": n,
-                          "flops": flops, "bytes": qo_bytes + kv_bytes, "seconds": med, "causal": causal,
-                          "times_s": times})
+        out[name].append(
+            {
+                "dtype": dtype,
+                "batch": b,
+                "heads": h,
+                "kv_heads": kvh,
+                "head_dim": d,
+                "seq": n,
+                "flops": flops,
+                "bytes": qo_bytes + kv_bytes,
+                "seconds": med,
+                "causal": causal,
+                "times_s": times,
+            }
+        )
 
 
 def _collective_fn(dist: Any, coll: str, x: Any, y: Any) -> Callable[[int], Any]:
@@ -410,8 +496,18 @@ def _collective_fn(dist: Any, coll: str, x: Any, y: Any) -> Callable[[int], Any]
     return lambda i: dist.all_to_all_single(y, x)
 
 
-def _comm_worker(rank: int, world: int, backend: str, device_kind: str, sizes: list[int], init_file: str,
-                 result_file: str, warmup: int, max_repeats: int, budget_s: float) -> None:
+def _comm_worker(
+    rank: int,
+    world: int,
+    backend: str,
+    device_kind: str,
+    sizes: list[int],
+    init_file: str,
+    result_file: str,
+    warmup: int,
+    max_repeats: int,
+    budget_s: float,
+) -> None:
     """One rank of the collective benchmarks (spawned per GPU). Rank 0 writes the rows."""
     import torch
     import torch.distributed as dist
@@ -446,15 +542,25 @@ def _comm_worker(rank: int, world: int, backend: str, device_kind: str, sizes: l
             b = numel * elem
             factor = 2.0 * (world - 1) / world if coll == "allreduce" else (world - 1) / world
             sec = float(med.item())
-            rows.append({"kind": coll, "bytes": b, "ranks": world, "seconds": sec,
-                         "bus_bytes_per_s": b / sec * factor, "times_s": times})
+            rows.append(
+                {
+                    "kind": coll,
+                    "bytes": b,
+                    "ranks": world,
+                    "seconds": sec,
+                    "bus_bytes_per_s": b / sec * factor,
+                    "times_s": times,
+                }
+            )
     if rank == 0:
         Path(result_file).write_text(json.dumps(rows))
     dist.barrier()
     dist.destroy_process_group()
 
 
-def run_collectives(torch: Any, cfg: BenchConfig, budget_s: float, device_kind: str = "cuda") -> tuple[list[dict[str, Any]], str]:
+def run_collectives(
+    torch: Any, cfg: BenchConfig, budget_s: float, device_kind: str = "cuda"
+) -> tuple[list[dict[str, Any]], str]:
     """All-reduce and all-to-all over ``cfg.comm_bytes`` on ``cfg.comm_ranks`` processes (NCCL
     on GPUs, gloo on CPU); returns (rows, note). A failure is a note, not an exception, so a
     long calibration keeps its other measurements."""
@@ -464,18 +570,32 @@ def run_collectives(torch: Any, cfg: BenchConfig, budget_s: float, device_kind: 
     with tempfile.TemporaryDirectory(prefix="llm_codesign_comm_") as tmp:
         init_file = os.path.join(tmp, "init")
         result = os.path.join(tmp, "rows.json")
-        args = (cfg.comm_ranks, backend, device_kind, list(cfg.comm_bytes), init_file, result,
-                cfg.warmup, cfg.max_repeats, budget_s)
+        args = (
+            cfg.comm_ranks,
+            backend,
+            device_kind,
+            list(cfg.comm_bytes),
+            init_file,
+            result,
+            cfg.warmup,
+            cfg.max_repeats,
+            budget_s,
+        )
         deadline = time.perf_counter() + budget_s * 2 + 120.0
         try:
-            ctx = mp.start_processes(_comm_worker, args=args, nprocs=cfg.comm_ranks, join=False, start_method="spawn")
+            ctx = mp.start_processes(
+                _comm_worker, args=args, nprocs=cfg.comm_ranks, join=False, start_method="spawn"
+            )
             while not ctx.join(timeout=1.0):
                 if time.perf_counter() > deadline:
                     for p in ctx.processes:
                         p.terminate()
                     return [], f"collectives: stopped after {budget_s * 2 + 120:.0f} s"
         except Exception as exc:  # noqa: BLE001 - a broken collective setup must not lose the run
-            return [], f"collectives failed: {str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__}"
+            return (
+                [],
+                f"collectives failed: {str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__}",
+            )
         rows = json.loads(Path(result).read_text())
     return rows, f"collectives: {backend}, {cfg.comm_ranks} ranks"
 
@@ -491,8 +611,13 @@ def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict
     clock = _Clock(torch, device)
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in profile.MEASUREMENT_KINDS}
     comm = cfg.comm_ranks > 1 and bool(cfg.comm_bytes)
-    total = (len(cfg.copy_bytes) + len(cfg.dtypes) * len(cfg.gemm_shapes) + len(cfg.attention_decode)
-             + len(cfg.attention_prefill) + (1 if comm else 0))
+    total = (
+        len(cfg.copy_bytes)
+        + len(cfg.dtypes) * len(cfg.gemm_shapes)
+        + len(cfg.attention_decode)
+        + len(cfg.attention_prefill)
+        + (1 if comm else 0)
+    )
     run = _Run(cfg, progress, total)
     if not comm:
         run.shares.pop("comm")
@@ -503,27 +628,48 @@ def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict
     _bench_attention(torch, clock, cfg, run, out, "prefill")
     if comm:
         budget = run.section_budget("comm")
-        rows, note = run_collectives(torch, cfg, budget, "cuda" if device.startswith("cuda") else "cpu")
+        rows, note = run_collectives(
+            torch, cfg, budget, "cuda" if device.startswith("cuda") else "cpu"
+        )
         notes.append(note)
         for r in rows:
             out[r.pop("kind")].append(r)
         run.tick("collectives")
     info = device_info(torch, device)
     settings = {
-        "quick": cfg.quick, "budget_s": cfg.budget_s, "elapsed_s": round(run.elapsed(), 3), "timer": clock.kind,
-        "warmup": cfg.warmup, "min_repeats": cfg.min_repeats, "max_repeats": cfg.max_repeats,
-        "min_sample_s": cfg.min_sample_s, "rotate_bytes": cfg.rotate_bytes, "dtypes": list(cfg.dtypes),
-        "attention_dtype": cfg.attention_dtype, "threads": int(torch.get_num_threads()),
-        "skipped": run.skipped, "notes": notes,
+        "quick": cfg.quick,
+        "budget_s": cfg.budget_s,
+        "elapsed_s": round(run.elapsed(), 3),
+        "timer": clock.kind,
+        "warmup": cfg.warmup,
+        "min_repeats": cfg.min_repeats,
+        "max_repeats": cfg.max_repeats,
+        "min_sample_s": cfg.min_sample_s,
+        "rotate_bytes": cfg.rotate_bytes,
+        "dtypes": list(cfg.dtypes),
+        "attention_dtype": cfg.attention_dtype,
+        "threads": int(torch.get_num_threads()),
+        "skipped": run.skipped,
+        "notes": notes,
     }
-    return {"profile_version": profile.PROFILE_VERSION, "device": info, "settings": settings,
-            "measurements": out}
+    return {
+        "profile_version": profile.PROFILE_VERSION,
+        "device": info,
+        "settings": settings,
+        "measurements": out,
+    }
 
 
 def calibrate(
-    device: str | None = None, *, quick: bool = False, out: str | Path | None = None,
-    dtypes: tuple[str, ...] | None = None, budget_s: float | None = None, threads: int | None = None,
-    progress: ProgressFn | None = None, config: BenchConfig | None = None,
+    device: str | None = None,
+    *,
+    quick: bool = False,
+    out: str | Path | None = None,
+    dtypes: tuple[str, ...] | None = None,
+    budget_s: float | None = None,
+    threads: int | None = None,
+    progress: ProgressFn | None = None,
+    config: BenchConfig | None = None,
 ) -> profile.Profile:
     """Measure this machine and return (and, with ``out``, write) a validated profile.
 
@@ -540,8 +686,15 @@ def calibrate(
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
-            return calibrate(dev, quick=quick, out=out, dtypes=dtypes, budget_s=budget_s, progress=progress,
-                             config=config)
+            return calibrate(
+                dev,
+                quick=quick,
+                out=out,
+                dtypes=dtypes,
+                budget_s=budget_s,
+                progress=progress,
+                config=config,
+            )
         finally:
             torch.set_num_threads(previous)
     if config is None:
@@ -549,11 +702,19 @@ def calibrate(
             props = torch.cuda.get_device_properties(int(dev.split(":")[1]))
             cache = getattr(props, "L2_cache_size", None)
             ranks = torch.cuda.device_count()
-            config = default_config(dev, quick=quick, dtypes=dtypes, budget_s=budget_s, cache_bytes=cache,
-                                    comm_ranks=ranks, fp8=fp8_supported(torch, dev))
+            config = default_config(
+                dev,
+                quick=quick,
+                dtypes=dtypes,
+                budget_s=budget_s,
+                cache_bytes=cache,
+                comm_ranks=ranks,
+                fp8=fp8_supported(torch, dev),
+            )
         else:
-            config = default_config("cpu", quick=quick, dtypes=dtypes, budget_s=budget_s,
-                                    cache_bytes=cpu_cache_bytes())
+            config = default_config(
+                "cpu", quick=quick, dtypes=dtypes, budget_s=budget_s, cache_bytes=cpu_cache_bytes()
+            )
     else:
         config = replace(config, device=dev)
     data = run_benchmarks(config, progress)

@@ -65,7 +65,11 @@ def _device_matches(p: Profile, hw: HardwareSpec) -> bool:
         return True
     if hw.id == f"measured-{_slug(p.device.name)}":  # a spec built from a profile of this device
         return True
-    names = {device_name_key(hw.name), device_name_key(hw.id), *(device_name_key(a) for a in hw.aliases)}
+    names = {
+        device_name_key(hw.name),
+        device_name_key(hw.id),
+        *(device_name_key(a) for a in hw.aliases),
+    }
     return device_name_key(p.device.name) in names
 
 
@@ -91,8 +95,14 @@ class GemmTable:
     """
 
     def __init__(
-        self, rows: Iterable[dict[str, Any]], hw: HardwareSpec, *, engine: EngineConstants | None = None,
-        profile: Profile | None = None, neighbours: int = 4, max_gap_log2: float = 2.0,
+        self,
+        rows: Iterable[dict[str, Any]],
+        hw: HardwareSpec,
+        *,
+        engine: EngineConstants | None = None,
+        profile: Profile | None = None,
+        neighbours: int = 4,
+        max_gap_log2: float = 2.0,
     ):
         self.hw = hw.with_overrides(gemm_table=None, profile_source="")
         self.engine = engine or _baseline_engine()
@@ -105,7 +115,9 @@ class GemmTable:
         by_class: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             if not self.hw.supports(r["dtype"]):
-                self.skipped.append(f"{r['dtype']} {r['m']}x{r['n']}x{r['k']}: {hw.id} has no native {r['dtype']}")
+                self.skipped.append(
+                    f"{r['dtype']} {r['m']}x{r['n']}x{r['k']}: {hw.id} has no native {r['dtype']}"
+                )
                 continue
             by_class.setdefault(r["dtype"], []).append(r)
         for cls, rs in by_class.items():
@@ -129,8 +141,19 @@ class GemmTable:
     def modelled_flops_per_s(self, compute_class: str, m: Array, n: Array, k: Array) -> Array:
         """The roofline model's throughput for these shapes on the table's spec (no table)."""
         eb = element_bytes(compute_class)
-        op = Op("calibration", "ffn", "gemm", 1.0, m=m, n=n, k=k, w_bytes=eb, a_bytes=eb,
-                o_bytes=output_bytes(compute_class), compute_class=compute_class)
+        op = Op(
+            "calibration",
+            "ffn",
+            "gemm",
+            1.0,
+            m=m,
+            n=n,
+            k=k,
+            w_bytes=eb,
+            a_bytes=eb,
+            o_bytes=output_bytes(compute_class),
+            compute_class=compute_class,
+        )
         t, _, _ = cost.gemm_time(op, self.hw, self.engine)
         return 2.0 * np.asarray(m) * n * k / np.maximum(t, 1e-30)
 
@@ -162,14 +185,14 @@ class GemmTable:
         kk = min(self.neighbours, len(pts))
         out = np.empty(len(q))
         for s in range(0, len(q), chunk):
-            d2 = np.sum((q[s:s + chunk, None, :] - pts[None, :, :]) ** 2, axis=-1)
+            d2 = np.sum((q[s : s + chunk, None, :] - pts[None, :, :]) ** 2, axis=-1)
             idx = np.argpartition(d2, kk - 1, axis=1)[:, :kk]
             dn = np.take_along_axis(d2, idx, axis=1)
             w = 1.0 / np.maximum(dn, 1e-12)  # power 2 on the distance
             est = np.sum(w * vals[idx], axis=1) / np.sum(w, axis=1)
             nearest = np.min(dn, axis=1)
             est = np.where(nearest > self.max_gap_log2**2, np.nan, est)
-            out[s:s + chunk] = est
+            out[s : s + chunk] = est
         return out
 
     def __repr__(self) -> str:
@@ -192,7 +215,9 @@ def _where(p: Profile) -> str:
     return f"{p.source}: {p.device.name}, {p.device.date or 'undated'}"
 
 
-def apply_profile(hw: HardwareSpec | str | Path, profile: Profile | dict[str, Any] | str | Path) -> HardwareSpec:
+def apply_profile(
+    hw: HardwareSpec | str | Path, profile: Profile | dict[str, Any] | str | Path
+) -> HardwareSpec:
     """The spec ``hw`` with a calibration profile of the same device overlaid.
 
     Sets ``gemm_table`` (measured throughput over (M, N, K)), ``gemm_efficiency`` per measured
@@ -256,8 +281,16 @@ def _baseline_engine() -> EngineConstants:
     return load_engine(None).with_overrides(id="calibration-baseline")
 
 
-_ARCH_BY_CC = {"8.0": "ampere", "8.6": "ampere", "8.7": "ampere", "8.9": "ada", "9.0": "hopper",
-               "10.0": "blackwell", "10.3": "blackwell-ultra", "12.0": "blackwell-rtx"}
+_ARCH_BY_CC = {
+    "8.0": "ampere",
+    "8.6": "ampere",
+    "8.7": "ampere",
+    "8.9": "ada",
+    "9.0": "hopper",
+    "10.0": "blackwell",
+    "10.3": "blackwell-ultra",
+    "12.0": "blackwell-rtx",
+}
 
 
 def _slug(text: str) -> str:
@@ -281,10 +314,14 @@ def measured_hardware(profile: Profile | dict[str, Any] | str | Path) -> Hardwar
         raise SpecError(f"{p.source}: the profile has no GEMM measurement to take peak FLOP/s from")
     bw = d.get("hbm_bytes_per_s")
     if not bw:
-        raise SpecError(f"{p.source}: the profile has no copy measurement to take memory bandwidth from")
+        raise SpecError(
+            f"{p.source}: the profile has no copy measurement to take memory bandwidth from"
+        )
     for key in ("memory_bytes", "compute_units"):
         if getattr(dev, key) is None:
-            raise SpecError(f"{p.source}: device: missing required field {key!r} for a measured-only spec")
+            raise SpecError(
+                f"{p.source}: device: missing required field {key!r} for a measured-only spec"
+            )
     if dev.kind == "cpu":
         arch, vendor, tile = "cpu", "cpu", (64, 64)
     else:
@@ -334,7 +371,11 @@ def hardware_from_profile(data: dict[str, Any], where: str) -> HardwareSpec:
     with the profile overlaid when one exists, else a spec from the measurements alone
     (:func:`measured_hardware`). Called by :func:`resolve_hardware`."""
     p = profile_from_mapping(data, where)
-    hid = p.device.hardware_id if p.device.hardware_id in bundled_hardware() else match_hardware_id(p.device.name)
+    hid = (
+        p.device.hardware_id
+        if p.device.hardware_id in bundled_hardware()
+        else match_hardware_id(p.device.name)
+    )
     if hid is not None:
         return _overlay(bundled_hardware()[hid], p)
     return measured_hardware(p)
@@ -367,7 +408,9 @@ def resolve_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
 # --------------------------------------------------------------------------------------------
 
 
-def engine_overrides(hw: HardwareSpec, profile: Profile | None = None) -> dict[str, tuple[float, str]]:
+def engine_overrides(
+    hw: HardwareSpec, profile: Profile | None = None
+) -> dict[str, tuple[float, str]]:
     """Engine constants a profile measured for this spec: ``{field: (value, source)}``.
 
     ``attn_decode_efficiency`` = best decode-attention bytes/s / spec bandwidth;
@@ -386,11 +429,17 @@ def engine_overrides(hw: HardwareSpec, profile: Profile | None = None) -> dict[s
     dec = d.get("attention_decode_bytes_per_s", {})
     if dec:
         best = max(dec.values())
-        out["attn_decode_efficiency"] = (min(best / hw.hbm_bytes_per_s, 1.0), f"{MEASURED}: decode SDPA KV read ({where})")
+        out["attn_decode_efficiency"] = (
+            min(best / hw.hbm_bytes_per_s, 1.0),
+            f"{MEASURED}: decode SDPA KV read ({where})",
+        )
     pre = {c: v for c, v in d.get("attention_prefill_flops_per_s", {}).items() if hw.supports(c)}
     if pre:
         cls, best = max(pre.items(), key=lambda kv: kv[1] / hw.peak_flops(kv[0]))
-        out["attn_prefill_efficiency"] = (min(best / hw.peak_flops(cls), 1.0), f"{MEASURED}: prefill SDPA {cls} ({where})")
+        out["attn_prefill_efficiency"] = (
+            min(best / hw.peak_flops(cls), 1.0),
+            f"{MEASURED}: prefill SDPA {cls} ({where})",
+        )
     for coll in ("allreduce", "alltoall"):
         lat = d.get(f"{coll}_latency_s")
         if lat is not None and lat < 1.0:
@@ -398,7 +447,9 @@ def engine_overrides(hw: HardwareSpec, profile: Profile | None = None) -> dict[s
     return out
 
 
-def calibrated_engine(engine: EngineConstants | str | Path | None, hw: HardwareSpec, profile: Profile | None = None) -> EngineConstants:
+def calibrated_engine(
+    engine: EngineConstants | str | Path | None, hw: HardwareSpec, profile: Profile | None = None
+) -> EngineConstants:
     """Engine constants with the profile's measured efficiencies and latencies in place of the
     defaults; unchanged when ``hw`` carries no profile. Sources are recorded in ``sources``."""
     eng = load_engine(engine)
@@ -425,15 +476,63 @@ def provenance(hw: HardwareSpec, engine: EngineConstants | None = None) -> list[
     for cls in hw.native_classes:
         e = hw.gemm_efficiency_for(cls)
         n = table.count(cls) if isinstance(table, GemmTable) else 0
-        rows.append({"quantity": f"gemm_efficiency.{cls}", "value": e.value, "origin": origin(e.source), "source": e.source})
-        rows.append({"quantity": f"gemm_table.{cls}", "value": n, "origin": MEASURED if n else DEFAULT,
-                     "source": f"{n} measured shapes, interpolated in range" if n else "tile/wave model only"})
-    rows.append({"quantity": "hbm_efficiency", "value": hw.hbm_efficiency.value, "origin": origin(hw.hbm_efficiency.source), "source": hw.hbm_efficiency.source})
-    rows.append({"quantity": "scaleup_efficiency", "value": hw.scaleup_efficiency.value, "origin": origin(hw.scaleup_efficiency.source), "source": hw.scaleup_efficiency.source})
-    for name in ("hbm_efficiency_scale", "attn_decode_efficiency", "attn_prefill_efficiency", "allreduce_latency_s", "alltoall_latency_s"):
+        rows.append(
+            {
+                "quantity": f"gemm_efficiency.{cls}",
+                "value": e.value,
+                "origin": origin(e.source),
+                "source": e.source,
+            }
+        )
+        rows.append(
+            {
+                "quantity": f"gemm_table.{cls}",
+                "value": n,
+                "origin": MEASURED if n else DEFAULT,
+                "source": f"{n} measured shapes, interpolated in range"
+                if n
+                else "tile/wave model only",
+            }
+        )
+    rows.append(
+        {
+            "quantity": "hbm_efficiency",
+            "value": hw.hbm_efficiency.value,
+            "origin": origin(hw.hbm_efficiency.source),
+            "source": hw.hbm_efficiency.source,
+        }
+    )
+    rows.append(
+        {
+            "quantity": "scaleup_efficiency",
+            "value": hw.scaleup_efficiency.value,
+            "origin": origin(hw.scaleup_efficiency.source),
+            "source": hw.scaleup_efficiency.source,
+        }
+    )
+    for name in (
+        "hbm_efficiency_scale",
+        "attn_decode_efficiency",
+        "attn_prefill_efficiency",
+        "allreduce_latency_s",
+        "alltoall_latency_s",
+    ):
         if name in ov:
-            rows.append({"quantity": f"engine.{name}", "value": ov[name][0], "origin": MEASURED, "source": ov[name][1]})
+            rows.append(
+                {
+                    "quantity": f"engine.{name}",
+                    "value": ov[name][0],
+                    "origin": MEASURED,
+                    "source": ov[name][1],
+                }
+            )
         else:
-            rows.append({"quantity": f"engine.{name}", "value": getattr(eng, name), "origin": DEFAULT,
-                         "source": eng.sources.get(name, f"engine {eng.id} default")})
+            rows.append(
+                {
+                    "quantity": f"engine.{name}",
+                    "value": getattr(eng, name),
+                    "origin": DEFAULT,
+                    "source": eng.sources.get(name, f"engine {eng.id} default"),
+                }
+            )
     return rows

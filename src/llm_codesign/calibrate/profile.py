@@ -53,12 +53,28 @@ DTYPE_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "tf32": "fp32"}
 DTYPES = tuple(DTYPE_FORMATS)
 # the measured FP8 GEMMs (torch._scaled_mm) write BF16; every other dtype writes its own format
 _OUTPUT_FORMATS = {"fp8": "bf16"}
-MEASUREMENT_KINDS = ("copy", "gemm", "attention_decode", "attention_prefill", "allreduce", "alltoall")
+MEASUREMENT_KINDS = (
+    "copy",
+    "gemm",
+    "attention_decode",
+    "attention_prefill",
+    "allreduce",
+    "alltoall",
+)
 
 _TOP_KEYS = {"profile_version", "device", "settings", "measurements", "derived"}
 _DEVICE_KEYS = {
-    "name", "kind", "driver", "torch_version", "date", "hardware_id", "memory_bytes",
-    "compute_units", "cache_bytes", "compute_capability", "device_count",
+    "name",
+    "kind",
+    "driver",
+    "torch_version",
+    "date",
+    "hardware_id",
+    "memory_bytes",
+    "compute_units",
+    "cache_bytes",
+    "compute_capability",
+    "device_count",
 }
 _ATTN_INTS = ("batch", "heads", "kv_heads", "head_dim", "seq")
 # per kind: (integer fields, positive float fields, string fields); ``times_s`` is optional
@@ -83,7 +99,6 @@ def element_bytes(dtype: str) -> float:
 def output_bytes(dtype: str) -> float:
     """Bytes per output element the measured kernels of a profile dtype write (FP8 -> BF16)."""
     return FORMATS[_OUTPUT_FORMATS.get(dtype, DTYPE_FORMATS[dtype])].bytes_per_element
-
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,7 +181,9 @@ def derive(measurements: Mapping[str, Iterable[dict[str, Any]]]) -> dict[str, An
         if rows[coll]:
             out[f"{coll}_bus_bytes_per_s"] = max(r["bus_bytes_per_s"] for r in rows[coll])
             smallest = min(r["bytes"] for r in rows[coll])
-            out[f"{coll}_latency_s"] = min(r["seconds"] for r in rows[coll] if r["bytes"] == smallest)
+            out[f"{coll}_latency_s"] = min(
+                r["seconds"] for r in rows[coll] if r["bytes"] == smallest
+            )
             out[f"{coll}_ranks"] = max(r["ranks"] for r in rows[coll])
     return out
 
@@ -189,7 +206,8 @@ def _row(kind: str, raw: Any, where: str) -> dict[str, Any]:
     if "times_s" in raw:
         times = f.list("times_s")
         if not times or not all(
-            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0 for t in times
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0
+            for t in times
         ):
             raise SpecError(f"{where}: times_s must be a non-empty list of positive seconds")
         row["times_s"] = [float(t) for t in times]
@@ -201,19 +219,28 @@ def _row(kind: str, raw: Any, where: str) -> dict[str, Any]:
     if kind == "copy":
         _consistent(where, "bytes_per_s", row["bytes_per_s"], 2.0 * row["bytes"] / row["seconds"])
     elif kind == "gemm":
-        _consistent(where, "flops_per_s", row["flops_per_s"], 2.0 * row["m"] * row["n"] * row["k"] / row["seconds"])
+        _consistent(
+            where,
+            "flops_per_s",
+            row["flops_per_s"],
+            2.0 * row["m"] * row["n"] * row["k"] / row["seconds"],
+        )
     elif kind in ("allreduce", "alltoall"):
         n = row["ranks"]
         factor = 2.0 * (n - 1) / n if kind == "allreduce" else (n - 1) / n
         if n < 2:
             raise SpecError(f"{where}: field 'ranks' must be >= 2 for a collective, got {n}")
-        _consistent(where, "bus_bytes_per_s", row["bus_bytes_per_s"], row["bytes"] / row["seconds"] * factor)
+        _consistent(
+            where, "bus_bytes_per_s", row["bus_bytes_per_s"], row["bytes"] / row["seconds"] * factor
+        )
     return row
 
 
 def _consistent(where: str, key: str, stated: float, expected: float) -> None:
     if abs(stated - expected) > _CONSISTENCY_RTOL * expected:
-        raise SpecError(f"{where}: {key}={stated:.6g} does not follow from the row's sizes and seconds ({expected:.6g})")
+        raise SpecError(
+            f"{where}: {key}={stated:.6g} does not follow from the row's sizes and seconds ({expected:.6g})"
+        )
 
 
 def profile_from_mapping(data: dict[str, Any], where: str = "<profile>") -> Profile:
@@ -223,7 +250,9 @@ def profile_from_mapping(data: dict[str, Any], where: str = "<profile>") -> Prof
     f.reject_unknown(_TOP_KEYS)
     version = f.int("profile_version")
     if version != PROFILE_VERSION:
-        raise SpecError(f"{where}: profile_version {version} is not supported (this version reads {PROFILE_VERSION})")
+        raise SpecError(
+            f"{where}: profile_version {version} is not supported (this version reads {PROFILE_VERSION})"
+        )
     d = f.mapping("device")
     d.reject_unknown(_DEVICE_KEYS)
     kind = d.str("kind")
@@ -234,8 +263,12 @@ def profile_from_mapping(data: dict[str, Any], where: str = "<profile>") -> Prof
         raise SpecError(f"{d.where}: field 'hardware_id' must be a string or null, got {hid!r}")
     cc = d.data.get("compute_capability")
     device = DeviceInfo(
-        name=d.str("name"), kind=kind, driver=d.str("driver", ""), torch_version=d.str("torch_version", ""),
-        date=d.str("date", ""), hardware_id=hid or None,
+        name=d.str("name"),
+        kind=kind,
+        driver=d.str("driver", ""),
+        torch_version=d.str("torch_version", ""),
+        date=d.str("date", ""),
+        hardware_id=hid or None,
         memory_bytes=d.float("memory_bytes") if d.has("memory_bytes") else None,
         compute_units=d.int("compute_units") if d.has("compute_units") else None,
         cache_bytes=d.float("cache_bytes") if d.has("cache_bytes") else None,
@@ -250,13 +283,17 @@ def profile_from_mapping(data: dict[str, Any], where: str = "<profile>") -> Prof
     measurements: dict[str, tuple[dict[str, Any], ...]] = {}
     for kind_ in MEASUREMENT_KINDS:
         raw = m.list(kind_, [])
-        measurements[kind_] = tuple(_row(kind_, r, f"{m.where}: {kind_}[{i}]") for i, r in enumerate(raw))
+        measurements[kind_] = tuple(
+            _row(kind_, r, f"{m.where}: {kind_}[{i}]") for i, r in enumerate(raw)
+        )
     if not any(measurements.values()):
         raise SpecError(f"{where}: the profile holds no measurements")
     return Profile(device=device, measurements=measurements, settings=dict(settings), source=where)
 
 
-def load_profile(profile: Profile | dict[str, Any] | str | Path, where: str | None = None) -> Profile:
+def load_profile(
+    profile: Profile | dict[str, Any] | str | Path, where: str | None = None
+) -> Profile:
     """A validated :class:`Profile` from a Profile, a mapping or a JSON/YAML path."""
     if isinstance(profile, Profile):
         return profile
@@ -305,7 +342,7 @@ def match_hardware_id(device_name: str) -> str | None:
     for spec in bundled_hardware().values():
         table[device_name_key(spec.name)] = spec.id
     name = device_name_key(device_name)
-    candidates = [name] + [name[len(p):] for p in _VENDOR_PREFIXES if name.startswith(p)]
+    candidates = [name] + [name[len(p) :] for p in _VENDOR_PREFIXES if name.startswith(p)]
     for c in candidates:
         if c in table:
             return table[c]

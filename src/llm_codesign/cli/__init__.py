@@ -26,8 +26,18 @@ def main() -> None:
 
 
 for _command in (
-    estimate, models, hardware, frontier, gemm, lint, regimes, search, validate, calibrate_fit,
-    calibrate, quant,
+    estimate,
+    models,
+    hardware,
+    frontier,
+    gemm,
+    lint,
+    regimes,
+    search,
+    validate,
+    calibrate_fit,
+    calibrate,
+    quant,
 ):
     main.add_command(_command)
 

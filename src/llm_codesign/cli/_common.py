@@ -22,15 +22,45 @@ class Group(click.Group):
 
 
 def plan_options(f: Callable) -> Callable:
-    for opt in reversed([
-        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="tensor parallel size"),
-        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="pipeline parallel size"),
-        click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True, help="expert parallel size (divides tp)"),
-        click.option("--dp", type=click.IntRange(min=1), default=1, show_default=True, help="replicas"),
-        click.option("--attention-dp/--no-attention-dp", default=False, help="data-parallel attention over the tp group"),
-        click.option("--cp", type=click.IntRange(min=1), default=1, show_default=True, help="Helix KV-parallel attention size (divides tp)"),
-    ]):
+    for opt in reversed(
+        [
+            click.option(
+                "--tp",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="tensor parallel size",
+            ),
+            click.option(
+                "--pp",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="pipeline parallel size",
+            ),
+            click.option(
+                "--ep",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="expert parallel size (divides tp)",
+            ),
+            click.option(
+                "--dp", type=click.IntRange(min=1), default=1, show_default=True, help="replicas"
+            ),
+            click.option(
+                "--attention-dp/--no-attention-dp",
+                default=False,
+                help="data-parallel attention over the tp group",
+            ),
+            click.option(
+                "--cp",
+                type=click.IntRange(min=1),
+                default=1,
+                show_default=True,
+                help="Helix KV-parallel attention size (divides tp)",
+            ),
+        ]
+    ):
         f = opt(f)
     return f
-
-

@@ -40,13 +40,31 @@ def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
 
 @click.command()
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
-@click.option("--dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, mxfp8, nvfp4, mxfp4, int8")
-@click.option("--m", "m", default="8192", show_default=True, help="value, comma list or start:stop[:step]")
-@click.option("--n", "n", default="8192", show_default=True, help="value, comma list or start:stop[:step]")
-@click.option("--k", "k", default="8192", show_default=True, help="value, comma list or start:stop[:step]")
-@click.option("--tile", default=None, help="force one tile TMxTN[@CMxCN] (e.g. 256x256@1x2); default: cost-model best")
+@click.option(
+    "--dtype", default="bf16", show_default=True, help="bf16, fp16, fp8, mxfp8, nvfp4, mxfp4, int8"
+)
+@click.option(
+    "--m", "m", default="8192", show_default=True, help="value, comma list or start:stop[:step]"
+)
+@click.option(
+    "--n", "n", default="8192", show_default=True, help="value, comma list or start:stop[:step]"
+)
+@click.option(
+    "--k", "k", default="8192", show_default=True, help="value, comma list or start:stop[:step]"
+)
+@click.option(
+    "--tile",
+    default=None,
+    help="force one tile TMxTN[@CMxCN] (e.g. 256x256@1x2); default: cost-model best",
+)
 @click.option("--engine", default=None, help="engine constants (per-launch overhead)")
-@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False), help="write a PNG plot here")
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="write a PNG plot here",
+)
 @click.option("--json", "as_json", is_flag=True, help='print {"points": [...]}')
 def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     """Predicted GEMM throughput over M, N, K (tile and wave quantization model)."""
@@ -57,38 +75,75 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
         click.echo(to_json(s.to_dict()))
         return
     c = console()
-    c.print(f"[bold]{s.hardware}[/] {s.dtype} GEMM (peak {s.peak_flops_per_s / 1e12:,.0f} TFLOP/s, sustained ceiling "
-            f"{s.ceiling_fraction:.3f}, tile {s.tile}, +{s.launch_overhead_s * 1e6:.1f} us per launch)")
+    c.print(
+        f"[bold]{s.hardware}[/] {s.dtype} GEMM (peak {s.peak_flops_per_s / 1e12:,.0f} TFLOP/s, sustained ceiling "
+        f"{s.ceiling_fraction:.3f}, tile {s.tile}, +{s.launch_overhead_s * 1e6:.1f} us per launch)"
+    )
     best = float(s.tflops.max())
-    rows = [[int(a), int(b), int(cc), t, e, t / best, bd] for a, b, cc, t, e, bd in zip(s.m, s.n, s.k, s.tflops, s.efficiency, s.bound)]
-    c.print(table("predicted throughput", ["M", "N", "K", "TFLOP/s", "of peak", "of sweep max", "bound"], rows))
+    rows = [
+        [int(a), int(b), int(cc), t, e, t / best, bd]
+        for a, b, cc, t, e, bd in zip(s.m, s.n, s.k, s.tflops, s.efficiency, s.bound)
+    ]
+    c.print(
+        table(
+            "predicted throughput",
+            ["M", "N", "K", "TFLOP/s", "of peak", "of sweep max", "bound"],
+            rows,
+        )
+    )
     for axis in s.swept_axes():
         if len(s.swept_axes()) == 1:
-            c.print(f"{axis.upper()} for >= 80% of the sweep maximum: {s.threshold(axis, 0.8):,.0f}; >= 90%: {s.threshold(axis, 0.9):,.0f}")
+            c.print(
+                f"{axis.upper()} for >= 80% of the sweep maximum: {s.threshold(axis, 0.8):,.0f}; >= 90%: {s.threshold(axis, 0.9):,.0f}"
+            )
     if plot_path:
         c.print(f"plot: {plot_path}")
 
 
 @click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
-@click.option("--hardware", "-g", default="h200-sxm", show_default=True, help="bundled GPU id or YAML/JSON path")
+@click.option(
+    "--hardware",
+    "-g",
+    default="h200-sxm",
+    show_default=True,
+    help="bundled GPU id or YAML/JSON path",
+)
 @click.option("--precision", "-p", default=None, help="default: fp8 where native, else bf16")
-@click.option("--workload", "-w", "workloads", multiple=True,
-              help=f"ISL/OSL[/CONCURRENCY] or a regime name; repeat for several (default {' and '.join(DEFAULT_WORKLOADS)})")
-@click.option("--rule", "rules", multiple=True, type=click.Choice(RULES), help="run only these rules")
+@click.option(
+    "--workload",
+    "-w",
+    "workloads",
+    multiple=True,
+    help=f"ISL/OSL[/CONCURRENCY] or a regime name; repeat for several (default {' and '.join(DEFAULT_WORKLOADS)})",
+)
+@click.option(
+    "--rule", "rules", multiple=True, type=click.Choice(RULES), help="run only these rules"
+)
 @click.option("--engine", default=None)
 @click.option("--json", "as_json", is_flag=True, help='print {"findings": [...]}')
 def lint(model, hardware, precision, workloads, rules, engine, as_json):
     """Co-design lint: what wastes the hardware, by how much (cost model), and the fix."""
-    r = lint_model(model, hardware, precision, workloads=workloads or None, engine=engine, rules=rules or None)
+    r = lint_model(
+        model, hardware, precision, workloads=workloads or None, engine=engine, rules=rules or None
+    )
     if as_json:
         click.echo(to_json(r.to_dict()))
         return
     c = console(160)
-    wl = "; ".join(f"{w['spec']} at {w['plan_label']}, concurrency {w['concurrency']}" for w in r.workloads)
-    c.print(f"[bold]{r.model}[/] on {r.hardware}, {r.precision} ({wl}): {len(r.findings)} finding(s)")
-    c.print(table("findings", ["severity", "rule", "impact", "location", "message"],
-                  [[f.severity, f.rule, f"{f.impact:.3f}x", f.location, f.message] for f in r.findings]))
+    wl = "; ".join(
+        f"{w['spec']} at {w['plan_label']}, concurrency {w['concurrency']}" for w in r.workloads
+    )
+    c.print(
+        f"[bold]{r.model}[/] on {r.hardware}, {r.precision} ({wl}): {len(r.findings)} finding(s)"
+    )
+    c.print(
+        table(
+            "findings",
+            ["severity", "rule", "impact", "location", "message"],
+            [[f.severity, f.rule, f"{f.impact:.3f}x", f.location, f.message] for f in r.findings],
+        )
+    )
 
 
 @click.command()
@@ -98,13 +153,26 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
 @click.option("--short-isl", type=click.IntRange(min=1), default=SHORT_ISL, show_default=True)
 @click.option("--long-isl", type=click.IntRange(min=1), default=LONG_ISL, show_default=True)
 @click.option("--osl", type=click.IntRange(min=1), default=SHORT_OSL, show_default=True)
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="pin the throughput regimes' concurrency")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="pin the throughput regimes' concurrency",
+)
 @click.option("--engine", default=None)
 @click.option("--json", "as_json", is_flag=True, help='print {"regimes": [...]}')
 def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, engine, as_json):
     """Time split, bound resource and Amdahl's ceilings in the four deployment quadrants."""
-    r = regime_report(model, hardware, precision, engine=engine, short_isl=short_isl, long_isl=long_isl, osl=osl,
-                      throughput_concurrency=concurrency)
+    r = regime_report(
+        model,
+        hardware,
+        precision,
+        engine=engine,
+        short_isl=short_isl,
+        long_isl=long_isl,
+        osl=osl,
+        throughput_concurrency=concurrency,
+    )
     if as_json:
         click.echo(to_json(r.to_dict()))
         return
@@ -113,11 +181,40 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
     rows = []
     for g in r.regimes:
         f = g.fractions
-        rows.append([g.name, f"{g.point.isl}/{g.point.osl}", g.point.plan.label(), g.point.concurrency,
-                     f"{f['attention']:.0%}", f"{f['ffn']:.0%}", f"{f['communication']:.0%}", f"{f['other']:.0%}", g.bound,
-                     g.point.tok_s_per_user, g.point.output_tok_s_per_gpu])
-    c.print(table("time split of the steady-state step", ["regime", "ISL/OSL", "plan", "conc", "attention", "ffn", "comm",
-                                                          "other", "bound", "tok/s/user", "tok/s/GPU"], rows))
+        rows.append(
+            [
+                g.name,
+                f"{g.point.isl}/{g.point.osl}",
+                g.point.plan.label(),
+                g.point.concurrency,
+                f"{f['attention']:.0%}",
+                f"{f['ffn']:.0%}",
+                f"{f['communication']:.0%}",
+                f"{f['other']:.0%}",
+                g.bound,
+                g.point.tok_s_per_user,
+                g.point.output_tok_s_per_gpu,
+            ]
+        )
+    c.print(
+        table(
+            "time split of the steady-state step",
+            [
+                "regime",
+                "ISL/OSL",
+                "plan",
+                "conc",
+                "attention",
+                "ffn",
+                "comm",
+                "other",
+                "bound",
+                "tok/s/user",
+                "tok/s/GPU",
+            ],
+            rows,
+        )
+    )
     for g in r.regimes:
         c.print(g.sentences()[0])
 
@@ -126,22 +223,68 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option("--precision", "-p", default=None, help="default: fp8 where native, else bf16")
-@click.option("--workload", "-w", default="1024/1024", show_default=True, help="ISL/OSL of the frontier")
-@click.option("--objective", type=click.Choice(["area", "throughput"]), default="area", show_default=True)
-@click.option("--target-tok-s-user", type=float, default=None, help="with --objective throughput: the interactivity floor")
-@click.option("--tolerance", type=float, default=0.02, show_default=True, help="parameter tolerance (total and active)")
-@click.option("--quality-tolerance", type=float, default=0.005, show_default=True, help="allowed relative loss increase (estimate)")
+@click.option(
+    "--workload", "-w", default="1024/1024", show_default=True, help="ISL/OSL of the frontier"
+)
+@click.option(
+    "--objective", type=click.Choice(["area", "throughput"]), default="area", show_default=True
+)
+@click.option(
+    "--target-tok-s-user",
+    type=float,
+    default=None,
+    help="with --objective throughput: the interactivity floor",
+)
+@click.option(
+    "--tolerance",
+    type=float,
+    default=0.02,
+    show_default=True,
+    help="parameter tolerance (total and active)",
+)
+@click.option(
+    "--quality-tolerance",
+    type=float,
+    default=0.005,
+    show_default=True,
+    help="allowed relative loss increase (estimate)",
+)
 @click.option("--hidden-scales", default=None, help="comma list, e.g. 0.875,1,1.25")
 @click.option("--layer-scales", default=None, help="comma list, e.g. 0.5,0.75,1")
-@click.option("--kv-heads", default=None, help="KV-head multipliers, e.g. 0.5,1 (accuracy effect unmodelled)")
+@click.option(
+    "--kv-heads", default=None, help="KV-head multipliers, e.g. 0.5,1 (accuracy effect unmodelled)"
+)
 @click.option("--experts", default=None, help="expert granularity multipliers, e.g. 0.5,1,2")
 @click.option("--mla-ranks", default=None, help="kv_lora_rank multipliers, e.g. 0.5,1")
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), help="write each variant's config.json here")
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="write each variant's config.json here",
+)
 @click.option("--engine", default=None)
 @click.option("--json", "as_json", is_flag=True)
-def search(model, hardware, precision, workload, objective, target_tok_s_user, tolerance, quality_tolerance, hidden_scales,
-           layer_scales, kv_heads, experts, mla_ranks, top, out_dir, engine, as_json):
+def search(
+    model,
+    hardware,
+    precision,
+    workload,
+    objective,
+    target_tok_s_user,
+    tolerance,
+    quality_tolerance,
+    hidden_scales,
+    layer_scales,
+    kv_heads,
+    experts,
+    mla_ranks,
+    top,
+    out_dir,
+    engine,
+    as_json,
+):
     """Architecture search at constant parameters and estimated quality, ranked by the frontier."""
 
     w = parse_workload(workload)
@@ -153,9 +296,20 @@ def search(model, hardware, precision, workload, objective, target_tok_s_user, t
         experts=_floats(experts, "experts") or default.experts,
         mla_rank_scales=_floats(mla_ranks, "mla-ranks") or default.mla_rank_scales,
     )
-    r = search_arch(model, hardware, precision, isl=w.isl, osl=w.osl, engine=engine, space=space, objective=objective,
-                    target_tok_s_per_user=target_tok_s_user, param_tolerance=tolerance,
-                    quality_tolerance=quality_tolerance, top=top)
+    r = search_arch(
+        model,
+        hardware,
+        precision,
+        isl=w.isl,
+        osl=w.osl,
+        engine=engine,
+        space=space,
+        objective=objective,
+        target_tok_s_per_user=target_tok_s_user,
+        param_tolerance=tolerance,
+        quality_tolerance=quality_tolerance,
+        top=top,
+    )
     if out_dir:
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
@@ -166,12 +320,33 @@ def search(model, hardware, precision, workload, objective, target_tok_s_user, t
         return
     c = console(160)
     b = r.baseline
-    c.print(f"[bold]{b.model.id}[/] on {r.hardware}, {r.precision}, ISL/OSL {r.isl}/{r.osl}: objective {r.objective} = "
-            f"{b.objective:,.0f}; {r.considered} variants within +-{tolerance:.0%} parameters considered")
+    c.print(
+        f"[bold]{b.model.id}[/] on {r.hardware}, {r.precision}, ISL/OSL {r.isl}/{r.osl}: objective {r.objective} = "
+        f"{b.objective:,.0f}; {r.considered} variants within +-{tolerance:.0%} parameters considered"
+    )
     rows = []
     for v in r.variants:
-        ch = ", ".join(f"{x['field']} {x['from']}->{x['to']}" for x in v.changes) or "(original: nothing beats it)"
-        rows.append([f"{v.gain:.3f}x", v.total_params / 1e9, v.active_params / 1e9,
-                     f"{v.quality.relative_change:+.2%}", ch, ", ".join(v.quality.unmodelled) or "-"])
-    c.print(table("variants, best first", ["gain", "total B", "active B", "est. loss", "changes", "accuracy not modelled"], rows))
-    c.print("quality: a Chinchilla scaling-law estimate with an aspect-ratio band (llm_codesign.quality), not a measurement")
+        ch = (
+            ", ".join(f"{x['field']} {x['from']}->{x['to']}" for x in v.changes)
+            or "(original: nothing beats it)"
+        )
+        rows.append(
+            [
+                f"{v.gain:.3f}x",
+                v.total_params / 1e9,
+                v.active_params / 1e9,
+                f"{v.quality.relative_change:+.2%}",
+                ch,
+                ", ".join(v.quality.unmodelled) or "-",
+            ]
+        )
+    c.print(
+        table(
+            "variants, best first",
+            ["gain", "total B", "active B", "est. loss", "changes", "accuracy not modelled"],
+            rows,
+        )
+    )
+    c.print(
+        "quality: a Chinchilla scaling-law estimate with an aspect-ratio band (llm_codesign.quality), not a measurement"
+    )

@@ -26,17 +26,49 @@ def _rate(row: dict[str, Any], key: str) -> float:
 
 def _render_compare(result: Any) -> None:
     c = console(140)
-    c.print(f"[bold]predicted vs measured[/] on {result.hardware} (engine {result.engine})"
-            + (", profile overlaid" if result.overlay else ""))
+    c.print(
+        f"[bold]predicted vs measured[/] on {result.hardware} (engine {result.engine})"
+        + (", profile overlaid" if result.overlay else "")
+    )
     for bench, title in _BENCH_TITLES.items():
         rows = [r for r in result.rows if r["benchmark"] == bench]
         if not rows:
             continue
-        c.print(table(title, ["shape", "dtype", "measured us", "predicted us", "error %", "measured", "predicted", "bound"],
-                      [[r["shape"], r["dtype"], r["measured_s"] * 1e6, r["predicted_s"] * 1e6, r["error_pct"],
-                        _rate(r, "measured_rate"), _rate(r, "predicted_rate"), r.get("bound", "")] for r in rows]))
-    c.print(table("summary", ["benchmark", "count", "median |error| %"],
-                  [[k, v["count"], v["median_abs_pct_error"]] for k, v in result.summary.items()]))
+        c.print(
+            table(
+                title,
+                [
+                    "shape",
+                    "dtype",
+                    "measured us",
+                    "predicted us",
+                    "error %",
+                    "measured",
+                    "predicted",
+                    "bound",
+                ],
+                [
+                    [
+                        r["shape"],
+                        r["dtype"],
+                        r["measured_s"] * 1e6,
+                        r["predicted_s"] * 1e6,
+                        r["error_pct"],
+                        _rate(r, "measured_rate"),
+                        _rate(r, "predicted_rate"),
+                        r.get("bound", ""),
+                    ]
+                    for r in rows
+                ],
+            )
+        )
+    c.print(
+        table(
+            "summary",
+            ["benchmark", "count", "median |error| %"],
+            [[k, v["count"], v["median_abs_pct_error"]] for k, v in result.summary.items()],
+        )
+    )
     for note in result.notes:
         c.print(f"note: {note}")
 
@@ -46,8 +78,10 @@ def _render_profile(profile: Any, out: str) -> None:
     d = profile.device
     s = profile.settings
     c.print(f"[bold]{d.name}[/] ({d.kind}, {d.driver}, torch {d.torch_version}, {d.date}) -> {out}")
-    c.print(f"bundled spec: {d.hardware_id or 'none (use --hardware ' + out + ' to model it)'}; "
-            f"{s.get('elapsed_s', 0):.1f} s of a {s.get('budget_s', 0):.0f} s budget, timer {s.get('timer', '?')}")
+    c.print(
+        f"bundled spec: {d.hardware_id or 'none (use --hardware ' + out + ' to model it)'}; "
+        f"{s.get('elapsed_s', 0):.1f} s of a {s.get('budget_s', 0):.0f} s budget, timer {s.get('timer', '?')}"
+    )
     der = profile.derived
     rows: list[list[Any]] = []
     if "hbm_bytes_per_s" in der:
@@ -68,23 +102,69 @@ def _render_profile(profile: Any, out: str) -> None:
 
 
 @click.command()
-@click.option("--device", default=None, help="cuda:N or cpu (default: cuda:0 if available, else cpu)")
+@click.option(
+    "--device", default=None, help="cuda:N or cpu (default: cuda:0 if available, else cpu)"
+)
 @click.option("--quick", is_flag=True, help="a smaller grid (under 2 minutes on an H200)")
-@click.option("--out", default=None, type=click.Path(dir_okay=False), help="write the profile (JSON) here")
-@click.option("--dtypes", default=None, help="GEMM dtypes, comma-separated: bf16, fp16, fp8, tf32 (default: what the device runs)")
-@click.option("--budget-s", type=click.FloatRange(min=1.0), default=None, help="time budget in seconds (default 90/480 on a GPU, 30/120 on a CPU)")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for torch (default: torch's)")
+@click.option(
+    "--out", default=None, type=click.Path(dir_okay=False), help="write the profile (JSON) here"
+)
+@click.option(
+    "--dtypes",
+    default=None,
+    help="GEMM dtypes, comma-separated: bf16, fp16, fp8, tf32 (default: what the device runs)",
+)
+@click.option(
+    "--budget-s",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="time budget in seconds (default 90/480 on a GPU, 30/120 on a CPU)",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPU threads for torch (default: torch's)",
+)
 @click.option("--no-progress", is_flag=True, help="no progress bar")
-@click.option("--compare", "compare_path", default=None, type=click.Path(dir_okay=False), help="print predicted vs measured for a profile instead of measuring")
-@click.option("--hardware", "-g", default=None, help="with --compare: spec to predict with (default: the profile's own device)")
+@click.option(
+    "--compare",
+    "compare_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="print predicted vs measured for a profile instead of measuring",
+)
+@click.option(
+    "--hardware",
+    "-g",
+    default=None,
+    help="with --compare: spec to predict with (default: the profile's own device)",
+)
 @click.option("--engine", default=None, help="with --compare: engine constants (default: default)")
-@click.option("--overlay", is_flag=True, help="with --compare: overlay the profile first (a self-check)")
+@click.option(
+    "--overlay", is_flag=True, help="with --compare: overlay the profile first (a self-check)"
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compare_path, hardware, engine, overlay, as_json):
+def calibrate(
+    device,
+    quick,
+    out,
+    dtypes,
+    budget_s,
+    threads,
+    no_progress,
+    compare_path,
+    hardware,
+    engine,
+    overlay,
+    as_json,
+):
     """Measure this machine (copy, GEMM, attention, collectives) into a calibration profile."""
     if compare_path is not None:
         if out or device or quick or dtypes or budget_s or threads:
-            raise SpecError("--compare reads an existing profile: drop --out/--device/--quick/--dtypes/--budget-s/--threads")
+            raise SpecError(
+                "--compare reads an existing profile: drop --out/--device/--quick/--dtypes/--budget-s/--threads"
+            )
         result = compare_profile(compare_path, hardware, engine, overlay=overlay)
         if as_json:
             click.echo(to_json(result.to_dict()))
@@ -98,7 +178,9 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
     parse_device(device)  # a bad device string fails before torch loads
     dts = tuple(d.strip() for d in dtypes.split(",") if d.strip()) if dtypes else None
     if no_progress:
-        profile = run_calibration(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s, threads=threads)
+        profile = run_calibration(
+            device, quick=quick, out=out, dtypes=dts, budget_s=budget_s, threads=threads
+        )
     else:
         from rich.console import Console
         from rich.progress import (
@@ -109,18 +191,40 @@ def calibrate(device, quick, out, dtypes, budget_s, threads, no_progress, compar
             TimeElapsedColumn,
         )
 
-        with Progress(TextColumn("calibrate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=Console(stderr=True), transient=True) as bar:
+        with Progress(
+            TextColumn("calibrate"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=Console(stderr=True),
+            transient=True,
+        ) as bar:
             task = bar.add_task("", total=None)
 
             def progress(label: str, done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total, description=label)
 
-            profile = run_calibration(device, quick=quick, out=out, dtypes=dts, budget_s=budget_s,
-                                               threads=threads, progress=progress)
+            profile = run_calibration(
+                device,
+                quick=quick,
+                out=out,
+                dtypes=dts,
+                budget_s=budget_s,
+                threads=threads,
+                progress=progress,
+            )
     if as_json:
-        click.echo(to_json({"out": out, "device": profile.to_dict()["device"], "derived": profile.derived,
-                            "counts": {k: len(v) for k, v in profile.measurements.items()},
-                            "skipped": profile.settings.get("skipped", [])}))
+        click.echo(
+            to_json(
+                {
+                    "out": out,
+                    "device": profile.to_dict()["device"],
+                    "derived": profile.derived,
+                    "counts": {k: len(v) for k, v in profile.measurements.items()},
+                    "skipped": profile.settings.get("skipped", []),
+                }
+            )
+        )
         return
     _render_profile(profile, out)

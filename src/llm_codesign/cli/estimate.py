@@ -23,32 +23,141 @@ from ._common import plan_options
 @click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
-@click.option("--precision", "-p", default="bf16", show_default=True, help="bf16, fp8, nvfp4, mxfp4, w4a16 (+FORMAT-ROLE overrides)")
+@click.option(
+    "--precision",
+    "-p",
+    default="bf16",
+    show_default=True,
+    help="bf16, fp8, nvfp4, mxfp4, w4a16 (+FORMAT-ROLE overrides)",
+)
 @plan_options
-@click.option("--num-gpus", type=click.IntRange(min=1), default=None, help="deployment size; dp fills it")
-@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens")
-@click.option("--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens")
-@click.option("--concurrency", "-c", type=click.IntRange(min=1), default=1, show_default=True, help="concurrent requests per replica")
-@click.option("--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)")
-@click.option("--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate (e.g. NVFP4 on Hopper via FP8)")
-@click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay (from `calibrate`)")
-@click.option("--spec-tokens", type=click.IntRange(0, 16), default=0, show_default=True, help="speculative / MTP draft tokens per step")
-@click.option("--spec-acceptance", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True, help="acceptance rate of each draft token")
-@click.option("--prefill-workers", type=click.IntRange(min=1), default=None, help="disaggregated: prefill workers (the plan flags above describe each decode worker)")
-@click.option("--decode-workers", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: decode workers")
-@click.option("--prefill-tp", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker tp")
-@click.option("--prefill-pp", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker pp")
-@click.option("--prefill-ep", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prefill worker ep")
-@click.option("--prefill-attention-dp/--no-prefill-attention-dp", default=False, help="disaggregated: prefill attention-DP")
-@click.option("--prefill-batch", type=click.IntRange(min=1), default=1, show_default=True, help="disaggregated: prompts a prefill worker batches")
+@click.option(
+    "--num-gpus", type=click.IntRange(min=1), default=None, help="deployment size; dp fills it"
+)
+@click.option(
+    "--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens"
+)
+@click.option(
+    "--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens"
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="concurrent requests per replica",
+)
+@click.option(
+    "--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)"
+)
+@click.option(
+    "--emulate",
+    is_flag=True,
+    help="run formats the GPU lacks at the nearest native rate (e.g. NVFP4 on Hopper via FP8)",
+)
+@click.option(
+    "--profile",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="calibration profile of this GPU to overlay (from `calibrate`)",
+)
+@click.option(
+    "--spec-tokens",
+    type=click.IntRange(0, 16),
+    default=0,
+    show_default=True,
+    help="speculative / MTP draft tokens per step",
+)
+@click.option(
+    "--spec-acceptance",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="acceptance rate of each draft token",
+)
+@click.option(
+    "--prefill-workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="disaggregated: prefill workers (the plan flags above describe each decode worker)",
+)
+@click.option(
+    "--decode-workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="disaggregated: decode workers",
+)
+@click.option(
+    "--prefill-tp",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="disaggregated: prefill worker tp",
+)
+@click.option(
+    "--prefill-pp",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="disaggregated: prefill worker pp",
+)
+@click.option(
+    "--prefill-ep",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="disaggregated: prefill worker ep",
+)
+@click.option(
+    "--prefill-attention-dp/--no-prefill-attention-dp",
+    default=False,
+    help="disaggregated: prefill attention-DP",
+)
+@click.option(
+    "--prefill-batch",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="disaggregated: prompts a prefill worker batches",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
-def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_gpus, isl, osl, concurrency, engine, emulate, profile, spec_tokens, spec_acceptance,
-             prefill_workers, decode_workers, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, prefill_batch, as_json):
+def estimate(
+    model,
+    hardware,
+    precision,
+    tp,
+    pp,
+    ep,
+    dp,
+    attention_dp,
+    cp,
+    num_gpus,
+    isl,
+    osl,
+    concurrency,
+    engine,
+    emulate,
+    profile,
+    spec_tokens,
+    spec_acceptance,
+    prefill_workers,
+    decode_workers,
+    prefill_tp,
+    prefill_pp,
+    prefill_ep,
+    prefill_attention_dp,
+    prefill_batch,
+    as_json,
+):
     """Predict TTFT, TPOT and throughput for one configuration (aggregated, or disaggregated
     prefill/decode pools with --prefill-workers)."""
     plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
     if prefill_workers is not None:
-        prefill = ParallelPlan(tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp)
+        prefill = ParallelPlan(
+            tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp
+        )
         plan = DisaggregatedPlan(prefill, plan, prefill_workers, decode_workers, prefill_batch)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
     hw = load_hardware(hardware)
@@ -56,27 +165,96 @@ def estimate(model, hardware, precision, tp, pp, ep, dp, attention_dp, cp, num_g
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
-    e = estimate_config(model, hw, precision, plan, wl, engine=engine, num_gpus=num_gpus,
-                     spec_tokens=spec_tokens, spec_acceptance=spec_acceptance)
+    e = estimate_config(
+        model,
+        hw,
+        precision,
+        plan,
+        wl,
+        engine=engine,
+        num_gpus=num_gpus,
+        spec_tokens=spec_tokens,
+        spec_acceptance=spec_acceptance,
+    )
     if as_json:
         click.echo(to_json(e.to_dict()))
         return
     c = console()
-    c.print(f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), {e.precision.id}, "
-            f"ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
-            + (" (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for fitted constants)" if e.engine.id == "default" else " (fitted constants)"))
+    c.print(
+        f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), {e.precision.id}, "
+        f"ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
+        + (
+            " (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for fitted constants)"
+            if e.engine.id == "default"
+            else " (fitted constants)"
+        )
+    )
     if not e.feasible:
         c.print(f"[red]infeasible: {e.reason}[/] (max concurrency that fits: {e.max_concurrency})")
-    c.print(table("serving", ["TTFT ms", "TPOT ms", "tok/s/user", "out tok/s/GPU", "total tok/s/GPU", "mem/GPU GB", "weights GB", "KV GB", "max conc"],
-                  [[e.ttft_ms, e.tpot_ms, e.tok_s_per_user, e.output_tok_s_per_gpu, e.total_tok_s_per_gpu, e.memory_per_gpu_gb, e.weights_per_gpu_gb, e.kv_cache_per_gpu_gb, e.max_concurrency]]))
-    rows = [[ph, v["attention"] * 1e3, v["ffn"] * 1e3, v["communication"] * 1e3, v["other"] * 1e3, v["total"] * 1e3] for ph, v in e.breakdown.items()]
-    c.print(table("step time breakdown (ms)", ["phase", "attention", "ffn", "communication", "other", "total"], rows))
-    op_rows = [[o["phase"], o["op"], o["class"], o["time_s"] * 1e3, o["flops"] / 1e9, o["bound"]] for o in e.ops]
-    c.print(table("ops (decode step, one prefill chunk)", ["phase", "op", "class", "ms", "GFLOP", "bound"], op_rows))
+    c.print(
+        table(
+            "serving",
+            [
+                "TTFT ms",
+                "TPOT ms",
+                "tok/s/user",
+                "out tok/s/GPU",
+                "total tok/s/GPU",
+                "mem/GPU GB",
+                "weights GB",
+                "KV GB",
+                "max conc",
+            ],
+            [
+                [
+                    e.ttft_ms,
+                    e.tpot_ms,
+                    e.tok_s_per_user,
+                    e.output_tok_s_per_gpu,
+                    e.total_tok_s_per_gpu,
+                    e.memory_per_gpu_gb,
+                    e.weights_per_gpu_gb,
+                    e.kv_cache_per_gpu_gb,
+                    e.max_concurrency,
+                ]
+            ],
+        )
+    )
+    rows = [
+        [
+            ph,
+            v["attention"] * 1e3,
+            v["ffn"] * 1e3,
+            v["communication"] * 1e3,
+            v["other"] * 1e3,
+            v["total"] * 1e3,
+        ]
+        for ph, v in e.breakdown.items()
+    ]
+    c.print(
+        table(
+            "step time breakdown (ms)",
+            ["phase", "attention", "ffn", "communication", "other", "total"],
+            rows,
+        )
+    )
+    op_rows = [
+        [o["phase"], o["op"], o["class"], o["time_s"] * 1e3, o["flops"] / 1e9, o["bound"]]
+        for o in e.ops
+    ]
+    c.print(
+        table(
+            "ops (decode step, one prefill chunk)",
+            ["phase", "op", "class", "ms", "GFLOP", "bound"],
+            op_rows,
+        )
+    )
     a = e.assumptions()
-    c.print(f"assumptions: peak {a['peak_flops_per_s']/1e12:.0f} TFLOP/s ({a['compute_class']}), GEMM efficiency {a['gemm_efficiency']['value']:.3f} "
-            f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s']/1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x {e.engine.hbm_efficiency_scale}, "
-            f"per-step overhead {e.engine.step_overhead_s*1e3:.2f} ms, per-kernel {e.engine.kernel_overhead_s*1e6:.1f} us")
+    c.print(
+        f"assumptions: peak {a['peak_flops_per_s'] / 1e12:.0f} TFLOP/s ({a['compute_class']}), GEMM efficiency {a['gemm_efficiency']['value']:.3f} "
+        f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s'] / 1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x {e.engine.hbm_efficiency_scale}, "
+        f"per-step overhead {e.engine.step_overhead_s * 1e3:.2f} ms, per-kernel {e.engine.kernel_overhead_s * 1e6:.1f} us"
+    )
     for item in a["calibration"]:
         c.print(f"calibration: {item}")
 
@@ -89,8 +267,22 @@ def models(as_json):
     if as_json:
         click.echo(to_json({"models": ms}))
         return
-    console().print(table("bundled models", ["id", "model_type", "total B", "active B", "source"],
-                          [[m["id"], m["model_type"], m["total_params"] / 1e9, m["active_params"] / 1e9, m["source"][:60]] for m in ms]))
+    console().print(
+        table(
+            "bundled models",
+            ["id", "model_type", "total B", "active B", "source"],
+            [
+                [
+                    m["id"],
+                    m["model_type"],
+                    m["total_params"] / 1e9,
+                    m["active_params"] / 1e9,
+                    m["source"][:60],
+                ]
+                for m in ms
+            ],
+        )
+    )
 
 
 @click.command()
@@ -101,7 +293,23 @@ def hardware(as_json):
     if as_json:
         click.echo(to_json({"hardware": hs}))
         return
-    console(140).print(table("bundled hardware", ["id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "TB/s", "link GB/s", "domain"],
-                             [[h["id"], h["name"], h["bf16_tflops"], h["fp8_tflops"], h["fp4_tflops"], h["hbm_gb"], h["hbm_tb_s"], h["scaleup_gb_s_per_direction"], h["scaleup_domain_size"]] for h in hs]))
-
-
+    console(140).print(
+        table(
+            "bundled hardware",
+            ["id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "TB/s", "link GB/s", "domain"],
+            [
+                [
+                    h["id"],
+                    h["name"],
+                    h["bf16_tflops"],
+                    h["fp8_tflops"],
+                    h["fp4_tflops"],
+                    h["hbm_gb"],
+                    h["hbm_tb_s"],
+                    h["scaleup_gb_s_per_direction"],
+                    h["scaleup_domain_size"],
+                ]
+                for h in hs
+            ],
+        )
+    )

@@ -47,36 +47,169 @@ def _floats(text: str, what: str) -> list[float]:
 @click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
-@click.option("--num-gpus", "-n", type=click.IntRange(min=1), default=8, show_default=True, help="GPU budget; DP replicas of smaller plans count")
-@click.option("--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens")
-@click.option("--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens")
-@click.option("--precision", "-p", default=None, help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)")
+@click.option(
+    "--num-gpus",
+    "-n",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="GPU budget; DP replicas of smaller plans count",
+)
+@click.option(
+    "--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens"
+)
+@click.option(
+    "--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens"
+)
+@click.option(
+    "--precision",
+    "-p",
+    default=None,
+    help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)",
+)
 @click.option("--engine", default=None, help="trtllm, vllm, sglang or a constants YAML")
-@click.option("--ttft-ms", type=float, default=None, help="TTFT target (ms) for the best configuration")
+@click.option(
+    "--ttft-ms", type=float, default=None, help="TTFT target (ms) for the best configuration"
+)
 @click.option("--tpot-ms", type=float, default=None, help="TPOT target (ms)")
-@click.option("--min-tok-s-per-user", type=float, default=None, help="interactivity target (tokens/s/user)")
-@click.option("--disagg/--no-disagg", default=False, show_default=True, help="also search disaggregated prefill/decode pools")
-@click.option("--helix/--no-helix", default=True, show_default=True, help="search Helix KV-parallel attention")
-@click.option("--max-pp", type=click.IntRange(min=1), default=None, help="largest pipeline-parallel size searched")
-@click.option("--points-per-octave", type=click.IntRange(min=1, max=4096), default=POINTS_PER_OCTAVE, show_default=True, help="concurrency grid density")
-@click.option("--max-batch", type=click.IntRange(min=1), default=None, help="override the engine's max_batch_size (sequences per replica)")
-@click.option("--exhaustive", is_flag=True, help="full concurrency grid for every plan (no adaptive refinement)")
-@click.option("--at", "readings", default=",".join(f"{x:g}" for x in READINGS_AT), show_default=True, help="tok/s/user values at which to read tok/s/GPU")
-@click.option("--area-range", default=f"{AREA_RANGE[0]:g},{AREA_RANGE[1]:g}", show_default=True, help="tok/s/user range of the frontier area (log-uniform mean)")
-@click.option("--compare", "compare_spec", default=None, help="AXIS=ID,ID,...: one frontier per model, hardware or precision")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="write the plot: .png, .svg, or a stem for both")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="write every evaluated point to CSV")
+@click.option(
+    "--min-tok-s-per-user", type=float, default=None, help="interactivity target (tokens/s/user)"
+)
+@click.option(
+    "--disagg/--no-disagg",
+    default=False,
+    show_default=True,
+    help="also search disaggregated prefill/decode pools",
+)
+@click.option(
+    "--helix/--no-helix", default=True, show_default=True, help="search Helix KV-parallel attention"
+)
+@click.option(
+    "--max-pp",
+    type=click.IntRange(min=1),
+    default=None,
+    help="largest pipeline-parallel size searched",
+)
+@click.option(
+    "--points-per-octave",
+    type=click.IntRange(min=1, max=4096),
+    default=POINTS_PER_OCTAVE,
+    show_default=True,
+    help="concurrency grid density",
+)
+@click.option(
+    "--max-batch",
+    type=click.IntRange(min=1),
+    default=None,
+    help="override the engine's max_batch_size (sequences per replica)",
+)
+@click.option(
+    "--exhaustive",
+    is_flag=True,
+    help="full concurrency grid for every plan (no adaptive refinement)",
+)
+@click.option(
+    "--at",
+    "readings",
+    default=",".join(f"{x:g}" for x in READINGS_AT),
+    show_default=True,
+    help="tok/s/user values at which to read tok/s/GPU",
+)
+@click.option(
+    "--area-range",
+    default=f"{AREA_RANGE[0]:g},{AREA_RANGE[1]:g}",
+    show_default=True,
+    help="tok/s/user range of the frontier area (log-uniform mean)",
+)
+@click.option(
+    "--compare",
+    "compare_spec",
+    default=None,
+    help="AXIS=ID,ID,...: one frontier per model, hardware or precision",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="write the plot: .png, .svg, or a stem for both",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="write every evaluated point to CSV",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
-@click.option("--all-points", is_flag=True, help="JSON: add every evaluated point under 'all_points'")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="processes for large sweeps (default: CPUs available)")
-@click.option("--progress/--no-progress", default=None, help="progress bar (default: long sweeps on a terminal)")
-@click.option("--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate")
-@click.option("--profile", default=None, type=click.Path(dir_okay=False), help="calibration profile of this GPU to overlay")
-@click.option("--spec-tokens", type=click.IntRange(0, 16), default=0, show_default=True, help="speculative / MTP draft tokens per step")
-@click.option("--spec-acceptance", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True, help="acceptance rate of each draft token")
-def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tpot_ms, min_tok_s_per_user, disagg,
-             helix, max_pp, points_per_octave, max_batch, exhaustive, readings, area_range, compare_spec, plot_path,
-             csv_path, as_json, all_points, workers, progress, emulate, profile, spec_tokens, spec_acceptance):
+@click.option(
+    "--all-points", is_flag=True, help="JSON: add every evaluated point under 'all_points'"
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="processes for large sweeps (default: CPUs available)",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="progress bar (default: long sweeps on a terminal)",
+)
+@click.option(
+    "--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate"
+)
+@click.option(
+    "--profile",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="calibration profile of this GPU to overlay",
+)
+@click.option(
+    "--spec-tokens",
+    type=click.IntRange(0, 16),
+    default=0,
+    show_default=True,
+    help="speculative / MTP draft tokens per step",
+)
+@click.option(
+    "--spec-acceptance",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="acceptance rate of each draft token",
+)
+def frontier(
+    model,
+    hardware,
+    num_gpus,
+    isl,
+    osl,
+    precision,
+    engine,
+    ttft_ms,
+    tpot_ms,
+    min_tok_s_per_user,
+    disagg,
+    helix,
+    max_pp,
+    points_per_octave,
+    max_batch,
+    exhaustive,
+    readings,
+    area_range,
+    compare_spec,
+    plot_path,
+    csv_path,
+    as_json,
+    all_points,
+    workers,
+    progress,
+    emulate,
+    profile,
+    spec_tokens,
+    spec_acceptance,
+):
     """Search plans x precisions x concurrency and print the Pareto frontier."""
     area = _floats(area_range, "--area-range")
     if len(area) != 2 or not area[0] < area[1]:
@@ -89,16 +222,42 @@ def frontier(model, hardware, num_gpus, isl, osl, precision, engine, ttft_ms, tp
     if emulate:
         hw = hw.with_overrides(emulate=True)
     common: dict[str, Any] = {
-        "model": model, "hardware": hw, "num_gpus": num_gpus, "isl": isl, "osl": osl, "precision": precision,
-        "engine": engine, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "min_tok_s_per_user": min_tok_s_per_user,
-        "disagg": disagg, "helix": helix, "max_pp": max_pp, "points_per_octave": points_per_octave,
-        "max_batch": max_batch, "refine": not exhaustive, "workers": workers, "progress": progress,
-        "area_range": (area[0], area[1]), "readings_at": _floats(readings, "--at"),
-        "spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance,
+        "model": model,
+        "hardware": hw,
+        "num_gpus": num_gpus,
+        "isl": isl,
+        "osl": osl,
+        "precision": precision,
+        "engine": engine,
+        "ttft_ms": ttft_ms,
+        "tpot_ms": tpot_ms,
+        "min_tok_s_per_user": min_tok_s_per_user,
+        "disagg": disagg,
+        "helix": helix,
+        "max_pp": max_pp,
+        "points_per_octave": points_per_octave,
+        "max_batch": max_batch,
+        "refine": not exhaustive,
+        "workers": workers,
+        "progress": progress,
+        "area_range": (area[0], area[1]),
+        "readings_at": _floats(readings, "--at"),
+        "spec_tokens": spec_tokens,
+        "spec_acceptance": spec_acceptance,
     }
     if compare_spec:
         axis, values = parse_compare(compare_spec)
-        designs = [{axis: (load_hardware(v).with_overrides(emulate=True) if emulate and axis == "hardware" else v), "label": v} for v in values]
+        designs = [
+            {
+                axis: (
+                    load_hardware(v).with_overrides(emulate=True)
+                    if emulate and axis == "hardware"
+                    else v
+                ),
+                "label": v,
+            }
+            for v in values
+        ]
         results = compare(designs, **{k: v for k, v in common.items() if k != axis})
         if csv_path:
             write_csv(results, csv_path)
@@ -116,35 +275,90 @@ def _render(results: list[Frontier]) -> None:
     c = console(140)
     for f in results:
         head = f.label + ": " if f.label else ""
-        c.print(f"[bold]{head}{f.model.id}[/] on up to {f.num_gpus} x {f.hardware.id}, ISL/OSL {f.isl}/{f.osl}, "
-                f"precisions {', '.join(p.id for p in f.precisions)}, engine {f.engine.id}: {f.evaluated:,} points "
-                f"({f.feasible_count:,} feasible) in {f.elapsed_s:.2f} s")
+        c.print(
+            f"[bold]{head}{f.model.id}[/] on up to {f.num_gpus} x {f.hardware.id}, ISL/OSL {f.isl}/{f.osl}, "
+            f"precisions {', '.join(p.id for p in f.precisions)}, engine {f.engine.id}: {f.evaluated:,} points "
+            f"({f.feasible_count:,} feasible) in {f.elapsed_s:.2f} s"
+        )
         pts = f.frontier_dicts()
         if not pts:
-            c.print("[red]no feasible configuration[/] (every plan fails: see --json --all-points for reasons)")
+            c.print(
+                "[red]no feasible configuration[/] (every plan fails: see --json --all-points for reasons)"
+            )
             continue
         step = max(1, len(pts) // 30)
         shown = pts[::step]
-        rows = [[p["tok_s_per_user"], p["output_tok_s_per_gpu"], p["ttft_ms"], p["tpot_ms"], p["plan_label"], p["precision"],
-                 p["concurrency"], p["num_gpus"], p["memory_per_gpu_gb"], p.get("region", "")] for p in shown]
-        title = f"Pareto frontier ({len(shown)} of {len(pts)} points; --json for all)" if step > 1 else "Pareto frontier"
-        c.print(table(title, ["tok/s/user", "out tok/s/GPU", "TTFT ms", "TPOT ms", "plan", "precision", "concurrency", "GPUs", "mem/GPU GB", "region"], rows))
-        c.print(f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} tok/s/user, log-uniform)")
-        c.print("readings: " + "; ".join(
-            f"{r['tok_s_per_user']:g} tok/s/user -> " + (f"{r['output_tok_s_per_gpu']:,.0f} tok/s/GPU ({r['plan']})" if r["output_tok_s_per_gpu"] else "unreachable")
-            for r in f.readings()))
+        rows = [
+            [
+                p["tok_s_per_user"],
+                p["output_tok_s_per_gpu"],
+                p["ttft_ms"],
+                p["tpot_ms"],
+                p["plan_label"],
+                p["precision"],
+                p["concurrency"],
+                p["num_gpus"],
+                p["memory_per_gpu_gb"],
+                p.get("region", ""),
+            ]
+            for p in shown
+        ]
+        title = (
+            f"Pareto frontier ({len(shown)} of {len(pts)} points; --json for all)"
+            if step > 1
+            else "Pareto frontier"
+        )
+        c.print(
+            table(
+                title,
+                [
+                    "tok/s/user",
+                    "out tok/s/GPU",
+                    "TTFT ms",
+                    "TPOT ms",
+                    "plan",
+                    "precision",
+                    "concurrency",
+                    "GPUs",
+                    "mem/GPU GB",
+                    "region",
+                ],
+                rows,
+            )
+        )
+        c.print(
+            f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} tok/s/user, log-uniform)"
+        )
+        c.print(
+            "readings: "
+            + "; ".join(
+                f"{r['tok_s_per_user']:g} tok/s/user -> "
+                + (
+                    f"{r['output_tok_s_per_gpu']:,.0f} tok/s/GPU ({r['plan']})"
+                    if r["output_tok_s_per_gpu"]
+                    else "unreachable"
+                )
+                for r in f.readings()
+            )
+        )
         best = f.best_dict()
         if best is None:
             if f.targets.any:
                 c.print("[red]no configuration meets the targets[/]")
             continue
         what = "best meeting the targets" if f.targets.any else "highest throughput"
-        c.print(f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency {best['concurrency']}, "
-                f"{best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at {best['tok_s_per_user']:.1f} tok/s/user, "
-                f"TTFT {best['ttft_ms']:.0f} ms, TPOT {best['tpot_ms']:.1f} ms")
+        c.print(
+            f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency {best['concurrency']}, "
+            f"{best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at {best['tok_s_per_user']:.1f} tok/s/user, "
+            f"TTFT {best['ttft_ms']:.0f} ms, TPOT {best['tpot_ms']:.1f} ms"
+        )
         for role, launch in _launches(launch_settings(f, f.best)):
             prefix = f"  {role} " if role else "  "
-            c.print(f"{prefix}TensorRT-LLM: {launch['trtllm']['command']}  # " + launch["trtllm"]["config_yaml"].replace("\n", "; "), soft_wrap=True)
+            c.print(
+                f"{prefix}TensorRT-LLM: {launch['trtllm']['command']}  # "
+                + launch["trtllm"]["config_yaml"].replace("\n", "; "),
+                soft_wrap=True,
+            )
             c.print(f"{prefix}vLLM: {launch['vllm']}", soft_wrap=True)
             c.print(f"{prefix}SGLang: {launch['sglang']}", soft_wrap=True)
             for note in launch["notes"]:

@@ -13,11 +13,31 @@ from ..report import console, table, to_json
 
 
 @click.command()
-@click.option("--data", "data", multiple=True, required=True, type=click.Path(), help="measurement CSV (serving.csv format); repeatable")
-@click.option("--engine", default=None, help="force one engine's constants (default: each row's framework picks trtllm/vllm/sglang)")
-@click.option("--profile", default=None, type=click.Path(), help="calibration profile to overlay on the hardware")
-@click.option("--out", default=None, type=click.Path(), help="write per-row predictions to this CSV")
-@click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0), help="worst rows to list")
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    required=True,
+    type=click.Path(),
+    help="measurement CSV (serving.csv format); repeatable",
+)
+@click.option(
+    "--engine",
+    default=None,
+    help="force one engine's constants (default: each row's framework picks trtllm/vllm/sglang)",
+)
+@click.option(
+    "--profile",
+    default=None,
+    type=click.Path(),
+    help="calibration profile to overlay on the hardware",
+)
+@click.option(
+    "--out", default=None, type=click.Path(), help="write per-row predictions to this CSV"
+)
+@click.option(
+    "--worst", default=10, show_default=True, type=click.IntRange(min=0), help="worst rows to list"
+)
 @click.option("--json", "as_json", is_flag=True)
 def validate(data, engine, profile, out, worst, as_json):
     """Predict every row of published measurements and report the error."""
@@ -25,7 +45,24 @@ def validate(data, engine, profile, out, worst, as_json):
     if out:
         tmp = Path(str(out) + ".tmp")
         with tmp.open("w", newline="") as fh:
-            cols = ["source_id", "model", "gpu", "precision", "engine", "plan", "isl", "osl", "mode", "load", "metric", "measured", "predicted", "error", "note", "row"]
+            cols = [
+                "source_id",
+                "model",
+                "gpu",
+                "precision",
+                "engine",
+                "plan",
+                "isl",
+                "osl",
+                "mode",
+                "load",
+                "metric",
+                "measured",
+                "predicted",
+                "error",
+                "note",
+                "row",
+            ]
             w = csv.DictWriter(fh, fieldnames=cols)
             w.writeheader()
             w.writerows(report.rows)
@@ -37,26 +74,111 @@ def validate(data, engine, profile, out, worst, as_json):
     rows = []
     for src, metrics in report.summary["by_source_metric"].items():
         for metric, s in metrics.items():
-            rows.append([src, metric, s["count"], s["median_abs_pct_error"], s["p90_abs_pct_error"], s["signed_median_pct_error"]])
-    c.print(table("error by source and metric (%)", ["source", "metric", "rows", "median |err|", "p90 |err|", "bias"], rows))
+            rows.append(
+                [
+                    src,
+                    metric,
+                    s["count"],
+                    s["median_abs_pct_error"],
+                    s["p90_abs_pct_error"],
+                    s["signed_median_pct_error"],
+                ]
+            )
+    c.print(
+        table(
+            "error by source and metric (%)",
+            ["source", "metric", "rows", "median |err|", "p90 |err|", "bias"],
+            rows,
+        )
+    )
     kl = report.summary["known_load"]
-    c.print(table("rows with known batch/concurrency (%)", ["metric", "rows", "median |err|", "p90 |err|", "bias"],
-                  [[k, v["count"], v["median_abs_pct_error"], v["p90_abs_pct_error"], v["signed_median_pct_error"]] for k, v in kl.items()]))
+    c.print(
+        table(
+            "rows with known batch/concurrency (%)",
+            ["metric", "rows", "median |err|", "p90 |err|", "bias"],
+            [
+                [
+                    k,
+                    v["count"],
+                    v["median_abs_pct_error"],
+                    v["p90_abs_pct_error"],
+                    v["signed_median_pct_error"],
+                ]
+                for k, v in kl.items()
+            ],
+        )
+    )
     bad = sorted(report.rows, key=lambda r: -abs(r["error"]))[:worst]
-    c.print(table("worst rows", ["source", "model", "gpu", "precision", "plan", "isl", "osl", "mode", "load", "metric", "measured", "predicted", "error %"],
-                  [[r["source_id"], r["model"], r["gpu"], r["precision"], r["plan"], r["isl"], r["osl"], r["mode"], r["load"], r["metric"], r["measured"], r["predicted"], r["error"] * 100] for r in bad]))
-    c.print(table("skipped rows", ["reason", "rows"], [[s["reason"], s["count"]] for s in report.skipped]))
-    c.print("engines: each row's framework column picks trtllm / vllm / sglang constants (data/engines/*.yaml)"
-            if engine is None else f"engine forced: {engine}")
+    c.print(
+        table(
+            "worst rows",
+            [
+                "source",
+                "model",
+                "gpu",
+                "precision",
+                "plan",
+                "isl",
+                "osl",
+                "mode",
+                "load",
+                "metric",
+                "measured",
+                "predicted",
+                "error %",
+            ],
+            [
+                [
+                    r["source_id"],
+                    r["model"],
+                    r["gpu"],
+                    r["precision"],
+                    r["plan"],
+                    r["isl"],
+                    r["osl"],
+                    r["mode"],
+                    r["load"],
+                    r["metric"],
+                    r["measured"],
+                    r["predicted"],
+                    r["error"] * 100,
+                ]
+                for r in bad
+            ],
+        )
+    )
+    c.print(
+        table(
+            "skipped rows", ["reason", "rows"], [[s["reason"], s["count"]] for s in report.skipped]
+        )
+    )
+    c.print(
+        "engines: each row's framework column picks trtllm / vllm / sglang constants (data/engines/*.yaml)"
+        if engine is None
+        else f"engine forced: {engine}"
+    )
 
 
 @click.command("calibrate-fit")
-@click.option("--data", "data", multiple=True, required=True, type=click.Path(exists=True), help="calibration CSV; repeatable")
-@click.option("--engine", required=True, type=click.Choice(["generic", "trtllm", "trtllm-trt", "vllm", "sglang"]))
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True),
+    help="calibration CSV; repeatable",
+)
+@click.option(
+    "--engine",
+    required=True,
+    type=click.Choice(["generic", "trtllm", "trtllm-trt", "vllm", "sglang"]),
+)
 @click.option("--out", required=True, type=click.Path(), help="YAML file for the fitted constants")
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
 def calibrate_fit(data, engine, out, sweeps):
     """Fit an engine's few physical constants to calibration measurements."""
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])
-    click.echo(f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}")
+    click.echo(
+        f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
+    )

@@ -77,20 +77,34 @@ def disaggregated_points(
     *_, lim_d = memory_fit(
         m, hw, prec, eng, pl.tp, pl.pp, pl.ep, pl.attention_dp, pl.cp, np.asarray(isl + osl / 2.0)
     )
-    row, conc = concurrency_grid(concurrency_cap(eng, lim_d, pl.tp, pl.attention_dp), points_per_octave)
+    row, conc = concurrency_grid(
+        concurrency_cap(eng, lim_d, pl.tp, pl.attention_dp), points_per_octave
+    )
     if len(row) == 0:
         return Points.concat([])
     d_tp, d_pp, d_ep, d_cp, d_adp = (v[row] for v in (pl.tp, pl.pp, pl.ep, pl.cp, pl.attention_dp))
     dw = decode_workers(
-        m, hw, prec, eng, tp=d_tp, pp=d_pp, ep=d_ep, cp=d_cp, attention_dp=d_adp,
-        concurrency=conc, isl=isl, osl=osl,
+        m,
+        hw,
+        prec,
+        eng,
+        tp=d_tp,
+        pp=d_pp,
+        ep=d_ep,
+        cp=d_cp,
+        attention_dp=d_adp,
+        concurrency=conc,
+        isl=isl,
+        osl=osl,
     )
     tpot, rate_d, g_d = dw.tpot_s, dw.rate_req_s, dw.gpus
     # only decode configurations near the decode-only frontier (tok/s/user vs requests/s/GPU)
     # can reach the combined frontier: combined requests/s/GPU = 1 / (g_p/R_p + g_d/R_d)
     x_u, y_e = 1.0 / tpot, rate_d / g_d
     okd = np.isfinite(x_u) & np.isfinite(y_e)
-    front = np.flatnonzero(okd & pareto_mask(np.where(okd, x_u, np.nan), np.where(okd, y_e, np.nan)))
+    front = np.flatnonzero(
+        okd & pareto_mask(np.where(okd, x_u, np.nan), np.where(okd, y_e, np.nan))
+    )
     s_tol = 1.0 + DISAGG_DECODE_TOLERANCE
     keep = np.flatnonzero(okd & (y_e * s_tol >= staircase(x_u[front], y_e[front], x_u * s_tol)))
     row, conc, tpot, rate_d, g_d = row[keep], conc[keep], tpot[keep], rate_d[keep], g_d[keep]
@@ -112,19 +126,35 @@ def disaggregated_points(
         "precision": np.full(n, pi, dtype=np.int64),
         "mode": np.full(n, MODE_DISAGGREGATED, dtype=np.int64),
         "plan_id": np.flatnonzero(ok)[row],
-        "tp": d_tp, "pp": d_pp, "ep": d_ep, "cp": d_cp, "attention_dp": d_adp,
+        "tp": d_tp,
+        "pp": d_pp,
+        "ep": d_ep,
+        "cp": d_cp,
+        "attention_dp": d_adp,
         "dp": y.astype(np.int64),
-        "p_tp": p_tp[c], "p_pp": p_pp[c], "p_ep": p_ep[c], "p_cp": p_cp[c],
-        "p_attention_dp": p_adp[c], "p_batch": b[c].astype(np.int64),
-        "prefill_workers": x.astype(np.int64), "decode_workers": y.astype(np.int64),
-        "concurrency": conc, "ttft_s": latency_p[c] + transfer, "tpot_s": tpot,
+        "p_tp": p_tp[c],
+        "p_pp": p_pp[c],
+        "p_ep": p_ep[c],
+        "p_cp": p_cp[c],
+        "p_attention_dp": p_adp[c],
+        "p_batch": b[c].astype(np.int64),
+        "prefill_workers": x.astype(np.int64),
+        "decode_workers": y.astype(np.int64),
+        "concurrency": conc,
+        "ttft_s": latency_p[c] + transfer,
+        "tpot_s": tpot,
         "tok_s_per_user": 1.0 / tpot,
         "output_tok_s_per_gpu": np.where(feasible, req_s * osl / safe_g, 0.0),
         "total_tok_s_per_gpu": np.where(feasible, req_s * (isl + osl) / safe_g, 0.0),
-        "num_gpus": gpus, "max_concurrency": lim_d[row], "fits_in_memory": conc <= lim_d[row],
+        "num_gpus": gpus,
+        "max_concurrency": lim_d[row],
+        "fits_in_memory": conc <= lim_d[row],
         "memory_per_gpu_bytes": dw.memory_per_gpu_bytes[keep],
-        "kv_transfer_s": transfer, "feasible": feasible, "reason": reason,
-        "step_decode_seqs": conc, "step_prefill_tokens": np.zeros(n),
+        "kv_transfer_s": transfer,
+        "feasible": feasible,
+        "reason": reason,
+        "step_decode_seqs": conc,
+        "step_prefill_tokens": np.zeros(n),
     }
     for cl in OP_CLASSES:
         cols[f"bd_prefill_{cl}"] = pw.by_class[cl][c]

@@ -22,15 +22,42 @@ Array = np.ndarray
 
 
 CSV_FIELDS = (
-    "precision", "mode", "tp", "pp", "ep", "dp", "attention_dp", "cp", "concurrency", "ttft_ms", "tpot_ms",
-    "tok_s_per_user", "output_tok_s_per_gpu", "total_tok_s_per_gpu", "num_gpus", "fits_in_memory",
-    "memory_per_gpu_gb", "max_concurrency", "feasible", "reason", "pareto",
-    "prefill_tp", "prefill_pp", "prefill_ep", "prefill_attention_dp", "prefill_cp", "prefill_batch",
-    "prefill_workers", "decode_workers", "kv_transfer_ms",
+    "precision",
+    "mode",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "attention_dp",
+    "cp",
+    "concurrency",
+    "ttft_ms",
+    "tpot_ms",
+    "tok_s_per_user",
+    "output_tok_s_per_gpu",
+    "total_tok_s_per_gpu",
+    "num_gpus",
+    "fits_in_memory",
+    "memory_per_gpu_gb",
+    "max_concurrency",
+    "feasible",
+    "reason",
+    "pareto",
+    "prefill_tp",
+    "prefill_pp",
+    "prefill_ep",
+    "prefill_attention_dp",
+    "prefill_cp",
+    "prefill_batch",
+    "prefill_workers",
+    "decode_workers",
+    "kv_transfer_ms",
 ) + tuple(f"{p}_{c}_s" for p in PHASES for c in OP_CLASSES)
 
 
-def csv_rows(p: Points, precisions: Sequence[Precision], pareto: Array | None = None) -> Iterator[list[Any]]:
+def csv_rows(
+    p: Points, precisions: Sequence[Precision], pareto: Array | None = None
+) -> Iterator[list[Any]]:
     """Rows (lists in ``CSV_FIELDS`` order) for a Points table; ``pareto`` marks frontier rows."""
     c = p.cols
     flag = np.zeros(len(p), dtype=bool)
@@ -42,14 +69,36 @@ def csv_rows(p: Points, precisions: Sequence[Precision], pareto: Array | None = 
         return ["" if not np.isfinite(v) else f"{v:.6g}" for v in a.tolist()]
 
     cols = [
-        names[c["precision"]].tolist(), np.array(MODES, dtype=object)[c["mode"]].tolist(), c["tp"].tolist(), c["pp"].tolist(),
-        c["ep"].tolist(), c["dp"].tolist(), c["attention_dp"].astype(int).tolist(), c["cp"].tolist(), fmt(c["concurrency"]),
-        fmt(c["ttft_s"] * 1e3), fmt(c["tpot_s"] * 1e3), fmt(c["tok_s_per_user"]), fmt(c["output_tok_s_per_gpu"]),
-        fmt(c["total_tok_s_per_gpu"]), fmt(c["num_gpus"]), c["fits_in_memory"].astype(int).tolist(),
-        fmt(c["memory_per_gpu_bytes"] / 1e9), fmt(c["max_concurrency"]), c["feasible"].astype(int).tolist(),
-        [str(r) for r in c["reason"].tolist()], (flag.astype(int).tolist() if pareto is not None else [""] * len(p)),
-        c["p_tp"].tolist(), c["p_pp"].tolist(), c["p_ep"].tolist(), c["p_attention_dp"].astype(int).tolist(), c["p_cp"].tolist(),
-        c["p_batch"].tolist(), c["prefill_workers"].tolist(), c["decode_workers"].tolist(), fmt(c["kv_transfer_s"] * 1e3),
+        names[c["precision"]].tolist(),
+        np.array(MODES, dtype=object)[c["mode"]].tolist(),
+        c["tp"].tolist(),
+        c["pp"].tolist(),
+        c["ep"].tolist(),
+        c["dp"].tolist(),
+        c["attention_dp"].astype(int).tolist(),
+        c["cp"].tolist(),
+        fmt(c["concurrency"]),
+        fmt(c["ttft_s"] * 1e3),
+        fmt(c["tpot_s"] * 1e3),
+        fmt(c["tok_s_per_user"]),
+        fmt(c["output_tok_s_per_gpu"]),
+        fmt(c["total_tok_s_per_gpu"]),
+        fmt(c["num_gpus"]),
+        c["fits_in_memory"].astype(int).tolist(),
+        fmt(c["memory_per_gpu_bytes"] / 1e9),
+        fmt(c["max_concurrency"]),
+        c["feasible"].astype(int).tolist(),
+        [str(r) for r in c["reason"].tolist()],
+        (flag.astype(int).tolist() if pareto is not None else [""] * len(p)),
+        c["p_tp"].tolist(),
+        c["p_pp"].tolist(),
+        c["p_ep"].tolist(),
+        c["p_attention_dp"].astype(int).tolist(),
+        c["p_cp"].tolist(),
+        c["p_batch"].tolist(),
+        c["prefill_workers"].tolist(),
+        c["decode_workers"].tolist(),
+        fmt(c["kv_transfer_s"] * 1e3),
     ] + [fmt(c[f"bd_{ph}_{cl}"]) for ph in PHASES for cl in OP_CLASSES]
     return (list(r) for r in zip(*cols))
 
@@ -71,7 +120,12 @@ class AtomicWriter:
             raise SpecError(f"cannot write {self.path}: {exc.strerror}") from None
         return self.fh
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.fh.close()
         if exc_type is None:
             os.replace(self.tmp, self.path)
@@ -118,7 +172,12 @@ class StreamingCSV:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is None:
             self.commit()
         else:

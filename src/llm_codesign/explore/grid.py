@@ -23,13 +23,22 @@ POINTS_PER_OCTAVE = 4
 ADVISOR_MAX_CONCURRENCY = 4096
 
 
-def memory_limit(model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plans: PlanTable, context: float) -> tuple[Array, Array]:
+def memory_limit(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plans: PlanTable,
+    context: float,
+) -> tuple[Array, Array]:
     """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU) per plan:
     :func:`serving.memory_fit`, so the concurrency grid stops at the limit before anything is
     evaluated."""
     safe = plans.valid
     tp, ep, cp, pp = (np.where(safe, v, 1) for v in (plans.tp, plans.ep, plans.cp, plans.pp))
-    _, _, _, usable, max_conc = memory_fit(model, hw, prec, eng, tp, pp, ep, plans.attention_dp, cp, np.asarray(float(context)))
+    _, _, _, usable, max_conc = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, plans.attention_dp, cp, np.asarray(float(context))
+    )
     return max_conc, usable
 
 
@@ -46,7 +55,9 @@ def concurrency_grid(limit: Array, points_per_octave: float) -> tuple[Array, Arr
     ppo = float(points_per_octave)
     if not ppo > 0:
         raise SpecError(f"points_per_octave must be positive, got {points_per_octave}")
-    n = np.where(limit >= 1, np.floor(np.log2(np.maximum(limit, 1)) * ppo + 1e-9).astype(np.int64) + 2, 0)
+    n = np.where(
+        limit >= 1, np.floor(np.log2(np.maximum(limit, 1)) * ppo + 1e-9).astype(np.int64) + 2, 0
+    )
     row = np.repeat(np.arange(len(limit)), n)
     start = np.cumsum(n) - n
     j = np.arange(n.sum()) - np.repeat(start, n)
@@ -65,7 +76,11 @@ def grid_count(limit: Array, ppo: float) -> Array:
 
 
 def refine_grid(
-    near: Points, pv_row: Array, grids: list[tuple[int, Array]], coarse_ppo: float, ppo: int,
+    near: Points,
+    pv_row: Array,
+    grids: list[tuple[int, Array]],
+    coarse_ppo: float,
+    ppo: int,
 ) -> list[tuple[int, Array, Array]]:
     """Fine-grid concurrencies within one coarse step of each near-frontier coarse point,
     minus those already evaluated on the coarse grid."""

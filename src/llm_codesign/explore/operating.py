@@ -28,15 +28,31 @@ ADVISOR_CONCURRENCY = power_of_two_grid()  # 1 .. 4096 requests per replica
 
 
 def evaluate_plans(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, plans: list[ParallelPlan],
-    isl: int, osl: int, concurrency: Any,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plans: list[ParallelPlan],
+    isl: int,
+    osl: int,
+    concurrency: Any,
 ) -> GridResult:
     """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
     col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
     conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
     return evaluate(
-        model, hw, prec, eng, tp=col("tp", np.int64), pp=col("pp", np.int64), ep=col("ep", np.int64),
-        cp=col("cp", np.int64), attention_dp=col("attention_dp", bool), isl=isl, osl=osl, concurrency=conc,
+        model,
+        hw,
+        prec,
+        eng,
+        tp=col("tp", np.int64),
+        pp=col("pp", np.int64),
+        ep=col("ep", np.int64),
+        cp=col("cp", np.int64),
+        attention_dp=col("attention_dp", bool),
+        isl=isl,
+        osl=osl,
+        concurrency=conc,
     )
 
 
@@ -60,30 +76,52 @@ class OperatingPoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "plan": self.plan.to_dict(), "plan_label": self.plan.label(), "isl": self.isl, "osl": self.osl,
-            "concurrency": self.concurrency, "tpot_ms": self.tpot_s * 1e3, "ttft_ms": self.ttft_s * 1e3,
-            "tok_s_per_user": self.tok_s_per_user, "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
+            "plan": self.plan.to_dict(),
+            "plan_label": self.plan.label(),
+            "isl": self.isl,
+            "osl": self.osl,
+            "concurrency": self.concurrency,
+            "tpot_ms": self.tpot_s * 1e3,
+            "ttft_ms": self.ttft_s * 1e3,
+            "tok_s_per_user": self.tok_s_per_user,
+            "output_tok_s_per_gpu": self.output_tok_s_per_gpu,
             "max_concurrency": self.max_concurrency,
         }
 
 
-def _point(grid: GridResult, i: int, j: int, plan: ParallelPlan, isl: int, osl: int, conc: int) -> OperatingPoint:
+def _point(
+    grid: GridResult, i: int, j: int, plan: ParallelPlan, isl: int, osl: int, conc: int
+) -> OperatingPoint:
     mixed = {c: float(np.asarray(grid.mixed_breakdown[c])[i, j]) for c in OP_CLASSES}
     total = sum(mixed.values())
     return OperatingPoint(
-        plan=plan, isl=isl, osl=osl, concurrency=conc, tpot_s=float(grid.tpot_s[i, j]),
-        ttft_s=float(grid.ttft_s[i, j]), tok_s_per_user=float(grid.tok_s_per_user[i, j]),
+        plan=plan,
+        isl=isl,
+        osl=osl,
+        concurrency=conc,
+        tpot_s=float(grid.tpot_s[i, j]),
+        ttft_s=float(grid.ttft_s[i, j]),
+        tok_s_per_user=float(grid.tok_s_per_user[i, j]),
         output_tok_s_per_gpu=float(grid.output_tok_s_per_gpu[i, j]),
         max_concurrency=int(grid.max_concurrency[i, j]),
-        fractions={c: v / total for c, v in mixed.items()}, mixed_step_s=mixed,
+        fractions={c: v / total for c, v in mixed.items()},
+        mixed_step_s=mixed,
         step_decode_seqs=float(np.asarray(grid.step_decode_seqs)[i, j]),
         step_prefill_tokens=float(np.asarray(grid.step_prefill_tokens)[i, j]),
     )
 
 
 def operating_point(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, isl: int, osl: int,
-    goal: str, *, plans: list[ParallelPlan] | None = None, concurrency: int | None = None,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    isl: int,
+    osl: int,
+    goal: str,
+    *,
+    plans: list[ParallelPlan] | None = None,
+    concurrency: int | None = None,
     min_tok_s_per_user: float = THROUGHPUT_MIN_TOK_S_USER,
 ) -> OperatingPoint:
     """The best point for ``goal`` (``throughput`` or ``latency``) over plans x concurrency.
@@ -103,7 +141,9 @@ def operating_point(
     g = evaluate_plans(model, hw, prec, eng, plans, isl, osl, concs)
     ok = np.asarray(g.feasible, dtype=bool)
     if goal == "throughput":
-        score = np.where(ok & (g.tok_s_per_user >= min_tok_s_per_user), g.output_tok_s_per_gpu, -np.inf)
+        score = np.where(
+            ok & (g.tok_s_per_user >= min_tok_s_per_user), g.output_tok_s_per_gpu, -np.inf
+        )
         if not np.isfinite(score).any():  # nothing meets the interactivity floor: best that fits
             score = np.where(ok, g.output_tok_s_per_gpu, -np.inf)
     else:
@@ -137,9 +177,20 @@ def operating_step(
     same :func:`serving.pipelined_step` as ``estimate``: ``total_s`` equals the point's TPOT."""
     p = point.plan
     return pipelined_step(
-        model, prec, hw, eng, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, attention_dp=p.attention_dp,
-        isl=point.isl, osl=point.osl, decode_seqs=point.step_decode_seqs,
-        prefill_tokens=point.step_prefill_tokens, detail=detail,
+        model,
+        prec,
+        hw,
+        eng,
+        tp=p.tp,
+        pp=p.pp,
+        ep=p.ep,
+        cp=p.cp,
+        attention_dp=p.attention_dp,
+        isl=point.isl,
+        osl=point.osl,
+        decode_seqs=point.step_decode_seqs,
+        prefill_tokens=point.step_prefill_tokens,
+        detail=detail,
     )
 
 
@@ -164,8 +215,12 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         points = [
-            {"tok_s_per_user": float(u), "output_tok_s_per_gpu": float(g), "plan": p,
-             "concurrency": c}
+            {
+                "tok_s_per_user": float(u),
+                "output_tok_s_per_gpu": float(g),
+                "plan": p,
+                "concurrency": c,
+            }
             for u, g, p, c in zip(
                 self.tok_s_per_user, self.output_tok_s_per_gpu, self.plans, self.concurrency
             )

@@ -63,10 +63,22 @@ class PlanTable:
         return self.tp * self.pp
 
     def take(self, idx: Array) -> PlanTable:
-        return PlanTable(*(np.asarray(getattr(self, f))[idx] for f in ("tp", "pp", "ep", "cp", "attention_dp", "dp", "reason")))
+        return PlanTable(
+            *(
+                np.asarray(getattr(self, f))[idx]
+                for f in ("tp", "pp", "ep", "cp", "attention_dp", "dp", "reason")
+            )
+        )
 
     def plan(self, i: int) -> ParallelPlan:
-        return ParallelPlan(int(self.tp[i]), int(self.pp[i]), int(self.ep[i]), int(self.dp[i]), bool(self.attention_dp[i]), int(self.cp[i]))
+        return ParallelPlan(
+            int(self.tp[i]),
+            int(self.pp[i]),
+            int(self.ep[i]),
+            int(self.dp[i]),
+            bool(self.attention_dp[i]),
+            int(self.cp[i]),
+        )
 
 
 def axis_values(num_gpus: int) -> list[int]:
@@ -84,8 +96,13 @@ def axis_values(num_gpus: int) -> list[int]:
 
 
 def enumerate_plans(
-    model: ModelSpec, hw: HardwareSpec, num_gpus: int, *, max_pp: int | None = None,
-    helix: bool = True, attention_dp: bool = True,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    num_gpus: int,
+    *,
+    max_pp: int | None = None,
+    helix: bool = True,
+    attention_dp: bool = True,
 ) -> PlanTable:
     """Every candidate plan for ``num_gpus`` GPUs (module docstring), invalid ones with a reason.
 
@@ -127,7 +144,9 @@ def enumerate_plans(
     return PlanTable(tp, pp, ep, cp, adp, num_gpus // (tp * pp), reason)
 
 
-def candidate_plans(model: ModelSpec, hw: HardwareSpec, max_tp: int | None = None) -> list[ParallelPlan]:
+def candidate_plans(
+    model: ModelSpec, hw: HardwareSpec, max_tp: int | None = None
+) -> list[ParallelPlan]:
     """Single-replica plans worth comparing: TP in powers of two inside the NVLink domain; MoE
     adds EP = TP with and without attention-DP (wide EP); GQA adds Helix KV-parallel attention
     once TP exceeds the KV heads. Plans the model cannot run are kept out here; memory fit is
@@ -150,5 +169,7 @@ def candidate_plans(model: ModelSpec, hw: HardwareSpec, max_tp: int | None = Non
             plans.append(p)
         tp *= 2
     if not plans:
-        raise SpecError(f"{model.id}: no tensor-parallel plan up to tp={limit} divides its heads and widths")
+        raise SpecError(
+            f"{model.id}: no tensor-parallel plan up to tp={limit} divides its heads and widths"
+        )
     return plans

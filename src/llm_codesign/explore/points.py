@@ -15,14 +15,36 @@ MODE_AGGREGATED, MODE_DISAGGREGATED = 0, 1
 MODES = ("aggregated", "disaggregated")
 
 _INT_COLS = (
-    "precision", "mode", "plan_id", "tp", "pp", "ep", "cp", "dp", "p_tp", "p_pp", "p_ep", "p_cp",
-    "p_batch", "prefill_workers", "decode_workers",
+    "precision",
+    "mode",
+    "plan_id",
+    "tp",
+    "pp",
+    "ep",
+    "cp",
+    "dp",
+    "p_tp",
+    "p_pp",
+    "p_ep",
+    "p_cp",
+    "p_batch",
+    "prefill_workers",
+    "decode_workers",
 )
 _BOOL_COLS = ("attention_dp", "p_attention_dp", "fits_in_memory", "feasible")
 FLOAT_COLUMNS = (
-    "concurrency", "ttft_s", "tpot_s", "tok_s_per_user", "output_tok_s_per_gpu",
-    "total_tok_s_per_gpu", "num_gpus", "memory_per_gpu_bytes", "max_concurrency",
-    "kv_transfer_s", "step_decode_seqs", "step_prefill_tokens",
+    "concurrency",
+    "ttft_s",
+    "tpot_s",
+    "tok_s_per_user",
+    "output_tok_s_per_gpu",
+    "total_tok_s_per_gpu",
+    "num_gpus",
+    "memory_per_gpu_bytes",
+    "max_concurrency",
+    "kv_transfer_s",
+    "step_decode_seqs",
+    "step_prefill_tokens",
 ) + tuple(f"bd_{p}_{c}" for p in PHASES for c in OP_CLASSES)
 COLUMNS = _INT_COLS + _BOOL_COLS + FLOAT_COLUMNS + ("reason",)
 
@@ -70,5 +92,3 @@ class Points:
         if not parts:
             return Points({})
         return Points({k: np.concatenate([p.cols[k] for p in parts]) for k in COLUMNS})
-
-

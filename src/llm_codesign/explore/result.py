@@ -54,7 +54,11 @@ class Targets:
         return ok
 
     def to_dict(self) -> dict[str, float | None]:
-        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "min_tok_s_per_user": self.min_tok_s_per_user}
+        return {
+            "ttft_ms": self.ttft_ms,
+            "tpot_ms": self.tpot_ms,
+            "min_tok_s_per_user": self.min_tok_s_per_user,
+        }
 
 
 @dataclass
@@ -101,18 +105,37 @@ class Frontier:
         for x, y in zip(xs.tolist(), ys.tolist()):
             i = None
             if y > 0:
-                match = np.flatnonzero((p["tok_s_per_user"] >= x) & (p["output_tok_s_per_gpu"] == y))
+                match = np.flatnonzero(
+                    (p["tok_s_per_user"] >= x) & (p["output_tok_s_per_gpu"] == y)
+                )
                 i = int(self.pareto[match[0]]) if match.size else None
-            out.append({"tok_s_per_user": x, "output_tok_s_per_gpu": y if y > 0 else None,
-                        "plan": self.plan_label(i) if i is not None else None})
+            out.append(
+                {
+                    "tok_s_per_user": x,
+                    "output_tok_s_per_gpu": y if y > 0 else None,
+                    "plan": self.plan_label(i) if i is not None else None,
+                }
+            )
         return out
 
     def plan_label(self, i: int) -> str:
         """Human label of the point's plan, e.g. ``TP8 EP8 attnDP8`` or ``disagg 2xTP4 : 1xTP8``."""
         c = self.points.cols
-        dec = plan_label(int(c["tp"][i]), int(c["pp"][i]), int(c["ep"][i]), bool(c["attention_dp"][i]), int(c["cp"][i]))
+        dec = plan_label(
+            int(c["tp"][i]),
+            int(c["pp"][i]),
+            int(c["ep"][i]),
+            bool(c["attention_dp"][i]),
+            int(c["cp"][i]),
+        )
         if int(c["mode"][i]) == MODE_DISAGGREGATED:
-            pre = plan_label(int(c["p_tp"][i]), int(c["p_pp"][i]), int(c["p_ep"][i]), bool(c["p_attention_dp"][i]), int(c["p_cp"][i]))
+            pre = plan_label(
+                int(c["p_tp"][i]),
+                int(c["p_pp"][i]),
+                int(c["p_ep"][i]),
+                bool(c["p_attention_dp"][i]),
+                int(c["p_cp"][i]),
+            )
             return f"disagg {int(c['prefill_workers'][i])}x[{pre}] : {int(c['decode_workers'][i])}x[{dec}]"
         return dec
 
@@ -127,27 +150,51 @@ class Frontier:
             d = {cl: float(f[f"bd_{phase}_{cl}"]) for cl in OP_CLASSES}
             d["total"] = sum(d.values())
             breakdown[phase] = d
-        plan = {"tp": int(f["tp"]), "pp": int(f["pp"]), "ep": int(f["ep"]), "dp": int(f["dp"]),
-                "attention_dp": bool(f["attention_dp"]), "cp": int(f["cp"])}
+        plan = {
+            "tp": int(f["tp"]),
+            "pp": int(f["pp"]),
+            "ep": int(f["ep"]),
+            "dp": int(f["dp"]),
+            "attention_dp": bool(f["attention_dp"]),
+            "cp": int(f["cp"]),
+        }
         out: dict[str, Any] = {
-            "ttft_ms": float(f["ttft_s"]) * 1e3, "tpot_ms": float(f["tpot_s"]) * 1e3,
-            "tok_s_per_user": float(f["tok_s_per_user"]), "output_tok_s_per_gpu": float(f["output_tok_s_per_gpu"]),
-            "total_tok_s_per_gpu": float(f["total_tok_s_per_gpu"]), "num_gpus": round(float(f["num_gpus"])),
-            "fits_in_memory": bool(f["fits_in_memory"]), "memory_per_gpu_gb": float(f["memory_per_gpu_bytes"]) / 1e9,
-            "breakdown": breakdown, "plan": plan, "plan_label": self.plan_label(i), "precision": prec.id,
-            "mode": mode, "concurrency": int(f["concurrency"]),
+            "ttft_ms": float(f["ttft_s"]) * 1e3,
+            "tpot_ms": float(f["tpot_s"]) * 1e3,
+            "tok_s_per_user": float(f["tok_s_per_user"]),
+            "output_tok_s_per_gpu": float(f["output_tok_s_per_gpu"]),
+            "total_tok_s_per_gpu": float(f["total_tok_s_per_gpu"]),
+            "num_gpus": round(float(f["num_gpus"])),
+            "fits_in_memory": bool(f["fits_in_memory"]),
+            "memory_per_gpu_gb": float(f["memory_per_gpu_bytes"]) / 1e9,
+            "breakdown": breakdown,
+            "plan": plan,
+            "plan_label": self.plan_label(i),
+            "precision": prec.id,
+            "mode": mode,
+            "concurrency": int(f["concurrency"]),
             "concurrency_total": int(f["concurrency"]) * int(f["dp"]),
-            "max_concurrency": int(f["max_concurrency"]) if np.isfinite(f["max_concurrency"]) else None,
-            "feasible": bool(f["feasible"]), "reason": str(f["reason"]),
+            "max_concurrency": int(f["max_concurrency"])
+            if np.isfinite(f["max_concurrency"])
+            else None,
+            "feasible": bool(f["feasible"]),
+            "reason": str(f["reason"]),
         }
         if region is not None:
             out["region"] = region
         if mode == "disaggregated":
             out["disaggregated"] = {
-                "prefill_plan": {"tp": int(f["p_tp"]), "pp": int(f["p_pp"]), "ep": int(f["p_ep"]),
-                                 "attention_dp": bool(f["p_attention_dp"]), "cp": int(f["p_cp"])},
-                "prefill_workers": int(f["prefill_workers"]), "decode_workers": int(f["decode_workers"]),
-                "prefill_batch_requests": int(f["p_batch"]), "kv_transfer_ms": float(f["kv_transfer_s"]) * 1e3,
+                "prefill_plan": {
+                    "tp": int(f["p_tp"]),
+                    "pp": int(f["p_pp"]),
+                    "ep": int(f["p_ep"]),
+                    "attention_dp": bool(f["p_attention_dp"]),
+                    "cp": int(f["p_cp"]),
+                },
+                "prefill_workers": int(f["prefill_workers"]),
+                "decode_workers": int(f["decode_workers"]),
+                "prefill_batch_requests": int(f["p_batch"]),
+                "kv_transfer_ms": float(f["kv_transfer_s"]) * 1e3,
             }
         return out
 
@@ -160,19 +207,26 @@ class Frontier:
 
     def to_dict(self, all_points: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "model": self.model.id, "hardware": self.hardware.id, "engine": self.engine.id,
-            "num_gpus": self.num_gpus, "isl": self.isl, "osl": self.osl,
+            "model": self.model.id,
+            "hardware": self.hardware.id,
+            "engine": self.engine.id,
+            "num_gpus": self.num_gpus,
+            "isl": self.isl,
+            "osl": self.osl,
             "precisions": [p.id for p in self.precisions],
             "points": self.frontier_dicts(),
             "area": self.area,
             "area_definition": (
                 f"mean output tok/s/GPU of the frontier staircase over tok/s/user log-uniform on "
-                f"[{self.area_range[0]:g}, {self.area_range[1]:g}]"),
+                f"[{self.area_range[0]:g}, {self.area_range[1]:g}]"
+            ),
             "area_range": list(self.area_range),
             "readings": self.readings(),
             "targets": self.targets.to_dict(),
             "best": self.best_dict(),
-            "evaluated": self.evaluated, "feasible": self.feasible_count, "elapsed_s": self.elapsed_s,
+            "evaluated": self.evaluated,
+            "feasible": self.feasible_count,
+            "elapsed_s": self.elapsed_s,
             "search": self.settings,
         }
         if self.label:
@@ -185,5 +239,3 @@ class Frontier:
 def plan_label(tp: int, pp: int, ep: int, adp: bool, cp: int) -> str:
     """``ParallelPlan.label`` of a plan given by its axes."""
     return ParallelPlan(tp=tp, pp=pp, ep=ep, attention_dp=adp, cp=cp).label()
-
-

@@ -44,25 +44,53 @@ class Job:
 def evaluate_task(job: Job, task: tuple[int, dict[str, Array]]) -> dict[str, Array]:
     """Evaluate one chunk of aggregated points of one precision (runs in a worker or inline)."""
     pi, a = task
-    r = evaluate(job.model, job.hw, job.precisions[pi], job.eng, tp=a["tp"], pp=a["pp"], ep=a["ep"], dp=a["dp"],
-                 attention_dp=a["attention_dp"], cp=a["cp"], isl=job.isl, osl=job.osl, concurrency=a["concurrency"],
-                 spec_tokens=job.spec_tokens, spec_acceptance=job.spec_acceptance)
+    r = evaluate(
+        job.model,
+        job.hw,
+        job.precisions[pi],
+        job.eng,
+        tp=a["tp"],
+        pp=a["pp"],
+        ep=a["ep"],
+        dp=a["dp"],
+        attention_dp=a["attention_dp"],
+        cp=a["cp"],
+        isl=job.isl,
+        osl=job.osl,
+        concurrency=a["concurrency"],
+        spec_tokens=job.spec_tokens,
+        spec_acceptance=job.spec_acceptance,
+    )
     out = dict(a)
     out.update(
-        precision=np.full(len(a["tp"]), pi, dtype=np.int64), ttft_s=r.ttft_s, tpot_s=r.tpot_s,
-        tok_s_per_user=r.tok_s_per_user, output_tok_s_per_gpu=r.output_tok_s_per_gpu,
-        total_tok_s_per_gpu=r.total_tok_s_per_gpu, num_gpus=np.asarray(r.num_gpus, dtype=float),
-        memory_per_gpu_bytes=r.memory_per_gpu_bytes, max_concurrency=r.max_concurrency,
-        fits_in_memory=r.fits_in_memory, feasible=r.feasible, reason=r.reason,
-        step_decode_seqs=r.step_decode_seqs, step_prefill_tokens=r.step_prefill_tokens,
+        precision=np.full(len(a["tp"]), pi, dtype=np.int64),
+        ttft_s=r.ttft_s,
+        tpot_s=r.tpot_s,
+        tok_s_per_user=r.tok_s_per_user,
+        output_tok_s_per_gpu=r.output_tok_s_per_gpu,
+        total_tok_s_per_gpu=r.total_tok_s_per_gpu,
+        num_gpus=np.asarray(r.num_gpus, dtype=float),
+        memory_per_gpu_bytes=r.memory_per_gpu_bytes,
+        max_concurrency=r.max_concurrency,
+        fits_in_memory=r.fits_in_memory,
+        feasible=r.feasible,
+        reason=r.reason,
+        step_decode_seqs=r.step_decode_seqs,
+        step_prefill_tokens=r.step_prefill_tokens,
     )
-    for phase, bd in (("prefill", r.prefill_breakdown), ("decode", r.decode_breakdown), ("mixed_step", r.mixed_breakdown)):
+    for phase, bd in (
+        ("prefill", r.prefill_breakdown),
+        ("decode", r.decode_breakdown),
+        ("mixed_step", r.mixed_breakdown),
+    ):
         for c in OP_CLASSES:
             out[f"bd_{phase}_{c}"] = np.broadcast_to(bd[c], r.tpot_s.shape).astype(float)
     return out
 
 
-def split_tasks(tasks: list[tuple[int, dict[str, Array]]], chunk: int, workers: int) -> list[tuple[int, dict[str, Array]]]:
+def split_tasks(
+    tasks: list[tuple[int, dict[str, Array]]], chunk: int, workers: int
+) -> list[tuple[int, dict[str, Array]]]:
     out = []
     total = sum(len(a["tp"]) for _, a in tasks)
     per = max(min(chunk, math.ceil(total / max(workers, 1))), 1)
@@ -99,7 +127,9 @@ class Executor:
             self.pool.join()
             self.pool = None
 
-    def run(self, tasks: Iterable[tuple[int, dict[str, Array]]], total: int, progress: Any) -> Iterator[Points]:
+    def run(
+        self, tasks: Iterable[tuple[int, dict[str, Array]]], total: int, progress: Any
+    ) -> Iterator[Points]:
         """Evaluate tasks (lazily produced); at most 2 x workers chunks are in flight at once."""
         if total == 0:
             return
@@ -155,8 +185,14 @@ class Progress:
                 TimeRemainingColumn,
             )
 
-            self.bar = Progress(TextColumn("frontier"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                console=Console(stderr=True), transient=True)
+            self.bar = Progress(
+                TextColumn("frontier"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self.task = self.bar.add_task("points", total=total)
             self.bar.start()
 
@@ -171,5 +207,3 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-

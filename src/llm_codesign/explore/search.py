@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from ..calibrate import resolve_hardware
 from ..errors import SpecError, UnsupportedError
 from ..pareto import AREA_RANGE, pareto_mask, staircase
 from ..serving import bound_split, pipelined_step, region_of
 from ..serving.memory import concurrency_cap
 from ..specs.engine import EngineConstants, load_engine
-from ..calibrate import resolve_hardware
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.precision import Precision, parse_precision
@@ -60,15 +60,25 @@ REFINE_MIN_POINTS = 20000  # smaller full grids are evaluated directly (fewer ev
 KEEP_ALL_MAX_POINTS = 1_000_000
 
 
-def _resolve_precisions(hw: HardwareSpec, precision: str | Precision | Sequence[str | Precision] | None) -> tuple[Precision, ...]:
+def _resolve_precisions(
+    hw: HardwareSpec, precision: str | Precision | Sequence[str | Precision] | None
+) -> tuple[Precision, ...]:
     if precision is None:
-        out = tuple(parse_precision(p) for p in DEFAULT_PRECISIONS if hw.supports(parse_precision(p).compute_class))
+        out = tuple(
+            parse_precision(p)
+            for p in DEFAULT_PRECISIONS
+            if hw.supports(parse_precision(p).compute_class)
+        )
         if not out:
-            raise UnsupportedError(f"{hw.id} runs none of the default precisions {', '.join(DEFAULT_PRECISIONS)} natively; pass --precision")
+            raise UnsupportedError(
+                f"{hw.id} runs none of the default precisions {', '.join(DEFAULT_PRECISIONS)} natively; pass --precision"
+            )
         return out
     items: list[str | Precision]
     if isinstance(precision, (str, Precision)):
-        items = [s.strip() for s in precision.split(",")] if isinstance(precision, str) else [precision]
+        items = (
+            [s.strip() for s in precision.split(",")] if isinstance(precision, str) else [precision]
+        )
     else:
         items = list(precision)
     precs: list[Precision] = []
@@ -116,19 +126,33 @@ class _Reducer:
 
 def _keep_mask(p: Points, targets: Targets) -> Array:
     f = p["feasible"]
-    keep = f & pareto_mask(np.where(f, p["tok_s_per_user"], np.nan), np.where(f, p["output_tok_s_per_gpu"], np.nan))
+    keep = f & pareto_mask(
+        np.where(f, p["tok_s_per_user"], np.nan), np.where(f, p["output_tok_s_per_gpu"], np.nan)
+    )
     if targets.any:
         met = targets.met(p)
-        keep |= met & pareto_mask(np.where(met, p["tok_s_per_user"], np.nan), np.where(met, p["output_tok_s_per_gpu"], np.nan))
+        keep |= met & pareto_mask(
+            np.where(met, p["tok_s_per_user"], np.nan),
+            np.where(met, p["output_tok_s_per_gpu"], np.nan),
+        )
     return keep
 
 
 def _invalid_rows(plans: PlanTable, ids: Array, pi: int, reason: Array) -> Points:
     n = len(plans)
-    cols: dict[str, Array] = {"precision": np.full(n, pi, dtype=np.int64), "plan_id": ids, "tp": plans.tp, "pp": plans.pp,
-                              "ep": plans.ep, "cp": plans.cp, "attention_dp": plans.attention_dp, "dp": plans.dp,
-                              "concurrency": np.ones(n), "reason": reason,
-                              "num_gpus": (plans.tp * plans.pp * plans.dp).astype(float)}
+    cols: dict[str, Array] = {
+        "precision": np.full(n, pi, dtype=np.int64),
+        "plan_id": ids,
+        "tp": plans.tp,
+        "pp": plans.pp,
+        "ep": plans.ep,
+        "cp": plans.cp,
+        "attention_dp": plans.attention_dp,
+        "dp": plans.dp,
+        "concurrency": np.ones(n),
+        "reason": reason,
+        "num_gpus": (plans.tp * plans.pp * plans.dp).astype(float),
+    }
     for name in FLOAT_COLUMNS:
         if name not in cols:
             cols[name] = np.full(n, np.nan)
@@ -188,11 +212,19 @@ def frontier(
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     eng = load_engine(engine)
-    for name, v in (("num_gpus", num_gpus), ("isl", isl), ("osl", osl), ("points_per_octave", points_per_octave), ("max_batch", 1 if max_batch is None else max_batch)):
+    for name, v in (
+        ("num_gpus", num_gpus),
+        ("isl", isl),
+        ("osl", osl),
+        ("points_per_octave", points_per_octave),
+        ("max_batch", 1 if max_batch is None else max_batch),
+    ):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise SpecError(f"{name} must be a positive integer, got {v!r}")
     if points_per_octave > 4096:
-        raise SpecError(f"points_per_octave={points_per_octave} is beyond integer resolution (max 4096)")
+        raise SpecError(
+            f"points_per_octave={points_per_octave} is beyond integer resolution (max 4096)"
+        )
     if keep_points not in ("auto", "all", "pareto"):
         raise SpecError(f"keep_points must be 'auto', 'all' or 'pareto', got {keep_points!r}")
     if not 0 <= refine_tolerance <= 10:
@@ -201,7 +233,9 @@ def frontier(
         eng = eng.with_overrides(max_batch_size=int(max_batch))
     targets = Targets(ttft_ms, tpot_ms, min_tok_s_per_user)
     precs = _resolve_precisions(hw, precision)
-    plans = enumerate_plans(m, hw, int(num_gpus), max_pp=max_pp, helix=helix, attention_dp=attention_dp)
+    plans = enumerate_plans(
+        m, hw, int(num_gpus), max_pp=max_pp, helix=helix, attention_dp=attention_dp
+    )
     job = Job(m, hw, eng, precs, int(isl), int(osl), int(spec_tokens), float(spec_acceptance))
     n_workers = default_workers() if workers is None else max(int(workers), 1)
     fine_ppo = int(points_per_octave)
@@ -218,29 +252,57 @@ def frontier(
         no_seq = ~no_fit & (lim < 1)
         reason = np.where(no_fit, "weights_exceed_memory", np.where(no_seq, "oom", ""))
         bad = np.concatenate([np.flatnonzero(~plans.valid), valid_idx[no_fit | no_seq]])
-        invalid.append(_invalid_rows(plans.take(bad), bad, pi, np.concatenate([plans.reason[~plans.valid], reason[no_fit | no_seq]]).astype(object)))
+        invalid.append(
+            _invalid_rows(
+                plans.take(bad),
+                bad,
+                pi,
+                np.concatenate([plans.reason[~plans.valid], reason[no_fit | no_seq]]).astype(
+                    object
+                ),
+            )
+        )
         grids.append((pi, np.where(no_fit | no_seq, 0, lim)))
 
     def task(pi: int, row: Array, conc: Array) -> tuple[int, dict[str, Array]]:
-        return (pi, {"plan_id": valid_idx[row], "tp": pv.tp[row], "pp": pv.pp[row], "ep": pv.ep[row], "cp": pv.cp[row],
-                     "attention_dp": pv.attention_dp[row], "dp": pv.dp[row], "concurrency": conc})
+        return (
+            pi,
+            {
+                "plan_id": valid_idx[row],
+                "tp": pv.tp[row],
+                "pp": pv.pp[row],
+                "ep": pv.ep[row],
+                "cp": pv.cp[row],
+                "attention_dp": pv.attention_dp[row],
+                "dp": pv.dp[row],
+                "concurrency": conc,
+            },
+        )
 
     def grid_tasks(ppo: float, per: int) -> Iterator[tuple[int, dict[str, Array]]]:
         """Chunks of about ``per`` points over consecutive plans, built lazily (bounded memory)."""
         for pi, lim in grids:
             counts = grid_count(lim, ppo)
             block = (np.cumsum(counts) - 1) // max(per, 1)
-            starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]]) if len(block) else np.zeros(0, dtype=np.int64)
+            starts = (
+                np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
+                if len(block)
+                else np.zeros(0, dtype=np.int64)
+            )
             for lo, hi in zip(starts.tolist(), starts[1:].tolist() + [len(lim)]):
                 row, conc = concurrency_grid(lim[lo:hi], ppo)
                 if len(row):
                     yield task(pi, row + lo, conc)
 
     planned_fine = int(sum(grid_count(lim, fine_ppo).sum() for _, lim in grids))
-    refining = bool(refine) and fine_ppo > COARSE_POINTS_PER_OCTAVE and planned_fine >= REFINE_MIN_POINTS
+    refining = (
+        bool(refine) and fine_ppo > COARSE_POINTS_PER_OCTAVE and planned_fine >= REFINE_MIN_POINTS
+    )
     coarse_ppo = COARSE_POINTS_PER_OCTAVE if refining else fine_ppo
     planned = int(sum(grid_count(lim, coarse_ppo).sum() for _, lim in grids))
-    keep_all = keep_points == "all" or (keep_points == "auto" and planned_fine <= KEEP_ALL_MAX_POINTS)
+    keep_all = keep_points == "all" or (
+        keep_points == "auto" and planned_fine <= KEEP_ALL_MAX_POINTS
+    )
     reducer = _Reducer(keep_all, targets)
     for p in invalid:
         reducer.add(p)
@@ -248,10 +310,12 @@ def frontier(
     sink = StreamingCSV(csv_path) if (csv_path is not None and not keep_all) else None
     user_chunk = on_chunk
     if sink is not None:
+
         def on_chunk(p: Points, precs_: tuple[Precision, ...]) -> None:
             sink(p, precs_)
             if user_chunk is not None:
                 user_chunk(p, precs_)
+
     expected = planned * 2.5 if refining else planned
     workers_used = n_workers if expected >= PARALLEL_MIN_POINTS else 1
     per = max(min(int(chunk_points), math.ceil(planned / workers_used)), 1)
@@ -271,14 +335,20 @@ def frontier(
             near = np.zeros(len(cp_all), dtype=bool)
             for ok in [cp_all["feasible"]] + ([targets.met(cp_all)] if targets.any else []):
                 sub = cp_all.take(np.flatnonzero(ok))
-                front = sub.take(np.flatnonzero(pareto_mask(sub["tok_s_per_user"], sub["output_tok_s_per_gpu"])))
+                front = sub.take(
+                    np.flatnonzero(pareto_mask(sub["tok_s_per_user"], sub["output_tok_s_per_gpu"]))
+                )
                 near |= ok & _near_frontier(cp_all, front, refine_tolerance)
             pv_row = np.full(len(plans), -1, dtype=np.int64)
             pv_row[valid_idx] = np.arange(len(valid_idx))
-            stage2 = refine_grid(cp_all.take(np.flatnonzero(near)), pv_row, grids, coarse_ppo, fine_ppo)
+            stage2 = refine_grid(
+                cp_all.take(np.flatnonzero(near)), pv_row, grids, coarse_ppo, fine_ppo
+            )
             n2 = sum(len(r) for _, r, _ in stage2)
             bar.add(n2)
-            tasks2 = split_tasks([task(pi, r, c) for pi, r, c in stage2 if len(r)], int(chunk_points), workers_used)
+            tasks2 = split_tasks(
+                [task(pi, r, c) for pi, r, c in stage2 if len(r)], int(chunk_points), workers_used
+            )
             for chunk in ex.run(tasks2, n2, bar):
                 if on_chunk is not None:
                     on_chunk(chunk, precs)
@@ -286,7 +356,14 @@ def frontier(
         # ---- disaggregated pools ----
         if disagg:
             for pi in range(len(precs)):
-                d = disaggregated_points(job, pi, plans, int(num_gpus), fine_ppo, None if ttft_ms is None else ttft_ms / 1e3)
+                d = disaggregated_points(
+                    job,
+                    pi,
+                    plans,
+                    int(num_gpus),
+                    fine_ppo,
+                    None if ttft_ms is None else ttft_ms / 1e3,
+                )
                 if on_chunk is not None and len(d):
                     on_chunk(d, precs)
                 reducer.add(d)
@@ -302,9 +379,13 @@ def frontier(
 
     pts = reducer.result()
     f = pts["feasible"]
-    pm = pareto_mask(np.where(f, pts["tok_s_per_user"], np.nan), np.where(f, pts["output_tok_s_per_gpu"], np.nan))
+    pm = pareto_mask(
+        np.where(f, pts["tok_s_per_user"], np.nan), np.where(f, pts["output_tok_s_per_gpu"], np.nan)
+    )
     pareto = _drop_ties(pts, np.flatnonzero(pm))
-    pareto = pareto[np.lexsort((-pts["output_tok_s_per_gpu"][pareto], pts["tok_s_per_user"][pareto]))]
+    pareto = pareto[
+        np.lexsort((-pts["output_tok_s_per_gpu"][pareto], pts["tok_s_per_user"][pareto]))
+    ]
     met = targets.met(pts)
     best = None
     if targets.any and met.any():
@@ -315,17 +396,41 @@ def frontier(
         best = int(cand[np.argmax(pts["output_tok_s_per_gpu"][cand])])
     regions = _regions_for(job, pts, pareto)
     settings = {
-        "points_per_octave": fine_ppo, "max_batch_size": eng.max_batch_size, "refine": refining, "coarse_points_per_octave": coarse_ppo,
-        "refine_tolerance": refine_tolerance, "helix": helix, "attention_dp": attention_dp, "max_pp": max_pp,
-        "disaggregated": disagg, "plans": len(plans), "valid_plans": int(plans.valid.sum()),
+        "points_per_octave": fine_ppo,
+        "max_batch_size": eng.max_batch_size,
+        "refine": refining,
+        "coarse_points_per_octave": coarse_ppo,
+        "refine_tolerance": refine_tolerance,
+        "helix": helix,
+        "attention_dp": attention_dp,
+        "max_pp": max_pp,
+        "disaggregated": disagg,
+        "plans": len(plans),
+        "valid_plans": int(plans.valid.sum()),
         "kept": "all" if keep_all else "pareto",
     }
     result = Frontier(
-        model=m, hardware=hw, precisions=precs, engine=eng, num_gpus=int(num_gpus), isl=int(isl), osl=int(osl),
-        points=pts, pareto=pareto, evaluated=reducer.evaluated, feasible_count=reducer.feasible,
-        elapsed_s=time.perf_counter() - t0, targets=targets, best=best, regions=regions,
-        area_range=(float(area_range[0]), float(area_range[1])), readings_at=tuple(float(x) for x in readings_at),
-        all_points_kept=keep_all, plans=plans, label=label, settings=settings,
+        model=m,
+        hardware=hw,
+        precisions=precs,
+        engine=eng,
+        num_gpus=int(num_gpus),
+        isl=int(isl),
+        osl=int(osl),
+        points=pts,
+        pareto=pareto,
+        evaluated=reducer.evaluated,
+        feasible_count=reducer.feasible,
+        elapsed_s=time.perf_counter() - t0,
+        targets=targets,
+        best=best,
+        regions=regions,
+        area_range=(float(area_range[0]), float(area_range[1])),
+        readings_at=tuple(float(x) for x in readings_at),
+        all_points_kept=keep_all,
+        plans=plans,
+        label=label,
+        settings=settings,
     )
     if csv_path is not None and sink is None:
         write_csv(result, csv_path)
@@ -358,9 +463,19 @@ def _regions_for(job: Job, pts: Points, idx: Array) -> Array:
             continue
         s = sub.take(sel)
         step = pipelined_step(
-            job.model, prec, job.hw, job.eng, tp=s["tp"], pp=s["pp"], ep=s["ep"], cp=s["cp"],
-            attention_dp=s["attention_dp"], isl=job.isl, osl=job.osl,
-            decode_seqs=s["step_decode_seqs"], prefill_tokens=s["step_prefill_tokens"],
+            job.model,
+            prec,
+            job.hw,
+            job.eng,
+            tp=s["tp"],
+            pp=s["pp"],
+            ep=s["ep"],
+            cp=s["cp"],
+            attention_dp=s["attention_dp"],
+            isl=job.isl,
+            osl=job.osl,
+            decode_seqs=s["step_decode_seqs"],
+            prefill_tokens=s["step_prefill_tokens"],
             decode_query=np.where(s["mode"] == MODE_DISAGGREGATED, 1.0, 1.0 + job.spec_tokens),
             detail=True,
         )
@@ -372,7 +487,8 @@ COMPARE_AXES = ("model", "hardware", "precision")
 
 
 def compare(
-    designs: Sequence[dict[str, Any]], **common: Any,
+    designs: Sequence[dict[str, Any]],
+    **common: Any,
 ) -> list[Frontier]:
     """Frontiers of several designs that differ in ``model``, ``hardware`` or ``precision``
     (each a dict of :func:`frontier` keyword overrides, plus an optional ``label``).
@@ -405,7 +521,7 @@ def parse_compare(spec: str) -> tuple[str, list[str]]:
     axis = axis.strip().lower()
     values = [v.strip() for v in rest.split(",")]
     if not sep or axis not in COMPARE_AXES or not values or any(not v for v in values):
-        raise SpecError(f"--compare {spec!r}: expected AXIS=ID,ID,... with AXIS one of {', '.join(COMPARE_AXES)} (e.g. hardware=b200,h200-sxm)")
+        raise SpecError(
+            f"--compare {spec!r}: expected AXIS=ID,ID,... with AXIS one of {', '.join(COMPARE_AXES)} (e.g. hardware=b200,h200-sxm)"
+        )
     return axis, values
-
-

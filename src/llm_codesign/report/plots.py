@@ -27,7 +27,9 @@ FORMATS = ("png", "svg")
 MAX_SCATTER = 20000  # background points drawn per frontier (evenly strided beyond this)
 MAX_PLAN_COLOURS = 10
 REGION_COLOURS = {
-    "compute-bound": "#d62728", "memory-bound": "#1f77b4", "communication-bound": "#2ca02c",
+    "compute-bound": "#d62728",
+    "memory-bound": "#1f77b4",
+    "communication-bound": "#2ca02c",
     "overhead-bound": "#9467bd",
 }
 
@@ -39,7 +41,9 @@ def _pyplot() -> Any:
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UnsupportedError("plotting needs matplotlib: pip install 'llm-codesign[plot]'") from None
+        raise UnsupportedError(
+            "plotting needs matplotlib: pip install 'llm-codesign[plot]'"
+        ) from None
     return plt
 
 
@@ -68,16 +72,30 @@ def _draw_single(ax: Any, f: Frontier, show_points: bool) -> None:
     pts = f.points
     feas = np.flatnonzero(pts["feasible"])
     front = f.pareto_points()
-    labels = [f.plan_label(int(i)) + f" {f.precisions[int(pts['precision'][i])].id}" for i in f.pareto]
+    labels = [
+        f.plan_label(int(i)) + f" {f.precisions[int(pts['precision'][i])].id}" for i in f.pareto
+    ]
     # colour the plans that reach the frontier (most frontier points first)
-    uniq, counts = np.unique(np.array(labels, dtype=object), return_counts=True) if labels else (np.array([]), np.array([]))
+    uniq, counts = (
+        np.unique(np.array(labels, dtype=object), return_counts=True)
+        if labels
+        else (np.array([]), np.array([]))
+    )
     top = [str(u) for u in uniq[np.argsort(-counts, kind="stable")][:MAX_PLAN_COLOURS]]
     cmap = _pyplot().get_cmap("tab10")
     if show_points and feas.size:
         stride = max(1, feas.size // MAX_SCATTER)
         bg = feas[::stride]
-        ax.scatter(pts["tok_s_per_user"][bg], pts["output_tok_s_per_gpu"][bg], s=4, c="#bbbbbb", alpha=0.5,
-                   linewidths=0, label="other configurations", rasterized=True)
+        ax.scatter(
+            pts["tok_s_per_user"][bg],
+            pts["output_tok_s_per_gpu"][bg],
+            s=4,
+            c="#bbbbbb",
+            alpha=0.5,
+            linewidths=0,
+            label="other configurations",
+            rasterized=True,
+        )
     x, y = front["tok_s_per_user"], front["output_tok_s_per_gpu"]
     # region bands along the frontier: each pareto point owns the x-interval it wins
     if len(x):
@@ -91,8 +109,16 @@ def _draw_single(ax: Any, f: Frontier, show_points: bool) -> None:
             if edges[hi + 1] - edges[lo] < 0.08 * span:  # too narrow to label legibly
                 continue
             xm = 0.5 * (edges[lo] + edges[hi + 1])
-            ax.text(xm, 0.985, r, ha="center", va="top", fontsize=7, color=REGION_COLOURS.get(r, "k"),
-                    transform=ax.get_xaxis_transform())
+            ax.text(
+                xm,
+                0.985,
+                r,
+                ha="center",
+                va="top",
+                fontsize=7,
+                color=REGION_COLOURS.get(r, "k"),
+                transform=ax.get_xaxis_transform(),
+            )
     ax.step(x, y, where="pre", color="black", linewidth=1.4, label=f"frontier (area {f.area:,.0f})")
     lab = np.array(labels, dtype=object)
     for j, name in enumerate(top):
@@ -102,8 +128,16 @@ def _draw_single(ax: Any, f: Frontier, show_points: bool) -> None:
     if rest.any():
         ax.scatter(x[rest], y[rest], s=12, color="#555555", label="other frontier plans", zorder=3)
     if f.best is not None:
-        ax.scatter([pts["tok_s_per_user"][f.best]], [pts["output_tok_s_per_gpu"][f.best]], marker="*", s=180,
-                   color="gold", edgecolors="black", zorder=4, label="best meeting targets" if f.targets.any else "max throughput")
+        ax.scatter(
+            [pts["tok_s_per_user"][f.best]],
+            [pts["output_tok_s_per_gpu"][f.best]],
+            marker="*",
+            s=180,
+            color="gold",
+            edgecolors="black",
+            zorder=4,
+            label="best meeting targets" if f.targets.any else "max throughput",
+        )
     ax.set_title(_title(f), fontsize=10)
 
 
@@ -122,15 +156,25 @@ def _draw_compare(ax: Any, frontiers: Sequence[Frontier]) -> None:
     for j, f in enumerate(frontiers):
         p = f.pareto_points()
         name = f.label or _title(f)
-        ax.step(p["tok_s_per_user"], p["output_tok_s_per_gpu"], where="pre", color=cmap(j % 10), linewidth=1.6,
-                label=f"{name} (area {f.area:,.0f})")
+        ax.step(
+            p["tok_s_per_user"],
+            p["output_tok_s_per_gpu"],
+            where="pre",
+            color=cmap(j % 10),
+            linewidth=1.6,
+            label=f"{name} (area {f.area:,.0f})",
+        )
         ax.scatter(p["tok_s_per_user"], p["output_tok_s_per_gpu"], s=8, color=cmap(j % 10))
     f0 = frontiers[0]
     ax.set_title(f"frontiers at ISL/OSL {f0.isl}/{f0.osl}, {f0.num_gpus} GPUs", fontsize=10)
 
 
 def plot_frontiers(
-    frontiers: Sequence[Frontier], path: str | Path, *, title: str | None = None, show_points: bool = True,
+    frontiers: Sequence[Frontier],
+    path: str | Path,
+    *,
+    title: str | None = None,
+    show_points: bool = True,
 ) -> list[Path]:
     """Draw one frontier (points coloured by plan, regions labelled) or compare several
     (one line each, with its area) and write PNG and/or SVG; returns the written paths."""

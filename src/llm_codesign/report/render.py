@@ -50,7 +50,31 @@ def console(width: int | None = None) -> Console:
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     t = Table(title=title, title_justify="left")
     for c in columns:
-        t.add_column(c, justify="right" if c not in ("op", "class", "bound", "phase", "id", "name", "model", "gpu", "metric", "plan", "precision", "source", "rule", "severity", "location", "message", "reason") else "left")
+        t.add_column(
+            c,
+            justify="right"
+            if c
+            not in (
+                "op",
+                "class",
+                "bound",
+                "phase",
+                "id",
+                "name",
+                "model",
+                "gpu",
+                "metric",
+                "plan",
+                "precision",
+                "source",
+                "rule",
+                "severity",
+                "location",
+                "message",
+                "reason",
+            )
+            else "left",
+        )
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
     return t

@@ -68,11 +68,23 @@ class GridResult:
 
 
 def evaluate(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, *,
-    tp: Array | int = 1, pp: Array | int = 1, ep: Array | int = 1, dp: Array | int = 1,
-    attention_dp: Array | bool = False, cp: Array | int = 1,
-    isl: Array | int, osl: Array | int, concurrency: Array | int,
-    spec_tokens: int = 0, spec_acceptance: float = 0.0, benchmark_burst: bool = False,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    tp: Array | int = 1,
+    pp: Array | int = 1,
+    ep: Array | int = 1,
+    dp: Array | int = 1,
+    attention_dp: Array | bool = False,
+    cp: Array | int = 1,
+    isl: Array | int,
+    osl: Array | int,
+    concurrency: Array | int,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
+    benchmark_burst: bool = False,
 ) -> GridResult:
     """Serving metrics for every configuration of the broadcast inputs (one or a million).
 
@@ -90,7 +102,9 @@ def evaluate(
     if not 0.0 <= spec_acceptance <= 1.0:
         raise SpecError(f"spec_acceptance must lie in [0, 1], got {spec_acceptance!r}")
     k_spec, a_spec = spec_tokens, float(spec_acceptance)
-    tokens_per_step = (k_spec + 1.0) if a_spec >= 1.0 else (1.0 - a_spec ** (k_spec + 1)) / (1.0 - a_spec)
+    tokens_per_step = (
+        (k_spec + 1.0) if a_spec >= 1.0 else (1.0 - a_spec ** (k_spec + 1)) / (1.0 - a_spec)
+    )
     # hardware support for the precision is a property of the (hw, precision) pair: raise once
     hw.compute_rate_class(prec.compute_class)
     tp, pp, ep, dp, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, dp, cp))
@@ -99,7 +113,9 @@ def evaluate(
     osl_f = np.asarray(osl, dtype=float)
     conc = np.asarray(concurrency, dtype=float)
     shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc).shape
-    tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc))
+    tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (
+        np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc)
+    )
     if np.any(conc < 1) or np.any(isl_f < 1) or np.any(osl_f < 1):
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
@@ -127,8 +143,17 @@ def evaluate(
 
     def step(dec: Array, pre: Array, query: float = 1.0 + k_spec):
         return pipelined_step(
-            model, prec, hw, eng, **axes, isl=isl_f, osl=osl_f, decode_seqs=dec,
-            prefill_tokens=pre, decode_query=query, memo=memo,
+            model,
+            prec,
+            hw,
+            eng,
+            **axes,
+            isl=isl_f,
+            osl=osl_f,
+            decode_seqs=dec,
+            prefill_tokens=pre,
+            decode_query=query,
+            memo=memo,
         )
 
     def draft_time(dec: Array) -> Array:
@@ -144,8 +169,16 @@ def evaluate(
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
     pre_shape = step_shape(
-        tp, pp, ep, cp, adp, isl=isl_f, osl=osl_f, prefill_tokens=chunk,
-        prefill_seqs=1.0 / n_chunks, micro_batches=1.0,
+        tp,
+        pp,
+        ep,
+        cp,
+        adp,
+        isl=isl_f,
+        osl=osl_f,
+        prefill_tokens=chunk,
+        prefill_seqs=1.0 / n_chunks,
+        micro_batches=1.0,
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
@@ -218,9 +251,19 @@ def evaluate(
 
 
 def evaluate_static(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants, *,
-    tp: Array | int = 1, pp: Array | int = 1, ep: Array | int = 1, attention_dp: Array | bool = False,
-    cp: Array | int = 1, isl: Array | int, osl: Array | int, batch: Array | int,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    tp: Array | int = 1,
+    pp: Array | int = 1,
+    ep: Array | int = 1,
+    attention_dp: Array | bool = False,
+    cp: Array | int = 1,
+    isl: Array | int,
+    osl: Array | int,
+    batch: Array | int,
 ) -> dict[str, Array]:
     """Static batching (TensorRT-LLM <= v0.9 ``gptSessionBenchmark``): a batch of B requests is
     prefilled together, then decoded for OSL steps; throughput = B x OSL / (prefill + OSL decode
@@ -230,7 +273,9 @@ def evaluate_static(
     adp = np.asarray(attention_dp, dtype=bool)
     isl_f, osl_f, b = (np.asarray(x, dtype=float) for x in (isl, osl, batch))
     shape = np.broadcast(tp, pp, ep, cp, adp, isl_f, osl_f, b).shape
-    tp, pp, ep, cp, adp, isl_f, osl_f, b = (np.broadcast_to(x, shape) for x in (tp, pp, ep, cp, adp, isl_f, osl_f, b))
+    tp, pp, ep, cp, adp, isl_f, osl_f, b = (
+        np.broadcast_to(x, shape) for x in (tp, pp, ep, cp, adp, isl_f, osl_f, b)
+    )
     reason = plan_feasibility(model, tp, pp, ep, adp, cp)
     ok = reason == ""
     tp, ep, cp, pp = (np.where(ok, x, 1) for x in (tp, ep, cp, pp))
@@ -239,9 +284,7 @@ def evaluate_static(
     reason = np.where(ok & ~fits, "oom", reason)
     d = model.hidden_size
     axes = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
-    pre_shape = step_shape(
-        **axes, isl=isl_f, osl=osl_f, prefill_tokens=b * isl_f, prefill_seqs=b
-    )
+    pre_shape = step_shape(**axes, isl=isl_f, osl=osl_f, prefill_tokens=b * isl_f, prefill_seqs=b)
     pre = step_cost(model, prec, hw, eng, pre_shape).total_s
     dec = step_cost(
         model, prec, hw, eng, step_shape(**axes, isl=isl_f, osl=osl_f, decode_seqs=b)
@@ -254,7 +297,12 @@ def evaluate_static(
     tpot = micro * dec + (micro - 1.0) * hop_dec
     total = ttft + np.maximum(osl_f - 1.0, 0.0) * tpot
     return {
-        "ttft_s": ttft, "tpot_s": tpot, "output_tok_s_per_gpu": b * osl_f / total / (tp * pp),
-        "total_tok_s_per_gpu": b * (isl_f + osl_f) / total / (tp * pp), "tok_s_per_user": 1.0 / tpot,
-        "feasible": reason == "", "reason": reason, "fits_in_memory": fits,
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "output_tok_s_per_gpu": b * osl_f / total / (tp * pp),
+        "total_tok_s_per_gpu": b * (isl_f + osl_f) / total / (tp * pp),
+        "tok_s_per_user": 1.0 / tpot,
+        "feasible": reason == "",
+        "reason": reason,
+        "fits_in_memory": fits,
     }

@@ -67,7 +67,14 @@ def prefill_workers(
     tokens = np.minimum(b * isl, eng.max_num_tokens)
     n_chunks = np.ceil(b * isl / tokens)
     shape = step_shape(
-        tp, pp, ep, cp, attention_dp, isl=isl, osl=0.0, prefill_tokens=tokens,
+        tp,
+        pp,
+        ep,
+        cp,
+        attention_dp,
+        isl=isl,
+        osl=0.0,
+        prefill_tokens=tokens,
         micro_batches=1.0,
     )
     stage = step_cost(model, prec, hw, eng, shape)
@@ -129,8 +136,18 @@ def decode_workers(
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     conc = np.asarray(concurrency, dtype=float)
     step = pipelined_step(
-        model, prec, hw, eng, tp=tp, pp=pp, ep=ep, cp=cp, attention_dp=attention_dp,
-        isl=isl, osl=osl, decode_seqs=conc,
+        model,
+        prec,
+        hw,
+        eng,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        cp=cp,
+        attention_dp=attention_dp,
+        isl=isl,
+        osl=osl,
+        decode_seqs=conc,
     )
     tpot = step.total_s
     w, kv, workspace, _, max_conc = memory_fit(
@@ -163,8 +180,13 @@ def kv_transfer_time(
     the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links."""
     kv_req = float(
         kv_bytes_per_sequence_per_gpu(
-            model, prec, np.asarray(float(isl)), np.asarray(1), np.asarray(1),
-            np.asarray(False), np.asarray(1),
+            model,
+            prec,
+            np.asarray(float(isl)),
+            np.asarray(1),
+            np.asarray(1),
+            np.asarray(False),
+            np.asarray(1),
         )
     )
     links = np.minimum(gpus_prefill, gpus_decode)
@@ -175,7 +197,11 @@ def kv_transfer_time(
 
 
 def balance_pools(
-    rate_prefill: Array, rate_decode: Array, gpus_prefill: Array, gpus_decode: Array, num_gpus: int,
+    rate_prefill: Array,
+    rate_decode: Array,
+    gpus_prefill: Array,
+    gpus_decode: Array,
+    num_gpus: int,
 ) -> tuple[Array, Array, Array, Array]:
     """Best integer split into x prefill and y decode workers within ``num_gpus`` GPUs.
 
@@ -189,7 +215,12 @@ def balance_pools(
         >>> [float(v) for v in balance_pools(10.0, 5.0, 1, 2, 8)]
         [1.0, 2.0, 10.0, 5.0]
     """
-    rp, rd, gp, gd = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (rate_prefill, rate_decode, gpus_prefill, gpus_decode)))
+    rp, rd, gp, gd = np.broadcast_arrays(
+        *(
+            np.asarray(v, dtype=float)
+            for v in (rate_prefill, rate_decode, gpus_prefill, gpus_decode)
+        )
+    )
     shape = rp.shape
     y = np.arange(1, int(num_gpus) + 1, dtype=float).reshape((1,) * len(shape) + (-1,))
     rp_, rd_, gp_, gd_ = (v[..., None] for v in (rp, rd, gp, gd))
@@ -218,7 +249,9 @@ def balance_pools(
     return bx, by, np.where(none, 0.0, best * gpus), gpus
 
 
-def best_split(rate_p: Array, g_p: Array, rate_d: Array, g_d: Array, num_gpus: int) -> tuple[Array, ...]:
+def best_split(
+    rate_p: Array, g_p: Array, rate_d: Array, g_d: Array, num_gpus: int
+) -> tuple[Array, ...]:
     """For each decode configuration, the prefill candidate and x : y split with the most
     requests/s per GPU (chunks of decode rows bound the (rows x candidates x y) arrays)."""
     n = len(rate_d)
@@ -226,7 +259,9 @@ def best_split(rate_p: Array, g_p: Array, rate_d: Array, g_d: Array, num_gpus: i
     step = max(1, 200_000 // max(len(rate_p) * int(num_gpus), 1))  # cache-sized blocks
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        x, y, req_s, gpus = balance_pools(rate_p[None, :], rate_d[lo:hi, None], g_p[None, :], g_d[lo:hi, None], num_gpus)
+        x, y, req_s, gpus = balance_pools(
+            rate_p[None, :], rate_d[lo:hi, None], g_p[None, :], g_d[lo:hi, None], num_gpus
+        )
         per = np.where(gpus > 0, req_s / np.maximum(gpus, 1), -1.0)
         k = np.argmax(per, axis=1)
         rows = np.arange(hi - lo)
@@ -234,8 +269,6 @@ def best_split(rate_p: Array, g_p: Array, rate_d: Array, g_d: Array, num_gpus: i
             o[lo:hi] = v[rows, k]
         out[4][lo:hi] = k
     return tuple(out)
-
-
 
 
 @dataclass

@@ -50,7 +50,14 @@ def step_cost(
     """Time of one pipeline stage's step: sum of op times x layers + kernel and step overheads."""
     ops = step_ops(model, prec, s)
     shape = np.broadcast(
-        s.decode_seqs, s.prefill_tokens, s.tp, s.pp, s.ep, s.cp, s.attention_dp, s.decode_ctx,
+        s.decode_seqs,
+        s.prefill_tokens,
+        s.tp,
+        s.pp,
+        s.ep,
+        s.cp,
+        s.attention_dp,
+        s.decode_ctx,
         s.prefill_ctx,
     ).shape
     by_class = {c: np.zeros(shape) for c in OP_CLASSES}
@@ -129,8 +136,16 @@ def pipelined_step(
     pp_a = np.asarray(pp, dtype=np.int64)
     micro = pp_a.astype(float)
     s = step_shape(
-        tp, pp_a, ep, cp, attention_dp, isl=isl, osl=osl, decode_seqs=decode_seqs,
-        prefill_tokens=prefill_tokens, decode_query=decode_query,
+        tp,
+        pp_a,
+        ep,
+        cp,
+        attention_dp,
+        isl=isl,
+        osl=osl,
+        decode_seqs=decode_seqs,
+        prefill_tokens=prefill_tokens,
+        decode_query=decode_query,
     )
     stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
     tokens = np.asarray(decode_seqs, dtype=float) * decode_query + np.asarray(prefill_tokens)

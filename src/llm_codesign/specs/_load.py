@@ -21,7 +21,9 @@ def read_mapping(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read ({exc.strerror})") from None
     if size > MAX_SPEC_FILE_BYTES:
-        raise SpecError(f"{path}: {size} bytes is too large for a spec file (max {MAX_SPEC_FILE_BYTES})")
+        raise SpecError(
+            f"{path}: {size} bytes is too large for a spec file (max {MAX_SPEC_FILE_BYTES})"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -35,7 +37,9 @@ def read_mapping(path: Path) -> dict[str, Any]:
         raise SpecError(f"{path}: nested too deeply to be a spec file") from None
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise SpecError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first}") from None
+        raise SpecError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first}"
+        ) from None
     if not isinstance(data, dict):
         raise SpecError(f"{path}: top level must be a mapping, got {type(data).__name__}")
     return data
@@ -60,8 +64,10 @@ class Fields:
 
     def int(self, key: str, default: int | None = None, *, minimum: int = 1) -> int:
         value = self._get(key, default, default is None)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and (not math.isfinite(value) or value != int(value))
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and (not math.isfinite(value) or value != int(value)))
         ):
             raise SpecError(f"{self.where}: field {key!r} must be an integer, got {value!r}")
         value = int(value)
@@ -82,7 +88,9 @@ class Fields:
             raise SpecError(f"{self.where}: field {key!r} must be a number, got {value!r}")
         value = float(value)
         if not math.isfinite(value) or (positive and value <= 0):
-            raise SpecError(f"{self.where}: field {key!r} must be a finite positive number, got {value!r}")
+            raise SpecError(
+                f"{self.where}: field {key!r} must be a finite positive number, got {value!r}"
+            )
         return value
 
     def str(self, key: str, default: str | None = None) -> str:
@@ -100,16 +108,22 @@ class Fields:
     def mapping(self, key: str, required: bool = True) -> Fields:
         value = self._get(key, {}, required)
         if not isinstance(value, dict):
-            raise SpecError(f"{self.where}: field {key!r} must be a mapping, got {type(value).__name__}")
+            raise SpecError(
+                f"{self.where}: field {key!r} must be a mapping, got {type(value).__name__}"
+            )
         return Fields(value, f"{self.where}: {key}")
 
     def list(self, key: str, default: list | None = None) -> list:
         value = self._get(key, default, default is None)
         if not isinstance(value, list):
-            raise SpecError(f"{self.where}: field {key!r} must be a list, got {type(value).__name__}")
+            raise SpecError(
+                f"{self.where}: field {key!r} must be a list, got {type(value).__name__}"
+            )
         return value
 
     def reject_unknown(self, allowed: set[str]) -> None:
         extra = sorted(set(self.data) - allowed)
         if extra:
-            raise SpecError(f"{self.where}: unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(sorted(allowed))}")
+            raise SpecError(
+                f"{self.where}: unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(sorted(allowed))}"
+            )

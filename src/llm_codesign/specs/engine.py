@@ -99,7 +99,15 @@ class EngineConstants:
 
 
 FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
-TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s", "allreduce_latency_s", "alltoall_latency_s", "network_latency_s")
+TIMES = (
+    "kernel_overhead_s",
+    "step_overhead_s",
+    "per_seq_overhead_s",
+    "request_overhead_s",
+    "allreduce_latency_s",
+    "alltoall_latency_s",
+    "network_latency_s",
+)
 
 
 def _check(c: EngineConstants, where: str) -> None:
@@ -112,9 +120,13 @@ def _check(c: EngineConstants, where: str) -> None:
         if not 0 <= v < 1:
             raise SpecError(f"{where}: {name}={v} must be a non-negative time under 1 s")
     if not 0 < c.gemm_scale <= 1.5 or not 0 < c.comm_efficiency <= 1.2:
-        raise SpecError(f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1")
+        raise SpecError(
+            f"{where}: gemm_scale and comm_efficiency must be positive multipliers near 1"
+        )
     if not 0 < c.hbm_efficiency_scale <= 1.5:
-        raise SpecError(f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier near 1 (at most 1.5)")
+        raise SpecError(
+            f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier near 1 (at most 1.5)"
+        )
     if c.moe_imbalance < 1:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
@@ -123,13 +135,17 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
 
 
-def engine_from_mapping(data: dict[str, Any], where: str, *, base: EngineConstants | None = None) -> EngineConstants:
+def engine_from_mapping(
+    data: dict[str, Any], where: str, *, base: EngineConstants | None = None
+) -> EngineConstants:
     """Engine constants from a mapping: the constants it gives, the rest from ``base`` (by
     default the bundled ``default`` engine). ``sources`` are the mapping's own."""
     return _from_mapping(data, where, base or _bundled("default"))
 
 
-def _from_mapping(data: dict[str, Any], where: str, base: EngineConstants | None) -> EngineConstants:
+def _from_mapping(
+    data: dict[str, Any], where: str, base: EngineConstants | None
+) -> EngineConstants:
     """``base=None``: every constant is required (the defaults file itself)."""
     f = Fields(data, where)
     if "mem_efficiency" in data:  # renamed: the fraction now lives in the hardware file

@@ -24,15 +24,41 @@ from ..errors import SpecError, UnknownIdError, UnsupportedError
 from ._load import Fields, read_mapping
 
 ARCHITECTURES = (
-    "ampere", "ada", "hopper", "blackwell", "blackwell-ultra", "blackwell-rtx", "cdna3", "cdna4", "cpu",
+    "ampere",
+    "ada",
+    "hopper",
+    "blackwell",
+    "blackwell-ultra",
+    "blackwell-rtx",
+    "cdna3",
+    "cdna4",
+    "cpu",
 )
 COMPUTE_CLASSES = ("tf32", "bf16", "fp16", "fp8", "mxfp8", "fp6", "mxfp6", "int8", "nvfp4", "mxfp4")
 
 _TOP_KEYS = {
-    "id", "name", "vendor", "architecture", "aliases", "sources", "peak_flops_per_s",
-    "peak_flops_source", "hbm_bytes", "hbm_bytes_per_s", "memory_source", "l2_bytes", "sm_count",
-    "boost_clock_hz", "tdp_w", "scaleup", "scaleout_bytes_per_s", "scaleout_source", "gemm_tile",
-    "efficiency", "notes", "name_match",
+    "id",
+    "name",
+    "vendor",
+    "architecture",
+    "aliases",
+    "sources",
+    "peak_flops_per_s",
+    "peak_flops_source",
+    "hbm_bytes",
+    "hbm_bytes_per_s",
+    "memory_source",
+    "l2_bytes",
+    "sm_count",
+    "boost_clock_hz",
+    "tdp_w",
+    "scaleup",
+    "scaleout_bytes_per_s",
+    "scaleout_source",
+    "gemm_tile",
+    "efficiency",
+    "notes",
+    "name_match",
 }
 _CHIP = re.compile(r"[a-z0-9]+")
 
@@ -114,7 +140,11 @@ class HardwareSpec:
         """Measured GEMM ceiling fraction for a class; falls back to BF16's (stated in source)."""
         if compute_class in self.gemm_efficiency:
             return self.gemm_efficiency[compute_class]
-        for fb in ("fp8", "bf16") if compute_class in ("nvfp4", "mxfp4", "mxfp8", "fp6", "mxfp6") else ("bf16",):
+        for fb in (
+            ("fp8", "bf16")
+            if compute_class in ("nvfp4", "mxfp4", "mxfp8", "fp6", "mxfp6")
+            else ("bf16",)
+        ):
             if fb in self.gemm_efficiency:
                 e = self.gemm_efficiency[fb]
                 return Efficiency(e.value, f"fallback to {fb}: {e.source}")
@@ -140,7 +170,10 @@ class HardwareSpec:
             "architecture": self.architecture,
             "bf16_tflops": self.peak_flops_per_s.get("bf16", 0.0) / 1e12,
             "fp8_tflops": self.peak_flops_per_s.get("fp8", 0.0) / 1e12,
-            "fp4_tflops": self.peak_flops_per_s.get("nvfp4", self.peak_flops_per_s.get("mxfp4", 0.0)) / 1e12,
+            "fp4_tflops": self.peak_flops_per_s.get(
+                "nvfp4", self.peak_flops_per_s.get("mxfp4", 0.0)
+            )
+            / 1e12,
             "hbm_gb": self.hbm_bytes / 1e9,
             "hbm_tb_s": self.hbm_bytes_per_s / 1e12,
             "scaleup_gb_s_per_direction": self.scaleup_bytes_per_s / 1e9,
@@ -167,7 +200,9 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     peaks: dict[str, float] = {}
     for key in peaks_f.data:
         if key not in COMPUTE_CLASSES:
-            raise SpecError(f"{peaks_f.where}: unknown compute class {key!r}; allowed: {', '.join(COMPUTE_CLASSES)}")
+            raise SpecError(
+                f"{peaks_f.where}: unknown compute class {key!r}; allowed: {', '.join(COMPUTE_CLASSES)}"
+            )
         peaks[key] = peaks_f.float(key)
     if not peaks:
         raise SpecError(f"{peaks_f.where}: at least one peak is required")
@@ -252,7 +287,9 @@ def hardware_chip_table() -> list[tuple[str, str, tuple[str, ...]]]:
         if not spec.name_chip:
             continue
         if spec.name_chip in rows:
-            raise SpecError(f"{spec.id}.yaml: name_match chip {spec.name_chip!r} is also {rows[spec.name_chip][1]}'s")
+            raise SpecError(
+                f"{spec.id}.yaml: name_match chip {spec.name_chip!r} is also {rows[spec.name_chip][1]}'s"
+            )
         rows[spec.name_chip] = (spec.name_chip, spec.id, spec.name_unless)
     return sorted(rows.values(), key=lambda r: (-len(r[0]), r[0]))
 
@@ -272,7 +309,9 @@ def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
     path = Path(text)
     if path.is_file():
         data = read_mapping(path)
-        if "profile_version" in data:  # the interfaces resolve profiles (calibrate.resolve_hardware)
+        if (
+            "profile_version" in data
+        ):  # the interfaces resolve profiles (calibrate.resolve_hardware)
             raise SpecError(
                 f"{path}: a calibration profile, not a hardware spec; load it with "
                 "llm_codesign.load_hardware or llm_codesign.calibrate.resolve_hardware"

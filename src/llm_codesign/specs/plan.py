@@ -89,7 +89,14 @@ class ParallelPlan:
         return " ".join(parts)
 
     def to_dict(self) -> dict[str, int | bool]:
-        return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp, "attention_dp": self.attention_dp, "cp": self.cp}
+        return {
+            "tp": self.tp,
+            "pp": self.pp,
+            "ep": self.ep,
+            "dp": self.dp,
+            "attention_dp": self.attention_dp,
+            "cp": self.cp,
+        }
 
 
 @dataclass(frozen=True)
@@ -182,7 +189,9 @@ def structural_reason(
     adp = np.asarray(attention_dp, dtype=bool)
     shape = np.broadcast(tp, ep, cp, adp).shape
     reason = np.full(shape, "", dtype=object)
-    reason = np.where(np.broadcast_to(tp % np.maximum(ep, 1) != 0, shape), "ep_not_dividing_tp", reason)
+    reason = np.where(
+        np.broadcast_to(tp % np.maximum(ep, 1) != 0, shape), "ep_not_dividing_tp", reason
+    )
     bad_cp = (reason == "") & np.broadcast_to(tp % np.maximum(cp, 1) != 0, shape)
     reason = np.where(bad_cp, "cp_not_dividing_tp", reason)
     both = (reason == "") & np.broadcast_to(adp & (cp > 1), shape)

@@ -59,7 +59,11 @@ class Precision:
     @property
     def attention_class(self) -> str:
         """Attention math runs in FP8 when the KV cache is FP8 (FP8 FMHA), else BF16."""
-        return "fp8" if self.kv_cache.element_bits == 8 and self.kv_cache.element.startswith("e") else "bf16"
+        return (
+            "fp8"
+            if self.kv_cache.element_bits == 8 and self.kv_cache.element.startswith("e")
+            else "bf16"
+        )
 
     def summary(self) -> dict[str, str | float]:
         return {
@@ -96,14 +100,20 @@ def parse_precision(text: str | Precision) -> Precision:
     parts = text.strip().lower().split("+")
     base = parts[0]
     if base not in PRESETS:
-        raise UnknownIdError(f"unknown precision {base!r}; presets: {', '.join(PRESETS)} (overrides: +FORMAT-ROLE, e.g. bf16+fp8-kv)")
+        raise UnknownIdError(
+            f"unknown precision {base!r}; presets: {', '.join(PRESETS)} (overrides: +FORMAT-ROLE, e.g. bf16+fp8-kv)"
+        )
     formats = dict(zip(("w", "a", "kv", "comm"), PRESETS[base]))
     for part in parts[1:]:
         fmt, _, role = part.rpartition("-")
         if role not in ROLES or not fmt:
-            raise SpecError(f"precision override {part!r} must be FORMAT-ROLE with ROLE in {', '.join(ROLES)} (e.g. fp8-kv)")
+            raise SpecError(
+                f"precision override {part!r} must be FORMAT-ROLE with ROLE in {', '.join(ROLES)} (e.g. fp8-kv)"
+            )
         if fmt not in FORMATS:
-            raise UnknownIdError(f"precision override {part!r}: unknown format {fmt!r}; allowed: {', '.join(sorted(FORMATS))}")
+            raise UnknownIdError(
+                f"precision override {part!r}: unknown format {fmt!r}; allowed: {', '.join(sorted(FORMATS))}"
+            )
         formats[role] = fmt
     return Precision(
         id=text.strip().lower(),

@@ -32,11 +32,15 @@ class Workload:
                 f"workload: isl + osl = {self.isl} + {self.osl} = {self.isl + self.osl} tokens exceeds the supported maximum {MAX_CONTEXT_TOKENS}"
             )
         if self.concurrency > 10_000_000:
-            raise SpecError(f"workload: concurrency={self.concurrency} is implausibly large (max 10,000,000)")
+            raise SpecError(
+                f"workload: concurrency={self.concurrency} is implausibly large (max 10,000,000)"
+            )
         for name in ("ttft_ms", "tpot_ms"):
             value = getattr(self, name)
             if value is not None and not (value > 0 and value < 1e9):
-                raise SpecError(f"workload: {name} must be a positive number of milliseconds, got {value!r}")
+                raise SpecError(
+                    f"workload: {name} must be a positive number of milliseconds, got {value!r}"
+                )
 
     @property
     def context_tokens(self) -> int:
