@@ -13,7 +13,7 @@ from llm_codesign.advise.rules_serving import layer_sequence, stage_balance
 from llm_codesign.advise.rules_shape import small_dim_threshold
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
-from llm_codesign.specs.model import model_from_config
+from llm_codesign.specs.model_config import model_from_config
 
 SHORT = ["1024/1024"]
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 
 from llm_codesign import api, load_hardware
-from llm_codesign.calibrate import compare_profile, load_profile
+from llm_codesign.calibrate import collectives, compare_profile, load_profile
 from llm_codesign.calibrate import device as dev_
 from llm_codesign.calibrate import microbench as mb
 from llm_codesign.cli import main
@@ -214,7 +214,7 @@ def test_default_grids_cover_decode_prefill_and_alignment():
 @pytest.mark.slow
 def test_collectives_over_two_gloo_processes():
     cfg = tiny_config(comm_bytes=(2**10, 2**16), comm_ranks=2, max_repeats=3)
-    rows, note = mb.run_collectives(torch, cfg, budget_s=2.0, device_kind="cpu")
+    rows, note = collectives.run_collectives(torch, cfg, budget_s=2.0, device_kind="cpu")
     assert "gloo" in note, note
     kinds = [r["kind"] for r in rows]
     assert kinds.count("allreduce") == 2 and kinds.count("alltoall") == 2

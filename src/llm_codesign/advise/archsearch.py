@@ -39,7 +39,8 @@ from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
-from ..specs.model import ModelSpec, load_model, model_from_config
+from ..specs.model import ModelSpec, load_model
+from ..specs.model_config import model_from_config
 from ..specs.precision import Precision, parse_precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions

@@ -12,15 +12,14 @@ import numpy as np
 
 from .. import cost
 from ..errors import SpecError
-from ..explore import (
-    OperatingPoint,
-)
+from ..explore import OperatingPoint, operating_point
 from ..explore.operating import operating_step
 from ..ops import Op, step_shape
 from ..serving import step_cost
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
+from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
 from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL
 
@@ -168,6 +167,17 @@ def severity_for(impact: float) -> str:
 # ---------------------------------------------------------------------------------------------
 # step-level measurements (op surgery on the cost model's op list)
 # ---------------------------------------------------------------------------------------------
+
+
+def best_throughput(
+    ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None
+) -> tuple[float, OperatingPoint | None]:
+    """Output tok/s/GPU of the best plan at the throughput goal (0 and None when none fits)."""
+    try:
+        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
+    except SpecError:
+        return 0.0, None
+    return pt.output_tok_s_per_gpu, pt
 
 
 def step_rows(

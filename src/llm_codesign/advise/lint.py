@@ -80,12 +80,10 @@ from .findings import (
     WorkloadSpec,
     parse_workload,
 )
+from .rules_moe import rule_moe_balance, rule_moe_expert_m, rule_moe_expert_tp
 from .rules_serving import (
     rule_attention_tp,
     rule_kv_cache,
-    rule_moe_balance,
-    rule_moe_expert_m,
-    rule_moe_expert_tp,
     rule_pipeline,
     rule_quantization,
 )
