@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-torch = pytest.importorskip("torch")
-
 from llm_codesign import api, load_hardware
 from llm_codesign.calibrate import collectives, compare_profile, load_profile
 from llm_codesign.calibrate import device as dev_
@@ -20,6 +18,8 @@ from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError, UnsupportedError
 from llm_codesign.ops import Op
 from llm_codesign.specs.engine import load_engine
+
+torch = pytest.importorskip("torch")
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device")

@@ -55,23 +55,10 @@ from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
 from .archsearch import default_align
-
-RULES = (
-    "dim-alignment",
-    "gemm-shape",
-    "depth-vs-width",
-    "attention-tp",
-    "kv-cache",
-    "moe-expert-tp",
-    "moe-expert-m",
-    "moe-balance",
-    "pipeline-balance",
-    "quantization",
-)
-
 from .findings import (
     DEFAULT_WORKLOADS,
     MIN_IMPACT,
+    RULES,
     SEVERITIES,
     WARN_IMPACT,
     Finding,

@@ -38,7 +38,10 @@ def evaluate_plans(
     concurrency: Any,
 ) -> GridResult:
     """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
-    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
+
+    def col(name: str, dtype: Any) -> np.ndarray:
+        return np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
+
     conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
     return evaluate(
         model,
