@@ -59,7 +59,8 @@ def tiny_config(device="cpu", **kw) -> mb.BenchConfig:
 
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory):
-    """One tiny CPU calibration shared by the tests below (single thread: steady on a shared CPU)."""
+    """One tiny CPU calibration shared by the tests below (single thread: steady on a shared
+    CPU)."""
     out = tmp_path_factory.mktemp("cal") / "cpu.json"
     profile = mb.calibrate("cpu", out=out, config=tiny_config(), threads=1)
     return profile, out

@@ -240,7 +240,8 @@ def test_kernel_gemm_table_is_detected_and_predicted(tmp_path):
         and rep.rows[0]["gpu"] == "h800-sxm"
         and rep.rows[0]["metric"] == "tflops"
     )
-    # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling, 1402.6 TFLOPS x shape
+    # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling,
+    # 1402.6 TFLOPS x shape
     assert 1100 < rep.rows[0]["predicted"] < 1450
     assert rep.skipped == [{"reason": "no TFLOPS (bandwidth or latency row)", "count": 1}]
 

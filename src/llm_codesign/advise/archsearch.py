@@ -17,7 +17,8 @@ Ranking (``objective``):
 the result's only variant is the original itself (gain 1, no changes).
 
 Example:
-    >>> r = search("llama-3.1-8b", "h200-sxm", space=SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,)))
+    >>> space = SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,))
+    >>> r = search("llama-3.1-8b", "h200-sxm", space=space)
     >>> r.variants[0].changes
     []
 """
@@ -557,7 +558,10 @@ def search(
             "objective": objective
             if objective == "area"
             else f"tok/s/GPU at >= {target_tok_s_per_user:g} tok/s/user",
-            "frontier": f"plans {', '.join(p.label() for p in candidate_plans(m, hw, max_tp))} x concurrency {list(concurrency)}",
+            "frontier": (
+                f"plans {', '.join(p.label() for p in candidate_plans(m, hw, max_tp))} x "
+                f"concurrency {list(concurrency)}"
+            ),
             "min_gain": MIN_GAIN,
             "quality": quality_assumptions(),
             "engine": eng.id,

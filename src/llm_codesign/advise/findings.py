@@ -55,7 +55,8 @@ DEFAULT_WORKLOADS = (f"{SHORT_ISL}/{SHORT_OSL}", f"{LONG_ISL}/{LONG_OSL}")
 
 @dataclass
 class Finding:
-    """One lint finding. ``impact``: predicted speedup (>= 1) of the fix on ``details['metric']``."""
+    """One lint finding. ``impact``: predicted speedup (>= 1) of the fix on
+    ``details['metric']``."""
 
     rule: str
     severity: str
@@ -99,7 +100,8 @@ def parse_workload(text: str | WorkloadSpec) -> WorkloadSpec:
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
         raise SpecError(
-            f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of {', '.join(REGIMES)}"
+            f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of "
+            f"{', '.join(REGIMES)}"
         )
     isl, osl = int(m.group(1)), int(m.group(2))
     conc = int(m.group(3)) if m.group(3) else None

@@ -144,10 +144,18 @@ def lint(
         workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)],
         findings=findings,
         assumptions={
-            "operating_point": f"per workload: plan x concurrency ({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the "
-            f"most output tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned",
-            "impact": "predicted speedup of the fix on details.metric, from the cost model (llm_codesign.cost/serving)",
-            "alignment": f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)",
+            "operating_point": (
+                "per workload: plan x concurrency "
+                f"({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the most output "
+                f"tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned"
+            ),
+            "impact": (
+                "predicted speedup of the fix on details.metric, from the cost model "
+                "(llm_codesign.cost/serving)"
+            ),
+            "alignment": (
+                f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)"
+            ),
             "min_impact": MIN_IMPACT,
             "warn_impact": WARN_IMPACT,
             "rules": chosen,

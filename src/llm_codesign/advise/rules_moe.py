@@ -78,9 +78,10 @@ def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
         if impact < MIN_IMPACT:
             continue
         msg = (
-            f"expert width {moe.expert_intermediate} split over TP{tp} leaves {moe.expert_intermediate / tp:g} columns per "
-            f"GPU (GEMM K of the down projection); expert parallelism keeps whole experts: {pb.plan.label()} gives "
-            f"{b:.0f} vs {a:.0f} tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}"
+            f"expert width {moe.expert_intermediate} split over TP{tp} leaves "
+            f"{moe.expert_intermediate / tp:g} columns per GPU (GEMM K of the down projection); "
+            f"expert parallelism keeps whole experts: {pb.plan.label()} gives {b:.0f} vs {a:.0f} "
+            f"tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}"
         )
         out.append(
             Finding(
@@ -125,7 +126,8 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
         if pt is not None and thr > base:
             impact, how = (
                 thr / base,
-                f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} tok/s/GPU",
+                f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} "
+                "tok/s/GPU",
             )
     if impact < MIN_IMPACT:
         # lever 2 (beyond one NVLink domain): the expert GEMMs at a full tile of rows per expert
@@ -141,15 +143,15 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
         after, _touched = surgery(total, rows, fix, ctx.hw, ctx.eng, step_scale)
         impact = total / after if after > 0 else 1.0
         how = (
-            f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
-            f"(needs about {need:,} concurrent requests across the EP group)"
+            f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster "
+            f"per token (needs about {need:,} concurrent requests across the EP group)"
         )
     if impact < MIN_IMPACT:
         return []
     msg = (
-        f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / {moe.num_experts} = {m_e:.1f} rows "
-        f"at {p.plan.label()}, concurrency {p.concurrency} (under one {tile}-row tile: expert weights are read for few "
-        f"tokens); {how}"
+        f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / "
+        f"{moe.num_experts} = {m_e:.1f} rows at {p.plan.label()}, concurrency {p.concurrency} "
+        f"(under one {tile}-row tile: expert weights are read for few tokens); {how}"
     )
     return [
         Finding(
@@ -191,8 +193,9 @@ def rule_moe_balance(ctx: LintContext) -> list[Finding]:
         if impact < MIN_IMPACT:
             return out
         msg = (
-            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts cannot spread "
-            f"evenly over an 8-GPU (or wider) group; with {e_new} experts the best plan gives {thr:.0f} vs {base:.0f} tok/s/GPU"
+            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts "
+            f"cannot spread evenly over an 8-GPU (or wider) group; with {e_new} experts the best "
+            f"plan gives {thr:.0f} vs {base:.0f} tok/s/GPU"
         )
         out.append(
             Finding(
@@ -226,9 +229,10 @@ def rule_moe_balance(ctx: LintContext) -> list[Finding]:
         impact = thr / base if base > 0 else 0.0
         if impact >= 1.0 + 5 * (MIN_IMPACT - 1.0) and pt is not None:
             msg = (
-                f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: half as many experts, "
-                f"twice as wide, top-{moe.top_k // 2} (same total and active parameters) gives {thr:.0f} vs {base:.0f} "
-                f"tok/s/GPU ({pt.plan.label()}); finer experts often train better, an effect this estimate does not model"
+                f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: "
+                f"half as many experts, twice as wide, top-{moe.top_k // 2} (same total and active "
+                f"parameters) gives {thr:.0f} vs {base:.0f} tok/s/GPU ({pt.plan.label()}); finer "
+                "experts often train better, an effect this estimate does not model"
             )
             out.append(
                 Finding(

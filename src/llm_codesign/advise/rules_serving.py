@@ -59,8 +59,8 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
         "concurrency": lat_plain.concurrency,
     }
     head = (
-        f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs (beyond, every GPU "
-        f"holds a replica of its KV heads)"
+        f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs "
+        "(beyond, every GPU holds a replica of its KV heads)"
     )
     if helix:
         lat_helix = operating_point(
@@ -69,9 +69,10 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
         impact = lat_helix.tok_s_per_user / lat_plain.tok_s_per_user
         if impact >= MIN_IMPACT:
             msg = (
-                f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel attention "
-                f"({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} tok/s/user, with Helix "
-                f"({lat_helix.plan.label()}) {lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism"
+                f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel "
+                f"attention ({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} "
+                f"tok/s/user, with Helix ({lat_helix.plan.label()}) "
+                f"{lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism"
             )
             return [
                 Finding(
@@ -122,10 +123,10 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
     speedup = dec[lp] / dec[sharded]
     impact = max(speedup, 1.0)
     msg = (
-        f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV cache {rep}x: "
-        f"{fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit instead of {fit_after:.0f} with the KV heads "
-        f"sharded (Helix cp={rep}); a Helix decode step is {speedup:.2f}x the speed of the replicated one at this "
-        f"context"
+        f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV "
+        f"cache {rep}x: {fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit "
+        f"instead of {fit_after:.0f} with the KV heads sharded (Helix cp={rep}); a Helix decode "
+        f"step is {speedup:.2f}x the speed of the replicated one at this context"
         + (
             ""
             if speedup >= MIN_IMPACT
@@ -227,11 +228,12 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     ctx_tokens = p.isl + p.osl
     alts = "; ".join(f"{lbl}: {g:.2f}x" for lbl, g, _ in results)
     msg = (
-        f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV head keeps "
-        f"{kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), {kv_tok * ctx_tokens / 1e9:.2f} GB per "
-        f"{ctx_tokens:,}-token sequence; attention is {p.fractions['attention']:.0%} of the step at ISL/OSL "
-        f"{p.isl}/{p.osl}. Throughput at the throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} "
-        f"(attention-variant accuracy is not estimated)"
+        f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV "
+        f"head keeps {kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), "
+        f"{kv_tok * ctx_tokens / 1e9:.2f} GB per {ctx_tokens:,}-token sequence; attention is "
+        f"{p.fractions['attention']:.0%} of the step at ISL/OSL {p.isl}/{p.osl}. Throughput at the "
+        f"throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} (attention-variant "
+        "accuracy is not estimated)"
     )
     return [
         Finding(
@@ -241,7 +243,10 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
             msg,
             impact,
             {
-                "metric": f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user)",
+                "metric": (
+                    f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} "
+                    "tok/s/user)"
+                ),
                 "before": base,
                 "after": base * impact,
                 "kv_bytes_per_token": kv_tok,
@@ -358,7 +363,8 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
         return []
     kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
     desc = ", ".join(
-        f"{sum(1 for x in seq if x == k)} x {'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
+        f"{sum(1 for x in seq if x == k)} x "
+        f"{'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
         f"({per_kind[k] * 1e3:.2f} ms)"
         for k in kinds
     )
@@ -367,13 +373,15 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
         why.append("layers of different cost")
     if any(len(times) % pp for pp in balances):
         why.append(
-            f"{len(times)} layers not divisible by {', '.join(str(pp) for pp in balances if len(times) % pp)}"
+            f"{len(times)} layers not divisible by "
+            f"{', '.join(str(pp) for pp in balances if len(times) % pp)}"
         )
     suggest = [x for x in (len(times) - len(times) % 8, len(times) - len(times) % 8 + 8) if x > 0]
     msg = (
-        f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best {balances[worst]:.1%} balanced "
-        f"({'; '.join(why) or 'irregular pattern'}): the slowest stage sets the pipeline rate; a regular stack of "
-        f"{' or '.join(map(str, suggest))} identical layers splits evenly (chunked PP prefill: the bubble shrinks too)"
+        f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best "
+        f"{balances[worst]:.1%} balanced ({'; '.join(why) or 'irregular pattern'}): the slowest "
+        f"stage sets the pipeline rate; a regular stack of {' or '.join(map(str, suggest))} "
+        "identical layers splits evenly (chunked PP prefill: the bubble shrinks too)"
     )
     return [
         Finding(
@@ -432,9 +440,9 @@ def rule_quantization(ctx: LintContext) -> list[Finding]:
         if op.kind == "gemm" and op.w_bytes >= 2.0 and t > 0.02 * total
     ]
     msg = (
-        f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} -> {target} "
-        f"makes the step {impact:.2f}x faster (prefill chunk {impacts['prefill']:.2f}x); largest savings (share of the "
-        f"step): {top_txt}"
+        f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} "
+        f"-> {target} makes the step {impact:.2f}x faster (prefill chunk "
+        f"{impacts['prefill']:.2f}x); largest savings (share of the step): {top_txt}"
         + (f"; still BF16 after quantization: {', '.join(sorted(set(pinned)))}" if pinned else "")
         + " (quantized weights also free memory for more concurrency)"
     )

@@ -123,9 +123,8 @@ def run_collectives(
                         p.terminate()
                     return [], f"collectives: stopped after {budget_s * 2 + 120:.0f} s"
         except Exception as exc:  # noqa: BLE001 - a broken collective setup must not lose the run
-            return (
-                [],
-                f"collectives failed: {str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__}",
-            )
+            text = str(exc).strip()
+            why = text.splitlines()[-1][:160] if text else type(exc).__name__
+            return [], f"collectives failed: {why}"
         rows = json.loads(Path(result).read_text())
     return rows, f"collectives: {backend}, {cfg.comm_ranks} ranks"

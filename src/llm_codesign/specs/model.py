@@ -26,7 +26,8 @@ from ._load import Fields, read_mapping
 
 @dataclass(frozen=True)
 class AttentionSpec:
-    """Attention shape. ``kind`` is ``"gqa"`` (MHA/GQA/MQA) or ``"mla"`` (DeepSeek latent attention).
+    """Attention shape. ``kind`` is ``"gqa"`` (MHA/GQA/MQA) or ``"mla"`` (DeepSeek latent
+    attention).
 
     For MLA, ``head_dim`` is the query/key head dim (nope + rope) and ``v_head_dim`` the value dim;
     the KV cache holds ``kv_lora_rank + qk_rope_head_dim`` elements per token per layer.

@@ -54,7 +54,8 @@ def model_from_config(
     model_type = top.str("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise SpecError(
-            f"{where}: unsupported model_type {model_type!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"{where}: unsupported model_type {model_type!r}; supported: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     cfg = config
     if model_type == "llama4":
@@ -90,7 +91,8 @@ def model_from_config(
     heads = f.int("num_attention_heads")
     if d % heads and not f.has("head_dim"):
         raise SpecError(
-            f"{where}: hidden_size={d} is not divisible by num_attention_heads={heads} and no head_dim is given"
+            f"{where}: hidden_size={d} is not divisible by num_attention_heads={heads} and no "
+            "head_dim is given"
         )
     vocab = f.int("vocab_size")
     tie = f.bool("tie_word_embeddings", False)
@@ -127,7 +129,8 @@ def model_from_config(
     kv_heads = f.int("num_key_value_heads", heads)
     if heads % kv_heads:
         raise SpecError(
-            f"{where}: num_attention_heads={heads} is not a multiple of num_key_value_heads={kv_heads}"
+            f"{where}: num_attention_heads={heads} is not a multiple of "
+            f"num_key_value_heads={kv_heads}"
         )
     head_dim = f.int("head_dim") if f.has("head_dim") else d // heads
 

@@ -112,7 +112,10 @@ def validate_gemm(
                 "measured": measured,
                 "predicted": predicted,
                 "error": predicted / measured - 1.0,
-                "note": f"m={m} n={n} k={k} groups={int(groups)}; {'memory' if float(mem) >= float(t) * 0.999 else 'compute'}-bound",
+                "note": (
+                    f"m={m} n={n} k={k} groups={int(groups)}; "
+                    f"{'memory' if float(mem) >= float(t) * 0.999 else 'compute'}-bound"
+                ),
                 "row": i,
             }
         )

@@ -91,7 +91,8 @@ def read_measurements(path: str | Path) -> list[dict[str, str]]:
             missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
             if missing:
                 raise DataFileError(
-                    f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED_COLUMNS)}"
+                    f"{p}: missing column(s) {', '.join(missing)}; required: "
+                    f"{', '.join(REQUIRED_COLUMNS)}"
                 )
             return list(reader)
     except (UnicodeDecodeError, csv.Error) as exc:
