@@ -67,8 +67,8 @@ def main() -> None:
     r = evaluate(m, hw, p, eng, tp=tp, pp=pp, isl=isl, osl=osl, concurrency=conc)
     dt = time.perf_counter() - t0
     print(
-        f"vectorized batch of {size:,} configurations: {dt:.3f} s = {dt / size * 1e6:.2f} us per configuration "
-        f"({size / dt:,.0f} configs/s); feasible {int(r.feasible.sum()):,}"
+        f"vectorized batch of {size:,} configurations: {dt:.3f} s = {dt / size * 1e6:.2f} us per "
+        f"configuration ({size / dt:,.0f} configs/s); feasible {int(r.feasible.sum()):,}"
     )
 
     ds, b200 = load_model("deepseek-r1"), load_hardware("b200")
@@ -87,7 +87,8 @@ def main() -> None:
     )
     dt = time.perf_counter() - t0
     print(
-        f"deepseek-r1 (MLA + MoE) batch of {size:,}: {dt:.3f} s = {dt / size * 1e6:.2f} us per configuration"
+        f"deepseek-r1 (MLA + MoE) batch of {size:,}: {dt:.3f} s = {dt / size * 1e6:.2f} us per "
+        "configuration"
     )
 
 

@@ -2,8 +2,8 @@
 per second, and peak memory of a streamed sweep of ~10^7 points.
 
 Usage:
-    .venv/bin/python benchmarks/bench_frontier.py            # default searches (seconds)
-    .venv/bin/python benchmarks/bench_frontier.py --sweep    # + the ~10^7-point streamed sweep (minutes)
+    .venv/bin/python benchmarks/bench_frontier.py          # default searches (seconds)
+    .venv/bin/python benchmarks/bench_frontier.py --sweep  # + the ~10^7-point sweep (minutes)
 
 Each default search runs once to warm up, then ``--repeat`` times; the median wall time is
 reported, with the CPU time of a serial run (workers=1), which the load of other processes on a
@@ -52,7 +52,10 @@ def bench_default(repeat: int) -> list[dict]:
         wall = statistics.median(walls)
         out.append(
             {
-                "search": f"{model} on {n} x {hw}, ISL/OSL 1024/1024, precisions {','.join(p.id for p in f.precisions)}",
+                "search": (
+                    f"{model} on {n} x {hw}, ISL/OSL 1024/1024, precisions "
+                    f"{','.join(p.id for p in f.precisions)}"
+                ),
                 "plans": f.settings["plans"],
                 "valid_plans": f.settings["valid_plans"],
                 "points": f.evaluated,
@@ -86,7 +89,10 @@ def bench_sweep() -> dict:
     )
     wall = time.perf_counter() - t
     return {
-        "sweep": "deepseek-r1 on 72 x gb200, all plans x 4 precisions x every concurrency 1..8192 (exhaustive)",
+        "sweep": (
+            "deepseek-r1 on 72 x gb200, all plans x 4 precisions x every concurrency 1..8192 "
+            "(exhaustive)"
+        ),
         "points": f.evaluated,
         "wall_s": round(wall, 1),
         "configs_per_s": round(f.evaluated / wall),
@@ -103,8 +109,10 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="also run the ~10^7-point streamed sweep")
     args = ap.parse_args()
     report = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at start",
+        "machine": (
+            f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
+            f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at start"
+        ),
         "default_searches": bench_default(args.repeat),
     }
     if args.sweep:

@@ -11,22 +11,22 @@ replaces the "Quantization (issue 6)" section of benchmarks/RESULTS.md, keeping 
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
-    os.environ[_var] = "1"
-
 import argparse
 import datetime
+import os
 import platform
 import re
 import time
 from pathlib import Path
 
-import ml_dtypes
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
 
-from llm_codesign.quant import pack, quantize
+# numpy sizes its thread pools when first imported: these imports follow the setting above
+import ml_dtypes  # noqa: E402 - after the thread-count environment is set
+import numpy as np  # noqa: E402 - after the thread-count environment is set
+
+from llm_codesign.quant import pack, quantize  # noqa: E402 - imports numpy
 
 FORMATS = ["nvfp4", "mxfp4", "fp8", "int4_g128", "int4_g128_sym", "fp8_block", "mxfp8", "int8"]
 HEADING = "## Quantization (issue 6)"

@@ -29,7 +29,8 @@ def main() -> None:
         res = fit_engine(files, engine, sweeps=args.sweeps, progress=print)
         write_engine_yaml(res, OUT / f"{engine}.yaml", [f.name for f in files])
         print(
-            f"== {engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f} in {time.time() - t0:.0f} s"
+            f"== {engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f} in "
+            f"{time.time() - t0:.0f} s"
         )
 
 

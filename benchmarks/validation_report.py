@@ -21,8 +21,10 @@ def table(before, after) -> None:
         for metric, s in metrics.items():
             b = before.summary["by_source_metric"].get(src, {}).get(metric, {})
             print(
-                f"| {src} | {metric} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | "
-                f"{s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+                f"| {src} | {metric} | {s['count']} | "
+                f"{b.get('median_abs_pct_error', float('nan')):.1f}% | "
+                f"{s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | "
+                f"{s['signed_median_pct_error']:+.1f}% |"
             )
     print()
     print("Rows with a known batch or concurrency:")
@@ -32,8 +34,9 @@ def table(before, after) -> None:
     for k, s in after.summary["known_load"].items():
         b = before.summary["known_load"].get(k, {})
         print(
-            f"| {k} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | {s['median_abs_pct_error']:.1f}% | "
-            f"{s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+            f"| {k} | {s['count']} | {b.get('median_abs_pct_error', float('nan')):.1f}% | "
+            f"{s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | "
+            f"{s['signed_median_pct_error']:+.1f}% |"
         )
     print()
 
@@ -52,13 +55,15 @@ def main() -> None:
         print()
         print("Five worst rows after calibration:\n")
         print(
-            "| source | model | gpu | precision | plan | ISL/OSL | mode | load | metric | measured | predicted | error |"
+            "| source | model | gpu | precision | plan | ISL/OSL | mode | load | metric | "
+            "measured | predicted | error |"
         )
         print("|---|---|---|---|---|---|---|---:|---|---:|---:|---:|")
         for r in sorted(after.rows, key=lambda r: -abs(r["error"]))[:5]:
             print(
-                f"| {r['source_id']} | {r['model']} | {r['gpu']} | {r['precision']} | {r['plan']} | {r['isl']}/{r['osl']} | "
-                f"{r['mode']} | {r['load']:g} | {r['metric']} | {r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.0f}% |"
+                f"| {r['source_id']} | {r['model']} | {r['gpu']} | {r['precision']} | {r['plan']} "
+                f"| {r['isl']}/{r['osl']} | {r['mode']} | {r['load']:g} | {r['metric']} | "
+                f"{r['measured']:.4g} | {r['predicted']:.4g} | {r['error'] * 100:+.0f}% |"
             )
         print()
     g = validate(GT / "gemm.csv")
@@ -68,7 +73,8 @@ def main() -> None:
     for src, metrics in g.summary["by_source_metric"].items():
         s = metrics["tflops"]
         print(
-            f"| {src} | {s['count']} | {s['median_abs_pct_error']:.1f}% | {s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
+            f"| {src} | {s['count']} | {s['median_abs_pct_error']:.1f}% | "
+            f"{s['p90_abs_pct_error']:.1f}% | {s['signed_median_pct_error']:+.1f}% |"
         )
 
 

@@ -13,7 +13,7 @@ from llm_codesign.advise.rules_serving import layer_sequence, stage_balance
 from llm_codesign.advise.rules_shape import small_dim_threshold
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
-from llm_codesign.specs.model import model_from_config
+from llm_codesign.specs.model_config import model_from_config
 
 SHORT = ["1024/1024"]
 
@@ -124,7 +124,8 @@ def test_attention_tp_beyond_kv_heads_on_nvl72():
     r = lint("llama-3.1-70b", "gb200", rules=["attention-tp"])
     (f,) = rules_of(r, "attention-tp")
     check_finding(f)
-    # TP32 over 8 KV heads: every KV head held by 4 GPUs; sharding them (Helix) fits 4x the sequences
+    # TP32 over 8 KV heads: every KV head held by 4 GPUs; sharding them (Helix) fits 4x the
+    # sequences
     assert f.details["replication"] == 4
     mc = f.details["max_concurrency"]
     assert mc["sharded"] / mc["replicated"] == pytest.approx(4, rel=0.05)

@@ -25,7 +25,7 @@ from llm_codesign import (
 from llm_codesign.advise.findings import LintContext, step_rows
 from llm_codesign.explore import operating_point
 from llm_codesign.explore.operating import operating_step
-from llm_codesign.specs.model import model_from_config
+from llm_codesign.specs.model_config import model_from_config
 from llm_codesign.specs.plan import plan_feasibility
 
 

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "calibrate": 3,
     "calibrate.fit": 7,
     "calibrate.microbench": 7,
+    "calibrate.collectives": 7,
     "calibrate.device": 7,
     "serving": 4,
     "explore": 5,

@@ -23,7 +23,7 @@ from llm_codesign.advise.quality import (
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
 from llm_codesign.explore import Curve
-from llm_codesign.specs.model import model_from_config
+from llm_codesign.specs.model_config import model_from_config
 
 SMALL = SearchSpace(hidden_scales=(1.0, 1.25), layer_scales=(0.75, 1.0), experts=(1.0,))
 

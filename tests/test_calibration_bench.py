@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-torch = pytest.importorskip("torch")
-
 from llm_codesign import api, load_hardware
-from llm_codesign.calibrate import compare_profile, load_profile
+from llm_codesign.calibrate import collectives, compare_profile, load_profile
 from llm_codesign.calibrate import device as dev_
 from llm_codesign.calibrate import microbench as mb
 from llm_codesign.cli import main
@@ -20,6 +18,8 @@ from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError, UnsupportedError
 from llm_codesign.ops import Op
 from llm_codesign.specs.engine import load_engine
+
+torch = pytest.importorskip("torch")
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device")
@@ -59,7 +59,8 @@ def tiny_config(device="cpu", **kw) -> mb.BenchConfig:
 
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory):
-    """One tiny CPU calibration shared by the tests below (single thread: steady on a shared CPU)."""
+    """One tiny CPU calibration shared by the tests below (single thread: steady on a shared
+    CPU)."""
     out = tmp_path_factory.mktemp("cal") / "cpu.json"
     profile = mb.calibrate("cpu", out=out, config=tiny_config(), threads=1)
     return profile, out
@@ -214,7 +215,7 @@ def test_default_grids_cover_decode_prefill_and_alignment():
 @pytest.mark.slow
 def test_collectives_over_two_gloo_processes():
     cfg = tiny_config(comm_bytes=(2**10, 2**16), comm_ranks=2, max_repeats=3)
-    rows, note = mb.run_collectives(torch, cfg, budget_s=2.0, device_kind="cpu")
+    rows, note = collectives.run_collectives(torch, cfg, budget_s=2.0, device_kind="cpu")
     assert "gloo" in note, note
     kinds = [r["kind"] for r in rows]
     assert kinds.count("allreduce") == 2 and kinds.count("alltoall") == 2

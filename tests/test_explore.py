@@ -244,7 +244,8 @@ def test_balance_pools_hand_worked():
     x, y, rate, gpus = balance_pools(10.0, 5.0, 1, 2, 8)
     assert (float(x), float(y), float(rate), float(gpus)) == (1.0, 2.0, 10.0, 5.0)
     # R_p = 3, g_p = 2; R_d = 4, g_d = 1; 6 GPUs: balance x/y = 4/3
-    # y=1: x in {1 (3 req/s, 3 GPUs: 1.0), 2 (4 req/s, 5 GPUs: 0.8)}; y=2: x=2 -> 6/6 = 1.0 (ties: first wins)
+    # y=1: x in {1 (3 req/s, 3 GPUs: 1.0), 2 (4 req/s, 5 GPUs: 0.8)};
+    # y=2: x=2 -> 6/6 = 1.0 (ties: first wins)
     x, y, rate, gpus = balance_pools(3.0, 4.0, 2, 1, 6)
     assert float(rate) / float(gpus) == pytest.approx(1.0)
     assert float(x) * 2 + float(y) <= 6

@@ -111,8 +111,8 @@ def test_memory_fit_and_max_concurrency():
     assert np.all(np.diff(r.max_concurrency) < 0)  # longer contexts fit fewer sequences
     # weights per GPU x tp ~ total weight bytes (BF16) when sharded 8 ways (+ replicated norms)
     assert float(r.weight_bytes_per_gpu[0]) * 8 == pytest.approx(2 * m.total_params, rel=0.01)
-    # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B (sharded by 8),
-    # held for the mean live context of one sequence, ISL + OSL/2
+    # KV bytes per token: 80 layers x 8 KV heads x 128 x 2 (K,V) x 2 bytes = 327,680 B
+    # (sharded by 8), held for the mean live context of one sequence, ISL + OSL/2
     np.testing.assert_allclose(
         r.kv_bytes_per_gpu, 327_680 / 8 * (np.array([1024, 8192, 65536]) + 1024 / 2), rtol=1e-12
     )
@@ -147,8 +147,9 @@ def test_attention_dp_and_wide_ep_for_deepseek():
         Workload(1024, 1024, 512),
     )
     assert e.feasible and e.breakdown["decode"]["communication"] > 0
-    # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by attention DP;
-    # attention DP spreads the 512 sequences over 8 ranks, each holding its mean live context ISL + OSL/2
+    # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by
+    # attention DP; attention DP spreads the 512 sequences over 8 ranks, each holding its mean
+    # live context ISL + OSL/2
     assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(
         512 / 8 * (1024 + 1024 / 2) * (512 + 64) * 61, rel=1e-9
     )

@@ -35,7 +35,8 @@ def test_required_gpus_bundled_with_sources():
 
 
 def test_datasheet_numbers():
-    # reference/gpus.md: H200 989 / 1979 dense TFLOPS, 141 GB at 4.8 TB/s, NVLink 450 GB/s per direction
+    # reference/gpus.md: H200 989 / 1979 dense TFLOPS, 141 GB at 4.8 TB/s, NVLink 450 GB/s per
+    # direction
     h200 = load_hardware("h200-sxm")
     assert h200.peak_flops("bf16") == pytest.approx(989e12, rel=1e-3)
     assert h200.peak_flops("fp8") == pytest.approx(1979e12, rel=1e-3)
@@ -224,7 +225,8 @@ def test_specs_import_nothing_above_specs():
     code = (
         "import importlib.util, sys, types\n"
         "loc = importlib.util.find_spec('llm_codesign').submodule_search_locations\n"
-        "pkg = types.ModuleType('llm_codesign'); pkg.__path__ = list(loc); sys.modules['llm_codesign'] = pkg\n"
+        "pkg = types.ModuleType('llm_codesign'); pkg.__path__ = list(loc); "
+        "sys.modules['llm_codesign'] = pkg\n"
         "import llm_codesign.specs\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('llm_codesign.'))))\n"
     )

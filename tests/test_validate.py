@@ -240,7 +240,8 @@ def test_kernel_gemm_table_is_detected_and_predicted(tmp_path):
         and rep.rows[0]["gpu"] == "h800-sxm"
         and rep.rows[0]["metric"] == "tflops"
     )
-    # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling, 1402.6 TFLOPS x shape
+    # a large FP8 GEMM on H800 (= H100 compute) predicts near the MAMF ceiling,
+    # 1402.6 TFLOPS x shape
     assert 1100 < rep.rows[0]["predicted"] < 1450
     assert rep.skipped == [{"reason": "no TFLOPS (bandwidth or latency row)", "count": 1}]
 
@@ -266,8 +267,8 @@ def test_name_matching_beyond_the_alias_table():
 
 
 def test_gpu_and_model_names_live_in_the_data_files():
-    """validate.py names no GPU or model: ids, aliases and chip names come from the data
-    files, so adding a GPU means adding one hardware file."""
+    """The validate package names no GPU or model: ids, aliases and chip names come from the
+    data files, so adding a GPU means adding one hardware file."""
     import ast
     import importlib
 
@@ -275,20 +276,23 @@ def test_gpu_and_model_names_live_in_the_data_files():
     from llm_codesign.specs.model import bundled_models
 
     v = importlib.import_module("llm_codesign.validate")  # the package re-exports the function
-    tree = ast.parse(Path(v.__file__).read_text())
-    docstrings = {
-        id(n.body[0].value)
-        for n in ast.walk(tree)
-        if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
-        and n.body
-        and isinstance(n.body[0], ast.Expr)
-        and isinstance(n.body[0].value, ast.Constant)
-    }
-    strings = [
-        n.value.lower()
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
-    ]
+    strings = []
+    for path in sorted(Path(v.__file__).parent.glob("*.py")):  # every module of the package
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        strings += [
+            n.value.lower()
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+        ]
+    assert strings  # the package's modules were read
     names = (
         {hid for hid in bundled_hardware()}
         | {c for c, _, _ in hardware_chip_table()}

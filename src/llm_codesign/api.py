@@ -98,7 +98,9 @@ class Estimate:
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),
-            "serving_model": "aggregated in-flight batching, closed loop (DESIGN.md); TPOT = mixed step time",
+            "serving_model": (
+                "aggregated in-flight batching, closed loop (DESIGN.md); TPOT = mixed step time"
+            ),
             "calibration": self._calibration(),
         }
 
@@ -157,7 +159,8 @@ def estimate(
     if num_gpus is not None:
         if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
             raise SpecError(
-                f"num_gpus={num_gpus} is not a multiple of tp x pp = {plan.tp} x {plan.pp} = {plan.gpus_per_replica}"
+                f"num_gpus={num_gpus} is not a multiple of tp x pp = {plan.tp} x {plan.pp} = "
+                f"{plan.gpus_per_replica}"
             )
         plan = ParallelPlan(
             plan.tp, plan.pp, plan.ep, num_gpus // plan.gpus_per_replica, plan.attention_dp, plan.cp
@@ -165,7 +168,8 @@ def estimate(
     plan.validate_for(m)
     if crosses_domain_without_network(hw, plan.tp):
         raise SpecError(
-            f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size {hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
+            f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size "
+            f"{hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
     r = evaluate(
         m,

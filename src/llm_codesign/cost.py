@@ -28,8 +28,8 @@ from .specs.hardware import HardwareSpec
 Array = np.ndarray
 
 TILE_OVERHEAD_BF16_K = 128.0  # per-tile fixed cost in BF16 k-steps (fits blog Fig. 4 K-sweep)
-TILE_REUSE_C = 32.0
-SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition  # operand-reuse constant of the tile-shape efficiency
+TILE_REUSE_C = 32.0  # operand-reuse constant of the tile-shape efficiency
+SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition
 # Misaligned leading dims (not a multiple of 16 bytes) lose the TMA/vectorized path:
 # mlengineering_swiglu_h100 (gemm.csv): 272.73 / 397.5 (mean of aligned neighbours) = 0.686.
 MISALIGNED_FACTOR = 272.73 / 397.5

@@ -53,7 +53,8 @@ def staircase(x_front: Array, y_front: Array, x: Array) -> Array:
     """F(x): the highest ``y_front`` among frontier points with ``x_front >= x`` (0 if none).
 
     Example:
-        >>> staircase(np.array([10.0, 50.0]), np.array([900.0, 200.0]), np.array([5.0, 20.0, 60.0])).tolist()
+        >>> x_front, y_front = np.array([10.0, 50.0]), np.array([900.0, 200.0])
+        >>> staircase(x_front, y_front, np.array([5.0, 20.0, 60.0])).tolist()
         [900.0, 200.0, 0.0]
     """
     x_front = np.asarray(x_front, dtype=float)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
 from llm_codesign.cli.quant import quant
 from llm_codesign.errors import DataFileError, SpecError
 from llm_codesign.quant import evaluate_formats, perplexity
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
 
 VOCAB = 48
 

@@ -17,7 +17,8 @@ Ranking (``objective``):
 the result's only variant is the original itself (gain 1, no changes).
 
 Example:
-    >>> r = search("llama-3.1-8b", "h200-sxm", space=SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,)))
+    >>> space = SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,))
+    >>> r = search("llama-3.1-8b", "h200-sxm", space=space)
     >>> r.variants[0].changes
     []
 """
@@ -39,7 +40,8 @@ from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
-from ..specs.model import ModelSpec, load_model, model_from_config
+from ..specs.model import ModelSpec, load_model
+from ..specs.model_config import model_from_config
 from ..specs.precision import Precision, parse_precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions
@@ -556,7 +558,10 @@ def search(
             "objective": objective
             if objective == "area"
             else f"tok/s/GPU at >= {target_tok_s_per_user:g} tok/s/user",
-            "frontier": f"plans {', '.join(p.label() for p in candidate_plans(m, hw, max_tp))} x concurrency {list(concurrency)}",
+            "frontier": (
+                f"plans {', '.join(p.label() for p in candidate_plans(m, hw, max_tp))} x "
+                f"concurrency {list(concurrency)}"
+            ),
             "min_gain": MIN_GAIN,
             "quality": quality_assumptions(),
             "engine": eng.id,

@@ -12,15 +12,14 @@ import numpy as np
 
 from .. import cost
 from ..errors import SpecError
-from ..explore import (
-    OperatingPoint,
-)
+from ..explore import OperatingPoint, operating_point
 from ..explore.operating import operating_step
 from ..ops import Op, step_shape
 from ..serving import step_cost
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
+from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
 from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL
 
@@ -56,7 +55,8 @@ DEFAULT_WORKLOADS = (f"{SHORT_ISL}/{SHORT_OSL}", f"{LONG_ISL}/{LONG_OSL}")
 
 @dataclass
 class Finding:
-    """One lint finding. ``impact``: predicted speedup (>= 1) of the fix on ``details['metric']``."""
+    """One lint finding. ``impact``: predicted speedup (>= 1) of the fix on
+    ``details['metric']``."""
 
     rule: str
     severity: str
@@ -100,7 +100,8 @@ def parse_workload(text: str | WorkloadSpec) -> WorkloadSpec:
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
         raise SpecError(
-            f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of {', '.join(REGIMES)}"
+            f"workload {text!r} must be ISL/OSL[/CONCURRENCY] (e.g. 8192/1024/64) or one of "
+            f"{', '.join(REGIMES)}"
         )
     isl, osl = int(m.group(1)), int(m.group(2))
     conc = int(m.group(3)) if m.group(3) else None
@@ -168,6 +169,17 @@ def severity_for(impact: float) -> str:
 # ---------------------------------------------------------------------------------------------
 # step-level measurements (op surgery on the cost model's op list)
 # ---------------------------------------------------------------------------------------------
+
+
+def best_throughput(
+    ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None
+) -> tuple[float, OperatingPoint | None]:
+    """Output tok/s/GPU of the best plan at the throughput goal (0 and None when none fits)."""
+    try:
+        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
+    except SpecError:
+        return 0.0, None
+    return pt.output_tok_s_per_gpu, pt
 
 
 def step_rows(

@@ -108,7 +108,8 @@ def parse_dims(text: str | int | Sequence[int], name: str = "dim") -> Array:
                     values.append(int(part))
             except ValueError:
                 raise SpecError(
-                    f"--{name} {text!r}: expected a value, a comma list or start:stop[:step] with step > 0"
+                    f"--{name} {text!r}: expected a value, a comma list or start:stop[:step] with "
+                    "step > 0"
                 ) from None
     if not values or min(values) < 1:
         raise SpecError(f"--{name} {text!r}: dimensions must be positive integers")
@@ -280,14 +281,20 @@ def gemm_sweep(
         "sm_count": hw.sm_count,
         "tile": forced.label
         if forced
-        else f"best of cost-model tiles (hardware tile {hw.tile_m}x{hw.tile_n}, {hw.tile_cluster_sms} SM/tile)",
+        else (
+            f"best of cost-model tiles (hardware tile {hw.tile_m}x{hw.tile_n}, "
+            f"{hw.tile_cluster_sms} SM/tile)"
+        ),
         "launch_overhead_s": overhead,
         "output_bytes_per_element": out_bytes,
         "hbm_bytes_per_s": hw.hbm_bytes_per_s,
         "hbm_efficiency": hw.hbm_efficiency.value,
         "hbm_efficiency_scale": eng.hbm_efficiency_scale,
         "hbm_bytes_per_s_achieved": cost.hbm_bytes_per_s_achieved(hw, eng),
-        "model": "cost.gemm_time (tile + wave quantization, per-tile K overhead, alignment) + launch overhead",
+        "model": (
+            "cost.gemm_time (tile + wave quantization, per-tile K overhead, alignment) + launch "
+            "overhead"
+        ),
     }
     return GemmSweep(
         hardware=hw.id,

@@ -55,23 +55,10 @@ from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
 from .archsearch import default_align
-
-RULES = (
-    "dim-alignment",
-    "gemm-shape",
-    "depth-vs-width",
-    "attention-tp",
-    "kv-cache",
-    "moe-expert-tp",
-    "moe-expert-m",
-    "moe-balance",
-    "pipeline-balance",
-    "quantization",
-)
-
 from .findings import (
     DEFAULT_WORKLOADS,
     MIN_IMPACT,
+    RULES,
     SEVERITIES,
     WARN_IMPACT,
     Finding,
@@ -80,12 +67,10 @@ from .findings import (
     WorkloadSpec,
     parse_workload,
 )
+from .rules_moe import rule_moe_balance, rule_moe_expert_m, rule_moe_expert_tp
 from .rules_serving import (
     rule_attention_tp,
     rule_kv_cache,
-    rule_moe_balance,
-    rule_moe_expert_m,
-    rule_moe_expert_tp,
     rule_pipeline,
     rule_quantization,
 )
@@ -159,10 +144,18 @@ def lint(
         workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)],
         findings=findings,
         assumptions={
-            "operating_point": f"per workload: plan x concurrency ({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the "
-            f"most output tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned",
-            "impact": "predicted speedup of the fix on details.metric, from the cost model (llm_codesign.cost/serving)",
-            "alignment": f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)",
+            "operating_point": (
+                "per workload: plan x concurrency "
+                f"({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the most output "
+                f"tok/s/GPU at >= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user unless pinned"
+            ),
+            "impact": (
+                "predicted speedup of the fix on details.metric, from the cost model "
+                "(llm_codesign.cost/serving)"
+            ),
+            "alignment": (
+                f"multiples of 128 (warn); of {default_align(hw)} on GPUs with 2-SM tiles (info)"
+            ),
             "min_impact": MIN_IMPACT,
             "warn_impact": WARN_IMPACT,
             "rules": chosen,

@@ -4,7 +4,8 @@ model it came from. An *estimate with stated assumptions*, never a measured accu
 Loss model (Chinchilla, Hoffmann et al. 2022, arXiv 2203.15556; constants as reproduced in
 ``reference/codesign.md`` [C10]):
 
-    L(N, D) = E + A / N^alpha + B / D^beta,  E = 1.69, A = 406.4, B = 410.7, alpha = 0.34, beta = 0.28
+    L(N, D) = E + A / N^alpha + B / D^beta,
+    E = 1.69, A = 406.4, B = 410.7, alpha = 0.34, beta = 0.28
 
 * N: parameters. Dense: non-embedding parameters are the better predictor (Kaplan et al. 2020),
   but Chinchilla's fit used total parameters; we use total. MoE: no single fitted law is used
@@ -122,9 +123,14 @@ def assumptions() -> dict[str, Any]:
         "source": CHINCHILLA_SOURCE,
         "N": "total params (dense); sqrt(total x active) (MoE, assumption)",
         "D": f"same training tokens as the base (default {TOKENS_PER_PARAM:g} x N of the base)",
-        "shape": f"aspect ratio d_model/n_layers in {ASPECT_BAND} free; {ASPECT_PENALTY} x octaves^2 relative "
-        f"penalty outside; fewer than {MIN_LAYERS} layers penalized likewise (assumptions; Kaplan et al. 2020)",
-        "not_modelled": "attention variant (KV heads, MLA ranks, windows), expert granularity/top-k, data",
+        "shape": (
+            f"aspect ratio d_model/n_layers in {ASPECT_BAND} free; {ASPECT_PENALTY} x octaves^2 "
+            f"relative penalty outside; fewer than {MIN_LAYERS} layers penalized likewise "
+            "(assumptions; Kaplan et al. 2020)"
+        ),
+        "not_modelled": (
+            "attention variant (KV heads, MLA ranks, windows), expert granularity/top-k, data"
+        ),
     }
 
 

@@ -76,7 +76,8 @@ def amdahl_speedup(fraction: float, factor: float) -> float:
 
 
 def amdahl_table(fractions: dict[str, float], factor: float = 2.0) -> dict[str, dict[str, float]]:
-    """Per op class: fraction, speedup and gain (%) of the whole at ``factor`` x, and the ceiling."""
+    """Per op class: fraction, speedup and gain (%) of the whole at ``factor`` x, and the
+    ceiling."""
     out: dict[str, dict[str, float]] = {}
     for name, f in fractions.items():
         s = amdahl_speedup(f, factor)
@@ -125,8 +126,8 @@ class Regime:
         """'speeding up X by 2x gains at most Y%' for each class, largest first."""
         rows = sorted(self.amdahl.items(), key=lambda kv: -kv[1]["fraction"])
         return [
-            f"{self.name}: {name} is {a['fraction']:.0%} of the step; speeding it up by {a['factor']:g}x gains at most "
-            f"{a['gain_pct']:.0f}% (ceiling {a['max_speedup']:.2f}x)"
+            f"{self.name}: {name} is {a['fraction']:.0%} of the step; speeding it up by "
+            f"{a['factor']:g}x gains at most {a['gain_pct']:.0f}% (ceiling {a['max_speedup']:.2f}x)"
             for name, a in rows
         ]
 
@@ -235,14 +236,21 @@ def regimes(
         assumptions={
             "short_context": {"isl": short_isl, "osl": osl},
             "long_context": {"isl": long_isl, "osl": osl},
-            "throughput_goal": f"max output tok/s/GPU over plans x concurrency {ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]} "
-            f"with >= {min_tok_s_per_user:g} tok/s/user"
+            "throughput_goal": (
+                "max output tok/s/GPU over plans x concurrency "
+                f"{ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]} with >= "
+                f"{min_tok_s_per_user:g} tok/s/user"
+            )
             if throughput_concurrency is None
             else f"concurrency {throughput_concurrency}, plan with max output tok/s/GPU",
-            "latency_goal": f"concurrency {latency_concurrency} per replica, plan with max tok/s/user",
+            "latency_goal": (
+                f"concurrency {latency_concurrency} per replica, plan with max tok/s/user"
+            ),
             "plans": [p.label() for p in plans],
-            "time_split": "steady-state mixed step (decode + chunked prefill) per op class; 'other' holds norms, "
-            "embeddings, LM head and per-kernel/per-step overheads",
+            "time_split": (
+                "steady-state mixed step (decode + chunked prefill) per op class; 'other' holds "
+                "norms, embeddings, LM head and per-kernel/per-step overheads"
+            ),
             "amdahl": "speedup = 1 / (1 - f + f / factor); ceiling 1 / (1 - f)",
         },
     )

@@ -1,10 +1,9 @@
-"""Lint rules on the deployment: attention TP and KV replication, KV-cache size, MoE expert
-parallelism and per-expert GEMM rows, pipeline balance, quantization."""
+"""Lint rules on the deployment: attention TP and KV replication, KV-cache size, pipeline
+balance, quantization (the MoE rules are in :mod:`.rules_moe`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 
@@ -17,39 +16,26 @@ from ..explore import (
     evaluate_plans,
     operating_point,
 )
-from ..ops import Op, layer_group_ops, step_shape
+from ..ops import layer_group_ops, step_shape
 from ..serving import pipelined_step
 from ..specs.hardware import HardwareSpec
 from ..specs.model import AttentionSpec, LayerGroup, ModelSpec
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
-from .archsearch import build_variant
 from .findings import (
-    EXPERT_TP_MIN_WIDTH,
     MIN_IMPACT,
     PIPELINE_STAGES,
     SLIDING_WINDOW,
     Finding,
     LintContext,
+    best_throughput,
     scalar,
     severity_for,
     step_rows,
-    surgery,
 )
-from .rules_shape import nearest_multiple
 
 # rules: attention-tp and kv-cache
 # ---------------------------------------------------------------------------------------------
-
-
-def _best_throughput(
-    ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None
-) -> tuple[float, OperatingPoint | None]:
-    try:
-        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
-    except SpecError:
-        return 0.0, None
-    return pt.output_tok_s_per_gpu, pt
 
 
 def rule_attention_tp(ctx: LintContext) -> list[Finding]:
@@ -73,8 +59,8 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
         "concurrency": lat_plain.concurrency,
     }
     head = (
-        f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs (beyond, every GPU "
-        f"holds a replica of its KV heads)"
+        f"num_key_value_heads = {a.num_kv_heads} caps attention TP at {a.num_kv_heads} GPUs "
+        "(beyond, every GPU holds a replica of its KV heads)"
     )
     if helix:
         lat_helix = operating_point(
@@ -83,9 +69,10 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
         impact = lat_helix.tok_s_per_user / lat_plain.tok_s_per_user
         if impact >= MIN_IMPACT:
             msg = (
-                f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel attention "
-                f"({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} tok/s/user, with Helix "
-                f"({lat_helix.plan.label()}) {lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism"
+                f"{head}; at ISL/OSL {p0.isl}/{p0.osl} the fastest plan without KV-parallel "
+                f"attention ({lat_plain.plan.label()}) reaches {lat_plain.tok_s_per_user:.0f} "
+                f"tok/s/user, with Helix ({lat_helix.plan.label()}) "
+                f"{lat_helix.tok_s_per_user:.0f}: decouple attention and FFN parallelism"
             )
             return [
                 Finding(
@@ -136,10 +123,10 @@ def rule_attention_tp(ctx: LintContext) -> list[Finding]:
     speedup = dec[lp] / dec[sharded]
     impact = max(speedup, 1.0)
     msg = (
-        f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV cache {rep}x: "
-        f"{fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit instead of {fit_after:.0f} with the KV heads "
-        f"sharded (Helix cp={rep}); a Helix decode step is {speedup:.2f}x the speed of the replicated one at this "
-        f"context"
+        f"{head}; the fastest plan at ISL/OSL {p0.isl}/{p0.osl}, {lp.label()}, replicates the KV "
+        f"cache {rep}x: {fit_before:.0f} concurrent {p0.isl + p0.osl:,}-token sequences fit "
+        f"instead of {fit_after:.0f} with the KV heads sharded (Helix cp={rep}); a Helix decode "
+        f"step is {speedup:.2f}x the speed of the replicated one at this context"
         + (
             ""
             if speedup >= MIN_IMPACT
@@ -224,12 +211,12 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     p = ctx.longest
     if p.fractions.get("attention", 0.0) < 0.4:
         return []
-    base, _ = _best_throughput(ctx, ctx.model, p.isl, p.osl)
+    base, _ = best_throughput(ctx, ctx.model, p.isl, p.osl)
     if base <= 0:
         return []
     results = []
     for label, alt in _kv_alternatives(ctx.model):
-        thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
+        thr, pt = best_throughput(ctx, alt, p.isl, p.osl)
         results.append((label, thr / base, pt))
     if not results:
         return []
@@ -241,11 +228,12 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     ctx_tokens = p.isl + p.osl
     alts = "; ".join(f"{lbl}: {g:.2f}x" for lbl, g, _ in results)
     msg = (
-        f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV head keeps "
-        f"{kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), {kv_tok * ctx_tokens / 1e9:.2f} GB per "
-        f"{ctx_tokens:,}-token sequence; attention is {p.fractions['attention']:.0%} of the step at ISL/OSL "
-        f"{p.isl}/{p.osl}. Throughput at the throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} "
-        f"(attention-variant accuracy is not estimated)"
+        f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV "
+        f"head keeps {kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), "
+        f"{kv_tok * ctx_tokens / 1e9:.2f} GB per {ctx_tokens:,}-token sequence; attention is "
+        f"{p.fractions['attention']:.0%} of the step at ISL/OSL {p.isl}/{p.osl}. Throughput at the "
+        f"throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} (attention-variant "
+        "accuracy is not estimated)"
     )
     return [
         Finding(
@@ -255,7 +243,10 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
             msg,
             impact,
             {
-                "metric": f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} tok/s/user)",
+                "metric": (
+                    f"output tok/s/GPU at the throughput goal (>= {THROUGHPUT_MIN_TOK_S_USER:g} "
+                    "tok/s/user)"
+                ),
                 "before": base,
                 "after": base * impact,
                 "kv_bytes_per_token": kv_tok,
@@ -266,231 +257,6 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
             },
         )
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# MoE rules
-# ---------------------------------------------------------------------------------------------
-
-
-def _throughput_at(
-    ctx: LintContext,
-    model: ModelSpec,
-    plans: list[ParallelPlan],
-    isl: int,
-    osl: int,
-    concurrency: int | None,
-) -> tuple[float, OperatingPoint | None]:
-    try:
-        pt = operating_point(
-            model,
-            ctx.hw,
-            ctx.prec,
-            ctx.eng,
-            isl,
-            osl,
-            "throughput",
-            plans=plans,
-            concurrency=concurrency,
-        )
-    except SpecError:
-        return 0.0, None
-    return pt.output_tok_s_per_gpu, pt
-
-
-def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
-    moe = ctx.model.moe
-    if moe is None:
-        return []
-    plans = candidate_plans(ctx.model, ctx.hw)
-    tps = sorted(
-        {p.tp for p in plans if p.tp > 1 and moe.expert_intermediate / p.tp < EXPERT_TP_MIN_WIDTH}
-    )
-    out = []
-    p0 = ctx.primary
-    pref = sorted(tps, key=lambda t: (t != p0.plan.tp, t != 8, t))
-    for tp in pref:
-        tp_only = [p for p in plans if p.tp == tp and p.ep == 1]
-        with_ep = [p for p in plans if p.tp == tp and p.ep > 1]
-        if not tp_only or not with_ep:
-            continue
-        conc = ctx.workloads[0].concurrency
-        a, pa = _throughput_at(ctx, ctx.model, tp_only, p0.isl, p0.osl, conc)
-        b, pb = _throughput_at(ctx, ctx.model, with_ep, p0.isl, p0.osl, conc)
-        if a <= 0 or b <= 0 or pa is None or pb is None:
-            continue
-        impact = b / a
-        if impact < MIN_IMPACT:
-            continue
-        msg = (
-            f"expert width {moe.expert_intermediate} split over TP{tp} leaves {moe.expert_intermediate / tp:g} columns per "
-            f"GPU (GEMM K of the down projection); expert parallelism keeps whole experts: {pb.plan.label()} gives "
-            f"{b:.0f} vs {a:.0f} tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}"
-        )
-        out.append(
-            Finding(
-                "moe-expert-tp",
-                severity_for(impact),
-                "moe.expert_intermediate",
-                msg,
-                impact,
-                {
-                    "metric": "output tok/s/GPU at the throughput goal",
-                    "before": a,
-                    "after": b,
-                    "plans": [pa.plan.label(), pb.plan.label()],
-                    "setting": ctx.setting(pa),
-                },
-            )
-        )
-        break
-    return out
-
-
-def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
-    moe = ctx.model.moe
-    if moe is None:
-        return []
-    p = ctx.primary
-    tokens = p.concurrency * (
-        1.0 + p.isl / p.osl
-    )  # decode + prefill tokens per step, whole replica
-    m_e = tokens * moe.top_k / moe.num_experts
-    tile = ctx.hw.tile_m
-    if m_e >= tile:
-        return []
-    need = math.ceil(tile * moe.num_experts / moe.top_k / (1.0 + p.isl / p.osl))
-    # lever 1: wider EP where the NVLink domain allows it
-    plans = candidate_plans(ctx.model, ctx.hw)
-    wider = [q for q in plans if q.ep > max(p.plan.ep, 1)]
-    base = p.output_tok_s_per_gpu
-    impact, how = 1.0, ""
-    if wider:
-        thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, None)
-        if pt is not None and thr > base:
-            impact, how = (
-                thr / base,
-                f"widening EP to {pt.plan.label()} (concurrency {pt.concurrency}) gives {thr:.0f} tok/s/GPU",
-            )
-    if impact < MIN_IMPACT:
-        # lever 2 (beyond one NVLink domain): the expert GEMMs at a full tile of rows per expert
-        steps = step_rows(ctx, p)
-        total, rows, step_scale = steps["mixed"]
-        scale = tile / max(m_e, 1e-9)
-
-        def fix(op: Op) -> tuple[Op, float] | None:
-            if not op.meta.get("moe"):
-                return None
-            return dataclasses.replace(op, m=np.asarray(op.m) * scale), scale
-
-        after, _touched = surgery(total, rows, fix, ctx.hw, ctx.eng, step_scale)
-        impact = total / after if after > 0 else 1.0
-        how = (
-            f"expert GEMMs at {tile} rows per expert would do the same work {impact:.2f}x faster per token "
-            f"(needs about {need:,} concurrent requests across the EP group)"
-        )
-    if impact < MIN_IMPACT:
-        return []
-    msg = (
-        f"per-expert GEMM M = tokens x top-k / experts = {tokens:,.0f} x {moe.top_k} / {moe.num_experts} = {m_e:.1f} rows "
-        f"at {p.plan.label()}, concurrency {p.concurrency} (under one {tile}-row tile: expert weights are read for few "
-        f"tokens); {how}"
-    )
-    return [
-        Finding(
-            "moe-expert-m",
-            severity_for(impact),
-            "moe (num_experts, top_k)",
-            msg,
-            impact,
-            {
-                "metric": "output tok/s/GPU at the throughput goal"
-                if wider and "widening" in how
-                else "mixed step time per token",
-                "rows_per_expert": m_e,
-                "tile_m": tile,
-                "concurrency_for_full_tile": need,
-                "setting": ctx.setting(),
-            },
-        )
-    ]
-
-
-def rule_moe_balance(ctx: LintContext) -> list[Finding]:
-    moe = ctx.model.moe
-    if moe is None:
-        return []
-    out: list[Finding] = []
-    p = ctx.primary
-    base = p.output_tok_s_per_gpu
-    ep_sizes = [e for e in (8, 16, 32) if e <= ctx.hw.scaleup_domain_size]
-    bad = [e for e in ep_sizes if moe.num_experts % e]
-    if bad and moe.num_experts >= 8:
-        e_new = nearest_multiple(moe.num_experts, max(bad))
-        try:
-            alt, _ = build_variant(ctx.model, {"experts": e_new}, f"{ctx.model.id}-e{e_new}")
-            thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
-        except SpecError:
-            thr, pt = 0.0, None
-        impact = thr / base if base > 0 else 1.0
-        if impact < MIN_IMPACT:
-            return out
-        msg = (
-            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts cannot spread "
-            f"evenly over an 8-GPU (or wider) group; with {e_new} experts the best plan gives {thr:.0f} vs {base:.0f} tok/s/GPU"
-        )
-        out.append(
-            Finding(
-                "moe-balance",
-                severity_for(impact),
-                "moe.num_experts",
-                msg,
-                impact,
-                {
-                    "metric": "output tok/s/GPU at the throughput goal",
-                    "before": base,
-                    "after": thr,
-                    "setting": ctx.setting(),
-                },
-            )
-        )
-    if moe.top_k % 2 == 0 and moe.num_experts % 2 == 0 and moe.num_experts >= 4:
-        try:
-            alt, _ = build_variant(
-                ctx.model,
-                {
-                    "experts": moe.num_experts // 2,
-                    "top_k": moe.top_k // 2,
-                    "expert_ffn": moe.expert_intermediate * 2,
-                },
-                f"{ctx.model.id}-coarse",
-            )
-            thr, pt = _best_throughput(ctx, alt, p.isl, p.osl)
-        except SpecError:
-            thr, pt = 0.0, None
-        impact = thr / base if base > 0 else 0.0
-        if impact >= 1.0 + 5 * (MIN_IMPACT - 1.0) and pt is not None:
-            msg = (
-                f"top-{moe.top_k} of {moe.num_experts} experts of width {moe.expert_intermediate}: half as many experts, "
-                f"twice as wide, top-{moe.top_k // 2} (same total and active parameters) gives {thr:.0f} vs {base:.0f} "
-                f"tok/s/GPU ({pt.plan.label()}); finer experts often train better, an effect this estimate does not model"
-            )
-            out.append(
-                Finding(
-                    "moe-balance",
-                    "info",
-                    "moe (num_experts, top_k, expert width)",
-                    msg,
-                    impact,
-                    {
-                        "metric": "output tok/s/GPU at the throughput goal",
-                        "before": base,
-                        "after": thr,
-                        "setting": ctx.setting(),
-                    },
-                )
-            )
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -597,7 +363,8 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
         return []
     kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
     desc = ", ".join(
-        f"{sum(1 for x in seq if x == k)} x {'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
+        f"{sum(1 for x in seq if x == k)} x "
+        f"{'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
         f"({per_kind[k] * 1e3:.2f} ms)"
         for k in kinds
     )
@@ -606,13 +373,15 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
         why.append("layers of different cost")
     if any(len(times) % pp for pp in balances):
         why.append(
-            f"{len(times)} layers not divisible by {', '.join(str(pp) for pp in balances if len(times) % pp)}"
+            f"{len(times)} layers not divisible by "
+            f"{', '.join(str(pp) for pp in balances if len(times) % pp)}"
         )
     suggest = [x for x in (len(times) - len(times) % 8, len(times) - len(times) % 8 + 8) if x > 0]
     msg = (
-        f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best {balances[worst]:.1%} balanced "
-        f"({'; '.join(why) or 'irregular pattern'}): the slowest stage sets the pipeline rate; a regular stack of "
-        f"{' or '.join(map(str, suggest))} identical layers splits evenly (chunked PP prefill: the bubble shrinks too)"
+        f"{len(times)} layers ({desc}) split into {worst} pipeline stages at best "
+        f"{balances[worst]:.1%} balanced ({'; '.join(why) or 'irregular pattern'}): the slowest "
+        f"stage sets the pipeline rate; a regular stack of {' or '.join(map(str, suggest))} "
+        "identical layers splits evenly (chunked PP prefill: the bubble shrinks too)"
     )
     return [
         Finding(
@@ -671,9 +440,9 @@ def rule_quantization(ctx: LintContext) -> list[Finding]:
         if op.kind == "gemm" and op.w_bytes >= 2.0 and t > 0.02 * total
     ]
     msg = (
-        f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} -> {target} "
-        f"makes the step {impact:.2f}x faster (prefill chunk {impacts['prefill']:.2f}x); largest savings (share of the "
-        f"step): {top_txt}"
+        f"at {p.plan.label()}, concurrency {p.concurrency}, ISL/OSL {p.isl}/{p.osl}: {ctx.prec.id} "
+        f"-> {target} makes the step {impact:.2f}x faster (prefill chunk "
+        f"{impacts['prefill']:.2f}x); largest savings (share of the step): {top_txt}"
         + (f"; still BF16 after quantization: {', '.join(sorted(set(pinned)))}" if pinned else "")
         + " (quantized weights also free memory for more concurrency)"
     )

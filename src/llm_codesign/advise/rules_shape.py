@@ -215,7 +215,10 @@ def rule_alignment(ctx: LintContext) -> list[Finding]:
             msg = (
                 f"{dim.location} = {dim.value}{where} is not a multiple of {step}"
                 + (" (nor of 16 bytes: no vectorized/TMA path)" if misaligned16 else "")
-                + f"; at {new_value} the step's GEMMs would run {impact:.3f}x faster per unit of work ({phase} step)"
+                + (
+                    f"; at {new_value} the step's GEMMs would run {impact:.3f}x faster per unit of "
+                    f"work ({phase} step)"
+                )
             )
             if dim.suggestion:
                 msg += f"; {dim.suggestion}"
@@ -272,7 +275,8 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
             if n <= 0 or k <= 0 or min(n, k) >= threshold:
                 continue
             side = max(ctx.align, nearest_multiple(math.sqrt(n * k), ctx.align))
-            # near-square reference, averaged over neighbouring aligned sides (wave-quantization noise)
+            # near-square reference, averaged over neighbouring aligned sides
+            # (wave-quantization noise)
             refs = []
             for s_ in (side - ctx.align, side, side + ctx.align):
                 if s_ <= 0:
@@ -292,9 +296,10 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
             m = scalar(op.m)
             small = "K" if k < n else "N"
             msg = (
-                f"{op.name}: M={m:,.0f} x N={n:,.0f} x K={k:,.0f} per GPU ({phase} step) is {bound}-bound with {small} = "
-                f"{min(n, k):,.0f} under {threshold:,.0f} (80% of the sustained rate on {ctx.hw.id}); a near-square "
-                f"{side}x{side} matrix with the same parameters would run {t / t_sq:.2f}x faster, the step {impact:.3f}x"
+                f"{op.name}: M={m:,.0f} x N={n:,.0f} x K={k:,.0f} per GPU ({phase} step) is "
+                f"{bound}-bound with {small} = {min(n, k):,.0f} under {threshold:,.0f} (80% of the "
+                f"sustained rate on {ctx.hw.id}); a near-square {side}x{side} matrix with the same "
+                f"parameters would run {t / t_sq:.2f}x faster, the step {impact:.3f}x"
             )
             f = Finding(
                 "gemm-shape",
@@ -346,10 +351,12 @@ def rule_depth_width(ctx: LintContext) -> list[Finding]:
     text = ", ".join(f"{k} {a}->{b}" for k, (a, b) in ch.items())
     q = v.quality
     msg = (
-        f"a wider, shallower shape with the same parameters ({text}; total {v.total_params / 1e9:.2f}B vs "
-        f"{ctx.model.total_params / 1e9:.2f}B) raises the throughput-interactivity frontier area {v.gain:.2f}x at "
-        f"ISL/OSL {p.isl}/{p.osl}; estimated loss change {q.relative_change:+.2%} (aspect ratio "
-        f"{ctx.model.hidden_size / ctx.model.num_layers:.0f} -> {q.aspect_ratio:.0f}; a scaling-law estimate, not a measurement)"
+        f"a wider, shallower shape with the same parameters ({text}; total "
+        f"{v.total_params / 1e9:.2f}B vs {ctx.model.total_params / 1e9:.2f}B) raises the "
+        f"throughput-interactivity frontier area {v.gain:.2f}x at ISL/OSL {p.isl}/{p.osl}; "
+        f"estimated loss change {q.relative_change:+.2%} (aspect ratio "
+        f"{ctx.model.hidden_size / ctx.model.num_layers:.0f} -> {q.aspect_ratio:.0f}; a "
+        "scaling-law estimate, not a measurement)"
     )
     return [
         Finding(

@@ -6,12 +6,13 @@
   and :func:`resolve_hardware` (a profile is also a ``--hardware``);
 * :mod:`.compare`: predicted vs measured time of every microbenchmark of a profile;
 * :mod:`.microbench`: the microbenchmarks that write a profile (needs torch, imported when run),
-  on the device :mod:`.device` finds and describes;
+  on the device :mod:`.device` finds and describes; :mod:`.collectives` runs the all-reduce and
+  all-to-all ones over one process per GPU;
 * :mod:`.fit`: the engine-constant fit on published measurements (``calibrate-fit``).
 
-The names below come from the first three; import ``device``, ``microbench`` and ``fit`` by name
-(``from llm_codesign.calibrate import fit``): ``fit`` reads measurements through
-:mod:`llm_codesign.validate`, which itself overlays profiles from here.
+The names below come from the first three; import ``device``, ``microbench``, ``collectives``
+and ``fit`` by name (``from llm_codesign.calibrate import fit``): ``fit`` reads measurements
+through :mod:`llm_codesign.validate`, which itself overlays profiles from here.
 """
 
 from .compare import Comparison, compare_profile

@@ -1,6 +1,7 @@
 """The device a calibration runs on: device strings, torch (the optional ``[gpu]`` extra,
-imported only when needed), and the facts a profile's ``device`` block records (name, driver,
-memory, compute units, cache, compute capability).
+imported only when needed), the facts a profile's ``device`` block records (name, driver,
+memory, compute units, cache, compute capability), and its :class:`Clock` (how calls are timed
+on it).
 
 Example:
     >>> parse_device("cuda")
@@ -14,6 +15,8 @@ import os
 import platform
 import re
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +195,35 @@ def fp8_supported(torch: Any, device: str) -> bool:
         return False
     major, minor = torch.cuda.get_device_capability(int(device.split(":")[1]))
     return (major, minor) >= (8, 9)
+
+
+class Clock:
+    """Times ``calls`` back-to-back calls of ``fn(i)``: CUDA events on a GPU, else perf_counter."""
+
+    def __init__(self, torch: Any, device: str):
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+        self.device = device
+
+    @property
+    def kind(self) -> str:
+        return "cuda events" if self.cuda else "perf_counter"
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def run(self, fn: Callable[[int], Any], calls: int, start: int) -> float:
+        if self.cuda:
+            t0 = self.torch.cuda.Event(enable_timing=True)
+            t1 = self.torch.cuda.Event(enable_timing=True)
+            t0.record()
+            for i in range(calls):
+                fn(start + i)
+            t1.record()
+            t1.synchronize()
+            return t0.elapsed_time(t1) / 1e3
+        s = time.perf_counter()
+        for i in range(calls):
+            fn(start + i)
+        return time.perf_counter() - s

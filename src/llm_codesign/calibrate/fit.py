@@ -7,8 +7,8 @@ Procedure (documented and repeatable; ``llm-codesign calibrate-fit`` runs it):
      |log(predicted / measured)| — robust to outlier rows, and each class weighs the same
      whatever its row count, so no single table dominates;
   3. coordinate descent over the named constants of ``FIT_SPACE`` in log space within
-     physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few sweeps with a
-     shrinking step; deterministic (no randomness).
+     physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few
+     sweeps with a shrinking step; deterministic (no randomness).
 No constant is per row or per model: every row of an engine shares the same few numbers.
 """
 
@@ -157,6 +157,9 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             f"{result.before:.4f} -> {result.after:.4f}"
         ),
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
-        "unfitted": "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization keep the defaults of default.yaml (MoE constants move only where MoE rows exist)",
+        "unfitted": (
+            "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
+            "keep the defaults of default.yaml (MoE constants move only where MoE rows exist)"
+        ),
     }
     Path(path).write_text(yaml.safe_dump(d, sort_keys=False))

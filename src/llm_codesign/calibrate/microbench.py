@@ -24,11 +24,8 @@ Example:
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -37,7 +34,15 @@ from typing import Any
 
 from ..errors import SpecError
 from . import profile
-from .device import cpu_cache_bytes, device_info, fp8_supported, require_torch, resolve_device
+from .collectives import run_collectives
+from .device import (
+    Clock,
+    cpu_cache_bytes,
+    device_info,
+    fp8_supported,
+    require_torch,
+    resolve_device,
+)
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -194,40 +199,8 @@ def default_config(
 # --------------------------------------------------------------------------------------------
 
 
-class _Clock:
-    """Times ``calls`` back-to-back calls of ``fn(i)``: CUDA events on a GPU, else perf_counter."""
-
-    def __init__(self, torch: Any, device: str):
-        self.torch = torch
-        self.cuda = device.startswith("cuda")
-        self.device = device
-
-    @property
-    def kind(self) -> str:
-        return "cuda events" if self.cuda else "perf_counter"
-
-    def sync(self) -> None:
-        if self.cuda:
-            self.torch.cuda.synchronize(self.device)
-
-    def run(self, fn: Callable[[int], Any], calls: int, start: int) -> float:
-        if self.cuda:
-            t0 = self.torch.cuda.Event(enable_timing=True)
-            t1 = self.torch.cuda.Event(enable_timing=True)
-            t0.record()
-            for i in range(calls):
-                fn(start + i)
-            t1.record()
-            t1.synchronize()
-            return t0.elapsed_time(t1) / 1e3
-        s = time.perf_counter()
-        for i in range(calls):
-            fn(start + i)
-        return time.perf_counter() - s
-
-
 def _measure(
-    clock: _Clock, fn: Callable[[int], Any], cfg: BenchConfig, budget_s: float
+    clock: Clock, fn: Callable[[int], Any], cfg: BenchConfig, budget_s: float
 ) -> tuple[float, list[float]]:
     """(median seconds per call, per-sample seconds per call) within about ``budget_s``."""
     calls = 0
@@ -366,7 +339,7 @@ def _sdpa_fn(
 
 
 def _bench_copy(
-    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
+    torch: Any, clock: Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
 ) -> None:
     for nbytes, budget in _items(run, "copy", list(cfg.copy_bytes), lambda b: f"{b / 2**20:g} MiB"):
         numel = nbytes // 2
@@ -382,7 +355,7 @@ def _bench_copy(
 
 
 def _bench_gemm(
-    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
+    torch: Any, clock: Clock, cfg: BenchConfig, run: _Run, out: dict[str, list]
 ) -> None:
     items = [(d, s) for d in cfg.dtypes for s in cfg.gemm_shapes]
     for (dtype, (m, n, k)), budget in _items(
@@ -435,7 +408,7 @@ def _sdpa_gqa(torch: Any) -> bool:
 
 
 def _bench_attention(
-    torch: Any, clock: _Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str
+    torch: Any, clock: Clock, cfg: BenchConfig, run: _Run, out: dict[str, list], phase: str
 ) -> None:
     gqa = _sdpa_gqa(torch)
     dtype = cfg.attention_dtype
@@ -490,116 +463,6 @@ def _bench_attention(
         )
 
 
-def _collective_fn(dist: Any, coll: str, x: Any, y: Any) -> Callable[[int], Any]:
-    if coll == "allreduce":
-        return lambda i: dist.all_reduce(x)
-    return lambda i: dist.all_to_all_single(y, x)
-
-
-def _comm_worker(
-    rank: int,
-    world: int,
-    backend: str,
-    device_kind: str,
-    sizes: list[int],
-    init_file: str,
-    result_file: str,
-    warmup: int,
-    max_repeats: int,
-    budget_s: float,
-) -> None:
-    """One rank of the collective benchmarks (spawned per GPU). Rank 0 writes the rows."""
-    import torch
-    import torch.distributed as dist
-
-    dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=world)
-    dev = f"cuda:{rank}" if device_kind == "cuda" else "cpu"
-    if device_kind == "cuda":
-        torch.cuda.set_device(rank)
-    clock = _Clock(torch, dev)
-    dtype = torch.bfloat16 if device_kind == "cuda" else torch.float32  # gloo reduces fp32
-    elem = 2 if device_kind == "cuda" else 4
-    rows: list[dict[str, Any]] = []
-    per_item = budget_s / max(2 * len(sizes), 1)
-    for coll in ("allreduce", "alltoall"):
-        for nbytes in sizes:
-            numel = max(world, nbytes // elem // world * world)
-            x = torch.randn(numel, device=dev, dtype=dtype)
-            x.masked_fill_(x.abs() < 2.0**-6, 2.0**-6)
-            fn = _collective_fn(dist, coll, x, torch.empty_like(x))
-            for _ in range(warmup):
-                fn(0)
-            dist.barrier()
-            t1 = torch.tensor([clock.run(fn, 1, 0)], device=dev, dtype=torch.float64)
-            dist.all_reduce(t1, op=dist.ReduceOp.MAX)  # every rank takes the same decisions
-            repeats = int(min(max(per_item / max(float(t1.item()), 1e-9), 3), max_repeats))
-            times = []
-            for _ in range(repeats):
-                dist.barrier()
-                times.append(clock.run(fn, 1, 0))
-            med = torch.tensor([statistics.median(times)], device=dev, dtype=torch.float64)
-            dist.all_reduce(med, op=dist.ReduceOp.MAX)  # the slowest rank sets the time
-            b = numel * elem
-            factor = 2.0 * (world - 1) / world if coll == "allreduce" else (world - 1) / world
-            sec = float(med.item())
-            rows.append(
-                {
-                    "kind": coll,
-                    "bytes": b,
-                    "ranks": world,
-                    "seconds": sec,
-                    "bus_bytes_per_s": b / sec * factor,
-                    "times_s": times,
-                }
-            )
-    if rank == 0:
-        Path(result_file).write_text(json.dumps(rows))
-    dist.barrier()
-    dist.destroy_process_group()
-
-
-def run_collectives(
-    torch: Any, cfg: BenchConfig, budget_s: float, device_kind: str = "cuda"
-) -> tuple[list[dict[str, Any]], str]:
-    """All-reduce and all-to-all over ``cfg.comm_bytes`` on ``cfg.comm_ranks`` processes (NCCL
-    on GPUs, gloo on CPU); returns (rows, note). A failure is a note, not an exception, so a
-    long calibration keeps its other measurements."""
-    import torch.multiprocessing as mp
-
-    backend = "nccl" if device_kind == "cuda" else "gloo"
-    with tempfile.TemporaryDirectory(prefix="llm_codesign_comm_") as tmp:
-        init_file = os.path.join(tmp, "init")
-        result = os.path.join(tmp, "rows.json")
-        args = (
-            cfg.comm_ranks,
-            backend,
-            device_kind,
-            list(cfg.comm_bytes),
-            init_file,
-            result,
-            cfg.warmup,
-            cfg.max_repeats,
-            budget_s,
-        )
-        deadline = time.perf_counter() + budget_s * 2 + 120.0
-        try:
-            ctx = mp.start_processes(
-                _comm_worker, args=args, nprocs=cfg.comm_ranks, join=False, start_method="spawn"
-            )
-            while not ctx.join(timeout=1.0):
-                if time.perf_counter() > deadline:
-                    for p in ctx.processes:
-                        p.terminate()
-                    return [], f"collectives: stopped after {budget_s * 2 + 120:.0f} s"
-        except Exception as exc:  # noqa: BLE001 - a broken collective setup must not lose the run
-            return (
-                [],
-                f"collectives failed: {str(exc).strip().splitlines()[-1][:160] if str(exc).strip() else type(exc).__name__}",
-            )
-        rows = json.loads(Path(result).read_text())
-    return rows, f"collectives: {backend}, {cfg.comm_ranks} ranks"
-
-
 def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run every benchmark of ``cfg`` and return the profile mapping (not yet validated)."""
     torch = require_torch()
@@ -608,7 +471,7 @@ def run_benchmarks(cfg: BenchConfig, progress: ProgressFn | None = None) -> dict
     if device.startswith("cuda"):
         torch.cuda.set_device(int(device.split(":")[1]))
     torch.manual_seed(0)
-    clock = _Clock(torch, device)
+    clock = Clock(torch, device)
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in profile.MEASUREMENT_KINDS}
     comm = cfg.comm_ranks > 1 and bool(cfg.comm_bytes)
     total = (

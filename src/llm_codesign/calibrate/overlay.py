@@ -266,8 +266,8 @@ def _overlay(hw: HardwareSpec, p: Profile) -> HardwareSpec:
     if busbw and hw.scaleup_bytes_per_s > 0:
         changes["scaleup_efficiency"] = Efficiency(
             min(busbw / hw.scaleup_bytes_per_s, 1.0),
-            f"{MEASURED}: all-reduce bus bandwidth {busbw / 1e9:.4g} GB/s over {d['allreduce_ranks']} GPUs / "
-            f"link {hw.scaleup_bytes_per_s / 1e9:.4g} ({where})",
+            f"{MEASURED}: all-reduce bus bandwidth {busbw / 1e9:.4g} GB/s over "
+            f"{d['allreduce_ranks']} GPUs / link {hw.scaleup_bytes_per_s / 1e9:.4g} ({where})",
         )
     base = hw.with_overrides(**changes, gemm_table=None)
     table = GemmTable(p.rows("gemm"), base, engine=_baseline_engine(), profile=p)
@@ -328,8 +328,8 @@ def measured_hardware(profile: Profile | dict[str, Any] | str | Path) -> Hardwar
         arch = _ARCH_BY_CC.get(dev.compute_capability or "", "")
         if not arch:
             raise SpecError(
-                f"{p.source}: device compute capability {dev.compute_capability!r} maps to no known "
-                f"architecture ({', '.join(f'{k}={v}' for k, v in _ARCH_BY_CC.items())})"
+                f"{p.source}: device compute capability {dev.compute_capability!r} maps to no "
+                f"known architecture ({', '.join(f'{k}={v}' for k, v in _ARCH_BY_CC.items())})"
             )
         vendor, tile = "nvidia", (128, 128)
     measured_eff = Efficiency(1.0, f"{MEASURED}: the peak is the best measured figure ({where})")

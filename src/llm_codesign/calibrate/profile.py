@@ -239,7 +239,8 @@ def _row(kind: str, raw: Any, where: str) -> dict[str, Any]:
 def _consistent(where: str, key: str, stated: float, expected: float) -> None:
     if abs(stated - expected) > _CONSISTENCY_RTOL * expected:
         raise SpecError(
-            f"{where}: {key}={stated:.6g} does not follow from the row's sizes and seconds ({expected:.6g})"
+            f"{where}: {key}={stated:.6g} does not follow from the row's sizes and seconds "
+            f"({expected:.6g})"
         )
 
 
@@ -251,7 +252,8 @@ def profile_from_mapping(data: dict[str, Any], where: str = "<profile>") -> Prof
     version = f.int("profile_version")
     if version != PROFILE_VERSION:
         raise SpecError(
-            f"{where}: profile_version {version} is not supported (this version reads {PROFILE_VERSION})"
+            f"{where}: profile_version {version} is not supported (this version reads "
+            f"{PROFILE_VERSION})"
         )
     d = f.mapping("device")
     d.reject_unknown(_DEVICE_KEYS)

@@ -76,8 +76,9 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
         return
     c = console()
     c.print(
-        f"[bold]{s.hardware}[/] {s.dtype} GEMM (peak {s.peak_flops_per_s / 1e12:,.0f} TFLOP/s, sustained ceiling "
-        f"{s.ceiling_fraction:.3f}, tile {s.tile}, +{s.launch_overhead_s * 1e6:.1f} us per launch)"
+        f"[bold]{s.hardware}[/] {s.dtype} GEMM (peak {s.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
+        f"sustained ceiling {s.ceiling_fraction:.3f}, tile {s.tile}, "
+        f"+{s.launch_overhead_s * 1e6:.1f} us per launch)"
     )
     best = float(s.tflops.max())
     rows = [
@@ -94,7 +95,8 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     for axis in s.swept_axes():
         if len(s.swept_axes()) == 1:
             c.print(
-                f"{axis.upper()} for >= 80% of the sweep maximum: {s.threshold(axis, 0.8):,.0f}; >= 90%: {s.threshold(axis, 0.9):,.0f}"
+                f"{axis.upper()} for >= 80% of the sweep maximum: {s.threshold(axis, 0.8):,.0f}; "
+                f">= 90%: {s.threshold(axis, 0.9):,.0f}"
             )
     if plot_path:
         c.print(f"plot: {plot_path}")
@@ -115,7 +117,10 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     "-w",
     "workloads",
     multiple=True,
-    help=f"ISL/OSL[/CONCURRENCY] or a regime name; repeat for several (default {' and '.join(DEFAULT_WORKLOADS)})",
+    help=(
+        "ISL/OSL[/CONCURRENCY] or a regime name; repeat for several "
+        f"(default {' and '.join(DEFAULT_WORKLOADS)})"
+    ),
 )
 @click.option(
     "--rule", "rules", multiple=True, type=click.Choice(RULES), help="run only these rules"
@@ -321,8 +326,9 @@ def search(
     c = console(160)
     b = r.baseline
     c.print(
-        f"[bold]{b.model.id}[/] on {r.hardware}, {r.precision}, ISL/OSL {r.isl}/{r.osl}: objective {r.objective} = "
-        f"{b.objective:,.0f}; {r.considered} variants within +-{tolerance:.0%} parameters considered"
+        f"[bold]{b.model.id}[/] on {r.hardware}, {r.precision}, ISL/OSL {r.isl}/{r.osl}: objective "
+        f"{r.objective} = {b.objective:,.0f}; {r.considered} variants within +-{tolerance:.0%} "
+        "parameters considered"
     )
     rows = []
     for v in r.variants:
@@ -348,5 +354,6 @@ def search(
         )
     )
     c.print(
-        "quality: a Chinchilla scaling-law estimate with an aspect-ratio band (llm_codesign.quality), not a measurement"
+        "quality: a Chinchilla scaling-law estimate with an aspect-ratio band "
+        "(llm_codesign.quality), not a measurement"
     )

@@ -80,7 +80,8 @@ def _render_profile(profile: Any, out: str) -> None:
     c.print(f"[bold]{d.name}[/] ({d.kind}, {d.driver}, torch {d.torch_version}, {d.date}) -> {out}")
     c.print(
         f"bundled spec: {d.hardware_id or 'none (use --hardware ' + out + ' to model it)'}; "
-        f"{s.get('elapsed_s', 0):.1f} s of a {s.get('budget_s', 0):.0f} s budget, timer {s.get('timer', '?')}"
+        f"{s.get('elapsed_s', 0):.1f} s of a {s.get('budget_s', 0):.0f} s budget, timer "
+        f"{s.get('timer', '?')}"
     )
     der = profile.derived
     rows: list[list[Any]] = []
@@ -163,7 +164,8 @@ def calibrate(
     if compare_path is not None:
         if out or device or quick or dtypes or budget_s or threads:
             raise SpecError(
-                "--compare reads an existing profile: drop --out/--device/--quick/--dtypes/--budget-s/--threads"
+                "--compare reads an existing profile: drop "
+                "--out/--device/--quick/--dtypes/--budget-s/--threads"
             )
         result = compare_profile(compare_path, hardware, engine, overlay=overlay)
         if as_json:

@@ -181,10 +181,11 @@ def estimate(
         return
     c = console()
     c.print(
-        f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), {e.precision.id}, "
-        f"ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
+        f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), "
+        f"{e.precision.id}, ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
         + (
-            " (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for fitted constants)"
+            " (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for "
+            "fitted constants)"
             if e.engine.id == "default"
             else " (fitted constants)"
         )
@@ -251,9 +252,11 @@ def estimate(
     )
     a = e.assumptions()
     c.print(
-        f"assumptions: peak {a['peak_flops_per_s'] / 1e12:.0f} TFLOP/s ({a['compute_class']}), GEMM efficiency {a['gemm_efficiency']['value']:.3f} "
-        f"[{a['gemm_efficiency']['source']}], HBM {a['hbm_bytes_per_s'] / 1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x {e.engine.hbm_efficiency_scale}, "
-        f"per-step overhead {e.engine.step_overhead_s * 1e3:.2f} ms, per-kernel {e.engine.kernel_overhead_s * 1e6:.1f} us"
+        f"assumptions: peak {a['peak_flops_per_s'] / 1e12:.0f} TFLOP/s ({a['compute_class']}), "
+        f"GEMM efficiency {a['gemm_efficiency']['value']:.3f} [{a['gemm_efficiency']['source']}], "
+        f"HBM {a['hbm_bytes_per_s'] / 1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x "
+        f"{e.engine.hbm_efficiency_scale}, per-step overhead {e.engine.step_overhead_s * 1e3:.2f} "
+        f"ms, per-kernel {e.engine.kernel_overhead_s * 1e6:.1f} us"
     )
     for item in a["calibration"]:
         c.print(f"calibration: {item}")

@@ -276,14 +276,16 @@ def _render(results: list[Frontier]) -> None:
     for f in results:
         head = f.label + ": " if f.label else ""
         c.print(
-            f"[bold]{head}{f.model.id}[/] on up to {f.num_gpus} x {f.hardware.id}, ISL/OSL {f.isl}/{f.osl}, "
-            f"precisions {', '.join(p.id for p in f.precisions)}, engine {f.engine.id}: {f.evaluated:,} points "
-            f"({f.feasible_count:,} feasible) in {f.elapsed_s:.2f} s"
+            f"[bold]{head}{f.model.id}[/] on up to {f.num_gpus} x {f.hardware.id}, ISL/OSL "
+            f"{f.isl}/{f.osl}, precisions {', '.join(p.id for p in f.precisions)}, engine "
+            f"{f.engine.id}: {f.evaluated:,} points ({f.feasible_count:,} feasible) in "
+            f"{f.elapsed_s:.2f} s"
         )
         pts = f.frontier_dicts()
         if not pts:
             c.print(
-                "[red]no feasible configuration[/] (every plan fails: see --json --all-points for reasons)"
+                "[red]no feasible configuration[/] (every plan fails: see --json --all-points for "
+                "reasons)"
             )
             continue
         step = max(1, len(pts) // 30)
@@ -327,7 +329,8 @@ def _render(results: list[Frontier]) -> None:
             )
         )
         c.print(
-            f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} tok/s/user, log-uniform)"
+            f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} "
+            "tok/s/user, log-uniform)"
         )
         c.print(
             "readings: "
@@ -348,9 +351,10 @@ def _render(results: list[Frontier]) -> None:
             continue
         what = "best meeting the targets" if f.targets.any else "highest throughput"
         c.print(
-            f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency {best['concurrency']}, "
-            f"{best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at {best['tok_s_per_user']:.1f} tok/s/user, "
-            f"TTFT {best['ttft_ms']:.0f} ms, TPOT {best['tpot_ms']:.1f} ms"
+            f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency "
+            f"{best['concurrency']}, {best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at "
+            f"{best['tok_s_per_user']:.1f} tok/s/user, TTFT {best['ttft_ms']:.0f} ms, TPOT "
+            f"{best['tpot_ms']:.1f} ms"
         )
         for role, launch in _launches(launch_settings(f, f.best)):
             prefix = f"  {role} " if role else "  "

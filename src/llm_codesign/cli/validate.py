@@ -153,7 +153,8 @@ def validate(data, engine, profile, out, worst, as_json):
         )
     )
     c.print(
-        "engines: each row's framework column picks trtllm / vllm / sglang constants (data/engines/*.yaml)"
+        "engines: each row's framework column picks trtllm / vllm / sglang constants "
+        "(data/engines/*.yaml)"
         if engine is None
         else f"engine forced: {engine}"
     )

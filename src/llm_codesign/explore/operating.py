@@ -38,7 +38,10 @@ def evaluate_plans(
     concurrency: Any,
 ) -> GridResult:
     """Serving metrics on the grid plans (axis 0) x concurrency (axis 1), one vectorized call."""
-    col = lambda name, dtype: np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
+
+    def col(name: str, dtype: Any) -> np.ndarray:
+        return np.asarray([getattr(p, name) for p in plans], dtype=dtype)[:, None]
+
     conc = np.atleast_1d(np.asarray(concurrency, dtype=float))[None, :]
     return evaluate(
         model,
@@ -151,8 +154,8 @@ def operating_point(
     if not np.isfinite(score).any():
         reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
         raise SpecError(
-            f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any plan up to "
-            f"tp={max(p.tp for p in plans)} ({', '.join(reasons)})"
+            f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any "
+            f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)})"
         )
     i, j = np.unravel_index(int(np.argmax(score)), score.shape)
     return _point(g, int(i), int(j), plans[int(i)], isl, osl, concs[int(j)])

@@ -50,7 +50,8 @@ COLUMNS = _INT_COLS + _BOOL_COLS + FLOAT_COLUMNS + ("reason",)
 
 
 class Points:
-    """Evaluated configurations as columns (``COLUMNS``); one row per (plan, precision, concurrency).
+    """Evaluated configurations as columns (``COLUMNS``); one row per (plan, precision,
+    concurrency).
 
     ``precision`` indexes ``Frontier.precisions``; ``plan_id`` indexes ``Frontier.plans`` (the
     decode plan when disaggregated); ``mode`` is 0 aggregated, 1 disaggregated;

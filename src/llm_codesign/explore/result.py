@@ -136,7 +136,10 @@ class Frontier:
                 bool(c["p_attention_dp"][i]),
                 int(c["p_cp"][i]),
             )
-            return f"disagg {int(c['prefill_workers'][i])}x[{pre}] : {int(c['decode_workers'][i])}x[{dec}]"
+            return (
+                f"disagg {int(c['prefill_workers'][i])}x[{pre}] : "
+                f"{int(c['decode_workers'][i])}x[{dec}]"
+            )
         return dec
 
     def point_dict(self, i: int, region: str | None = None) -> dict[str, Any]:

@@ -161,7 +161,8 @@ def _start_methods() -> list[str]:
 
 
 def default_workers() -> int:
-    """Processes for large sweeps: the CPUs this process may use (numpy ufuncs are single-threaded)."""
+    """Processes for large sweeps: the CPUs this process may use (numpy ufuncs are
+    single-threaded)."""
     try:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # pragma: no cover - non-Linux

@@ -71,7 +71,8 @@ def _resolve_precisions(
         )
         if not out:
             raise UnsupportedError(
-                f"{hw.id} runs none of the default precisions {', '.join(DEFAULT_PRECISIONS)} natively; pass --precision"
+                f"{hw.id} runs none of the default precisions {', '.join(DEFAULT_PRECISIONS)} "
+                "natively; pass --precision"
             )
         return out
     items: list[str | Precision]
@@ -494,7 +495,8 @@ def compare(
     (each a dict of :func:`frontier` keyword overrides, plus an optional ``label``).
 
     Example:
-        >>> fs = compare([{"precision": "fp8"}, {"precision": "bf16"}], model="llama-3.1-8b", hardware="h100-sxm", num_gpus=1, isl=512, osl=128)
+        >>> fs = compare([{"precision": "fp8"}, {"precision": "bf16"}], model="llama-3.1-8b",
+        ...              hardware="h100-sxm", num_gpus=1, isl=512, osl=128)
         >>> fs[0].area > fs[1].area
         True
     """
@@ -522,6 +524,7 @@ def parse_compare(spec: str) -> tuple[str, list[str]]:
     values = [v.strip() for v in rest.split(",")]
     if not sep or axis not in COMPARE_AXES or not values or any(not v for v in values):
         raise SpecError(
-            f"--compare {spec!r}: expected AXIS=ID,ID,... with AXIS one of {', '.join(COMPARE_AXES)} (e.g. hardware=b200,h200-sxm)"
+            f"--compare {spec!r}: expected AXIS=ID,ID,... with AXIS one of "
+            f"{', '.join(COMPARE_AXES)} (e.g. hardware=b200,h200-sxm)"
         )
     return axis, values

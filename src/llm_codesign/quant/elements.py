@@ -133,8 +133,8 @@ def encode_scaled(x2: np.ndarray, divisor: np.ndarray | None, element: ElementTy
     """Codes of ``x2 / divisor[:, None]`` (float32 division, then :func:`encode`).
 
     ``x2`` is ``(groups, k)`` in any float dtype (bfloat16 or float32 in the hot paths),
-    ``divisor`` is ``(groups,)`` float32 (``None``: no division). Works through the rows in cache-sized chunks, so the
-    temporaries never leave cache and no full-size float32 copy is made.
+    ``divisor`` is ``(groups,)`` float32 (``None``: no division). Works through the rows in
+    cache-sized chunks, so the temporaries never leave cache and no full-size float32 copy is made.
     """
     groups, k = x2.shape
     out = np.empty((groups, k), np.uint8)
@@ -197,5 +197,6 @@ def round_scaled(
 
 
 def decode(codes: np.ndarray, element: ElementType) -> np.ndarray:
-    """Float32 values of ``element`` codes (uint8 bits), via a 256-entry table from ``ml_dtypes``."""
+    """Float32 values of ``element`` codes (uint8 bits), via a 256-entry table from
+    ``ml_dtypes``."""
     return element.decode_table[codes]

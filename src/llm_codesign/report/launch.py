@@ -73,7 +73,8 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             v.append("--enable-expert-parallel")
         elif fr.model.moe and 1 < ep < tp:
             notes.append(
-                f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x moe_tp={tp // ep} is not expressible"
+                f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
+                f"moe_tp={tp // ep} is not expressible"
             )
         if pp > 1:
             v.append(f"--pipeline-parallel-size {pp}")
@@ -146,10 +147,18 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
         out["prefill"] = pre
         out["decode"] = dec
         out["disaggregation"] = {
-            "trtllm": "trtllm-serve disaggregated -c disagg.yaml (context_servers: prefill.yaml x "
-            f"{int(c['prefill_workers'][i])}, generation_servers: decode.yaml x {int(c['decode_workers'][i])})",
-            "vllm": 'add --kv-transfer-config \'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\' to both pools',
-            "sglang": "add --disaggregation-mode prefill / --disaggregation-mode decode to the two pools",
+            "trtllm": (
+                "trtllm-serve disaggregated -c disagg.yaml (context_servers: prefill.yaml x "
+                f"{int(c['prefill_workers'][i])}, generation_servers: decode.yaml x "
+                f"{int(c['decode_workers'][i])})"
+            ),
+            "vllm": (
+                "add --kv-transfer-config "
+                '\'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\' to both pools'
+            ),
+            "sglang": (
+                "add --disaggregation-mode prefill / --disaggregation-mode decode to the two pools"
+            ),
         }
     else:
         out.update(dec)

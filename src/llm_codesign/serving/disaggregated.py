@@ -97,7 +97,8 @@ def check_decode_length(osl: int) -> None:
     """The decode pool makes tokens 2..osl: disaggregation needs at least two output tokens."""
     if osl < 2:
         raise SpecError(
-            f"disaggregated serving needs osl >= 2 (the decode pool makes tokens 2..osl), got osl={osl}"
+            "disaggregated serving needs osl >= 2 (the decode pool makes tokens 2..osl), got "
+            f"osl={osl}"
         )
 
 
@@ -211,7 +212,8 @@ def balance_pools(
     GPU, min(x R_p, y R_d) / (x g_p + y g_d), wins. Returns (x, y, requests/s, GPUs used);
     zeros where not even one worker of each fits.
 
-    Example (R_p = 10, R_d = 5 req/s, g_p = 1, g_d = 2, 8 GPUs: 1 prefill : 2 decode, 10 req/s on 5 GPUs):
+    Example (R_p = 10, R_d = 5 req/s, g_p = 1, g_d = 2, 8 GPUs: 1 prefill : 2 decode, 10 req/s
+    on 5 GPUs):
         >>> [float(v) for v in balance_pools(10.0, 5.0, 1, 2, 8)]
         [1.0, 2.0, 10.0, 5.0]
     """
@@ -321,7 +323,8 @@ def evaluate_disaggregated(
         >>> plan = {"tp": 4, "pp": 1, "ep": 1, "cp": 1, "attention_dp": False}
         >>> r = evaluate_disaggregated(load_model("llama-3.1-70b"), load_hardware("h200-sxm"),
         ...     parse_precision("fp8"), load_engine(), prefill_plan=plan, decode_plan=plan,
-        ...     prefill_count=1, decode_count=1, prefill_batch=1, concurrency=64, isl=1024, osl=1024)
+        ...     prefill_count=1, decode_count=1, prefill_batch=1, concurrency=64, isl=1024,
+        ...     osl=1024)
         >>> int(r.num_gpus), bool(r.feasible)
         (8, True)
     """

@@ -8,8 +8,8 @@ from .model import (
     MoESpec,
     bundled_models,
     load_model,
-    model_from_config,
 )
+from .model_config import model_from_config
 from .plan import DisaggregatedPlan, ParallelPlan
 from .precision import PRESETS, Precision, parse_precision
 from .workload import Workload

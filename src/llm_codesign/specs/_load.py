@@ -1,4 +1,5 @@
-"""Validating readers shared by the spec loaders: typed key access with messages naming file and key."""
+"""Validating readers shared by the spec loaders: typed key access with messages naming file
+and key."""
 
 from __future__ import annotations
 
@@ -125,5 +126,6 @@ class Fields:
         extra = sorted(set(self.data) - allowed)
         if extra:
             raise SpecError(
-                f"{self.where}: unknown field(s) {', '.join(map(repr, extra))}; allowed: {', '.join(sorted(allowed))}"
+                f"{self.where}: unknown field(s) {', '.join(map(repr, extra))}; allowed: "
+                f"{', '.join(sorted(allowed))}"
             )

@@ -125,7 +125,8 @@ def _check(c: EngineConstants, where: str) -> None:
         )
     if not 0 < c.hbm_efficiency_scale <= 1.5:
         raise SpecError(
-            f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier near 1 (at most 1.5)"
+            f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier "
+            "near 1 (at most 1.5)"
         )
     if c.moe_imbalance < 1:
         raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
@@ -150,8 +151,9 @@ def _from_mapping(
     f = Fields(data, where)
     if "mem_efficiency" in data:  # renamed: the fraction now lives in the hardware file
         raise SpecError(
-            f"{where}: 'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on the "
-            f"hardware file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = scale 1.0)"
+            f"{where}: 'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on "
+            "the hardware file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = "
+            "scale 1.0)"
         )
     allowed = {x.name for x in dataclasses.fields(EngineConstants)}
     f.reject_unknown(allowed)

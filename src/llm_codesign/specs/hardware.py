@@ -73,7 +73,8 @@ class Efficiency:
 
 @dataclass(frozen=True)
 class HardwareSpec:
-    """One GPU (per-GPU figures; the system is ``scaleup_domain_size`` of them per NVLink domain)."""
+    """One GPU (per-GPU figures; the system is ``scaleup_domain_size`` of them per NVLink
+    domain)."""
 
     id: str
     name: str
@@ -201,7 +202,8 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     for key in peaks_f.data:
         if key not in COMPUTE_CLASSES:
             raise SpecError(
-                f"{peaks_f.where}: unknown compute class {key!r}; allowed: {', '.join(COMPUTE_CLASSES)}"
+                f"{peaks_f.where}: unknown compute class {key!r}; allowed: "
+                f"{', '.join(COMPUTE_CLASSES)}"
             )
         peaks[key] = peaks_f.float(key)
     if not peaks:
@@ -288,7 +290,8 @@ def hardware_chip_table() -> list[tuple[str, str, tuple[str, ...]]]:
             continue
         if spec.name_chip in rows:
             raise SpecError(
-                f"{spec.id}.yaml: name_match chip {spec.name_chip!r} is also {rows[spec.name_chip][1]}'s"
+                f"{spec.id}.yaml: name_match chip {spec.name_chip!r} is also "
+                f"{rows[spec.name_chip][1]}'s"
             )
         rows[spec.name_chip] = (spec.name_chip, spec.id, spec.name_unless)
     return sorted(rows.values(), key=lambda r: (-len(r[0]), r[0]))

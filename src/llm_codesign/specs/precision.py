@@ -101,18 +101,21 @@ def parse_precision(text: str | Precision) -> Precision:
     base = parts[0]
     if base not in PRESETS:
         raise UnknownIdError(
-            f"unknown precision {base!r}; presets: {', '.join(PRESETS)} (overrides: +FORMAT-ROLE, e.g. bf16+fp8-kv)"
+            f"unknown precision {base!r}; presets: {', '.join(PRESETS)} (overrides: +FORMAT-ROLE, "
+            "e.g. bf16+fp8-kv)"
         )
     formats = dict(zip(("w", "a", "kv", "comm"), PRESETS[base]))
     for part in parts[1:]:
         fmt, _, role = part.rpartition("-")
         if role not in ROLES or not fmt:
             raise SpecError(
-                f"precision override {part!r} must be FORMAT-ROLE with ROLE in {', '.join(ROLES)} (e.g. fp8-kv)"
+                f"precision override {part!r} must be FORMAT-ROLE with ROLE in {', '.join(ROLES)} "
+                "(e.g. fp8-kv)"
             )
         if fmt not in FORMATS:
             raise UnknownIdError(
-                f"precision override {part!r}: unknown format {fmt!r}; allowed: {', '.join(sorted(FORMATS))}"
+                f"precision override {part!r}: unknown format {fmt!r}; allowed: "
+                f"{', '.join(sorted(FORMATS))}"
             )
         formats[role] = fmt
     return Precision(

@@ -29,7 +29,8 @@ class Workload:
                 raise SpecError(f"workload: {name} must be a positive integer, got {value!r}")
         if self.isl + self.osl > MAX_CONTEXT_TOKENS:
             raise SpecError(
-                f"workload: isl + osl = {self.isl} + {self.osl} = {self.isl + self.osl} tokens exceeds the supported maximum {MAX_CONTEXT_TOKENS}"
+                f"workload: isl + osl = {self.isl} + {self.osl} = {self.isl + self.osl} tokens "
+                f"exceeds the supported maximum {MAX_CONTEXT_TOKENS}"
             )
         if self.concurrency > 10_000_000:
             raise SpecError(

@@ -1,0 +1,386 @@
+"""HuggingFace ``config.json`` -> :class:`ModelSpec`, for each supported ``model_type``.
+
+The loaders in :mod:`.model` call :func:`model_from_config` for bundled and user files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import SpecError
+from ._load import Fields
+from .model import AttentionSpec, LayerGroup, ModelSpec, MoESpec
+
+SUPPORTED_MODEL_TYPES = (
+    "deepseek_v3",
+    "falcon",
+    "gpt_oss",
+    "gptj",
+    "llama",
+    "llama4",
+    "llama4_text",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# config.json -> ModelSpec
+# ---------------------------------------------------------------------------------------------
+
+
+def _groups(pattern: list[tuple[int, bool]]) -> tuple[LayerGroup, ...]:
+    """Run-length encode per-layer (window, moe) into sorted groups (layer order is irrelevant
+    to cost; kept grouped by kind so the op list stays short)."""
+    counts: dict[tuple[int, bool], int] = {}
+    for key in pattern:
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(LayerGroup(c, w, m) for (w, m), c in sorted(counts.items()))
+
+
+def model_from_config(
+    config: dict[str, Any], *, model_id: str, name: str = "", source: str = "", where: str = ""
+) -> ModelSpec:
+    """Build a :class:`ModelSpec` from a HuggingFace config.json mapping.
+
+    Raises SpecError naming ``where`` and the field for missing or invalid values, and
+    UnknownIdError-like SpecError for an unsupported ``model_type``.
+    """
+    where = where or model_id
+    top = Fields(config, where)
+    model_type = top.str("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise SpecError(
+            f"{where}: unsupported model_type {model_type!r}; supported: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    cfg = config
+    if model_type == "llama4":
+        cfg = top.mapping("text_config").data
+        where = f"{where}: text_config"
+    f = Fields(cfg, where)
+
+    if model_type == "gptj":
+        d, layers, heads = f.int("n_embd"), f.int("n_layer"), f.int("n_head")
+        hd = d // heads
+        inter = f.int("n_inner") if f.has("n_inner") else 4 * d
+        attn = AttentionSpec("gqa", heads, heads, hd, hd)
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            f.int("vocab_size"),
+            False,
+            attn,
+            inter,
+            gated=False,
+            pattern=[(0, False)] * layers,
+            ffn_bias=True,
+            norm=2 * d,
+        )
+
+    d = f.int("hidden_size")
+    layers = f.int("num_hidden_layers")
+    heads = f.int("num_attention_heads")
+    if d % heads and not f.has("head_dim"):
+        raise SpecError(
+            f"{where}: hidden_size={d} is not divisible by num_attention_heads={heads} and no "
+            "head_dim is given"
+        )
+    vocab = f.int("vocab_size")
+    tie = f.bool("tie_word_embeddings", False)
+
+    if model_type == "falcon":
+        kv = (
+            f.int("num_kv_heads", 1)
+            if f.bool("new_decoder_architecture", False)
+            else (1 if f.bool("multi_query", True) else heads)
+        )
+        hd = d // heads
+        attn = AttentionSpec(
+            "gqa", heads, kv, hd, hd, qkv_bias=f.bool("bias", False), o_bias=f.bool("bias", False)
+        )
+        inter = f.int("ffn_hidden_size") if f.has("ffn_hidden_size") else 4 * d
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            inter,
+            gated=False,
+            pattern=[(0, False)] * layers,
+            ffn_bias=f.bool("bias", False),
+            norm=4 * d,
+        )
+
+    kv_heads = f.int("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise SpecError(
+            f"{where}: num_attention_heads={heads} is not a multiple of "
+            f"num_key_value_heads={kv_heads}"
+        )
+    head_dim = f.int("head_dim") if f.has("head_dim") else d // heads
+
+    if model_type == "deepseek_v3":
+        nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
+        attn = AttentionSpec(
+            "mla",
+            heads,
+            heads,
+            nope + rope,
+            f.int("v_head_dim"),
+            q_lora_rank=f.int("q_lora_rank") if f.has("q_lora_rank") else 0,
+            kv_lora_rank=f.int("kv_lora_rank"),
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+        )
+        moe = MoESpec(
+            f.int("n_routed_experts"),
+            f.int("num_experts_per_tok"),
+            f.int("moe_intermediate_size"),
+            f.int("n_shared_experts", 0, minimum=0),
+            f.int("moe_intermediate_size"),
+        )
+        first_dense = f.int("first_k_dense_replace", 0, minimum=0)
+        freq = f.int("moe_layer_freq", 1)
+        pattern = [(0, i >= first_dense and i % freq == 0) for i in range(layers)]
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            f.int("intermediate_size"),
+            gated=True,
+            pattern=pattern,
+            moe=moe,
+            mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
+            norm=2 * d,
+        )
+
+    bias = f.bool("attention_bias", model_type == "qwen2")
+    attn = AttentionSpec(
+        "gqa",
+        heads,
+        kv_heads,
+        head_dim,
+        head_dim,
+        qkv_bias=bias,
+        o_bias=bias and model_type == "gpt_oss",
+        sinks=model_type == "gpt_oss",
+    )
+    inter = f.int("intermediate_size")
+    window = 0
+    if model_type in ("mistral", "mixtral") and f.has("sliding_window"):
+        window = f.int("sliding_window")
+    if model_type in ("qwen2", "qwen3", "qwen3_moe") and f.bool("use_sliding_window", False):
+        window = f.int("sliding_window")
+
+    if model_type == "mixtral":
+        moe = MoESpec(f.int("num_local_experts"), f.int("num_experts_per_tok"), inter)
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            inter,
+            gated=True,
+            pattern=[(window, True)] * layers,
+            moe=moe,
+            norm=2 * d,
+        )
+    if model_type == "qwen3_moe":
+        moe = MoESpec(
+            f.int("num_experts"), f.int("num_experts_per_tok"), f.int("moe_intermediate_size")
+        )
+        step = f.int("decoder_sparse_step", 1)
+        dense_only = set(f.list("mlp_only_layers", []))
+        pattern = [(window, i not in dense_only and (i + 1) % step == 0) for i in range(layers)]
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            inter,
+            gated=True,
+            pattern=pattern,
+            moe=moe,
+            norm=2 * d + 2 * head_dim,
+        )
+    if model_type == "gpt_oss":
+        moe = MoESpec(
+            f.int("num_local_experts"),
+            f.int("num_experts_per_tok")
+            if f.has("num_experts_per_tok")
+            else f.int("experts_per_token"),
+            inter,
+            expert_bias=True,
+            router_bias=True,
+        )
+        sw = f.int("sliding_window")
+        types = (
+            f.list("layer_types")
+            if f.has("layer_types")
+            else ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+        )
+        if len(types) != layers:
+            raise SpecError(
+                f"{where}: layer_types has {len(types)} entries but num_hidden_layers={layers}"
+            )
+        pattern = [(sw if t == "sliding_attention" else 0, True) for t in types]
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            inter,
+            gated=True,
+            pattern=pattern,
+            moe=moe,
+            norm=2 * d,
+        )
+    if model_type in ("llama4", "llama4_text"):
+        step = f.int("interleave_moe_layer_step", 1)
+        moe_layers = (
+            f.list("moe_layers")
+            if f.has("moe_layers")
+            else [i for i in range(layers) if (i + 1) % step == 0]
+        )
+        moe = MoESpec(
+            f.int("num_local_experts"),
+            f.int("num_experts_per_tok"),
+            inter,
+            1,
+            inter,
+        )
+        chunk = f.int("attention_chunk_size") if f.has("attention_chunk_size") else 0
+        no_rope = (
+            f.list("no_rope_layers")
+            if f.has("no_rope_layers")
+            else [0 if (i + 1) % 4 == 0 else 1 for i in range(layers)]
+        )
+        # Llama 4: RoPE layers (no_rope_layers[i] == 1) use chunked local attention; NoPE layers
+        # attend globally (HF modeling_llama4: `use_chunked_attention = no_rope_layers[i]`).
+        moe_set = set(moe_layers)
+        pattern = [
+            (chunk if (no_rope[i] if i < len(no_rope) else 1) else 0, i in moe_set)
+            for i in range(layers)
+        ]
+        dense_inter = f.int("intermediate_size_mlp") if f.has("intermediate_size_mlp") else inter
+        return _finish(
+            f,
+            model_id,
+            name,
+            source,
+            model_type,
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            dense_inter,
+            gated=True,
+            pattern=pattern,
+            moe=moe,
+            norm=2 * d,
+        )
+    # llama, mistral, qwen2, qwen3: dense
+    norm = 2 * d + (2 * head_dim if model_type == "qwen3" else 0)
+    return _finish(
+        f,
+        model_id,
+        name,
+        source,
+        model_type,
+        d,
+        layers,
+        vocab,
+        tie,
+        attn,
+        inter,
+        gated=True,
+        pattern=[(window, False)] * layers,
+        ffn_bias=f.bool("mlp_bias", False),
+        norm=norm,
+    )
+
+
+def _finish(
+    f: Fields,
+    model_id: str,
+    name: str,
+    source: str,
+    model_type: str,
+    d: int,
+    layers: int,
+    vocab: int,
+    tie: bool,
+    attn: AttentionSpec,
+    inter: int,
+    *,
+    gated: bool,
+    pattern: list[tuple[int, bool]],
+    moe: MoESpec | None = None,
+    mtp: int = 0,
+    ffn_bias: bool = False,
+    norm: int = 0,
+) -> ModelSpec:
+    if moe is not None and moe.top_k > moe.num_experts:
+        raise SpecError(
+            f"{f.where}: top-k={moe.top_k} exceeds the number of experts={moe.num_experts}"
+        )
+    return ModelSpec(
+        id=model_id,
+        name=name or model_id,
+        model_type=model_type,
+        source=source,
+        hidden_size=d,
+        num_layers=layers,
+        vocab_size=vocab,
+        tie_embeddings=tie,
+        attention=attn,
+        intermediate_size=inter,
+        gated_ffn=gated,
+        layer_groups=_groups(pattern),
+        moe=moe,
+        num_mtp_layers=mtp,
+        ffn_bias=ffn_bias,
+        norm_params_per_layer=norm,
+        config=f.data,
+    )

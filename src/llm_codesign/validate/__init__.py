@@ -1,0 +1,122 @@
+"""Validation: predict every row of a published-measurement CSV and report the error.
+
+``mapping`` reads the tables and maps each row (or counts the reason it is skipped),
+``predict`` prices the mapped rows, ``summary`` holds the report and its error statistics, and
+``gemm`` validates kernel-level GEMM tables. Errors are (predicted - measured) / measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..calibrate import apply_profile, load_profile, match_hardware_id
+from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import load_hardware
+from .gemm import GEMM_COLUMNS, is_gemm_table, validate_gemm
+from .mapping import (
+    METRICS,
+    REQUIRED_COLUMNS,
+    THROUGHPUT_METRICS,
+    MappedRow,
+    map_precision,
+    map_row,
+    match_gpu_name,
+    match_model_name,
+    metric_class,
+    read_measurements,
+)
+from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, predict_rows
+from .summary import ValidationReport, summarize
+
+__all__ = [
+    "CONCURRENCY_GRID",
+    "GEMM_COLUMNS",
+    "METRICS",
+    "OFFLINE_MAX_BATCH",
+    "REQUIRED_COLUMNS",
+    "THROUGHPUT_METRICS",
+    "MappedRow",
+    "ValidationReport",
+    "is_gemm_table",
+    "map_precision",
+    "map_row",
+    "match_gpu_name",
+    "match_model_name",
+    "metric_class",
+    "predict_rows",
+    "read_measurements",
+    "summarize",
+    "validate",
+    "validate_gemm",
+]
+
+
+def validate(
+    data: str | Path | list[str | Path],
+    *,
+    engine: str | Path | EngineConstants | None = None,
+    profile: str | Path | None = None,
+) -> ValidationReport:
+    """Predict every mappable row of one or more measurement CSVs and summarize the error.
+
+    ``engine`` forces one engine's constants for all rows; by default each row's framework
+    picks ``trtllm``, ``vllm`` or ``sglang``.
+    """
+    paths = data if isinstance(data, list) else [data]
+    if len(paths) == 1 and Path(paths[0]).is_file() and is_gemm_table(paths[0]):
+        return validate_gemm(paths[0], engine)
+    raw: list[dict[str, str]] = []
+    for p in paths:
+        raw.extend(read_measurements(p))
+    mapped: list[MappedRow] = []
+    skipped: dict[str, int] = {}
+    for i, row in enumerate(raw):
+        m = map_row(i, row)
+        if isinstance(m, str):
+            skipped[m] = skipped.get(m, 0) + 1
+        else:
+            mapped.append(m)
+    override = load_engine(engine) if engine is not None else None
+    hw_over = None
+    if profile is not None:
+        prof = load_profile(profile)
+        target = prof.device.hardware_id or match_hardware_id(prof.device.name)
+        # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
+        hw_over = {
+            h: apply_profile(load_hardware(h), prof)
+            for h in {r.hardware for r in mapped}
+            if h == target
+        }
+    preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over)
+    records = []
+    for r, p, note in zip(mapped, preds, notes):
+        if not np.isfinite(p):
+            reason = f"predicted infeasible: {note}"
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        records.append(
+            {
+                "source_id": r.source_id,
+                "model": r.model,
+                "gpu": r.hardware,
+                "precision": r.precision,
+                "engine": r.engine if override is None else override.id,
+                "plan": f"tp{r.tp} pp{r.pp} ep{r.ep}" + (" adp" if r.attention_dp else ""),
+                "isl": r.isl,
+                "osl": r.osl,
+                "mode": r.mode,
+                "load": r.load,
+                "metric": r.metric,
+                "measured": r.measured,
+                "predicted": float(p),
+                "error": float(p / r.measured - 1.0),
+                "note": note,
+                "row": r.index,
+            }
+        )
+    skipped_list = [
+        {"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])
+    ]
+    return ValidationReport(records, skipped_list, summarize(records))

@@ -1,0 +1,280 @@
+"""Measurement tables -> mapped rows: CSV reading, the columns and metrics, GPU and model name
+matching (ids, aliases and chip names come from the data files) and precision mapping.
+
+Input format: ``../shared/groundtruth/serving.csv`` (columns in ``REQUIRED_COLUMNS``; its
+SOURCES.md explains them). Each row is mapped to (model, GPU, precision, plan, workload, serving
+mode, metric) or skipped with a counted reason; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import DataFileError
+from ..specs.engine import engine_for_framework
+from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
+from ..specs.model import ModelSpec, load_model, model_alias_table
+
+REQUIRED_COLUMNS = (
+    "source_id",
+    "model",
+    "gpu",
+    "num_gpus",
+    "precision",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "framework",
+    "isl",
+    "osl",
+    "concurrency_or_batch",
+    "metric",
+    "value",
+)
+METRICS = (
+    "output_tok_s_total",
+    "output_tok_s_per_gpu",
+    "total_tok_s",
+    "total_tok_s_per_gpu",
+    "request_latency_ms",
+    "tok_s_per_user",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+)
+THROUGHPUT_METRICS = (
+    "output_tok_s_total",
+    "output_tok_s_per_gpu",
+    "total_tok_s",
+    "total_tok_s_per_gpu",
+)
+MAX_CSV_BYTES = 200_000_000
+
+
+@dataclass(frozen=True)
+class MappedRow:
+    index: int
+    source_id: str
+    model: str
+    gpu: str
+    hardware: str
+    precision: str
+    engine: str
+    tp: int
+    pp: int
+    ep: int
+    attention_dp: bool
+    isl: int
+    osl: int
+    mode: str  # concurrency | static | offline | rate
+    load: float  # concurrency, batch, or request rate (req/s); 0 for offline
+    metric: str
+    measured: float
+    metric_gpus: int  # GPUs the measured metric refers to
+    raw: dict[str, str] = field(compare=False, repr=False, default_factory=dict)
+
+
+def read_measurements(path: str | Path) -> list[dict[str, str]]:
+    p = Path(path)
+    if not p.is_file():
+        raise DataFileError(f"{p}: no such file")
+    if p.stat().st_size > MAX_CSV_BYTES:
+        raise DataFileError(f"{p}: larger than {MAX_CSV_BYTES} bytes")
+    try:
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise DataFileError(
+                    f"{p}: missing column(s) {', '.join(missing)}; required: "
+                    f"{', '.join(REQUIRED_COLUMNS)}"
+                )
+            return list(reader)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataFileError(f"{p}: not a readable CSV ({exc})") from None
+
+
+def parse_int(text: str) -> int | None:
+    """A positive integer cell (``8K`` = 8192); None when blank, fractional or not a number."""
+    t = text.strip().upper()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*K", t)
+    if m:
+        return int(float(m.group(1)) * 1024)
+    try:
+        v = float(t)
+    except ValueError:
+        return None
+    return int(v) if v > 0 and v == int(v) else None
+
+
+def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
+    """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
+
+    Rules: fp4 = NVFP4 on NVIDIA Blackwell, except gpt-oss whose checkpoints are MXFP4 (W4A8 on
+    Blackwell, weight-only W4A16 on Hopper); fp8 = FP8 (gpt-oss on Hopper: MXFP4 weights, BF16
+    compute, FP8 KV); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV.
+    """
+    parts = [p.strip().lower() for p in text.split("/")]
+    w = parts[0] if parts else ""
+    kv = parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
+    hopper = hw.architecture in ("hopper", "ampere", "ada")
+    if model.model_type == "gpt_oss":
+        base = "mxfp4-a16" if hopper else "mxfp4-a8"
+        return base + ("+fp8-kv" if kv == "fp8" or "fp8" in text.lower() else "")
+    if w in ("fp4", "nvfp4"):
+        base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
+    elif w in ("fp8", "bf16", "fp16"):
+        base = w
+    elif w in ("int4", "w4a16"):
+        base = "w4a16"
+    else:
+        return None
+    if base is None:
+        return None
+    if kv == "fp8" and base in ("bf16", "fp16", "w4a16"):
+        base += "+fp8-kv"
+    if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4"):
+        base += f"+{kv}-kv"
+    return base
+
+
+# checkpoint-variant suffixes that do not change the architecture
+_MODEL_SUFFIXES = re.compile(
+    r"(-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|bf16|fp16|dynamic|"
+    r"v0\.\d|0528|2507|2501|2412|thinking|reasoning))+$"
+)
+
+
+def match_model_name(name: str) -> str | None:
+    """A table's model name -> bundled model id: exact alias first, then the name without its
+    organisation prefix and checkpoint-variant suffixes (``meta-llama/Llama-3.1-70B-Instruct-FP8``
+    -> ``llama-3.1-70b``)."""
+    table = model_alias_table()
+    text = name.strip().lower()
+    if text in table:
+        return table[text]
+    base = text.rsplit("/", 1)[-1]
+    for candidate in (base, _MODEL_SUFFIXES.sub("", base)):
+        if candidate in table:
+            return table[candidate]
+    return None
+
+
+def match_gpu_name(name: str) -> str | None:
+    """A table's GPU name -> bundled hardware id: an id or alias of a hardware file first, then
+    the longest chip name (the files' ``name_match``) in the text with spaces and punctuation
+    removed (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``); a name that also holds one of that
+    file's ``unless`` words (PCIe/NVL variants, other memory sizes) is another product: None."""
+    text = name.strip().lower()
+    exact = hardware_alias_table().get(text)
+    if exact:
+        return exact
+    squashed = re.sub(r"[^a-z0-9]", "", text)
+    for chip, hid, unless in hardware_chip_table():
+        if chip in squashed:
+            return None if any(w in squashed for w in unless) else hid
+    return None
+
+
+def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
+    """A mapped row, or the reason it cannot be predicted."""
+    metric = row["metric"].strip()
+    if metric.endswith(("_p99", "_p90", "_p95", "_median")):
+        return f"percentile metric {metric} (the model predicts means)"
+    if metric not in METRICS:
+        return f"unsupported metric {metric}"
+    try:
+        measured = float(row["value"])
+    except ValueError:
+        return "non-numeric value"
+    if not math.isfinite(measured) or measured <= 0:
+        return "non-positive value"
+    context = " ".join((row.get("notes", ""), row["framework"], row["dp"])).lower()
+    if "disagg" in context:
+        return "disaggregated prefill/decode rows (pool split not mapped)"
+    model_id = match_model_name(row["model"])
+    if model_id is None:
+        return f"unknown model {row['model'].strip()}"
+    hw_id = match_gpu_name(row["gpu"])
+    if hw_id is None:
+        return f"unknown gpu {row['gpu'].strip()}"
+    model, hw = load_model(model_id), load_hardware(hw_id)
+    prec = map_precision(model, hw, row["precision"])
+    if prec is None:
+        return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
+    tp, pp = parse_int(row["tp"] or ""), parse_int(row["pp"] or "")
+    if tp is None or pp is None:
+        return "plan not stated (tp/pp blank)"
+    dp = row["dp"].strip()
+    adp = dp.lower().startswith("attn-dp")
+    ep = parse_int(row["ep"] or "") or 1
+    if adp and not row["ep"].strip() and model.moe is not None:
+        ep = tp  # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP)
+    if model.moe is None:
+        ep, adp = 1, False if not adp else adp
+    isl, osl = parse_int(row["isl"] or ""), parse_int(row["osl"] or "")
+    if isl is None or osl is None:
+        return "isl/osl not a number (dataset lengths)"
+    cob = row["concurrency_or_batch"].strip().lower()
+    fw = row["framework"]
+    if cob.startswith("max-throughput") or "offline" in cob:
+        mode, load = "offline", 0.0
+    elif cob.startswith("request rate"):
+        notes = row.get("notes", "")
+        n_req = re.search(r"(\d+) requests", notes)
+        achieved = re.search(r"achieved Tput\(req/s\)=([\d.]+)", notes)
+        if "inf" in cob:
+            # all requests issued at once: a closed loop whose concurrency is the request count
+            if not n_req:
+                return "request rate INF without a request count"
+            mode, load = "concurrency", float(n_req.group(1))
+        else:
+            m = re.search(r"([\d.]+)\s*qps", cob)
+            if not m:
+                return "unparsed request rate"
+            # the achieved rate (when reported) is what the server actually carried
+            mode, load = "rate", float(achieved.group(1)) if achieved else float(m.group(1))
+    else:
+        c = parse_int(cob)
+        if c is None:
+            return "unparsed concurrency/batch"
+        mode = "static" if "static" in fw.lower() else "concurrency"
+        load = float(c)
+    gpus = parse_int(row["num_gpus"] or "") or tp * pp
+    return MappedRow(
+        index=i,
+        source_id=row["source_id"],
+        model=model_id,
+        gpu=row["gpu"],
+        hardware=hw_id,
+        precision=prec,
+        engine=engine_for_framework(fw),
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        attention_dp=adp,
+        isl=isl,
+        osl=osl,
+        mode=mode,
+        load=load,
+        metric=metric,
+        measured=measured,
+        metric_gpus=gpus,
+        raw=row,
+    )
+
+
+def metric_class(metric: str) -> str:
+    """throughput | tpot | ttft | latency: the classes targets and fits are stated for."""
+    if metric in THROUGHPUT_METRICS:
+        return "throughput"
+    if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):
+        return "tpot"
+    if metric == "request_latency_ms":
+        return "latency"
+    return "ttft"
