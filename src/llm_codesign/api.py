@@ -12,7 +12,7 @@ import numpy as np
 from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
 from .ops import step_shape
-from .serving import evaluate, evaluate_disaggregated, step_cost
+from .serving import DisaggregatedResult, GridResult, evaluate, evaluate_disaggregated, step_cost
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -189,43 +189,13 @@ def estimate(
         spec_acceptance=spec_acceptance,
     )
 
-    def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
-        out = {k: _scalar(v) for k, v in d.items()}
-        out["total"] = sum(out.values())
-        return out
-
     breakdown = {
-        "prefill": phase(r.prefill_breakdown),
-        "decode": phase(r.decode_breakdown),
-        "mixed_step": phase(r.mixed_breakdown),
+        "prefill": _phase(r.prefill_breakdown),
+        "decode": _phase(r.decode_breakdown),
+        "mixed_step": _phase(r.mixed_breakdown),
     }
-    ops: list[dict[str, Any]] = []
-    if explain:
-        ops = explain_ops(m, hw, prec, eng, plan, wl)
-    reason = str(np.asarray(r.reason).reshape(-1)[0])
-    return Estimate(
-        model=m,
-        hardware=hw,
-        precision=prec,
-        plan=plan,
-        workload=wl,
-        engine=eng,
-        ttft_ms=_scalar(r.ttft_s) * 1e3,
-        tpot_ms=_scalar(r.tpot_s) * 1e3,
-        tok_s_per_user=_scalar(r.tok_s_per_user),
-        output_tok_s_per_gpu=_scalar(r.output_tok_s_per_gpu),
-        total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu),
-        num_gpus=plan.num_gpus,
-        fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
-        memory_per_gpu_gb=_scalar(r.memory_per_gpu_bytes) / 1e9,
-        weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
-        kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
-        max_concurrency=int(_scalar(r.max_concurrency)),
-        feasible=reason == "",
-        reason=reason,
-        breakdown=breakdown,
-        ops=ops,
-    )
+    ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
+    return _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
 
 
 def _estimate_disaggregated(
@@ -253,15 +223,36 @@ def _estimate_disaggregated(
         osl=wl.osl,
     )
 
-    def phase(d: dict[str, np.ndarray]) -> dict[str, float]:
-        out = {k: _scalar(v) for k, v in d.items()}
-        out["total"] = sum(out.values())
-        return out
-
-    decode = phase(r.decode_breakdown)
-    reason = str(np.asarray(r.reason).reshape(-1)[0])
+    decode = _phase(r.decode_breakdown)
+    breakdown = {
+        "prefill": _phase(r.prefill_breakdown),
+        "decode": decode,
+        "mixed_step": dict(decode),
+    }
     ops = explain_ops(m, hw, prec, eng, plan.decode, wl) if explain else []
-    mem = _scalar(r.memory_per_gpu_bytes)
+    return _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+
+
+def _phase(d: dict[str, np.ndarray]) -> dict[str, float]:
+    """Seconds per op class of one phase, with their total."""
+    out = {k: _scalar(v) for k, v in d.items()}
+    out["total"] = sum(out.values())
+    return out
+
+
+def _estimate_of(
+    r: GridResult | DisaggregatedResult,
+    m: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan | DisaggregatedPlan,
+    wl: Workload,
+    breakdown: dict[str, dict[str, float]],
+    ops: list[dict[str, Any]],
+) -> Estimate:
+    """An :class:`Estimate` from the one-configuration result of either serving mode."""
+    reason = str(np.asarray(r.reason).reshape(-1)[0])
     return Estimate(
         model=m,
         hardware=hw,
@@ -276,17 +267,13 @@ def _estimate_disaggregated(
         total_tok_s_per_gpu=_scalar(r.total_tok_s_per_gpu),
         num_gpus=plan.num_gpus,
         fits_in_memory=bool(np.asarray(r.fits_in_memory).reshape(-1)[0]),
-        memory_per_gpu_gb=mem / 1e9,
+        memory_per_gpu_gb=_scalar(r.memory_per_gpu_bytes) / 1e9,
         weights_per_gpu_gb=_scalar(r.weight_bytes_per_gpu) / 1e9,
         kv_cache_per_gpu_gb=_scalar(r.kv_bytes_per_gpu) / 1e9,
         max_concurrency=int(_scalar(r.max_concurrency)),
         feasible=reason == "",
         reason=reason,
-        breakdown={
-            "prefill": phase(r.prefill_breakdown),
-            "decode": decode,
-            "mixed_step": dict(decode),
-        },
+        breakdown=breakdown,
         ops=ops,
     )
 

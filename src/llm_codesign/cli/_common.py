@@ -64,3 +64,40 @@ def plan_options(f: Callable) -> Callable:
     ):
         f = opt(f)
     return f
+
+
+def deployment_options(f: Callable) -> Callable:
+    """Options every deployment command takes: format emulation, a calibration profile and
+    speculative decoding (estimate, frontier)."""
+    for opt in reversed(
+        [
+            click.option(
+                "--emulate",
+                is_flag=True,
+                help="run formats the GPU lacks at the nearest native rate "
+                "(e.g. NVFP4 on Hopper via FP8)",
+            ),
+            click.option(
+                "--profile",
+                default=None,
+                type=click.Path(dir_okay=False),
+                help="calibration profile of this GPU to overlay (from `calibrate`)",
+            ),
+            click.option(
+                "--spec-tokens",
+                type=click.IntRange(0, 16),
+                default=0,
+                show_default=True,
+                help="speculative / MTP draft tokens per step",
+            ),
+            click.option(
+                "--spec-acceptance",
+                type=click.FloatRange(0.0, 1.0),
+                default=0.0,
+                show_default=True,
+                help="acceptance rate of each draft token",
+            ),
+        ]
+    ):
+        f = opt(f)
+    return f

@@ -17,7 +17,7 @@ from .. import (
     estimate as estimate_config,
 )
 from ..report import console, table, to_json
-from ._common import plan_options
+from ._common import deployment_options, plan_options
 
 
 @click.command()
@@ -50,31 +50,6 @@ from ._common import plan_options
 )
 @click.option(
     "--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)"
-)
-@click.option(
-    "--emulate",
-    is_flag=True,
-    help="run formats the GPU lacks at the nearest native rate (e.g. NVFP4 on Hopper via FP8)",
-)
-@click.option(
-    "--profile",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="calibration profile of this GPU to overlay (from `calibrate`)",
-)
-@click.option(
-    "--spec-tokens",
-    type=click.IntRange(0, 16),
-    default=0,
-    show_default=True,
-    help="speculative / MTP draft tokens per step",
-)
-@click.option(
-    "--spec-acceptance",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="acceptance rate of each draft token",
 )
 @click.option(
     "--prefill-workers",
@@ -123,6 +98,7 @@ from ._common import plan_options
     help="disaggregated: prompts a prefill worker batches",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
+@deployment_options
 def estimate(
     model,
     hardware,

@@ -32,6 +32,7 @@ from ..report import (
     table,
     to_json,
 )
+from ._common import deployment_options
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -156,29 +157,7 @@ def _floats(text: str, what: str) -> list[float]:
     default=None,
     help="progress bar (default: long sweeps on a terminal)",
 )
-@click.option(
-    "--emulate", is_flag=True, help="run formats the GPU lacks at the nearest native rate"
-)
-@click.option(
-    "--profile",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="calibration profile of this GPU to overlay",
-)
-@click.option(
-    "--spec-tokens",
-    type=click.IntRange(0, 16),
-    default=0,
-    show_default=True,
-    help="speculative / MTP draft tokens per step",
-)
-@click.option(
-    "--spec-acceptance",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="acceptance rate of each draft token",
-)
+@deployment_options
 def frontier(
     model,
     hardware,
