@@ -181,3 +181,32 @@ def test_speculative_decoding_arithmetic():
 
     with pytest.raises(SpecError, match=r"spec_acceptance must lie in \[0, 1\], got 1.5"):
         evaluate(m, hw, p, ENG, spec_tokens=1, spec_acceptance=1.5, **kw)
+
+
+def test_pipeline_stages_never_speed_up_a_lone_request():
+    """At concurrency 1 a request crosses every stage in turn: TPOT never falls as pp grows at
+    fixed tp (a micro-batch holds whole sequences; MoE experts are touched by whole tokens)."""
+    from llm_codesign import bundled_models, evaluate, load_engine, load_hardware, parse_precision
+    from llm_codesign.specs.plan import plan_feasibility
+
+    hw, prec, eng = load_hardware("b200"), parse_precision("fp8"), load_engine()
+    for m in bundled_models().values():
+        for tp in (1, 8):
+            pps = np.array([p for p in (1, 2, 4, 8) if p <= m.num_layers])
+            ok = plan_feasibility(m, tp, pps, 1, False, 1) == ""
+            if ok.sum() < 2:
+                continue
+            r = evaluate(m, hw, prec, eng, tp=tp, pp=pps[ok], isl=1024, osl=256, concurrency=1)
+            assert np.all(np.diff(r.tpot_s) >= 0), (m.id, tp, pps[ok], r.tpot_s)
+
+
+def test_static_batch_smaller_than_pp_crosses_every_stage():
+    """A static batch of one prompt on pp=4 takes the whole model's prefill (no 4-way split)."""
+    from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+    from llm_codesign.serving import evaluate_static
+
+    args = (load_model("llama-3.1-8b"), load_hardware("h100-sxm"), parse_precision("fp8"))
+    eng = load_engine()
+    one = evaluate_static(*args, eng, pp=1, isl=2048, osl=2, batch=1)
+    four = evaluate_static(*args, eng, pp=4, isl=2048, osl=2, batch=1)
+    assert float(four["ttft_s"]) >= float(one["ttft_s"])

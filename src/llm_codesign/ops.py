@@ -77,6 +77,9 @@ class StepShape:
     cp: Array
     attention_dp: Array
     decode_query: Array | float = 1.0  # query tokens per decoding sequence (1 + speculative drafts)
+    # share of the replica's per-sequence host work one stage carries: micro-batches / pp (each
+    # sequence is scheduled once per step however many stages it crosses)
+    host_seq_share: Array | float = 1.0
 
 
 def step_shape(
@@ -98,9 +101,11 @@ def step_shape(
     decoding ``decode_query`` tokens each, ``prefill_tokens`` prompt tokens of ``prefill_seqs``
     requests) as one pipeline stage sees it.
 
-    The replica's tokens are split into ``micro_batches`` micro-batches (default pp: every stage
-    works on 1/pp of the batch at a time, DESIGN.md); a single prefill chunk streaming through
-    the stages passes ``micro_batches=1``. Contexts follow the steady state of DESIGN.md: a
+    The replica's tokens are split into ``micro_batches`` micro-batches. The default is as many
+    as there are pipeline stages, but never more than the sequences in the step (a micro-batch
+    holds whole sequences: with C < pp requests, C micro-batches of one sequence each cross
+    all pp stages); a single prefill chunk streaming through the stages passes
+    ``micro_batches=1``. Contexts follow the steady state of DESIGN.md: a
     decoding sequence holds ISL + OSL/2 tokens on average, a prompt token attends to ISL/2.
 
     Example:
@@ -111,11 +116,17 @@ def step_shape(
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     isl_f = np.asarray(isl, dtype=float)
     osl_f = np.asarray(osl, dtype=float)
-    micro = pp.astype(float) if micro_batches is None else np.asarray(micro_batches, dtype=float)
     pre = np.asarray(prefill_tokens, dtype=float)
     pseqs = pre / isl_f if prefill_seqs is None else np.asarray(prefill_seqs, dtype=float)
+    dec = np.asarray(decode_seqs, dtype=float)
+    if micro_batches is None:
+        micro = np.minimum(pp.astype(float), np.maximum(dec + pseqs, 1.0))
+        host_share = micro / pp
+    else:
+        micro = np.asarray(micro_batches, dtype=float)
+        host_share = 1.0
     return StepShape(
-        decode_seqs=np.asarray(decode_seqs, dtype=float) / micro,
+        decode_seqs=dec / micro,
         decode_ctx=isl_f + osl_f / 2.0,
         prefill_tokens=pre / micro,
         prefill_seqs=pseqs / micro,
@@ -126,6 +137,7 @@ def step_shape(
         cp=cp,
         attention_dp=np.asarray(attention_dp, dtype=bool),
         decode_query=decode_query,
+        host_seq_share=host_share,
     )
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost import collective_time
 from ..errors import SpecError
 from ..ops import step_shape
 from ..specs.engine import EngineConstants
@@ -33,7 +32,7 @@ from .memory import (
     scheduling_ranks,
     static_batch_fits,
 )
-from .step import pipelined_step, step_cost
+from .step import pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
@@ -191,7 +190,10 @@ def evaluate(
             pre_tokens = conc * isl_f / osl_f
         else:
             rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot + 1e-12)
-            pre_tokens = rate * isl_f * tpot * tokens_per_step  # prompts admitted per step
+            # prompts of the other clients admitted per step: a request never decodes while its
+            # own prompt is prefilled (that is its TTFT), so C = 1 decodes alone
+            others = (conc - 1.0) / conc
+            pre_tokens = rate * isl_f * tpot * tokens_per_step * others
             new_dec = np.maximum(conc - rate * ttft, 1.0)
             c_dec = 0.5 * c_dec + 0.5 * np.minimum(new_dec, conc)
         mixed = step(c_dec, pre_tokens)
@@ -282,19 +284,19 @@ def evaluate_static(
     micro = pp.astype(float)
     fits = static_batch_fits(model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f, b)
     reason = np.where(ok & ~fits, "oom", reason)
-    d = model.hidden_size
     axes = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
     pre_shape = step_shape(**axes, isl=isl_f, osl=osl_f, prefill_tokens=b * isl_f, prefill_seqs=b)
     pre = step_cost(model, prec, hw, eng, pre_shape).total_s
     dec = step_cost(
         model, prec, hw, eng, step_shape(**axes, isl=isl_f, osl=osl_f, decode_seqs=b)
     ).total_s
-    hop_group = np.where(pp > 1, 2, 1)
-    hop_pre = collective_time("p2p", b * isl_f / micro * d * prec.comm_bytes, hop_group, hw, eng)
-    hop_dec = collective_time("p2p", b / micro * d * prec.comm_bytes, hop_group, hw, eng)
+    # a micro-batch holds whole sequences: min(pp, B) of them cross the pp stages
+    batches = np.minimum(micro, np.maximum(b, 1.0))
+    hop_pre = pipeline_hops(model, hw, prec, eng, pp, b * isl_f, batches)
+    hop_dec = pipeline_hops(model, hw, prec, eng, pp, b, batches)
     # no request_overhead_s: the static C++ session benchmark times the engine alone (no server)
-    ttft = micro * pre + (micro - 1.0) * hop_pre
-    tpot = micro * dec + (micro - 1.0) * hop_dec
+    ttft = micro * pre + hop_pre
+    tpot = micro * dec + hop_dec
     total = ttft + np.maximum(osl_f - 1.0, 0.0) * tpot
     return {
         "ttft_s": ttft,

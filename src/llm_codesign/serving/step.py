@@ -76,7 +76,7 @@ def step_cost(
     # host work (scheduling, sampling, per-request bookkeeping); an overlap scheduler hides a
     # share of it behind the GPU work of the step
     gpu = sum(by_class.values())
-    host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs
+    host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs * s.host_seq_share
     by_class["other"] = by_class["other"] + host - eng.host_overlap * np.minimum(gpu, host)
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
@@ -89,19 +89,24 @@ def pipeline_hops(
     eng: EngineConstants,
     pp: Array,
     tokens: Array,
+    micro_batches: Array | None = None,
 ) -> Array:
     """Time of the (pp - 1) activation transfers between pipeline stages for one token step of
-    ``tokens`` tokens split into pp micro-batches."""
-    micro = np.asarray(pp, dtype=float)
+    ``tokens`` tokens split into ``micro_batches`` micro-batches (default pp)."""
+    stages = np.asarray(pp, dtype=float)
+    micro = stages if micro_batches is None else np.asarray(micro_batches, dtype=float)
     act = np.asarray(tokens, dtype=float) / micro * model.hidden_size * prec.comm_bytes
-    return (micro - 1.0) * collective_time("p2p", act, np.where(micro > 1, 2, 1), hw, eng)
+    return (stages - 1.0) * collective_time("p2p", act, np.where(stages > 1, 2, 1), hw, eng)
 
 
 @dataclass
 class PipelinedStep:
     """A replica's step through all pp stages (seconds, arrays): ``total_s`` = pp x stage +
-    hops; ``by_class`` sums to it (hops are communication); ``stage`` is one stage's cost
-    (its op rows, with ``detail``, are one stage's share of one micro-batch)."""
+    hops (each stage runs every micro-batch once per step, or each micro-batch crosses every
+    stage when there are fewer micro-batches than stages: pp stage times either way);
+    ``by_class`` sums to it (hops are communication); ``stage`` is one stage's cost (its op
+    rows, with ``detail``, are one stage's share of one micro-batch); ``micro_batches`` is the
+    multiplier pp of the stage time."""
 
     total_s: Array
     by_class: dict[str, Array]
@@ -149,7 +154,7 @@ def pipelined_step(
     )
     stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
     tokens = np.asarray(decode_seqs, dtype=float) * decode_query + np.asarray(prefill_tokens)
-    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens)
+    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens, s.host_seq_share * micro)
     by_class = {k: v * micro for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
     return PipelinedStep(micro * stage.total_s + hops, by_class, stage, micro, hops)
