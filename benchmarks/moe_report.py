@@ -1,0 +1,68 @@
+"""Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine; model;
+concurrency bucket; metric. Reads the shared calibration sets through `validate`.
+
+Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from llm_codesign import load_model, validate
+
+GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
+DEFAULT_FILES = ("aic_silicon_moe_hopper.csv", "serving.csv", "inferencex_hopper.csv")
+BUCKETS = ((1, 4), (5, 32), (33, 256), (257, 10**9))
+
+
+def _layout(plan: str) -> str:
+    if "adp" in plan:
+        return "attention-DP+EP"
+    ep = int(plan.split("ep")[1].split()[0]) if "ep" in plan else 1
+    return "EP" if ep > 1 else "TP-only"
+
+
+def _bucket(load: float) -> str:
+    for lo, hi in BUCKETS:
+        if lo <= load <= hi:
+            return f"c{lo}-{hi if hi < 10**9 else 'inf'}"
+    return "offline"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", default=None)
+    ap.add_argument("--files", default=",".join(DEFAULT_FILES))
+    args = ap.parse_args()
+    files = [GT / f for f in args.files.split(",")]
+    rep = validate([str(f) for f in files if f.exists()], engine=args.engine)
+    groups: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for r in rep.rows:
+        if load_model(r["model"]).moe is None:
+            continue
+        metric = r["metric"]
+        cls = "tpot" if metric in ("tpot_ms", "itl_ms", "tok_s_per_user") else metric
+        cls = "ttft" if metric == "ttft_ms" else cls
+        cls = "throughput" if "tok_s" in metric and cls != "tpot" else cls
+        keys = {
+            "all": "all",
+            "layout": _layout(r["plan"]),
+            "engine": r["engine"],
+            "model": r["model"],
+            "load": _bucket(r["load"]) if r["mode"] == "concurrency" else r["mode"],
+        }
+        for kind, value in keys.items():
+            groups[(cls, kind, value)].append(r["error"])
+    print("| metric | by | class | rows | median abs err | bias |")
+    print("|---|---|---|---:|---:|---:|")
+    for (cls, kind, value), errs in sorted(groups.items()):
+        med = statistics.median(abs(e) for e in errs) * 100
+        bias = statistics.median(errs) * 100
+        print(f"| {cls} | {kind} | {value} | {len(errs)} | {med:.1f}% | {bias:+.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
