@@ -324,7 +324,8 @@ def _render(results: list[Frontier]) -> None:
             )
         )
         best = f.best_dict()
-        if best is None:
+        best_index = f.best
+        if best is None or best_index is None:
             if f.targets.any:
                 c.print("[red]no configuration meets the targets[/]")
             continue
@@ -335,7 +336,7 @@ def _render(results: list[Frontier]) -> None:
             f"{best['tok_s_per_user']:.1f} tok/s/user, TTFT {best['ttft_ms']:.0f} ms, TPOT "
             f"{best['tpot_ms']:.1f} ms"
         )
-        for role, launch in _launches(launch_settings(f, f.best)):
+        for role, launch in _launches(launch_settings(f, best_index)):
             prefix = f"  {role} " if role else "  "
             c.print(
                 f"{prefix}TensorRT-LLM: {launch['trtllm']['command']}  # "

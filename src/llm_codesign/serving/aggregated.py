@@ -15,6 +15,7 @@ memory and the concurrency cap are :mod:`serving.memory`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -122,7 +123,7 @@ def evaluate(
     reason = plan_feasibility(model, tp, pp, ep, adp, cp)
     tp, ep, cp, pp = (np.where(reason == "", v, 1) for v in (tp, ep, cp, pp))
     gpus_per_replica = tp * pp
-    axes = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
+    axes: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
 
     # ---- memory: clients beyond what the engine holds (KV or max_batch_size) queue ----
     w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(
@@ -284,7 +285,7 @@ def evaluate_static(
     micro = pp.astype(float)
     fits = static_batch_fits(model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f, b)
     reason = np.where(ok & ~fits, "oom", reason)
-    axes = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
+    axes: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
     pre_shape = step_shape(**axes, isl=isl_f, osl=osl_f, prefill_tokens=b * isl_f, prefill_seqs=b)
     pre = step_cost(model, prec, hw, eng, pre_shape).total_s
     dec = step_cost(

@@ -16,6 +16,7 @@ these; ``evaluate_disaggregated`` prices one given deployment (``estimate --disa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,7 +59,7 @@ def prefill_workers(
     ep: Array,
     cp: Array,
     attention_dp: Array,
-    batch: Array,
+    batch: Array | int,
     isl: int,
 ) -> PrefillWorkers:
     """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc)."""
@@ -128,7 +129,7 @@ def decode_workers(
     ep: Array,
     cp: Array,
     attention_dp: Array,
-    concurrency: Array,
+    concurrency: Array | float,
     isl: int,
     osl: int,
 ) -> DecodeWorkers:
@@ -302,8 +303,8 @@ def evaluate_disaggregated(
     prec: Precision,
     eng: EngineConstants,
     *,
-    prefill_plan: dict[str, Array | int | bool],
-    decode_plan: dict[str, Array | int | bool],
+    prefill_plan: Mapping[str, Array | int | bool],
+    decode_plan: Mapping[str, Array | int | bool],
     prefill_count: Array | int,
     decode_count: Array | int,
     prefill_batch: Array | int,
