@@ -203,12 +203,16 @@ def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineCon
 
 def engine_for_framework(framework: str) -> str:
     """Map a measurement's framework text to an engine id (``trtllm``, ``trtllm-trt``, ``vllm``,
-    ``sglang``; ``generic`` for any other framework)."""
-    t = framework.lower()
+    ``sglang``; ``generic`` for any other framework). ``dynamo-sglang`` is SGLang; ``trt`` and
+    ``dynamo-trt`` (InferenceX's labels for trtllm-serve and Dynamo's TensorRT-LLM runtime) are
+    TensorRT-LLM's PyTorch runtime."""
+    t = framework.lower().strip()
     if "vllm" in t:
         return "vllm"
     if "sglang" in t:
         return "sglang"
+    if re.match(r"(dynamo-)?trt\b", t):
+        return "trtllm"
     if "tensorrt" in t or "trtllm" in t or "trt-llm" in t:
         m = re.search(r"(?:v|trtllm |tensorrt-llm )(\d+)\.(\d+)", t)
         if m and int(m.group(1)) == 0:

@@ -14,6 +14,7 @@ import numpy as np
 from ..calibrate import apply_profile, load_profile, match_hardware_id
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
+from .conventions import MTP_ACCEPTANCE, MTP_DRAFT_TOKENS, DisaggPools, parse_pools, speculative
 from .gemm import GEMM_COLUMNS, is_gemm_table, validate_gemm
 from .mapping import (
     METRICS,
@@ -27,11 +28,17 @@ from .mapping import (
     metric_class,
     read_measurements,
 )
-from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, predict_rows
+from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, disaggregated_inputs, predict_rows
 from .summary import ValidationReport, summarize
 
 __all__ = [
     "CONCURRENCY_GRID",
+    "MTP_ACCEPTANCE",
+    "MTP_DRAFT_TOKENS",
+    "DisaggPools",
+    "disaggregated_inputs",
+    "parse_pools",
+    "speculative",
     "GEMM_COLUMNS",
     "METRICS",
     "OFFLINE_MAX_BATCH",
@@ -103,7 +110,7 @@ def validate(
                 "gpu": r.hardware,
                 "precision": r.precision,
                 "engine": r.engine if override is None else override.id,
-                "plan": f"tp{r.tp} pp{r.pp} ep{r.ep}" + (" adp" if r.attention_dp else ""),
+                "plan": r.plan_label,
                 "isl": r.isl,
                 "osl": r.osl,
                 "mode": r.mode,
@@ -112,7 +119,7 @@ def validate(
                 "measured": r.measured,
                 "predicted": float(p),
                 "error": float(p / r.measured - 1.0),
-                "note": note,
+                "note": "; ".join(n for n in (r.note, note) if n),
                 "row": r.index,
             }
         )

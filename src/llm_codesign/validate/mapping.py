@@ -3,7 +3,9 @@ matching (ids, aliases and chip names come from the data files) and precision ma
 
 Input format: ``../shared/groundtruth/serving.csv`` (columns in ``REQUIRED_COLUMNS``; its
 SOURCES.md explains them). Each row is mapped to (model, GPU, precision, plan, workload, serving
-mode, metric) or skipped with a counted reason; nothing is dropped silently.
+mode, metric) or skipped with a counted reason; nothing is dropped silently. Documented defaults
+(blank ``pp`` = 1, blank ``dp`` = tensor-parallel attention), disaggregated pools and MTP are
+read as ``conventions`` says, and each default a row relies on is named in its ``note``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
+from .conventions import DisaggPools, is_disaggregated, parse_pools, speculative
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -71,12 +74,25 @@ class MappedRow:
     attention_dp: bool
     isl: int
     osl: int
-    mode: str  # concurrency | static | offline | rate
+    mode: str  # concurrency | static | offline | rate | disaggregated
     load: float  # concurrency, batch, or request rate (req/s); 0 for offline
     metric: str
     measured: float
     metric_gpus: int  # GPUs the measured metric refers to
     raw: dict[str, str] = field(compare=False, repr=False, default_factory=dict)
+    spec_tokens: int = 0  # speculative decoding (MTP): draft tokens per step
+    spec_acceptance: float = 0.0  # and the acceptance probability of each
+    pools: DisaggPools | None = None  # disaggregated rows: the two pools (tp/ep/adp: decode's)
+    note: str = ""  # the defaults and assumptions the mapping used
+
+    @property
+    def plan_label(self) -> str:
+        plan = (
+            self.pools.label()
+            if self.pools is not None
+            else f"tp{self.tp} pp{self.pp} ep{self.ep}" + (" adp" if self.attention_dp else "")
+        )
+        return plan + (f" mtp{self.spec_tokens}" if self.spec_tokens else "")
 
 
 def read_measurements(path: str | Path) -> list[dict[str, str]]:
@@ -194,9 +210,6 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         return "non-numeric value"
     if not math.isfinite(measured) or measured <= 0:
         return "non-positive value"
-    context = " ".join((row.get("notes", ""), row["framework"], row["dp"])).lower()
-    if "disagg" in context:
-        return "disaggregated prefill/decode rows (pool split not mapped)"
     model_id = match_model_name(row["model"])
     if model_id is None:
         return f"unknown model {row['model'].strip()}"
@@ -207,16 +220,34 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     prec = map_precision(model, hw, row["precision"])
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
-    tp, pp = parse_int(row["tp"] or ""), parse_int(row["pp"] or "")
-    if tp is None or pp is None:
-        return "plan not stated (tp/pp blank)"
-    dp = row["dp"].strip()
-    adp = dp.lower().startswith("attn-dp")
-    ep = parse_int(row["ep"] or "") or 1
-    if adp and not row["ep"].strip() and model.moe is not None:
-        ep = tp  # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP)
-    if model.moe is None:
-        ep, adp = 1, False if not adp else adp
+    notes: list[str] = []
+    pools: DisaggPools | None = None
+    if is_disaggregated(row):
+        parsed = parse_pools(row, model)
+        if isinstance(parsed, str):
+            return parsed
+        pools = parsed
+        tp, pp, ep, adp = pools.decode_tp, 1, pools.decode_ep, pools.decode_adp
+        if not row["dp"].strip():
+            notes.append("dp blank: tensor-parallel attention")
+    else:
+        if not (row["tp"] or "").strip():
+            return "plan not stated (tp blank)"
+        tp = parse_int(row["tp"] or "")
+        pp = parse_int(row["pp"] or "") if (row["pp"] or "").strip() else 1
+        if tp is None or pp is None:
+            return "plan not a number (tp/pp)"
+        dp = row["dp"].strip()
+        adp = dp.lower().startswith("attn-dp")
+        ep = parse_int(row["ep"] or "") or 1
+        if adp and not row["ep"].strip() and model.moe is not None:
+            ep = tp  # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP)
+        if model.moe is None:
+            ep, adp = 1, False if not adp else adp
+        if not dp and model.moe is not None:
+            notes.append("dp blank: tensor-parallel attention")
+    if not (row["pp"] or "").strip():
+        notes.insert(0, "pp blank: 1 (no pipeline parallelism)")
     isl, osl = parse_int(row["isl"] or ""), parse_int(row["osl"] or "")
     if isl is None or osl is None:
         return "isl/osl not a number (dataset lengths)"
@@ -245,7 +276,24 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
             return "unparsed concurrency/batch"
         mode = "static" if "static" in fw.lower() else "concurrency"
         load = float(c)
+    engine = engine_for_framework(fw)
+    spec = speculative(row.get("notes", ""), engine, bool(adp), model)
+    if isinstance(spec, str):
+        return spec
+    k_spec, a_spec, spec_note = spec
+    if spec_note:
+        notes.append(spec_note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
+    if pools is not None:
+        if k_spec:
+            return "disaggregated with MTP (evaluate_disaggregated has no speculative decoding)"
+        if mode != "concurrency":
+            return f"disaggregated row with {mode} load (needs a client concurrency)"
+        mode = "disaggregated"
+        gpus = pools.num_gpus
+        if re.search(r"divides by decode gpus only", row.get("notes", ""), re.I):
+            gpus = pools.decode_gpus
+            notes.append("per-GPU value over the decode GPUs only (row note)")
     return MappedRow(
         index=i,
         source_id=row["source_id"],
@@ -253,7 +301,7 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         gpu=row["gpu"],
         hardware=hw_id,
         precision=prec,
-        engine=engine_for_framework(fw),
+        engine=engine,
         tp=tp,
         pp=pp,
         ep=ep,
@@ -266,6 +314,10 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         measured=measured,
         metric_gpus=gpus,
         raw=row,
+        spec_tokens=k_spec,
+        spec_acceptance=a_spec,
+        pools=pools,
+        note="; ".join(notes),
     )
 
 

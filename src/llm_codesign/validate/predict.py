@@ -6,7 +6,12 @@ Serving modes:
   * ``offline``: max-throughput runs with unknown concurrency -> the best prediction over the
     concurrencies that fit in memory (SOURCES.md caveat 1), at most ``OFFLINE_MAX_BATCH``;
   * ``rate``: open-loop request rate -> the concurrency whose throughput equals the rate
-    (Little's law on the closed-loop curve); "INF" = offline.
+    (Little's law on the closed-loop curve); "INF" = offline;
+  * ``disaggregated``: x prefill and y decode workers at a client concurrency ->
+    serving.evaluate_disaggregated (``disaggregated_inputs``; conventions in ``conventions``).
+
+Rows with MTP pass their draft length and acceptance to serving.evaluate (``spec_tokens``,
+``spec_acceptance``); static batches have no speculative-decoding model.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..explore import POINTS_PER_OCTAVE, concurrency_grid
-from ..serving import evaluate, evaluate_static
+from ..serving import evaluate, evaluate_disaggregated, evaluate_static
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
@@ -59,6 +64,103 @@ def _metric_value(
 Array = np.ndarray
 
 
+def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
+    """Keyword arguments of ``serving.evaluate_disaggregated`` for one disaggregated row: the
+    client concurrency C spread over the y decode workers (C / y each; with fewer clients than
+    workers, C busy workers of one sequence each: a sequence's step is never a fraction of one,
+    and the idle workers still count in the per-GPU metrics, see ``_predict_disaggregated``),
+    and prefill batches of max_num_tokens // ISL prompts (at least 1, at most the ceil(C / x)
+    the clients can have outstanding per prefill worker)."""
+    p = r.pools
+    assert p is not None
+    budget = max(1, eng.max_num_tokens // r.isl)
+    outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
+    busy = min(float(p.decode_workers), max(r.load, 1.0))
+    return {
+        "prefill_plan": {
+            "tp": p.prefill_tp,
+            "pp": 1,
+            "ep": p.prefill_ep,
+            "cp": 1,
+            "attention_dp": p.prefill_adp,
+        },
+        "decode_plan": {
+            "tp": p.decode_tp,
+            "pp": 1,
+            "ep": p.decode_ep,
+            "cp": 1,
+            "attention_dp": p.decode_adp,
+        },
+        "prefill_count": p.prefill_workers,
+        "decode_count": busy,
+        "prefill_batch": min(budget, outstanding),
+        "concurrency": r.load / busy,
+        "isl": r.isl,
+        "osl": r.osl,
+    }
+
+
+def _predict_disaggregated(
+    model: Any, hw: HardwareSpec, prec: Any, eng: EngineConstants, rs: list[MappedRow]
+) -> tuple[list[float], list[str]]:
+    """Predictions (NaN + reason where infeasible) of disaggregated rows, one ISL/OSL pair per
+    call (evaluate_disaggregated takes scalar lengths), plans and counts vectorized."""
+    preds, notes = [float("nan")] * len(rs), [""] * len(rs)
+    by_len: dict[tuple[int, int], list[int]] = {}
+    for k, r in enumerate(rs):
+        by_len.setdefault((r.isl, r.osl), []).append(k)
+    for (isl, osl), ks in by_len.items():
+        if osl < 2:
+            for k in ks:
+                notes[k] = "disaggregated serving needs osl >= 2"
+            continue
+        ins = [disaggregated_inputs(rs[k], eng) for k in ks]
+
+        def col(f: Any, ins: list[dict[str, Any]] = ins) -> np.ndarray:
+            return np.array([f(d) for d in ins])
+
+        plans = {
+            side: {
+                key: col(lambda d, side=side, key=key: d[side][key])
+                for key in ("tp", "pp", "ep", "cp", "attention_dp")
+            }
+            for side in ("prefill_plan", "decode_plan")
+        }
+        out = evaluate_disaggregated(
+            model,
+            hw,
+            prec,
+            eng,
+            **plans,
+            prefill_count=col(lambda d: d["prefill_count"]),
+            decode_count=col(lambda d: d["decode_count"]),
+            prefill_batch=col(lambda d: d["prefill_batch"]),
+            concurrency=col(lambda d: d["concurrency"]),
+            isl=isl,
+            osl=osl,
+        )
+        for i, k in enumerate(ks):
+            r = rs[k]
+            if not out.feasible[i]:
+                notes[k] = str(out.reason[i])
+                continue
+            # per-GPU metrics over the GPUs the row divides by (all, or the decode pool's; idle
+            # decode workers included)
+            total_gpus = float(out.num_gpus[i])
+            preds[k] = float(
+                _metric_value(
+                    r.metric,
+                    out.output_tok_s_per_gpu[i] * total_gpus / r.metric_gpus,
+                    out.total_tok_s_per_gpu[i] * total_gpus / r.metric_gpus,
+                    out.ttft_s[i],
+                    out.tpot_s[i],
+                    r.metric_gpus,
+                    osl,
+                )
+            )
+    return preds, notes
+
+
 def predict_rows(
     rows: list[MappedRow],
     engines: dict[str, EngineConstants] | None = None,
@@ -68,20 +170,31 @@ def predict_rows(
     """Predictions for mapped rows (NaN + reason where infeasible), grouped and vectorized."""
     preds = np.full(len(rows), np.nan)
     notes = [""] * len(rows)
-    groups: dict[tuple[str, str, str, str], list[int]] = {}
+    groups: dict[tuple[str, str, str, str, int, float], list[int]] = {}
     for j, r in enumerate(rows):
-        groups.setdefault((r.model, r.hardware, r.precision, r.engine), []).append(j)
-    for (mid, hid, pid, eid), idx in groups.items():
+        key = (r.model, r.hardware, r.precision, r.engine, r.spec_tokens, r.spec_acceptance)
+        groups.setdefault(key, []).append(j)
+    for (mid, hid, pid, eid, k_spec, a_spec), idx in groups.items():
         model = load_model(mid)
         hw = (hw_override or {}).get(hid) or load_hardware(hid)
         prec = parse_precision(pid)
         eng = engine_override or (engines or {}).get(eid) or load_engine(eid)
         sub = [rows[j] for j in idx]
-        for mode in ("concurrency", "static", "offline", "rate"):
+        spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
+        for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
             js = [j for j, r in zip(idx, sub) if r.mode == mode]
             if not js:
                 continue
             rs = [rows[j] for j in js]
+            if mode == "disaggregated":
+                vals, why = _predict_disaggregated(model, hw, prec, eng, rs)
+                for j, v, n in zip(js, vals, why):
+                    preds[j], notes[j] = v, n
+                continue
+            if mode == "static" and k_spec:
+                for j in js:
+                    notes[j] = "speculative decoding is not modelled for static batches"
+                continue
 
             def a(f: Any, rs: list[MappedRow] = rs) -> np.ndarray:
                 return np.array([f(r) for r in rs])
@@ -139,6 +252,7 @@ def predict_rows(
                     osl=osl,
                     concurrency=a(lambda r: r.load),
                     benchmark_burst=True,
+                    **spec,
                 )
                 for k, (j, r) in enumerate(zip(js, rs)):
                     v = _metric_value(
@@ -170,6 +284,7 @@ def predict_rows(
                 osl=osl[:, None],
                 concurrency=g,
                 benchmark_burst=mode == "offline",
+                **spec,
             )
             thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
             for k, (j, r) in enumerate(zip(js, rs)):

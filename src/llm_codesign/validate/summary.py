@@ -39,7 +39,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     known: dict[str, list[float]] = {}
     for r in records:
         groups.setdefault(f"{r['source_id']}|{r['metric']}", []).append(r["error"])
-        if r["mode"] in ("concurrency", "static"):
+        if r["mode"] in ("concurrency", "static", "disaggregated"):
             cls = metric_class(r["metric"])
             known.setdefault(cls, []).append(r["error"])
     for k, v in sorted(groups.items()):

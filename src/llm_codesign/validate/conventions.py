@@ -1,0 +1,201 @@
+"""Table conventions that ``mapping`` applies to a row: documented defaults for blank plan
+fields, disaggregated prefill/decode pools, and MTP speculative decoding.
+
+Blank fields (SOURCES.md, ``inferencex_hopper.csv``; applied to every source and said in the
+row's note): a blank ``pp`` is 1 (no pipeline parallelism); a blank ``dp`` is tensor-parallel
+attention; ``attn-DP`` in ``dp`` is attention-DP over the tp group. A blank ``tp`` has no
+default: the row is skipped ("plan not stated").
+
+Disaggregated rows state one plan per pool: ``tp`` = ``P:tp<a>/D:tp<b>``, ``ep`` =
+``P:ep<a>/D:ep<b>`` (blank: 1, or the pool's tp with attention-DP, as for aggregated rows),
+``dp`` = ``P:dpattn=<bool>/D:dpattn=<bool>`` (blank: tensor-parallel attention in both), and the
+notes give ``prefill_gpus=N (workers=x)`` and ``decode_gpus=M (workers=y)``; ``num_gpus`` must
+equal x a + y b (and N = x a, M = y b), else the row is skipped with the mismatch. The row is
+predicted by ``serving.evaluate_disaggregated`` with x prefill and y decode workers:
+
+* the client concurrency C is spread over the y decode workers: C / y sequences per decode
+  worker (a mean; below one worker each, it is the busy fraction);
+* a prefill worker packs prompts up to the engine's chunk budget, max_num_tokens // ISL of them
+  (at least 1), but never more than the ceil(C / x) prompts the clients can have outstanding
+  per prefill worker;
+* per-GPU metrics divide by all prefill + decode GPUs, except where the row's note says the
+  value divides by the decode GPUs only (InferenceX's newer ``output_tput_per_gpu`` for
+  disaggregated runs does: its total-to-output ratio is (ISL + OSL) / OSL x decode / all GPUs).
+
+MTP (``spec_method=mtp`` in the notes: DeepSeek's multi-token-prediction module used as the
+draft) is predicted by ``serving.evaluate``'s ``spec_tokens`` and ``spec_acceptance``. Draft
+length: ``spec_tokens=``, ``draft_tokens=`` or ``num_nextn_predict_layers=`` in the notes, else
+the recipe default of the row's engine (``MTP_DRAFT_TOKENS``), taken from the InferenceX launch
+scripts the published rows ran (SemiAnalysisAI/InferenceX ``benchmarks/single_node/
+fixed_seq_len/``): ``dsr1_fp8_h200_mtp.sh`` runs SGLang EAGLE with ``--speculative-num-steps 2
+--speculative-eagle-topk 1 --speculative-num-draft-tokens 3`` (2 draft tokens);
+``dsr1_fp8_h200_trt_mtp.sh`` sets TensorRT-LLM ``num_nextn_predict_layers`` to 3, or 1 with
+attention-DP. Other engines: 1 (DeepSeek's own setting). Acceptance: ``spec_acceptance=`` or
+``acceptance=`` in the notes, else ``MTP_ACCEPTANCE`` = 0.85 per draft token, an assumption:
+the DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3) measures 85-90% acceptance of
+the second token (the first draft); the low end is used, and evaluate's closed form applies it
+to every draft position (later drafts are likely accepted less often: optimistic for k > 1).
+Disaggregated rows with MTP are skipped: ``evaluate_disaggregated`` has no speculative decoding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..specs.model import ModelSpec
+
+MTP_ACCEPTANCE = 0.85  # DeepSeek-V3 report section 5.4.3: 85-90% for the second token
+MTP_ACCEPTANCE_SOURCE = "arXiv 2412.19437 s5.4.3 (85-90% on the 2nd token)"
+# (engine, attention_dp) -> draft tokens of the InferenceX MTP recipes (module doc)
+MTP_DRAFT_TOKENS = {
+    ("sglang", False): 2,
+    ("sglang", True): 2,
+    ("trtllm", False): 3,
+    ("trtllm", True): 1,
+}
+MTP_DRAFT_TOKENS_FALLBACK = 1
+
+_POOL = r"P:\s*{k}\s*=?\s*(\w+)\s*/\s*D:\s*{k}\s*=?\s*(\w+)"
+
+
+@dataclass(frozen=True)
+class DisaggPools:
+    """One disaggregated deployment: x prefill workers of one plan, y decode workers of
+    another (pp 1 in both), and the GPUs the row's per-GPU metrics divide by."""
+
+    prefill_tp: int
+    prefill_ep: int
+    prefill_adp: bool
+    prefill_workers: int
+    decode_tp: int
+    decode_ep: int
+    decode_adp: bool
+    decode_workers: int
+
+    @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_workers * self.prefill_tp
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_workers * self.decode_tp
+
+    @property
+    def num_gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    def label(self) -> str:
+        def one(side: str, n: int, tp: int, ep: int, adp: bool) -> str:
+            return f"{side}:{n}x tp{tp} ep{ep}" + (" adp" if adp else "")
+
+        return (
+            one("P", self.prefill_workers, self.prefill_tp, self.prefill_ep, self.prefill_adp)
+            + " / "
+            + one("D", self.decode_workers, self.decode_tp, self.decode_ep, self.decode_adp)
+        )
+
+
+def is_disaggregated(row: dict[str, str]) -> bool:
+    """A row of a disaggregated deployment: the notes, framework or dp say so, or the plan is
+    written per pool (``P:.../D:...``)."""
+    context = " ".join((row.get("notes", ""), row["framework"], row["dp"])).lower()
+    return "disagg" in context or any(
+        row[c].strip().upper().startswith("P:") for c in ("tp", "ep", "dp")
+    )
+
+
+def _pool_pair(text: str, key: str) -> tuple[str, str] | None:
+    m = re.fullmatch(_POOL.format(k=key), text.strip(), re.I)
+    return (m.group(1), m.group(2)) if m else None
+
+
+def _workers(notes: str, pool: str) -> tuple[int, int] | None:
+    m = re.search(rf"{pool}_gpus\s*=\s*(\d+)\s*\(\s*workers\s*=\s*(\d+)\s*\)", notes, re.I)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggPools | str:
+    """The row's two pools, or the reason they cannot be read (module doc)."""
+    tps = _pool_pair(row["tp"], "tp")
+    if tps is None or not all(v.isdigit() and int(v) > 0 for v in tps):
+        return f"disaggregated pool plan not stated as P:tp<a>/D:tp<b> (tp={row['tp'].strip()!r})"
+    tp_p, tp_d = int(tps[0]), int(tps[1])
+    if row["pp"].strip() not in ("", "1"):
+        return f"disaggregated row with pp={row['pp'].strip()} (pools are mapped with pp 1)"
+    dp = row["dp"].strip()
+    if dp:
+        dps = _pool_pair(dp, "dpattn")
+        if dps is None or not all(v.lower() in ("true", "false") for v in dps):
+            return (
+                f"disaggregated attention-DP not stated as P:dpattn=<bool>/D:dpattn=<bool> ({dp!r})"
+            )
+        adp_p, adp_d = (v.lower() == "true" for v in dps)
+    else:
+        adp_p = adp_d = False
+    ep_text = row["ep"].strip()
+    if ep_text:
+        eps = _pool_pair(ep_text, "ep")
+        if eps is None or not all(v.isdigit() and int(v) > 0 for v in eps):
+            return f"disaggregated expert parallelism not stated as P:ep<a>/D:ep<b> ({ep_text!r})"
+        ep_p, ep_d = int(eps[0]), int(eps[1])
+    else:  # blank: 1, or EP over the tp group with attention-DP (as for aggregated rows)
+        ep_p = tp_p if adp_p and model.moe is not None else 1
+        ep_d = tp_d if adp_d and model.moe is not None else 1
+    if model.moe is None:
+        ep_p = ep_d = 1
+    notes = row.get("notes", "")
+    pre, dec = _workers(notes, "prefill"), _workers(notes, "decode")
+    if pre is None or dec is None:
+        return "disaggregated pool sizes not stated (prefill_gpus=N (workers=x), decode_gpus=...)"
+    pools = DisaggPools(tp_p, ep_p, adp_p, pre[1], tp_d, ep_d, adp_d, dec[1])
+    stated = row["num_gpus"].strip()
+    if (
+        pools.prefill_workers < 1
+        or pools.decode_workers < 1
+        or pools.prefill_gpus != pre[0]
+        or pools.decode_gpus != dec[0]
+        or stated != str(pools.num_gpus)
+    ):
+        return (
+            "disaggregated pool sizes disagree with tp x workers or num_gpus "
+            "(num_gpus != x * tp_prefill + y * tp_decode)"
+        )
+    return pools
+
+
+def speculative(
+    notes: str, engine: str, attention_dp: bool, model: ModelSpec
+) -> tuple[int, float, str] | str:
+    """(draft tokens, acceptance per draft token, note) of the row's speculative decoding
+    ((0, 0.0, "") without it), or the reason it cannot be mapped (module doc)."""
+    m = re.search(r"spec_method\s*=\s*([\w.-]+)", notes, re.I)
+    method = m.group(1).lower() if m else "none"
+    if method in ("none", "off", "no", "false", "disabled"):
+        return 0, 0.0, ""
+    if method not in ("mtp", "nextn"):
+        return f"speculative decoding {method} (only MTP is mapped)"
+    if model.num_mtp_layers < 1:
+        return "spec_method=mtp on a model without MTP modules"
+    k_m = re.search(
+        r"(?:spec_tokens|draft_tokens|num_nextn_predict_layers)\s*=\s*(\d+)", notes, re.I
+    )
+    a_m = re.search(r"(?:spec_acceptance|acceptance(?:_rate)?)\s*=\s*([\d.]+)", notes, re.I)
+    if k_m:
+        k, k_note = int(k_m.group(1)), "stated"
+    else:
+        k = MTP_DRAFT_TOKENS.get((engine, attention_dp), MTP_DRAFT_TOKENS_FALLBACK)
+        k_note = f"default of the {engine} MTP recipe"
+    if not 1 <= k <= 16:
+        return f"MTP draft length {k} outside 1..16"
+    if a_m:
+        try:
+            a = float(a_m.group(1))
+        except ValueError:
+            return f"MTP acceptance not a number ({a_m.group(1)})"
+        if not 0.0 <= a <= 1.0:
+            return f"MTP acceptance {a} outside [0, 1]"
+        a_note = "stated"
+    else:
+        a, a_note = MTP_ACCEPTANCE, f"assumed, {MTP_ACCEPTANCE_SOURCE}"
+    return k, a, f"MTP: {k} draft tokens ({k_note}), acceptance {a:g} per draft ({a_note})"

@@ -1,0 +1,245 @@
+"""validate's table conventions (validate.conventions): blank-field defaults, disaggregated
+pools predicted by evaluate_disaggregated, MTP rows, and skip reasons for malformed pools."""
+
+import csv
+
+import pytest
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.serving import evaluate, evaluate_disaggregated
+from llm_codesign.specs.engine import engine_for_framework
+from llm_codesign.validate import (
+    MTP_ACCEPTANCE,
+    REQUIRED_COLUMNS,
+    disaggregated_inputs,
+    map_row,
+    validate,
+)
+
+DISAGG_NOTES = (
+    "disaggregated: prefill_gpus=8 (workers=1), decode_gpus=72 (workers=9), "
+    "is_multinode=True; spec_method=none; run date 2026-03-23"
+)
+METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "total_tok_s_per_gpu")
+
+
+def row(**kw):
+    base = dict(
+        source_id="ix",
+        model="DeepSeek-R1-0528",
+        gpu="H200",
+        num_gpus="8",
+        precision="fp8/?/?",
+        tp="8",
+        pp="",
+        ep="1",
+        dp="",
+        framework="sglang (lmsysorg/sglang:v0.5.12-cu130)",
+        isl="1024",
+        osl="1024",
+        concurrency_or_batch="16",
+        metric="tpot_ms",
+        value="10",
+        notes="aggregated single-node; spec_method=none",
+    )
+    base.update(kw)
+    return base
+
+
+def disagg_row(**kw):
+    base = dict(
+        num_gpus="80",
+        tp="P:tp8/D:tp8",
+        ep="P:ep8/D:ep8",
+        dp="P:dpattn=True/D:dpattn=False",
+        framework="dynamo-trt (nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1)",
+        concurrency_or_batch="576",
+        notes=DISAGG_NOTES,
+    )
+    base.update(kw)
+    return row(**base)
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(REQUIRED_COLUMNS) + ["notes"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def by_hand(prefill_adp, decode_adp, decode_count, prefill_batch, concurrency):
+    def plan(adp):
+        return {"tp": 8, "pp": 1, "ep": 8, "cp": 1, "attention_dp": adp}
+
+    return evaluate_disaggregated(
+        load_model("deepseek-r1"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        load_engine("trtllm"),
+        prefill_plan=plan(prefill_adp),
+        decode_plan=plan(decode_adp),
+        prefill_count=1,
+        decode_count=decode_count,
+        prefill_batch=prefill_batch,
+        concurrency=concurrency,
+        isl=1024,
+        osl=1024,
+    )
+
+
+def test_disaggregated_row_predicts_what_evaluate_disaggregated_gives_by_hand(tmp_path):
+    rows = [disagg_row(metric=m) for m in METRICS]
+    rows.append(
+        disagg_row(
+            metric="output_tok_s_per_gpu",
+            notes=DISAGG_NOTES + "; output_tput_per_gpu (divides by decode GPUs only)",
+        )
+    )
+    rep = validate(write_csv(tmp_path / "d.csv", rows))
+    assert rep.skipped == [] and len(rep.rows) == len(rows)
+    # C = 576 clients over 9 decode workers: 64 each; prefill batch = 8192 // 1024 = 8 prompts
+    r = by_hand(True, False, 9, 8, 576 / 9)
+    assert float(r.num_gpus) == 80 and bool(r.feasible)
+    want = {
+        "ttft_ms": float(r.ttft_s) * 1e3,
+        "tpot_ms": float(r.tpot_s) * 1e3,
+        "tok_s_per_user": 1.0 / float(r.tpot_s),
+        "output_tok_s_per_gpu": float(r.output_tok_s_per_gpu),
+        "total_tok_s_per_gpu": float(r.total_tok_s_per_gpu),
+    }
+    got = {rec["metric"]: rec["predicted"] for rec in rep.rows[: len(METRICS)]}
+    assert got == pytest.approx(want, rel=1e-9)
+    # the row whose note says it divides by the decode GPUs only: 80 / 72 of the all-GPU value
+    assert rep.rows[-1]["predicted"] == pytest.approx(want["output_tok_s_per_gpu"] * 80 / 72)
+    assert "decode GPUs only" in rep.rows[-1]["note"]
+    assert all(rec["mode"] == "disaggregated" for rec in rep.rows)
+    assert rep.rows[0]["plan"] == "P:1x tp8 ep8 adp / D:9x tp8 ep8"
+    assert rep.rows[0]["engine"] == "trtllm"
+    assert "pp blank: 1" in rep.rows[0]["note"]
+    assert rep.summary["known_load"]  # disaggregated rows have a known concurrency
+
+
+def test_disaggregated_prefill_batch_and_fewer_clients_than_decode_workers(tmp_path):
+    # C = 3 < 9 decode workers: 3 busy workers of one sequence; the prefill worker packs the 3
+    # outstanding prompts (below the 8-prompt chunk budget); per-GPU over all 80 GPUs
+    rows = [disagg_row(metric=m, concurrency_or_batch="3") for m in METRICS]
+    rep = validate(write_csv(tmp_path / "d.csv", rows))
+    r = by_hand(True, False, 3, 3, 1.0)
+    got = {rec["metric"]: rec["predicted"] for rec in rep.rows}
+    assert got["tpot_ms"] == pytest.approx(float(r.tpot_s) * 1e3, rel=1e-9)
+    assert got["ttft_ms"] == pytest.approx(float(r.ttft_s) * 1e3, rel=1e-9)
+    used = float(r.num_gpus)
+    assert used == 8 + 3 * 8
+    assert got["output_tok_s_per_gpu"] == pytest.approx(
+        float(r.output_tok_s_per_gpu) * used / 80, rel=1e-9
+    )
+    # 8k prompts fill the 8192-token budget alone: batch 1
+    m = map_row(0, disagg_row(isl="8192"))
+    assert disaggregated_inputs(m, load_engine("trtllm"))["prefill_batch"] == 1
+
+
+def test_blank_pp_is_one_with_a_note():
+    m = map_row(0, row())
+    assert not isinstance(m, str)
+    assert (m.tp, m.pp, m.ep, m.attention_dp) == (8, 1, 1, False)
+    assert "pp blank: 1" in m.note and "dp blank: tensor-parallel attention" in m.note
+    m = map_row(0, row(pp="1"))
+    assert m.pp == 1 and "pp blank" not in m.note
+    # attention-DP over the tp group
+    m = map_row(0, row(dp="attn-DP", ep="8", framework="trt"))
+    assert (m.attention_dp, m.ep, m.engine) == (True, 8, "trtllm")
+    assert map_row(0, row(tp="")).startswith("plan not stated")
+
+
+def test_framework_labels_map_to_engines():
+    assert engine_for_framework("trt") == "trtllm"
+    assert engine_for_framework("trt (nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc14)") == "trtllm"
+    assert engine_for_framework("dynamo-trt (nvcr.io/x/tensorrtllm-runtime:0.8.1)") == "trtllm"
+    assert engine_for_framework("dynamo-sglang (lmsysorg/sglang:v0.5.8-cu130)") == "sglang"
+    assert engine_for_framework("TensorRT-LLM v0.17 (TRT engine)") == "trtllm-trt"
+
+
+def test_mtp_row_passes_draft_length_and_acceptance(tmp_path):
+    notes = "aggregated single-node; spec_method=mtp"
+    m = map_row(0, row(notes=notes))
+    # SGLang's MTP recipe: 2 draft tokens; acceptance: the published DeepSeek-V3 figure
+    assert (m.spec_tokens, m.spec_acceptance) == (2, MTP_ACCEPTANCE)
+    assert "MTP: 2 draft tokens" in m.note and "2412.19437" in m.note
+    # TensorRT-LLM's recipe: 3 drafts with TP attention, 1 with attention-DP
+    assert map_row(0, row(notes=notes, framework="trt")).spec_tokens == 3
+    assert map_row(0, row(notes=notes, framework="trt", dp="attn-DP", ep="8")).spec_tokens == 1
+    # stated in the row: used as stated
+    m = map_row(0, row(notes=notes + "; spec_tokens=4; spec_acceptance=0.7"))
+    assert (m.spec_tokens, m.spec_acceptance) == (4, 0.7) and "stated" in m.note
+    assert map_row(0, row(notes=notes + "; spec_acceptance=1.5")).startswith("MTP acceptance")
+    assert map_row(0, row(notes="spec_method=eagle3")).startswith("speculative decoding eagle3")
+    assert map_row(0, row(model="Llama-3.1-8B", tp="1", notes=notes)).startswith(
+        "spec_method=mtp on a model without MTP"
+    )
+
+    rows = [row(notes=notes), row(notes="aggregated single-node; spec_method=none")]
+    rep = validate(write_csv(tmp_path / "m.csv", rows))
+    mtp, plain = (rec["predicted"] for rec in rep.rows)
+    assert rep.rows[0]["plan"].endswith("mtp2")
+
+    def tpot(**spec):
+        return (
+            float(
+                evaluate(
+                    load_model("deepseek-r1"),
+                    load_hardware("h200-sxm"),
+                    parse_precision("fp8"),
+                    load_engine("sglang"),
+                    tp=8,
+                    ep=1,
+                    isl=1024,
+                    osl=1024,
+                    concurrency=16,
+                    benchmark_burst=True,
+                    **spec,
+                ).tpot_s
+            )
+            * 1e3
+        )
+
+    want_mtp, want_plain = tpot(spec_tokens=2, spec_acceptance=0.85), tpot()
+    assert (mtp, plain) == pytest.approx((want_mtp, want_plain), rel=1e-9)
+    # a memory-bound decode step verifies 3 tokens for about the price of one and yields
+    # 1 + 0.85 + 0.85^2 = 2.57 tokens: TPOT falls
+    assert mtp < plain
+
+
+def test_disaggregated_mtp_is_skipped_with_a_reason():
+    notes = DISAGG_NOTES.replace("spec_method=none", "spec_method=mtp")
+    assert map_row(0, disagg_row(notes=notes)).startswith("disaggregated with MTP")
+
+
+@pytest.mark.parametrize(
+    "kw,reason",
+    [
+        (dict(tp="P:tp8"), "disaggregated pool plan not stated"),
+        (dict(tp="P:tp8/D:tpX"), "disaggregated pool plan not stated"),
+        (dict(tp="P:tp0/D:tp8"), "disaggregated pool plan not stated"),
+        (dict(ep="P:ep8/D:"), "disaggregated expert parallelism"),
+        (dict(dp="P:dpattn=maybe/D:dpattn=True"), "disaggregated attention-DP"),
+        (dict(pp="2"), "disaggregated row with pp=2"),
+        (dict(notes="disaggregated: prefill_gpus=8, decode_gpus=72"), "disaggregated pool sizes"),
+        (dict(num_gpus="64"), "disaggregated pool sizes disagree"),
+        (
+            dict(notes=DISAGG_NOTES.replace("decode_gpus=72", "decode_gpus=64")),
+            "disaggregated pool sizes disagree",
+        ),
+        (dict(concurrency_or_batch="max-throughput"), "disaggregated row with offline"),
+    ],
+)
+def test_malformed_pools_give_a_skip_reason(kw, reason):
+    assert map_row(0, disagg_row(**kw)).startswith(reason)
+
+
+def test_malformed_pools_are_counted_not_fatal(tmp_path):
+    rows = [disagg_row(tp="P:tp8"), disagg_row(num_gpus="7"), disagg_row(metric="tpot_ms")]
+    rep = validate(write_csv(tmp_path / "d.csv", rows))
+    assert len(rep.rows) == 1
+    assert sum(s["count"] for s in rep.skipped) == 2
+    assert all(s["reason"].startswith("disaggregated") for s in rep.skipped)
