@@ -51,3 +51,29 @@ def golden(request):
             )
 
     return check
+
+
+@pytest.fixture(scope="session")
+def student_t_checkpoint(tmp_path_factory):
+    """(path, tensors): two layers of heavy-tailed (Student-t) bf16 weights, a norm and an
+    lm_head in a safetensors file; seeded, so the file is the same on every run."""
+    import ml_dtypes
+    import numpy as np
+
+    from llm_codesign.quant import write_safetensors
+
+    rng = np.random.default_rng(0)
+    tensors = {}
+    for layer, nu in enumerate((5.0, 2.5)):
+        p = f"model.layers.{layer}."
+        tensors[p + "input_layernorm.weight"] = np.ones(128, ml_dtypes.bfloat16)
+        tensors[p + "self_attn.q_proj.weight"] = (rng.standard_t(nu, (128, 128)) * 0.02).astype(
+            ml_dtypes.bfloat16
+        )
+        tensors[p + "mlp.up_proj.weight"] = (rng.standard_t(nu, (256, 128)) * 0.02).astype(
+            ml_dtypes.bfloat16
+        )
+    tensors["lm_head.weight"] = (rng.standard_normal((64, 128)) * 0.02).astype(np.float32)
+    path = tmp_path_factory.mktemp("ckpt") / "model.safetensors"
+    write_safetensors(path, tensors)
+    return path, tensors

@@ -4,20 +4,9 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from contract import CONTRACT_KEYS
 
 from llm_codesign.cli import main
-
-CONTRACT_KEYS = {
-    "ttft_ms",
-    "tpot_ms",
-    "tok_s_per_user",
-    "output_tok_s_per_gpu",
-    "total_tok_s_per_gpu",
-    "num_gpus",
-    "fits_in_memory",
-    "memory_per_gpu_gb",
-    "breakdown",
-}
 
 
 def run(*args):

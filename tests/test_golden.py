@@ -17,8 +17,6 @@ import json
 import re
 from pathlib import Path
 
-import ml_dtypes
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -178,27 +176,10 @@ def test_json_output(name, golden):
     golden(name, normalize_json(cli(*JSON_CASES[name])))
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """Two layers of heavy-tailed (Student-t) bf16 weights, a norm and an lm_head (as in
-    tests/quant/test_quant_inspect.py); seeded, so the file is the same on every run."""
-    from llm_codesign.quant import write_safetensors
-
-    rng = np.random.default_rng(0)
-    tensors = {}
-    for layer, nu in enumerate((5.0, 2.5)):
-        p = f"model.layers.{layer}."
-        tensors[p + "input_layernorm.weight"] = np.ones(128, ml_dtypes.bfloat16)
-        tensors[p + "self_attn.q_proj.weight"] = (rng.standard_t(nu, (128, 128)) * 0.02).astype(
-            ml_dtypes.bfloat16
-        )
-        tensors[p + "mlp.up_proj.weight"] = (rng.standard_t(nu, (256, 128)) * 0.02).astype(
-            ml_dtypes.bfloat16
-        )
-    tensors["lm_head.weight"] = (rng.standard_normal((64, 128)) * 0.02).astype(np.float32)
-    path = tmp_path_factory.mktemp("ckpt") / "model.safetensors"
-    write_safetensors(path, tensors)
-    return path
+@pytest.fixture
+def checkpoint(student_t_checkpoint):
+    """The shared Student-t checkpoint (tests/conftest.py)."""
+    return student_t_checkpoint[0]
 
 
 def test_quant_inspect_output(checkpoint, golden):

@@ -290,7 +290,7 @@ def explain_ops(
     rows: list[dict[str, Any]] = []
     chunk = min(wl.isl, eng.max_num_tokens)
     for phase, dec, pre in (("decode", wl.concurrency, 0), ("prefill", 0, chunk)):
-        # a decode step's micro-batch (1/pp of the sequences); one prefill chunk streams whole
+        # a decode step's micro-batch (ops.step_shape's rule); one prefill chunk streams whole
         s = step_shape(
             plan.tp,
             plan.pp,
@@ -302,7 +302,7 @@ def explain_ops(
             decode_seqs=float(dec),
             prefill_tokens=float(pre),
             prefill_seqs=1.0 if pre else 0.0,
-            micro_batches=plan.pp if dec else 1.0,
+            micro_batches=None if dec else 1.0,
         )
         cost = step_cost(m, prec, hw, eng, s, detail=True)
         merged: dict[str, dict[str, Any]] = {}

@@ -80,6 +80,7 @@ class StepShape:
     # share of the replica's per-sequence host work one stage carries: micro-batches / pp (each
     # sequence is scheduled once per step however many stages it crosses)
     host_seq_share: Array | float = 1.0
+    micro_batches: Array | float = 1.0  # micro-batches the replica's tokens are split into
 
 
 def step_shape(
@@ -138,6 +139,7 @@ def step_shape(
         attention_dp=np.asarray(attention_dp, dtype=bool),
         decode_query=decode_query,
         host_seq_share=host_share,
+        micro_batches=micro,
     )
 
 

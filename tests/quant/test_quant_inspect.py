@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -20,30 +19,15 @@ from llm_codesign.quant import (
     inspect_checkpoint,
     layer_of,
     packed_nbytes,
-    write_safetensors,
 )
 
 TENSOR_KEYS = {"name", "shape", "format", "sqnr_db", "rel_error", "max_abs_error", "bytes"}
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """Two layers of heavy-tailed (Student-t) bf16 weights, a norm and an lm_head."""
-    rng = np.random.default_rng(0)
-    tensors = {}
-    for layer, nu in enumerate((5.0, 2.5)):
-        p = f"model.layers.{layer}."
-        tensors[p + "input_layernorm.weight"] = np.ones(128, ml_dtypes.bfloat16)
-        tensors[p + "self_attn.q_proj.weight"] = (rng.standard_t(nu, (128, 128)) * 0.02).astype(
-            ml_dtypes.bfloat16
-        )
-        tensors[p + "mlp.up_proj.weight"] = (rng.standard_t(nu, (256, 128)) * 0.02).astype(
-            ml_dtypes.bfloat16
-        )
-    tensors["lm_head.weight"] = (rng.standard_normal((64, 128)) * 0.02).astype(np.float32)
-    path = tmp_path_factory.mktemp("ckpt") / "model.safetensors"
-    write_safetensors(path, tensors)
-    return path, tensors
+@pytest.fixture
+def checkpoint(student_t_checkpoint):
+    """The shared Student-t checkpoint (tests/conftest.py): (path, tensors)."""
+    return student_t_checkpoint
 
 
 def test_json_contract_and_definitions(checkpoint):

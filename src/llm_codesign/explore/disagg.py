@@ -16,10 +16,10 @@ from ..serving.disaggregated import (
     check_decode_length,
     decode_workers,
     kv_transfer_time,
+    pooled_outcome,
     prefill_workers,
 )
 from ..serving.memory import concurrency_cap, memory_fit
-from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network
 from .grid import concurrency_grid
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, Points
@@ -114,13 +114,8 @@ def disaggregated_points(
     x, y, req_s, gpus, k = best_split(rate_p[cand], g_p[cand], rate_d, g_d, num_gpus)
     c = cand[k]
     transfer, inside = kv_transfer_time(m, hw, prec, eng, g_p[c], g_d, gpus, isl)
-    reason = np.full(len(conc), "", dtype=object)
-    reason = np.where(gpus <= 0, "budget_too_small_for_two_pools", reason)
-    no_net = crosses_domain_without_network(hw, np.where(inside, 0, gpus))
-    reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)
-    reason = np.where((reason == "") & ~np.isfinite(tpot), "numeric", reason)
-    feasible = reason == ""
-    safe_g = np.maximum(gpus, 1.0)
+    reason = np.where(gpus <= 0, "budget_too_small_for_two_pools", "").astype(object)
+    reason, feasible, out, total = pooled_outcome(hw, reason, gpus, inside, tpot, req_s, isl, osl)
     n = len(conc)
     cols: dict[str, Array] = {
         "precision": np.full(n, pi, dtype=np.int64),
@@ -144,8 +139,8 @@ def disaggregated_points(
         "ttft_s": latency_p[c] + transfer,
         "tpot_s": tpot,
         "tok_s_per_user": 1.0 / tpot,
-        "output_tok_s_per_gpu": np.where(feasible, req_s * osl / safe_g, 0.0),
-        "total_tok_s_per_gpu": np.where(feasible, req_s * (isl + osl) / safe_g, 0.0),
+        "output_tok_s_per_gpu": out,
+        "total_tok_s_per_gpu": total,
         "num_gpus": gpus,
         "max_concurrency": lim_d[row],
         "fits_in_memory": conc <= lim_d[row],

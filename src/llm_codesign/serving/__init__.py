@@ -17,7 +17,7 @@ from .memory import (
     RUNTIME_RESERVED_BYTES,
     concurrency_cap,
     memory_fit,
-    memory_in_use,
+    running_kv_bytes,
     scheduling_ranks,
 )
 from .step import (
@@ -52,11 +52,11 @@ __all__ = [
     "evaluate_static",
     "kv_transfer_time",
     "memory_fit",
-    "memory_in_use",
     "pipeline_hops",
     "pipelined_step",
     "prefill_workers",
     "region_of",
+    "running_kv_bytes",
     "scheduling_ranks",
     "step_cost",
 ]

@@ -29,8 +29,7 @@ from ..specs.precision import Precision
 from .memory import (
     concurrency_cap,
     memory_fit,
-    memory_in_use,
-    scheduling_ranks,
+    running_kv_bytes,
     static_batch_fits,
 )
 from .step import pipeline_hops, pipelined_step, step_cost
@@ -131,8 +130,8 @@ def evaluate(
     )
     client_conc = conc
     conc = np.maximum(np.minimum(conc, concurrency_cap(eng, max_conc, tp, adp)), 1.0)
-    kv_total = np.ceil(conc / scheduling_ranks(tp, adp)) * kv_seq
-    mem = memory_in_use(w_bytes, kv_seq, workspace, conc, tp, adp)
+    kv_total = running_kv_bytes(kv_seq, conc, tp, adp)
+    mem = w_bytes + kv_total + workspace
     fits = (usable > 0) & (client_conc <= max_conc)
     reason = np.where((reason == "") & (usable <= 0), "weights_exceed_memory", reason)
     reason = np.where((reason == "") & (max_conc < 1), "oom", reason)

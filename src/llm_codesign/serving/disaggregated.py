@@ -29,7 +29,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .memory import memory_fit, memory_in_use, scheduling_ranks
+from .memory import memory_fit, running_kv_bytes
 from .step import pipelined_step, step_cost
 
 Array = np.ndarray
@@ -161,9 +161,9 @@ def decode_workers(
         rate_req_s=conc / ((osl - 1.0) * tpot),
         gpus=(tp * pp).astype(float),
         max_concurrency=max_conc,
-        memory_per_gpu_bytes=memory_in_use(w, kv, workspace, conc, tp, attention_dp),
+        memory_per_gpu_bytes=w + running_kv_bytes(kv, conc, tp, attention_dp) + workspace,
         weight_bytes_per_gpu=w,
-        kv_bytes_per_gpu=np.ceil(conc / scheduling_ranks(tp, attention_dp)) * kv,
+        kv_bytes_per_gpu=running_kv_bytes(kv, conc, tp, attention_dp),
         by_class={c: np.broadcast_to(v, shape) for c, v in step.by_class.items()},
     )
 
@@ -274,6 +274,29 @@ def best_split(
     return tuple(out)
 
 
+def pooled_outcome(
+    hw: HardwareSpec,
+    reason: Array,
+    gpus: Array,
+    inside_domain: Array,
+    tpot_s: Array,
+    requests_per_s: Array,
+    isl: int,
+    osl: int,
+) -> tuple[Array, Array, Array, Array]:
+    """(reason, feasible, output tok/s/GPU, total tok/s/GPU) of deployments of both pools:
+    ``reason`` gains the network rule for pools spanning scale-up domains and a numeric check;
+    per-GPU throughput counts the GPUs of both pools."""
+    no_net = crosses_domain_without_network(hw, np.where(inside_domain, 0, gpus))
+    reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)
+    reason = np.where((reason == "") & ~np.isfinite(tpot_s), "numeric", reason)
+    feasible = reason == ""
+    safe_g = np.maximum(gpus, 1.0)
+    out = np.where(feasible, requests_per_s * osl / safe_g, 0.0)
+    total = np.where(feasible, requests_per_s * (isl + osl) / safe_g, 0.0)
+    return reason, feasible, out, total
+
+
 @dataclass
 class DisaggregatedResult:
     """Serving metrics of disaggregated deployments (arrays, SI units)."""
@@ -349,18 +372,17 @@ def evaluate_disaggregated(
     fits = pw.fits & (conc <= dw.max_concurrency)
     reason = np.where((reason == "") & ~pw.fits, "prefill_batch_oom", reason)
     reason = np.where((reason == "") & (conc > dw.max_concurrency), "oom", reason)
-    no_net = crosses_domain_without_network(hw, np.where(inside, 0, gpus))
-    no_net |= crosses_domain_without_network(hw, np.maximum(pplan["tp"], dplan["tp"]))
-    reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)
-    reason = np.where((reason == "") & ~np.isfinite(dw.tpot_s), "numeric", reason)
-    feasible = reason == ""
-    safe_g = np.maximum(gpus, 1.0)
+    wide = crosses_domain_without_network(hw, np.maximum(pplan["tp"], dplan["tp"]))
+    reason = np.where((reason == "") & wide, NO_SCALEOUT_NETWORK, reason)
+    reason, feasible, out, total = pooled_outcome(
+        hw, reason, gpus, inside, dw.tpot_s, req_s, isl, osl
+    )
     return DisaggregatedResult(
         ttft_s=pw.latency_s + transfer,
         tpot_s=dw.tpot_s,
         tok_s_per_user=1.0 / dw.tpot_s,
-        output_tok_s_per_gpu=np.where(feasible, req_s * osl / safe_g, 0.0),
-        total_tok_s_per_gpu=np.where(feasible, req_s * (isl + osl) / safe_g, 0.0),
+        output_tok_s_per_gpu=out,
+        total_tok_s_per_gpu=total,
         requests_per_s=req_s,
         num_gpus=gpus,
         kv_transfer_s=transfer,

@@ -70,12 +70,10 @@ def concurrency_cap(eng: EngineConstants, max_conc: Array, tp: Array, attention_
     return np.minimum(np.minimum(max_conc, batch), MAX_CONCURRENCY)
 
 
-def memory_in_use(
-    w_bytes: Array, kv_seq: Array, workspace: Array, running: Array, tp: Array, attention_dp: Array
-) -> Array:
-    """Bytes on the busiest GPU running ``running`` sequences per replica (attention-DP ranks
-    hold ceil(running / tp) sequences each)."""
-    return w_bytes + np.ceil(running / scheduling_ranks(tp, attention_dp)) * kv_seq + workspace
+def running_kv_bytes(kv_seq: Array, running: Array, tp: Array, attention_dp: Array) -> Array:
+    """KV bytes on the busiest GPU running ``running`` sequences per replica (attention-DP
+    ranks hold ceil(running / tp) sequences each); memory in use = weights + this + workspace."""
+    return np.ceil(running / scheduling_ranks(tp, attention_dp)) * kv_seq
 
 
 def static_batch_fits(

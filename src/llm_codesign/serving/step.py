@@ -105,13 +105,13 @@ class PipelinedStep:
     hops (each stage runs every micro-batch once per step, or each micro-batch crosses every
     stage when there are fewer micro-batches than stages: pp stage times either way);
     ``by_class`` sums to it (hops are communication); ``stage`` is one stage's cost (its op
-    rows, with ``detail``, are one stage's share of one micro-batch); ``micro_batches`` is the
+    rows, with ``detail``, are one stage's share of one micro-batch); ``stages`` is the
     multiplier pp of the stage time."""
 
     total_s: Array
     by_class: dict[str, Array]
     stage: StepCost
-    micro_batches: Array
+    stages: Array
     hops_s: Array
 
 
@@ -139,7 +139,7 @@ def pipelined_step(
     (``prefill_tokens=0`` gives a pure decode step). TPOT is this step's time (divided by the
     tokens a speculative step yields, in :func:`serving.evaluate`)."""
     pp_a = np.asarray(pp, dtype=np.int64)
-    micro = pp_a.astype(float)
+    stages = pp_a.astype(float)
     s = step_shape(
         tp,
         pp_a,
@@ -154,10 +154,10 @@ def pipelined_step(
     )
     stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
     tokens = np.asarray(decode_seqs, dtype=float) * decode_query + np.asarray(prefill_tokens)
-    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens, s.host_seq_share * micro)
-    by_class = {k: v * micro for k, v in stage.by_class.items()}
+    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens, s.micro_batches)
+    by_class = {k: v * stages for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
-    return PipelinedStep(micro * stage.total_s + hops, by_class, stage, micro, hops)
+    return PipelinedStep(stages * stage.total_s + hops, by_class, stage, stages, hops)
 
 
 def bound_split(
@@ -174,10 +174,9 @@ def bound_split(
         raise ValueError("bound_split needs a step computed with detail=True")
     shape = np.shape(step.total_s)
     out = {r: np.zeros(shape) for r in RESOURCES}
-    micro = step.micro_batches
     used = np.zeros(shape)
     for op, t, bound in step.stage.ops:
-        t = np.broadcast_to(np.asarray(t) * micro, shape)
+        t = np.broadcast_to(np.asarray(t) * step.stages, shape)
         used = used + t
         if op.kind == "comm":
             out["network"] = out["network"] + t
