@@ -124,11 +124,16 @@ class DisaggregatedPlan:
                 raise SpecError(f"plan: {name} must be an integer in 1..1,000,000, got {value!r}")
 
     @property
+    def prefill_gpus(self) -> int:
+        return self.prefill_workers * self.prefill.gpus_per_replica
+
+    @property
+    def decode_gpus(self) -> int:
+        return self.decode_workers * self.decode.gpus_per_replica
+
+    @property
     def num_gpus(self) -> int:
-        return (
-            self.prefill_workers * self.prefill.gpus_per_replica
-            + self.decode_workers * self.decode.gpus_per_replica
-        )
+        return self.prefill_gpus + self.decode_gpus
 
     def validate_for(self, model: ModelSpec) -> None:
         """Both plans must run ``model`` (the failing arithmetic names the pool)."""

@@ -14,7 +14,7 @@ import numpy as np
 from ..calibrate import apply_profile, load_profile, match_hardware_id
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
-from .conventions import MTP_ACCEPTANCE, MTP_DRAFT_TOKENS, DisaggPools, parse_pools, speculative
+from .conventions import MTP_ACCEPTANCE, MTP_DRAFT_TOKENS, parse_pools, pools_label, speculative
 from .gemm import GEMM_COLUMNS, is_gemm_table, validate_gemm
 from .mapping import (
     METRICS,
@@ -35,9 +35,9 @@ __all__ = [
     "CONCURRENCY_GRID",
     "MTP_ACCEPTANCE",
     "MTP_DRAFT_TOKENS",
-    "DisaggPools",
     "disaggregated_inputs",
     "parse_pools",
+    "pools_label",
     "speculative",
     "GEMM_COLUMNS",
     "METRICS",

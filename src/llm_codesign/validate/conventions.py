@@ -41,9 +41,10 @@ Disaggregated rows with MTP are skipped: ``evaluate_disaggregated`` has no specu
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ..errors import SpecError
 from ..specs.model import ModelSpec
+from ..specs.plan import DisaggregatedPlan, ParallelPlan
 
 MTP_ACCEPTANCE = 0.85  # DeepSeek-V3 report section 5.4.3: 85-90% for the second token
 MTP_ACCEPTANCE_SOURCE = "arXiv 2412.19437 s5.4.3 (85-90% on the 2nd token)"
@@ -59,41 +60,18 @@ MTP_DRAFT_TOKENS_FALLBACK = 1
 _POOL = r"P:\s*{k}\s*=?\s*(\w+)\s*/\s*D:\s*{k}\s*=?\s*(\w+)"
 
 
-@dataclass(frozen=True)
-class DisaggPools:
-    """One disaggregated deployment: x prefill workers of one plan, y decode workers of
-    another (pp 1 in both), and the GPUs the row's per-GPU metrics divide by."""
+def pools_label(plan: DisaggregatedPlan) -> str:
+    """A validate row's label of a disaggregated deployment, e.g. ``P:2x tp8 ep8 adp / D:1x
+    tp16 ep16``."""
 
-    prefill_tp: int
-    prefill_ep: int
-    prefill_adp: bool
-    prefill_workers: int
-    decode_tp: int
-    decode_ep: int
-    decode_adp: bool
-    decode_workers: int
+    def one(side: str, n: int, p: ParallelPlan) -> str:
+        return f"{side}:{n}x tp{p.tp} ep{p.ep}" + (" adp" if p.attention_dp else "")
 
-    @property
-    def prefill_gpus(self) -> int:
-        return self.prefill_workers * self.prefill_tp
-
-    @property
-    def decode_gpus(self) -> int:
-        return self.decode_workers * self.decode_tp
-
-    @property
-    def num_gpus(self) -> int:
-        return self.prefill_gpus + self.decode_gpus
-
-    def label(self) -> str:
-        def one(side: str, n: int, tp: int, ep: int, adp: bool) -> str:
-            return f"{side}:{n}x tp{tp} ep{ep}" + (" adp" if adp else "")
-
-        return (
-            one("P", self.prefill_workers, self.prefill_tp, self.prefill_ep, self.prefill_adp)
-            + " / "
-            + one("D", self.decode_workers, self.decode_tp, self.decode_ep, self.decode_adp)
-        )
+    return (
+        one("P", plan.prefill_workers, plan.prefill)
+        + " / "
+        + one("D", plan.decode_workers, plan.decode)
+    )
 
 
 def is_disaggregated(row: dict[str, str]) -> bool:
@@ -115,7 +93,7 @@ def _workers(notes: str, pool: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggPools | str:
+def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | str:
     """The row's two pools, or the reason they cannot be read (module doc)."""
     tps = _pool_pair(row["tp"], "tp")
     if tps is None or not all(v.isdigit() and int(v) > 0 for v in tps):
@@ -148,15 +126,22 @@ def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggPools | str:
     pre, dec = _workers(notes, "prefill"), _workers(notes, "decode")
     if pre is None or dec is None:
         return "disaggregated pool sizes not stated (prefill_gpus=N (workers=x), decode_gpus=...)"
-    pools = DisaggPools(tp_p, ep_p, adp_p, pre[1], tp_d, ep_d, adp_d, dec[1])
+    if pre[1] < 1 or dec[1] < 1:
+        return (
+            "disaggregated pool sizes disagree with tp x workers or num_gpus "
+            "(num_gpus != x * tp_prefill + y * tp_decode)"
+        )
+    try:
+        pools = DisaggregatedPlan(
+            ParallelPlan(tp=tp_p, ep=ep_p, attention_dp=adp_p),
+            ParallelPlan(tp=tp_d, ep=ep_d, attention_dp=adp_d),
+            prefill_workers=pre[1],
+            decode_workers=dec[1],
+        )
+    except SpecError as exc:
+        return f"disaggregated pool plan: {exc}"
     stated = row["num_gpus"].strip()
-    if (
-        pools.prefill_workers < 1
-        or pools.decode_workers < 1
-        or pools.prefill_gpus != pre[0]
-        or pools.decode_gpus != dec[0]
-        or stated != str(pools.num_gpus)
-    ):
+    if pools.prefill_gpus != pre[0] or pools.decode_gpus != dec[0] or stated != str(pools.num_gpus):
         return (
             "disaggregated pool sizes disagree with tp x workers or num_gpus "
             "(num_gpus != x * tp_prefill + y * tp_decode)"

@@ -20,7 +20,8 @@ from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
-from .conventions import DisaggPools, is_disaggregated, parse_pools, speculative
+from ..specs.plan import DisaggregatedPlan
+from .conventions import is_disaggregated, parse_pools, pools_label, speculative
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -82,13 +83,13 @@ class MappedRow:
     raw: dict[str, str] = field(compare=False, repr=False, default_factory=dict)
     spec_tokens: int = 0  # speculative decoding (MTP): draft tokens per step
     spec_acceptance: float = 0.0  # and the acceptance probability of each
-    pools: DisaggPools | None = None  # disaggregated rows: the two pools (tp/ep/adp: decode's)
+    pools: DisaggregatedPlan | None = None  # disaggregated rows (tp/ep/adp: the decode pool's)
     note: str = ""  # the defaults and assumptions the mapping used
 
     @property
     def plan_label(self) -> str:
         plan = (
-            self.pools.label()
+            pools_label(self.pools)
             if self.pools is not None
             else f"tp{self.tp} pp{self.pp} ep{self.ep}" + (" adp" if self.attention_dp else "")
         )
@@ -221,13 +222,14 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
     notes: list[str] = []
-    pools: DisaggPools | None = None
+    pools: DisaggregatedPlan | None = None
     if is_disaggregated(row):
         parsed = parse_pools(row, model)
         if isinstance(parsed, str):
             return parsed
         pools = parsed
-        tp, pp, ep, adp = pools.decode_tp, 1, pools.decode_ep, pools.decode_adp
+        d = pools.decode
+        tp, pp, ep, adp = d.tp, d.pp, d.ep, d.attention_dp
         if not row["dp"].strip():
             notes.append("dp blank: tensor-parallel attention")
     else:

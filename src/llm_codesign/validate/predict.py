@@ -77,20 +77,8 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
     busy = min(float(p.decode_workers), max(r.load, 1.0))
     return {
-        "prefill_plan": {
-            "tp": p.prefill_tp,
-            "pp": 1,
-            "ep": p.prefill_ep,
-            "cp": 1,
-            "attention_dp": p.prefill_adp,
-        },
-        "decode_plan": {
-            "tp": p.decode_tp,
-            "pp": 1,
-            "ep": p.decode_ep,
-            "cp": 1,
-            "attention_dp": p.decode_adp,
-        },
+        "prefill_plan": p.axes("prefill"),
+        "decode_plan": p.axes("decode"),
         "prefill_count": p.prefill_workers,
         "decode_count": busy,
         "prefill_batch": min(budget, outstanding),
