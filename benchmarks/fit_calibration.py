@@ -23,7 +23,12 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--engines", default="trtllm,trtllm-trt,vllm,sglang,generic")
     args = ap.parse_args()
-    files = [GT / "serving.csv", GT / "aic_silicon_dense.csv"]
+    files = [
+        GT / "serving.csv",
+        GT / "aic_silicon_dense.csv",
+        GT / "aic_silicon_moe_hopper.csv",
+        GT / "inferencex_hopper.csv",
+    ]
     for engine in args.engines.split(","):
         t0 = time.time()
         res = fit_engine(files, engine, sweeps=args.sweeps, progress=print)

@@ -46,7 +46,7 @@ def main() -> None:
         t0 = time.time()
         after = validate(GT / name)
         dt = time.time() - t0
-        before = validate(GT / name, engine="default")
+        before = validate(GT / name, engine="base")
         print(f"### {name} ({len(after.rows)} rows predicted, validate took {dt:.1f} s)\n")
         table(before, after)
         print(

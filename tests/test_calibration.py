@@ -37,7 +37,7 @@ from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.workload import Workload
 
-ENG = load_engine("default").with_overrides(id="test")
+ENG = load_engine("base").with_overrides(id="test")
 H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [
     (1024, 4100, 4096)
 ]

@@ -98,7 +98,7 @@ def test_cpu_profile_is_a_spec_and_changes_predictions(cpu_run):
         and hw.peak_flops("bf16") == profile.derived["peak_flops_per_s"]["bf16"]
     )
     bare = hw.with_overrides(gemm_table=None)
-    eng = load_engine("default").with_overrides(id="t")
+    eng = load_engine("base").with_overrides(id="t")
     r = profile.measurements["gemm"][1]
     op = Op("g", "ffn", "gemm", 1.0, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]))
     with_table = float(gemm_time(op, hw, eng)[1])

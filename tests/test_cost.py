@@ -17,7 +17,7 @@ from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import Efficiency
 from llm_codesign.specs.model import bundled_models
 
-ENG = load_engine("default").with_overrides(id="test")
+ENG = load_engine("base").with_overrides(id="test")
 
 
 def shape(decode=1.0, prefill=0.0, ctx=16.0, tp=1, ep=1, pp=1, cp=1, adp=False):

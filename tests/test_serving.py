@@ -16,7 +16,7 @@ from llm_codesign import (
 from llm_codesign.serving import evaluate
 from llm_codesign.specs.engine import load_engine
 
-ENG = load_engine("default")
+ENG = load_engine("base")
 CASES = [
     ("llama-3.1-8b", "h200-sxm", "bf16", 1),
     ("llama-3.1-70b", "h100-sxm", "fp8", 4),

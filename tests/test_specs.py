@@ -159,31 +159,37 @@ def test_workload_validation():
             Workload(**bad)
 
 
-def test_engine_defaults_live_only_in_default_yaml(tmp_path):
+def test_engine_defaults_live_only_in_base_yaml(tmp_path):
     import dataclasses
 
     from llm_codesign.specs.engine import EngineConstants, load_engine
 
-    # the dataclass declares the constants without values: default.yaml is their one home
+    # the dataclass declares the constants without values: base.yaml is their one home
     constants = [f for f in dataclasses.fields(EngineConstants) if f.name not in ("id", "sources")]
     assert constants and all(f.default is dataclasses.MISSING for f in constants)
-    default = load_engine()
+    # the engine used when none is named is a real one (TensorRT-LLM), not the physics base
+    assert load_engine() == load_engine("default") == load_engine("trtllm")
+    default = load_engine("base")
     assert (
-        default.id == "default"
-        and default.hbm_efficiency_scale == 1.0
-        and default.max_num_tokens == 8192
+        default.id == "base" and default.hbm_efficiency_scale == 1.0 and default.max_num_tokens == 8192
     )
-    # a user engine file gives what it changes; the rest comes from default.yaml
+    # a user engine file gives what it changes; the rest comes from base.yaml
     p = tmp_path / "mine.yaml"
     p.write_text(yaml.safe_dump({"id": "mine", "step_overhead_s": 1e-3}))
     mine = load_engine(str(p))
     assert mine.step_overhead_s == 1e-3
-    assert mine.with_overrides(id="default", step_overhead_s=default.step_overhead_s) == default
+    assert mine.with_overrides(id="base", step_overhead_s=default.step_overhead_s) == default
     # the renamed constant is a clear error naming the file and the replacement
     p.write_text(yaml.safe_dump({"id": "old", "mem_efficiency": 0.8}))
     with pytest.raises(SpecError, match="hbm_efficiency_scale") as exc:
         load_engine(str(p))
     assert str(p) in str(exc.value) and "hbm_efficiency_scale" in str(exc.value)
+    p.write_text(yaml.safe_dump({"id": "old", "moe_imbalance": 1.2}))
+    with pytest.raises(SpecError, match="'moe_imbalance' was replaced by 'routing_skew'"):
+        load_engine(str(p))
+    p.write_text(yaml.safe_dump({"id": "bad", "moe_comm": "smoke"}))
+    with pytest.raises(SpecError, match="moe_comm='smoke' is not a known kernel family; allowed"):
+        load_engine(str(p))
     p.write_text(yaml.safe_dump({"id": "big", "hbm_efficiency_scale": 2.0}))
     with pytest.raises(SpecError, match="hbm_efficiency_scale=2.0 must be a positive multiplier"):
         load_engine(str(p))
@@ -192,12 +198,12 @@ def test_engine_defaults_live_only_in_default_yaml(tmp_path):
 def test_engine_defaults_file_must_give_every_constant():
     from llm_codesign.specs import engine
 
-    data = yaml.safe_load((engine._dir() / "default.yaml").read_text())
+    data = yaml.safe_load((engine._dir() / "base.yaml").read_text())
     data.pop("kernel_overhead_s")
     with pytest.raises(
-        SpecError, match=r"default.yaml: missing required field 'kernel_overhead_s'"
+        SpecError, match=r"base.yaml: missing required field 'kernel_overhead_s'"
     ):
-        engine._from_mapping(data, "default.yaml", None)
+        engine._from_mapping(data, "base.yaml", None)
 
 
 def test_specs_import_nothing_above_specs():

@@ -15,6 +15,12 @@ GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
   * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over the
     achieved HBM bandwidth (:func:`hbm_bytes_per_s_achieved`).
 Time = max(compute, memory); per-kernel fixed overheads are added per step in serving.
+
+MoE (``reference/moe-comm.md``): grouped expert GEMMs reach the engine's
+``moe_gemm_efficiency`` of the dense ceiling; the busiest EP rank carries
+:func:`moe_rank_imbalance` times the mean load; a fixed ``moe_layer_overhead_s`` per MoE layer
+covers routing, sort, permute and finalize kernels; dispatch and combine are priced by the
+kernel family of ``MOE_COMM_KERNELS`` (:func:`moe_comm_time`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,19 @@ MISALIGNED_FACTOR = 272.73 / 397.5
 # MAMF (hardware efficiency) is measured on large, aligned shapes; the ceiling is normalized so
 # that the model reproduces MAMF on such a shape (8192^3).
 _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
+
+
+# MoE dispatch/combine kernel families: (dispatch alpha s, combine alpha s, fraction of the
+# scale-up link's per-direction bandwidth reached on logical bytes, per-doubling loss beyond 8).
+# nvlink_one_sided: TensorRT-LLM NVLinkOneSided all-to-all on GB200 NVL72 (moe-comm.md 1e, TB18):
+#   small-batch floors 18.9 us dispatch / 31.0 us combine at EP8; the bs>=256 fit gives
+#   790 / 710 / 660 / 620 GB/s logical at EP 8/16/32/64 of 900 GB/s = 0.88, ~0.06 lost per
+#   doubling of EP. Logical bytes = tokens x min(EP, top_k) x bytes per token.
+# allgather_reducescatter: dispatch = all-gather of every rank's tokens in the activation format,
+#   combine = reduce-scatter in BF16 (TensorRT-LLM's attention-DP AllGather, TB3; vLLM
+#   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
+#   measured bus efficiency (collective_time).
+MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 0.88, 0.06)}
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -124,11 +143,33 @@ def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
     return hw.peak_flops(rate_class) / base
 
 
+def moe_rank_imbalance(
+    pairs_per_rank: Array, ep: Array, skew: float, top_k: float = 1.0, experts_local: Array = 1.0
+) -> Array:
+    """Busiest EP rank's token-expert pairs over the mean (>= 1) under multinomial top-k routing.
+
+    Balls into bins (Raab & Steger 1998; moe-comm.md 3): m pairs into n = ep ranks land at most
+    m/n + sqrt(2 (m/n) ln n), so the ratio is 1 + skew x sqrt(2 ln n / (m/n)); ``skew`` = 1 is
+    uniform routing, real routers without a load balancer spread more (TB4: 1.564 measured vs
+    0.08 uniform at 1024 tokens per rank, EP32). Capped where a rank holds every pair its
+    tokens can send it (min(top_k, local experts) per token). No EP (ep = 1): 1.
+
+    Example: 1024 pairs per rank over 8 ranks, uniform: 1 + sqrt(2 ln 8 / 1024) = 1.064.
+    """
+    n = np.maximum(np.asarray(ep, dtype=float), 1.0)
+    mean = np.maximum(np.asarray(pairs_per_rank, dtype=float), 1e-9)
+    excess = skew * np.sqrt(2.0 * np.log(n) / mean)
+    cap = n * np.minimum(top_k, np.asarray(experts_local, dtype=float)) / max(top_k, 1e-9)
+    return np.where(n > 1, np.minimum(1.0 + excess, np.maximum(cap, 1.0)), 1.0)
+
+
 def gemm_time(
-    op: Op, hw: HardwareSpec, eng: EngineConstants, imbalance: float = 1.0, memo: dict | None = None
+    op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None
 ) -> tuple[Array, Array, Array]:
     """(time_s, compute_s, memory_s) of a GEMM op (one layer). ``memo`` (a dict owned by the
-    caller, e.g. one ``evaluate`` call) reuses the per-class ceiling across ops."""
+    caller, e.g. one ``evaluate`` call) reuses the per-class ceiling across ops. Grouped expert
+    GEMMs (``op.meta["moe"]``) carry the busiest EP rank's load and reach the engine's
+    ``moe_gemm_efficiency`` of the dense ceiling."""
     rate_class = hw.compute_rate_class(op.compute_class)
     if memo is None:
         peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
@@ -137,7 +178,14 @@ def gemm_time(
         if key not in memo:
             memo[key] = gemm_ceiling(hw, op.compute_class, eng)
         peak, ceiling = memo[key]
-    m = np.asarray(op.m, dtype=float) * (imbalance if op.meta.get("moe") else 1.0)
+    moe = op.meta.get("moe")
+    m = np.asarray(op.m, dtype=float)
+    moe_eff = 1.0
+    if moe:
+        m = m * moe_rank_imbalance(
+            moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"], moe["experts_local"]
+        )
+        moe_eff = eng.moe_gemm_efficiency
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
     flops = 2.0 * m * op.n * op.k * op.groups
@@ -155,6 +203,7 @@ def gemm_time(
     ) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
+    compute, memory = compute / moe_eff, memory / moe_eff
     return np.maximum(compute, memory), compute, memory
 
 
@@ -210,18 +259,59 @@ def collective_time(
     return np.where(active, lat + wire / bw, 0.0)
 
 
+def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
+    """The dispatch/combine kernel family the engine uses on this hardware (``auto``: NVLink
+    one-sided in a multi-node NVLink domain, else all-gather + reduce-scatter)."""
+    if eng.moe_comm != "auto":
+        return eng.moe_comm
+    return "nvlink_one_sided" if hw.scaleup_domain_size > 8 else "allgather_reducescatter"
+
+
+def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
+    """Time of one MoE dispatch (``op.collective == "moe_dispatch"``, activation format) or
+    combine (BF16) of attention-DP ranks, by the engine's kernel family.
+
+    ``op.meta``: tokens on this rank, tokens of all ranks, copies per token (experts' owners,
+    at most the group), bytes per token element of the payload, hidden size, group size."""
+    mt = op.meta["moe_comm"]
+    group = np.maximum(np.asarray(op.group_size, dtype=float), 1.0)
+    family = moe_comm_family(hw, eng)
+    dispatch = op.collective == "moe_dispatch"
+    if family == "allgather_reducescatter":
+        gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
+        coll = "allgather" if dispatch else "reducescatter"
+        return collective_time(coll, gathered, group, hw, eng)
+    alpha_d, alpha_c, frac, loss = MOE_COMM_KERNELS[family]
+    logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]
+    logical = logical * mt["elem_bytes"]
+    inside = group <= hw.scaleup_domain_size
+    frac_ep = frac * np.maximum(1.0 - loss * np.log2(np.maximum(group / 8.0, 1.0)), 0.1)
+    bw = np.where(
+        inside,
+        hw.scaleup_bytes_per_s * frac_ep * eng.comm_efficiency,
+        max(hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency, 1e-9),
+    )
+    alpha = (alpha_d if dispatch else alpha_c) + np.where(inside, 0.0, eng.network_latency_s)
+    active = (group > 1) & (logical > 0)
+    return np.where(active, alpha + logical / bw, 0.0)
+
+
 def op_time(
     op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None
 ) -> tuple[Array, str | Array]:
     """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network')."""
     if op.kind == "gemm":
-        t, c, m = gemm_time(op, hw, eng, eng.moe_imbalance, memo)
+        t, c, m = gemm_time(op, hw, eng, memo)
         return t, np.where(c >= m, "compute", "memory")
+    if op.kind == "fixed":  # MoE routing/sort/permute/finalize kernels: a fixed time per layer
+        return np.where(np.asarray(op.m) > 0, eng.moe_layer_overhead_s, 0.0), "overhead"
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)
         return t, np.where(c >= m, "compute", "memory")
     if op.kind == "memory":
         return memory_time(op, hw, eng), "memory"
     if op.kind == "comm":
+        if op.collective in ("moe_dispatch", "moe_combine"):
+            return moe_comm_time(op, hw, eng), "network"
         return collective_time(op.collective, op.bytes, op.group_size, hw, eng), "network"
     raise AssertionError(op.kind)  # pragma: no cover

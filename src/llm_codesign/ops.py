@@ -334,20 +334,17 @@ def layer_group_ops(
         rows = np.where(p_touch > 0, t_all * k / (e * np.maximum(p_touch, 1e-30)), 0.0)
         fe_local = moe.expert_intermediate / moe_tp
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
-        up = gemm(
-            "experts_up",
-            "ffn",
-            rows,
-            mats * fe_local,
-            d,
-            groups=touched,
-            touched=touched,
-            kernels=2.0,
-        )
-        down = gemm(
-            "experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched, kernels=2.0
-        )
-        up.meta["moe"] = down.meta["moe"] = True
+        up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched)
+        down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched)
+        # the busiest EP rank's load follows from the mean pairs per rank (cost.moe_rank_imbalance)
+        up.meta["moe"] = down.meta["moe"] = {
+            "pairs_per_rank": t_all * k / ep,
+            "ep": ep,
+            "top_k": float(k),
+            "experts_local": experts_local,
+        }
+        # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
+        ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))
         ops.extend([up, down])
         if moe.num_shared:
             fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
@@ -378,30 +375,26 @@ def layer_group_ops(
         k_moe = model.moe.top_k if model.moe else 1
         copies = np.minimum(k_moe * (tp // ep), tp)
         a2a = np.where(multi & adp, t_attn * copies * d, 0.0)
-        ops.append(
-            Op(
-                "moe_dispatch",
+        for name, elem in (("moe_dispatch", prec.activation_bytes), ("moe_combine", comm)):
+            # priced by the engine's kernel family (cost.moe_comm_time); bytes = logical payload
+            op = Op(
+                name,
                 "communication",
                 "comm",
                 layers,
                 1.0,
-                bytes=a2a * prec.activation_bytes,
-                collective="alltoall",
-                group_size=tp,
+                bytes=a2a * elem,
+                collective=name,
+                group_size=np.where(multi & adp, tp, 1),
             )
-        )
-        ops.append(
-            Op(
-                "moe_combine",
-                "communication",
-                "comm",
-                layers,
-                1.0,
-                bytes=a2a * comm,
-                collective="alltoall",
-                group_size=tp,
-            )
-        )
+            op.meta["moe_comm"] = {
+                "tokens_rank": np.where(multi & adp, t_attn, 0.0),
+                "tokens_all": np.where(multi & adp, t_all, 0.0),
+                "copies": copies,
+                "hidden": float(d),
+                "elem_bytes": float(elem),
+            }
+            ops.append(op)
         ops.append(
             Op(
                 "allreduce_moe",

@@ -289,9 +289,7 @@ def rule_gemm_shape(ctx: LintContext) -> list[Finding]:
             impact = total / (total - t + t_sq)
             if impact < MIN_IMPACT:
                 continue
-            _t, comp, mem = cost.gemm_time(
-                op, ctx.hw, ctx.eng, ctx.eng.moe_imbalance if op.meta.get("moe") else 1.0
-            )
+            _t, comp, mem = cost.gemm_time(op, ctx.hw, ctx.eng)
             bound = "memory" if scalar(mem) > scalar(comp) else "compute"
             m = scalar(op.m)
             small = "K" if k < n else "N"

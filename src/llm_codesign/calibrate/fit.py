@@ -3,9 +3,10 @@
 Procedure (documented and repeatable; ``llm-codesign calibrate-fit`` runs it):
   1. map every row of the calibration CSVs (``validate.map_row``) and keep those whose
      framework belongs to the engine being fitted;
-  2. objective = mean over metric classes (throughput, tpot, ttft) of the median
-     |log(predicted / measured)| — robust to outlier rows, and each class weighs the same
-     whatever its row count, so no single table dominates;
+  2. objective = mean over groups (metric class: throughput, tpot, ttft; times model family:
+     dense, MoE) of the median |log(predicted / measured)| — robust to outlier rows, and each
+     group weighs the same whatever its row count, so neither a table nor the dense rows
+     dominate the MoE constants;
   3. coordinate descent over the named constants of ``FIT_SPACE`` in log space within
      physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few
      sweeps with a shrinking step; deterministic (no randomness).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import numpy as np
 import yaml
 
 from ..specs.engine import EngineConstants, load_engine
+from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
 
 # name -> (lower bound, upper bound, physical meaning)
@@ -37,8 +40,14 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     "step_overhead_s": (20e-6, 20e-3, "fixed cost per engine iteration"),
     "kernel_overhead_s": (0.5e-6, 20e-6, "fixed cost per kernel"),
     "allreduce_latency_s": (2e-6, 80e-6, "all-reduce small-message latency"),
-    "alltoall_latency_s": (5e-6, 150e-6, "MoE dispatch/combine latency"),
-    "moe_imbalance": (1.0, 2.0, "busiest expert load over the mean (no load balancer: up to ~2)"),
+    # MoE (reference/moe-comm.md 2-3): the per-layer fixed kernels range from ~24 us (fused
+    # trtllm-gen path, TB24) to ~95 us (CUTLASS path at one token, TB24) and 27-72 us for
+    # top-k + align in SGLang/vLLM; grouped GEMMs at small M per expert reach 0.5-0.8 of HBM
+    # (DeepGEMM M=64) and 0.66-0.88 of the dense ceiling (masked grouped 4x256 vs 1x1024);
+    # real routing spreads up to ~20x uniform without EPLB (TB4)
+    "moe_layer_overhead_s": (10e-6, 120e-6, "fixed MoE kernels per layer (routing, sort, ...)"),
+    "moe_gemm_efficiency": (0.4, 1.0, "grouped expert GEMMs' fraction of the dense ceiling"),
+    "routing_skew": (1.0, 20.0, "busiest EP rank's spread over uniform routing (TB4: ~19)"),
     # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80
     "hbm_efficiency_scale": (
         0.625,
@@ -60,12 +69,18 @@ class FitResult:
     history: list[tuple[str, float, float]]
 
 
+@cache
+def _is_moe(model: str) -> bool:
+    return load_model(model).moe is not None
+
+
 def objective(rows: list[MappedRow], eng: EngineConstants) -> float:
     preds, _ = predict_rows(rows, engine_override=eng)
-    by_class: dict[str, list[float]] = {}
+    by_class: dict[tuple[str, bool], list[float]] = {}
     for r, p in zip(rows, preds):
         if np.isfinite(p) and p > 0:
-            by_class.setdefault(metric_class(r.metric), []).append(abs(math.log(p / r.measured)))
+            key = (metric_class(r.metric), _is_moe(r.model))
+            by_class.setdefault(key, []).append(abs(math.log(p / r.measured)))
     if not by_class:
         return float("inf")
     return float(np.mean([np.median(v) for v in by_class.values()]))
@@ -97,9 +112,9 @@ def fit_engine(
         step = len(rows) / max_rows
         rows = [rows[int(i * step)] for i in range(max_rows)]
     eng = (
-        load_engine("default").with_overrides(id=engine_id)
-        if engine_id != "default"
-        else load_engine("default")
+        load_engine("base").with_overrides(id=engine_id)
+        if engine_id != "base"
+        else load_engine("base")
     )
     best = objective(rows, eng)
     before = best
@@ -159,7 +174,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
-            "keep the defaults of default.yaml (MoE constants move only where MoE rows exist)"
+            "keep the values of base.yaml (MoE constants move only where MoE rows exist)"
         ),
     }
     Path(path).write_text(yaml.safe_dump(d, sort_keys=False))

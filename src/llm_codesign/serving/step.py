@@ -180,6 +180,8 @@ def bound_split(
         used = used + t
         if op.kind == "comm":
             out["network"] = out["network"] + t
+        elif op.kind == "fixed":  # fixed per-layer kernel time: counted as overhead below
+            used = used - t
         else:
             is_c = np.broadcast_to(np.asarray(bound) == "compute", shape)
             out["compute"] = out["compute"] + np.where(is_c, t, 0.0)

@@ -3,13 +3,15 @@ between serving engines (TensorRT-LLM, vLLM, SGLang) while the physics stays sha
 
 Each bundled file ``data/engines/<engine>.yaml`` states every value's meaning and source
 (a default with its citation, or the fit that produced it: ``benchmarks/fit_calibration.py``).
-``data/engines/default.yaml`` is the one home of the default values: it must give every
-constant, and any other engine file (bundled or a user's YAML) gives the constants it changes
-on top of it.
+``data/engines/base.yaml`` is the one home of the base values: it must give every constant,
+and any engine file (bundled or a user's YAML) gives the constants it changes on top of it.
+``base`` itself is the sourced physics without host costs (for analysis); the default engine,
+when none is named, is a real one: TensorRT-LLM's PyTorch runtime (``trtllm``), fitted on
+measurements.
 
 Example:
-    >>> load_engine("trtllm").max_num_tokens
-    8192
+    >>> load_engine().id
+    'trtllm'
 """
 
 from __future__ import annotations
@@ -30,7 +32,26 @@ from ._load import Fields, read_mapping
 # TRT engines), whose host overheads differ
 # generic = fitted on every framework's rows pooled: the engine of a measurement whose
 # framework has no fit of its own
-ENGINES = ("default", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
+# base = the sourced physics values every engine file builds on (no host costs; not an engine)
+# default = the engine used when none is named: TensorRT-LLM's PyTorch runtime
+ENGINES = ("default", "base", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
+DEFAULT_ENGINE = "trtllm"
+# MoE dispatch/combine kernel families (cost.MOE_COMM_KERNELS holds their sourced alpha/beta):
+# auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
+# all-gather + reduce-scatter
+MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
+# renamed constants: old name -> what replaced it (a clear error for old YAML files)
+RENAMED = {
+    "mem_efficiency": (
+        "'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on the hardware "
+        "file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = scale 1.0)"
+    ),
+    "moe_imbalance": (
+        "'moe_imbalance' was replaced by 'routing_skew': the busiest EP rank's load now follows "
+        "from multinomial top-k routing (cost.moe_rank_imbalance), and routing_skew (>= 1) "
+        "scales its spread over uniform routing; TP-only MoE has no rank imbalance"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -55,10 +76,17 @@ class EngineConstants:
         per_seq_overhead_s: host-side cost per scheduled sequence per iteration (request
             bookkeeping, sampling, detokenization): what caps small models' throughput.
         allreduce_latency_s: small-message latency of one all-reduce inside an NVLink domain.
-        alltoall_latency_s: latency of one MoE dispatch or combine.
+        alltoall_latency_s: latency of one NCCL all-to-all (Helix exchange); MoE dispatch and
+            combine use the kernel family of ``moe_comm`` instead.
         network_latency_s: extra latency when a collective crosses the scale-out network.
         comm_efficiency: multiplier on the hardware's measured link efficiency.
-        moe_imbalance: busiest-expert load over the mean (>= 1).
+        moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
+        moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
+            grouped GEMMs (routing/top-k, sort/align, permute, quantize, finalize).
+        moe_gemm_efficiency: fraction of the dense GEMM ceiling (compute and weight streaming)
+            the grouped expert GEMMs reach (small M per expert, per-expert scheduling).
+        routing_skew: spread of the busiest EP rank's load over that of uniform multinomial
+            top-k routing (1 = uniform; real routers without a load balancer are skewed).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
         memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
         max_batch_size: most sequences an engine schedules at once (bounds offline runs).
@@ -80,7 +108,10 @@ class EngineConstants:
     alltoall_latency_s: float
     network_latency_s: float
     comm_efficiency: float
-    moe_imbalance: float
+    moe_comm: str
+    moe_layer_overhead_s: float
+    moe_gemm_efficiency: float
+    routing_skew: float
     max_num_tokens: int
     memory_utilization: float
     max_batch_size: int
@@ -98,7 +129,12 @@ class EngineConstants:
         return d
 
 
-FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency", "memory_utilization")
+FRACTIONS = (
+    "attn_prefill_efficiency",
+    "attn_decode_efficiency",
+    "memory_utilization",
+    "moe_gemm_efficiency",
+)
 TIMES = (
     "kernel_overhead_s",
     "step_overhead_s",
@@ -107,6 +143,7 @@ TIMES = (
     "allreduce_latency_s",
     "alltoall_latency_s",
     "network_latency_s",
+    "moe_layer_overhead_s",
 )
 
 
@@ -128,8 +165,13 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier "
             "near 1 (at most 1.5)"
         )
-    if c.moe_imbalance < 1:
-        raise SpecError(f"{where}: moe_imbalance={c.moe_imbalance} must be >= 1")
+    if not 1 <= c.routing_skew <= 100:
+        raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [1, 100]")
+    if c.moe_comm not in MOE_COMM:
+        raise SpecError(
+            f"{where}: moe_comm={c.moe_comm!r} is not a known kernel family; allowed: "
+            + ", ".join(MOE_COMM)
+        )
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
@@ -141,20 +183,17 @@ def engine_from_mapping(
 ) -> EngineConstants:
     """Engine constants from a mapping: the constants it gives, the rest from ``base`` (by
     default the bundled ``default`` engine). ``sources`` are the mapping's own."""
-    return _from_mapping(data, where, base or _bundled("default"))
+    return _from_mapping(data, where, base or _bundled("base"))
 
 
 def _from_mapping(
     data: dict[str, Any], where: str, base: EngineConstants | None
 ) -> EngineConstants:
-    """``base=None``: every constant is required (the defaults file itself)."""
+    """``base=None``: every constant is required (the base file itself)."""
     f = Fields(data, where)
-    if "mem_efficiency" in data:  # renamed: the fraction now lives in the hardware file
-        raise SpecError(
-            f"{where}: 'mem_efficiency' was replaced by 'hbm_efficiency_scale', a multiplier on "
-            "the hardware file's efficiency.hbm (mem_efficiency 0.8 on a GPU with hbm 0.80 = "
-            "scale 1.0)"
-        )
+    for old, why in RENAMED.items():
+        if old in data:
+            raise SpecError(f"{where}: {why}")
     allowed = {x.name for x in dataclasses.fields(EngineConstants)}
     f.reject_unknown(allowed)
     kwargs: dict[str, Any] = {"id": f.str("id")}
@@ -165,6 +204,8 @@ def _from_mapping(
             kwargs[x.name] = getattr(base, x.name)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
+        elif x.name == "moe_comm":
+            kwargs[x.name] = f.str(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
     kwargs["sources"] = {str(k): str(v) for k, v in (data.get("sources") or {}).items()}
@@ -181,17 +222,18 @@ def _dir() -> Path:
 def _bundled(engine_id: str) -> EngineConstants:
     path = _dir() / f"{engine_id}.yaml"
     data = read_mapping(path)
-    if engine_id == "default":
+    if engine_id == "base":
         return _from_mapping(data, path.name, None)
-    return _from_mapping(data, path.name, _bundled("default"))
+    return _from_mapping(data, path.name, _bundled("base"))
 
 
 def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineConstants:
-    """Resolve engine constants: None -> ``default``; an engine id; or a YAML path."""
+    """Resolve engine constants: None or ``default`` -> ``DEFAULT_ENGINE`` (TensorRT-LLM); an
+    engine id; or a YAML path."""
     if isinstance(engine, EngineConstants):
         return engine
-    if engine is None:
-        return _bundled("default")
+    if engine is None or str(engine) == "default":
+        return _bundled(DEFAULT_ENGINE)
     text = str(engine)
     if text in ENGINES:
         return _bundled(text)
