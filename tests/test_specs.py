@@ -171,7 +171,9 @@ def test_engine_defaults_live_only_in_base_yaml(tmp_path):
     assert load_engine() == load_engine("default") == load_engine("trtllm")
     default = load_engine("base")
     assert (
-        default.id == "base" and default.hbm_efficiency_scale == 1.0 and default.max_num_tokens == 8192
+        default.id == "base"
+        and default.hbm_efficiency_scale == 1.0
+        and default.max_num_tokens == 8192
     )
     # a user engine file gives what it changes; the rest comes from base.yaml
     p = tmp_path / "mine.yaml"
@@ -200,9 +202,7 @@ def test_engine_defaults_file_must_give_every_constant():
 
     data = yaml.safe_load((engine._dir() / "base.yaml").read_text())
     data.pop("kernel_overhead_s")
-    with pytest.raises(
-        SpecError, match=r"base.yaml: missing required field 'kernel_overhead_s'"
-    ):
+    with pytest.raises(SpecError, match=r"base.yaml: missing required field 'kernel_overhead_s'"):
         engine._from_mapping(data, "base.yaml", None)
 
 

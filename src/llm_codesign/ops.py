@@ -81,6 +81,9 @@ class StepShape:
     # sequence is scheduled once per step however many stages it crosses)
     host_seq_share: Array | float = 1.0
     micro_batches: Array | float = 1.0  # micro-batches the replica's tokens are split into
+    # prompt tokens on the busiest attention-DP rank (None: the replica's spread evenly); the
+    # MoE and the collectives still see the replica's ``prefill_tokens``
+    rank_prefill_tokens: Array | None = None
 
 
 def step_shape(
@@ -97,6 +100,7 @@ def step_shape(
     prefill_seqs: Array | float | None = None,
     decode_query: Array | float = 1.0,
     micro_batches: Array | float | None = None,
+    rank_prefill_tokens: Array | float | None = None,
 ) -> StepShape:
     """The one place a step's shape is built: a replica's token mix (``decode_seqs`` sequences
     decoding ``decode_query`` tokens each, ``prefill_tokens`` prompt tokens of ``prefill_seqs``
@@ -106,7 +110,8 @@ def step_shape(
     as there are pipeline stages, but never more than the sequences in the step (a micro-batch
     holds whole sequences: with C < pp requests, C micro-batches of one sequence each cross
     all pp stages); a single prefill chunk streaming through the stages passes
-    ``micro_batches=1``. Contexts follow the steady state of DESIGN.md: a
+    ``micro_batches=1``. ``rank_prefill_tokens``: prompt tokens on the busiest attention-DP
+    rank when a chunk lands on one rank (``serving.step.chunked_prefill``). Contexts follow the steady state of DESIGN.md: a
     decoding sequence holds ISL + OSL/2 tokens on average, a prompt token attends to ISL/2.
 
     Example:
@@ -140,6 +145,9 @@ def step_shape(
         decode_query=decode_query,
         host_seq_share=host_share,
         micro_batches=micro,
+        rank_prefill_tokens=None
+        if rank_prefill_tokens is None
+        else np.asarray(rank_prefill_tokens, dtype=float) / micro,
     )
 
 
@@ -168,7 +176,7 @@ def layer_group_ops(
     rank_div = np.where(adp, tp, 1)  # attention-DP splits sequences over the tp group
     q = s.decode_query
     t_dec = s.decode_seqs * q / rank_div
-    t_pre = s.prefill_tokens / rank_div
+    t_pre = s.prefill_tokens / rank_div if s.rank_prefill_tokens is None else s.rank_prefill_tokens
     t_attn = t_dec + t_pre  # tokens through attention projections on this GPU
     t_all = s.decode_seqs * q + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
     wb, ab, ob = prec.weight_bytes, prec.activation_bytes, 2.0

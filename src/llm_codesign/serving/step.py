@@ -5,6 +5,11 @@ prices it here, on a shape built by :func:`llm_codesign.ops.step_shape`.
 
 Pipeline parallelism splits a replica's tokens into pp micro-batches, each stage holding
 L / pp layers: step = pp x stage time + (pp - 1) activation transfers.
+
+Chunked prefill is discrete (Sarathi-Serve): a step carries either no prompt tokens or a chunk
+of up to ``max_num_tokens`` (:func:`chunked_prefill`), so the mean step is a mixture of a pure
+decode step and a step with a chunk, not a fluid share of prefill spread over every step.
+Under attention-DP the chunk lands on one rank while the others wait at the MoE collectives.
 """
 
 from __future__ import annotations
@@ -82,6 +87,50 @@ def step_cost(
     return StepCost(total, by_class, detail_rows)
 
 
+def chunked_prefill(
+    eng: EngineConstants,
+    isl: Array | float,
+    tp: Array | int,
+    attention_dp: Array | bool,
+    decode_tokens: Array | float,
+    prefill_tokens: Array | float,
+) -> tuple[Array, Array, Array]:
+    """Discrete chunked prefill of a replica admitting ``prefill_tokens`` prompt tokens per step
+    on average: (share of steps that carry prompt tokens, the replica's prompt tokens in such
+    a step, the busiest attention rank's prompt tokens in such a step).
+
+    A scheduler (one per attention-DP rank, else one per replica) prefills a prompt in chunks
+    of min(ISL, budget), budget = ``max_num_tokens`` less the step's decode tokens (at least a
+    tenth of it); several prompts share a step once the mean demand exceeds a chunk. A rank
+    carries a chunk in a share f = demand / chunk of steps; under attention-DP with R ranks a
+    step carries prompt tokens with probability 1 - (1 - f)^R, and then the busiest rank holds
+    one chunk. Token totals are conserved: share x tokens per prefill step = the mean demand.
+
+    Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
+    chunk in one step of eight.
+    """
+    ranks = np.where(np.asarray(attention_dp, dtype=bool), np.asarray(tp, dtype=float), 1.0)
+    demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / ranks
+    cap = float(eng.max_num_tokens)
+    budget = np.maximum(cap - np.asarray(decode_tokens, dtype=float) / ranks, 0.1 * cap)
+    chunk = np.maximum(np.minimum(np.maximum(np.asarray(isl, dtype=float), demand), budget), demand)
+    f = np.where(chunk > 0, demand / np.maximum(chunk, 1e-30), 0.0)
+    share = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), ranks)
+    safe = np.maximum(share, 1e-30)
+    total = np.where(share > 0, demand * ranks / safe, 0.0)
+    return share, total, np.where(share > 0, chunk, 0.0)
+
+
+def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:
+    """The mean of two step costs of the same ops, ``b`` with weight ``w``."""
+    by_class = {k: (1.0 - w) * a.by_class[k] + w * b.by_class[k] for k in a.by_class}
+    ops = [
+        (op, (1.0 - w) * np.asarray(ta) + w * np.asarray(tb), bound)
+        for (op, ta, _), (_, tb, bound) in zip(a.ops, b.ops)
+    ]
+    return StepCost((1.0 - w) * a.total_s + w * b.total_s, by_class, ops)
+
+
 def pipeline_hops(
     model: ModelSpec,
     hw: HardwareSpec,
@@ -140,21 +189,36 @@ def pipelined_step(
     tokens a speculative step yields, in :func:`serving.evaluate`)."""
     pp_a = np.asarray(pp, dtype=np.int64)
     stages = pp_a.astype(float)
-    s = step_shape(
-        tp,
-        pp_a,
-        ep,
-        cp,
-        attention_dp,
-        isl=isl,
-        osl=osl,
-        decode_seqs=decode_seqs,
-        prefill_tokens=prefill_tokens,
-        decode_query=decode_query,
-    )
-    stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
-    tokens = np.asarray(decode_seqs, dtype=float) * decode_query + np.asarray(prefill_tokens)
-    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens, s.micro_batches)
+    dec_tokens = np.asarray(decode_seqs, dtype=float) * decode_query
+    pre = np.asarray(prefill_tokens, dtype=float)
+
+    def priced(prefill: Array, rank_prefill: Array | None) -> tuple[StepCost, Array]:
+        s = step_shape(
+            tp,
+            pp_a,
+            ep,
+            cp,
+            attention_dp,
+            isl=isl,
+            osl=osl,
+            decode_seqs=decode_seqs,
+            prefill_tokens=prefill,
+            decode_query=decode_query,
+            rank_prefill_tokens=rank_prefill,
+        )
+        stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
+        return stage, pipeline_hops(
+            model, hw, prec, eng, pp_a, dec_tokens + prefill, s.micro_batches
+        )
+
+    if not np.any(pre > 0):
+        stage, hops = priced(pre, None)
+    else:  # discrete chunks: a mixture of decode-only steps and steps carrying a chunk
+        share, pre_on, rank_on = chunked_prefill(eng, isl, tp, attention_dp, dec_tokens, pre)
+        plain, hops_plain = priced(np.zeros_like(pre_on), None)
+        chunked, hops_chunk = priced(pre_on, rank_on)
+        stage = _mix(plain, chunked, share)
+        hops = (1.0 - share) * hops_plain + share * hops_chunk
     by_class = {k: v * stages for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
     return PipelinedStep(stages * stage.total_s + hops, by_class, stage, stages, hops)
