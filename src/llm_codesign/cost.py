@@ -44,17 +44,19 @@ MISALIGNED_FACTOR = 272.73 / 397.5
 _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 
 
-# MoE dispatch/combine kernel families: (dispatch alpha s, combine alpha s, fraction of the
-# scale-up link's per-direction bandwidth reached on logical bytes, per-doubling loss beyond 8).
+# MoE dispatch/combine kernel families: (dispatch floor s, combine floor s, intercept s,
+# fraction of the scale-up link's per-direction bandwidth reached on logical bytes, fraction
+# lost per doubling of EP beyond 8); time = max(floor, intercept + bytes / bandwidth).
 # nvlink_one_sided: TensorRT-LLM NVLinkOneSided all-to-all on GB200 NVL72 (moe-comm.md 1e, TB18):
 #   small-batch floors 18.9 us dispatch / 31.0 us combine at EP8; the bs>=256 fit gives
-#   790 / 710 / 660 / 620 GB/s logical at EP 8/16/32/64 of 900 GB/s = 0.88, ~0.06 lost per
-#   doubling of EP. Logical bytes = tokens x min(EP, top_k) x bytes per token.
+#   intercepts of 15-19 us and 790 / 710 / 660 / 620 GB/s logical at EP 8/16/32/64 of
+#   900 GB/s = 0.88, ~0.06 lost per doubling of EP. Logical bytes = tokens x min(EP, top_k) x
+#   bytes per token.
 # allgather_reducescatter: dispatch = all-gather of every rank's tokens in the activation format,
 #   combine = reduce-scatter in BF16 (TensorRT-LLM's attention-DP AllGather, TB3; vLLM
 #   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
 #   measured bus efficiency (collective_time).
-MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 0.88, 0.06)}
+MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -281,7 +283,7 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
         coll = "allgather" if dispatch else "reducescatter"
         return collective_time(coll, gathered, group, hw, eng)
-    alpha_d, alpha_c, frac, loss = MOE_COMM_KERNELS[family]
+    floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]
     logical = logical * mt["elem_bytes"]
     inside = group <= hw.scaleup_domain_size
@@ -291,9 +293,9 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         hw.scaleup_bytes_per_s * frac_ep * eng.comm_efficiency,
         max(hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency, 1e-9),
     )
-    alpha = (alpha_d if dispatch else alpha_c) + np.where(inside, 0.0, eng.network_latency_s)
-    active = (group > 1) & (logical > 0)
-    return np.where(active, alpha + logical / bw, 0.0)
+    net = np.where(inside, 0.0, eng.network_latency_s)
+    t = np.maximum(floor_d if dispatch else floor_c, intercept + logical / bw) + net
+    return np.where((group > 1) & (logical > 0), t, 0.0)
 
 
 def op_time(

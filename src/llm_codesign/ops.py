@@ -111,8 +111,9 @@ def step_shape(
     holds whole sequences: with C < pp requests, C micro-batches of one sequence each cross
     all pp stages); a single prefill chunk streaming through the stages passes
     ``micro_batches=1``. ``rank_prefill_tokens``: prompt tokens on the busiest attention-DP
-    rank when a chunk lands on one rank (``serving.step.chunked_prefill``). Contexts follow the steady state of DESIGN.md: a
-    decoding sequence holds ISL + OSL/2 tokens on average, a prompt token attends to ISL/2.
+    rank when a chunk lands on one rank (``serving.step.chunked_prefill``). Contexts follow
+    the steady state of DESIGN.md: a decoding sequence holds ISL + OSL/2 tokens on average, a
+    prompt token attends to ISL/2.
 
     Example:
         >>> s = step_shape(8, 2, 1, 1, False, isl=1024, osl=1024, decode_seqs=64.0)

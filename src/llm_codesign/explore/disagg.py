@@ -14,6 +14,7 @@ from ..pareto import pareto_mask, staircase
 from ..serving.disaggregated import (
     best_split,
     check_decode_length,
+    closed_loop_ttft,
     decode_workers,
     kv_transfer_time,
     pooled_outcome,
@@ -114,6 +115,15 @@ def disaggregated_points(
     x, y, req_s, gpus, k = best_split(rate_p[cand], g_p[cand], rate_d, g_d, num_gpus)
     c = cand[k]
     transfer, inside = kv_transfer_time(m, hw, prec, eng, g_p[c], g_d, gpus, isl)
+    ttft, req_s = closed_loop_ttft(
+        latency_p[c] + transfer,
+        tpot,
+        clients=y * conc,
+        prefill_capacity=x * rate_p[c],
+        decode_capacity=y * rate_d,
+        batch_service_s=b[c] / rate_p[c],
+        osl=osl,
+    )
     reason = np.where(gpus <= 0, "budget_too_small_for_two_pools", "").astype(object)
     reason, feasible, out, total = pooled_outcome(hw, reason, gpus, inside, tpot, req_s, isl, osl)
     n = len(conc)
@@ -136,7 +146,7 @@ def disaggregated_points(
         "prefill_workers": x.astype(np.int64),
         "decode_workers": y.astype(np.int64),
         "concurrency": conc,
-        "ttft_s": latency_p[c] + transfer,
+        "ttft_s": ttft,
         "tpot_s": tpot,
         "tok_s_per_user": 1.0 / tpot,
         "output_tok_s_per_gpu": out,

@@ -209,14 +209,15 @@ def evaluate(
         ) * tpot / micro
         ttft = np.maximum(ttft_steady, prefill_alone)
     # closed-loop benchmarks start all C clients at once: a share `ttft_burst` of requests wait
-    # for the start-up wave, whose mean wait is half of prefilling C prompts back to back
+    # for the start-up wave, whose mean wait is half of prefilling the C prompts
     rate = conc / (ttft + eng.request_overhead_s + np.maximum(osl_f - 1.0, 0.0) * tpot)
     # queued clients: each waits (client_conc - run) / rate before admission
     queue_wait = np.maximum(client_conc - conc, 0.0) / np.maximum(rate, 1e-30)
     ttft = ttft + queue_wait + eng.request_overhead_s
     if benchmark_burst:
-        per_chunk = prefill_alone / np.maximum(n_chunks + pp - 1.0, 1.0)
-        ttft = ttft + eng.ttft_burst * 0.5 * conc * per_chunk * n_chunks / micro
+        ttft = ttft + eng.ttft_burst * 0.5 * startup_wave(
+            model, prec, hw, eng, axes, isl_f, osl_f, conc, memo
+        )
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
@@ -250,6 +251,36 @@ def evaluate(
         step_decode_seqs=np.broadcast_to(c_dec, shape),
         step_prefill_tokens=np.broadcast_to(pre_tokens, shape),
     )
+
+
+def startup_wave(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    axes: dict[str, Any],
+    isl: Array,
+    osl: Array,
+    conc: Array,
+    memo: dict | None = None,
+) -> Array:
+    """Seconds to prefill the C prompts of a closed-loop benchmark's start-up wave (all clients
+    start at once): full steps of ``max_num_tokens`` per scheduling rank (each attention-DP rank
+    fills its own budget; the MoE sees them all), streaming through the pp stages."""
+    ranks = np.where(axes["attention_dp"], axes["tp"], 1).astype(float)
+    tokens = conc * isl
+    per_step = np.minimum(tokens, ranks * eng.max_num_tokens)
+    steps = np.ceil(tokens / per_step - 1e-9)
+    shape = step_shape(
+        **axes,
+        isl=isl,
+        osl=osl,
+        prefill_tokens=per_step,
+        prefill_seqs=per_step / isl,
+        micro_batches=1.0,
+    )
+    cost = step_cost(model, prec, hw, eng, shape, memo=memo).total_s
+    return (steps + axes["pp"] - 1.0) * cost
 
 
 def evaluate_static(

@@ -297,6 +297,46 @@ def pooled_outcome(
     return reason, feasible, out, total
 
 
+# the prefill pool's utilization is held below this (the queue's wait diverges at 1; beyond it
+# the closed loop stretches the cycle instead)
+MAX_PREFILL_UTILIZATION = 0.95
+CLOSED_LOOP_ITERATIONS = 40  # damped by 1/2: the residual falls below 1e-9 of the first step
+
+
+def closed_loop_ttft(
+    ttft_alone: Array,
+    tpot: Array,
+    *,
+    clients: Array,
+    prefill_capacity: Array,
+    decode_capacity: Array,
+    batch_service_s: Array,
+    osl: int,
+) -> tuple[Array, Array]:
+    """TTFT and requests/s of ``clients`` closed-loop clients of a disaggregated deployment.
+
+    A client cycles through TTFT and OSL - 1 decode steps, so requests/s X = clients /
+    (TTFT + (OSL - 1) TPOT), at most the slower pool's capacity. Below it, prompts wait in the
+    prefill pool's queue: utilization rho = X / prefill capacity, mean wait rho / (2 (1 - rho))
+    batch services (M/D/1). At capacity the cycle stretches to clients / capacity and the
+    surplus waits before the first token. A fixed point of a few damped iterations.
+
+    Example: 100 clients, 1 s prefill alone, 10 ms TPOT, OSL 101, capacity 10 req/s in both
+    pools: the unqueued cycle is 2 s (50 req/s offered), so the loop saturates at 10 req/s and
+    TTFT stretches to 100 / 10 - 1 = 9 s.
+    """
+    decode_s = max(osl - 1, 0) * np.asarray(tpot, dtype=float)
+    capacity = np.maximum(np.minimum(prefill_capacity, decode_capacity), 1e-30)
+    ttft = np.asarray(ttft_alone, dtype=float)
+    for _ in range(CLOSED_LOOP_ITERATIONS):
+        rate = np.minimum(clients / np.maximum(ttft + decode_s, 1e-30), capacity)
+        rho = np.clip(rate / np.maximum(prefill_capacity, 1e-30), 0.0, MAX_PREFILL_UTILIZATION)
+        queued = ttft_alone + rho / (2.0 * (1.0 - rho)) * batch_service_s
+        ttft = 0.5 * ttft + 0.5 * np.maximum(queued, clients / capacity - decode_s)
+    rate = np.minimum(clients / np.maximum(ttft + decode_s, 1e-30), capacity)
+    return ttft, rate
+
+
 @dataclass
 class DisaggregatedResult:
     """Serving metrics of disaggregated deployments (arrays, SI units)."""
@@ -366,9 +406,17 @@ def evaluate_disaggregated(
     pw = prefill_workers(model, hw, prec, eng, **pplan, batch=prefill_batch, isl=isl)
     dw = decode_workers(model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl)
     gpus = x * pw.gpus + y * dw.gpus
-    req_s = np.minimum(x * pw.rate_req_s, y * dw.rate_req_s)
     transfer, inside = kv_transfer_time(model, hw, prec, eng, pw.gpus, dw.gpus, gpus, isl)
     conc = np.asarray(concurrency, dtype=float)
+    ttft, req_s = closed_loop_ttft(
+        pw.latency_s + transfer,
+        dw.tpot_s,
+        clients=y * conc,
+        prefill_capacity=x * pw.rate_req_s,
+        decode_capacity=y * dw.rate_req_s,
+        batch_service_s=np.asarray(prefill_batch, dtype=float) / pw.rate_req_s,
+        osl=osl,
+    )
     fits = pw.fits & (conc <= dw.max_concurrency)
     reason = np.where((reason == "") & ~pw.fits, "prefill_batch_oom", reason)
     reason = np.where((reason == "") & (conc > dw.max_concurrency), "oom", reason)
@@ -378,7 +426,7 @@ def evaluate_disaggregated(
         hw, reason, gpus, inside, dw.tpot_s, req_s, isl, osl
     )
     return DisaggregatedResult(
-        ttft_s=pw.latency_s + transfer,
+        ttft_s=ttft,
         tpot_s=dw.tpot_s,
         tok_s_per_user=1.0 / dw.tpot_s,
         output_tok_s_per_gpu=out,
