@@ -29,6 +29,7 @@ from llm_codesign.explore import (
 )
 from llm_codesign.report import frontier_json, launch_settings
 from llm_codesign.serving import REGIONS, balance_pools, evaluate
+from llm_codesign.serving.memory import kv_context
 from llm_codesign.specs import load_hardware, load_model, parse_precision
 from llm_codesign.specs.engine import load_engine
 
@@ -204,7 +205,7 @@ def test_memory_limit_matches_evaluate(model, hw_id, prec, n):
     m, hw, p, eng = load_model(model), load_hardware(hw_id), parse_precision(prec), load_engine()
     plans = enumerate_plans(m, hw, n)
     v = plans.take(np.flatnonzero(plans.valid))
-    lim, _ = memory_limit(m, hw, p, eng, v, 1024 + 1024 / 2)  # steady-state mean context
+    lim, _ = memory_limit(m, hw, p, eng, v, float(kv_context(eng, 1024, 1024)))
     r = evaluate(
         m,
         hw,

@@ -217,10 +217,12 @@ def gemm_sweep(
 
     ``m``, ``n``, ``k``: a value, a list or a spec string (see :func:`parse_dims`).
     ``launch_overhead_s``: fixed time per launch (default: the engine's per-kernel overhead).
+    ``engine`` defaults to ``base``: a kernel explorer shows the hardware model, without a
+    serving engine's fitted scales.
     Raises UnsupportedError when the GPU has no native path for ``dtype``.
     """
     hw = resolve_hardware(hardware)
-    eng = load_engine(engine)
+    eng = load_engine("base" if engine is None else engine)
     dt = dtype.strip().lower()
     if dt not in DTYPES:
         raise SpecError(f"unknown GEMM dtype {dtype!r}; allowed: {', '.join(DTYPES)}")

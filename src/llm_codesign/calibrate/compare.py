@@ -78,11 +78,12 @@ def compare_profile(
     spec from the measurements alone) *without* the profile's GEMM table, so the comparison
     tests the cost model's own tile/wave, memory and attention assumptions; ``overlay=True``
     overlays the profile first (then GEMM rows reproduce the measurements: a self-check).
-    ``error_pct`` = 100 (predicted - measured) / measured.
+    ``error_pct`` = 100 (predicted - measured) / measured. ``engine`` defaults to ``base`` (the
+    sourced physics without a serving engine's fitted scales: kernels test the hardware model).
     """
     p = load_profile(profile)
     notes: list[str] = []
-    eng = load_engine(engine)
+    eng = load_engine("base" if engine is None else engine)
     measured_only = False
     if hardware is None:
         hid = (

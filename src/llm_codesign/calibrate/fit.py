@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ..errors import UnknownIdError
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
@@ -111,10 +112,16 @@ def fit_engine(
     if max_rows is not None and len(rows) > max_rows:
         step = len(rows) / max_rows
         rows = [rows[int(i * step)] for i in range(max_rows)]
-    eng = (
-        load_engine("base").with_overrides(id=engine_id)
-        if engine_id != "base"
-        else load_engine("base")
+    # the engine's stated semantics (kernel family, KV admission, limits) come from its bundled
+    # file; every fitted constant starts from the base value, so a refit never starts at its
+    # own previous answer
+    base = load_engine("base")
+    try:
+        start = load_engine(engine_id)
+    except UnknownIdError:
+        start = base
+    eng = start.with_overrides(
+        id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE}
     )
     best = objective(rows, eng)
     before = best
@@ -157,6 +164,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     for name in FIT_SPACE:
         d[name] = float(f"{getattr(eng, name):.4g}")
     keep = {
+        "moe_comm",
+        "kv_admission",
         "network_latency_s",
         "comm_efficiency",
         "max_num_tokens",
@@ -174,7 +183,10 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
-            "keep the values of base.yaml (MoE constants move only where MoE rows exist)"
+            "keep the values of base.yaml (MoE constants move only where MoE rows exist); "
+            "moe_comm and kv_admission state the engine's own behaviour (see kv_admission_source)"
         ),
+        # the sources of the engine's stated behaviour survive a refit
+        **{k: v for k, v in eng.sources.items() if k.endswith("_source")},
     }
     Path(path).write_text(yaml.safe_dump(d, sort_keys=False))

@@ -20,7 +20,7 @@ from ..serving.disaggregated import (
     pooled_outcome,
     prefill_workers,
 )
-from ..serving.memory import concurrency_cap, memory_fit
+from ..serving.memory import concurrency_cap, kv_context, memory_fit
 from .grid import concurrency_grid
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, Points
@@ -76,7 +76,7 @@ def disaggregated_points(
     cand = cand[eff >= np.maximum.accumulate(eff)]
     # ---- decode workers: plans x concurrency ----
     *_, lim_d = memory_fit(
-        m, hw, prec, eng, pl.tp, pl.pp, pl.ep, pl.attention_dp, pl.cp, np.asarray(isl + osl / 2.0)
+        m, hw, prec, eng, pl.tp, pl.pp, pl.ep, pl.attention_dp, pl.cp, kv_context(eng, isl, osl)
     )
     row, conc = concurrency_grid(
         concurrency_cap(eng, lim_d, pl.tp, pl.attention_dp), points_per_octave

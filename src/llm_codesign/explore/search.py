@@ -34,7 +34,7 @@ from ..calibrate import resolve_hardware
 from ..errors import SpecError, UnsupportedError
 from ..pareto import AREA_RANGE, pareto_mask, staircase
 from ..serving import bound_split, pipelined_step, region_of
-from ..serving.memory import concurrency_cap
+from ..serving.memory import concurrency_cap, kv_context
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -247,7 +247,7 @@ def frontier(
     invalid: list[Points] = []
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
     for pi, prec in enumerate(precs):
-        lim, usable = memory_limit(m, hw, prec, eng, pv, isl + osl / 2.0)
+        lim, usable = memory_limit(m, hw, prec, eng, pv, float(kv_context(eng, isl, osl)))
         lim = concurrency_cap(eng, lim, pv.tp, pv.attention_dp)
         no_fit = usable <= 0
         no_seq = ~no_fit & (lim < 1)

@@ -28,6 +28,7 @@ from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, pl
 from ..specs.precision import Precision
 from .memory import (
     concurrency_cap,
+    kv_context,
     memory_fit,
     running_kv_bytes,
     static_batch_fits,
@@ -126,7 +127,7 @@ def evaluate(
 
     # ---- memory: clients beyond what the engine holds (KV or max_batch_size) queue ----
     w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, adp, cp, isl_f + osl_f / 2.0
+        model, hw, prec, eng, tp, pp, ep, adp, cp, kv_context(eng, isl_f, osl_f)
     )
     client_conc = conc
     conc = np.maximum(np.minimum(conc, concurrency_cap(eng, max_conc, tp, adp)), 1.0)

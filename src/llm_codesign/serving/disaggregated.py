@@ -29,7 +29,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .memory import memory_fit, running_kv_bytes
+from .memory import kv_context, memory_fit, running_kv_bytes
 from .step import pipelined_step, step_cost
 
 Array = np.ndarray
@@ -153,7 +153,7 @@ def decode_workers(
     )
     tpot = step.total_s
     w, kv, workspace, _, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(isl + osl / 2.0)
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl)
     )
     shape = np.shape(tpot)
     return DecodeWorkers(

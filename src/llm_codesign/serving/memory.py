@@ -28,6 +28,16 @@ def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
     return np.where(attention_dp, tp, 1)
 
 
+def kv_context(eng: EngineConstants, isl: Array | float, osl: Array | float) -> Array:
+    """KV tokens a running sequence holds against the cache under the engine's admission
+    policy: ``full`` reserves ISL + OSL at admission (TensorRT-LLM's default capacity
+    scheduler GUARANTEED_NO_EVICT admits only what it can finish); ``mean`` allocates blocks
+    as tokens arrive (vLLM, SGLang: preempt under pressure), so running sequences spread over
+    their decode phase hold ISL + OSL / 2 on average."""
+    isl_a, osl_a = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
+    return isl_a + (osl_a if eng.kv_admission == "full" else osl_a / 2.0)
+
+
 def memory_fit(
     model: ModelSpec,
     hw: HardwareSpec,
@@ -45,10 +55,8 @@ def memory_fit(
 
     The engine gives ``memory_utilization`` of the memory left after weights and workspace to
     the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction). ``context`` is the tokens a
-    sequence holds: callers pass the steady-state mean ISL + OSL/2 for in-flight batching
-    (paged KV blocks are allocated as tokens arrive and running sequences are spread over their
-    decode phase: measured TensorRT-LLM runs hold more sequences than full ISL + OSL
-    reservations would allow), the full ISL + OSL for static batches. Workspace = runtime
+    sequence holds: :func:`kv_context` for in-flight batching (the engine's admission policy),
+    the full ISL + OSL for static batches. Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step.
     """
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)

@@ -40,6 +40,9 @@ DEFAULT_ENGINE = "trtllm"
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
+# KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
+# mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
+KV_ADMISSION = ("full", "mean")
 # renamed constants: old name -> what replaced it (a clear error for old YAML files)
 RENAMED = {
     "mem_efficiency": (
@@ -81,6 +84,8 @@ class EngineConstants:
         network_latency_s: extra latency when a collective crosses the scale-out network.
         comm_efficiency: multiplier on the hardware's measured link efficiency.
         moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
+        kv_admission: KV the scheduler holds per running sequence (``KV_ADMISSION``;
+            ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
             grouped GEMMs (routing/top-k, sort/align, permute, quantize, finalize).
         moe_gemm_efficiency: fraction of the dense GEMM ceiling (compute and weight streaming)
@@ -109,6 +114,7 @@ class EngineConstants:
     network_latency_s: float
     comm_efficiency: float
     moe_comm: str
+    kv_admission: str
     moe_layer_overhead_s: float
     moe_gemm_efficiency: float
     routing_skew: float
@@ -167,6 +173,10 @@ def _check(c: EngineConstants, where: str) -> None:
         )
     if not 1 <= c.routing_skew <= 100:
         raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [1, 100]")
+    if c.kv_admission not in KV_ADMISSION:
+        raise SpecError(
+            f"{where}: kv_admission={c.kv_admission!r}; allowed: " + ", ".join(KV_ADMISSION)
+        )
     if c.moe_comm not in MOE_COMM:
         raise SpecError(
             f"{where}: moe_comm={c.moe_comm!r} is not a known kernel family; allowed: "
@@ -204,7 +214,7 @@ def _from_mapping(
             kwargs[x.name] = getattr(base, x.name)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
-        elif x.name == "moe_comm":
+        elif x.name in ("moe_comm", "kv_admission"):
             kwargs[x.name] = f.str(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
