@@ -1,7 +1,8 @@
 """Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine; model;
 concurrency bucket; metric. Reads the shared calibration sets through `validate`.
 
-Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv]
+Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv] [--dense]
+(--dense: the same table for the dense rows, which must keep their error)
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ def _bucket(load: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default=None)
-    ap.add_argument("--files", default=",".join(DEFAULT_FILES))
+    ap.add_argument("--files", default=",".join(DEFAULT_FILES + ("aic_silicon_dense.csv",)))
+    ap.add_argument("--dense", action="store_true", help="report the dense rows instead")
     args = ap.parse_args()
     files = [GT / f for f in args.files.split(",")]
     rep = validate([str(f) for f in files if f.exists()], engine=args.engine)
     groups: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for r in rep.rows:
-        if load_model(r["model"]).moe is None:
+        if (load_model(r["model"]).moe is None) != args.dense:
             continue
         metric = r["metric"]
         cls = "tpot" if metric in ("tpot_ms", "itl_ms", "tok_s_per_user") else metric
