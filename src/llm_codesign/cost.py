@@ -16,8 +16,8 @@ GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
     achieved HBM bandwidth (:func:`hbm_bytes_per_s_achieved`).
 Time = max(compute, memory); per-kernel fixed overheads are added per step in serving.
 
-MoE (``reference/moe-comm.md``): grouped expert GEMMs reach the engine's
-``moe_gemm_efficiency`` of the dense ceiling; the busiest EP rank carries
+MoE (``reference/moe-comm.md``): each group (expert) of a grouped GEMM pays a fixed
+``GROUPED_GEMM_GROUP_ROWS`` rows of compute on top of its tiles; the busiest EP rank carries
 :func:`moe_rank_imbalance` times the mean load; a fixed ``moe_layer_overhead_s`` per MoE layer
 covers routing, sort, permute and finalize kernels; dispatch and combine are priced by the
 kernel family of ``MOE_COMM_KERNELS`` (:func:`moe_comm_time`).
@@ -57,6 +57,13 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
 #   measured bus efficiency (collective_time).
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
+# Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
+# DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
+# 1024 rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 /
+# 7168 x 2048; our tile/wave model gives 1.0 for all of them). A fixed cost per group of R0
+# rows at the dense ceiling, factor 1 / (1 + R0 / rows), fits both: R0 = 256 (1/0.82 - 1) = 56
+# at 256 rows and 512 (1/0.915 - 1) = 48 at 512 rows, so R0 = 50.
+GROUPED_GEMM_GROUP_ROWS = 50.0
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -170,8 +177,8 @@ def gemm_time(
 ) -> tuple[Array, Array, Array]:
     """(time_s, compute_s, memory_s) of a GEMM op (one layer). ``memo`` (a dict owned by the
     caller, e.g. one ``evaluate`` call) reuses the per-class ceiling across ops. Grouped expert
-    GEMMs (``op.meta["moe"]``) carry the busiest EP rank's load and reach the engine's
-    ``moe_gemm_efficiency`` of the dense ceiling."""
+    GEMMs (``op.meta["moe"]``) carry the busiest EP rank's load, and each group pays
+    ``GROUPED_GEMM_GROUP_ROWS`` extra rows of compute."""
     rate_class = hw.compute_rate_class(op.compute_class)
     if memo is None:
         peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
@@ -182,12 +189,10 @@ def gemm_time(
         peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
-    moe_eff = 1.0
     if moe:
         m = m * moe_rank_imbalance(
             moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"], moe["experts_local"]
         )
-        moe_eff = eng.moe_gemm_efficiency
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
     flops = 2.0 * m * op.n * op.k * op.groups
@@ -205,7 +210,9 @@ def gemm_time(
     ) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
-    compute, memory = compute / moe_eff, memory / moe_eff
+    if moe:  # each active group's fixed cost (grouped GEMMs stream weights like dense ones)
+        per_group = 2.0 * GROUPED_GEMM_GROUP_ROWS * np.asarray(op.n) * op.k / (peak * ceiling)
+        compute = compute + np.where(m > 0, np.asarray(op.groups) * per_group, 0.0)
     return np.maximum(compute, memory), compute, memory
 
 

@@ -41,14 +41,13 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     "step_overhead_s": (20e-6, 20e-3, "fixed cost per engine iteration"),
     "kernel_overhead_s": (0.5e-6, 20e-6, "fixed cost per kernel"),
     "allreduce_latency_s": (2e-6, 80e-6, "all-reduce small-message latency"),
-    # MoE (reference/moe-comm.md 2-3): the per-layer fixed kernels range from ~24 us (fused
-    # trtllm-gen path, TB24) to ~95 us (CUTLASS path at one token, TB24) and 27-72 us for
-    # top-k + align in SGLang/vLLM; grouped GEMMs at small M per expert reach 0.5-0.8 of HBM
-    # (DeepGEMM M=64) and 0.66-0.88 of the dense ceiling (masked grouped 4x256 vs 1x1024);
-    # real routing spreads up to ~20x uniform without EPLB (TB4)
-    "moe_layer_overhead_s": (10e-6, 120e-6, "fixed MoE kernels per layer (routing, sort, ...)"),
-    "moe_gemm_efficiency": (0.4, 1.0, "grouped expert GEMMs' fraction of the dense ceiling"),
-    "routing_skew": (1.0, 20.0, "busiest EP rank's spread over uniform routing (TB4: ~19)"),
+    # MoE (reference/moe-comm.md 2-3): the per-layer fixed kernels range from one fused top-k
+    # kernel (4-7 us, vllm #34206) through ~24 us (fused trtllm-gen path, TB24) to ~95 us
+    # (CUTLASS path at one token, TB24); top-k + align in SGLang/vLLM 27-72 us. Real routing
+    # spreads up to ~20x uniform without EPLB (TB4); a balancer with redundant experts can
+    # beat uniform routing (TB4 with EPLB: 1.4x uniform at EP32; a perfect one: 0)
+    "moe_layer_overhead_s": (4e-6, 120e-6, "fixed MoE kernels per layer (routing, sort, ...)"),
+    "routing_skew": (0.5, 20.0, "busiest EP rank's spread over uniform routing (TB4: ~19)"),
     # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80
     "hbm_efficiency_scale": (
         0.625,
@@ -120,9 +119,7 @@ def fit_engine(
         start = load_engine(engine_id)
     except UnknownIdError:
         start = base
-    eng = start.with_overrides(
-        id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE}
-    )
+    eng = start.with_overrides(id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE})
     best = objective(rows, eng)
     before = best
     history: list[tuple[str, float, float]] = []

@@ -51,7 +51,7 @@ RENAMED = {
     ),
     "moe_imbalance": (
         "'moe_imbalance' was replaced by 'routing_skew': the busiest EP rank's load now follows "
-        "from multinomial top-k routing (cost.moe_rank_imbalance), and routing_skew (>= 1) "
+        "from multinomial top-k routing (cost.moe_rank_imbalance), and routing_skew (1 = uniform) "
         "scales its spread over uniform routing; TP-only MoE has no rank imbalance"
     ),
 }
@@ -88,10 +88,9 @@ class EngineConstants:
             ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
             grouped GEMMs (routing/top-k, sort/align, permute, quantize, finalize).
-        moe_gemm_efficiency: fraction of the dense GEMM ceiling (compute and weight streaming)
-            the grouped expert GEMMs reach (small M per expert, per-expert scheduling).
         routing_skew: spread of the busiest EP rank's load over that of uniform multinomial
-            top-k routing (1 = uniform; real routers without a load balancer are skewed).
+            top-k routing (1 = uniform; real routers without a load balancer are skewed, a
+            balancer with redundant experts can do better than uniform, 0 = perfect balance).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
         memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
         max_batch_size: most sequences an engine schedules at once (bounds offline runs).
@@ -116,7 +115,6 @@ class EngineConstants:
     moe_comm: str
     kv_admission: str
     moe_layer_overhead_s: float
-    moe_gemm_efficiency: float
     routing_skew: float
     max_num_tokens: int
     memory_utilization: float
@@ -139,7 +137,6 @@ FRACTIONS = (
     "attn_prefill_efficiency",
     "attn_decode_efficiency",
     "memory_utilization",
-    "moe_gemm_efficiency",
 )
 TIMES = (
     "kernel_overhead_s",
@@ -171,8 +168,8 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier "
             "near 1 (at most 1.5)"
         )
-    if not 1 <= c.routing_skew <= 100:
-        raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [1, 100]")
+    if not 0 <= c.routing_skew <= 100:
+        raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [0, 100]")
     if c.kv_admission not in KV_ADMISSION:
         raise SpecError(
             f"{where}: kv_admission={c.kv_admission!r}; allowed: " + ", ".join(KV_ADMISSION)
