@@ -225,32 +225,27 @@ def test_static_batch_smaller_than_pp_crosses_every_stage():
 
 
 def test_disaggregated_closed_loop_queueing():
-    """Closed loop of a disaggregated deployment (serving.disaggregated.closed_loop_ttft)."""
+    """Closed loop of a disaggregated deployment (serving.disaggregated.closed_loop_ttft):
+    1 s prefill alone, 10 req/s in both pools, 0.1 s per prefill batch, a 1 s decode phase."""
     from llm_codesign.serving.disaggregated import closed_loop_ttft
 
-    one = np.array(1.0)
-    # saturated: 100 clients, 10 req/s capacity, a 1 s decode phase: cycle = 100 / 10 = 10 s,
-    # of which 9 s wait for the first token
-    ttft, rate = closed_loop_ttft(
-        one,
-        np.array(0.01),
-        clients=np.array(100.0),
-        prefill_capacity=np.array(10.0),
-        decode_capacity=np.array(10.0),
-        batch_service_s=np.array(0.1),
-        osl=101,
-    )
-    assert float(ttft) == pytest.approx(9.0, rel=1e-6) and float(rate) == pytest.approx(10.0)
+    def run(clients):
+        ttft, rate = closed_loop_ttft(
+            np.array(1.0),
+            np.array(0.01),
+            clients=np.array(clients),
+            prefill_capacity=np.array(10.0),
+            decode_capacity=np.array(10.0),
+            batch_service_s=np.array(0.1),
+            osl=101,
+        )
+        return float(ttft), float(rate)
+
+    # saturated: 100 clients: cycle = 100 / 10 = 10 s, of which 9 s wait for the first token
+    ttft, rate = run(100.0)
+    assert ttft == pytest.approx(9.0, rel=1e-6) and rate == pytest.approx(10.0)
     # light load: the M/D/1 wait rho / (2 (1 - rho)) x service on top of the prefill alone
-    ttft, rate = closed_loop_ttft(
-        one,
-        np.array(0.01),
-        clients=np.array(2.0),
-        prefill_capacity=np.array(10.0),
-        decode_capacity=np.array(10.0),
-        batch_service_s=np.array(0.1),
-        osl=101,
-    )
-    rho = float(rate) / 10.0
-    assert float(ttft) == pytest.approx(1.0 + rho / (2 * (1 - rho)) * 0.1, rel=1e-6)
-    assert float(rate) == pytest.approx(2.0 / (float(ttft) + 1.0), rel=1e-6)
+    ttft, rate = run(2.0)
+    rho = rate / 10.0
+    assert ttft == pytest.approx(1.0 + rho / (2 * (1 - rho)) * 0.1, rel=1e-6)
+    assert rate == pytest.approx(2.0 / (ttft + 1.0), rel=1e-6)

@@ -62,7 +62,8 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 # 1024 rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 /
 # 7168 x 2048; our tile/wave model gives 1.0 for all of them). A fixed cost per group of R0
 # rows at the dense ceiling, factor 1 / (1 + R0 / rows), fits both: R0 = 256 (1/0.82 - 1) = 56
-# at 256 rows and 512 (1/0.915 - 1) = 48 at 512 rows, so R0 = 50.
+# at 256 rows and 512 (1/0.915 - 1) = 48 at 512 rows, so R0 = 50. Below R0 rows a group pays
+# its own rows again at most (small-M decode kernels swap A and B, no 64-row padding to fill).
 GROUPED_GEMM_GROUP_ROWS = 50.0
 
 
@@ -211,8 +212,9 @@ def gemm_time(
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
     if moe:  # each active group's fixed cost (grouped GEMMs stream weights like dense ones)
-        per_group = 2.0 * GROUPED_GEMM_GROUP_ROWS * np.asarray(op.n) * op.k / (peak * ceiling)
-        compute = compute + np.where(m > 0, np.asarray(op.groups) * per_group, 0.0)
+        rows = np.minimum(m, GROUPED_GEMM_GROUP_ROWS)
+        per_group = 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
+        compute = compute + np.asarray(op.groups) * per_group
     return np.maximum(compute, memory), compute, memory
 
 
