@@ -32,8 +32,11 @@ def clean(obj: Any) -> Any:
 # Version of every JSON document the CLI prints (--json). 2: engine constant
 # `hbm_efficiency_scale` replaces `mem_efficiency` (a multiplier on the GPU's measured
 # `hbm_efficiency`, now listed in the assumptions); estimate adds `mode`; frontier region labels
-# come from the TPOT step.
-SCHEMA_VERSION = 2
+# come from the TPOT step. 3: engine constant `moe_imbalance` is replaced by `routing_skew`,
+# `alltoall_latency_s` no longer prices MoE dispatch/combine, and engines add `moe_comm`,
+# `kv_admission` and `moe_layer_overhead_s`; op tables add the `moe_routing` op (bound
+# `overhead`); the engine named `default` is TensorRT-LLM (`trtllm`).
+SCHEMA_VERSION = 3
 
 
 def to_json(obj: Any) -> str:

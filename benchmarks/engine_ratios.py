@@ -1,0 +1,62 @@
+"""Engine ratios for the same configuration (issue 11): where the calibration sets measure the
+same model, GPU, precision, plan, ISL/OSL, concurrency and metric under two frameworks, compare
+the measured ratio (engine / TensorRT-LLM) with the predicted one (each row predicted with its
+own engine's constants).
+
+Run: python benchmarks/engine_ratios.py [--files a.csv,b.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from llm_codesign import load_model, validate
+
+GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
+DEFAULT_FILES = ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv", "serving.csv")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", default=",".join(DEFAULT_FILES))
+    args = ap.parse_args()
+    rep = validate([str(GT / f) for f in args.files.split(",") if (GT / f).exists()])
+    cells: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for r in rep.rows:
+        key = (r["model"], r["gpu"], r["precision"], r["plan"], r["isl"], r["osl"], r["load"])
+        cells[key + (r["metric"],)][r["engine"]] = r
+    out: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for key, by_engine in cells.items():
+        ref = by_engine.get("trtllm")
+        if ref is None:
+            continue
+        family = "moe" if load_model(key[0]).moe is not None else "dense"
+        for engine in ("sglang", "vllm"):
+            r = by_engine.get(engine)
+            if r is None:
+                continue
+            measured = r["measured"] / ref["measured"]
+            predicted = r["predicted"] / ref["predicted"]
+            out[(family, engine, key[-1])].append((measured, predicted))
+    print(
+        "| family | engine / trtllm | metric | pairs | measured ratio median (p10-p90) | "
+        "predicted ratio median | median predicted / measured |"
+    )
+    print("|---|---|---|---:|---|---:|---:|")
+    for (family, engine, metric), pairs in sorted(out.items()):
+        meas = sorted(m for m, _ in pairs)
+        pred = [p for _, p in pairs]
+        rel = [p / m for m, p in pairs]
+        lo, hi = meas[len(meas) // 10], meas[(9 * len(meas)) // 10]
+        print(
+            f"| {family} | {engine} | {metric} | {len(pairs)} | {statistics.median(meas):.2f} "
+            f"({lo:.2f}-{hi:.2f}) | {statistics.median(pred):.2f} | "
+            f"{statistics.median(rel):.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
