@@ -93,9 +93,13 @@ def evaluate(
     per sequence (one KV read) and yields (1 - a^(k+1)) / (1 - a) tokens on average; each draft
     token costs one layer-equivalent decode (DeepSeek's MTP module is one transformer block).
 
-    ``benchmark_burst``: report the mean TTFT of a closed-loop benchmark whose clients all start
-    at once (the engine's ``ttft_burst`` share of requests waits for the start-up wave); used
-    when comparing with such measurements. Throughput is the steady state either way.
+    ``benchmark_burst``: report what a closed-loop benchmark with fixed lengths measures when
+    its clients all start at once: a share ``ttft_burst`` of the run moves in synchronized
+    cohorts (the C prompts prefilled as one wave, then decoded together with no prompt mixed
+    in, finishing together), the rest in the staggered steady state. A cohort request waits
+    half the wave for its first token and stalls the other half inside its decode; TPOT, TTFT
+    and throughput blend the two. Used when comparing with such measurements; without it
+    (estimate, frontier) every number is the steady state of real, staggered traffic.
     """
     if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
         raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
@@ -209,16 +213,21 @@ def evaluate(
             pp - 1.0
         ) * tpot / micro
         ttft = np.maximum(ttft_steady, prefill_alone)
-    # closed-loop benchmarks start all C clients at once: a share `ttft_burst` of requests wait
-    # for the start-up wave, whose mean wait is half of prefilling the C prompts
-    rate = conc / (ttft + eng.request_overhead_s + np.maximum(osl_f - 1.0, 0.0) * tpot)
+    burst = np.zeros(shape)
+    if benchmark_burst:
+        # a share `ttft_burst` of the run in synchronized cohorts (docstring): the wave's mean
+        # wait before the first token, the rest of the wave stalls the decode, whose steps
+        # carry no prompt
+        share = eng.ttft_burst
+        wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
+        plain = (step(conc, np.zeros(shape)).total_s + draft_time(conc)) / tokens_per_step
+        cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
+        tpot = (1.0 - share) * tpot + share * cohort_tpot
+        burst = share * 0.5 * wave
+    rate = conc / (ttft + burst + eng.request_overhead_s + np.maximum(osl_f - 1.0, 0.0) * tpot)
     # queued clients: each waits (client_conc - run) / rate before admission
     queue_wait = np.maximum(client_conc - conc, 0.0) / np.maximum(rate, 1e-30)
-    ttft = ttft + queue_wait + eng.request_overhead_s
-    if benchmark_burst:
-        ttft = ttft + eng.ttft_burst * 0.5 * startup_wave(
-            model, prec, hw, eng, axes, isl_f, osl_f, conc, memo
-        )
+    ttft = ttft + burst + queue_wait + eng.request_overhead_s
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
