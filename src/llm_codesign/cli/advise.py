@@ -57,7 +57,9 @@ def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
     default=None,
     help="force one tile TMxTN[@CMxCN] (e.g. 256x256@1x2); default: cost-model best",
 )
-@click.option("--engine", default=None, help="engine constants (per-launch overhead)")
+@click.option(
+    "--engine", default=None, help="engine constants (per-launch overhead; default: base)"
+)
 @click.option(
     "--plot",
     "plot_path",

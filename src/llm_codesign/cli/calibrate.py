@@ -141,7 +141,11 @@ def _render_profile(profile: Any, out: str) -> None:
     default=None,
     help="with --compare: spec to predict with (default: the profile's own device)",
 )
-@click.option("--engine", default=None, help="with --compare: engine constants (default: default)")
+@click.option(
+    "--engine",
+    default=None,
+    help="with --compare: engine constants (default: base, the physics without host costs)",
+)
 @click.option(
     "--overlay", is_flag=True, help="with --compare: overlay the profile first (a self-check)"
 )

@@ -49,7 +49,9 @@ from ._common import deployment_options, plan_options
     help="concurrent requests per replica",
 )
 @click.option(
-    "--engine", default=None, help="trtllm, vllm, sglang or a constants YAML (default: default)"
+    "--engine",
+    default=None,
+    help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
 )
 @click.option(
     "--prefill-workers",

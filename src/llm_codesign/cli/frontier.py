@@ -68,7 +68,11 @@ def _floats(text: str, what: str) -> list[float]:
     default=None,
     help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)",
 )
-@click.option("--engine", default=None, help="trtllm, vllm, sglang or a constants YAML")
+@click.option(
+    "--engine",
+    default=None,
+    help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
+)
 @click.option(
     "--ttft-ms", type=float, default=None, help="TTFT target (ms) for the best configuration"
 )
