@@ -139,32 +139,18 @@ def test_infeasible_plans_carry_reasons_not_nans():
 
 
 def test_attention_dp_and_wide_ep_for_deepseek():
-    e = estimate(
-        "deepseek-r1",
-        "b200",
-        "fp8",
-        ParallelPlan(tp=8, ep=8, attention_dp=True),
-        Workload(1024, 1024, 512),
-    )
+    plan, wl = ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 512)
+    e = estimate("deepseek-r1", "b200", "fp8", plan, wl)
     assert e.feasible and e.breakdown["decode"]["communication"] > 0
     # the MLA latent cache: (512 + 64) x 61 layers x 1 byte (FP8) per token, not split by
     # attention DP; attention DP spreads the 512 sequences over 8 ranks, each holding what the
-    # default engine (TensorRT-LLM, GUARANTEED_NO_EVICT) reserves: ISL + OSL
-    assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(
-        512 / 8 * (1024 + 1024) * (512 + 64) * 61, rel=1e-9
-    )
-    # an engine that allocates blocks as tokens arrive holds the mean live context ISL + OSL/2
-    e = estimate(
-        "deepseek-r1",
-        "b200",
-        "fp8",
-        ParallelPlan(tp=8, ep=8, attention_dp=True),
-        Workload(1024, 1024, 512),
-        engine="vllm",
-    )
-    assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(
-        512 / 8 * (1024 + 1024 / 2) * (512 + 64) * 61, rel=1e-9
-    )
+    # default engine (TensorRT-LLM, GUARANTEED_NO_EVICT) reserves: ISL + OSL; an engine that
+    # allocates blocks as tokens arrive (vLLM) holds the mean live context ISL + OSL/2
+    for engine, context in ((None, 1024 + 1024), ("vllm", 1024 + 1024 / 2)):
+        e = estimate("deepseek-r1", "b200", "fp8", plan, wl, engine=engine)
+        assert e.kv_cache_per_gpu_gb * 1e9 == pytest.approx(
+            512 / 8 * context * (512 + 64) * 61, rel=1e-9
+        )
 
 
 def test_speculative_decoding_arithmetic():
