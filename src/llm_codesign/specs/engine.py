@@ -60,7 +60,7 @@ RENAMED = {
 @dataclass(frozen=True)
 class EngineConstants:
     """Fitted or default constants (SI units). Fractions lie in (0, 1]; times are >= 0.
-    The default values and their sources are in ``data/engines/default.yaml`` (``load_engine()``);
+    The base values and their sources are in ``data/engines/base.yaml`` (``load_engine("base")``);
     derive variants with ``load_engine().with_overrides(...)``.
 
     Attributes:
