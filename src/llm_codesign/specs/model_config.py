@@ -5,6 +5,7 @@ The loaders in :mod:`.model` call :func:`model_from_config` for bundled and user
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ..errors import SpecError
@@ -62,18 +63,14 @@ def model_from_config(
         cfg = top.mapping("text_config").data
         where = f"{where}: text_config"
     f = Fields(cfg, where)
+    finish = partial(_finish, f, model_id, name, source, model_type)
 
     if model_type == "gptj":
         d, layers, heads = f.int("n_embd"), f.int("n_layer"), f.int("n_head")
         hd = d // heads
         inter = f.int("n_inner") if f.has("n_inner") else 4 * d
         attn = AttentionSpec("gqa", heads, heads, hd, hd)
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             f.int("vocab_size"),
@@ -108,12 +105,7 @@ def model_from_config(
             "gqa", heads, kv, hd, hd, qkv_bias=f.bool("bias", False), o_bias=f.bool("bias", False)
         )
         inter = f.int("ffn_hidden_size") if f.has("ffn_hidden_size") else 4 * d
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -157,12 +149,7 @@ def model_from_config(
         first_dense = f.int("first_k_dense_replace", 0, minimum=0)
         freq = f.int("moe_layer_freq", 1)
         pattern = [(0, i >= first_dense and i % freq == 0) for i in range(layers)]
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -196,12 +183,7 @@ def model_from_config(
 
     if model_type == "mixtral":
         moe = MoESpec(f.int("num_local_experts"), f.int("num_experts_per_tok"), inter)
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -220,12 +202,7 @@ def model_from_config(
         step = f.int("decoder_sparse_step", 1)
         dense_only = set(f.list("mlp_only_layers", []))
         pattern = [(window, i not in dense_only and (i + 1) % step == 0) for i in range(layers)]
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -258,12 +235,7 @@ def model_from_config(
                 f"{where}: layer_types has {len(types)} entries but num_hidden_layers={layers}"
             )
         pattern = [(sw if t == "sliding_attention" else 0, True) for t in types]
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -303,12 +275,7 @@ def model_from_config(
             for i in range(layers)
         ]
         dense_inter = f.int("intermediate_size_mlp") if f.has("intermediate_size_mlp") else inter
-        return _finish(
-            f,
-            model_id,
-            name,
-            source,
-            model_type,
+        return finish(
             d,
             layers,
             vocab,
@@ -322,12 +289,7 @@ def model_from_config(
         )
     # llama, mistral, qwen2, qwen3: dense
     norm = 2 * d + (2 * head_dim if model_type == "qwen3" else 0)
-    return _finish(
-        f,
-        model_id,
-        name,
-        source,
-        model_type,
+    return finish(
         d,
         layers,
         vocab,
