@@ -194,20 +194,9 @@ def predict_rows(
                 a(lambda r: r.attention_dp),
             )
             isl, osl, gpus = a(lambda r: r.isl), a(lambda r: r.osl), a(lambda r: r.metric_gpus)
+            plan = dict(tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl)
             if mode == "static":
-                out = evaluate_static(
-                    model,
-                    hw,
-                    prec,
-                    eng,
-                    tp=tp,
-                    pp=pp,
-                    ep=ep,
-                    attention_dp=adp,
-                    isl=isl,
-                    osl=osl,
-                    batch=a(lambda r: r.load),
-                )
+                out = evaluate_static(model, hw, prec, eng, **plan, batch=a(lambda r: r.load))
                 values = {
                     m: _metric_value(
                         m,
@@ -232,12 +221,7 @@ def predict_rows(
                     hw,
                     prec,
                     eng,
-                    tp=tp,
-                    pp=pp,
-                    ep=ep,
-                    attention_dp=adp,
-                    isl=isl,
-                    osl=osl,
+                    **plan,
                     concurrency=a(lambda r: r.load),
                     benchmark_burst=True,
                     **spec,
