@@ -238,6 +238,12 @@ def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     return np.asarray(op.bytes, dtype=float) / hbm_bytes_per_s_achieved(hw, eng)
 
 
+def scaleout_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
+    """Per-GPU bandwidth a collective achieves across the scale-out network (NIC x measured
+    link efficiency x the engine's ``comm_efficiency``; never 0)."""
+    return max(hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency, 1e-9)
+
+
 def collective_time(
     collective: str, nbytes: Array, group: Array, hw: HardwareSpec, eng: EngineConstants
 ) -> Array:
@@ -252,8 +258,7 @@ def collective_time(
     n = np.maximum(group, 1.0)
     inside = n <= hw.scaleup_domain_size
     up_bw = hw.scaleup_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
-    out_bw = hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
-    bw = np.where(inside, up_bw, max(out_bw, 1e-9))
+    bw = np.where(inside, up_bw, scaleout_bytes_per_s(hw, eng))
     if collective == "allreduce":
         wire = 2.0 * (n - 1.0) / n * nbytes
         lat = eng.allreduce_latency_s
@@ -300,7 +305,7 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     bw = np.where(
         inside,
         hw.scaleup_bytes_per_s * frac_ep * eng.comm_efficiency,
-        max(hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency, 1e-9),
+        scaleout_bytes_per_s(hw, eng),
     )
     net = np.where(inside, 0.0, eng.network_latency_s)
     t = np.maximum(floor_d if dispatch else floor_c, intercept + logical / bw) + net

@@ -31,6 +31,7 @@ from .memory import (
     kv_context,
     memory_fit,
     running_kv_bytes,
+    scheduling_ranks,
     static_batch_fits,
 )
 from .step import pipeline_hops, pipelined_step, step_cost
@@ -277,7 +278,7 @@ def startup_wave(
     """Seconds to prefill the C prompts of a closed-loop benchmark's start-up wave (all clients
     start at once): full steps of ``max_num_tokens`` per scheduling rank (each attention-DP rank
     fills its own budget; the MoE sees them all), streaming through the pp stages."""
-    ranks = np.where(axes["attention_dp"], axes["tp"], 1).astype(float)
+    ranks = scheduling_ranks(axes["tp"], axes["attention_dp"]).astype(float)
     tokens = conc * isl
     per_step = np.minimum(tokens, ranks * eng.max_num_tokens)
     steps = np.ceil(tokens / per_step - 1e-9)

@@ -25,6 +25,7 @@ from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
+from .memory import scheduling_ranks
 
 Array = np.ndarray
 
@@ -76,7 +77,7 @@ def step_cost(
         kernels = kernels + np.where(active, op.kernels * np.asarray(op.layers), 0.0)
         if detail:
             detail_rows.append((op, t_total, bound))
-    seqs = (s.decode_seqs + s.prefill_seqs) / np.where(s.attention_dp, s.tp, 1)
+    seqs = (s.decode_seqs + s.prefill_seqs) / scheduling_ranks(s.tp, s.attention_dp)
     by_class["other"] = by_class["other"] + kernels * eng.kernel_overhead_s
     # host work (scheduling, sampling, per-request bookkeeping); an overlap scheduler hides a
     # share of it behind the GPU work of the step
@@ -109,7 +110,7 @@ def chunked_prefill(
     Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
     chunk in one step of eight.
     """
-    ranks = np.where(np.asarray(attention_dp, dtype=bool), np.asarray(tp, dtype=float), 1.0)
+    ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool)).astype(float)
     demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / ranks
     cap = float(eng.max_num_tokens)
     budget = np.maximum(cap - np.asarray(decode_tokens, dtype=float) / ranks, 0.1 * cap)
