@@ -215,13 +215,15 @@ def evaluate(
         ) * tpot / micro
         ttft = np.maximum(ttft_steady, prefill_alone)
     burst = np.zeros(shape)
+    decode_alone = step(conc, np.zeros(shape), 1.0)  # every running sequence, no prompt
     if benchmark_burst:
         # a share `ttft_burst` of the run in synchronized cohorts (docstring): the wave's mean
         # wait before the first token, the rest of the wave stalls the decode, whose steps
         # carry no prompt
         share = eng.ttft_burst
         wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
-        plain = (step(conc, np.zeros(shape)).total_s + draft_time(conc)) / tokens_per_step
+        full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
+        plain = (full.total_s + draft_time(conc)) / tokens_per_step
         cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
         tpot = (1.0 - share) * tpot + share * cohort_tpot
         burst = share * 0.5 * wave
@@ -232,7 +234,7 @@ def evaluate(
     out_per_gpu = rate * osl_f / gpus_per_replica
     total_per_gpu = rate * (isl_f + osl_f) / gpus_per_replica
 
-    dec_break = step(conc, np.zeros(shape), 1.0).by_class
+    dec_break = decode_alone.by_class
     # mixed_step: time per generated token of the steady-state step (= TPOT)
     mixed_break = dict(mixed.by_class)
     mixed_break["other"] = mixed_break["other"] + drafts
