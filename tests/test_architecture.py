@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "pareto": 0,
     "specs": 1,
     "ops": 2,
+    "mixers": 2,
     "cost": 3,
     # calibration profiles replace default efficiencies (DESIGN.md puts them with cost); the
     # microbenchmarks, device probing and the engine fit are interfaces

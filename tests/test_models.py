@@ -30,6 +30,13 @@ PUBLISHED = {
     "gpt-oss-20b": (20.9e9, 3.6e9, 0.1e9, "gpt-oss model card: 20.9B total, 3.6B active"),
     "gpt-oss-120b": (116.8e9, 5.1e9, 0.1e9, "gpt-oss model card: 116.8B total, 5.1B active"),
     "llama-4-maverick": (400e9, 17e9, 1e9, "Llama 4 card: 400B total, 17B active"),
+    # issue 12: current sparse, linear and hybrid models (architectures.md)
+    "deepseek-v3.2": (671e9, 37e9, 1e9, "DeepSeek-V3 shape (671B / 37B) + 0.85B indexer"),
+    "glm-5": (744e9, 40e9, 1e9, "GLM-5 README / report: 744B total, 40B active"),
+    "kimi-k2.5": (1.0e12, 32e9, 0.05e12, "Kimi K2 README: 1T total (rounded), 32B activated"),
+    "minimax-m2.5": (230e9, 10e9, 1e9, "MiniMax-M2 card: 230B total, 10B active"),
+    "qwen3-next-80b-a3b": (80e9, 3e9, 1e9, "Qwen3-Next card: 80B total, 3B activated"),
+    "qwen3.5-397b-a17b": (397e9, 17e9, 1e9, "Qwen3.5-397B-A17B card: 397B total, 17B activated"),
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
-from .ops import step_shape
+from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import DisaggregatedResult, GridResult, evaluate, evaluate_disaggregated, step_cost
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
@@ -46,6 +46,7 @@ class Estimate:
     reason: str
     breakdown: dict[str, dict[str, float]]
     ops: list[dict[str, Any]] = field(default_factory=list)
+    mixer_savings: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +74,7 @@ class Estimate:
             "reason": self.reason,
             "breakdown": self.breakdown,
             "ops": self.ops,
+            "mixer_savings": self.mixer_savings,
             "assumptions": self.assumptions(),
         }
 
@@ -195,7 +197,61 @@ def estimate(
         "mixed_step": _phase(r.mixed_breakdown),
     }
     ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
-    return _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
+    return est
+
+
+def mixer_savings(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan,
+    wl: Workload,
+    est: Estimate,
+) -> dict[str, Any] | None:
+    """What a model's sparse or linear token mixers save against the same model with softmax
+    attention in every layer (``ModelSpec.with_softmax_attention``), at this configuration:
+    KV/state bytes per sequence of ISL + OSL tokens on one GPU, the decode step's attention
+    time, TPOT and the concurrency that fits. None for a softmax-only model."""
+    dense = m.with_softmax_attention()
+    if dense is m:
+        return None
+    r = evaluate(
+        dense,
+        hw,
+        prec,
+        eng,
+        tp=plan.tp,
+        pp=plan.pp,
+        ep=plan.ep,
+        dp=plan.dp,
+        attention_dp=plan.attention_dp,
+        cp=plan.cp,
+        isl=wl.isl,
+        osl=wl.osl,
+        concurrency=wl.concurrency,
+    )
+    ctx = float(wl.isl + wl.osl)
+    axes = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
+    mine = _scalar(kv_bytes_per_sequence_per_gpu(m, prec, ctx, *axes))
+    base = _scalar(kv_bytes_per_sequence_per_gpu(dense, prec, ctx, *axes))
+    attn = est.breakdown["decode"]["attention"]
+    base_attn = _scalar(r.decode_breakdown["attention"])
+    return {
+        "layers": m.layer_mix(),
+        "baseline": f"{dense.id}: {dense.layer_mix()} (softmax attention in every layer)",
+        "context_tokens": ctx,
+        "kv_state_bytes_per_sequence": mine,
+        "baseline_kv_state_bytes_per_sequence": base,
+        "decode_attention_s": attn,
+        "baseline_decode_attention_s": base_attn,
+        "tpot_ms": est.tpot_ms,
+        "baseline_tpot_ms": _scalar(r.tpot_s) * 1e3,
+        "max_concurrency": est.max_concurrency,
+        "baseline_max_concurrency": int(_scalar(r.max_concurrency)),
+    }
 
 
 def _estimate_disaggregated(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .mixers import cache_bytes_per_layer, indexer_counts, linear_counts, softmax_counts
 from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
@@ -152,19 +153,6 @@ def step_shape(
     )
 
 
-def _windowed(ctx: Array, window: int) -> Array:
-    return np.minimum(ctx, window) if window > 0 else ctx
-
-
-def _causal_mean_ctx(ctx: Array, window: int) -> Array:
-    """Mean attended length for causal prefill whose mean position is ``ctx``; a window caps it."""
-    if window <= 0:
-        return ctx
-    # positions uniform on [0, 2 ctx]: mean of min(p, w)
-    full = 2.0 * ctx
-    return np.where(full <= window, ctx, window - window * window / (2.0 * np.maximum(full, 1.0)))
-
-
 def layer_group_ops(
     model: ModelSpec, prec: Precision, g: LayerGroup, s: StepShape, layers: Array
 ) -> list[Op]:
@@ -215,8 +203,13 @@ def layer_group_ops(
             compute_class=ccls,
         )
 
-    # ---- attention block: projections ----
-    if a.kind == "mla":
+    # ---- token mixer: projections ----
+    if g.mixer == "linear":
+        lin = model.linear_attention
+        assert lin is not None
+        ops.append(gemm("linear_in_proj", "attention", t_attn, lin.in_proj_width / atp, d))
+        o_k = lin.value_dim / atp
+    elif a.kind == "mla":
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         if a.q_lora_rank:
             ops.append(
@@ -273,57 +266,54 @@ def layer_group_ops(
         o_k = heads * a.v_head_dim
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
-        ops.append(gemm("qkv_proj", "attention", t_attn, (heads + 2 * kv_local) * a.head_dim, d))
+        q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # + output gate
+        ops.append(gemm("qkv_proj", "attention", t_attn, q_width + 2 * kv_local * a.head_dim, d))
         o_k = heads * a.v_head_dim
+    if g.mixer == "sparse":
+        idx = model.indexer
+        assert idx is not None
+        # indexer: queries from the q latent, one shared key and per-head weights from hidden
+        q_in = a.q_lora_rank or d
+        ops.append(gemm("indexer_q", "attention", t_attn, idx.num_heads * idx.head_dim, q_in))
+        ops.append(gemm("indexer_k_w", "attention", t_attn, idx.head_dim + idx.num_heads, d))
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k))
 
-    # ---- attention kernels ----
-    w = g.window
+    # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
     seqs_local = s.decode_seqs / rank_div
-    ctx_d = _windowed(s.decode_ctx, w) / cp
     # Helix / context parallelism shards the KV sequence over cp GPUs for prefill as for decode
-    ctx_p = _causal_mean_ctx(s.prefill_ctx, w) / cp
-    if a.kind == "mla":
-        kv_el = a.kv_lora_rank + a.qk_rope_head_dim
-        dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (kv_el + a.kv_lora_rank)
-        dec_bytes = seqs_local * ctx_d * kv_el * prec.kv_bytes
-        pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
-        pre_bytes = t_pre * (kv_el * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
+    ctx_d, ctx_p = s.decode_ctx, s.prefill_ctx
+    kernels = []
+    if g.mixer == "linear":
+        kernels.append(
+            ("linear_attention", linear_counts(model, seqs_local, q, t_pre, atp), "bf16")
+        )
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
-        dec_flops = 2.0 * seqs_local * q * ctx_d * heads * (a.head_dim + a.v_head_dim)
-        dec_bytes = seqs_local * ctx_d * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
-        pre_flops = 2.0 * t_pre * ctx_p * heads * (a.head_dim + a.v_head_dim)
-        pre_bytes = t_pre * (
-            kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
-            + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2
+        counts = softmax_counts(
+            model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp
         )
-    ops.append(
-        Op(
-            "attention_decode",
-            "attention",
-            "attention",
-            layers,
-            1.0,
-            flops=dec_flops,
-            bytes=dec_bytes,
-            phase="decode",
-            compute_class=prec.attention_class,
-        )
-    )
-    ops.append(
-        Op(
-            "attention_prefill",
-            "attention",
-            "attention",
-            layers,
-            1.0,
-            flops=pre_flops,
-            bytes=pre_bytes,
-            phase="prefill",
-            compute_class=prec.attention_class,
-        )
-    )
+        kernels.append(("attention", counts, prec.attention_class))
+        if g.mixer == "sparse":
+            counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)
+            kernels.append(("indexer", counts, "fp8"))
+    for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls in kernels:
+        for phase, flops, nbytes in (
+            ("decode", dec_flops, dec_bytes),
+            ("prefill", pre_flops, pre_bytes),
+        ):
+            ops.append(
+                Op(
+                    f"{name}_{phase}",
+                    "attention",
+                    "attention",
+                    layers,
+                    1.0,
+                    flops=flops,
+                    bytes=nbytes,
+                    phase=phase,
+                    compute_class=ccls,
+                )
+            )
 
     # ---- FFN ----
     mats = 2 if model.gated_ffn else 1
@@ -512,7 +502,7 @@ def weight_bytes_per_gpu(
     wb = prec.weight_bytes
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
     for g in model.layer_groups:
-        per = model.attention_params_per_layer / atp * wb + model.norm_params_per_layer * 2.0
+        per = model.mixer_params(g.mixer) / atp * wb + model.norm_params_per_layer * 2.0
         if g.moe:
             assert model.moe is not None
             per = per + model.moe.num_experts * model.expert_params / tp * wb
@@ -534,16 +524,11 @@ def kv_bytes_per_sequence_per_gpu(
     attention_dp: Array,
     cp: Array,
 ) -> Array:
-    """KV-cache bytes one sequence of ``context`` tokens occupies on one GPU holding it."""
-    a = model.attention
+    """KV-cache (and recurrent-state) bytes one sequence of ``context`` tokens occupies on one
+    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer``."""
     atp = np.where(attention_dp, 1, tp // cp)
-    if a.kind == "mla":
-        per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
-    else:
-        per_tok = (
-            np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
-        )
+    ctx = np.asarray(context, dtype=float)
     total = 0.0
     for g in model.layer_groups:
-        total = total + g.count * _windowed(np.asarray(context, dtype=float), g.window) * per_tok
+        total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp)
     return total / pp / cp

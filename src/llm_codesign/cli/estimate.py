@@ -199,6 +199,23 @@ def estimate(
             ],
         )
     )
+    ms = e.mixer_savings
+    if ms:
+
+        def less(x: float, base: float) -> str:
+            return f"{x / base - 1:+.0%}" if base > 0 else "n/a"
+
+        c.print(
+            f"token mixers: {ms['layers']}; against {ms['baseline']} at {ms['context_tokens']:,.0f}"
+            f" tokens: KV/state per sequence {ms['kv_state_bytes_per_sequence'] / 1e9:.3g} GB vs "
+            f"{ms['baseline_kv_state_bytes_per_sequence'] / 1e9:.3g} GB ("
+            f"{less(ms['kv_state_bytes_per_sequence'], ms['baseline_kv_state_bytes_per_sequence'])}"
+            f"), decode attention {ms['decode_attention_s'] * 1e3:.3g} ms vs "
+            f"{ms['baseline_decode_attention_s'] * 1e3:.3g} ms ("
+            f"{less(ms['decode_attention_s'], ms['baseline_decode_attention_s'])}), TPOT "
+            f"{ms['tpot_ms']:.3g} vs {ms['baseline_tpot_ms']:.3g} ms, max concurrency "
+            f"{ms['max_concurrency']:,} vs {ms['baseline_max_concurrency']:,}"
+        )
     rows = [
         [
             ph,
@@ -251,13 +268,14 @@ def models(as_json):
     console().print(
         table(
             "bundled models",
-            ["id", "model_type", "total B", "active B", "source"],
+            ["id", "model_type", "total B", "active B", "layers", "source"],
             [
                 [
                     m["id"],
                     m["model_type"],
                     m["total_params"] / 1e9,
                     m["active_params"] / 1e9,
+                    m["layers"],
                     m["source"][:60],
                 ]
                 for m in ms

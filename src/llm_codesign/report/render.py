@@ -35,8 +35,10 @@ def clean(obj: Any) -> Any:
 # come from the TPOT step. 3: engine constant `moe_imbalance` is replaced by `routing_skew`,
 # `alltoall_latency_s` no longer prices MoE dispatch/combine, and engines add `moe_comm`,
 # `kv_admission` and `moe_layer_overhead_s`; op tables add the `moe_routing` op (bound
-# `overhead`); the engine named `default` is TensorRT-LLM (`trtllm`).
-SCHEMA_VERSION = 3
+# `overhead`); the engine named `default` is TensorRT-LLM (`trtllm`). 4: estimate adds
+# `mixer_savings` (null for a softmax-only model); `models` entries add `layers` (layers per token
+# mixer); op tables may hold `indexer_*` and `linear_*` ops (sparse and linear token mixers).
+SCHEMA_VERSION = 4
 
 
 def to_json(obj: Any) -> str:

@@ -1,9 +1,20 @@
 """Model architecture specs, loaded from HuggingFace ``config.json`` (bundled or user files).
 
 Notation (STYLE.md): D hidden, F FFN width, H query heads, L layers, V vocab, E experts, k top-k.
-A model is a sequence of *layer groups*: runs of identical layers (same attention window, dense or
-MoE FFN), so heterogeneous stacks (DeepSeek's dense-first layers, Llama 4's interleaved MoE,
-gpt-oss's alternating sliding-window attention) are costed exactly without a loop per layer.
+A model is a sequence of *layer groups*: runs of identical layers (same token mixer, attention
+window, dense or MoE FFN), so heterogeneous stacks (DeepSeek's dense-first layers, Llama 4's
+interleaved MoE, gpt-oss's alternating sliding-window attention, Qwen3.5's three Gated DeltaNet
+layers per full-attention layer) are costed exactly without a loop per layer.
+
+Token mixers (``LayerGroup.mixer``), each one kind with its own parameters, FLOPs, bytes and
+cache (``../shared/reference/architectures.md`` sections 1, 2 and 9):
+  * ``attention``: softmax attention of ``ModelSpec.attention`` (GQA/MHA/MQA or MLA), full or
+    windowed; KV grows with context (capped at the window);
+  * ``sparse``: DeepSeek Sparse Attention, MLA whose core attends the ``index_topk`` tokens a
+    lightning indexer (``ModelSpec.indexer``) selects over the whole context; the cache holds
+    the MLA latent and the indexer's FP8 key per token;
+  * ``linear``: a recurrent layer with a fixed-size state per sequence
+    (``ModelSpec.linear_attention``: Gated DeltaNet), cost linear in length, no KV cache.
 
 Example:
     >>> m = load_model("llama-3.1-8b")
@@ -31,6 +42,8 @@ class AttentionSpec:
 
     For MLA, ``head_dim`` is the query/key head dim (nope + rope) and ``v_head_dim`` the value dim;
     the KV cache holds ``kv_lora_rank + qk_rope_head_dim`` elements per token per layer.
+    ``output_gate``: the query projection also emits a sigmoid gate per output element (Qwen3-Next
+    and Qwen3.5 gated attention: q_proj width 2 x heads x head_dim).
     """
 
     kind: str
@@ -45,6 +58,7 @@ class AttentionSpec:
     qkv_bias: bool = False
     o_bias: bool = False
     sinks: bool = False
+    output_gate: bool = False
 
     @property
     def kv_elements_per_token(self) -> int:
@@ -52,6 +66,92 @@ class AttentionSpec:
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)
+
+
+@dataclass(frozen=True)
+class IndexerSpec:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): ``num_heads`` x
+    ``head_dim`` FP8 scores of each query against one cached ``head_dim`` key per token, then
+    the MLA core attends the ``topk`` best tokens (architectures.md section 1)."""
+
+    num_heads: int
+    head_dim: int
+    topk: int
+
+    def params(self, hidden: int, q_lora_rank: int) -> int:
+        """wq_b (q latent -> heads x dim), wk (hidden -> dim) + its LayerNorm (weight, bias),
+        weights_proj (hidden -> heads): DeepSeek-V3.2-Exp inference/model.py ``Indexer``."""
+        q_in = q_lora_rank or hidden
+        return (
+            q_in * self.num_heads * self.head_dim
+            + hidden * self.head_dim
+            + 2 * self.head_dim
+            + hidden * self.num_heads
+        )
+
+    @property
+    def cache_bytes_per_token(self) -> float:
+        """Indexer key cache per token per layer: ``head_dim`` FP8 values + one FP32 scale per
+        128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog)."""
+        return self.head_dim * 1.0 + 4.0 * -(-self.head_dim // 128)
+
+
+@dataclass(frozen=True)
+class LinearAttentionSpec:
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): ``num_v_heads`` recurrent states of
+    ``head_k_dim`` x ``head_v_dim`` per sequence, a causal depthwise convolution of
+    ``conv_kernel`` over q, k, v; ``state_bytes`` per state element (the config's
+    ``mamba_ssm_dtype``: FP32 in Qwen3.5, else the model dtype). architectures.md section 2."""
+
+    num_k_heads: int
+    num_v_heads: int
+    head_k_dim: int
+    head_v_dim: int
+    conv_kernel: int
+    state_bytes: float = 2.0
+
+    @property
+    def key_dim(self) -> int:
+        return self.num_k_heads * self.head_k_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.num_v_heads * self.head_v_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels through the short convolution: q and k (key_dim each) and v."""
+        return 2 * self.key_dim + self.value_dim
+
+    @property
+    def in_proj_width(self) -> int:
+        """in_proj_qkvz (q, k, v, output gate z) + in_proj_ba (beta, alpha per v-head)."""
+        return 2 * self.key_dim + 2 * self.value_dim + 2 * self.num_v_heads
+
+    def params(self, hidden: int) -> int:
+        """in_proj_qkvz + in_proj_ba, conv1d (no bias), dt_bias and A_log per v-head, the gated
+        RMSNorm over head_v_dim, out_proj (HF modeling_qwen3_next ``Qwen3NextGatedDeltaNet``)."""
+        return (
+            hidden * self.in_proj_width
+            + self.conv_dim * self.conv_kernel
+            + 2 * self.num_v_heads
+            + self.head_v_dim
+            + self.value_dim * hidden
+        )
+
+    @property
+    def state_elements(self) -> int:
+        """Recurrent state per sequence per layer: num_v_heads x head_k_dim x head_v_dim."""
+        return self.num_v_heads * self.head_k_dim * self.head_v_dim
+
+    def state_bytes_per_sequence(self, conv_bytes: float = 2.0) -> float:
+        """Bytes one sequence holds per layer, independent of its length: the recurrent state
+        plus the convolution's last ``conv_kernel - 1`` inputs (vLLM mamba_utils shapes)."""
+        conv = (self.conv_kernel - 1) * self.conv_dim * conv_bytes
+        return self.state_elements * self.state_bytes + conv
+
+
+MIXERS = ("attention", "sparse", "linear")
 
 
 @dataclass(frozen=True)
@@ -71,11 +171,13 @@ class MoESpec:
 @dataclass(frozen=True)
 class LayerGroup:
     """``count`` consecutive identical layers. ``window`` > 0 is a sliding/chunked attention window
-    in tokens (0 = full causal attention); ``moe`` selects the MoE FFN instead of the dense one."""
+    in tokens (0 = full causal attention); ``moe`` selects the MoE FFN instead of the dense one;
+    ``mixer`` is the token mixer (``MIXERS``: attention, sparse, linear; module doc)."""
 
     count: int
     window: int
     moe: bool
+    mixer: str = "attention"
 
 
 @dataclass(frozen=True)
@@ -106,6 +208,8 @@ class ModelSpec:
     published_active_params: float | None = None
     published_params_source: str = ""
     active_params_convention: str = "all"
+    indexer: IndexerSpec | None = None
+    linear_attention: LinearAttentionSpec | None = None
     aliases: tuple[str, ...] = field(default=())
     config: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -122,7 +226,7 @@ class ModelSpec:
             kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
             kv += a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
             return q + kv + a.num_heads * a.v_head_dim * d
-        q = d * a.num_heads * a.head_dim
+        q = d * a.num_heads * a.head_dim * (2 if a.output_gate else 1)
         kv = 2 * d * a.num_kv_heads * a.head_dim
         o = a.num_heads * a.v_head_dim * d
         bias = (a.num_heads + 2 * a.num_kv_heads) * a.head_dim if a.qkv_bias else 0
@@ -160,9 +264,20 @@ class ModelSpec:
             self.moe.num_experts if self.moe.router_bias else 0
         )
 
-    def _layer_params(self, moe: bool, active: bool) -> int:
-        p = self.attention_params_per_layer + self.norm_params_per_layer
-        if not moe:
+    def mixer_params(self, mixer: str) -> int:
+        """Parameters of one layer's token mixer (attention, sparse or linear; module doc)."""
+        if mixer == "linear":
+            assert self.linear_attention is not None
+            return self.linear_attention.params(self.hidden_size)
+        p = self.attention_params_per_layer
+        if mixer == "sparse":
+            assert self.indexer is not None
+            p += self.indexer.params(self.hidden_size, self.attention.q_lora_rank)
+        return p
+
+    def _layer_params(self, g: LayerGroup, active: bool) -> int:
+        p = self.mixer_params(g.mixer) + self.norm_params_per_layer
+        if not g.moe:
             return p + self.dense_ffn_params
         assert self.moe is not None
         experts = self.moe.top_k if active else self.moe.num_experts
@@ -183,14 +298,14 @@ class ModelSpec:
     @property
     def total_params(self) -> int:
         """All parameters of the main model (MTP modules excluded, as published counts do)."""
-        layers = sum(g.count * self._layer_params(g.moe, active=False) for g in self.layer_groups)
+        layers = sum(g.count * self._layer_params(g, active=False) for g in self.layer_groups)
         return layers + self.embedding_params + self.lm_head_params + self.hidden_size
 
     @property
     def active_params(self) -> int:
         """Parameters touched per token: top-k routed experts only; embeddings per the model's
         published convention (``active_params_convention``: ``all`` or ``no_input_embedding``)."""
-        layers = sum(g.count * self._layer_params(g.moe, active=True) for g in self.layer_groups)
+        layers = sum(g.count * self._layer_params(g, active=True) for g in self.layer_groups)
         emb = self.embedding_params if self.active_params_convention == "all" else 0
         head = self.lm_head_params if not self.tie_embeddings else self.embedding_params
         if self.active_params_convention == "all" and self.tie_embeddings:
@@ -203,13 +318,57 @@ class ModelSpec:
         basis of the '2 x active params' FLOPs rule: no input embedding (a lookup), no norms."""
         p = 0
         for g in self.layer_groups:
-            p += g.count * (self._layer_params(g.moe, active=True) - self.norm_params_per_layer)
+            p += g.count * (self._layer_params(g, active=True) - self.norm_params_per_layer)
         return p + self.vocab_size * self.hidden_size
 
     def kv_bytes_per_token(self, kv_bytes_per_element: float) -> float:
-        """KV-cache bytes per token over all layers (full-attention layers; windowed layers cap
-        at their window, see ``kv_cache_tokens``)."""
-        return self.num_layers * self.attention.kv_elements_per_token * kv_bytes_per_element
+        """KV-cache bytes per token over the layers that cache tokens (attention and sparse
+        layers; windowed layers cap at their window, linear layers hold a fixed state instead:
+        ``ops.kv_bytes_per_sequence_per_gpu`` has both)."""
+        per = self.attention.kv_elements_per_token * kv_bytes_per_element
+        total = 0.0
+        for g in self.layer_groups:
+            if g.mixer == "linear":
+                continue
+            extra = (
+                self.indexer.cache_bytes_per_token if g.mixer == "sparse" and self.indexer else 0
+            )
+            total += g.count * (per + extra)
+        return total
+
+    @property
+    def mixers(self) -> tuple[str, ...]:
+        """The token-mixer kinds this model's layers use, in ``MIXERS`` order."""
+        have = {g.mixer for g in self.layer_groups}
+        return tuple(m for m in MIXERS if m in have)
+
+    def layer_mix(self) -> str:
+        """The layers by token mixer, e.g. ``"linear 45 + attention 15"``."""
+        counts = {m: 0 for m in MIXERS}
+        for g in self.layer_groups:
+            counts[g.mixer] += g.count
+        return " + ".join(f"{m} {counts[m]}" for m in MIXERS if counts[m])
+
+    def with_softmax_attention(self) -> ModelSpec:
+        """The same model with softmax attention (``self.attention``) in every layer, the
+        baseline a sparse or linear mixer is measured against: DSA layers keep their MLA without
+        the indexer, linear layers become full-attention layers of the model's attention shape
+        (their parameters change accordingly). A model without such layers returns itself."""
+        if not any(g.mixer != "attention" for g in self.layer_groups):
+            return self
+        counts: dict[tuple[int, bool], int] = {}
+        for g in self.layer_groups:
+            counts[(g.window, g.moe)] = counts.get((g.window, g.moe), 0) + g.count
+        groups = tuple(LayerGroup(c, w, m) for (w, m), c in sorted(counts.items()))
+        import dataclasses
+
+        return dataclasses.replace(
+            self,
+            id=f"{self.id}-softmax-attention",
+            layer_groups=groups,
+            indexer=None,
+            linear_attention=None,
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -217,6 +376,7 @@ class ModelSpec:
             "model_type": self.model_type,
             "total_params": self.total_params,
             "active_params": self.active_params,
+            "layers": self.layer_mix(),
             "source": self.source,
         }
 

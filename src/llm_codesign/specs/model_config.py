@@ -9,23 +9,47 @@ from functools import partial
 from typing import Any
 
 from ..errors import SpecError
+from ..formats import get_format
 from ._load import Fields
-from .model import AttentionSpec, LayerGroup, ModelSpec, MoESpec
+from .model import (
+    AttentionSpec,
+    IndexerSpec,
+    LayerGroup,
+    LinearAttentionSpec,
+    ModelSpec,
+    MoESpec,
+)
 
 SUPPORTED_MODEL_TYPES = (
     "deepseek_v3",
+    "deepseek_v32",
     "falcon",
+    "glm_moe_dsa",
     "gpt_oss",
     "gptj",
+    "kimi_k2",
+    "kimi_k25",
     "llama",
     "llama4",
     "llama4_text",
+    "minimax_m2",
     "mistral",
     "mixtral",
     "qwen2",
     "qwen3",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
     "qwen3_moe",
+    "qwen3_next",
 )
+# vision-language wrappers whose text model sits under ``text_config`` (architectures.md s8)
+TEXT_WRAPPERS = {"llama4": "llama4", "kimi_k25": "kimi_k2", "qwen3_5_moe": "qwen3_5_moe_text"}
+# MLA models read by the DeepSeek-V3 branch; DSA (an indexer) where the config has index_* fields
+MLA_TYPES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
+# Gated DeltaNet hybrids: Qwen3-Next and Qwen3.5 MoE (architectures.md section 2)
+GDN_TYPES = ("qwen3_next", "qwen3_5_moe_text")
+# format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
+STATE_DTYPE_FORMAT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -33,13 +57,15 @@ SUPPORTED_MODEL_TYPES = (
 # ---------------------------------------------------------------------------------------------
 
 
-def _groups(pattern: list[tuple[int, bool]]) -> tuple[LayerGroup, ...]:
-    """Run-length encode per-layer (window, moe) into sorted groups (layer order is irrelevant
-    to cost; kept grouped by kind so the op list stays short)."""
-    counts: dict[tuple[int, bool], int] = {}
+def _groups(pattern: list[tuple]) -> tuple[LayerGroup, ...]:
+    """Run-length encode per-layer (window, moe[, mixer]) into sorted groups (layer order is
+    irrelevant to cost; kept grouped by kind so the op list stays short). The mixer defaults
+    to softmax ``attention``."""
+    counts: dict[tuple[int, bool, str], int] = {}
     for key in pattern:
-        counts[key] = counts.get(key, 0) + 1
-    return tuple(LayerGroup(c, w, m) for (w, m), c in sorted(counts.items()))
+        k3 = (key[0], key[1], key[2] if len(key) > 2 else "attention")
+        counts[k3] = counts.get(k3, 0) + 1
+    return tuple(LayerGroup(c, w, m, x) for (w, m, x), c in sorted(counts.items()))
 
 
 def model_from_config(
@@ -59,9 +85,11 @@ def model_from_config(
             f"{', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     cfg = config
-    if model_type == "llama4":
+    if model_type in TEXT_WRAPPERS:
         cfg = top.mapping("text_config").data
         where = f"{where}: text_config"
+        if model_type != "llama4":
+            model_type = TEXT_WRAPPERS[model_type]
     f = Fields(cfg, where)
     finish = partial(_finish, f, model_id, name, source, model_type)
 
@@ -126,7 +154,8 @@ def model_from_config(
         )
     head_dim = f.int("head_dim") if f.has("head_dim") else d // heads
 
-    if model_type == "deepseek_v3":
+    if model_type in MLA_TYPES:
+        # never the config's head_dim: transformers sets it to qk_rope_head_dim for MLA models
         nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
         attn = AttentionSpec(
             "mla",
@@ -148,7 +177,16 @@ def model_from_config(
         )
         first_dense = f.int("first_k_dense_replace", 0, minimum=0)
         freq = f.int("moe_layer_freq", 1)
-        pattern = [(0, i >= first_dense and i % freq == 0) for i in range(layers)]
+        # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): every layer runs the lightning
+        # indexer when the config names one (GLM-5.x ``indexer_types`` "shared" layers reuse a
+        # previous layer's selection; priced as full indexers here, an upper bound)
+        indexer = None
+        if f.has("index_topk"):
+            indexer = IndexerSpec(
+                f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk")
+            )
+        mixer = "sparse" if indexer else "attention"
+        pattern = [(0, i >= first_dense and i % freq == 0, mixer) for i in range(layers)]
         return finish(
             d,
             layers,
@@ -161,6 +199,37 @@ def model_from_config(
             moe=moe,
             mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
             norm=2 * d,
+            indexer=indexer,
+        )
+    if model_type in GDN_TYPES:
+        return _gated_deltanet_hybrid(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
+    if model_type == "minimax_m2":
+        # full softmax GQA in every layer (attn_type_list all 1), MoE in every layer with the
+        # expert width in intermediate_size, per-layer QK-norm (architectures.md section 3)
+        attn = AttentionSpec("gqa", heads, kv_heads, head_dim, head_dim)
+        moe = MoESpec(
+            f.int("num_local_experts"),
+            f.int("num_experts_per_tok"),
+            f.int("intermediate_size"),
+            router_bias=True,  # e_score_correction_bias per expert
+        )
+        if f.has("attn_type_list") and any(int(t) != 1 for t in f.list("attn_type_list")):
+            raise SpecError(
+                f"{where}: attn_type_list has lightning (linear) layers; only softmax (1) "
+                "MiniMax layers are supported"
+            )
+        return finish(
+            d,
+            layers,
+            vocab,
+            tie,
+            attn,
+            f.int("intermediate_size"),
+            gated=True,
+            pattern=[(0, True)] * layers,
+            moe=moe,
+            mtp=f.int("num_mtp_modules", 0, minimum=0),
+            norm=2 * d + (heads + kv_heads) * head_dim,
         )
 
     bias = f.bool("attention_bias", model_type == "qwen2")
@@ -322,6 +391,8 @@ def _finish(
     mtp: int = 0,
     ffn_bias: bool = False,
     norm: int = 0,
+    indexer: IndexerSpec | None = None,
+    linear: LinearAttentionSpec | None = None,
 ) -> ModelSpec:
     if moe is not None and moe.top_k > moe.num_experts:
         raise SpecError(
@@ -344,5 +415,96 @@ def _finish(
         num_mtp_layers=mtp,
         ffn_bias=ffn_bias,
         norm_params_per_layer=norm,
+        indexer=indexer,
+        linear_attention=linear,
         config=f.data,
+    )
+
+
+def _gated_deltanet_hybrid(
+    f: Fields,
+    finish: partial,
+    d: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    vocab: int,
+    tie: bool,
+) -> ModelSpec:
+    """Qwen3-Next / Qwen3.5 MoE: Gated DeltaNet layers with a gated full-attention layer every
+    ``full_attention_interval`` (``layer_types`` when given), MoE FFN with one shared expert
+    (architectures.md section 2; HF configuration_qwen3_next / qwen3_5_moe)."""
+    if f.has("layer_types"):
+        types = [str(t) for t in f.list("layer_types")]
+        if len(types) != layers:
+            raise SpecError(
+                f"{f.where}: layer_types has {len(types)} entries but num_hidden_layers={layers}"
+            )
+        bad = sorted(set(types) - {"linear_attention", "full_attention"})
+        if bad:
+            raise SpecError(
+                f"{f.where}: layer_types {bad} unknown; allowed: linear_attention, full_attention"
+            )
+    else:
+        every = f.int("full_attention_interval", 4)
+        types = [
+            "full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)
+        ]
+    ssm_dtype = f.str("mamba_ssm_dtype", "auto")
+    if ssm_dtype not in STATE_DTYPE_FORMAT:
+        raise SpecError(
+            f"{f.where}: mamba_ssm_dtype {ssm_dtype!r} unknown; allowed: "
+            f"{', '.join(STATE_DTYPE_FORMAT)}"
+        )
+    linear = LinearAttentionSpec(
+        f.int("linear_num_key_heads"),
+        f.int("linear_num_value_heads"),
+        f.int("linear_key_head_dim"),
+        f.int("linear_value_head_dim"),
+        f.int("linear_conv_kernel_dim", 4),
+        get_format(STATE_DTYPE_FORMAT[ssm_dtype]).bytes_per_element,
+    )
+    attn = AttentionSpec(
+        "gqa",
+        heads,
+        kv_heads,
+        head_dim,
+        head_dim,
+        qkv_bias=f.bool("attention_bias", False),
+        output_gate=f.bool("attn_output_gate", True),
+    )
+    shared = f.int("shared_expert_intermediate_size", 0, minimum=0)
+    moe = MoESpec(
+        f.int("num_experts"),
+        f.int("num_experts_per_tok"),
+        f.int("moe_intermediate_size"),
+        1 if shared else 0,
+        shared,
+    )
+    step = f.int("decoder_sparse_step", 1)
+    dense_only = set(f.list("mlp_only_layers", []))
+    pattern = [
+        (
+            0,
+            i not in dense_only and (i + 1) % step == 0,
+            "linear" if t == "linear_attention" else "attention",
+        )
+        for i, t in enumerate(types)
+    ]
+    mtp = f.int("mtp_num_hidden_layers", 0, minimum=0) if f.has("mtp_num_hidden_layers") else 0
+    return finish(
+        d,
+        layers,
+        vocab,
+        tie,
+        attn,
+        f.int("intermediate_size", 0, minimum=0),
+        gated=True,
+        pattern=pattern,
+        moe=moe,
+        mtp=mtp,
+        # two RMSNorms and the shared expert's sigmoid gate (hidden -> 1) per layer
+        norm=2 * d + (d if shared else 0),
+        linear=linear,
     )

@@ -182,6 +182,7 @@ PLAN_REASONS = (
     "ep_not_dividing_experts",
     "moe_tp_not_dividing_expert_width",
     "tp_not_dividing_ffn",
+    "tp_not_dividing_linear_heads",
 )
 
 
@@ -245,6 +246,12 @@ def plan_feasibility(
         mark(model.moe.expert_intermediate % moe_tp != 0, "moe_tp_not_dividing_expert_width")
     if model.num_moe_layers < model.num_layers:  # dense FFN layers split over tp (not under DP)
         mark(~adp & (model.intermediate_size % np.maximum(tp, 1) != 0), "tp_not_dividing_ffn")
+    lin = model.linear_attention
+    if lin is not None:  # recurrent (Gated DeltaNet) heads split over the attention tp
+        heads_ok = (lin.num_k_heads % np.maximum(atp, 1) == 0) & (
+            lin.num_v_heads % np.maximum(atp, 1) == 0
+        )
+        mark(~heads_ok, "tp_not_dividing_linear_heads")
     return reason
 
 
@@ -279,6 +286,10 @@ def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> st
         f"{moe.expert_intermediate if moe else 0}",
         "tp_not_dividing_ffn": f"tp={plan.tp} does not divide intermediate_size="
         f"{model.intermediate_size} of {model.id}",
+        "tp_not_dividing_linear_heads": f"attention tp={atp} does not divide the linear-"
+        f"attention heads of {model.id} (key heads "
+        f"{model.linear_attention.num_k_heads if model.linear_attention else 0}, value heads "
+        f"{model.linear_attention.num_v_heads if model.linear_attention else 0})",
     }
     return messages.get(code) or explain_reason(code, None, plan)
 

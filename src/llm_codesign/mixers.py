@@ -1,0 +1,157 @@
+"""Token mixers: the FLOPs, bytes and cache of one layer's attention kernel by kind (softmax
+attention, DeepSeek Sparse Attention, Gated DeltaNet), counting only. ``ops`` turns these counts
+into ops; ``cost`` times them.
+
+Closed forms (``../shared/reference/architectures.md`` section 9; FlashMLA deep dive for the
+attention form FLOPs = 2 x heads x queries x keys x (d_k + d_v)):
+
+  * softmax attention (GQA/MHA/MQA, window W): decode 2 H min(L, W) (d_k + d_v) FLOPs per token,
+    reads min(L, W) cached K/V; MLA decodes in the absorbed (MQA) form over the 576-element
+    latent (d_k = kv_lora + rope, d_v = kv_lora);
+  * sparse (DSA): the lightning indexer scores every cached token, 2 H_I d_I L FLOPs per query
+    in FP8, reading its d_I-byte key (+ scale) per token; the MLA core then attends
+    min(L, top-k) tokens in the absorbed form (prefill below top-k runs dense, MHA form);
+  * linear (Gated DeltaNet): decode reads and writes the per-sequence state (heads x d_k x d_v)
+    and the convolution window, ~7 H_v d_k d_v FLOPs per token (decay, S k, rank-1 update,
+    S q); prefill in the chunkwise form (chunk ``GDN_CHUNK``): per token the state terms
+    4 H_v d_k d_v plus the intra-chunk attention 2 H_v C (2 d_k + d_v). Cost and state do not
+    depend on context.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .specs.model import LayerGroup, ModelSpec
+from .specs.precision import Precision
+
+Array = np.ndarray
+
+# chunk length of the chunkwise-parallel Gated DeltaNet prefill (flash-linear-attention's
+# chunk_gated_delta_rule uses 64; vLLM and SGLang call it)
+GDN_CHUNK = 64
+
+
+def windowed(ctx: Array, window: int) -> Array:
+    """Tokens a decode query attends: the context, capped at the window (0 = none)."""
+    return np.minimum(ctx, window) if window > 0 else ctx
+
+
+def causal_mean_ctx(ctx: Array, window: int) -> Array:
+    """Mean attended length for causal prefill whose mean position is ``ctx``; a window (or a
+    top-k selection) caps it."""
+    if window <= 0:
+        return ctx
+    # positions uniform on [0, 2 ctx]: mean of min(p, w)
+    full = 2.0 * ctx
+    return np.where(full <= window, ctx, window - window * window / (2.0 * np.maximum(full, 1.0)))
+
+
+def softmax_counts(
+    model: ModelSpec,
+    prec: Precision,
+    g: LayerGroup,
+    seqs: Array,
+    q: Array,
+    ctx_d: Array,
+    t_pre: Array,
+    ctx_p: Array,
+    heads: Array,
+    kv_local: Array,
+    cp: Array,
+) -> tuple[Array, Array, Array, Array]:
+    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of one softmax-attention or
+    sparse-core layer on one GPU: ``seqs`` decoding sequences of ``q`` query tokens at context
+    ``ctx_d``, ``t_pre`` prompt tokens at mean causal context ``ctx_p``, ``heads``/``kv_local``
+    query/KV heads on this GPU; the attended keys (after the window or top-k) are sharded over
+    the KV-parallel (Helix) group ``cp``."""
+    a = model.attention
+    if g.mixer == "sparse":
+        assert model.indexer is not None
+        k = model.indexer.topk
+        dec_keys = np.minimum(ctx_d, k) / cp
+        pre_keys = causal_mean_ctx(ctx_p, k) / cp
+        dense_prefill = 2.0 * ctx_p <= k  # prompts within top-k: dense (masked MHA) kernels
+    else:
+        dec_keys = windowed(ctx_d, g.window) / cp
+        pre_keys = causal_mean_ctx(ctx_p, g.window) / cp
+        dense_prefill = True
+    if a.kind == "mla":
+        kv_el = a.kv_lora_rank + a.qk_rope_head_dim
+        dec_flops = 2.0 * seqs * q * dec_keys * heads * (kv_el + a.kv_lora_rank)
+        dec_bytes = seqs * dec_keys * kv_el * prec.kv_bytes
+        mha = 2.0 * t_pre * pre_keys * heads * (a.head_dim + a.v_head_dim)
+        mqa = 2.0 * t_pre * pre_keys * heads * (kv_el + a.kv_lora_rank)
+        pre_flops = np.where(dense_prefill, mha, mqa)
+        pre_bytes = t_pre * (kv_el * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
+        return dec_flops, dec_bytes, pre_flops, pre_bytes
+    dec_flops = 2.0 * seqs * q * dec_keys * heads * (a.head_dim + a.v_head_dim)
+    dec_bytes = seqs * dec_keys * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+    pre_flops = 2.0 * t_pre * pre_keys * heads * (a.head_dim + a.v_head_dim)
+    pre_bytes = t_pre * (
+        kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+        + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2
+    )
+    return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def indexer_counts(
+    model: ModelSpec, seqs: Array, q: Array, ctx_d: Array, t_pre: Array, ctx_p: Array, cp: Array
+) -> tuple[Array, Array, Array, Array]:
+    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of the lightning indexer's
+    scoring on one GPU: every query scores every cached key (its heads are not split: one
+    shared key per token), FP8 math; causal prefill scores the mean causal context; keys are
+    sharded over the KV-parallel group ``cp``."""
+    idx = model.indexer
+    assert idx is not None
+    ctx_d, ctx_p = ctx_d / cp, ctx_p / cp
+    per_key = 2.0 * idx.num_heads * idx.head_dim
+    dec_flops = seqs * q * ctx_d * per_key
+    dec_bytes = seqs * ctx_d * idx.cache_bytes_per_token
+    pre_flops = t_pre * ctx_p * per_key
+    pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * 1.0)
+    return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def linear_counts(
+    model: ModelSpec, seqs: Array, q: Array, t_pre: Array, atp: Array
+) -> tuple[Array, Array, Array, Array]:
+    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of one Gated DeltaNet layer
+    on one GPU (heads split over the attention tp ``atp``). Decode reads and writes each
+    sequence's state once per step (``q`` draft tokens update it in turn: the state stays in
+    registers across them); prefill streams q, k, v, gate in and the output out."""
+    lin = model.linear_attention
+    assert lin is not None
+    hv = lin.num_v_heads / atp
+    dkv = lin.head_k_dim * lin.head_v_dim
+    conv_dim = lin.conv_dim / atp
+    dec_flops = seqs * q * (7.0 * hv * dkv + 2.0 * lin.conv_kernel * conv_dim)
+    dec_bytes = seqs * 2.0 * (hv * dkv * lin.state_bytes + (lin.conv_kernel - 1) * conv_dim * 2.0)
+    chunk = 2.0 * hv * GDN_CHUNK * (2 * lin.head_k_dim + lin.head_v_dim)
+    pre_flops = t_pre * (4.0 * hv * dkv + chunk + 2.0 * lin.conv_kernel * conv_dim)
+    pre_bytes = t_pre * (conv_dim + 2.0 * lin.value_dim / atp) * 2.0 * 2
+    return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def cache_bytes_per_layer(
+    model: ModelSpec, prec: Precision, g: LayerGroup, context: Array, atp: Array
+) -> Array:
+    """Bytes one sequence of ``context`` tokens holds in one layer of group ``g`` on one GPU:
+    cached K/V (capped at the window), MLA latent (+ the indexer key for sparse layers), or
+    the fixed recurrent state and convolution window of a linear layer."""
+    if g.mixer == "linear":
+        lin = model.linear_attention
+        assert lin is not None
+        # independent of context (broadcast over it)
+        return lin.state_bytes_per_sequence() / atp + 0.0 * np.asarray(context, dtype=float)
+    a = model.attention
+    ctx = windowed(np.asarray(context, dtype=float), g.window)
+    if a.kind == "mla":
+        per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
+    else:
+        per_tok = (
+            np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
+        )
+    if g.mixer == "sparse" and model.indexer is not None:
+        per_tok = per_tok + model.indexer.cache_bytes_per_token
+    return ctx * per_tok

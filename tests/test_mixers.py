@@ -1,0 +1,277 @@
+"""Token mixers (issue 12): each attention kind's parameters, decode/prefill FLOPs and bytes, and
+KV/state bytes per sequence against hand-written closed forms (architectures.md sections 1, 2
+and 9) at 8k, 128k and 1M tokens of context."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_codesign import load_engine, load_hardware, load_model
+from llm_codesign.cost import attention_time
+from llm_codesign.errors import SpecError
+from llm_codesign.ops import StepShape, kv_bytes_per_sequence_per_gpu, layer_group_ops
+from llm_codesign.specs.model_config import model_from_config
+from llm_codesign.specs.plan import plan_feasibility
+from llm_codesign.specs.precision import parse_precision
+
+CONTEXTS = (8192, 131072, 1 << 20)
+
+
+def _decode_step(ctx: float, seqs: float = 1.0, tp: int = 1) -> StepShape:
+    one = np.asarray(1)
+    return StepShape(
+        decode_seqs=np.asarray(seqs),
+        decode_ctx=np.asarray(float(ctx)),
+        prefill_tokens=np.asarray(0.0),
+        prefill_seqs=np.asarray(0.0),
+        prefill_ctx=np.asarray(0.0),
+        tp=np.asarray(tp),
+        ep=one,
+        pp=one,
+        cp=one,
+        attention_dp=np.asarray(False),
+    )
+
+
+def _prefill_step(tokens: float, mean_ctx: float) -> StepShape:
+    one = np.asarray(1)
+    return StepShape(
+        decode_seqs=np.asarray(0.0),
+        decode_ctx=np.asarray(0.0),
+        prefill_tokens=np.asarray(float(tokens)),
+        prefill_seqs=np.asarray(1.0),
+        prefill_ctx=np.asarray(float(mean_ctx)),
+        tp=one,
+        ep=one,
+        pp=one,
+        cp=one,
+        attention_dp=np.asarray(False),
+    )
+
+
+def _op(model, prec, mixer, name, step):
+    g = next(g for g in model.layer_groups if g.mixer == mixer)
+    ops = layer_group_ops(model, prec, g, step, np.asarray(1.0))
+    return next(o for o in ops if o.name == name)
+
+
+# ---- parameters ----
+
+
+def test_gated_deltanet_layer_params_hand_count():
+    # Qwen3-Next: d 2048, 16 key heads, 32 value heads, 128 x 128, conv 4 (architectures.md s2).
+    # in_proj_qkvz + in_proj_ba: 2048 x (2*2048 + 2*4096 + 2*32); conv 8192 x 4; dt_bias and
+    # A_log 2 x 32; gated norm 128; out_proj 4096 x 2048
+    lin = load_model("qwen3-next-80b-a3b").linear_attention
+    want = 2048 * 12352 + 8192 * 4 + 64 + 128 + 4096 * 2048
+    assert lin.params(2048) == want == 33_718_464
+
+
+def test_indexer_params_hand_count():
+    # DeepSeek-V3.2: wq_b 1536 x (64 x 128), wk 7168 x 128 (+ LayerNorm 2 x 128), weights_proj
+    # 7168 x 64 = 13.96M per layer (architectures.md s1: "about 14.0M/layer")
+    m = load_model("deepseek-v3.2")
+    want = 1536 * 8192 + 7168 * 128 + 256 + 7168 * 64
+    assert m.indexer.params(7168, 1536) == want == 13_959_424
+    assert m.total_params - load_model("deepseek-v3").total_params == 61 * want
+
+
+# ---- KV / state bytes per sequence at 8k, 128k, 1M ----
+
+
+@pytest.mark.parametrize("ctx", CONTEXTS)
+def test_cache_bytes_per_sequence_closed_forms(ctx):
+    bf16, fp8 = parse_precision("bf16"), parse_precision("fp8")
+    one = (1, 1, False, 1)
+
+    def kv(model_id, prec):
+        return float(kv_bytes_per_sequence_per_gpu(load_model(model_id), prec, ctx, *one))
+
+    # GQA, every layer full: 32 layers x 8 KV heads x 128 x (K, V) x 2 B
+    assert kv("llama-3.1-8b", bf16) == pytest.approx(32 * 8 * 128 * 2 * 2 * ctx)
+    # gpt-oss-120b: 18 full + 18 sliding (window 128) layers of 8 x 64 x 2 x 2 B per token
+    assert kv("gpt-oss-120b", bf16) == pytest.approx(18 * 2048 * ctx + 18 * 2048 * min(ctx, 128))
+    # dense MLA: 61 layers x (512 latent + 64 rope) x KV bytes
+    kvb = fp8.kv_bytes
+    assert kv("deepseek-v3", fp8) == pytest.approx(61 * 576 * kvb * ctx)
+    # DSA: the latent cache stays whole, plus the indexer's 128 FP8 + one FP32 scale per token
+    assert kv("deepseek-v3.2", fp8) == pytest.approx(61 * (576 * kvb + 132) * ctx)
+    # Gated DeltaNet hybrid (Qwen3.5): 15 full layers of 2 KV heads x 256, 45 linear layers of
+    # a 64 x 128 x 128 FP32 state + a 3 x 12288 BF16 convolution window, whatever the context
+    state = 64 * 128 * 128 * 4 + 3 * 12288 * 2
+    assert kv("qwen3.5-397b-a17b", bf16) == pytest.approx(15 * 2 * 256 * 2 * 2 * ctx + 45 * state)
+
+
+def test_linear_state_is_independent_of_context_and_split_over_tp():
+    m, p = load_model("qwen3-next-80b-a3b"), parse_precision("bf16")
+    lin_only = [g for g in m.layer_groups if g.mixer == "linear"]
+    per = m.linear_attention.state_bytes_per_sequence()
+    assert per == 32 * 128 * 128 * 2 + 3 * 8192 * 2  # BF16 state (no mamba_ssm_dtype)
+    a = kv_bytes_per_sequence_per_gpu(m, p, 8192, 1, 1, False, 1)
+    b = kv_bytes_per_sequence_per_gpu(m, p, 16384, 1, 1, False, 1)
+    full_per_token = 12 * 2 * 256 * 2 * 2
+    assert float(b - a) == pytest.approx(full_per_token * 8192)  # only the full layers grow
+    assert sum(g.count for g in lin_only) == 36
+    tp4 = kv_bytes_per_sequence_per_gpu(m, p, 0, 4, 1, False, 1)
+    assert float(tp4) == pytest.approx(36 * per / 4)  # state heads split over tp
+
+
+# ---- decode and prefill FLOPs, bytes and time ----
+
+
+@pytest.mark.parametrize("ctx", CONTEXTS)
+def test_sparse_decode_counts(ctx):
+    m, p = load_model("deepseek-v3.2"), parse_precision("fp8")
+    step = _decode_step(ctx)
+    idx = _op(m, p, "sparse", "indexer_decode", step)
+    core = _op(m, p, "sparse", "attention_decode", step)
+    # indexer: 64 heads x 128 dims scored against every cached key, reading 132 B per key
+    assert float(idx.flops) == pytest.approx(2 * 64 * 128 * ctx)
+    assert float(idx.bytes) == pytest.approx(132 * ctx)
+    # MLA core in the absorbed form over the 2048 selected keys only
+    k = min(ctx, 2048)
+    assert float(core.flops) == pytest.approx(2 * 128 * k * (576 + 512))
+    assert float(core.bytes) == pytest.approx(k * 576 * p.kv_bytes)
+    dense = _op(load_model("deepseek-v3"), p, "attention", "attention_decode", step)
+    assert float(dense.flops) == pytest.approx(2 * 128 * ctx * (576 + 512))
+
+
+def test_sparse_prefill_switches_to_topk_beyond_it():
+    m, p = load_model("deepseek-v3.2"), parse_precision("fp8")
+    a = m.attention
+    short = _op(m, p, "sparse", "attention_prefill", _prefill_step(1000, 500))
+    # 2 x mean context 1000 <= 2048: dense MHA-form prefill (192 + 128 dims per head)
+    assert float(short.flops) == pytest.approx(2 * 1000 * 500 * 128 * (a.head_dim + a.v_head_dim))
+    long = _op(m, p, "sparse", "attention_prefill", _prefill_step(1000, 65536))
+    # positions uniform on [0, 131072]: mean of min(p, 2048) = 2048 - 2048^2 / (2 x 131072)
+    keys = 2048 - 2048 * 2048 / (2 * 131072)
+    assert float(long.flops) == pytest.approx(2 * 1000 * keys * 128 * (576 + 512))
+    idx = _op(m, p, "sparse", "indexer_prefill", _prefill_step(1000, 65536))
+    assert float(idx.flops) == pytest.approx(1000 * 65536 * 2 * 64 * 128)
+
+
+@pytest.mark.parametrize("ctx", CONTEXTS)
+def test_linear_decode_counts_and_time(ctx):
+    m, p = load_model("qwen3.5-397b-a17b"), parse_precision("bf16")
+    hw, eng = load_hardware("h200-sxm"), load_engine("trtllm")
+    op = _op(m, p, "linear", "linear_attention_decode", _decode_step(ctx, seqs=4))
+    # 7 x H_v x d_k x d_v + conv 2 x 4 x conv_dim per token; state read + written once a step
+    assert float(op.flops) == pytest.approx(4 * (7 * 64 * 128 * 128 + 2 * 4 * 12288))
+    assert float(op.bytes) == pytest.approx(4 * 2 * (64 * 128 * 128 * 4 + 3 * 12288 * 2))
+    t, _, _ = attention_time(op, hw, eng)
+    peak = hw.peak_flops(hw.compute_rate_class("bf16"))
+    want = max(
+        float(op.flops) / (peak * eng.attn_prefill_efficiency),
+        float(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency),
+    )
+    assert float(t) == pytest.approx(want)
+
+
+def test_linear_prefill_is_linear_in_length():
+    m, p = load_model("qwen3-next-80b-a3b"), parse_precision("bf16")
+    a = _op(m, p, "linear", "linear_attention_prefill", _prefill_step(4096, 2048))
+    b = _op(m, p, "linear", "linear_attention_prefill", _prefill_step(4096, 524288))
+    assert float(a.flops) == float(b.flops) > 0  # no dependence on the context
+    # chunkwise form, chunk 64: 4 H_v d_k d_v + 2 H_v 64 (2 d_k + d_v) + conv 2 x 4 x 8192
+    per_tok = 4 * 32 * 128 * 128 + 2 * 32 * 64 * (2 * 128 + 128) + 2 * 4 * 8192
+    assert float(a.flops) == pytest.approx(4096 * per_tok)
+
+
+def test_gated_attention_projection_carries_the_output_gate():
+    m, p = load_model("qwen3.5-397b-a17b"), parse_precision("bf16")
+    qkv = _op(m, p, "attention", "qkv_proj", _decode_step(1024))
+    assert float(qkv.n) == 32 * 256 * 2 + 2 * 2 * 256  # query + gate, then K and V
+
+
+# ---- hybrid savings, the dense baseline, plan rules, config errors ----
+
+
+def test_hybrid_and_sparse_models_save_against_softmax_attention_at_128k():
+    from llm_codesign import estimate
+    from llm_codesign.specs.plan import ParallelPlan
+    from llm_codesign.specs.workload import Workload
+
+    wl = Workload(131072, 1024, 8)
+    e = estimate("qwen3.5-397b-a17b", "h200-sxm", "fp8", ParallelPlan(tp=8), wl, explain=False)
+    s = e.mixer_savings
+    assert s["kv_state_bytes_per_sequence"] < 0.3 * s["baseline_kv_state_bytes_per_sequence"]
+    assert s["decode_attention_s"] < 0.5 * s["baseline_decode_attention_s"]
+    assert s["max_concurrency"] > s["baseline_max_concurrency"]
+    plan = ParallelPlan(tp=8, ep=8, attention_dp=True)  # 4 long sequences per rank
+    e = estimate(
+        "deepseek-v3.2", "h200-sxm", "fp8", plan, Workload(131072, 1024, 32), explain=False
+    )
+    s = e.mixer_savings
+    assert s["decode_attention_s"] < 0.5 * s["baseline_decode_attention_s"]
+    # DSA keeps the whole latent cache and adds the indexer key: memory does not fall
+    assert s["kv_state_bytes_per_sequence"] > s["baseline_kv_state_bytes_per_sequence"]
+    assert estimate("llama-3.1-8b", "h200-sxm", explain=False).mixer_savings is None
+
+
+def test_softmax_baseline_keeps_layer_count_and_drops_the_mixers():
+    m = load_model("qwen3-next-80b-a3b")
+    d = m.with_softmax_attention()
+    assert d.num_layers == m.num_layers and d.linear_attention is None
+    assert {g.mixer for g in d.layer_groups} == {"attention"}
+    assert sum(g.count for g in d.layer_groups) == 48
+    assert load_model("llama-3.1-8b").with_softmax_attention() is load_model("llama-3.1-8b")
+
+
+def test_tp_must_divide_linear_heads():
+    # 8 query heads, 2 KV heads (replicated beyond tp 2), 2 linear key heads, 4 value heads
+    m = model_from_config(_gdn_config(num_attention_heads=8, head_dim=32), model_id="tiny")
+    got = plan_feasibility(m, np.array([1, 2, 4, 8]), 1, 1, False, 1).tolist()
+    assert got == ["", "", "tp_not_dividing_linear_heads", "tp_not_dividing_linear_heads"]
+    # attention-DP keeps every head on each rank
+    assert plan_feasibility(m, 8, 1, 1, True, 1).tolist() == ""
+
+
+def _gdn_config(**over):
+    cfg = {
+        "model_type": "qwen3_next",
+        "hidden_size": 256,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "linear_key_head_dim": 32,
+        "linear_value_head_dim": 32,
+        "num_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 64,
+        "vocab_size": 1000,
+    }
+    cfg.update(over)
+    return cfg
+
+
+def test_gdn_hybrid_layout_from_interval_or_layer_types():
+    m = model_from_config(_gdn_config(full_attention_interval=2), model_id="tiny")
+    assert m.layer_mix() == "attention 2 + linear 2"
+    types = ["linear_attention"] * 3 + ["full_attention"]
+    m = model_from_config(_gdn_config(layer_types=types), model_id="tiny")
+    assert m.layer_mix() == "attention 1 + linear 3"
+
+
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"linear_num_value_heads": None}, "linear_num_value_heads"),
+        ({"layer_types": ["linear_attention"] * 3}, "layer_types"),
+        ({"layer_types": ["mamba"] * 4}, "layer_types"),
+        ({"mamba_ssm_dtype": "int3"}, "mamba_ssm_dtype"),
+    ],
+)
+def test_gdn_config_errors_name_the_field(over, field):
+    with pytest.raises(SpecError, match=field):
+        model_from_config(_gdn_config(**over), model_id="tiny")
+
+
+def test_minimax_lightning_layers_are_refused_by_name():
+    cfg = load_model("minimax-m2.5").config | {"attn_type_list": [0] + [1] * 61}
+    with pytest.raises(SpecError, match="attn_type_list"):
+        model_from_config(cfg, model_id="mm")
