@@ -158,6 +158,8 @@ def _definitions(name: str) -> list[str]:
         ("crosses_domain_without_network", "llm_codesign.specs.plan"),
         ("Frontier", "llm_codesign.explore.result"),
         ("compare", "llm_codesign.explore.search"),
+        ("checkpoint_precision", "llm_codesign.specs.checkpoint"),
+        ("hub_cache_dir", "llm_codesign.specs.hf_cache"),
     ],
 )
 def test_each_concept_is_defined_once(name, home):

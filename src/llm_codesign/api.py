@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import DisaggregatedResult, GridResult, evaluate, evaluate_disaggregated, step_cost
+from .specs.checkpoint import default_precision
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -47,6 +48,7 @@ class Estimate:
     breakdown: dict[str, dict[str, float]]
     ops: list[dict[str, Any]] = field(default_factory=list)
     mixer_savings: dict[str, Any] | None = None
+    precision_note: str = ""  # where a default precision came from (the checkpoint's config)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,7 +122,7 @@ def _scalar(x: Any) -> float:
 def estimate(
     model: str | Path | ModelSpec,
     hardware: str | Path | HardwareSpec,
-    precision: str | Precision = "bf16",
+    precision: str | Precision | None = None,
     plan: ParallelPlan | DisaggregatedPlan | None = None,
     workload: Workload | None = None,
     *,
@@ -135,6 +137,10 @@ def estimate(
     ``num_gpus`` (optional) is the deployment size: dp is set to fill it with replicas of the
     plan (it must be a multiple of tp x pp).
 
+    ``precision`` None (the default) is the checkpoint's own precision when its config states
+    one (``quantization_config``, ``hf_quant_config.json``; ``specs.checkpoint``), else BF16;
+    ``Estimate.precision_note`` says which.
+
     A :class:`DisaggregatedPlan` prices prefill and decode pools with the physics the frontier
     uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the sequences
     each decode worker holds.
@@ -146,6 +152,9 @@ def estimate(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
+    note = ""
+    if precision is None:
+        precision, note = default_precision(m)
     prec = parse_precision(precision)
     eng = load_engine(engine)
     if hw.profile_source:  # a calibration profile also measured attention and latencies
@@ -157,7 +166,8 @@ def estimate(
             raise SpecError(
                 "a disaggregated plan sets its own GPU count and takes no speculative decoding"
             )
-        return _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
+        e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
+        return replace(e, precision_note=note)
     if num_gpus is not None:
         if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
             raise SpecError(
@@ -197,7 +207,7 @@ def estimate(
         "mixed_step": _phase(r.mixed_breakdown),
     }
     ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
-    est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    est = replace(_estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops), precision_note=note)
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
     return est
 

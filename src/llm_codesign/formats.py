@@ -120,6 +120,17 @@ FORMATS: dict[str, NumberFormat] = {
             "bf16",
             f"{_F} s3: symmetric, FP16 scale per 128 = 4.125 bits",
         ),
+        NumberFormat(
+            "int4_g32_sym",
+            "int4",
+            4,
+            32,
+            16,
+            "bf16",
+            "bf16",
+            "compressed-tensors pack-quantized, symmetric, BF16 scale per 32 (Kimi-K2 Thinking, "
+            "Kimi-K2.5 INT4 weights) = 4.5 bits",
+        ),
     ]
 }
 

@@ -21,14 +21,20 @@ from ._common import deployment_options, plan_options
 
 
 @click.command()
-@click.option("--model", "-m", required=True, help="bundled model id or config.json path")
+@click.option(
+    "--model",
+    "-m",
+    required=True,
+    help="bundled model id, config.json path, or HuggingFace id org/name[@revision] from the "
+    "local cache (offline)",
+)
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option(
     "--precision",
     "-p",
-    default="bf16",
-    show_default=True,
-    help="bf16, fp8, nvfp4, mxfp4, w4a16 (+FORMAT-ROLE overrides)",
+    default=None,
+    help="bf16, fp8, nvfp4, mxfp4, w4a16 (+FORMAT-ROLE overrides); default: the checkpoint's "
+    "own precision when its config states one, else bf16",
 )
 @plan_options
 @click.option(
@@ -158,9 +164,10 @@ def estimate(
         click.echo(to_json(e.to_dict()))
         return
     c = console()
+    prec = f"{e.precision.id} ({e.precision_note})" if e.precision_note else e.precision.id
     c.print(
         f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), "
-        f"{e.precision.id}, ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
+        f"{prec}, ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
         + (
             " (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for "
             "fitted constants)"

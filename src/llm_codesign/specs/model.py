@@ -439,8 +439,9 @@ def model_alias_table() -> dict[str, str]:
 
 
 def load_model(model: str | Path | ModelSpec) -> ModelSpec:
-    """Resolve a model: a :class:`ModelSpec`, a bundled id or alias, or a path to a config.json
-    (HF format) or to a bundled-style JSON with ``config``."""
+    """Resolve a model: a :class:`ModelSpec`, a bundled id or alias, a path to a config.json
+    (HF format) or to a bundled-style JSON with ``config``, or a HuggingFace id
+    ``<org>/<name>[@<revision>]`` from the local hub cache (offline; :mod:`.hf_cache`)."""
     if isinstance(model, ModelSpec):
         return model
     from .model_config import model_from_config  # imports this module (ModelSpec)
@@ -459,12 +460,19 @@ def load_model(model: str | Path | ModelSpec) -> ModelSpec:
         data = read_mapping(path)
         if "config" in data and isinstance(data["config"], dict) and "id" in data:
             return _from_bundle_file(path)
-        return model_from_config(
+        spec = model_from_config(
             data,
             model_id=path.parent.name if path.name == "config.json" else path.stem,
             source=str(path),
             where=str(path),
         )
+        from .checkpoint import with_checkpoint_files  # quantization outside the text config
+
+        return with_checkpoint_files(spec, data, path)
+    from .hf_cache import load_hub_model, parse_hub_id  # imports this module (ModelSpec)
+
+    if parse_hub_id(text):  # <org>/<name>[@<revision>] from the local HuggingFace cache
+        return load_hub_model(text)
     raise UnknownIdError(
         f"unknown model {text!r}: not a bundled id and not a readable config.json path; "
         f"bundled: {', '.join(sorted(models))}"

@@ -90,6 +90,9 @@ def model_from_config(
         where = f"{where}: text_config"
         if model_type != "llama4":
             model_type = TEXT_WRAPPERS[model_type]
+        if "quantization_config" in config and "quantization_config" not in cfg:
+            # the checkpoint's precision sits beside text_config (specs.checkpoint reads it)
+            cfg = {**cfg, "quantization_config": config["quantization_config"]}
     f = Fields(cfg, where)
     finish = partial(_finish, f, model_id, name, source, model_type)
 

@@ -1,0 +1,259 @@
+"""The checkpoint's own precision, read from its ``quantization_config`` (or ModelOpt's
+``hf_quant_config.json``), as a precision string :func:`.precision.parse_precision` accepts.
+
+What a checkpoint states is what it stores: weight format and scale layout, activations when
+the scheme quantizes them, and the KV cache only when it says so (``kv_cache_quant_algo``,
+``kv_cache_scheme``); an unstated KV cache or activation stays BF16, as engines serve it by
+default. Forms read:
+
+* ``{"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}`` (DeepSeek,
+  Qwen, MiniMax FP8): FP8 weights in 128x128 blocks, FP8 activations.
+* ``{"quant_method": "mxfp4", ...}`` (gpt-oss): MXFP4 weights only.
+* ``{"quant_method": "compressed-tensors", "config_groups": {...}}`` (Kimi-K2.5 INT4
+  weight-only, FP8, INT8, NVFP4 schemes of llm-compressor).
+* ``{"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}`` and
+  ``hf_quant_config.json`` ``{"quantization": {"quant_algo": ..., ...}}`` (NVIDIA ModelOpt).
+* ``{"quant_method": "awq" | "gptq", "bits": 4, "group_size": 128, ...}``.
+
+Example:
+    >>> checkpoint_precision({"quantization_config": {"quant_method": "mxfp4"}})
+    ('mxfp4-a16', 'quantization_config mxfp4 weights, weight-only')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..formats import FORMATS
+from ._load import read_mapping
+from .model import ModelSpec
+from .precision import PRESETS
+
+HF_QUANT_CONFIG = "hf_quant_config.json"
+# key under which a ModelSpec's config keeps the hf_quant_config.json found next to config.json
+HF_QUANT_CONFIG_KEY = "hf_quant_config"
+
+Reading = tuple[str, str]  # (precision string, reason)
+
+
+def _compose(base: str, **roles: str) -> str:
+    """``base`` plus a ``+FORMAT-ROLE`` override for each role whose format differs from the
+    preset's (roles: w, a, kv)."""
+    preset = dict(zip(("w", "a", "kv", "comm"), PRESETS[base]))
+    extra = [f"+{fmt}-{role}" for role, fmt in roles.items() if preset[role] != fmt]
+    return base + "".join(extra)
+
+
+def _kv_word(kv: str) -> str:
+    return "KV cache FP8" if kv == "fp8" else "KV cache BF16 (not quantized by the checkpoint)"
+
+
+def _int4_format(group_size: Any, symmetric: bool) -> str | None:
+    fid = f"int4_g{group_size}" + ("_sym" if symmetric else "")
+    return fid if fid in FORMATS else None
+
+
+def _fp8(q: Mapping[str, Any]) -> Reading | None:
+    fmt = str(q.get("fmt", "e4m3")).lower()
+    block = q.get("weight_block_size")
+    if fmt == "e5m2" and not block:
+        weights, what = "fp8_e5m2", "fp8 e5m2"
+    elif fmt != "e4m3":
+        return None
+    elif block:
+        if list(block) != [128, 128]:  # the registry's fp8_block is DeepSeek's 128x128 layout
+            return None
+        weights, what = "fp8_block", "fp8 e4m3 block 128x128"
+    else:
+        weights, what = "fp8", "fp8 e4m3 per tensor"
+    return _compose("fp8", w=weights, kv="bf16"), f"quantization_config {what}"
+
+
+def _mxfp4(q: Mapping[str, Any]) -> Reading | None:
+    return "mxfp4-a16", "quantization_config mxfp4 weights, weight-only"
+
+
+def _int_weight_only(q: Mapping[str, Any], method: str, symmetric: bool) -> Reading | None:
+    bits, group = q.get("bits"), q.get("group_size")
+    fid = _int4_format(group, symmetric) if bits == 4 else None
+    if fid is None:
+        return None
+    sym = "symmetric" if symmetric else "asymmetric"
+    return (
+        _compose("w4a16", w=fid),
+        f"quantization_config {method} int4 weight-only, group {group}, {sym}",
+    )
+
+
+def _awq(q: Mapping[str, Any]) -> Reading | None:
+    return _int_weight_only(q, "awq", symmetric=not q.get("zero_point", True))
+
+
+def _gptq(q: Mapping[str, Any]) -> Reading | None:
+    return _int_weight_only(q, "gptq", symmetric=bool(q.get("sym", True)))
+
+
+def _ct_kv(q: Mapping[str, Any]) -> str | None:
+    """compressed-tensors ``kv_cache_scheme``: FP8, BF16 when absent, None when other."""
+    kv = q.get("kv_cache_scheme")
+    if not kv:
+        return "bf16"
+    if kv.get("num_bits") == 8 and kv.get("type") == "float":
+        return "fp8"
+    return None
+
+
+def _compressed_tensors(q: Mapping[str, Any]) -> Reading | None:
+    groups = q.get("config_groups") or {}
+    schemes = [g for g in groups.values() if isinstance(g, Mapping) and g.get("weights")]
+    if not schemes or any(
+        (s["weights"], s.get("input_activations"))
+        != (schemes[0]["weights"], schemes[0].get("input_activations"))
+        for s in schemes
+    ):
+        return None  # no scheme, or different schemes per group: no single precision
+    w, a = schemes[0]["weights"], schemes[0].get("input_activations") or {}
+    kv = _ct_kv(q)
+    if kv is None:
+        return None
+    bits, kind, strategy = w.get("num_bits"), w.get("type", "int"), w.get("strategy", "")
+    a_bits, a_kind = a.get("num_bits"), a.get("type", "int")
+    head = "quantization_config compressed-tensors"
+    if (bits, kind) == (4, "int") and not a:
+        group, sym = w.get("group_size"), bool(w.get("symmetric", True))
+        fid = _int4_format(group, sym)
+        if strategy not in ("group", "") or fid is None:
+            return None
+        sym_word = "symmetric" if sym else "asymmetric"
+        return (
+            _compose("w4a16", w=fid, kv=kv),
+            f"{head} int4 weight-only, group {group}, {sym_word}; {_kv_word(kv)}",
+        )
+    if (bits, kind) == (8, "float") and (a_bits, a_kind) == (8, "float"):
+        block = w.get("block_structure")
+        weights = {"tensor": "fp8", "channel": "fp8_channel"}.get(strategy)
+        if strategy == "block" and list(block or []) == [128, 128]:
+            weights = "fp8_block"
+        if weights is None:
+            return None
+        return (
+            _compose("fp8", w=weights, kv=kv),
+            f"{head} fp8 weights per {strategy}, fp8 activations; {_kv_word(kv)}",
+        )
+    if (bits, kind) == (8, "int") and (a_bits, a_kind) == (8, "int"):
+        return _compose("int8", kv=kv), f"{head} int8 weights and activations; {_kv_word(kv)}"
+    if (bits, kind, w.get("group_size")) == (4, "float", 16):
+        acts = "nvfp4" if (a_bits, a_kind) == (4, "float") else ("bf16" if not a else "")
+        if not acts:
+            return None
+        return (
+            _compose("nvfp4", a=acts, kv=kv),
+            f"{head} nvfp4 weights, {acts} activations; {_kv_word(kv)}",
+        )
+    return None
+
+
+MODELOPT_ALGOS = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A16_AWQ": "w4a16"}
+
+
+def _modelopt(q: Mapping[str, Any], where: str = "quantization_config modelopt") -> Reading | None:
+    algo = str(q.get("quant_algo") or "").upper()
+    kv_algo = str(q.get("kv_cache_quant_algo") or "").upper()
+    if algo not in MODELOPT_ALGOS or kv_algo not in ("", "FP8"):
+        return None
+    kv = "fp8" if kv_algo == "FP8" else "bf16"
+    return _compose(MODELOPT_ALGOS[algo], kv=kv), f"{where} {algo}; {_kv_word(kv)}"
+
+
+READERS: dict[str, Callable[[Mapping[str, Any]], Reading | None]] = {
+    "awq": _awq,
+    "compressed-tensors": _compressed_tensors,
+    "fp8": _fp8,
+    "gptq": _gptq,
+    "modelopt": _modelopt,
+    "mxfp4": _mxfp4,
+}
+
+
+def quantization_config(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``quantization_config`` of a config.json: top level, else under ``text_config``."""
+    q = config.get("quantization_config")
+    if q is None and isinstance(config.get("text_config"), Mapping):
+        q = config["text_config"].get("quantization_config")
+    return q if isinstance(q, Mapping) else None
+
+
+def checkpoint_precision(config: Mapping[str, Any]) -> Reading | None:
+    """The precision a checkpoint's config states, as ``(precision string, reason)``.
+
+    ``config`` is a config.json mapping (``quantization_config`` at the top or under
+    ``text_config``); an ``hf_quant_config`` key holds a ModelOpt ``hf_quant_config.json``.
+    None when the config states no quantization or one this reader does not know (the caller
+    warns and falls back).
+
+    Example:
+        >>> q = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+        >>> checkpoint_precision({"quantization_config": q})
+        ('fp8+fp8_block-w+bf16-kv', 'quantization_config fp8 e4m3 block 128x128')
+    """
+    q = quantization_config(config)
+    if q is not None:
+        reader = READERS.get(str(q.get("quant_method", "")).lower())
+        try:
+            return reader(q) if reader else None
+        except (AttributeError, TypeError, ValueError):  # malformed fields: an unknown form
+            return None
+    modelopt = config.get(HF_QUANT_CONFIG_KEY)
+    if isinstance(modelopt, Mapping) and isinstance(modelopt.get("quantization"), Mapping):
+        return _modelopt(modelopt["quantization"], where=HF_QUANT_CONFIG)
+    return None
+
+
+def stated_quantization(config: Mapping[str, Any]) -> str:
+    """A short description of the quantization a config states ("" when none), for warnings."""
+    q = quantization_config(config)
+    if q is not None:
+        return f"quantization_config quant_method {q.get('quant_method')!r}"
+    modelopt = config.get(HF_QUANT_CONFIG_KEY)
+    if isinstance(modelopt, Mapping):
+        algo = (modelopt.get("quantization") or {}).get("quant_algo")
+        return f"{HF_QUANT_CONFIG} quant_algo {algo!r}"
+    return ""
+
+
+def default_precision(spec: ModelSpec) -> Reading:
+    """The precision a model is served at when none is given: the checkpoint's own when its
+    config states one this reader knows, else ``bf16``; with a note saying which (empty for an
+    unquantized checkpoint).
+
+    Example:
+        >>> from .model import load_model
+        >>> default_precision(load_model("gpt-oss-120b"))[0]
+        'mxfp4-a16'
+    """
+    reading = checkpoint_precision(spec.config)
+    if reading is not None:
+        return reading[0], f"checkpoint: {reading[1]}"
+    stated = stated_quantization(spec.config)
+    if stated:
+        return "bf16", f"checkpoint {stated} not recognised: bf16 assumed, pass a precision"
+    return "bf16", ""
+
+
+def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: Path) -> ModelSpec:
+    """``spec`` whose ``config`` also holds what the checkpoint states about its precision
+    outside the (text) config the parser kept: the top-level ``quantization_config`` of a
+    wrapped model (``text_config``) and an ``hf_quant_config.json`` next to ``config_path``."""
+    extra: dict[str, Any] = {}
+    q = top.get("quantization_config")
+    if q is not None and "quantization_config" not in spec.config:
+        extra["quantization_config"] = q
+    modelopt = config_path.parent / HF_QUANT_CONFIG
+    if config_path.name == "config.json" and modelopt.is_file():
+        extra[HF_QUANT_CONFIG_KEY] = read_mapping(modelopt)
+    if not extra:
+        return spec
+    return dataclasses.replace(spec, config={**spec.config, **extra})
