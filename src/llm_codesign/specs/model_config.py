@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import SpecError
 from ._load import Fields
 from .model import AttentionSpec, LayerGroup, ModelSpec, MoESpec
+from .model_families import FAMILY_PARSERS
 
 SUPPORTED_MODEL_TYPES = (
     "deepseek_v3",
@@ -26,6 +27,9 @@ SUPPORTED_MODEL_TYPES = (
     "qwen3",
     "qwen3_moe",
 )
+
+# the families parsed in model_families.py
+SUPPORTED_MODEL_TYPES = tuple(sorted(SUPPORTED_MODEL_TYPES + tuple(FAMILY_PARSERS)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -64,6 +68,9 @@ def model_from_config(
         where = f"{where}: text_config"
     f = Fields(cfg, where)
     finish = partial(_finish, f, model_id, name, source, model_type)
+
+    if model_type in FAMILY_PARSERS:  # deepseek_v2, qwen2_moe, gemma2/3, phi3, glm4(_moe)
+        return FAMILY_PARSERS[model_type](f, finish)
 
     if model_type == "gptj":
         d, layers, heads = f.int("n_embd"), f.int("n_layer"), f.int("n_head")
