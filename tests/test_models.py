@@ -37,6 +37,25 @@ PUBLISHED = {
     "minimax-m2.5": (230e9, 10e9, 1e9, "MiniMax-M2 card: 230B total, 10B active"),
     "qwen3-next-80b-a3b": (80e9, 3e9, 1e9, "Qwen3-Next card: 80B total, 3B activated"),
     "qwen3.5-397b-a17b": (397e9, 17e9, 1e9, "Qwen3.5-397B-A17B card: 397B total, 17B activated"),
+    "deepseek-v2-lite": (
+        15.7e9,
+        2.4e9,
+        0.1e9,
+        "DeepSeek-V2-Lite card / DeepSeek-V2 paper: 15.7B total, 2.4B activated",
+    ),
+    "deepseek-v2": (236e9, 21e9, 1e9, "DeepSeek-V2 paper (arXiv 2405.04434): 236B, 21B activated"),
+    "qwen1.5-moe-a2.7b": (14.3e9, 2.7e9, 0.1e9, "Qwen1.5-MoE-A2.7B: 14.3B total, 2.7B activated"),
+    "qwen2-57b-a14b": (57.4e9, 14e9, 1e9, "Qwen2-57B-A14B card: 57B (57.4B), 14B activated"),
+    "gemma-3-27b": (
+        27.016e9,
+        27.016e9,
+        0.001e9,
+        "Gemma 3 report Table 1, 27B text only: 1,416M embedding + 25,600M non-embedding",
+    ),
+    "phi-4": (14.7e9, 14.7e9, 0.1e9, "microsoft/phi-4 on Hugging Face: 14.7B"),
+    "phi-3-mini-4k": (3.82e9, 3.82e9, 0.01e9, "Phi-3 report / card: phi-3-mini 3.8B (3.82B)"),
+    "glm-4.5": (355e9, 32e9, 1e9, "GLM-4.5 report Table 1: 355B total, 32B activated"),
+    "glm-4.5-air": (106e9, 12e9, 1e9, "GLM-4.5 report Table 1: Air 106B total, 12B activated"),
 }
 
 

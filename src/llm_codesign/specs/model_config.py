@@ -19,8 +19,10 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
+from .model_families import FAMILY_PARSERS
 
-SUPPORTED_MODEL_TYPES = (
+# model types this module parses itself; model_families.py parses the others
+_OWN_TYPES = (
     "deepseek_v3",
     "deepseek_v32",
     "falcon",
@@ -50,6 +52,8 @@ MLA_TYPES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
 GDN_TYPES = ("qwen3_next", "qwen3_5_moe_text")
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
 STATE_DTYPE_FORMAT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
+
+SUPPORTED_MODEL_TYPES = tuple(sorted(_OWN_TYPES + tuple(FAMILY_PARSERS)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,6 +99,9 @@ def model_from_config(
             cfg = {**cfg, "quantization_config": config["quantization_config"]}
     f = Fields(cfg, where)
     finish = partial(_finish, f, model_id, name, source, model_type)
+
+    if model_type in FAMILY_PARSERS:  # deepseek_v2, qwen2_moe, gemma2/3, phi3, glm4(_moe)
+        return FAMILY_PARSERS[model_type](f, finish)
 
     if model_type == "gptj":
         d, layers, heads = f.int("n_embd"), f.int("n_layer"), f.int("n_head")
