@@ -146,7 +146,22 @@ def test_kv_cache_long_context():
     (f,) = rules_of(r, "kv-cache")
     check_finding(f)
     assert f.details["gqa_ratio"] == 8 and f.impact > 1.1
-    assert len(f.details["alternatives"]) == 3
+    # KV heads halved, MLA, sliding window, and a Gated DeltaNet hybrid (issue 12)
+    assert len(f.details["alternatives"]) == 4
+    gdn = next(k for k in f.details["alternatives"] if k.startswith("Gated DeltaNet"))
+    assert f.details["alternatives"][gdn] > 1.1  # 3 of 4 layers lose their 32k-token KV cache
+
+
+def test_mixer_alternatives_keep_layers_and_use_published_shapes():
+    from llm_codesign.advise.rules_serving import _mixer_alternatives
+
+    ((label, gdn),) = _mixer_alternatives(load_model("llama-3.1-70b"))
+    assert gdn.layer_mix() == "attention 20 + linear 60" and "64 heads" in label.replace("/", " ")
+    lin = gdn.linear_attention
+    assert (lin.num_k_heads, lin.num_v_heads, lin.head_k_dim, lin.conv_kernel) == (32, 64, 128, 4)
+    ((label, dsa),) = _mixer_alternatives(load_model("deepseek-r1"))
+    assert dsa.layer_mix() == "sparse 61" and dsa.indexer.topk == 2048
+    assert _mixer_alternatives(load_model("deepseek-v3.2")) == []  # already sparse
 
 
 def test_kv_cache_clean_short_context_and_mla():
@@ -230,7 +245,7 @@ def test_stage_balance_by_hand():
 
 def test_pipeline_flags_dense_first_and_odd_depth():
     seq = layer_sequence(load_model("deepseek-r1"))
-    assert seq[:3] == [(0, False)] * 3 and all(moe for _, moe in seq[3:])
+    assert seq[:3] == [(0, False, "attention")] * 3 and all(moe for _, moe, _ in seq[3:])
     (f,) = rules_of(
         lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]),
         "pipeline-balance",

@@ -173,3 +173,19 @@ def test_cli_json_contract(tmp_path):
         main, ["search", "-m", "llama-3.1-8b", "-g", "h200-sxm", "--layer-scales", "x"]
     )
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_hybrid_trade_at_constant_parameters_wins_at_long_context():
+    """Trading full-attention layers for Gated DeltaNet ones (issue 12): the FFN width is
+    re-solved so total parameters stay within tolerance, the trade is listed as unmodelled
+    accuracy, and at 32k context (attention-bound) it beats the original."""
+    space = SearchSpace(hidden_scales=(1.0,), layer_scales=(1.0,), linear_shares=(0.0, 0.75))
+    r = search("llama-3.1-8b", "h200-sxm", isl=32768, osl=1024, space=space)
+    best = r.variants[0]
+    assert best.gain > 1.2
+    assert any(c["field"] == "linear_pct" and c["to"] == 75 for c in best.changes)
+    assert abs(best.total_params / load_model("llama-3.1-8b").total_params - 1) <= 0.02
+    assert best.model.layer_mix() == "attention 8 + linear 24"
+    assert best.config["linear_num_value_heads"] == 32  # 32 heads x 128 = the query width
+    with pytest.raises(SpecError, match="linear_shares"):
+        SearchSpace(linear_shares=(1.0,))

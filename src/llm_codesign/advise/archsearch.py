@@ -5,8 +5,8 @@ model's throughput-interactivity frontier on a target GPU (guidelines 1-3 and 5 
 
 Knobs (``SearchSpace``): hidden size D (multiples of the alignment, heads follow at a fixed head
 dim), layer count L, KV heads, expert granularity (E, k, F_e) at equal total and active expert
-parameters, MLA ranks. The FFN width (dense F, or the expert width F_e for MoE) is *solved* from
-the parameter budget, then rounded to the alignment, so each (D, L, ...) has one variant.
+parameters, MLA ranks, full-attention layers traded for Gated DeltaNet ones. The FFN width (dense
+F, or F_e for MoE) is *solved* from the parameter budget, rounded to the alignment.
 
 Ranking (``objective``):
 * ``area``: the frontier area of :mod:`llm_codesign.pareto` (the same definition ``frontier``
@@ -40,7 +40,7 @@ from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
-from ..specs.model import ModelSpec, load_model
+from ..specs.model import ModelSpec, gdn_like, load_model
 from ..specs.model_config import model_from_config
 from ..specs.precision import Precision, parse_precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
@@ -58,14 +58,17 @@ class SearchSpace:
     ``kv_heads``: multipliers of the KV-head count (``0.5`` halves it; fewer KV heads is an
     accuracy change the scaling law does not see, reported as ``unmodelled``). ``experts``:
     granularity multipliers g: E -> g E, k -> g k, F_e -> F_e / g (equal expert parameters).
-    ``mla_rank_scales`` multiply ``kv_lora_rank`` (unmodelled). ``align`` = None picks 256 on
-    GPUs with 2-SM tiles, else 128."""
+    ``mla_rank_scales`` multiply ``kv_lora_rank`` (unmodelled). ``linear_shares``: shares of the
+    full-attention layers traded for Gated DeltaNet layers (``specs.model.gdn_like``, the
+    Qwen3-Next pairing; 0 = none; GQA models; accuracy of the trade is unmodelled). ``align`` =
+    None picks 256 on GPUs with 2-SM tiles, else 128."""
 
     hidden_scales: tuple[float, ...] = (0.75, 0.875, 1.0, 1.125, 1.25, 1.5)
     layer_scales: tuple[float, ...] = (0.5, 0.625, 0.75, 0.875, 1.0, 1.25)
     kv_heads: tuple[float, ...] = (1.0,)
     experts: tuple[float, ...] = (0.5, 1.0, 2.0)
     mla_rank_scales: tuple[float, ...] = (1.0,)
+    linear_shares: tuple[float, ...] = (0.0,)
     align: int | None = None
 
     def __post_init__(self) -> None:
@@ -73,6 +76,10 @@ class SearchSpace:
             values = getattr(self, name)
             if not values or any(not (0 < v <= 8) for v in values):
                 raise SpecError(f"search space: {name}={values} must be non-empty scales in (0, 8]")
+        if not self.linear_shares or any(not 0 <= v < 1 for v in self.linear_shares):
+            raise SpecError(
+                f"search space: linear_shares={self.linear_shares} must be shares in [0, 1)"
+            )
         if self.align is not None and (self.align < 8 or self.align % 8):
             raise SpecError(f"search space: align={self.align} must be a multiple of 8")
 
@@ -177,10 +184,26 @@ def apply_changes(model: ModelSpec, changes: dict[str, int]) -> dict[str, Any]:
 def build_variant(
     model: ModelSpec, changes: dict[str, int], variant_id: str
 ) -> tuple[ModelSpec, dict[str, Any]]:
+    """The variant's spec and config.json; ``linear_pct`` (percent of the full-attention layers
+    made Gated DeltaNet) is applied to the spec and written to the config in Qwen3-Next's field
+    names (``linear_*``) for the reader: the config's own model_type does not parse them."""
+    changes = dict(changes)
+    pct = changes.pop("linear_pct", 0)
     config = apply_changes(model, changes)
     spec = model_from_config(
         config, model_id=variant_id, name=variant_id, source=f"variant of {model.id}"
     )
+    if pct:
+        lin = gdn_like(spec.attention)
+        spec = spec.with_mixer("linear", pct / 100, "gdn", linear_attention=lin)
+        _text_config(config).update(
+            linear_share_of_full_attention_layers=pct / 100,
+            linear_num_key_heads=lin.num_k_heads,
+            linear_num_value_heads=lin.num_v_heads,
+            linear_key_head_dim=lin.head_k_dim,
+            linear_value_head_dim=lin.head_v_dim,
+            linear_conv_kernel_dim=lin.conv_kernel,
+        )
     return spec, config
 
 
@@ -212,6 +235,7 @@ def _knob_value(model: ModelSpec, knob: str) -> int:
         "top_k": moe.top_k if moe else 0,
         "kv_lora_rank": a.kv_lora_rank,
         "q_lora_rank": a.q_lora_rank,
+        "linear_pct": 0,
     }[knob]
 
 
@@ -252,7 +276,7 @@ class Candidate:
 
 
 def _shape_changes(
-    model: ModelSpec, hs: float, ls: float, kvs: float, gs: float, rs: float, align: int
+    model: ModelSpec, hs: float, ls: float, kvs: float, gs: float, rs: float, lin: float, align: int
 ) -> dict[str, int] | None:
     """The knob values of one grid point before the parameter budget is filled (None: invalid)."""
     a, moe = model.attention, model.moe
@@ -284,6 +308,8 @@ def _shape_changes(
         ch.update(experts=int(e), top_k=int(k))
     if a.kind == "mla" and rs != 1.0:
         ch["kv_lora_rank"] = _snap(a.kv_lora_rank * rs, 128)
+    if lin:
+        ch["linear_pct"] = round(100 * lin)
     return ch
 
 
@@ -335,12 +361,13 @@ def generate_variants(
         space.kv_heads if a.kind == "gqa" else (1.0,),
         space.experts if moe is not None else (1.0,),
         space.mla_rank_scales if a.kind == "mla" else (1.0,),
+        space.linear_shares if a.kind == "gqa" and model.linear_attention is None else (0.0,),
     )
     vid = f"{model.id}-variant"
     seen: set[tuple] = set()
     out: list[Candidate] = []
-    for hs, ls, kvs, gs, rs in itertools.product(*grids):
-        shape = _shape_changes(model, hs, ls, kvs, gs, rs, align)
+    for hs, ls, kvs, gs, rs, lin in itertools.product(*grids):
+        shape = _shape_changes(model, hs, ls, kvs, gs, rs, lin, align)
         if not shape:  # invalid, or the original shape
             continue
         ch = _fill_budget(model, shape, align, vid)
@@ -375,7 +402,7 @@ def generate_variants(
             continue
         unmodelled = tuple(
             f"{k} {changes[k][0]} -> {changes[k][1]}"
-            for k in ("kv_heads", "experts", "top_k", "kv_lora_rank")
+            for k in ("kv_heads", "experts", "top_k", "kv_lora_rank", "linear_pct")
             if k in changes
         )
         out.append(Candidate(spec, cfg, changes, unmodelled))

@@ -19,7 +19,7 @@ from ..explore import (
 from ..ops import layer_group_ops, step_shape
 from ..serving import pipelined_step
 from ..specs.hardware import HardwareSpec
-from ..specs.model import AttentionSpec, LayerGroup, ModelSpec
+from ..specs.model import DSA_INDEXER, AttentionSpec, LayerGroup, ModelSpec, gdn_like
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision, parse_precision
 from .findings import (
@@ -156,9 +156,30 @@ def _with_attention(model: ModelSpec, attention: AttentionSpec, suffix: str) -> 
     return dataclasses.replace(model, id=f"{model.id}-{suffix}", attention=attention)
 
 
+def _mixer_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
+    """Sparse or linear token mixers in place of softmax attention, at their published shapes:
+    DeepSeek-V3.2's lightning indexer (64 x 128, top-2048) on every MLA layer; Gated DeltaNet
+    on 3 of 4 layers as in Qwen3-Next (value width = the query width in 128-dim heads, half as
+    many key heads, convolution 4; architectures.md section 2). The parameters change with the
+    mixer (a GDN layer is not an attention layer's size) and accuracy is not estimated."""
+    a = model.attention
+    out: list[tuple[str, ModelSpec]] = []
+    if a.kind == "mla" and model.indexer is None:
+        label = "DSA indexer 64 x 128, top-2048 (DeepSeek-V3.2)"
+        out.append((label, model.with_mixer("sparse", 1.0, "dsa", indexer=DSA_INDEXER)))
+    if a.kind == "gqa" and model.linear_attention is None:
+        lin = gdn_like(a)
+        label = (
+            f"Gated DeltaNet ({lin.num_k_heads}/{lin.num_v_heads} heads x 128) on 3 of 4 layers "
+            "(Qwen3-Next layout)"
+        )
+        out.append((label, model.with_mixer("linear", 0.75, "gdn", linear_attention=lin)))
+    return out
+
+
 def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
     a = model.attention
-    alts: list[tuple[str, ModelSpec]] = []
+    alts: list[tuple[str, ModelSpec]] = _mixer_alternatives(model)
     if a.kind != "gqa":
         return alts
     if a.num_kv_heads >= 2 and a.num_heads % (a.num_kv_heads // 2) == 0:
@@ -206,7 +227,7 @@ def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
 
 def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     a = ctx.model.attention
-    if a.kind != "gqa":
+    if a.kind != "gqa" and not _mixer_alternatives(ctx.model):
         return []
     p = ctx.longest
     if p.fractions.get("attention", 0.0) < 0.4:
@@ -227,9 +248,14 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
     kv_tok = ctx.model.kv_bytes_per_token(ctx.prec.kv_bytes)
     ctx_tokens = p.isl + p.osl
     alts = "; ".join(f"{lbl}: {g:.2f}x" for lbl, g, _ in results)
-    msg = (
+    shape = (
         f"GQA {a.num_heads}/{a.num_kv_heads} = {a.num_heads // a.num_kv_heads} query heads per KV "
-        f"head keeps {kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), "
+        "head"
+        if a.kind == "gqa"
+        else f"MLA (latent {a.kv_lora_rank} + rope {a.qk_rope_head_dim})"
+    )
+    msg = (
+        f"{shape} keeps {kv_tok / 1e3:.0f} KB of KV cache per token ({ctx.prec.kv_cache.id}), "
         f"{kv_tok * ctx_tokens / 1e9:.2f} GB per {ctx_tokens:,}-token sequence; attention is "
         f"{p.fractions['attention']:.0%} of the step at ISL/OSL {p.isl}/{p.osl}. Throughput at the "
         f"throughput goal ({p.output_tok_s_per_gpu:.0f} tok/s/GPU): {alts} (attention-variant "
@@ -250,7 +276,7 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
                 "before": base,
                 "after": base * impact,
                 "kv_bytes_per_token": kv_tok,
-                "gqa_ratio": a.num_heads / a.num_kv_heads,
+                "gqa_ratio": a.num_heads / a.num_kv_heads if a.kind == "gqa" else None,
                 "alternatives": {lbl: g for lbl, g, _ in results},
                 "best": best_label,
                 "setting": ctx.setting(p),
@@ -264,48 +290,13 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
 # ---------------------------------------------------------------------------------------------
 
 
-def layer_sequence(model: ModelSpec) -> list[tuple[int, bool]]:
-    """Per-layer (window, moe) in model order, from the config (layer groups drop the order)."""
-    cfg = model.config
-    n = model.num_layers
-    t = model.model_type
-    try:
-        if t == "deepseek_v3":
-            first, freq = (
-                int(cfg.get("first_k_dense_replace", 0)),
-                int(cfg.get("moe_layer_freq", 1)),
-            )
-            return [(0, i >= first and i % freq == 0) for i in range(n)]
-        if t == "qwen3_moe":
-            step = int(cfg.get("decoder_sparse_step", 1))
-            dense = set(cfg.get("mlp_only_layers", []) or [])
-            w = int(cfg.get("sliding_window") or 0) if cfg.get("use_sliding_window") else 0
-            return [(w, i not in dense and (i + 1) % step == 0) for i in range(n)]
-        if t == "gpt_oss":
-            sw = int(cfg.get("sliding_window", 0))
-            types = cfg.get("layer_types") or [
-                "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)
-            ]
-            return [(sw if x == "sliding_attention" else 0, True) for x in types]
-        if t in ("llama4", "llama4_text"):
-            step = int(cfg.get("interleave_moe_layer_step", 1))
-            moe_layers = set(cfg.get("moe_layers") or [i for i in range(n) if (i + 1) % step == 0])
-            chunk = int(cfg.get("attention_chunk_size") or 0)
-            no_rope = cfg.get("no_rope_layers") or [0 if (i + 1) % 4 == 0 else 1 for i in range(n)]
-            return [
-                (chunk if (no_rope[i] if i < len(no_rope) else 1) else 0, i in moe_layers)
-                for i in range(n)
-            ]
-    except (TypeError, ValueError):
-        pass
-    seq: list[tuple[int, bool]] = []
-    for g in model.layer_groups:
-        seq += [(g.window, g.moe)] * g.count
-    return seq
+def layer_sequence(model: ModelSpec) -> list[tuple[int, bool, str]]:
+    """Per-layer (window, moe, mixer) in model order (``ModelSpec.layer_kinds``)."""
+    return [(g.window, g.moe, g.mixer) for g in model.layer_kinds()]
 
 
-def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, bool], float]:
-    """Time of one layer of each (window, moe) kind in the workload's mixed step."""
+def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, bool, str], float]:
+    """Time of one layer of each (window, moe, mixer) kind in the workload's mixed step."""
     p = point.plan
     s = step_shape(
         p.tp,
@@ -324,7 +315,7 @@ def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, boo
         for op in layer_group_ops(ctx.model, ctx.prec, g, s, np.array(1.0)):
             tt, _ = cost.op_time(op, ctx.hw, ctx.eng)
             t += scalar(tt) + (op.kernels * ctx.eng.kernel_overhead_s if scalar(tt) > 0 else 0.0)
-        out[(g.window, g.moe)] = t
+        out[(g.window, g.moe, g.mixer)] = t
     return out
 
 
@@ -364,8 +355,8 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
     kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
     desc = ", ".join(
         f"{sum(1 for x in seq if x == k)} x "
-        f"{'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''} "
-        f"({per_kind[k] * 1e3:.2f} ms)"
+        f"{'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''}"
+        f"{f' {k[2]}' if k[2] != 'attention' else ''} ({per_kind[k] * 1e3:.2f} ms)"
         for k in kinds
     )
     why = []
@@ -394,7 +385,8 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
                 "metric": "pipeline stage time (slowest over mean, mixed step)",
                 "balance_by_pp": balances,
                 "layer_time_s": {
-                    f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}": v
+                    f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}"
+                    f"{f'-{k[2]}' if k[2] != 'attention' else ''}": v
                     for k, v in per_kind.items()
                 },
                 "setting": ctx.setting(),

@@ -263,6 +263,11 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
 )
 @click.option("--experts", default=None, help="expert granularity multipliers, e.g. 0.5,1,2")
 @click.option("--mla-ranks", default=None, help="kv_lora_rank multipliers, e.g. 0.5,1")
+@click.option(
+    "--linear-shares",
+    default=None,
+    help="shares of full-attention layers traded for Gated DeltaNet, e.g. 0,0.5,0.75",
+)
 @click.option("--top", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option(
     "--out",
@@ -287,6 +292,7 @@ def search(
     kv_heads,
     experts,
     mla_ranks,
+    linear_shares,
     top,
     out_dir,
     engine,
@@ -302,6 +308,7 @@ def search(
         kv_heads=_floats(kv_heads, "kv-heads") or default.kv_heads,
         experts=_floats(experts, "experts") or default.experts,
         mla_rank_scales=_floats(mla_ranks, "mla-ranks") or default.mla_rank_scales,
+        linear_shares=_floats(linear_shares, "linear-shares") or default.linear_shares,
     )
     r = search_arch(
         model,

@@ -154,6 +154,17 @@ class LinearAttentionSpec:
 MIXERS = ("attention", "sparse", "linear")
 
 
+def gdn_like(attention: AttentionSpec) -> LinearAttentionSpec:
+    """A Gated DeltaNet shaped as Qwen3-Next pairs it with its attention (architectures.md s2):
+    value width = the query width in 128-dim heads, half as many key heads, convolution 4."""
+    v_heads = max(attention.num_heads * attention.head_dim // 128, 2)
+    return LinearAttentionSpec(v_heads // 2, v_heads, 128, 128, 4)
+
+
+# DeepSeek-V3.2's lightning indexer: 64 heads x 128, top-2048 (architectures.md s1)
+DSA_INDEXER = IndexerSpec(64, 128, 2048)
+
+
 @dataclass(frozen=True)
 class MoESpec:
     """Mixture-of-experts FFN: E routed experts of width ``expert_intermediate``, top-k routing,
@@ -210,6 +221,8 @@ class ModelSpec:
     active_params_convention: str = "all"
     indexer: IndexerSpec | None = None
     linear_attention: LinearAttentionSpec | None = None
+    # index into layer_groups of each layer in model order (the config's layer pattern)
+    layer_order: tuple[int, ...] = field(default=(), compare=False, repr=False)
     aliases: tuple[str, ...] = field(default=())
     config: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -342,6 +355,17 @@ class ModelSpec:
         have = {g.mixer for g in self.layer_groups}
         return tuple(m for m in MIXERS if m in have)
 
+    def layer_kinds(self) -> list[LayerGroup]:
+        """Each layer's group in model order (the config's pattern); grouped by kind when the
+        order is unknown or no longer matches the groups (a variant that regrouped layers)."""
+        order = self.layer_order
+        ok = len(order) == self.num_layers and all(
+            order.count(i) == g.count for i, g in enumerate(self.layer_groups)
+        )
+        if ok:
+            return [self.layer_groups[i] for i in order]
+        return [g for g in self.layer_groups for _ in range(g.count)]
+
     def layer_mix(self) -> str:
         """The layers by token mixer, e.g. ``"linear 45 + attention 15"``."""
         counts = {m: 0 for m in MIXERS}
@@ -356,18 +380,47 @@ class ModelSpec:
         (their parameters change accordingly). A model without such layers returns itself."""
         if not any(g.mixer != "attention" for g in self.layer_groups):
             return self
-        counts: dict[tuple[int, bool], int] = {}
-        for g in self.layer_groups:
-            counts[(g.window, g.moe)] = counts.get((g.window, g.moe), 0) + g.count
-        groups = tuple(LayerGroup(c, w, m) for (w, m), c in sorted(counts.items()))
+        kinds = [(g.window, g.moe) for g in self.layer_kinds()]
+        unique = sorted(set(kinds))
         import dataclasses
 
         return dataclasses.replace(
             self,
             id=f"{self.id}-softmax-attention",
-            layer_groups=groups,
+            layer_groups=tuple(LayerGroup(kinds.count(k), *k) for k in unique),
+            layer_order=tuple(unique.index(k) for k in kinds),
             indexer=None,
             linear_attention=None,
+        )
+
+    def with_mixer(
+        self,
+        mixer: str,
+        share: float,
+        suffix: str,
+        *,
+        indexer: IndexerSpec | None = None,
+        linear_attention: LinearAttentionSpec | None = None,
+    ) -> ModelSpec:
+        """This model with ``mixer`` (sparse or linear) on ``share`` of each group's full
+        softmax layers, and that mixer's spec. The parameters change with the mixer (a Gated
+        DeltaNet layer is not an attention layer's size); the layer order becomes grouped."""
+        if mixer not in ("sparse", "linear") or not 0.0 <= share <= 1.0:
+            raise ValueError(f"with_mixer: mixer {mixer!r} share {share}")
+        groups: list[LayerGroup] = []
+        for g in self.layer_groups:
+            moved = round(g.count * share) if g.mixer == "attention" and g.window == 0 else 0
+            groups.append(LayerGroup(moved, 0, g.moe, mixer))
+            groups.append(LayerGroup(g.count - moved, g.window, g.moe, g.mixer))
+        import dataclasses
+
+        return dataclasses.replace(
+            self,
+            id=f"{self.id}-{suffix}",
+            layer_groups=tuple(x for x in groups if x.count),
+            layer_order=(),
+            indexer=indexer or self.indexer,
+            linear_attention=linear_attention or self.linear_attention,
         )
 
     def summary(self) -> dict[str, Any]:

@@ -61,15 +61,14 @@ SUPPORTED_MODEL_TYPES = tuple(sorted(_OWN_TYPES + tuple(FAMILY_PARSERS)))
 # ---------------------------------------------------------------------------------------------
 
 
-def _groups(pattern: list[tuple]) -> tuple[LayerGroup, ...]:
-    """Run-length encode per-layer (window, moe[, mixer]) into sorted groups (layer order is
-    irrelevant to cost; kept grouped by kind so the op list stays short). The mixer defaults
-    to softmax ``attention``."""
-    counts: dict[tuple[int, bool, str], int] = {}
-    for key in pattern:
-        k3 = (key[0], key[1], key[2] if len(key) > 2 else "attention")
-        counts[k3] = counts.get(k3, 0) + 1
-    return tuple(LayerGroup(c, w, m, x) for (w, m, x), c in sorted(counts.items()))
+def _groups(pattern: list[tuple]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:
+    """Per-layer (window, moe[, mixer]) -> sorted groups of identical layers (cost does not
+    depend on order; grouped by kind so the op list stays short) and each layer's group index
+    in model order (pipeline stages do). The mixer defaults to softmax ``attention``."""
+    keys = [(k[0], k[1], k[2] if len(k) > 2 else "attention") for k in pattern]
+    kinds = sorted(set(keys))
+    groups = tuple(LayerGroup(keys.count(k), *k) for k in kinds)
+    return groups, tuple(kinds.index(k) for k in keys)
 
 
 def model_from_config(
@@ -408,6 +407,7 @@ def _finish(
         raise SpecError(
             f"{f.where}: top-k={moe.top_k} exceeds the number of experts={moe.num_experts}"
         )
+    groups, order = _groups(pattern)
     return ModelSpec(
         id=model_id,
         name=name or model_id,
@@ -420,7 +420,8 @@ def _finish(
         attention=attn,
         intermediate_size=inter,
         gated_ffn=gated,
-        layer_groups=_groups(pattern),
+        layer_groups=groups,
+        layer_order=order,
         moe=moe,
         num_mtp_layers=mtp,
         ffn_bias=ffn_bias,
