@@ -11,6 +11,7 @@ from llm_codesign import load_engine, load_hardware, load_model
 from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import StepShape, kv_bytes_per_sequence_per_gpu, layer_group_ops
+from llm_codesign.specs.model import bundled_models
 from llm_codesign.specs.model_config import model_from_config
 from llm_codesign.specs.plan import plan_feasibility
 from llm_codesign.specs.precision import parse_precision
@@ -275,3 +276,45 @@ def test_minimax_lightning_layers_are_refused_by_name():
     cfg = load_model("minimax-m2.5").config | {"attn_type_list": [0] + [1] * 61}
     with pytest.raises(SpecError, match="attn_type_list"):
         model_from_config(cfg, model_id="mm")
+
+
+def test_frontier_moves_with_the_mixers_at_128k():
+    """The frontier of a hybrid or sparse model at 128k/1k lies above the same model with
+    softmax attention in every layer (less KV per sequence or less attention per token)."""
+    from llm_codesign import frontier
+
+    for model_id in ("qwen3.5-397b-a17b", "deepseek-v3.2"):
+        m = load_model(model_id)
+        areas = [
+            frontier(spec, "h200-sxm", num_gpus=8, precision="fp8", isl=131072, osl=1024).area
+            for spec in (m, m.with_softmax_attention())
+        ]
+        assert areas[0] > 1.2 * areas[1] > 0, (model_id, areas)
+
+
+@pytest.mark.parametrize("model_id", sorted(bundled_models()))
+def test_every_bundled_model_has_a_frontier_that_estimate_reproduces(model_id):
+    """frontier and estimate run on every bundled model (the new families included), and
+    estimate prices the frontier's best aggregated point at the same TPOT."""
+    from llm_codesign import estimate, frontier
+    from llm_codesign.specs.plan import ParallelPlan
+    from llm_codesign.specs.workload import Workload
+
+    fr = frontier(model_id, "h200-sxm", num_gpus=8, precision="fp8", isl=8192, osl=1024)
+    c = fr.points.cols
+    ok = c["feasible"] & (c["mode"] == 0)
+    assert np.any(ok), model_id
+    i = int(np.argmax(np.where(ok, c["output_tok_s_per_gpu"], -1.0)))
+    plan = ParallelPlan(
+        int(c["tp"][i]),
+        int(c["pp"][i]),
+        int(c["ep"][i]),
+        1,
+        bool(c["attention_dp"][i]),
+        int(c["cp"][i]),
+    )
+    wl = Workload(8192, 1024, int(c["concurrency"][i]))
+    e = estimate(
+        model_id, "h200-sxm", fr.precisions[int(c["precision"][i])], plan, wl, explain=False
+    )
+    assert e.tpot_ms == pytest.approx(c["tpot_s"][i] * 1e3, rel=1e-6)
