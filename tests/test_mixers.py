@@ -318,3 +318,14 @@ def test_every_bundled_model_has_a_frontier_that_estimate_reproduces(model_id):
         model_id, "h200-sxm", fr.precisions[int(c["precision"][i])], plan, wl, explain=False
     )
     assert e.tpot_ms == pytest.approx(c["tpot_s"][i] * 1e3, rel=1e-6)
+
+
+def test_minimax_per_layer_qk_norm_all_reduces_its_variance_under_tp():
+    """MiniMax-M2's QK RMSNorm spans all heads (qk_norm_type per_layer): tensor-parallel ranks
+    all-reduce 2 FP32 variances per token each layer; none at tp 1 or under attention-DP."""
+    m, p = load_model("minimax-m2.5"), parse_precision("fp8")
+    assert m.attention.qk_norm_across_heads
+    op = _op(m, p, "attention", "allreduce_qk_norm", _decode_step(4096, seqs=8, tp=4))
+    assert float(op.bytes) == 8 * 2 * 4 and op.collective == "allreduce"
+    assert float(_op(m, p, "attention", "allreduce_qk_norm", _decode_step(4096, 8, 1)).bytes) == 0
+    assert not load_model("qwen3-235b-a22b").attention.qk_norm_across_heads  # per-head norms

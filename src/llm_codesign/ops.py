@@ -367,6 +367,21 @@ def layer_group_ops(
             group_size=tp,
         )
     )
+    if a.qk_norm_across_heads and g.mixer == "attention":
+        # RMSNorm over all heads of a token: tp ranks all-reduce the FP32 variance of q and k
+        qk_var = np.where(multi & ~adp, t_attn * 2 * 4.0, 0.0)
+        ops.append(
+            Op(
+                "allreduce_qk_norm",
+                "communication",
+                "comm",
+                layers,
+                1.0,
+                bytes=qk_var,
+                collective="allreduce",
+                group_size=tp,
+            )
+        )
     if g.moe:
         # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k
         # owners, each expert sliced over moe_tp GPUs) and back: at most all tp GPUs (then it is

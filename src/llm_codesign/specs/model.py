@@ -43,7 +43,10 @@ class AttentionSpec:
     For MLA, ``head_dim`` is the query/key head dim (nope + rope) and ``v_head_dim`` the value dim;
     the KV cache holds ``kv_lora_rank + qk_rope_head_dim`` elements per token per layer.
     ``output_gate``: the query projection also emits a sigmoid gate per output element (Qwen3-Next
-    and Qwen3.5 gated attention: q_proj width 2 x heads x head_dim).
+    and Qwen3.5 gated attention: q_proj width 2 x heads x head_dim). ``qk_norm_across_heads``:
+    RMSNorm over all query (and key) heads of a token (MiniMax-M2 ``qk_norm_type: per_layer``),
+    so tensor-parallel ranks all-reduce the variance each layer (vLLM, SGLang and TensorRT-LLM
+    ``MiniMaxText01RMSNormTP``).
     """
 
     kind: str
@@ -59,6 +62,7 @@ class AttentionSpec:
     o_bias: bool = False
     sinks: bool = False
     output_gate: bool = False
+    qk_norm_across_heads: bool = False
 
     @property
     def kv_elements_per_token(self) -> int:

@@ -215,7 +215,15 @@ def model_from_config(
     if model_type == "minimax_m2":
         # full softmax GQA in every layer (attn_type_list all 1), MoE in every layer with the
         # expert width in intermediate_size, per-layer QK-norm (architectures.md section 3)
-        attn = AttentionSpec("gqa", heads, kv_heads, head_dim, head_dim)
+        attn = AttentionSpec(
+            "gqa",
+            heads,
+            kv_heads,
+            head_dim,
+            head_dim,
+            qk_norm_across_heads=f.bool("use_qk_norm", False)
+            and f.str("qk_norm_type", "per_layer") == "per_layer",
+        )
         moe = MoESpec(
             f.int("num_local_experts"),
             f.int("num_experts_per_tok"),
