@@ -5,6 +5,7 @@ import copy
 
 import pytest
 
+from llm_codesign import load_model
 from llm_codesign.errors import SpecError
 from llm_codesign.specs.model_config import SUPPORTED_MODEL_TYPES, model_from_config
 
@@ -320,3 +321,43 @@ def test_family_types_are_supported():
         assert t in SUPPORTED_MODEL_TYPES
     assert {"glm4", "glm4_moe", "deepseek_v3", "llama"} <= set(SUPPORTED_MODEL_TYPES)
     assert list(SUPPORTED_MODEL_TYPES) == sorted(SUPPORTED_MODEL_TYPES)
+
+
+# ---- any other model_type: read by the common conventions, with a warning ----
+
+
+def test_unknown_model_type_is_read_with_a_warning():
+    import warnings as w
+
+    from llm_codesign.errors import UnknownModelTypeWarning
+
+    cfg = load_model("llama-3.1-8b").config | {"model_type": "my_llama_fork"}
+    with w.catch_warnings(record=True) as caught:
+        w.simplefilter("always")
+        m = model_from_config(cfg, model_id="fork")
+    assert m.total_params == load_model("llama-3.1-8b").total_params
+    (warning,) = [c for c in caught if issubclass(c.category, UnknownModelTypeWarning)]
+    assert "my_llama_fork" in str(warning.message) and "8.03B" in str(warning.message)
+
+
+def test_unknown_moe_model_type_reads_expert_fields():
+    import warnings as w
+
+    cfg = load_model("qwen3-30b-a3b").config | {"model_type": "some_moe"}
+    with w.catch_warnings():
+        w.simplefilter("ignore")
+        m = model_from_config(cfg, model_id="moe")
+    ref = load_model("qwen3-30b-a3b")
+    assert m.moe.num_experts == 128 and m.moe.top_k == 8
+    # Qwen3's per-head QK norms are not a common convention: within 0.01%
+    assert abs(m.total_params / ref.total_params - 1) < 1e-4
+
+
+def test_unknown_model_type_error_names_every_missing_field():
+    cfg = {"model_type": "mystery", "hidden_size": 1024, "num_experts": 8}
+    with pytest.raises(SpecError) as e:
+        model_from_config(cfg, model_id="x")
+    msg = str(e.value)
+    for field in ("num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size"):
+        assert field in msg
+    assert "num_experts_per_tok" in msg and "mystery" in msg

@@ -127,8 +127,15 @@ def test_user_config_json_loads(tmp_path):
 
 
 def test_unknown_model_type_names_file_and_field(tmp_path):
-    p = _write(tmp_path, {**LLAMA, "model_type": "bert"})
-    with pytest.raises(SpecError, match=r"config.json.*model_type 'bert'"):
+    # read by the common conventions with a warning naming the file and the type (issue 12)
+    from llm_codesign.errors import UnknownModelTypeWarning
+
+    p = _write(tmp_path, {**LLAMA, "model_type": "newfangled"})
+    with pytest.warns(UnknownModelTypeWarning, match=r"config.json.*model_type 'newfangled'"):
+        load_model(str(p))
+    # and refused, naming the file and every missing field, when they are not there
+    p = _write(tmp_path, {"model_type": "bert", "hidden_size": 768, "vocab_size": 30522})
+    with pytest.raises(SpecError, match=r"config.json.*'bert'.*num_hidden_layers"):
         load_model(str(p))
 
 

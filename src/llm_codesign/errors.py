@@ -26,3 +26,8 @@ class UnsupportedError(CodesignError):
 
 class DataFileError(CodesignError):
     """A data file (CSV, safetensors, profile) is malformed."""
+
+
+class UnknownModelTypeWarning(UserWarning):
+    """A config.json of an unknown ``model_type`` was read by the common conventions (its
+    parameter count says whether the reading is right)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -14,11 +15,19 @@ class Group(click.Group):
     """A click group whose commands turn a :class:`CodesignError` into one line and exit 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except CodesignError as exc:
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(2)
+        with warnings.catch_warnings():
+            # the library's warnings (e.g. an unknown model_type read by the common conventions)
+            # print as one line, like errors
+            warnings.showwarning = _one_line_warning
+            try:
+                return super().invoke(ctx)
+            except CodesignError as exc:
+                click.echo(f"error: {exc}", err=True)
+                ctx.exit(2)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    click.echo(f"warning: {message}", err=True)
 
 
 def plan_options(f: Callable) -> Callable:

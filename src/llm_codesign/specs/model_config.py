@@ -5,10 +5,11 @@ The loaders in :mod:`.model` call :func:`model_from_config` for bundled and user
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any
 
-from ..errors import SpecError
+from ..errors import SpecError, UnknownModelTypeWarning
 from ..formats import get_format
 from ._load import Fields
 from .model import (
@@ -19,7 +20,7 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import FAMILY_PARSERS
+from .model_families import FAMILY_PARSERS, generic, generic_missing
 
 # model types this module parses itself; model_families.py parses the others
 _OWN_TYPES = (
@@ -83,10 +84,24 @@ def model_from_config(
     top = Fields(config, where)
     model_type = top.str("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
-        raise SpecError(
-            f"{where}: unsupported model_type {model_type!r}; supported: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
+        text = top.mapping("text_config") if top.has("text_config") else top
+        missing = generic_missing(text)
+        if missing:
+            raise SpecError(
+                f"{where}: model_type {model_type!r} is not supported and its config cannot be "
+                f"read by the common conventions: missing {', '.join(missing)} (supported "
+                f"types: {', '.join(SUPPORTED_MODEL_TYPES)})"
+            )
+        spec = generic(text, partial(_finish, text, model_id, name, source, model_type))
+        warnings.warn(
+            f"{where}: model_type {model_type!r} is not one llm-codesign knows; read by the "
+            f"common conventions (Llama-style GQA, SwiGLU FFN, MoE fields if named): "
+            f"{spec.total_params / 1e9:.2f}B parameters ({spec.active_params / 1e9:.2f}B "
+            "active) - check them against the model card",
+            UnknownModelTypeWarning,
+            stacklevel=2,
         )
+        return spec
     cfg = config
     if model_type in TEXT_WRAPPERS:
         cfg = top.mapping("text_config").data

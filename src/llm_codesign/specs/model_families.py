@@ -340,3 +340,69 @@ FAMILY_PARSERS: dict[str, Parser] = {
     "phi3": phi3,
     "qwen2_moe": qwen2_moe,
 }
+
+
+# ---------------------------------------------------------------------------------------------
+# any other model_type: the common conventions, with a stated warning
+# ---------------------------------------------------------------------------------------------
+
+# fields every decoder config names under the common (Llama / transformers) conventions
+GENERIC_REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+# where MoE configs keep the routed-expert count (Mixtral/gpt-oss, Qwen, DeepSeek/GLM styles)
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+
+
+def generic_missing(f: Fields) -> list[str]:
+    """The fields the common conventions need that ``f`` lacks (empty: readable)."""
+    missing = [k for k in GENERIC_REQUIRED if not f.has(k)]
+    experts = next((k for k in EXPERT_COUNT_KEYS if f.has(k)), None)
+    if not f.has("intermediate_size") and not (experts and f.has("moe_intermediate_size")):
+        missing.append("intermediate_size")
+    if experts and not f.has("num_experts_per_tok"):
+        missing.append("num_experts_per_tok")
+    return missing
+
+
+def generic(f: Fields, finish: partial) -> ModelSpec:
+    """A decoder of an unknown ``model_type`` read by the common conventions: Llama-style GQA
+    (``num_key_value_heads``, ``head_dim``, ``attention_bias``), a gated (SwiGLU) FFN of
+    ``intermediate_size``, ``sliding_window`` per ``layer_types``, and MoE when an expert count
+    is named (``num_local_experts`` / ``num_experts`` / ``n_routed_experts``, top-k
+    ``num_experts_per_tok``, width ``moe_intermediate_size`` else ``intermediate_size``, shared
+    experts ``n_shared_experts`` or ``shared_expert_intermediate_size``, dense layers
+    ``first_k_dense_replace`` / ``mlp_only_layers`` / ``decoder_sparse_step``). The caller
+    warns; the parameter count shows whether the reading is right."""
+    d, layers, heads, kv, head_dim = _dims(f)
+    bias = f.bool("attention_bias", False)
+    attn = AttentionSpec("gqa", heads, kv, head_dim, head_dim, qkv_bias=bias)
+    window = f.int("sliding_window") if f.has("sliding_window") else 0
+    windows = _windows_from_layer_types(f, layers, window)
+    if windows is None:
+        windows = [window if f.bool("use_sliding_window", False) else 0] * layers
+    experts = next((k for k in EXPERT_COUNT_KEYS if f.has(k)), None)
+    moe = None
+    is_moe = [False] * layers
+    inter = f.int("intermediate_size", 0, minimum=0)
+    if experts:
+        width = f.int("moe_intermediate_size") if f.has("moe_intermediate_size") else inter
+        shared_width = f.int("shared_expert_intermediate_size", 0, minimum=0)
+        n_shared = 1 if shared_width else f.int("n_shared_experts", 0, minimum=0)
+        moe = MoESpec(
+            f.int(experts), f.int("num_experts_per_tok"), width, n_shared, shared_width or width
+        )
+        first = f.int("first_k_dense_replace", 0, minimum=0)
+        step = f.int("decoder_sparse_step", 1)
+        dense = set(f.list("mlp_only_layers", []))
+        is_moe = [i >= first and i not in dense and (i + 1) % step == 0 for i in range(layers)]
+    return finish(
+        d,
+        layers,
+        f.int("vocab_size"),
+        f.bool("tie_word_embeddings", False),
+        attn,
+        inter,
+        gated=True,
+        pattern=list(zip(windows, is_moe, strict=True)),
+        moe=moe,
+        norm=2 * d,
+    )
