@@ -183,20 +183,13 @@ def estimate(
             f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size "
             f"{hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
-    r = evaluate(
+    r = _evaluate_one(
         m,
         hw,
         prec,
         eng,
-        tp=plan.tp,
-        pp=plan.pp,
-        ep=plan.ep,
-        dp=plan.dp,
-        attention_dp=plan.attention_dp,
-        cp=plan.cp,
-        isl=wl.isl,
-        osl=wl.osl,
-        concurrency=wl.concurrency,
+        plan,
+        wl,
         spec_tokens=spec_tokens,
         spec_acceptance=spec_acceptance,
     )
@@ -210,6 +203,34 @@ def estimate(
     est = replace(_estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops), precision_note=note)
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
     return est
+
+
+def _evaluate_one(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan,
+    wl: Workload,
+    **kw: Any,
+) -> GridResult:
+    """``serving.evaluate`` of one aggregated plan and workload."""
+    return evaluate(
+        m,
+        hw,
+        prec,
+        eng,
+        tp=plan.tp,
+        pp=plan.pp,
+        ep=plan.ep,
+        dp=plan.dp,
+        attention_dp=plan.attention_dp,
+        cp=plan.cp,
+        isl=wl.isl,
+        osl=wl.osl,
+        concurrency=wl.concurrency,
+        **kw,
+    )
 
 
 def mixer_savings(
@@ -228,21 +249,7 @@ def mixer_savings(
     dense = m.with_softmax_attention()
     if dense is m:
         return None
-    r = evaluate(
-        dense,
-        hw,
-        prec,
-        eng,
-        tp=plan.tp,
-        pp=plan.pp,
-        ep=plan.ep,
-        dp=plan.dp,
-        attention_dp=plan.attention_dp,
-        cp=plan.cp,
-        isl=wl.isl,
-        osl=wl.osl,
-        concurrency=wl.concurrency,
-    )
+    r = _evaluate_one(dense, hw, prec, eng, plan, wl)
     ctx = float(wl.isl + wl.osl)
     axes = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
     mine = _scalar(kv_bytes_per_sequence_per_gpu(m, prec, ctx, *axes))

@@ -20,10 +20,11 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import FAMILY_PARSERS, generic, generic_missing
+from .model_families import FAMILY_PARSERS, generic, generic_missing, qwen_moe
 
 # model types this module parses itself; model_families.py parses the others
 _OWN_TYPES = (
+    "deepseek_v2",
     "deepseek_v3",
     "deepseek_v32",
     "falcon",
@@ -48,7 +49,7 @@ _OWN_TYPES = (
 # vision-language wrappers whose text model sits under ``text_config`` (architectures.md s8)
 TEXT_WRAPPERS = {"llama4": "llama4", "kimi_k25": "kimi_k2", "qwen3_5_moe": "qwen3_5_moe_text"}
 # MLA models read by the DeepSeek-V3 branch; DSA (an indexer) where the config has index_* fields
-MLA_TYPES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
+MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
 # Gated DeltaNet hybrids: Qwen3-Next and Qwen3.5 MoE (architectures.md section 2)
 GDN_TYPES = ("qwen3_next", "qwen3_5_moe_text")
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
@@ -114,7 +115,7 @@ def model_from_config(
     f = Fields(cfg, where)
     finish = partial(_finish, f, model_id, name, source, model_type)
 
-    if model_type in FAMILY_PARSERS:  # deepseek_v2, qwen2_moe, gemma2/3, phi3, glm4(_moe)
+    if model_type in FAMILY_PARSERS:  # qwen2_moe, gemma2/3, phi3, glm4(_moe)
         return FAMILY_PARSERS[model_type](f, finish)
 
     if model_type == "gptj":
@@ -508,23 +509,11 @@ def _gated_deltanet_hybrid(
         qkv_bias=f.bool("attention_bias", False),
         output_gate=f.bool("attn_output_gate", True),
     )
-    shared = f.int("shared_expert_intermediate_size", 0, minimum=0)
-    moe = MoESpec(
-        f.int("num_experts"),
-        f.int("num_experts_per_tok"),
-        f.int("moe_intermediate_size"),
-        1 if shared else 0,
-        shared,
-    )
-    step = f.int("decoder_sparse_step", 1)
-    dense_only = set(f.list("mlp_only_layers", []))
+    moe, is_moe = qwen_moe(f, layers, shared_required=False)
+    shared = moe.shared_intermediate
     pattern = [
-        (
-            0,
-            i not in dense_only and (i + 1) % step == 0,
-            "linear" if t == "linear_attention" else "attention",
-        )
-        for i, t in enumerate(types)
+        (0, m, "linear" if t == "linear_attention" else "attention")
+        for m, t in zip(is_moe, types, strict=True)
     ]
     mtp = f.int("mtp_num_hidden_layers", 0, minimum=0) if f.has("mtp_num_hidden_layers") else 0
     return finish(

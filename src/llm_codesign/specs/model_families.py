@@ -1,5 +1,5 @@
 """HuggingFace ``config.json`` -> :class:`ModelSpec` for the families added after the first set:
-DeepSeek-V2 (MLA + DeepSeekMoE), Qwen2-MoE, Gemma 2 / Gemma 3, Phi-3 / Phi-4, GLM-4 (dense) and
+Qwen2-MoE, Gemma 2 / Gemma 3, Phi-3 / Phi-4, GLM-4 (dense) and
 GLM-4.5 / 4.6 (``glm4_moe``).
 
 :func:`.model_config.model_from_config` checks ``model_type`` and hands the config's
@@ -10,7 +10,7 @@ import ``model_config`` (no import cycle).
 
 Field names and defaults follow HuggingFace transformers' ``configuration_*.py`` for each type
 and the facts collected in the project's architecture reference (section 8, "Detect" and
-"Reader pitfalls"): transformers ``configuration_deepseek_v2.py``, ``configuration_qwen2_moe.py``,
+"Reader pitfalls"): transformers ``configuration_qwen2_moe.py``,
 ``configuration_gemma2.py`` / ``configuration_gemma3.py``, ``configuration_phi3.py``,
 ``configuration_glm4.py`` / ``configuration_glm4_moe.py``.
 """
@@ -87,54 +87,26 @@ def _in_text_config(f: Fields, finish: partial) -> tuple[Fields, partial]:
     return text, partial(finish.func, text, *finish.args[1:], **finish.keywords)
 
 
-# ---------------------------------------------------------------------------------------------
-# DeepSeek-V2 / V2-Lite / V2.5 (model_type deepseek_v2)
-# ---------------------------------------------------------------------------------------------
-
-
-def deepseek_v2(f: Fields, finish: partial) -> ModelSpec:
-    """MLA attention and DeepSeekMoE, the same closed form as the ``deepseek_v3`` branch of
-    ``model_from_config`` (kept there unchanged). ``q_lora_rank: null`` (V2-Lite) means a full
-    ``q_proj`` (``q_lora_rank=0``). transformers sets ``head_dim = qk_rope_head_dim`` for
-    deepseek_v2, so ``head_dim`` is never read for MLA (reference, "Reader pitfalls")."""
-    d = f.int("hidden_size")
-    layers = f.int("num_hidden_layers")
-    heads = f.int("num_attention_heads")
-    nope, rope = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim")
-    attn = AttentionSpec(
-        "mla",
-        heads,
-        heads,  # num_key_value_heads equals the head count in MLA configs; the cache is latent
-        nope + rope,
-        f.int("v_head_dim"),
-        q_lora_rank=f.int("q_lora_rank") if f.has("q_lora_rank") else 0,
-        kv_lora_rank=f.int("kv_lora_rank"),
-        qk_rope_head_dim=rope,
-        qk_nope_head_dim=nope,
+def qwen_moe(f: Fields, layers: int, *, shared_required: bool) -> tuple[MoESpec, list[bool]]:
+    """Qwen-style MoE fields (Qwen2-MoE, Qwen3-Next, Qwen3.5): ``num_experts`` routed experts
+    of ``moe_intermediate_size``, top ``num_experts_per_tok``, one shared expert of
+    ``shared_expert_intermediate_size`` (0: none); a layer is MoE when it is not in
+    ``mlp_only_layers`` and ``(i + 1) % decoder_sparse_step == 0``."""
+    shared = (
+        f.int("shared_expert_intermediate_size", minimum=0)
+        if shared_required
+        else f.int("shared_expert_intermediate_size", 0, minimum=0)
     )
     moe = MoESpec(
-        f.int("n_routed_experts"),
+        f.int("num_experts"),
         f.int("num_experts_per_tok"),
         f.int("moe_intermediate_size"),
-        f.int("n_shared_experts", 0, minimum=0),
-        f.int("moe_intermediate_size"),
+        1 if shared else 0,
+        shared,
     )
-    first_dense = f.int("first_k_dense_replace", 0, minimum=0)
-    freq = f.int("moe_layer_freq", 1)
-    pattern = [(0, i >= first_dense and i % freq == 0) for i in range(layers)]
-    return finish(
-        d,
-        layers,
-        f.int("vocab_size"),
-        f.bool("tie_word_embeddings", False),
-        attn,
-        f.int("intermediate_size"),
-        gated=True,
-        pattern=pattern,
-        moe=moe,
-        mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
-        norm=2 * d,  # input and post-attention RMSNorm; the q/kv latent norms are in attention
-    )
+    step = f.int("decoder_sparse_step", 1)
+    dense_only = set(f.list("mlp_only_layers", []))
+    return moe, [i not in dense_only and (i + 1) % step == 0 for i in range(layers)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,17 +121,8 @@ def qwen2_moe(f: Fields, finish: partial) -> ModelSpec:
     ``(i + 1) % decoder_sparse_step == 0`` (dense layers use ``intermediate_size``)."""
     d, layers, heads, kv, head_dim = _dims(f)
     attn = AttentionSpec("gqa", heads, kv, head_dim, head_dim, qkv_bias=f.bool("qkv_bias", True))
-    shared = f.int("shared_expert_intermediate_size", minimum=0)
-    moe = MoESpec(
-        f.int("num_experts"),
-        f.int("num_experts_per_tok"),
-        f.int("moe_intermediate_size"),
-        1 if shared else 0,
-        shared,
-    )
-    step = f.int("decoder_sparse_step", 1)
-    dense_only = set(f.list("mlp_only_layers", []))
-    is_moe = [i not in dense_only and (i + 1) % step == 0 for i in range(layers)]
+    moe, is_moe = qwen_moe(f, layers, shared_required=True)
+    shared = moe.shared_intermediate
     inter = (
         f.int("intermediate_size") if not all(is_moe) else f.int("intermediate_size", 0, minimum=0)
     )
@@ -331,7 +294,6 @@ def glm4_moe(f: Fields, finish: partial) -> ModelSpec:
 
 
 FAMILY_PARSERS: dict[str, Parser] = {
-    "deepseek_v2": deepseek_v2,
     "gemma2": gemma2,
     "gemma3": gemma3,
     "gemma3_text": gemma3,
