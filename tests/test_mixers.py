@@ -272,10 +272,38 @@ def test_gdn_config_errors_name_the_field(over, field):
         model_from_config(_gdn_config(**over), model_id="tiny")
 
 
-def test_minimax_lightning_layers_are_refused_by_name():
+def test_lightning_attention_params_state_and_counts():
+    """MiniMax-01 lightning attention (transformers MiniMaxLightningAttention): qkv_proj and
+    output_gate from hidden, out_proj, an RMSNorm over all heads; one 128 x 128 K^T V state
+    per head, no convolution; the closed form gives the report's 456B / 45.9B."""
+    m = load_model("minimax-text-01")
+    lin = m.linear_attention
+    assert (lin.kind, lin.conv_kernel, lin.chunk) == ("lightning", 0, 256)
+    assert lin.params(6144) == 6144 * 4 * 8192 + 8192 * 6144 + 8192
+    assert m.layer_mix() == "attention 10 + linear 70"
+    assert [g.mixer for g in m.layer_kinds()[:8]] == ["linear"] * 7 + ["attention"]
+    assert lin.state_bytes_per_sequence() == 64 * 128 * 128 * 2  # BF16, no convolution window
+    p = parse_precision("bf16")
+    op = _op(m, p, "linear", "linear_attention_decode", _decode_step(1 << 20, seqs=2))
+    assert float(op.flops) == pytest.approx(2 * 5 * 64 * 128 * 128)
+    assert float(op.bytes) == pytest.approx(2 * 2 * 64 * 128 * 128 * 2)
+    pre = _op(m, p, "linear", "linear_attention_prefill", _prefill_step(256, 10000))
+    assert float(pre.flops) == pytest.approx(256 * (4 * 64 * 16384 + 2 * 64 * 256 * 384))
+
+
+def test_minimax_layer_kinds_from_attn_type_list_or_layer_types():
     cfg = load_model("minimax-m2.5").config | {"attn_type_list": [0] + [1] * 61}
+    m = model_from_config(cfg, model_id="mm")
+    assert m.layer_mix() == "attention 61 + linear 1" and m.linear_attention.kind == "lightning"
+    text01 = load_model("minimax-text-01").config
+    types = ["linear_attention" if t == 0 else "full_attention" for t in text01["attn_type_list"]]
+    cfg = {k: v for k, v in text01.items() if k != "attn_type_list"}
+    m2 = model_from_config(cfg | {"model_type": "minimax", "layer_types": types}, model_id="t")
+    assert m2.total_params == load_model("minimax-text-01").total_params
     with pytest.raises(SpecError, match="attn_type_list"):
-        model_from_config(cfg, model_id="mm")
+        model_from_config(cfg | {"model_type": "minimax_text_01"}, model_id="t")
+    with pytest.raises(SpecError, match="attn_type_list"):
+        model_from_config(text01 | {"attn_type_list": [2] * 80}, model_id="t")
 
 
 def test_frontier_moves_with_the_mixers_at_128k():

@@ -11,9 +11,11 @@ attention form FLOPs = 2 x heads x queries x keys x (d_k + d_v)):
   * sparse (DSA): the lightning indexer scores every cached token, 2 H_I d_I L FLOPs per query
     in FP8, reading its d_I-byte key (+ scale) per token; the MLA core then attends
     min(L, top-k) tokens in the absorbed form (prefill below top-k runs dense, MHA form);
-  * linear (Gated DeltaNet): decode reads and writes the per-sequence state (heads x d_k x d_v)
-    and the convolution window, ~7 H_v d_k d_v FLOPs per token (decay, S k, rank-1 update,
-    S q); prefill in the chunkwise form (chunk ``GDN_CHUNK``): per token the state terms
+  * linear (Gated DeltaNet, lightning): decode reads and writes the per-sequence state (heads x
+    d_k x d_v) and the convolution window, ~7 H_v d_k d_v FLOPs per token for Gated DeltaNet
+    (decay, S k, rank-1 update, S q), ~5 for lightning (decay, K^T V update, q S); prefill in
+    the chunkwise form (``LinearAttentionSpec.chunk``: 64 in flash-linear-attention's
+    chunk_gated_delta_rule, 256 in MiniMax's lightning blocks): per token the state terms
     4 H_v d_k d_v plus the intra-chunk attention 2 H_v C (2 d_k + d_v). Cost and state do not
     depend on context.
 """
@@ -26,10 +28,6 @@ from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
 Array = np.ndarray
-
-# chunk length of the chunkwise-parallel Gated DeltaNet prefill (flash-linear-attention's
-# chunk_gated_delta_rule uses 64; vLLM and SGLang call it)
-GDN_CHUNK = 64
 
 
 def windowed(ctx: Array, window: int) -> Array:
@@ -125,11 +123,18 @@ def linear_counts(
     hv = lin.num_v_heads / atp
     dkv = lin.head_k_dim * lin.head_v_dim
     conv_dim = lin.conv_dim / atp
-    dec_flops = seqs * q * (7.0 * hv * dkv + 2.0 * lin.conv_kernel * conv_dim)
-    dec_bytes = seqs * 2.0 * (hv * dkv * lin.state_bytes + (lin.conv_kernel - 1) * conv_dim * 2.0)
-    chunk = 2.0 * hv * GDN_CHUNK * (2 * lin.head_k_dim + lin.head_v_dim)
-    pre_flops = t_pre * (4.0 * hv * dkv + chunk + 2.0 * lin.conv_kernel * conv_dim)
-    pre_bytes = t_pre * (conv_dim + 2.0 * lin.value_dim / atp) * 2.0 * 2
+    # per decoded token: Gated DeltaNet ~7 H d_k d_v (decay, S k, rank-1 update, S q); lightning
+    # ~5 H d_k d_v (decay, K^T V update, q S)
+    per_tok = 7.0 if lin.kind == "gated_deltanet" else 5.0
+    conv = 2.0 * lin.conv_kernel * conv_dim
+    dec_flops = seqs * q * (per_tok * hv * dkv + conv)
+    conv_state = max(lin.conv_kernel - 1, 0) * conv_dim * 2.0
+    dec_bytes = seqs * 2.0 * (hv * dkv * lin.state_bytes + conv_state)
+    # chunkwise prefill: state terms 4 H d_k d_v + intra-chunk attention 2 H C (2 d_k + d_v)
+    intra = 2.0 * hv * lin.chunk * (2 * lin.head_k_dim + lin.head_v_dim)
+    pre_flops = t_pre * (4.0 * hv * dkv + intra + conv)
+    io = (2.0 * lin.key_dim + 2.0 * lin.value_dim) / atp  # q, k, v in and the output out
+    pre_bytes = t_pre * io * 2.0 * 2
     return dec_flops, dec_bytes, pre_flops, pre_bytes
 
 

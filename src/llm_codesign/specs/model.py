@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import UnknownIdError
+from ..errors import SpecError, UnknownIdError
 from ._load import Fields, read_mapping
 
 
@@ -102,10 +102,18 @@ class IndexerSpec:
 
 @dataclass(frozen=True)
 class LinearAttentionSpec:
-    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5): ``num_v_heads`` recurrent states of
-    ``head_k_dim`` x ``head_v_dim`` per sequence, a causal depthwise convolution of
-    ``conv_kernel`` over q, k, v; ``state_bytes`` per state element (the config's
-    ``mamba_ssm_dtype``: FP32 in Qwen3.5, else the model dtype). architectures.md section 2."""
+    """A linear-attention (recurrent) layer with a fixed state per sequence; ``kind``:
+
+    * ``gated_deltanet`` (Qwen3-Next, Qwen3.5; architectures.md section 2): ``num_v_heads``
+      states of ``head_k_dim`` x ``head_v_dim``, a causal depthwise convolution of
+      ``conv_kernel`` over q, k, v, per-head decay and beta, a gated RMSNorm per head;
+    * ``lightning`` (MiniMax-01 / MiniMax-M1, arXiv 2501.08313; transformers
+      ``MiniMaxLightningAttention``): one ``head_k_dim`` x ``head_v_dim`` K^T V state per head
+      with a fixed per-head decay, no convolution, a sigmoid output gate and an RMSNorm over all
+      heads; prefill in blocks of ``chunk`` tokens.
+
+    ``state_bytes`` per state element (the config's ``mamba_ssm_dtype``: FP32 in Qwen3.5, else
+    the model dtype)."""
 
     num_k_heads: int
     num_v_heads: int
@@ -113,6 +121,8 @@ class LinearAttentionSpec:
     head_v_dim: int
     conv_kernel: int
     state_bytes: float = 2.0
+    kind: str = "gated_deltanet"
+    chunk: int = 64
 
     @property
     def key_dim(self) -> int:
@@ -124,24 +134,25 @@ class LinearAttentionSpec:
 
     @property
     def conv_dim(self) -> int:
-        """Channels through the short convolution: q and k (key_dim each) and v."""
-        return 2 * self.key_dim + self.value_dim
+        """Channels through the short convolution: q and k (key_dim each) and v (0: none)."""
+        return 2 * self.key_dim + self.value_dim if self.conv_kernel else 0
 
     @property
     def in_proj_width(self) -> int:
-        """in_proj_qkvz (q, k, v, output gate z) + in_proj_ba (beta, alpha per v-head)."""
-        return 2 * self.key_dim + 2 * self.value_dim + 2 * self.num_v_heads
+        """Projections from the hidden state: q, k, v and the output gate, plus (Gated
+        DeltaNet) beta and alpha per value head."""
+        gates = 2 * self.num_v_heads if self.kind == "gated_deltanet" else 0
+        return 2 * self.key_dim + 2 * self.value_dim + gates
 
     def params(self, hidden: int) -> int:
-        """in_proj_qkvz + in_proj_ba, conv1d (no bias), dt_bias and A_log per v-head, the gated
-        RMSNorm over head_v_dim, out_proj (HF modeling_qwen3_next ``Qwen3NextGatedDeltaNet``)."""
-        return (
-            hidden * self.in_proj_width
-            + self.conv_dim * self.conv_kernel
-            + 2 * self.num_v_heads
-            + self.head_v_dim
-            + self.value_dim * hidden
-        )
+        """Gated DeltaNet: in_proj_qkvz + in_proj_ba, conv1d (no bias), dt_bias and A_log per
+        v-head, the gated RMSNorm over head_v_dim, out_proj (HF ``Qwen3NextGatedDeltaNet``).
+        Lightning: qkv_proj + output_gate, the RMSNorm over all heads, out_proj (HF
+        ``MiniMaxLightningAttention``)."""
+        proj = hidden * self.in_proj_width + self.value_dim * hidden
+        if self.kind == "lightning":
+            return proj + self.value_dim
+        return proj + self.conv_dim * self.conv_kernel + 2 * self.num_v_heads + self.head_v_dim
 
     @property
     def state_elements(self) -> int:
@@ -151,7 +162,7 @@ class LinearAttentionSpec:
     def state_bytes_per_sequence(self, conv_bytes: float = 2.0) -> float:
         """Bytes one sequence holds per layer, independent of its length: the recurrent state
         plus the convolution's last ``conv_kernel - 1`` inputs (vLLM mamba_utils shapes)."""
-        conv = (self.conv_kernel - 1) * self.conv_dim * conv_bytes
+        conv = max(self.conv_kernel - 1, 0) * self.conv_dim * conv_bytes
         return self.state_elements * self.state_bytes + conv
 
 
@@ -321,11 +332,14 @@ class ModelSpec:
     @property
     def active_params(self) -> int:
         """Parameters touched per token: top-k routed experts only; embeddings per the model's
-        published convention (``active_params_convention``: ``all`` or ``no_input_embedding``)."""
+        published convention (``active_params_convention``: ``all``, ``no_input_embedding``, or
+        ``no_embeddings``: neither the input embedding nor the LM head, as the MiniMax-01 and
+        GLM-4.5 reports count)."""
         layers = sum(g.count * self._layer_params(g, active=True) for g in self.layer_groups)
-        emb = self.embedding_params if self.active_params_convention == "all" else 0
+        conv = self.active_params_convention
+        emb = self.embedding_params if conv == "all" else 0
         head = self.lm_head_params if not self.tie_embeddings else self.embedding_params
-        if self.active_params_convention == "all" and self.tie_embeddings:
+        if (conv == "all" and self.tie_embeddings) or conv == "no_embeddings":
             head = 0
         return layers + emb + head + self.hidden_size
 
@@ -470,9 +484,21 @@ def _from_bundle_file(path: Path) -> ModelSpec:
         published_total_params=pub.float("total") if pub.has("total") else None,
         published_active_params=pub.float("active") if pub.has("active") else None,
         published_params_source=pub.str("source", ""),
-        active_params_convention=pub.str("active_convention", "all"),
+        active_params_convention=_convention(pub.str("active_convention", "all"), path.name),
         aliases=tuple(str(a) for a in f.list("aliases", [])),
     )
+
+
+ACTIVE_CONVENTIONS = ("all", "no_input_embedding", "no_embeddings")
+
+
+def _convention(value: str, where: str) -> str:
+    if value not in ACTIVE_CONVENTIONS:
+        raise SpecError(
+            f"{where}: published_params.active_convention {value!r} unknown; allowed: "
+            f"{', '.join(ACTIVE_CONVENTIONS)}"
+        )
+    return value
 
 
 @cache

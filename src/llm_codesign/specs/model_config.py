@@ -36,7 +36,10 @@ _OWN_TYPES = (
     "llama",
     "llama4",
     "llama4_text",
+    "minimax",
+    "minimax_m1",
     "minimax_m2",
+    "minimax_text_01",
     "mistral",
     "mixtral",
     "qwen2",
@@ -50,6 +53,8 @@ _OWN_TYPES = (
 TEXT_WRAPPERS = {"llama4": "llama4", "kimi_k25": "kimi_k2", "qwen3_5_moe": "qwen3_5_moe_text"}
 # MLA models read by the DeepSeek-V3 branch; DSA (an indexer) where the config has index_* fields
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
+# MiniMax: MiniMax-01 / M1 (lightning attention 7 of 8 layers) and M2 (softmax everywhere)
+MINIMAX_TYPES = ("minimax", "minimax_m1", "minimax_m2", "minimax_text_01")
 # Gated DeltaNet hybrids: Qwen3-Next and Qwen3.5 MoE (architectures.md section 2)
 GDN_TYPES = ("qwen3_next", "qwen3_5_moe_text")
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
@@ -228,42 +233,8 @@ def model_from_config(
         )
     if model_type in GDN_TYPES:
         return _gated_deltanet_hybrid(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
-    if model_type == "minimax_m2":
-        # full softmax GQA in every layer (attn_type_list all 1), MoE in every layer with the
-        # expert width in intermediate_size, per-layer QK-norm (architectures.md section 3)
-        attn = AttentionSpec(
-            "gqa",
-            heads,
-            kv_heads,
-            head_dim,
-            head_dim,
-            qk_norm_across_heads=f.bool("use_qk_norm", False)
-            and f.str("qk_norm_type", "per_layer") == "per_layer",
-        )
-        moe = MoESpec(
-            f.int("num_local_experts"),
-            f.int("num_experts_per_tok"),
-            f.int("intermediate_size"),
-            router_bias=True,  # e_score_correction_bias per expert
-        )
-        if f.has("attn_type_list") and any(int(t) != 1 for t in f.list("attn_type_list")):
-            raise SpecError(
-                f"{where}: attn_type_list has lightning (linear) layers; only softmax (1) "
-                "MiniMax layers are supported"
-            )
-        return finish(
-            d,
-            layers,
-            vocab,
-            tie,
-            attn,
-            f.int("intermediate_size"),
-            gated=True,
-            pattern=[(0, True)] * layers,
-            moe=moe,
-            mtp=f.int("num_mtp_modules", 0, minimum=0),
-            norm=2 * d + (heads + kv_heads) * head_dim,
-        )
+    if model_type in MINIMAX_TYPES:
+        return _minimax(f, finish, model_type, d, layers, heads, kv_heads, head_dim, vocab, tie)
 
     bias = f.bool("attention_bias", model_type == "qwen2")
     attn = AttentionSpec(
@@ -453,6 +424,91 @@ def _finish(
         indexer=indexer,
         linear_attention=linear,
         config=f.data,
+    )
+
+
+def _minimax(
+    f: Fields,
+    finish: partial,
+    model_type: str,
+    d: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    vocab: int,
+    tie: bool,
+) -> ModelSpec:
+    """MiniMax: MoE in every layer with the expert width in ``intermediate_size``; each layer
+    softmax GQA or lightning attention by ``attn_type_list`` (1 softmax, 0 lightning: MiniMax
+    remote code) or ``layer_types`` (full_attention / linear_attention: transformers). M2 is
+    softmax everywhere with a per-layer QK norm and a routing bias (architectures.md s3);
+    MiniMax-01 / M1 run lightning attention in 7 of 8 layers (arXiv 2501.08313)."""
+    if f.has("attn_type_list"):
+        softmax = [int(t) for t in f.list("attn_type_list")]
+        allowed, field = {0, 1}, "attn_type_list"
+    elif f.has("layer_types"):
+        types = [str(t) for t in f.list("layer_types")]
+        bad = sorted(set(types) - {"full_attention", "linear_attention"})
+        if bad:
+            raise SpecError(
+                f"{f.where}: layer_types {bad} unknown; allowed: full_attention, linear_attention"
+            )
+        softmax, allowed, field = [int(t == "full_attention") for t in types], {0, 1}, "layer_types"
+    elif model_type == "minimax_m2":
+        softmax, allowed, field = [1] * layers, {1}, "attn_type_list"
+    else:
+        raise SpecError(f"{f.where}: missing required field 'attn_type_list' (or 'layer_types')")
+    if len(softmax) != layers or not set(softmax) <= allowed:
+        raise SpecError(
+            f"{f.where}: {field} must give each of the {layers} layers 1 (softmax) or 0 "
+            f"(lightning); got {len(softmax)} entries"
+        )
+    m2 = model_type == "minimax_m2"
+    attn = AttentionSpec(
+        "gqa",
+        heads,
+        kv_heads,
+        head_dim,
+        head_dim,
+        qk_norm_across_heads=m2
+        and f.bool("use_qk_norm", False)
+        and f.str("qk_norm_type", "per_layer") == "per_layer",
+    )
+    ssm = f.str("mamba_ssm_dtype", "auto")
+    if ssm not in STATE_DTYPE_FORMAT:
+        raise SpecError(
+            f"{f.where}: mamba_ssm_dtype {ssm!r} unknown; allowed: {', '.join(STATE_DTYPE_FORMAT)}"
+        )
+    lightning = LinearAttentionSpec(
+        heads,
+        heads,
+        head_dim,
+        head_dim,
+        0,
+        get_format(STATE_DTYPE_FORMAT[ssm]).bytes_per_element,
+        kind="lightning",
+        chunk=f.int("block_size", 256),
+    )
+    moe = MoESpec(
+        f.int("num_local_experts"),
+        f.int("num_experts_per_tok"),
+        f.int("intermediate_size"),
+        router_bias=m2,  # M2: e_score_correction_bias per expert
+    )
+    return finish(
+        d,
+        layers,
+        vocab,
+        tie,
+        attn,
+        f.int("intermediate_size"),
+        gated=True,
+        pattern=[(0, True, "attention" if x else "linear") for x in softmax],
+        moe=moe,
+        mtp=f.int("num_mtp_modules", 0, minimum=0),
+        norm=2 * d + ((heads + kv_heads) * head_dim if m2 else 0),
+        linear=lightning if 0 in softmax else None,
     )
 
 
