@@ -357,3 +357,39 @@ def test_minimax_per_layer_qk_norm_all_reduces_its_variance_under_tp():
     assert float(op.bytes) == 8 * 2 * 4 and op.collective == "allreduce"
     assert float(_op(m, p, "attention", "allreduce_qk_norm", _decode_step(4096, 8, 1)).bytes) == 0
     assert not load_model("qwen3-235b-a22b").attention.qk_norm_across_heads  # per-head norms
+
+
+def test_nemotron_h_blocks_and_mamba2_closed_forms():
+    """Nemotron-H: single-purpose blocks (Mamba-2 mixer, attention mixer, squared-ReLU MLP) by
+    hybrid_override_pattern; Mamba-2 parameters, state and decode counts by hand."""
+    m = load_model("nemotron-h-8b")
+    assert m.layer_mix() == "attention 4 + linear 24 + ffn-only 24"
+    assert [g.mixer for g in m.layer_kinds()[:3]] == ["linear", "none", "linear"]
+    # in_proj: z, x (8192 each), B, C (8 x 128 each), dt (128); conv over x, B, C with bias;
+    # dt_bias, A_log, D; gated norm over 8192; out_proj
+    mamba = 4096 * (2 * 8192 + 2 * 1024 + 128) + 10240 * 5 + 3 * 128 + 8192 + 8192 * 4096
+    attention = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    mlp = 2 * 4096 * 21504
+    want = 24 * mamba + 4 * attention + 24 * mlp + 52 * 4096 + 2 * 131072 * 4096 + 4096
+    assert m.total_params == want
+    p = parse_precision("bf16")
+    g_m = next(g for g in m.layer_groups if g.mixer == "linear")
+    ops = layer_group_ops(m, p, g_m, _decode_step(8192, seqs=2), np.asarray(1.0))
+    assert not any(o.op_class == "ffn" for o in ops)  # a Mamba block has no FFN
+    dec = next(o for o in ops if o.name == "linear_attention_decode")
+    state = 128 * 128 * 64  # heads x d_state x head_dim
+    assert float(dec.bytes) == pytest.approx(2 * 2 * (state * 2 + 3 * 10240 * 2))
+    g_f = next(g for g in m.layer_groups if g.mixer == "none")
+    ops = layer_group_ops(m, p, g_f, _decode_step(8192, seqs=2), np.asarray(1.0))
+    assert not any(o.op_class == "attention" for o in ops)  # an MLP block has no mixer
+    # KV only in the 4 attention blocks; 24 fixed Mamba states
+    kv = kv_bytes_per_sequence_per_gpu(m, p, 8192, 1, 1, False, 1)
+    assert float(kv) == pytest.approx(4 * 8 * 128 * 2 * 2 * 8192 + 24 * (state * 2 + 3 * 10240 * 2))
+
+
+def test_nemotron_h_pattern_errors_name_the_field():
+    cfg = load_model("nemotron-h-8b").config
+    with pytest.raises(SpecError, match="hybrid_override_pattern"):
+        model_from_config(cfg | {"hybrid_override_pattern": "M-X" * 17 + "M"}, model_id="n")
+    with pytest.raises(SpecError, match="hybrid_override_pattern"):
+        model_from_config(cfg | {"hybrid_override_pattern": "M-"}, model_id="n")

@@ -125,7 +125,7 @@ def linear_counts(
     conv_dim = lin.conv_dim / atp
     # per decoded token: Gated DeltaNet ~7 H d_k d_v (decay, S k, rank-1 update, S q); lightning
     # ~5 H d_k d_v (decay, K^T V update, q S)
-    per_tok = 7.0 if lin.kind == "gated_deltanet" else 5.0
+    per_tok = 7.0 if lin.kind == "gated_deltanet" else 5.0  # mamba2: dA h + dt B x, C h
     conv = 2.0 * lin.conv_kernel * conv_dim
     dec_flops = seqs * q * (per_tok * hv * dkv + conv)
     conv_state = max(lin.conv_kernel - 1, 0) * conv_dim * 2.0
@@ -144,6 +144,8 @@ def cache_bytes_per_layer(
     """Bytes one sequence of ``context`` tokens holds in one layer of group ``g`` on one GPU:
     cached K/V (capped at the window), MLA latent (+ the indexer key for sparse layers), or
     the fixed recurrent state and convolution window of a linear layer."""
+    if g.mixer == "none":
+        return 0.0 * np.asarray(context, dtype=float) + 0.0 * atp
     if g.mixer == "linear":
         lin = model.linear_attention
         assert lin is not None

@@ -456,9 +456,24 @@ def layer_group_ops(
         if g.moe and model.moe
         else model.intermediate_size
     ) / np.where(adp, 1, tp)
+    ffn_width = ffn_width if g.ffn else 0.0
     elem = t_attn * d * 2.0 * 6 + np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
     ops.append(Op("norms_elementwise", "other", "memory", layers, 4.0, bytes=elem))
-    return ops
+    return [op for op in ops if _in_block(op, g)]
+
+
+# collectives that belong to the token mixer / to the FFN of a layer
+_MIXER_COMMS = ("allreduce_attn", "allreduce_qk_norm", "helix_alltoall")
+_FFN_COMMS = ("allreduce_ffn", "allreduce_moe", "moe_dispatch", "moe_combine")
+
+
+def _in_block(op: Op, g: LayerGroup) -> bool:
+    """Whether ``op`` runs in a layer of ``g``: an FFN-only block (mixer ``none``) has no mixer
+    ops, a mixer-only block (``ffn`` False, Nemotron-H's Mamba and attention blocks) no FFN
+    ops."""
+    if g.mixer == "none" and (op.op_class == "attention" or op.name in _MIXER_COMMS):
+        return False
+    return g.ffn or not (op.op_class == "ffn" or op.name in _FFN_COMMS)
 
 
 def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
@@ -518,7 +533,9 @@ def weight_bytes_per_gpu(
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
     for g in model.layer_groups:
         per = model.mixer_params(g.mixer) / atp * wb + model.norm_params_per_layer * 2.0
-        if g.moe:
+        if not g.ffn:
+            pass
+        elif g.moe:
             assert model.moe is not None
             per = per + model.moe.num_experts * model.expert_params / tp * wb
             per = per + model.shared_expert_params / dense_div * wb + model.router_params * 2.0

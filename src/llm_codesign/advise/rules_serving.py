@@ -208,17 +208,20 @@ def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
     )
     if all(g.window == 0 for g in model.layer_groups):
         groups: list[LayerGroup] = []
-        for g in model.layer_groups:
-            local = (g.count * 3) // 4
+        for g in model.layer_groups:  # only softmax-attention layers take a window
+            local = (g.count * 3) // 4 if g.mixer == "attention" else 0
             groups += [
-                LayerGroup(local, SLIDING_WINDOW, g.moe),
-                LayerGroup(g.count - local, 0, g.moe),
+                dataclasses.replace(g, count=local, window=SLIDING_WINDOW),
+                dataclasses.replace(g, count=g.count - local),
             ]
         alts.append(
             (
                 f"sliding window {SLIDING_WINDOW} on 3 of 4 layers",
                 dataclasses.replace(
-                    model, id=f"{model.id}-swa", layer_groups=tuple(x for x in groups if x.count)
+                    model,
+                    id=f"{model.id}-swa",
+                    layer_groups=tuple(x for x in groups if x.count),
+                    layer_order=(),
                 ),
             )
         )
@@ -290,13 +293,23 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
 # ---------------------------------------------------------------------------------------------
 
 
-def layer_sequence(model: ModelSpec) -> list[tuple[int, bool, str]]:
-    """Per-layer (window, moe, mixer) in model order (``ModelSpec.layer_kinds``)."""
-    return [(g.window, g.moe, g.mixer) for g in model.layer_kinds()]
+def layer_sequence(model: ModelSpec) -> list[tuple[int, bool, str, bool]]:
+    """Per-layer (window, moe, mixer, ffn) in model order (``ModelSpec.layer_kinds``)."""
+    return [(g.window, g.moe, g.mixer, g.ffn) for g in model.layer_kinds()]
 
 
-def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, bool, str], float]:
-    """Time of one layer of each (window, moe, mixer) kind in the workload's mixed step."""
+def _kind_label(k: tuple[int, bool, str, bool], sep: str = " ") -> str:
+    """A layer kind in words: its FFN (MoE, dense or none), window and token mixer."""
+    parts = [("MoE" if k[1] else "dense") if k[3] else "mixer-only"]
+    parts += [f"window{sep}{k[0]}"] if k[0] else []
+    parts += [{"none": "ffn-only"}.get(k[2], k[2])] if k[2] != "attention" else []
+    return sep.join(parts)
+
+
+def _layer_times(
+    ctx: LintContext, point: OperatingPoint
+) -> dict[tuple[int, bool, str, bool], float]:
+    """Time of one layer of each (window, moe, mixer, ffn) kind in the workload's mixed step."""
     p = point.plan
     s = step_shape(
         p.tp,
@@ -315,7 +328,7 @@ def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple[int, boo
         for op in layer_group_ops(ctx.model, ctx.prec, g, s, np.array(1.0)):
             tt, _ = cost.op_time(op, ctx.hw, ctx.eng)
             t += scalar(tt) + (op.kernels * ctx.eng.kernel_overhead_s if scalar(tt) > 0 else 0.0)
-        out[(g.window, g.moe, g.mixer)] = t
+        out[(g.window, g.moe, g.mixer, g.ffn)] = t
     return out
 
 
@@ -354,9 +367,7 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
         return []
     kinds = sorted({k for k in seq}, key=lambda k: seq.index(k))
     desc = ", ".join(
-        f"{sum(1 for x in seq if x == k)} x "
-        f"{'MoE' if k[1] else 'dense'}{f' window {k[0]}' if k[0] else ''}"
-        f"{f' {k[2]}' if k[2] != 'attention' else ''} ({per_kind[k] * 1e3:.2f} ms)"
+        f"{sum(1 for x in seq if x == k)} x {_kind_label(k)} ({per_kind[k] * 1e3:.2f} ms)"
         for k in kinds
     )
     why = []
@@ -384,11 +395,7 @@ def rule_pipeline(ctx: LintContext) -> list[Finding]:
             {
                 "metric": "pipeline stage time (slowest over mean, mixed step)",
                 "balance_by_pp": balances,
-                "layer_time_s": {
-                    f"{'moe' if k[1] else 'dense'}{f'-w{k[0]}' if k[0] else ''}"
-                    f"{f'-{k[2]}' if k[2] != 'attention' else ''}": v
-                    for k, v in per_kind.items()
-                },
+                "layer_time_s": {_kind_label(k, "-").lower(): v for k, v in per_kind.items()},
                 "setting": ctx.setting(),
             },
         )

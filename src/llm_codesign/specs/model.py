@@ -110,7 +110,12 @@ class LinearAttentionSpec:
     * ``lightning`` (MiniMax-01 / MiniMax-M1, arXiv 2501.08313; transformers
       ``MiniMaxLightningAttention``): one ``head_k_dim`` x ``head_v_dim`` K^T V state per head
       with a fixed per-head decay, no convolution, a sigmoid output gate and an RMSNorm over all
-      heads; prefill in blocks of ``chunk`` tokens.
+      heads; prefill in blocks of ``chunk`` tokens;
+    * ``mamba2`` (Mamba-2 SSD, Nemotron-H; arXiv 2405.21060, HF ``NemotronHMamba2Mixer``): the
+      fields map as ``num_k_heads`` = n_groups and ``head_k_dim`` = ssm_state_size (B and C),
+      ``num_v_heads`` = mamba heads of ``head_v_dim`` (x); one head_dim x d_state state per
+      head, a convolution over x, B, C (with bias), dt/A/D per head, a gated RMSNorm over
+      d_inner.
 
     ``state_bytes`` per state element (the config's ``mamba_ssm_dtype``: FP32 in Qwen3.5, else
     the model dtype)."""
@@ -141,17 +146,21 @@ class LinearAttentionSpec:
     def in_proj_width(self) -> int:
         """Projections from the hidden state: q, k, v and the output gate, plus (Gated
         DeltaNet) beta and alpha per value head."""
-        gates = 2 * self.num_v_heads if self.kind == "gated_deltanet" else 0
+        gates = {"gated_deltanet": 2, "mamba2": 1}.get(self.kind, 0) * self.num_v_heads
         return 2 * self.key_dim + 2 * self.value_dim + gates
 
     def params(self, hidden: int) -> int:
         """Gated DeltaNet: in_proj_qkvz + in_proj_ba, conv1d (no bias), dt_bias and A_log per
         v-head, the gated RMSNorm over head_v_dim, out_proj (HF ``Qwen3NextGatedDeltaNet``).
         Lightning: qkv_proj + output_gate, the RMSNorm over all heads, out_proj (HF
-        ``MiniMaxLightningAttention``)."""
+        ``MiniMaxLightningAttention``). Mamba-2: in_proj (z, x, B, C, dt), conv1d with bias,
+        dt_bias, A_log and D per head, the gated RMSNorm, out_proj."""
         proj = hidden * self.in_proj_width + self.value_dim * hidden
         if self.kind == "lightning":
             return proj + self.value_dim
+        if self.kind == "mamba2":  # conv weight + bias, dt_bias/A_log/D, norm over d_inner
+            conv = self.conv_dim * (self.conv_kernel + 1)
+            return proj + conv + 3 * self.num_v_heads + self.value_dim
         return proj + self.conv_dim * self.conv_kernel + 2 * self.num_v_heads + self.head_v_dim
 
     @property
@@ -166,7 +175,7 @@ class LinearAttentionSpec:
         return self.state_elements * self.state_bytes + conv
 
 
-MIXERS = ("attention", "sparse", "linear")
+MIXERS = ("attention", "sparse", "linear", "none")
 
 
 def gdn_like(attention: AttentionSpec) -> LinearAttentionSpec:
@@ -198,12 +207,14 @@ class MoESpec:
 class LayerGroup:
     """``count`` consecutive identical layers. ``window`` > 0 is a sliding/chunked attention window
     in tokens (0 = full causal attention); ``moe`` selects the MoE FFN instead of the dense one;
-    ``mixer`` is the token mixer (``MIXERS``: attention, sparse, linear; module doc)."""
+    ``mixer`` is the token mixer (``MIXERS``: attention, sparse, linear, or none for an FFN-only
+    block); ``ffn`` False is a mixer-only block (Nemotron-H's Mamba and attention blocks)."""
 
     count: int
     window: int
     moe: bool
     mixer: str = "attention"
+    ffn: bool = True
 
 
 @dataclass(frozen=True)
@@ -294,6 +305,8 @@ class ModelSpec:
 
     def mixer_params(self, mixer: str) -> int:
         """Parameters of one layer's token mixer (attention, sparse or linear; module doc)."""
+        if mixer == "none":
+            return 0
         if mixer == "linear":
             assert self.linear_attention is not None
             return self.linear_attention.params(self.hidden_size)
@@ -305,6 +318,8 @@ class ModelSpec:
 
     def _layer_params(self, g: LayerGroup, active: bool) -> int:
         p = self.mixer_params(g.mixer) + self.norm_params_per_layer
+        if not g.ffn:
+            return p
         if not g.moe:
             return p + self.dense_ffn_params
         assert self.moe is not None
@@ -359,7 +374,7 @@ class ModelSpec:
         per = self.attention.kv_elements_per_token * kv_bytes_per_element
         total = 0.0
         for g in self.layer_groups:
-            if g.mixer == "linear":
+            if g.mixer in ("linear", "none"):
                 continue
             extra = (
                 self.indexer.cache_bytes_per_token if g.mixer == "sparse" and self.indexer else 0
@@ -389,7 +404,8 @@ class ModelSpec:
         counts = {m: 0 for m in MIXERS}
         for g in self.layer_groups:
             counts[g.mixer] += g.count
-        return " + ".join(f"{m} {counts[m]}" for m in MIXERS if counts[m])
+        names = {"none": "ffn-only"}  # blocks without a token mixer
+        return " + ".join(f"{names.get(m, m)} {counts[m]}" for m in MIXERS if counts[m])
 
     def with_softmax_attention(self) -> ModelSpec:
         """The same model with softmax attention (``self.attention``) in every layer, the
@@ -398,7 +414,10 @@ class ModelSpec:
         (their parameters change accordingly). A model without such layers returns itself."""
         if not any(g.mixer != "attention" for g in self.layer_groups):
             return self
-        kinds = [(g.window, g.moe) for g in self.layer_kinds()]
+        kinds = [
+            (g.window, g.moe, "attention" if g.mixer != "none" else "none", g.ffn)
+            for g in self.layer_kinds()
+        ]
         unique = sorted(set(kinds))
         import dataclasses
 
@@ -428,8 +447,8 @@ class ModelSpec:
         groups: list[LayerGroup] = []
         for g in self.layer_groups:
             moved = round(g.count * share) if g.mixer == "attention" and g.window == 0 else 0
-            groups.append(LayerGroup(moved, 0, g.moe, mixer))
-            groups.append(LayerGroup(g.count - moved, g.window, g.moe, g.mixer))
+            groups.append(LayerGroup(moved, 0, g.moe, mixer, g.ffn))
+            groups.append(LayerGroup(g.count - moved, g.window, g.moe, g.mixer, g.ffn))
         import dataclasses
 
         return dataclasses.replace(

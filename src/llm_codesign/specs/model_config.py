@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any
 
 from ..errors import SpecError, UnknownModelTypeWarning
-from ..formats import get_format
 from ._load import Fields
 from .model import (
     AttentionSpec,
@@ -20,7 +19,8 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import FAMILY_PARSERS, generic, generic_missing, qwen_moe
+from .model_families import FAMILY_PARSERS, generic, generic_missing
+from .model_hybrids import gated_deltanet_hybrid, minimax, nemotron_h
 
 # model types this module parses itself; model_families.py parses the others
 _OWN_TYPES = (
@@ -42,6 +42,7 @@ _OWN_TYPES = (
     "minimax_text_01",
     "mistral",
     "mixtral",
+    "nemotron_h",
     "qwen2",
     "qwen3",
     "qwen3_5_moe",
@@ -57,8 +58,6 @@ MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_
 MINIMAX_TYPES = ("minimax", "minimax_m1", "minimax_m2", "minimax_text_01")
 # Gated DeltaNet hybrids: Qwen3-Next and Qwen3.5 MoE (architectures.md section 2)
 GDN_TYPES = ("qwen3_next", "qwen3_5_moe_text")
-# format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
-STATE_DTYPE_FORMAT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
 
 SUPPORTED_MODEL_TYPES = tuple(sorted(_OWN_TYPES + tuple(FAMILY_PARSERS)))
 
@@ -69,10 +68,11 @@ SUPPORTED_MODEL_TYPES = tuple(sorted(_OWN_TYPES + tuple(FAMILY_PARSERS)))
 
 
 def _groups(pattern: list[tuple]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:
-    """Per-layer (window, moe[, mixer]) -> sorted groups of identical layers (cost does not
-    depend on order; grouped by kind so the op list stays short) and each layer's group index
-    in model order (pipeline stages do). The mixer defaults to softmax ``attention``."""
-    keys = [(k[0], k[1], k[2] if len(k) > 2 else "attention") for k in pattern]
+    """Per-layer (window, moe[, mixer[, ffn]]) -> sorted groups of identical layers (cost does
+    not depend on order; grouped by kind so the op list stays short) and each layer's group
+    index in model order (pipeline stages do). The mixer defaults to softmax ``attention``, the
+    FFN to present."""
+    keys = [(*k[:2], *(k[2:] or ("attention",)), *(k[3:] or (True,)))[:4] for k in pattern]
     kinds = sorted(set(keys))
     groups = tuple(LayerGroup(keys.count(k), *k) for k in kinds)
     return groups, tuple(kinds.index(k) for k in keys)
@@ -232,9 +232,11 @@ def model_from_config(
             indexer=indexer,
         )
     if model_type in GDN_TYPES:
-        return _gated_deltanet_hybrid(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
+        return gated_deltanet_hybrid(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
+    if model_type == "nemotron_h":
+        return nemotron_h(f, finish, d, layers, heads, kv_heads, vocab, tie)
     if model_type in MINIMAX_TYPES:
-        return _minimax(f, finish, model_type, d, layers, heads, kv_heads, head_dim, vocab, tie)
+        return minimax(f, finish, model_type, d, layers, heads, kv_heads, head_dim, vocab, tie)
 
     bias = f.bool("attention_bias", model_type == "qwen2")
     attn = AttentionSpec(
@@ -424,166 +426,4 @@ def _finish(
         indexer=indexer,
         linear_attention=linear,
         config=f.data,
-    )
-
-
-def _minimax(
-    f: Fields,
-    finish: partial,
-    model_type: str,
-    d: int,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    head_dim: int,
-    vocab: int,
-    tie: bool,
-) -> ModelSpec:
-    """MiniMax: MoE in every layer with the expert width in ``intermediate_size``; each layer
-    softmax GQA or lightning attention by ``attn_type_list`` (1 softmax, 0 lightning: MiniMax
-    remote code) or ``layer_types`` (full_attention / linear_attention: transformers). M2 is
-    softmax everywhere with a per-layer QK norm and a routing bias (architectures.md s3);
-    MiniMax-01 / M1 run lightning attention in 7 of 8 layers (arXiv 2501.08313)."""
-    if f.has("attn_type_list"):
-        softmax = [int(t) for t in f.list("attn_type_list")]
-        allowed, field = {0, 1}, "attn_type_list"
-    elif f.has("layer_types"):
-        types = [str(t) for t in f.list("layer_types")]
-        bad = sorted(set(types) - {"full_attention", "linear_attention"})
-        if bad:
-            raise SpecError(
-                f"{f.where}: layer_types {bad} unknown; allowed: full_attention, linear_attention"
-            )
-        softmax, allowed, field = [int(t == "full_attention") for t in types], {0, 1}, "layer_types"
-    elif model_type == "minimax_m2":
-        softmax, allowed, field = [1] * layers, {1}, "attn_type_list"
-    else:
-        raise SpecError(f"{f.where}: missing required field 'attn_type_list' (or 'layer_types')")
-    if len(softmax) != layers or not set(softmax) <= allowed:
-        raise SpecError(
-            f"{f.where}: {field} must give each of the {layers} layers 1 (softmax) or 0 "
-            f"(lightning); got {len(softmax)} entries"
-        )
-    m2 = model_type == "minimax_m2"
-    attn = AttentionSpec(
-        "gqa",
-        heads,
-        kv_heads,
-        head_dim,
-        head_dim,
-        qk_norm_across_heads=m2
-        and f.bool("use_qk_norm", False)
-        and f.str("qk_norm_type", "per_layer") == "per_layer",
-    )
-    ssm = f.str("mamba_ssm_dtype", "auto")
-    if ssm not in STATE_DTYPE_FORMAT:
-        raise SpecError(
-            f"{f.where}: mamba_ssm_dtype {ssm!r} unknown; allowed: {', '.join(STATE_DTYPE_FORMAT)}"
-        )
-    lightning = LinearAttentionSpec(
-        heads,
-        heads,
-        head_dim,
-        head_dim,
-        0,
-        get_format(STATE_DTYPE_FORMAT[ssm]).bytes_per_element,
-        kind="lightning",
-        chunk=f.int("block_size", 256),
-    )
-    moe = MoESpec(
-        f.int("num_local_experts"),
-        f.int("num_experts_per_tok"),
-        f.int("intermediate_size"),
-        router_bias=m2,  # M2: e_score_correction_bias per expert
-    )
-    return finish(
-        d,
-        layers,
-        vocab,
-        tie,
-        attn,
-        f.int("intermediate_size"),
-        gated=True,
-        pattern=[(0, True, "attention" if x else "linear") for x in softmax],
-        moe=moe,
-        mtp=f.int("num_mtp_modules", 0, minimum=0),
-        norm=2 * d + ((heads + kv_heads) * head_dim if m2 else 0),
-        linear=lightning if 0 in softmax else None,
-    )
-
-
-def _gated_deltanet_hybrid(
-    f: Fields,
-    finish: partial,
-    d: int,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    head_dim: int,
-    vocab: int,
-    tie: bool,
-) -> ModelSpec:
-    """Qwen3-Next / Qwen3.5 MoE: Gated DeltaNet layers with a gated full-attention layer every
-    ``full_attention_interval`` (``layer_types`` when given), MoE FFN with one shared expert
-    (architectures.md section 2; HF configuration_qwen3_next / qwen3_5_moe)."""
-    if f.has("layer_types"):
-        types = [str(t) for t in f.list("layer_types")]
-        if len(types) != layers:
-            raise SpecError(
-                f"{f.where}: layer_types has {len(types)} entries but num_hidden_layers={layers}"
-            )
-        bad = sorted(set(types) - {"linear_attention", "full_attention"})
-        if bad:
-            raise SpecError(
-                f"{f.where}: layer_types {bad} unknown; allowed: linear_attention, full_attention"
-            )
-    else:
-        every = f.int("full_attention_interval", 4)
-        types = [
-            "full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)
-        ]
-    ssm_dtype = f.str("mamba_ssm_dtype", "auto")
-    if ssm_dtype not in STATE_DTYPE_FORMAT:
-        raise SpecError(
-            f"{f.where}: mamba_ssm_dtype {ssm_dtype!r} unknown; allowed: "
-            f"{', '.join(STATE_DTYPE_FORMAT)}"
-        )
-    linear = LinearAttentionSpec(
-        f.int("linear_num_key_heads"),
-        f.int("linear_num_value_heads"),
-        f.int("linear_key_head_dim"),
-        f.int("linear_value_head_dim"),
-        f.int("linear_conv_kernel_dim", 4),
-        get_format(STATE_DTYPE_FORMAT[ssm_dtype]).bytes_per_element,
-    )
-    attn = AttentionSpec(
-        "gqa",
-        heads,
-        kv_heads,
-        head_dim,
-        head_dim,
-        qkv_bias=f.bool("attention_bias", False),
-        output_gate=f.bool("attn_output_gate", True),
-    )
-    moe, is_moe = qwen_moe(f, layers, shared_required=False)
-    shared = moe.shared_intermediate
-    pattern = [
-        (0, m, "linear" if t == "linear_attention" else "attention")
-        for m, t in zip(is_moe, types, strict=True)
-    ]
-    mtp = f.int("mtp_num_hidden_layers", 0, minimum=0) if f.has("mtp_num_hidden_layers") else 0
-    return finish(
-        d,
-        layers,
-        vocab,
-        tie,
-        attn,
-        f.int("intermediate_size", 0, minimum=0),
-        gated=True,
-        pattern=pattern,
-        moe=moe,
-        mtp=mtp,
-        # two RMSNorms and the shared expert's sigmoid gate (hidden -> 1) per layer
-        norm=2 * d + (d if shared else 0),
-        linear=linear,
     )
