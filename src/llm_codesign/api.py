@@ -13,6 +13,7 @@ from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import DisaggregatedResult, GridResult, evaluate, evaluate_disaggregated, step_cost
+from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
@@ -48,6 +49,7 @@ class Estimate:
     breakdown: dict[str, dict[str, float]]
     ops: list[dict[str, Any]] = field(default_factory=list)
     mixer_savings: dict[str, Any] | None = None
+    accuracy: dict[str, Any] = field(default_factory=dict)  # specs.accuracy.accuracy_for
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class Estimate:
             "breakdown": self.breakdown,
             "ops": self.ops,
             "mixer_savings": self.mixer_savings,
+            "accuracy": self.accuracy,
             "assumptions": self.assumptions(),
         }
 
@@ -327,6 +330,7 @@ def _estimate_of(
     """An :class:`Estimate` from the one-configuration result of either serving mode."""
     reason = str(np.asarray(r.reason).reshape(-1)[0])
     return Estimate(
+        accuracy=accuracy_for(m, prec),
         model=m,
         hardware=hw,
         precision=prec,

@@ -578,10 +578,7 @@ def search(
         assumptions={
             "param_tolerance": param_tolerance,
             "align": align,
-            "space": {
-                k: list(getattr(space, k))
-                for k in ("hidden_scales", "layer_scales", "kv_heads", "experts", "mla_rank_scales")
-            },
+            "space": {k: list(v) for k, v in vars(space).items() if isinstance(v, tuple)},
             "objective": objective
             if objective == "area"
             else f"tok/s/GPU at >= {target_tok_s_per_user:g} tok/s/user",

@@ -116,8 +116,16 @@ class QualityEstimate:
         }
 
 
+# how far a reshaped variant's accuracy estimate can be trusted (lint and search print it)
+CONFIDENCE = (
+    "low: an analytic scaling-law estimate with an assumed aspect-ratio band; no variant was "
+    "trained or evaluated, and attention/MoE/mixer changes are not modelled at all"
+)
+
+
 def assumptions() -> dict[str, Any]:
     return {
+        "confidence": CONFIDENCE,
         "law": "L(N, D) = E + A/N^alpha + B/D^beta",
         "constants": dict(CHINCHILLA),
         "source": CHINCHILLA_SOURCE,
@@ -129,7 +137,8 @@ def assumptions() -> dict[str, Any]:
             "(assumptions; Kaplan et al. 2020)"
         ),
         "not_modelled": (
-            "attention variant (KV heads, MLA ranks, windows), expert granularity/top-k, data"
+            "attention variant (KV heads, MLA ranks, windows, linear/sparse mixers), expert "
+            "granularity/top-k, data"
         ),
     }
 

@@ -25,6 +25,7 @@ from .findings import (
     step_rows,
     surgery,
 )
+from .quality import CONFIDENCE as QUALITY_CONFIDENCE
 
 # rule: dim-alignment
 # ---------------------------------------------------------------------------------------------
@@ -354,7 +355,7 @@ def rule_depth_width(ctx: LintContext) -> list[Finding]:
         f"throughput-interactivity frontier area {v.gain:.2f}x at ISL/OSL {p.isl}/{p.osl}; "
         f"estimated loss change {q.relative_change:+.2%} (aspect ratio "
         f"{ctx.model.hidden_size / ctx.model.num_layers:.0f} -> {q.aspect_ratio:.0f}; a "
-        "scaling-law estimate, not a measurement)"
+        f"scaling-law estimate, not a measurement; confidence {QUALITY_CONFIDENCE})"
     )
     return [
         Finding(

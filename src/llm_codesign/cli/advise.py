@@ -364,5 +364,6 @@ def search(
     )
     c.print(
         "quality: a Chinchilla scaling-law estimate with an aspect-ratio band "
-        "(llm_codesign.quality), not a measurement"
+        f"(llm_codesign.quality), not a measurement; confidence "
+        f"{r.assumptions['quality']['confidence']}"
     )

@@ -206,6 +206,13 @@ def estimate(
             ],
         )
     )
+    acc = e.accuracy
+    if acc:
+        val = f"{acc['value']:+.2f} points" if acc["value"] is not None else "unknown"
+        c.print(
+            f"accuracy ({acc['kind']}): {val} vs the checkpoint's {acc['baseline']}; "
+            f"{acc['source']}" + (f"; checkpoint {acc['checkpoint']}" if acc["checkpoint"] else "")
+        )
     ms = e.mixer_savings
     if ms:
 

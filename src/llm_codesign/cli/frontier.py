@@ -17,12 +17,14 @@ from .. import (
     compare,
     load_hardware,
     parse_compare,
+    parse_precision,
     write_csv,
 )
 from .. import (
     frontier as search_frontier,
 )
-from ..explore import AREA_RANGE, POINTS_PER_OCTAVE, READINGS_AT
+from ..explore import AREA_RANGE, POINTS_PER_OCTAVE, READINGS_AT, frontier_area
+from ..quant import inspect_checkpoint
 from ..report import (
     console,
     frontier_json,
@@ -146,6 +148,23 @@ def _floats(text: str, what: str) -> list[float]:
     default=None,
     help="write every evaluated point to CSV",
 )
+@click.option(
+    "--max-accuracy-drop",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="search only precisions whose published accuracy drop (benchmark points) is within this",
+)
+@click.option(
+    "--allow-unknown-accuracy",
+    is_flag=True,
+    help="with --max-accuracy-drop, also keep precisions without a published number",
+)
+@click.option(
+    "--weights",
+    type=click.Path(exists=True),
+    default=None,
+    help="a safetensors checkpoint: measure each precision's weight error (quant inspect)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
 @click.option(
     "--all-points", is_flag=True, help="JSON: add every evaluated point under 'all_points'"
@@ -184,6 +203,9 @@ def frontier(
     compare_spec,
     plot_path,
     csv_path,
+    max_accuracy_drop,
+    allow_unknown_accuracy,
+    weights,
     as_json,
     all_points,
     workers,
@@ -227,6 +249,9 @@ def frontier(
         "readings_at": _floats(readings, "--at"),
         "spec_tokens": spec_tokens,
         "spec_acceptance": spec_acceptance,
+        "max_accuracy_drop": max_accuracy_drop,
+        "allow_unknown_accuracy": allow_unknown_accuracy,
+        "measured_accuracy": _measure(weights, precision) if weights else None,
     }
     if compare_spec:
         axis, values = parse_compare(compare_spec)
@@ -254,6 +279,75 @@ def frontier(
     _render(results)
 
 
+# weight formats measured by --weights when no --precision is given (the default presets' and
+# the common weight-only ones)
+MEASURED_FORMATS = ("fp8", "nvfp4", "mxfp4", "int4_g128")
+
+
+def _measure(weights: str, precision: str | None) -> dict[str, Any]:
+    """``quant inspect`` of the user's weights in the weight formats of the searched precisions."""
+    formats = (
+        sorted({parse_precision(p.strip()).weights.id for p in precision.split(",") if p.strip()})
+        if precision
+        else list(MEASURED_FORMATS)
+    )
+    formats = [f for f in formats if f not in ("bf16", "fp16", "fp32")] or ["fp8"]
+    return inspect_checkpoint(weights, ",".join(formats))
+
+
+def _accuracy_text(acc: dict[str, Any]) -> str:
+    if acc.get("value") is not None:
+        return f"{acc['value']:+.2f} pts ({acc['kind']})"
+    if acc.get("kind") == "measured":
+        return f"SQNR {acc['sqnr_db']:.1f} dB (measured)"
+    return "unknown"
+
+
+def _render_precisions(c: Any, f: Frontier) -> None:
+    """One row per candidate precision: its accuracy and source, whether it was searched and
+    why not, the checkpoint that provides it, and its own frontier (area, max tok/s/GPU)."""
+    pts = f.points.cols
+    rows = []
+    for d in f.precision_decisions:
+        acc = d["accuracy"]
+        area, top = "", ""
+        if d["searched"]:
+            pi = [p.id for p in f.precisions].index(d["precision"])
+            sel = pts["feasible"] & (pts["precision"] == pi)
+            if sel.any():
+                x, y = pts["tok_s_per_user"][sel], pts["output_tok_s_per_gpu"][sel]
+                area = f"{frontier_area(x, y, f.area_range):,.1f}"
+                top = f"{float(y.max()):,.0f}"
+        rows.append(
+            [
+                d["precision"],
+                _accuracy_text(acc),
+                f"vs {acc.get('baseline', '')}",
+                acc.get("checkpoint") or "",
+                "yes" if d["searched"] else "no: " + d["reason"],
+                area,
+                top,
+                acc.get("source", ""),
+            ]
+        )
+    c.print(
+        table(
+            "precisions (accuracy: mean benchmark delta vs the checkpoint's own precision)",
+            [
+                "precision",
+                "accuracy",
+                "baseline",
+                "checkpoint",
+                "searched",
+                "area",
+                "max tok/s/GPU",
+                "source",
+            ],
+            rows,
+        )
+    )
+
+
 def _render(results: list[Frontier]) -> None:
     c = console(140)
     for f in results:
@@ -264,6 +358,8 @@ def _render(results: list[Frontier]) -> None:
             f"{f.engine.id}: {f.evaluated:,} points ({f.feasible_count:,} feasible) in "
             f"{f.elapsed_s:.2f} s"
         )
+        if f.precision_decisions:
+            _render_precisions(c, f)
         pts = f.frontier_dicts()
         if not pts:
             c.print(
@@ -338,7 +434,8 @@ def _render(results: list[Frontier]) -> None:
             f"[bold]{what}[/]: {best['plan_label']} {best['precision']}, concurrency "
             f"{best['concurrency']}, {best['output_tok_s_per_gpu']:,.0f} tok/s/GPU at "
             f"{best['tok_s_per_user']:.1f} tok/s/user, TTFT {best['ttft_ms']:.0f} ms, TPOT "
-            f"{best['tpot_ms']:.1f} ms"
+            f"{best['tpot_ms']:.1f} ms; accuracy assumed: {_accuracy_text(best['accuracy'])}, "
+            f"{best['accuracy'].get('source', 'unknown')}"
         )
         for role, launch in _launches(launch_settings(f, best_index)):
             prefix = f"  {role} " if role else "  "

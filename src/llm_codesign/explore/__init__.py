@@ -17,8 +17,9 @@ from .operating import (
 )
 from .plans import PlanTable, axis_values, candidate_plans, enumerate_plans
 from .points import COLUMNS, MODE_AGGREGATED, MODE_DISAGGREGATED, MODES, PHASES, Points
+from .precisions import DEFAULT_PRECISIONS, choose_precisions
 from .result import READINGS_AT, Frontier, Targets, plan_label
-from .search import COMPARE_AXES, DEFAULT_PRECISIONS, compare, frontier, parse_compare
+from .search import COMPARE_AXES, compare, frontier, parse_compare
 
 __all__ = [
     "ADVISOR_CONCURRENCY",
@@ -27,6 +28,7 @@ __all__ = [
     "COMPARE_AXES",
     "CSV_FIELDS",
     "DEFAULT_PRECISIONS",
+    "choose_precisions",
     "MODES",
     "MODE_AGGREGATED",
     "MODE_DISAGGREGATED",

@@ -61,6 +61,10 @@ class Targets:
         }
 
 
+# a point whose precision has no estimate attached (a Frontier built by hand)
+UNKNOWN_ACCURACY: dict[str, Any] = {"kind": "unknown", "value": None, "source": "unknown"}
+
+
 @dataclass
 class Frontier:
     """Result of :func:`frontier`: evaluated points, the Pareto subset, area, best under targets."""
@@ -86,6 +90,9 @@ class Frontier:
     plans: PlanTable | None = None
     label: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    # precision id -> accuracy estimate (specs.accuracy); one decision row per candidate
+    accuracy: dict[str, dict[str, Any]] = field(default_factory=dict)
+    precision_decisions: list[dict[str, Any]] = field(default_factory=list)
 
     # ---- derived numbers ----
     def pareto_points(self) -> Points:
@@ -182,6 +189,7 @@ class Frontier:
             else None,
             "feasible": bool(f["feasible"]),
             "reason": str(f["reason"]),
+            "accuracy": self.accuracy.get(prec.id, UNKNOWN_ACCURACY),
         }
         if region is not None:
             out["region"] = region
@@ -217,6 +225,7 @@ class Frontier:
             "isl": self.isl,
             "osl": self.osl,
             "precisions": [p.id for p in self.precisions],
+            "precision_decisions": self.precision_decisions,
             "points": self.frontier_dicts(),
             "area": self.area,
             "area_definition": (

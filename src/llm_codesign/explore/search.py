@@ -31,66 +31,31 @@ from typing import Any
 import numpy as np
 
 from ..calibrate import resolve_hardware
-from ..errors import SpecError, UnsupportedError
+from ..errors import SpecError
 from ..pareto import AREA_RANGE, pareto_mask, staircase
 from ..serving import bound_split, pipelined_step, region_of
 from ..serving.memory import concurrency_cap, kv_context
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .disagg import disaggregated_points
 from .export import StreamingCSV, write_csv
 from .grid import POINTS_PER_OCTAVE, concurrency_grid, grid_count, memory_limit, refine_grid
 from .plans import PlanTable, enumerate_plans
 from .points import FLOAT_COLUMNS, MODE_DISAGGREGATED, Points
+from .precisions import choose_precisions
 from .result import READINGS_AT, Frontier, Targets
 from .runner import Executor, Job, Progress, default_workers, split_tasks
 
 Array = np.ndarray
 
-# Presets searched by default: one per native tensor-core format (fp16 costs as bf16; int8 as
-# fp8; w4a16 and mixed presets are opt-in with --precision).
-DEFAULT_PRECISIONS = ("bf16", "fp8", "nvfp4", "mxfp4")
 COARSE_POINTS_PER_OCTAVE = 0.5  # first pass of the adaptive search: every other power of two
 REFINE_TOLERANCE = 0.25
 CHUNK_POINTS = 32768
 PARALLEL_MIN_POINTS = 8000  # searches smaller than this run inline (a pool costs ~10 ms a worker)
 REFINE_MIN_POINTS = 20000  # smaller full grids are evaluated directly (fewer evaluate calls)
 KEEP_ALL_MAX_POINTS = 1_000_000
-
-
-def _resolve_precisions(
-    hw: HardwareSpec, precision: str | Precision | Sequence[str | Precision] | None
-) -> tuple[Precision, ...]:
-    if precision is None:
-        out = tuple(
-            parse_precision(p)
-            for p in DEFAULT_PRECISIONS
-            if hw.supports(parse_precision(p).compute_class)
-        )
-        if not out:
-            raise UnsupportedError(
-                f"{hw.id} runs none of the default precisions {', '.join(DEFAULT_PRECISIONS)} "
-                "natively; pass --precision"
-            )
-        return out
-    items: list[str | Precision]
-    if isinstance(precision, (str, Precision)):
-        items = (
-            [s.strip() for s in precision.split(",")] if isinstance(precision, str) else [precision]
-        )
-    else:
-        items = list(precision)
-    precs: list[Precision] = []
-    for item in items:
-        if isinstance(item, str) and not item:
-            raise SpecError("precision list has an empty entry (e.g. 'fp8,,nvfp4')")
-        p = parse_precision(item)
-        hw.compute_rate_class(p.compute_class)  # raises UnsupportedError naming the format
-        if p.id not in {q.id for q in precs}:
-            precs.append(p)
-    return tuple(precs)
 
 
 def _near_frontier(p: Points, front: Points, tol: float) -> Array:
@@ -191,8 +156,17 @@ def frontier(
     label: str = "",
     spec_tokens: int = 0,
     spec_acceptance: float = 0.0,
+    max_accuracy_drop: float | None = None,
+    allow_unknown_accuracy: bool = False,
+    measured_accuracy: dict[str, Any] | None = None,
 ) -> Frontier:
     """Search deployments of ``model`` on ``num_gpus`` x ``hardware`` and return the frontier.
+
+    Precisions (``explore.precisions.choose_precisions``): the given ones, else every native
+    default plus the checkpoint's own; ``max_accuracy_drop`` (benchmark points) keeps those
+    whose published drop is within it (``allow_unknown_accuracy`` also keeps those without a
+    published number); ``measured_accuracy`` is a ``quant inspect`` result of the user's
+    weights. Every point carries its precision's accuracy estimate (``Frontier.accuracy``).
 
     Every evaluated point is kept (``keep_points="all"``; ``"pareto"`` keeps only the running
     Pareto set so a 10^7-point sweep runs in bounded memory; ``"auto"`` switches above
@@ -233,7 +207,14 @@ def frontier(
     if max_batch is not None:
         eng = eng.with_overrides(max_batch_size=int(max_batch))
     targets = Targets(ttft_ms, tpot_ms, min_tok_s_per_user)
-    precs = _resolve_precisions(hw, precision)
+    precs, accuracy, decisions = choose_precisions(
+        m,
+        hw,
+        precision,
+        max_accuracy_drop=max_accuracy_drop,
+        allow_unknown_accuracy=allow_unknown_accuracy,
+        measured=measured_accuracy,
+    )
     plans = enumerate_plans(
         m, hw, int(num_gpus), max_pp=max_pp, helix=helix, attention_dp=attention_dp
     )
@@ -432,6 +413,8 @@ def frontier(
         plans=plans,
         label=label,
         settings=settings,
+        accuracy=accuracy,
+        precision_decisions=decisions,
     )
     if csv_path is not None and sink is None:
         write_csv(result, csv_path)

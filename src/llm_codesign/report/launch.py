@@ -31,7 +31,8 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     the checkpoint must already be in the point's precision)."""
     c = fr.points.cols
     prec = fr.precisions[int(c["precision"][i])]
-    hf = _hf_id(fr.model)
+    # the public checkpoint that provides the precision (published evidence), else the model's
+    hf = fr.accuracy.get(prec.id, {}).get("checkpoint") or _hf_id(fr.model)
     chunk = fr.engine.max_num_tokens
     kv_fp8 = prec.kv_cache.element_bits == 8
     quant = _VLLM_QUANT.get(prec.id.split("+")[0])

@@ -38,7 +38,10 @@ def clean(obj: Any) -> Any:
 # `overhead`); the engine named `default` is TensorRT-LLM (`trtllm`). 4: estimate adds
 # `mixer_savings` (null for a softmax-only model); `models` entries add `layers` (layers per token
 # mixer); op tables may hold `indexer_*` and `linear_*` ops (sparse and linear token mixers).
-SCHEMA_VERSION = 4
+# 5: accuracy as the third dimension: `estimate` adds `accuracy`; `frontier` points and `best`
+# carry `accuracy` (kind, value in benchmark points or null, metric, baseline, source,
+# checkpoint) and the document adds `precision_decisions` (searched or why not).
+SCHEMA_VERSION = 5
 
 
 def to_json(obj: Any) -> str:
