@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import SpecError, UnsupportedError
 from ..explore import Frontier
+from ..pareto import pareto_mask
 from ..serving import REGIONS
 
 FORMATS = ("png", "svg")
@@ -120,6 +121,7 @@ def _draw_single(ax: Any, f: Frontier, show_points: bool) -> None:
                 transform=ax.get_xaxis_transform(),
             )
     ax.step(x, y, where="pre", color="black", linewidth=1.4, label=f"frontier (area {f.area:,.0f})")
+    _draw_precision_fronts(ax, f)
     lab = np.array(labels, dtype=object)
     for j, name in enumerate(top):
         sel = lab == name
@@ -139,6 +141,39 @@ def _draw_single(ax: Any, f: Frontier, show_points: bool) -> None:
             label="best meeting targets" if f.targets.any else "max throughput",
         )
     ax.set_title(_title(f), fontsize=10)
+
+
+def accuracy_label(acc: dict[str, Any] | None) -> str:
+    """A precision's accuracy estimate in a few words (``specs.accuracy``)."""
+    if not acc or acc.get("kind") == "unknown":
+        return "accuracy unknown"
+    if acc.get("value") is not None:
+        return f"{acc['value']:+.2f} pts vs {acc.get('baseline', '')}, {acc['kind']}"
+    return f"SQNR {acc.get('sqnr_db', float('nan')):.1f} dB, measured"
+
+
+def _draw_precision_fronts(ax: Any, f: Frontier) -> None:
+    """With several precisions, each one's own frontier (dashed), labelled with its accuracy:
+    the third dimension of the answer."""
+    if len(f.precisions) < 2:
+        return
+    pts = f.points
+    for pi, prec in enumerate(f.precisions):
+        sel = np.flatnonzero(pts["feasible"] & (pts["precision"] == pi))
+        if not sel.size:
+            continue
+        xs, ys = pts["tok_s_per_user"][sel], pts["output_tok_s_per_gpu"][sel]
+        keep = pareto_mask(xs, ys)
+        order = np.argsort(xs[keep])
+        ax.step(
+            xs[keep][order],
+            ys[keep][order],
+            where="pre",
+            linestyle="--",
+            linewidth=0.9,
+            alpha=0.8,
+            label=f"{prec.id} only ({accuracy_label(f.accuracy.get(prec.id))})",
+        )
 
 
 def _runs(seq: list[str]) -> list[tuple[str, int, int]]:
