@@ -12,7 +12,14 @@ import numpy as np
 from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
-from .serving import DisaggregatedResult, GridResult, evaluate, evaluate_disaggregated, step_cost
+from .serving import (
+    DisaggregatedResult,
+    GridResult,
+    economics,
+    evaluate,
+    evaluate_disaggregated,
+    step_cost,
+)
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision
 from .specs.engine import EngineConstants, load_engine
@@ -50,6 +57,7 @@ class Estimate:
     ops: list[dict[str, Any]] = field(default_factory=list)
     mixer_savings: dict[str, Any] | None = None
     accuracy: dict[str, Any] = field(default_factory=dict)  # specs.accuracy.accuracy_for
+    economics: dict[str, Any] = field(default_factory=dict)  # serving.economics
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +88,7 @@ class Estimate:
             "ops": self.ops,
             "mixer_savings": self.mixer_savings,
             "accuracy": self.accuracy,
+            "economics": self.economics,
             "assumptions": self.assumptions(),
         }
 
@@ -134,11 +143,16 @@ def estimate(
     explain: bool = True,
     spec_tokens: int = 0,
     spec_acceptance: float = 0.0,
+    power_w: float | None = None,
+    usd_per_gpu_hour: float | None = None,
 ) -> Estimate:
     """Predict serving metrics for one configuration.
 
     ``num_gpus`` (optional) is the deployment size: dp is set to fill it with replicas of the
     plan (it must be a multiple of tp x pp).
+
+    ``power_w`` (per GPU; default the GPU's TDP) and ``usd_per_gpu_hour`` give
+    ``Estimate.economics``: output tokens/s per MW and $ per million output tokens.
 
     ``precision`` None (the default) is the checkpoint's own precision when its config states
     one (``quantization_config``, ``hf_quant_config.json``; ``specs.checkpoint``), else BF16;
@@ -170,7 +184,9 @@ def estimate(
                 "a disaggregated plan sets its own GPU count and takes no speculative decoding"
             )
         e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
-        return replace(e, precision_note=note)
+        return replace(
+            e, precision_note=note, economics=_economics(e, hw, power_w, usd_per_gpu_hour)
+        )
     if num_gpus is not None:
         if num_gpus < 1 or num_gpus % plan.gpus_per_replica:
             raise SpecError(
@@ -203,9 +219,23 @@ def estimate(
         "mixed_step": _phase(r.mixed_breakdown),
     }
     ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
-    est = replace(_estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops), precision_note=note)
+    est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    est = replace(
+        est, precision_note=note, economics=_economics(est, hw, power_w, usd_per_gpu_hour)
+    )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
     return est
+
+
+def _economics(
+    e: Estimate, hw: HardwareSpec, power_w: float | None, usd: float | None
+) -> dict[str, Any]:
+    """``serving.economics`` of one estimate, as plain floats."""
+    out = economics(e.output_tok_s_per_gpu, hw.tdp_w, power_w=power_w, usd_per_gpu_hour=usd)
+    for k in ("output_tok_s_per_mw", "usd_per_million_output_tokens"):
+        if out[k] is not None:
+            out[k] = _scalar(out[k]) if np.isfinite(out[k]).all() else None
+    return out
 
 
 def _evaluate_one(

@@ -76,8 +76,9 @@ def plan_options(f: Callable) -> Callable:
 
 
 def deployment_options(f: Callable) -> Callable:
-    """Options every deployment command takes: format emulation, a calibration profile and
-    speculative decoding (estimate, frontier)."""
+    """Options every deployment command takes: format emulation, a calibration profile,
+    speculative decoding, and the power and price behind tokens/s/MW and $/M tokens (estimate,
+    frontier)."""
     for opt in reversed(
         [
             click.option(
@@ -105,6 +106,18 @@ def deployment_options(f: Callable) -> Callable:
                 default=0.0,
                 show_default=True,
                 help="acceptance rate of each draft token",
+            ),
+            click.option(
+                "--power-w",
+                type=click.FloatRange(min=0, min_open=True),
+                default=None,
+                help="power per GPU in W for tokens/s/MW (default: the GPU's TDP)",
+            ),
+            click.option(
+                "--usd-per-gpu-hour",
+                type=click.FloatRange(min=0, min_open=True),
+                default=None,
+                help="GPU-hour price: adds $ per million output tokens",
             ),
         ]
     ):

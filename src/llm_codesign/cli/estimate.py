@@ -126,6 +126,8 @@ def estimate(
     profile,
     spec_tokens,
     spec_acceptance,
+    power_w,
+    usd_per_gpu_hour,
     prefill_workers,
     decode_workers,
     prefill_tp,
@@ -159,6 +161,8 @@ def estimate(
         num_gpus=num_gpus,
         spec_tokens=spec_tokens,
         spec_acceptance=spec_acceptance,
+        power_w=power_w,
+        usd_per_gpu_hour=usd_per_gpu_hour,
     )
     if as_json:
         click.echo(to_json(e.to_dict()))
@@ -206,6 +210,18 @@ def estimate(
             ],
         )
     )
+    ec = e.economics
+    if ec:
+        usd = ec["usd_per_million_output_tokens"]
+        c.print(
+            f"power and cost: {ec['output_tok_s_per_mw']:,.0f} output tok/s per MW at "
+            f"{ec['power_w_per_gpu']:,.0f} W per GPU ({ec['power_source']})"
+            + (
+                f"; ${usd:,.3f} per million output tokens at ${ec['usd_per_gpu_hour']:g}/GPU-hour"
+                if usd is not None
+                else ""
+            )
+        )
     acc = e.accuracy
     if acc:
         val = f"{acc['value']:+.2f} points" if acc["value"] is not None else "unknown"

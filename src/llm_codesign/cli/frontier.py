@@ -214,6 +214,8 @@ def frontier(
     profile,
     spec_tokens,
     spec_acceptance,
+    power_w,
+    usd_per_gpu_hour,
 ):
     """Search plans x precisions x concurrency and print the Pareto frontier."""
     area = _floats(area_range, "--area-range")
@@ -252,6 +254,8 @@ def frontier(
         "max_accuracy_drop": max_accuracy_drop,
         "allow_unknown_accuracy": allow_unknown_accuracy,
         "measured_accuracy": _measure(weights, precision) if weights else None,
+        "power_w": power_w,
+        "usd_per_gpu_hour": usd_per_gpu_hour,
     }
     if compare_spec:
         axis, values = parse_compare(compare_spec)
@@ -436,6 +440,13 @@ def _render(results: list[Frontier]) -> None:
             f"{best['tok_s_per_user']:.1f} tok/s/user, TTFT {best['ttft_ms']:.0f} ms, TPOT "
             f"{best['tpot_ms']:.1f} ms; accuracy assumed: {_accuracy_text(best['accuracy'])}, "
             f"{best['accuracy'].get('source', 'unknown')}"
+        )
+        ec = best["economics"]
+        usd = ec["usd_per_million_output_tokens"]
+        c.print(
+            f"  power and cost: {ec['output_tok_s_per_mw'] or 0:,.0f} output tok/s per MW at "
+            f"{ec['power_w_per_gpu']:,.0f} W per GPU ({ec['power_source']})"
+            + (f"; ${usd:,.3f} per million output tokens" if usd is not None else "")
         )
         for role, launch in _launches(launch_settings(f, best_index)):
             prefix = f"  {role} " if role else "  "

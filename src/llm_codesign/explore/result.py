@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import AREA_RANGE, frontier_area, staircase
+from ..serving import economics
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -93,6 +94,8 @@ class Frontier:
     # precision id -> accuracy estimate (specs.accuracy); one decision row per candidate
     accuracy: dict[str, dict[str, Any]] = field(default_factory=dict)
     precision_decisions: list[dict[str, Any]] = field(default_factory=list)
+    # power per GPU (None: TDP) and GPU-hour price behind each point's economics
+    economics_inputs: dict[str, float | None] = field(default_factory=dict)
 
     # ---- derived numbers ----
     def pareto_points(self) -> Points:
@@ -190,6 +193,7 @@ class Frontier:
             "feasible": bool(f["feasible"]),
             "reason": str(f["reason"]),
             "accuracy": self.accuracy.get(prec.id, UNKNOWN_ACCURACY),
+            "economics": self._economics(float(f["output_tok_s_per_gpu"])),
         }
         if region is not None:
             out["region"] = region
@@ -207,6 +211,21 @@ class Frontier:
                 "prefill_batch_requests": int(f["p_batch"]),
                 "kv_transfer_ms": float(f["kv_transfer_s"]) * 1e3,
             }
+        return out
+
+    def _economics(self, tok_s_per_gpu: float) -> dict[str, Any]:
+        """``serving.economics`` of one point, as plain floats (None where infinite)."""
+        ins = self.economics_inputs
+        out = economics(
+            tok_s_per_gpu,
+            self.hardware.tdp_w,
+            power_w=ins.get("power_w"),
+            usd_per_gpu_hour=ins.get("usd_per_gpu_hour"),
+        )
+        for k in ("output_tok_s_per_mw", "usd_per_million_output_tokens"):
+            if out[k] is not None:
+                v = float(out[k])
+                out[k] = v if np.isfinite(v) else None
         return out
 
     def frontier_dicts(self) -> list[dict[str, Any]]:

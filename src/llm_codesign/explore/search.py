@@ -33,7 +33,7 @@ import numpy as np
 from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..pareto import AREA_RANGE, pareto_mask, staircase
-from ..serving import bound_split, pipelined_step, region_of
+from ..serving import bound_split, economics, pipelined_step, region_of
 from ..serving.memory import concurrency_cap, kv_context
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
@@ -159,6 +159,8 @@ def frontier(
     max_accuracy_drop: float | None = None,
     allow_unknown_accuracy: bool = False,
     measured_accuracy: dict[str, Any] | None = None,
+    power_w: float | None = None,
+    usd_per_gpu_hour: float | None = None,
 ) -> Frontier:
     """Search deployments of ``model`` on ``num_gpus`` x ``hardware`` and return the frontier.
 
@@ -166,7 +168,9 @@ def frontier(
     default plus the checkpoint's own; ``max_accuracy_drop`` (benchmark points) keeps those
     whose published drop is within it (``allow_unknown_accuracy`` also keeps those without a
     published number); ``measured_accuracy`` is a ``quant inspect`` result of the user's
-    weights. Every point carries its precision's accuracy estimate (``Frontier.accuracy``).
+    weights. Every point carries its precision's accuracy estimate (``Frontier.accuracy``) and
+    its power and cost (``serving.economics``: ``power_w`` per GPU, default the TDP;
+    ``usd_per_gpu_hour`` adds $ per million output tokens).
 
     Every evaluated point is kept (``keep_points="all"``; ``"pareto"`` keeps only the running
     Pareto set so a 10^7-point sweep runs in bounded memory; ``"auto"`` switches above
@@ -200,6 +204,7 @@ def frontier(
         raise SpecError(
             f"points_per_octave={points_per_octave} is beyond integer resolution (max 4096)"
         )
+    economics(1.0, hw.tdp_w, power_w=power_w, usd_per_gpu_hour=usd_per_gpu_hour)  # validates
     if keep_points not in ("auto", "all", "pareto"):
         raise SpecError(f"keep_points must be 'auto', 'all' or 'pareto', got {keep_points!r}")
     if not 0 <= refine_tolerance <= 10:
@@ -415,6 +420,7 @@ def frontier(
         settings=settings,
         accuracy=accuracy,
         precision_decisions=decisions,
+        economics_inputs={"power_w": power_w, "usd_per_gpu_hour": usd_per_gpu_hour},
     )
     if csv_path is not None and sink is None:
         write_csv(result, csv_path)

@@ -12,6 +12,7 @@ from .disaggregated import (
     kv_transfer_time,
     prefill_workers,
 )
+from .economics import economics
 from .memory import (
     MAX_CONCURRENCY,
     RUNTIME_RESERVED_BYTES,
@@ -33,6 +34,7 @@ from .step import (
 )
 
 __all__ = [
+    "economics",
     "FIXED_POINT_ITERATIONS",
     "MAX_CONCURRENCY",
     "REGIONS",
