@@ -17,9 +17,9 @@ from ..report import console, table, to_json
     "--data",
     "data",
     multiple=True,
-    required=True,
     type=click.Path(),
-    help="measurement CSV (serving.csv format); repeatable",
+    help="measurement CSV (serving.csv format); repeatable (default: the shipped published "
+    "measurements, data/validation/SOURCES.md)",
 )
 @click.option(
     "--engine",
@@ -41,7 +41,7 @@ from ..report import console, table, to_json
 @click.option("--json", "as_json", is_flag=True)
 def validate(data, engine, profile, out, worst, as_json):
     """Predict every row of published measurements and report the error."""
-    report = run_validation(list(data), engine=engine, profile=profile)
+    report = run_validation(list(data) or None, engine=engine, profile=profile)
     if out:
         tmp = Path(str(out) + ".tmp")
         with tmp.open("w", newline="") as fh:

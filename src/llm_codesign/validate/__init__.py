@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,9 @@ from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, disaggregated_inputs, 
 from .summary import ValidationReport, summarize
 
 __all__ = [
+    "BUNDLED_GEMM_TABLE",
+    "BUNDLED_SERVING_TABLES",
+    "bundled_data",
     "CONCURRENCY_GRID",
     "MTP_ACCEPTANCE",
     "MTP_DRAFT_TOKENS",
@@ -60,17 +64,37 @@ __all__ = [
 ]
 
 
+# the published measurements this project calibrates on, shipped with the package
+# (data/validation/SOURCES.md explains each file): the serving tables validate reads by default
+BUNDLED_SERVING_TABLES = (
+    "serving.csv",
+    "aic_silicon_dense.csv",
+    "aic_silicon_moe_hopper.csv",
+    "inferencex_hopper.csv",
+)
+BUNDLED_GEMM_TABLE = "gemm.csv"
+
+
+def bundled_data(name: str) -> Path:
+    """Path of a shipped measurement table (``BUNDLED_SERVING_TABLES``, ``BUNDLED_GEMM_TABLE``,
+    ``SOURCES.md``)."""
+    return Path(str(resources.files("llm_codesign") / "data" / "validation" / name))
+
+
 def validate(
-    data: str | Path | list[str | Path],
+    data: str | Path | list[str | Path] | None = None,
     *,
     engine: str | Path | EngineConstants | None = None,
     profile: str | Path | None = None,
 ) -> ValidationReport:
     """Predict every mappable row of one or more measurement CSVs and summarize the error.
 
-    ``engine`` forces one engine's constants for all rows; by default each row's framework
-    picks ``trtllm``, ``vllm`` or ``sglang``.
+    ``data`` None validates the shipped serving tables (``BUNDLED_SERVING_TABLES``). ``engine``
+    forces one engine's constants for all rows; by default each row's framework picks
+    ``trtllm``, ``vllm`` or ``sglang``.
     """
+    if data is None:
+        data = [bundled_data(n) for n in BUNDLED_SERVING_TABLES]
     paths = data if isinstance(data, list) else [data]
     if len(paths) == 1 and Path(paths[0]).is_file() and is_gemm_table(paths[0]):
         return validate_gemm(paths[0], engine)
