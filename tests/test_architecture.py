@@ -207,6 +207,7 @@ def test_public_api_is_pinned():
         "frontier",
         "frontier_area",
         "gemm_sweep",
+        "hardware_template",
         "lint",
         "load_engine",
         "load_hardware",

@@ -32,6 +32,7 @@ from .specs import (
     parse_precision,
 )
 from .specs.engine import EngineConstants, load_engine
+from .specs.hardware import hardware_template
 from .validate import validate
 
 __version__ = "0.1.0"
@@ -65,6 +66,7 @@ __all__ = [
     "frontier",
     "frontier_area",
     "gemm_sweep",
+    "hardware_template",
     "lint",
     "load_engine",
     "load_hardware",

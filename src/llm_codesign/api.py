@@ -27,7 +27,7 @@ from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
 from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
-from .specs.workload import Workload
+from .specs.workload import Workload, check_speculative
 
 
 @dataclass
@@ -58,6 +58,7 @@ class Estimate:
     mixer_savings: dict[str, Any] | None = None
     accuracy: dict[str, Any] = field(default_factory=dict)  # specs.accuracy.accuracy_for
     economics: dict[str, Any] = field(default_factory=dict)  # serving.economics
+    notes: list[str] = field(default_factory=list)  # what a reader must know to read the numbers
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +90,8 @@ class Estimate:
             "mixer_savings": self.mixer_savings,
             "accuracy": self.accuracy,
             "economics": self.economics,
+            "notes": self.notes,
+            "units": UNITS,
             "assumptions": self.assumptions(),
         }
 
@@ -124,6 +127,21 @@ class Estimate:
         if not self.hardware.profile_source:
             return []
         return provenance(self.hardware, self.engine)
+
+
+# units of the JSON contract's numbers (field names carry them where they can)
+UNITS = {
+    "ttft_ms": "milliseconds",
+    "tpot_ms": "milliseconds",
+    "tok_s_per_user": "output tokens per second per user",
+    "output_tok_s_per_gpu": "output tokens per second per GPU",
+    "total_tok_s_per_gpu": "input + output tokens per second per GPU",
+    "memory_per_gpu_gb": "GB (1e9 bytes)",
+    "breakdown": "seconds per step, by op class",
+    "ops.time_s": "seconds per step",
+    "ops.flops": "FLOPs per step",
+    "concurrency": "requests in flight per replica (dp replicas each hold this many)",
+}
 
 
 def _scalar(x: Any) -> float:
@@ -167,6 +185,7 @@ def estimate(
         >>> e.tpot_ms > 0
         True
     """
+    check_speculative(spec_tokens, spec_acceptance)
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
     note = ""
@@ -221,10 +240,33 @@ def estimate(
     ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     est = replace(
-        est, precision_note=note, economics=_economics(est, hw, power_w, usd_per_gpu_hour)
+        est,
+        precision_note=note,
+        economics=_economics(est, hw, power_w, usd_per_gpu_hour),
+        notes=_notes(est, plan),
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
     return est
+
+
+def _notes(e: Estimate, plan: ParallelPlan) -> list[str]:
+    """What the numbers mean when they are not a plain steady state: queueing beyond the
+    capacity, replicas sharing the users, infeasibility."""
+    out = []
+    c, cap = e.workload.concurrency, e.max_concurrency
+    if e.feasible and cap and c > cap:
+        out.append(
+            f"concurrency {c:,} exceeds the {cap:,} sequences a replica can run (KV cache or "
+            f"max_batch_size): {c - cap:,} requests queue, and TTFT includes their wait "
+            "(Little's law); throughput is the capacity's"
+        )
+    if plan.dp > 1:
+        out.append(
+            f"concurrency {c:,} is per replica: {plan.dp} replicas serve {c * plan.dp:,} users"
+        )
+    if not e.feasible:
+        out.append(f"infeasible: {e.reason}; the numbers are not a prediction")
+    return out
 
 
 def _economics(

@@ -11,6 +11,7 @@ from .. import (
     apply_profile,
     bundled_hardware,
     bundled_models,
+    hardware_template,
     load_hardware,
 )
 from .. import (
@@ -166,6 +167,8 @@ def estimate(
     )
     if as_json:
         click.echo(to_json(e.to_dict()))
+        if not e.feasible:
+            raise SystemExit(1)
         return
     c = console()
     prec = f"{e.precision.id} ({e.precision_note})" if e.precision_note else e.precision.id
@@ -180,7 +183,12 @@ def estimate(
         )
     )
     if not e.feasible:
-        c.print(f"[red]infeasible: {e.reason}[/] (max concurrency that fits: {e.max_concurrency})")
+        click.echo(
+            f"infeasible: {e.reason} (max concurrency that fits: {e.max_concurrency}); no "
+            "prediction for this configuration",
+            err=True,
+        )
+        raise SystemExit(1)
     c.print(
         table(
             "serving",
@@ -210,6 +218,8 @@ def estimate(
             ],
         )
     )
+    for note in e.notes:
+        c.print(f"[yellow]note:[/] {note}")
     ec = e.economics
     if ec:
         usd = ec["usd_per_million_output_tokens"]
@@ -316,8 +326,12 @@ def models(as_json):
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
-def hardware(as_json):
-    """List bundled GPUs with their main figures."""
+@click.option("--template", is_flag=True, help="print a documented hardware file to start from")
+def hardware(as_json, template):
+    """List bundled GPUs with their main figures (--template: a hardware file to start from)."""
+    if template:
+        click.echo(hardware_template(), nl=False)
+        return
     hs = [h.summary() for h in bundled_hardware().values()]
     if as_json:
         click.echo(to_json({"hardware": hs}))
@@ -325,7 +339,18 @@ def hardware(as_json):
     console(140).print(
         table(
             "bundled hardware",
-            ["id", "name", "BF16 TF", "FP8 TF", "FP4 TF", "HBM GB", "TB/s", "link GB/s", "domain"],
+            [
+                "id",
+                "name",
+                "BF16 TF",
+                "FP8 TF",
+                "FP4 TF",
+                "HBM GiB",
+                "HBM GB",
+                "TB/s",
+                "link GB/s",
+                "domain",
+            ],
             [
                 [
                     h["id"],
@@ -333,6 +358,7 @@ def hardware(as_json):
                     h["bf16_tflops"],
                     h["fp8_tflops"],
                     h["fp4_tflops"],
+                    h["hbm_gib"],
                     h["hbm_gb"],
                     h["hbm_tb_s"],
                     h["scaleup_gb_s_per_direction"],

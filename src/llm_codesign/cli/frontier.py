@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+import numpy as np
 
 from .. import (
     Frontier,
@@ -352,6 +353,39 @@ def _render_precisions(c: Any, f: Frontier) -> None:
     )
 
 
+def _why_infeasible(f: Frontier) -> str:
+    """The reasons every evaluated configuration failed, most common first."""
+    reasons = f.points.cols["reason"]
+    codes, counts = np.unique(reasons[reasons != ""].astype(str), return_counts=True)
+    order = np.argsort(-counts)
+    parts = [f"{codes[i]} ({counts[i]:,} configurations)" for i in order[:4]]
+    return "; ".join(parts) or "no configuration was evaluated"
+
+
+def _nearest(f: Frontier) -> str:
+    """The feasible point closest to the targets: the smallest worst ratio of achieved to
+    target (TTFT and TPOT over their limits, tok/s/user under its floor)."""
+    c = f.points.cols
+    ok = np.flatnonzero(c["feasible"])
+    if not ok.size:
+        return _why_infeasible(f)
+    t = f.targets
+    worst = np.ones(ok.size)
+    if t.ttft_ms:
+        worst = np.maximum(worst, c["ttft_s"][ok] * 1e3 / t.ttft_ms)
+    if t.tpot_ms:
+        worst = np.maximum(worst, c["tpot_s"][ok] * 1e3 / t.tpot_ms)
+    if t.min_tok_s_per_user:
+        worst = np.maximum(worst, t.min_tok_s_per_user / np.maximum(c["tok_s_per_user"][ok], 1e-9))
+    i = int(ok[np.argmin(worst)])
+    p = f.point_dict(i)
+    return (
+        f"nearest: {p['plan_label']} {p['precision']}, concurrency {p['concurrency']}: TTFT "
+        f"{p['ttft_ms']:.0f} ms, TPOT {p['tpot_ms']:.1f} ms, {p['tok_s_per_user']:.1f} "
+        f"tok/s/user ({float(worst.min()):.2f}x the tightest target)"
+    )
+
+
 def _render(results: list[Frontier]) -> None:
     c = console(140)
     for f in results:
@@ -366,10 +400,7 @@ def _render(results: list[Frontier]) -> None:
             _render_precisions(c, f)
         pts = f.frontier_dicts()
         if not pts:
-            c.print(
-                "[red]no feasible configuration[/] (every plan fails: see --json --all-points for "
-                "reasons)"
-            )
+            c.print(f"[red]no feasible configuration[/]: {_why_infeasible(f)}")
             continue
         step = max(1, len(pts) // 30)
         shown = pts[::step]
@@ -382,6 +413,7 @@ def _render(results: list[Frontier]) -> None:
                 p["plan_label"],
                 p["precision"],
                 p["concurrency"],
+                p["concurrency_total"],
                 p["num_gpus"],
                 p["memory_per_gpu_gb"],
                 p.get("region", ""),
@@ -403,7 +435,8 @@ def _render(results: list[Frontier]) -> None:
                     "TPOT ms",
                     "plan",
                     "precision",
-                    "concurrency",
+                    "conc/replica",
+                    "users total",
                     "GPUs",
                     "mem/GPU GB",
                     "region",
@@ -431,7 +464,7 @@ def _render(results: list[Frontier]) -> None:
         best_index = f.best
         if best is None or best_index is None:
             if f.targets.any:
-                c.print("[red]no configuration meets the targets[/]")
+                c.print(f"[red]no configuration meets the targets[/]; {_nearest(f)}")
             continue
         what = "best meeting the targets" if f.targets.any else "highest throughput"
         c.print(

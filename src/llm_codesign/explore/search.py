@@ -39,6 +39,7 @@ from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.precision import Precision
+from ..specs.workload import check_speculative
 from .disagg import disaggregated_points
 from .export import StreamingCSV, write_csv
 from .grid import POINTS_PER_OCTAVE, concurrency_grid, grid_count, memory_limit, refine_grid
@@ -205,6 +206,7 @@ def frontier(
             f"points_per_octave={points_per_octave} is beyond integer resolution (max 4096)"
         )
     economics(1.0, hw.tdp_w, power_w=power_w, usd_per_gpu_hour=usd_per_gpu_hour)  # validates
+    check_speculative(int(spec_tokens), float(spec_acceptance))
     if keep_points not in ("auto", "all", "pareto"):
         raise SpecError(f"keep_points must be 'auto', 'all' or 'pareto', got {keep_points!r}")
     if not 0 <= refine_tolerance <= 10:

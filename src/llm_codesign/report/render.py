@@ -40,7 +40,9 @@ def clean(obj: Any) -> Any:
 # mixer); op tables may hold `indexer_*` and `linear_*` ops (sparse and linear token mixers).
 # 5: accuracy as the third dimension: `estimate` adds `accuracy`; `frontier` points and `best`
 # carry `accuracy` (kind, value in benchmark points or null, metric, baseline, source,
-# checkpoint) and the document adds `precision_decisions` (searched or why not).
+# checkpoint) and the document adds `precision_decisions` (searched or why not); estimate and
+# frontier points add `economics` (tokens/s/MW, $/M tokens); estimate adds `notes` (queueing,
+# replicas, infeasibility) and `units`; `hardware` entries add `hbm_gib`.
 SCHEMA_VERSION = 5
 
 

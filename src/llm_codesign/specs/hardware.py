@@ -176,6 +176,7 @@ class HardwareSpec:
             )
             / 1e12,
             "hbm_gb": self.hbm_bytes / 1e9,
+            "hbm_gib": self.hbm_bytes / 2**30,
             "hbm_tb_s": self.hbm_bytes_per_s / 1e12,
             "scaleup_gb_s_per_direction": self.scaleup_bytes_per_s / 1e9,
             "scaleup_domain_size": self.scaleup_domain_size,
@@ -191,7 +192,103 @@ def _efficiency(f: Fields, key: str) -> Efficiency:
     return Efficiency(value, m.str("source"))
 
 
+# The hardware file's schema: (field path, kind, required, meaning). ``hardware --template``
+# prints it as a commented YAML and docs/HARDWARE.md documents it; a file's problems are all
+# reported at once (``hardware_problems``) before it is parsed.
+HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
+    ("id", "str", True, "short id used on the command line, e.g. my-gpu"),
+    ("name", "str", True, "full product name"),
+    ("vendor", "str", True, "nvidia or amd (launch commands depend on it)"),
+    ("architecture", "str", True, "one of " + ", ".join(ARCHITECTURES)),
+    ("peak_flops_per_s", "mapping", True, "dense peak FLOP/s per compute class (bf16, fp8, ...)"),
+    ("hbm_bytes", "number", True, "HBM capacity in bytes (datasheet 'GB' of HBM are GiB)"),
+    ("hbm_bytes_per_s", "number", True, "HBM bandwidth in bytes/s (datasheet)"),
+    ("sm_count", "int", True, "SMs (CUs on AMD): wave quantization of GEMM tiles"),
+    ("tdp_w", "number", True, "board power in W (tokens/s/MW)"),
+    ("scaleup.technology", "str", True, "scale-up link, e.g. NVLink4, Infinity Fabric"),
+    ("scaleup.bytes_per_s_per_direction", "number", True, "per-GPU scale-up bandwidth, bytes/s"),
+    ("scaleup.domain_size", "int", True, "GPUs in one scale-up domain (8 for HGX, 72 NVL72)"),
+    ("gemm_tile.m", "int", True, "GEMM output tile rows per SM"),
+    ("gemm_tile.n", "int", True, "GEMM output tile columns per SM"),
+    ("efficiency.gemm", "mapping", True, "per compute class {value: fraction, source: text}"),
+    ("efficiency.hbm.value", "number", True, "achieved fraction of HBM bandwidth"),
+    ("efficiency.hbm.source", "str", True, "where the fraction comes from"),
+    ("efficiency.scaleup.value", "number", True, "achieved fraction of the scale-up link"),
+    ("efficiency.scaleup.source", "str", True, "where the fraction comes from"),
+    ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
+    ("l2_bytes", "number", False, "L2 cache bytes"),
+    ("boost_clock_hz", "number", False, "boost clock"),
+    ("gemm_tile.cluster_sms", "int", False, "SMs a tile spans (2 on Blackwell 2-SM MMA)"),
+    ("aliases", "list", False, "other names in measurement tables"),
+    ("sources", "mapping", False, "citation keys used in the *_source fields"),
+)
+_KINDS = {
+    "str": (str,),
+    "number": (int, float),
+    "int": (int,),
+    "mapping": (dict,),
+    "list": (list, tuple),
+}
+
+
+def hardware_problems(data: Any) -> list[str]:
+    """Every missing required field and every wrongly typed field of a hardware mapping, with
+    its path (empty: the file can be parsed)."""
+    if not isinstance(data, dict):
+        return ["the file must hold a mapping of fields"]
+    out = []
+    for path, kind, required, meaning in HARDWARE_SCHEMA:
+        node: Any = data
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            if required:
+                out.append(f"{path}: missing ({kind}: {meaning})")
+            continue
+        if kind == "number" and isinstance(node, str):  # YAML 1.1 writes 8e12 as a string
+            try:
+                node = float(node)
+            except ValueError:
+                pass
+        bad_type = not isinstance(node, _KINDS[kind]) or isinstance(node, bool)
+        if bad_type:
+            out.append(f"{path}: expected {kind}, got {type(node).__name__} {node!r}")
+    unknown = sorted(set(data) - _TOP_KEYS)
+    out += [
+        f"{k}: unknown field (allowed: see `llm-codesign hardware --template`)" for k in unknown
+    ]
+    return out
+
+
+def hardware_template() -> str:
+    """A hardware file to start from: every field of ``HARDWARE_SCHEMA`` documented in a
+    comment block, then the fields with a bundled H100 SXM's values (valid YAML)."""
+    import yaml
+
+    example = read_mapping(_hardware_dir() / "h100-sxm.yaml")
+    lines = ["# llm-codesign hardware file (docs/HARDWARE.md). Fields:"]
+    for path, kind, required, meaning in HARDWARE_SCHEMA:
+        lines.append(f"#   {path} ({'required' if required else 'optional'} {kind}): {meaning}")
+    lines.append("# Values below are an H100 SXM's: replace them with your GPU's.")
+    body: dict[str, Any] = {}
+    for path, _kind, _required, _meaning in HARDWARE_SCHEMA:
+        src: Any = example
+        for part in path.split("."):
+            src = src.get(part) if isinstance(src, dict) else None
+        if src is None:
+            continue
+        dst = body
+        parts = path.split(".")
+        for part in parts[:-1]:
+            dst = dst.setdefault(part, {})
+        dst[parts[-1]] = src
+    return "\n".join(lines) + "\n" + yaml.safe_dump(body, sort_keys=False, width=100)
+
+
 def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
+    problems = hardware_problems(data)
+    if problems:
+        raise SpecError(f"{where}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     f = Fields(data, where)
     f.reject_unknown(_TOP_KEYS)
     arch = f.str("architecture")

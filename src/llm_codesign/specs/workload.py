@@ -46,3 +46,13 @@ class Workload:
     @property
     def context_tokens(self) -> int:
         return self.isl + self.osl
+
+
+def check_speculative(spec_tokens: int, spec_acceptance: float) -> None:
+    """Speculative decoding / MTP needs both its draft length and its acceptance rate: drafts
+    at acceptance 0 are all rejected and only slow decoding, so that is refused, not run."""
+    if spec_tokens and not spec_acceptance:
+        raise SpecError(
+            f"spec_tokens={spec_tokens} needs spec_acceptance (the acceptance rate of each draft "
+            "token, e.g. 0.7): at 0 every draft is rejected and only slows decoding"
+        )

@@ -1,0 +1,84 @@
+"""Outputs that explain themselves (issue 14): infeasible results exit 1 with the reason,
+queueing beyond capacity and replicas are called out, speculative decoding needs its acceptance,
+the frontier says why nothing is feasible and what comes nearest to the targets, units are
+stated, and hardware files are documented and checked all at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from llm_codesign import estimate, hardware_template
+from llm_codesign.cli import main
+from llm_codesign.errors import SpecError
+from llm_codesign.specs.hardware import HARDWARE_SCHEMA, hardware_from_mapping
+from llm_codesign.specs.plan import ParallelPlan
+from llm_codesign.specs.workload import Workload
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "HARDWARE.md"
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_infeasible_estimate_exits_1_with_the_reason():
+    r = run("estimate", "-m", "llama-3.1-405b", "-g", "h100-sxm", "-p", "bf16")
+    assert r.exit_code == 1 and "weights_exceed_memory" in r.output
+    r = run("estimate", "-m", "llama-3.1-405b", "-g", "h100-sxm", "-p", "bf16", "--json")
+    assert r.exit_code == 1 and json.loads(r.output.split("\ninfeasible")[0])["feasible"] is False
+
+
+def test_queueing_beyond_capacity_and_replicas_are_called_out():
+    wl = Workload(1024, 1024, 4096)
+    e = estimate("llama-3.1-70b", "h200-sxm", "fp8", ParallelPlan(tp=1), wl, explain=False)
+    assert e.max_concurrency < 4096
+    (note,) = [n for n in e.notes if "queue" in n]
+    assert f"{4096 - e.max_concurrency:,} requests queue" in note
+    e = estimate("llama-3.1-8b", "h100-sxm", "fp8", ParallelPlan(dp=4), Workload(512, 128, 8))
+    assert any("4 replicas serve 32 users" in n for n in e.notes)
+    assert e.to_dict()["units"]["ttft_ms"] == "milliseconds"
+    r = run("estimate", "-m", "llama-3.1-70b", "-g", "h200-sxm", "-p", "fp8", "-c", "4096")
+    assert r.exit_code == 0 and "requests queue" in r.output
+
+
+def test_spec_tokens_need_an_acceptance_rate():
+    r = run("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--spec-tokens", "3")
+    assert r.exit_code == 2 and "needs spec_acceptance" in r.output
+    r = run("frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-n", "1", "--spec-tokens", "3")
+    assert r.exit_code == 2 and "needs spec_acceptance" in r.output
+
+
+def test_frontier_says_why_nothing_is_feasible_and_what_comes_nearest():
+    r = run("frontier", "-m", "llama-3.1-405b", "-g", "h100-sxm", "-n", "1", "-p", "bf16")
+    assert "no feasible configuration" in r.output and "weights_exceed_memory" in r.output
+    r = run(
+        "frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-n", "1", "-p", "fp8",
+        "--tpot-ms", "0.5",
+    )  # fmt: skip
+    assert "no configuration meets the targets" in r.output and "nearest:" in r.output
+    r = run("frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-n", "2", "-p", "fp8")
+    assert "conc/replica" in r.output and "users total" in r.output
+
+
+def test_hardware_template_is_valid_and_documented_and_errors_come_all_at_once():
+    data = yaml.safe_load(hardware_template())
+    assert hardware_from_mapping(data, "t.yaml").id == "h100-sxm"
+    r = run("hardware", "--template")
+    assert r.exit_code == 0 and yaml.safe_load(r.output)["sm_count"] == 132
+    broken = {k: v for k, v in data.items() if k not in ("tdp_w", "sm_count")} | {"vendor": 3}
+    try:
+        hardware_from_mapping(broken, "mine.yaml")
+        raise AssertionError("no error")
+    except SpecError as exc:
+        msg = str(exc)
+    assert "3 problem(s)" in msg
+    for field in ("tdp_w: missing", "sm_count: missing", "vendor: expected str"):
+        assert field in msg
+    text = DOCS.read_text()
+    assert all(f"`{path}`" in text for path, *_ in HARDWARE_SCHEMA)
+    r = run("hardware")
+    assert "HBM GiB" in r.output and "80" in r.output
