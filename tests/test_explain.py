@@ -82,3 +82,19 @@ def test_hardware_template_is_valid_and_documented_and_errors_come_all_at_once()
     assert all(f"`{path}`" in text for path, *_ in HARDWARE_SCHEMA)
     r = run("hardware")
     assert "HBM GiB" in r.output and "80" in r.output
+
+
+def test_frontier_and_estimate_as_dataframes():
+    import pytest
+
+    pd = pytest.importorskip("pandas")
+    from llm_codesign import frontier
+
+    f = frontier("llama-3.1-8b", "h100-sxm", num_gpus=1, isl=512, osl=128, precision="fp8")
+    df = f.to_pandas()
+    assert isinstance(df, pd.DataFrame) and len(df) == len(f.pareto)
+    assert {"tok_s_per_user", "output_tok_s_per_gpu", "accuracy.kind", "plan.tp"} <= set(df)
+    assert len(f.to_pandas(all_points=True)) == len(f.points)
+    e = estimate("llama-3.1-8b", "h100-sxm", "fp8", explain=False)
+    row = e.to_pandas()
+    assert len(row) == 1 and row["tpot_ms"][0] == e.tpot_ms

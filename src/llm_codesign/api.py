@@ -11,6 +11,7 @@ import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .errors import SpecError
+from .explore.result import to_dataframe
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import (
     DisaggregatedResult,
@@ -94,6 +95,12 @@ class Estimate:
             "units": UNITS,
             "assumptions": self.assumptions(),
         }
+
+    def to_pandas(self) -> Any:
+        """This estimate as a one-row pandas DataFrame (nested fields as ``a.b`` columns; the
+        op table and assumptions are left out: ``to_dict`` has them)."""
+        d = {k: v for k, v in self.to_dict().items() if k not in ("ops", "assumptions")}
+        return to_dataframe([d])
 
     def assumptions(self) -> dict[str, Any]:
         hw = self.hardware

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, UnsupportedError
 from ..ops import OP_CLASSES
 from ..pareto import AREA_RANGE, frontier_area, staircase
 from ..serving import economics
@@ -235,6 +235,16 @@ class Frontier:
         """The best point under the targets (``report.frontier_json`` adds its launch files)."""
         return None if self.best is None else self.point_dict(self.best)
 
+    def to_pandas(self, all_points: bool = False) -> Any:
+        """The frontier points (``all_points``: every evaluated point) as a pandas DataFrame,
+        one row per point with the JSON contract's fields (nested ones as ``a.b`` columns)."""
+        rows = (
+            [self.point_dict(i) for i in range(len(self.points))]
+            if all_points
+            else self.frontier_dicts()
+        )
+        return to_dataframe(rows)
+
     def to_dict(self, all_points: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "model": self.model.id,
@@ -265,6 +275,29 @@ class Frontier:
         if all_points:
             out["all_points"] = [self.point_dict(i) for i in range(len(self.points))]
         return out
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A point or estimate dict with nested mappings flattened to ``a.b`` columns."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        elif not isinstance(v, list):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def to_dataframe(rows: list[dict[str, Any]]) -> Any:
+    """A pandas DataFrame of result dicts, nested fields as ``a.b`` columns (pandas is an
+    optional dependency: ``pip install pandas``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise UnsupportedError(
+            "to_pandas needs pandas, an optional dependency: pip install pandas"
+        ) from None
+    return pd.DataFrame([_flat(r) for r in rows])
 
 
 def plan_label(tp: int, pp: int, ep: int, adp: bool, cp: int) -> str:
