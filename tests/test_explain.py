@@ -98,3 +98,20 @@ def test_frontier_and_estimate_as_dataframes():
     e = estimate("llama-3.1-8b", "h100-sxm", "fp8", explain=False)
     row = e.to_pandas()
     assert len(row) == 1 and row["tpot_ms"][0] == e.tpot_ms
+
+
+def test_power_and_cost_closed_forms():
+    from llm_codesign.serving import economics
+
+    # 1,000 tok/s/GPU at 700 W: 1,000 / 700e-6 tok/s per MW; at $2/GPU-hour a GPU makes 3.6M
+    # tokens an hour: $0.5556 per million
+    e = economics(1000.0, 700.0, usd_per_gpu_hour=2.0)
+    assert float(e["output_tok_s_per_mw"]) == 1000.0 / 700e-6
+    assert float(e["usd_per_million_output_tokens"]) == 2.0 / 3.6
+    assert economics(1000.0, 700.0, power_w=1400.0)["power_source"] == "given per GPU"
+    r = run("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--usd-per-gpu-hour", "2", "--json")
+    ec = json.loads(r.output)["economics"]
+    assert ec["power_w_per_gpu"] == 700 and ec["usd_per_million_output_tokens"] > 0
+    r = run("frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-n", "1", "-p", "fp8", "--json")
+    doc = json.loads(r.output)
+    assert doc["points"][0]["economics"]["output_tok_s_per_mw"] > 0 and "units" in doc

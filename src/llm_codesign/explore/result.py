@@ -269,6 +269,16 @@ class Frontier:
             "feasible": self.feasible_count,
             "elapsed_s": self.elapsed_s,
             "search": self.settings,
+            "units": {
+                "ttft_ms": "milliseconds",
+                "tpot_ms": "milliseconds",
+                "tok_s_per_user": "output tokens per second per user",
+                "output_tok_s_per_gpu": "output tokens per second per GPU",
+                "breakdown": "seconds per step, by op class",
+                "concurrency": "requests in flight per replica; concurrency_total: all replicas",
+                "area": "tokens/s/GPU (mean of the frontier over tokens/s/user, log-uniform)",
+                "accuracy.value": "benchmark points (quantized - baseline)",
+            },
         }
         if self.label:
             out["label"] = self.label
