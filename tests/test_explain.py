@@ -101,13 +101,15 @@ def test_frontier_and_estimate_as_dataframes():
 
 
 def test_power_and_cost_closed_forms():
+    import pytest
+
     from llm_codesign.serving import economics
 
     # 1,000 tok/s/GPU at 700 W: 1,000 / 700e-6 tok/s per MW; at $2/GPU-hour a GPU makes 3.6M
     # tokens an hour: $0.5556 per million
     e = economics(1000.0, 700.0, usd_per_gpu_hour=2.0)
-    assert float(e["output_tok_s_per_mw"]) == 1000.0 / 700e-6
-    assert float(e["usd_per_million_output_tokens"]) == 2.0 / 3.6
+    assert float(e["output_tok_s_per_mw"]) == pytest.approx(1000.0 / 700e-6)
+    assert float(e["usd_per_million_output_tokens"]) == pytest.approx(2.0 / 3.6)
     assert economics(1000.0, 700.0, power_w=1400.0)["power_source"] == "given per GPU"
     r = run("estimate", "-m", "llama-3.1-8b", "-g", "h100-sxm", "--usd-per-gpu-hour", "2", "--json")
     ec = json.loads(r.output)["economics"]
