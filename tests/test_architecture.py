@@ -153,6 +153,7 @@ def _definitions(name: str) -> list[str]:
         ("frontier_area", "llm_codesign.pareto"),
         ("staircase", "llm_codesign.pareto"),
         ("launch_settings", "llm_codesign.report.launch"),
+        ("write_report", "llm_codesign.report.html"),
         ("concurrency_grid", "llm_codesign.explore.grid"),
         ("bound_split", "llm_codesign.serving.step"),
         ("crosses_domain_without_network", "llm_codesign.specs.plan"),

@@ -115,6 +115,7 @@ def test_every_command_is_registered():
         "models",
         "hardware",
         "frontier",
+        "report",
         "validate",
         "calibrate-fit",
         "gemm",

@@ -16,6 +16,7 @@ from .calibrate import calibrate
 from .estimate import estimate, hardware, models
 from .frontier import frontier
 from .quant import quant
+from .report import report
 from .validate import calibrate_fit, validate
 
 
@@ -30,6 +31,7 @@ for _command in (
     models,
     hardware,
     frontier,
+    report,
     gemm,
     lint,
     regimes,

@@ -1,6 +1,8 @@
-"""Reports from result objects: tables and JSON (render), exports, launch settings, plots."""
+"""Reports from result objects: tables and JSON (render), exports, launch settings, plots, and
+the self-contained HTML report (html)."""
 
 from .export import frontier_json
+from .html import write_report
 from .launch import launch_settings
 from .plots import output_paths, plot_frontiers
 from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json
@@ -16,4 +18,5 @@ __all__ = [
     "plot_frontiers",
     "table",
     "to_json",
+    "write_report",
 ]
