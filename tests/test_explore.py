@@ -424,7 +424,9 @@ def test_launch_settings_vocabulary():
     s = launch_settings(f, adp)
     tp = int(f.points["tp"][adp])
     assert "enable_attention_dp: true" in s["trtllm"]["config_yaml"]
-    assert f"--data-parallel-size {tp}" in s["vllm"] and "--quantization modelopt_fp4" in s["vllm"]
+    assert f"--data-parallel-size {tp}" in s["vllm"]
+    # the NVFP4 checkpoint states its quantization: vLLM reads it, no --quantization needed
+    assert "nvidia/DeepSeek-R1-FP4" in s["vllm"] and "--quantization" not in s["vllm"]
     assert f"--dp {tp} --enable-dp-attention" in s["sglang"]
     assert s["max_batch_per_rank"] == math.ceil(int(f.points["concurrency"][adp]) / tp)
 

@@ -34,6 +34,7 @@ from ..report import (
     plot_frontiers,
     table,
     to_json,
+    write_launch_dir,
 )
 from ._common import deployment_options
 
@@ -166,6 +167,12 @@ def _floats(text: str, what: str) -> list[float]:
     default=None,
     help="a safetensors checkpoint: measure each precision's weight error (quant inspect)",
 )
+@click.option(
+    "--launch-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="write the best point's launch artifacts (scripts, configs, benchmark) to this folder",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
 @click.option(
     "--all-points", is_flag=True, help="JSON: add every evaluated point under 'all_points'"
@@ -207,6 +214,7 @@ def frontier(
     max_accuracy_drop,
     allow_unknown_accuracy,
     weights,
+    launch_dir,
     as_json,
     all_points,
     workers,
@@ -278,6 +286,8 @@ def frontier(
         results = [search_frontier(**common, csv_path=csv_path)]
     if plot_path:
         plot_frontiers(results, plot_path)
+    if launch_dir:
+        _write_launch(results, launch_dir)
     if as_json:
         click.echo(to_json(frontier_json(results, all_points=all_points)))
         return
@@ -481,17 +491,39 @@ def _render(results: list[Frontier]) -> None:
             f"{ec['power_w_per_gpu']:,.0f} W per GPU ({ec['power_source']})"
             + (f"; ${usd:,.3f} per million output tokens" if usd is not None else "")
         )
-        for role, launch in _launches(launch_settings(f, best_index)):
+        launch = launch_settings(f, best_index)
+        ck = launch["checkpoint"]
+        c.print(f"  checkpoint: {ck['id']} ({ck['how']})", soft_wrap=True)
+        if ck["step"]:
+            c.print(f"  quantization step: {ck['step']}", soft_wrap=True)
+        for note in launch["notes"]:
+            c.print(f"  note: {note}", soft_wrap=True)
+        for role, one in _launches(launch):
             prefix = f"  {role} " if role else "  "
-            c.print(
-                f"{prefix}TensorRT-LLM: {launch['trtllm']['command']}  # "
-                + launch["trtllm"]["config_yaml"].replace("\n", "; "),
-                soft_wrap=True,
-            )
-            c.print(f"{prefix}vLLM: {launch['vllm']}", soft_wrap=True)
-            c.print(f"{prefix}SGLang: {launch['sglang']}", soft_wrap=True)
-            for note in launch["notes"]:
-                c.print(f"{prefix}note: {note}", soft_wrap=True)
+            if "trtllm" in one:
+                c.print(
+                    f"{prefix}TensorRT-LLM: {one['trtllm']['command']}  # "
+                    + f"{one['trtllm']['config_file']}: "
+                    + one["trtllm"]["config_inline"],
+                    soft_wrap=True,
+                )
+            for key, name in (("vllm", "vLLM"), ("sglang", "SGLang")):
+                if key in one:
+                    c.print(f"{prefix}{name}: {one[key]}", soft_wrap=True)
+            if role:
+                for note in one["notes"]:
+                    c.print(f"{prefix}note: {note}", soft_wrap=True)
+        for engine, cmd in launch["bench"].items():
+            c.print(f"  benchmark ({engine}): {cmd}", soft_wrap=True)
+
+
+def _write_launch(results: list[Frontier], directory: str) -> None:
+    """The best point's launch artifacts of each frontier (a sub-folder per label if several)."""
+    for f in results:
+        if f.best is None:
+            raise SpecError("--launch-dir: no best configuration to launch (targets unmet)")
+        sub = f"{directory}/{f.label}" if len(results) > 1 and f.label else directory
+        write_launch_dir(launch_settings(f, f.best), sub)
 
 
 def _launches(launch: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

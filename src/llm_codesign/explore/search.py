@@ -397,6 +397,8 @@ def frontier(
         "plans": len(plans),
         "valid_plans": int(plans.valid.sum()),
         "kept": "all" if keep_all else "pareto",
+        "spec_tokens": job.spec_tokens,
+        "spec_acceptance": job.spec_acceptance,
     }
     result = Frontier(
         model=m,

@@ -4,6 +4,7 @@ the self-contained HTML report (html)."""
 from .export import frontier_json
 from .html import write_report
 from .launch import launch_settings
+from .launch_files import launch_files, write_launch_dir
 from .plots import output_paths, plot_frontiers
 from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json
 
@@ -13,10 +14,12 @@ __all__ = [
     "console",
     "fmt",
     "frontier_json",
+    "launch_files",
     "launch_settings",
     "output_paths",
     "plot_frontiers",
     "table",
     "to_json",
+    "write_launch_dir",
     "write_report",
 ]

@@ -1,125 +1,323 @@
-"""Launch settings in engine vocabulary: the TensorRT-LLM, vLLM and SGLang settings that
-reproduce a frontier point (one home for the mapping of plans to engine flags)."""
+"""Launch settings in engine vocabulary: the TensorRT-LLM, vLLM and SGLang artifacts that
+reproduce a frontier point (one home for the mapping of plans to engine flags).
+
+Each engine gets, per node, the command lines that start it (multi-node plans: one entry per
+node, with ``$MASTER_ADDR`` / node-rank placeholders), its config files (TensorRT-LLM: an
+LLM-API options YAML), and a benchmark-client command at the point's concurrency and lengths.
+The model argument is a checkpoint that holds the point's precision
+(:func:`.launch_data.checkpoint_for`); engines are offered only on GPUs they run on. Every flag
+and key written is in ``data/launch/flags.yaml`` with its source.
+"""
 
 from __future__ import annotations
 
+import json
 import math
-import re
+from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from ..explore import MODE_DISAGGREGATED, Frontier
-from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+from .launch_data import (
+    checkpoint_for,
+    engines_for,
+    gpus_per_node,
+    mtp_layers,
+    trtllm_moe_backend,
+)
+from .launch_files import disaggregated_deployment
+
+PORT = 8000
+RPC_PORT = 13345
+RAY_PORT = 6379
+DIST_PORT = 5000
 
 
-def _hf_id(model: ModelSpec) -> str:
-    m = re.search(r"huggingface\.co/([^/\s]+/[^/\s]+)", model.source or "")
-    return m.group(1) if m else model.id
+@dataclass(frozen=True)
+class _Ctx:
+    fr: Frontier
+    prec: Precision
+    ckpt: dict[str, Any]
+    engines: tuple[str, ...]
+    gpn: int
+    chunk: int
+    kv_fp8: bool
+    spec: int
+    max_len: int
+
+    @property
+    def model_for(self) -> dict[str, str]:
+        c = self.ckpt
+        trt = c.get("trtllm_id") or c.get("quantized_id") or c["id"]
+        return {"trtllm": trt, "vllm": c["id"], "sglang": c["id"]}
 
 
-_VLLM_QUANT = {
-    "fp8": "fp8",
-    "nvfp4": "modelopt_fp4",
-    "mxfp4": "mxfp4",
-    "w4a16": "awq",
-    "int8": "int8",
-}
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip("\n")
+
+
+def _trtllm_config(
+    x: _Ctx, tp: int, pp: int, ep: int, adp: bool, cp: int, batch: int, role: str
+) -> dict[str, Any]:
+    m = x.fr.model
+    trt_tp = tp // cp if cp > 1 else tp  # Helix splits tp into attention-TP x context-parallel
+    cfg: dict[str, Any] = {"tensor_parallel_size": trt_tp, "pipeline_parallel_size": pp}
+    if m.moe:
+        cfg["moe_expert_parallel_size"] = ep
+        cfg["moe_tensor_parallel_size"] = tp // ep
+    cfg.update(
+        enable_attention_dp=adp,
+        max_batch_size=batch,
+        max_num_tokens=x.chunk,
+        max_seq_len=x.max_len,
+        enable_chunked_prefill=True,
+        kv_cache_config={
+            "dtype": "fp8" if x.kv_fp8 else "auto",
+            "free_gpu_memory_fraction": round(x.fr.engine.memory_utilization, 3),
+        },
+        cuda_graph_config={"enable_padding": True, "max_batch_size": batch},
+    )
+    if m.moe:
+        cfg["moe_config"] = {"backend": trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp)}
+    if x.spec and mtp_layers(m):
+        cfg["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": x.spec}
+    if cp > 1:
+        cfg["context_parallel_size"] = cp
+        cfg["cp_config"] = {"cp_type": "HELIX"}
+    if role:
+        cfg["cache_transceiver_config"] = {"backend": "DEFAULT"}
+        if role == "prefill":
+            cfg["disable_overlap_scheduler"] = True
+    return cfg
+
+
+def _trtllm(x: _Ctx, tp, pp, ep, adp, cp, batch, role, port) -> dict[str, Any]:
+    cfg = _trtllm_config(x, tp, pp, ep, adp, cp, batch, role)
+    fname = f"{role or 'config'}.yaml"
+    serve = f"trtllm-serve {x.model_for['trtllm']} --host 0.0.0.0 --port {port} --config {fname}"
+    gpus = tp * pp
+    nodes = math.ceil(gpus / x.gpn)
+    notes = []
+    if nodes > 1:
+        hosts = ",".join(f"$NODE{k}_ADDR:{x.gpn}" for k in range(nodes))
+        serve = f"mpirun --allow-run-as-root -H {hosts} -np {gpus} trtllm-llmapi-launch {serve}"
+        notes.append(
+            f"TensorRT-LLM: {nodes} nodes of {x.gpn} GPUs run as one MPI job started on node 0 "
+            "(same container and paths on every host, passwordless ssh between them)"
+        )
+    return {
+        "command": serve,
+        "config_yaml": _dump(cfg),
+        "config_inline": yaml.safe_dump(
+            cfg, sort_keys=False, default_flow_style=True, width=10**6
+        ).strip(),
+        "config_file": fname,
+        "config": cfg,
+        "nodes": [[serve]] + [[] for _ in range(nodes - 1)],
+        "notes": notes,
+    }
+
+
+def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[str]:
+    m = x.fr.model
+    v: list[str] = []
+    if adp:  # attention DP: each rank its own engine; MoE layers span dp x tp ranks
+        v += [f"--data-parallel-size {tp}", "--tensor-parallel-size 1"]
+    else:
+        v.append(f"--tensor-parallel-size {tp}")
+    if m.moe and ep == tp and ep > 1:
+        v.append("--enable-expert-parallel")
+    elif m.moe and 1 < ep < tp:
+        notes.append(
+            f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
+            f"moe_tp={tp // ep} is not expressible"
+        )
+    if pp > 1:
+        v.append(f"--pipeline-parallel-size {pp}")
+    if cp > 1:
+        v.append(f"--decode-context-parallel-size {cp}")
+    v += [
+        f"--max-num-seqs {batch}",
+        f"--max-num-batched-tokens {x.chunk}",
+        "--enable-chunked-prefill",
+        f"--max-model-len {x.max_len}",
+        f"--gpu-memory-utilization {round(x.fr.engine.memory_utilization, 3)}",
+    ]
+    if x.kv_fp8:
+        v.append("--kv-cache-dtype fp8")
+    if x.ckpt["how"] == "online":
+        v.append("--quantization fp8")  # BF16 weights quantized at load
+    if x.spec and mtp_layers(m):
+        conf = json.dumps({"method": "mtp", "num_speculative_tokens": x.spec})
+        v.append(f"--speculative-config '{conf}'")
+    return v
+
+
+def _vllm(x: _Ctx, tp, pp, ep, adp, cp, batch, port, notes) -> dict[str, Any]:
+    args = _vllm_args(x, tp, pp, ep, adp, cp, batch, notes)
+    head = f"vllm serve {x.model_for['vllm']} --host 0.0.0.0 --port {port} " + " ".join(args)
+    gpus = tp * pp
+    n = math.ceil(gpus / x.gpn)
+    if n == 1:
+        return {"command": head, "nodes": [[head]], "args": args}
+    if adp and pp == 1:  # data-parallel ranks spread over nodes, one vllm serve per node
+        local = x.gpn
+        dp = f"--data-parallel-size-local {local} --data-parallel-address $MASTER_ADDR "
+        dp += f"--data-parallel-rpc-port {RPC_PORT}"
+        nodes = [[f"{head} {dp}"]]
+        for k in range(1, n):
+            nodes.append(
+                [
+                    f"vllm serve {x.model_for['vllm']} --headless " + " ".join(args) + f" {dp} "
+                    f"--data-parallel-start-rank {k * local}"
+                ]
+            )
+        return {"command": nodes[0][0], "nodes": nodes, "args": args}
+    # one engine over several nodes: a Ray cluster, one vllm serve on the head node
+    ray_head = f"ray start --head --port {RAY_PORT}"
+    serve = f"{head} --distributed-executor-backend ray"
+    nodes = [[ray_head, serve]] + [
+        [f"ray start --address $MASTER_ADDR:{RAY_PORT} --block"] for _ in range(1, n)
+    ]
+    notes.append(f"vLLM: start the Ray workers on nodes 1..{n - 1} before vllm serve on node 0")
+    return {"command": serve, "nodes": nodes, "args": args}
+
+
+def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[str]:
+    m = x.fr.model
+    s = [f"--tp {tp}"]
+    if adp:
+        s += [f"--dp {tp}", "--enable-dp-attention"]
+    if m.moe and ep > 1:
+        s.append(f"--ep {ep}")
+    if pp > 1:
+        s.append(f"--pp-size {pp}")
+    s += [
+        f"--max-running-requests {batch * (tp if adp else 1)}",
+        f"--chunked-prefill-size {x.chunk}",
+        f"--context-length {x.max_len}",
+        f"--mem-fraction-static {round(x.fr.engine.memory_utilization, 3)}",
+        f"--cuda-graph-max-bs {batch}",
+    ]
+    if x.kv_fp8:
+        s.append("--kv-cache-dtype fp8_e4m3")
+    if x.ckpt["how"] == "online":
+        s.append("--quantization fp8")
+    elif x.ckpt.get("quant_method") == "modelopt_fp4":
+        s.append("--quantization modelopt_fp4")
+    if x.spec and mtp_layers(m):
+        s += [
+            "--speculative-algorithm EAGLE",
+            f"--speculative-num-steps {x.spec}",
+            "--speculative-eagle-topk 1",
+            f"--speculative-num-draft-tokens {x.spec + 1}",
+        ]
+    if cp > 1:
+        notes.append("SGLang: no Helix/KV-parallel decode; nearest is the same tp without cp")
+    return s
+
+
+def _sglang(x: _Ctx, tp, pp, ep, adp, cp, batch, port, notes, extra=()) -> dict[str, Any]:
+    args = _sglang_args(x, tp, pp, ep, adp, cp, batch, notes) + list(extra)
+    base = (
+        f"python -m sglang.launch_server --model-path {x.model_for['sglang']} --host 0.0.0.0 "
+        f"--port {port} " + " ".join(args)
+    )
+    n = math.ceil(tp * pp / x.gpn)
+    if n == 1:
+        return {"command": base, "nodes": [[base]], "args": args}
+    nodes = [
+        [f"{base} --nnodes {n} --node-rank {k} --dist-init-addr $MASTER_ADDR:{DIST_PORT}"]
+        for k in range(n)
+    ]
+    return {"command": nodes[0][0], "nodes": nodes, "args": args}
+
+
+def _role(x: _Ctx, tp, pp, ep, adp, cp, conc, replicas, role="", port=PORT) -> dict[str, Any]:
+    batch = math.ceil(conc / (tp if adp else 1))
+    notes: list[str] = []
+    out: dict[str, Any] = {
+        "max_batch_per_rank": batch,
+        "replicas": replicas,
+        "gpus": tp * pp,
+        "nodes": math.ceil(tp * pp / x.gpn),
+    }
+    if "trtllm" in x.engines:
+        trt = _trtllm(x, tp, pp, ep, adp, cp, batch, role, port)
+        notes += trt.pop("notes")
+        out["trtllm"] = trt
+    if "vllm" in x.engines:
+        v = _vllm(x, tp, pp, ep, adp, cp, batch, port, notes)
+        out["vllm"], out["vllm_nodes"], out["vllm_args"] = v["command"], v["nodes"], v["args"]
+    if "sglang" in x.engines:
+        extra = [f"--disaggregation-mode {role}"] if role else []
+        s = _sglang(x, tp, pp, ep, adp, cp, batch, port, notes, extra)
+        out["sglang"], out["sglang_nodes"], out["sglang_args"] = (
+            s["command"],
+            s["nodes"],
+            s["args"],
+        )
+    if replicas > 1:
+        notes.append(f"run {replicas} replicas of this server behind a router")
+    out["notes"] = notes
+    return out
+
+
+def _bench(x: _Ctx, conc_total: int) -> dict[str, str]:
+    fr = x.fr
+    n = max(5 * conc_total, 20)
+    common = (
+        f"--host localhost --port {PORT} --dataset-name random --random-input-len {fr.isl} "
+        f"--random-output-len {fr.osl}"
+    )
+    out = {}
+    if "trtllm" in x.engines:
+        out["trtllm"] = (
+            "python -m tensorrt_llm.serve.scripts.benchmark_serving --backend openai "
+            f"--model {x.model_for['trtllm']} {common} --random-prefix-len 0 --random-ids "
+            f"--num-prompts {n} --max-concurrency {conc_total} --ignore-eos "
+            "--tokenize-on-client --percentile-metrics ttft,tpot,itl,e2el"
+        )
+    if "vllm" in x.engines:
+        out["vllm"] = (
+            f"vllm bench serve --backend vllm --model {x.model_for['vllm']} {common} "
+            f"--random-range-ratio 0 --num-prompts {n} --max-concurrency {conc_total} "
+            "--ignore-eos --percentile-metrics ttft,tpot,itl,e2el"
+        )
+    if "sglang" in x.engines:
+        out["sglang"] = (
+            f"python -m sglang.bench_serving --backend sglang --model {x.model_for['sglang']} "
+            f"{common} --random-range-ratio 1 --num-prompts {n} --max-concurrency {conc_total}"
+        )
+    return out
 
 
 def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
-    """Engine settings that reproduce point ``i``: TP/PP/EP, attention DP, Helix, max batch,
-    chunk size, KV dtype, in TensorRT-LLM, vLLM and SGLang vocabulary (commands are templates:
-    the checkpoint must already be in the point's precision)."""
+    """Engine artifacts that reproduce point ``i`` (module doc): TP/PP/EP, attention DP,
+    Helix, max batch, chunk size, KV dtype, speculative decoding, per engine and node, plus
+    the checkpoint to load (``checkpoint``: how it was found, and any quantization step) and
+    the benchmark-client commands (``bench``) with the prediction they check."""
     c = fr.points.cols
     prec = fr.precisions[int(c["precision"][i])]
-    # the public checkpoint that provides the precision (published evidence), else the model's
-    hf = fr.accuracy.get(prec.id, {}).get("checkpoint") or _hf_id(fr.model)
-    chunk = fr.engine.max_num_tokens
-    kv_fp8 = prec.kv_cache.element_bits == 8
-    quant = _VLLM_QUANT.get(prec.id.split("+")[0])
-
-    def one(
-        tp: int, pp: int, ep: int, adp: bool, cp: int, conc: int, replicas: int, role: str = ""
-    ) -> dict[str, Any]:
-        batch = math.ceil(conc / (tp if adp else 1))
-        # TensorRT-LLM: Helix splits tp into attention-TP x context-parallel; MoE ep x moe_tp = tp
-        trt_tp = tp // cp if cp > 1 else tp
-        yaml_lines = [f"tensor_parallel_size: {trt_tp}", f"pipeline_parallel_size: {pp}"]
-        if fr.model.moe:
-            yaml_lines += [
-                f"moe_expert_parallel_size: {ep}",
-                f"moe_tensor_parallel_size: {tp // ep}",
-            ]
-        yaml_lines += [
-            f"enable_attention_dp: {'true' if adp else 'false'}",
-            f"max_batch_size: {batch}",
-            f"max_num_tokens: {chunk}",
-            "enable_chunked_prefill: true",
-            f"kv_cache_config: {{dtype: {'fp8' if kv_fp8 else 'auto'}}}",
-        ]
-        if cp > 1:
-            yaml_lines += [f"context_parallel_size: {cp}", "cp_config: {cp_type: HELIX}"]
-        trt = {
-            "command": f"trtllm-serve {hf} --config {role or 'config'}.yaml",
-            "config_yaml": "\n".join(yaml_lines),
-        }
-        notes: list[str] = []
-        # vLLM: attention DP is --data-parallel-size; MoE layers then span dp x tp ranks, as
-        # experts (--enable-expert-parallel) or tensor-parallel (without it)
-        v = ["vllm serve", hf]
-        if adp:
-            v += [f"--data-parallel-size {tp}", "--tensor-parallel-size 1"]
-        else:
-            v.append(f"--tensor-parallel-size {tp}")
-        if fr.model.moe and ep == tp and ep > 1:
-            v.append("--enable-expert-parallel")
-        elif fr.model.moe and 1 < ep < tp:
-            notes.append(
-                f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
-                f"moe_tp={tp // ep} is not expressible"
-            )
-        if pp > 1:
-            v.append(f"--pipeline-parallel-size {pp}")
-        if cp > 1:
-            v.append(f"--decode-context-parallel-size {cp}")
-        v += [
-            f"--max-num-seqs {batch}",
-            f"--max-num-batched-tokens {chunk}",
-            "--enable-chunked-prefill",
-        ]
-        if kv_fp8:
-            v.append("--kv-cache-dtype fp8")
-        if quant and prec.id != "bf16":
-            v.append(f"--quantization {quant}")
-        s = ["python -m sglang.launch_server", f"--model-path {hf}", f"--tp {tp}"]
-        if adp:
-            s += [f"--dp {tp}", "--enable-dp-attention"]
-        if fr.model.moe and ep > 1:
-            s.append(f"--ep {ep}")
-        if pp > 1:
-            s.append(f"--pp-size {pp}")
-        s += [
-            f"--max-running-requests {batch * (tp if adp else 1)}",
-            f"--chunked-prefill-size {chunk}",
-        ]
-        if kv_fp8:
-            s.append("--kv-cache-dtype fp8_e4m3")
-        if quant and prec.id != "bf16":
-            s.append(f"--quantization {quant}")
-        if cp > 1:
-            notes.append("SGLang: no Helix/KV-parallel decode; nearest is the same tp without cp")
-        if replicas > 1:
-            notes.append(f"run {replicas} replicas of this server behind a router")
-        return {
-            "max_batch_per_rank": batch,
-            "replicas": replicas,
-            "trtllm": trt,
-            "vllm": " ".join(v),
-            "sglang": " ".join(s),
-            "notes": notes,
-        }
-
+    ckpt = checkpoint_for(fr.model, prec, fr.accuracy.get(prec.id, {}), fr.hardware)
+    spec = int(fr.settings.get("spec_tokens", 0) or 0)
+    x = _Ctx(
+        fr=fr,
+        prec=prec,
+        ckpt=ckpt,
+        engines=tuple(engines_for(fr.hardware)),
+        gpn=gpus_per_node(fr.hardware),
+        chunk=fr.engine.max_num_tokens,
+        kv_fp8=prec.kv_cache.element_bits == 8,
+        spec=spec,
+        max_len=fr.isl + fr.osl + spec,
+    )
+    disagg = int(c["mode"][i]) == MODE_DISAGGREGATED
     conc = int(c["concurrency"][i])
-    dec = one(
+    dec = _role(
+        x,
         int(c["tp"][i]),
         int(c["pp"][i]),
         int(c["ep"][i]),
@@ -127,15 +325,46 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
         int(c["cp"][i]),
         conc,
         int(c["dp"][i]),
-        "decode" if int(c["mode"][i]) == MODE_DISAGGREGATED else "",
+        "decode" if disagg else "",
+        PORT + 2 if disagg else PORT,
     )
+    conc_total = conc * int(c["dp"][i])
     out: dict[str, Any] = {
         "precision": prec.id,
         "kv_cache_dtype": prec.kv_cache.id,
-        "chunk_tokens": chunk,
+        "chunk_tokens": fr.engine.max_num_tokens,
+        "checkpoint": ckpt,
+        "engines": list(x.engines),
+        "hardware": {
+            "id": fr.hardware.id,
+            "vendor": fr.hardware.vendor,
+            "gpus_per_node": x.gpn,
+        },
+        "speculative_tokens": spec if spec and mtp_layers(fr.model) else 0,
+        "bench": _bench(x, conc_total),
+        "prediction": {
+            "concurrency_total": conc_total,
+            "isl": fr.isl,
+            "osl": fr.osl,
+            "ttft_ms": round(float(c["ttft_s"][i]) * 1e3, 3),
+            "tpot_ms": round(float(c["tpot_s"][i]) * 1e3, 3),
+            "tok_s_per_user": round(float(c["tok_s_per_user"][i]), 3),
+            "output_tok_s_per_gpu": round(float(c["output_tok_s_per_gpu"][i]), 3),
+        },
     }
-    if int(c["mode"][i]) == MODE_DISAGGREGATED:
-        pre = one(
+    notes: list[str] = []
+    if ckpt["note"]:
+        notes.append(ckpt["note"])
+    if "trtllm" not in x.engines:
+        notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
+    if spec and not mtp_layers(fr.model):
+        notes.append(
+            f"the point assumes {spec} speculative tokens; {fr.model.id} ships no MTP layers, "
+            "so choose a draft model (EAGLE) for your engine: no flag is written for it"
+        )
+    if disagg:
+        pre = _role(
+            x,
             int(c["p_tp"][i]),
             int(c["p_pp"][i]),
             int(c["p_ep"][i]),
@@ -144,23 +373,20 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             int(c["p_batch"][i]),
             int(c["prefill_workers"][i]),
             "prefill",
+            PORT + 1,
         )
         out["prefill"] = pre
         out["decode"] = dec
-        out["disaggregation"] = {
-            "trtllm": (
-                "trtllm-serve disaggregated -c disagg.yaml (context_servers: prefill.yaml x "
-                f"{int(c['prefill_workers'][i])}, generation_servers: decode.yaml x "
-                f"{int(c['decode_workers'][i])})"
-            ),
-            "vllm": (
-                "add --kv-transfer-config "
-                '\'{"kv_connector":"NixlConnector","kv_role":"kv_both"}\' to both pools'
-            ),
-            "sglang": (
-                "add --disaggregation-mode prefill / --disaggregation-mode decode to the two pools"
-            ),
-        }
+        out["notes"] = notes
+        out["disaggregation"] = disaggregated_deployment(
+            x.engines,
+            pre,
+            dec,
+            int(c["prefill_workers"][i]),
+            int(c["decode_workers"][i]),
+            x.model_for,
+        )
     else:
         out.update(dec)
+        out["notes"] = notes + dec["notes"]
     return out

@@ -1,0 +1,232 @@
+"""The data behind launch artifacts: the engine flag table (``data/launch/flags.yaml``, each flag
+with its source), published checkpoints per (model, precision family), GPUs per node, and the
+checkpoint a launch must load for a precision (its own, a published one, or a quantization step).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import DataFileError
+from ..specs.accuracy import accuracy_key, native_key
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+
+# engines and the GPU vendors they run on (TensorRT-LLM: CUDA only; vLLM, SGLang: CUDA and ROCm)
+ENGINE_VENDORS = {"trtllm": ("nvidia",), "vllm": ("nvidia", "amd"), "sglang": ("nvidia", "amd")}
+
+
+def _read(name: str) -> dict[str, Any]:
+    path = Path(str(resources.files("llm_codesign") / "data" / "launch" / name))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DataFileError(f"{path.name}: cannot read launch data: {exc}") from None
+    if not isinstance(data, dict):
+        raise DataFileError(f"{path.name}: expected a mapping")
+    return data
+
+
+@cache
+def flag_table() -> dict[str, Any]:
+    """``data/launch/flags.yaml``: ``commands`` (words that start a command -> flags with
+    their source), ``yaml`` (config kind -> dotted keys or worker flags), ``sources``."""
+    return _read("flags.yaml")
+
+
+@cache
+def deploy_table() -> dict[str, Any]:
+    """``data/launch/deploy.yaml``: published checkpoints, GPUs per node, quantizer formats."""
+    return _read("deploy.yaml")
+
+
+def allowed(kind: str, name: str) -> dict[str, str]:
+    """Flags (commands) or keys (yaml kinds) of ``name`` mapped to their source."""
+    table = flag_table()
+    groups = table["commands" if kind == "commands" else "yaml"].get(name, [])
+    out: dict[str, str] = {}
+    for g in groups:
+        for item in g.get("flags", []) + g.get("keys", []):
+            out[item] = table["sources"][g["source"]]
+    return out
+
+
+def command_flags(command: str) -> tuple[str, list[str]]:
+    """The tool a command line runs (the longest table entry it starts with, after any
+    environment assignments and launcher prefixes) and the flags it passes."""
+    words = shlex.split(command)
+    while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+        words = words[1:]
+    tools = sorted(flag_table()["commands"], key=len, reverse=True)
+    flags, tool = [], ""
+    i = 0
+    while i < len(words):
+        rest = " ".join(words[i:])
+        hit = next((t for t in tools if rest == t or rest.startswith(t + " ")), None)
+        if hit:
+            tool = hit  # a launcher (mpirun) hands over to the next tool
+            flags = [f for f in flags if f in allowed("commands", "mpirun")]
+            i += len(hit.split())
+            continue
+        w = words[i]
+        if w.startswith("-") and not re.match(r"^-?\d", w[1:] or "x"):
+            flags.append(w.split("=", 1)[0])
+        i += 1
+    return tool, flags
+
+
+def gpus_per_node(hw: HardwareSpec) -> int:
+    """GPUs one node holds (one launch command per node): ``data/launch/deploy.yaml``."""
+    table = deploy_table()["gpus_per_node"]
+    return int(table.get(hw.id, table["default"]))
+
+
+def engines_for(hw: HardwareSpec) -> list[str]:
+    """Engines that run on this GPU's vendor."""
+    return [e for e, vendors in ENGINE_VENDORS.items() if hw.vendor.lower() in vendors]
+
+
+def hf_id(model: ModelSpec) -> str:
+    """The HuggingFace repository of the model's own checkpoint (from its source URL)."""
+    m = re.search(r"huggingface\.co/([^/\s]+/[^/\s]+)", model.source or "")
+    return m.group(1) if m else model.id
+
+
+def _quantize_step(model: ModelSpec, prec: Precision, key: str, native: str, hw: HardwareSpec):
+    """A command that produces a checkpoint in ``key`` (TensorRT Model Optimizer PTQ), or ''."""
+    qformat = deploy_table()["modelopt_qformat"].get(key)
+    if not qformat or hw.vendor.lower() != "nvidia":
+        return "", ""
+    out = f"./{hf_id(model).split('/')[-1]}-{key.upper()}"
+    src = hf_id(model)
+    if native != "bf16":
+        src = f"<BF16 copy of {src}>"  # PTQ starts from 16-bit weights
+    kv = "fp8" if prec.kv_cache.element_bits == 8 else "none"
+    cmd = (
+        f"python examples/llm_ptq/hf_ptq.py --pyt_ckpt_path {src} --qformat {qformat} "
+        f"--kv_cache_qformat {kv} --export_path {out} --trust_remote_code"
+    )
+    return cmd, out
+
+
+def checkpoint_for(
+    model: ModelSpec, prec: Precision, accuracy: dict[str, Any], hw: HardwareSpec
+) -> dict[str, Any]:
+    """The checkpoint a launch at ``prec`` loads, and how it was found.
+
+    ``how``: ``native`` (the model's own checkpoint holds the precision), ``published`` (the
+    checkpoint the accuracy evidence names), ``table`` (a known published quantized checkpoint,
+    ``data/launch/deploy.yaml``), ``quantize`` (no known checkpoint: ``step`` makes one and
+    ``id`` is its output path), ``online`` (BF16 weights quantized to FP8 by vLLM/SGLang at load;
+    TensorRT-LLM still needs ``step``), or ``upcast`` (BF16 serving of a quantized checkpoint:
+    a BF16 conversion is needed). ``quant_method``: what the checkpoint states ('' for BF16)."""
+    key = accuracy_key(prec)
+    native, _ = native_key(model)
+    own = hf_id(model)
+    base = {"precision": prec.id, "key": key, "native": native, "step": "", "note": ""}
+    if key == native:
+        qm = (model.config.get("quantization_config") or {}).get("quant_method", "")
+        return {**base, "id": own, "how": "native", "quant_method": str(qm)}
+    if key == "bf16":
+        return {
+            **base,
+            "id": f"./{own.split('/')[-1]}-BF16",
+            "how": "upcast",
+            "quant_method": "",
+            "note": f"{own} stores {native} weights; engines serve them as stored, so BF16 "
+            "serving needs a BF16 conversion of it (e.g. DeepSeek-V3's inference/"
+            "fp8_cast_bf16.py for FP8 block weights) at this path",
+        }
+    published = (accuracy or {}).get("checkpoint") or ""
+    rows = [
+        r for r in deploy_table()["checkpoints"] if (r["model"], r["precision"]) == (model.id, key)
+    ]
+    if published:
+        out = {**base, "id": published, "how": "published", "quant_method": _method(key)}
+        modelopt = [r for r in rows if r["quant_method"].startswith("modelopt")]
+        if (
+            modelopt
+            and modelopt[0]["checkpoint"] != published
+            and not published.startswith("nvidia/")
+        ):
+            # TensorRT-LLM loads ModelOpt exports; the evaluated checkpoint may be another format
+            out["trtllm_id"] = modelopt[0]["checkpoint"]
+            out["note"] = (
+                f"TensorRT-LLM loads the ModelOpt export {out['trtllm_id']} of the same format; "
+                f"vLLM and SGLang the evaluated {published}"
+            )
+        return out
+    for row in rows:
+        return {
+            **base,
+            "id": row["checkpoint"],
+            "how": "table",
+            "quant_method": row["quant_method"],
+            "note": f"published checkpoint ({row['source']})",
+        }
+    step, out = _quantize_step(model, prec, key, native, hw)
+    if key == "fp8" and native == "bf16":
+        return {
+            **base,
+            "id": own,
+            "how": "online",
+            "quant_method": "",
+            "step": step,
+            "note": f"no known published FP8 checkpoint of {own}: vLLM and SGLang quantize its "
+            "BF16 weights to FP8 at load (--quantization fp8, per-tensor dynamic); TensorRT-LLM "
+            f"loads the output of the quantization step ({out})",
+            "quantized_id": out,
+        }
+    if step:
+        return {
+            **base,
+            "id": out,
+            "how": "quantize",
+            "quant_method": "modelopt",
+            "step": step,
+            "note": f"no known published {key} checkpoint of {own}: run the quantization step "
+            "first and serve its output",
+        }
+    return {
+        **base,
+        "id": f"./{own.split('/')[-1]}-{key.upper()}",
+        "how": "quantize",
+        "quant_method": "",
+        "note": f"no known published {key} checkpoint of {own} and no quantizer command here "
+        f"for this format on {hw.vendor}: produce one (e.g. llm-compressor, AMD Quark) at this "
+        "path",
+    }
+
+
+def _method(key: str) -> str:
+    return {"nvfp4": "modelopt_fp4", "fp8": "fp8", "mxfp4-w": "mxfp4"}.get(key, "")
+
+
+def trtllm_moe_backend(hw: HardwareSpec, prec: Precision, ep: int, adp: bool) -> str:
+    """TensorRT-LLM ``moe_config.backend`` by GPU and weight format, from the deployment guides'
+    support matrices (DeepSeek-R1: Hopper FP8 CUTLASS; Blackwell EP<=8 NVFP4 CUTLASS or TRTLLM,
+    FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM, Hopper TRITON)."""
+    key = accuracy_key(prec)
+    blackwell = hw.architecture.startswith("blackwell")
+    if key in ("mxfp4-w", "mxfp4"):
+        return "TRTLLM" if blackwell else "TRITON"
+    if ep > 8 and blackwell:
+        return "WIDEEP"
+    if blackwell and key == "nvfp4":
+        return "CUTLASS" if adp else "TRTLLM"
+    if blackwell and key == "fp8" and prec.weights.id == "fp8_block":
+        return "DEEPGEMM"
+    return "CUTLASS"
+
+
+def mtp_layers(model: ModelSpec) -> int:
+    """Multi-token-prediction layers the checkpoint ships (DeepSeek-V3/R1: 1), else 0."""
+    return int(model.config.get("num_nextn_predict_layers") or 0)
