@@ -35,14 +35,19 @@ CASES = [
     osl=st.integers(2, 4096),
     factor=st.floats(1.1, 4.0),
 )
-def test_more_bandwidth_is_never_slower(case, conc, isl, osl, factor):
+def test_more_bandwidth_never_lowers_throughput(case, conc, isl, osl, factor):
     mid, hid, pid, tp = case
     m, hw, p = load_model(mid), load_hardware(hid), parse_precision(pid)
     kw = dict(tp=tp, ep=tp if m.moe else 1, isl=isl, osl=osl, concurrency=conc)
     a = evaluate(m, hw, p, ENG, **kw)
     b = evaluate(m, hw.with_overrides(hbm_bytes_per_s=hw.hbm_bytes_per_s * factor), p, ENG, **kw)
-    assert float(b.tpot_s) <= float(a.tpot_s) * (1 + 1e-9)
-    assert float(b.ttft_s) <= float(a.ttft_s) * (1 + 1e-9)
+    # the engine's own steps never slow down: the decode step with no prompt and a lone
+    # prompt's prefill
+    for phase in ("decode_breakdown", "prefill_breakdown"):
+        slow, fast = getattr(a, phase), getattr(b, phase)
+        assert float(sum(fast.values())) <= float(sum(slow.values())) * (1 + 1e-9)
+    # throughput never falls; TPOT and TTFT are not asserted: in a closed loop a faster engine
+    # turns requests over faster and so carries more prompt tokens in each decode step
     assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - 1e-6)
 
 

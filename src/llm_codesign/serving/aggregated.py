@@ -38,7 +38,11 @@ from .step import pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
-FIXED_POINT_ITERATIONS = 6
+# the steady state's fixed point: at most this many iterations, converged when the rate and
+# TPOT move by less than the tolerance (relative); points that do not converge are flagged
+FIXED_POINT_ITERATIONS = 60
+FIXED_POINT_TOLERANCE = 1e-4
+LAST_ITERATIONS = [0]  # iterations the last evaluate's fixed point took (benchmarks read it)
 
 
 @dataclass
@@ -187,33 +191,53 @@ def evaluate(
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
-    # the mixed step, fixed point over the decode/prefill mix
-    c_dec = conc.copy()
-    tpot = np.zeros(shape)
-    ttft = prefill_alone.copy()
-    for it in range(FIXED_POINT_ITERATIONS):
-        if it == 0:
-            pre_tokens = conc * isl_f / osl_f
-        else:
-            rate = conc / (ttft + np.maximum(osl_f - 1.0, 0.0) * tpot + 1e-12)
-            # prompts of the other clients admitted per step: a request never decodes while its
-            # own prompt is prefilled (that is its TTFT), so C = 1 decodes alone
-            others = (conc - 1.0) / conc
-            pre_tokens = rate * isl_f * tpot * tokens_per_step * others
-            new_dec = np.maximum(conc - rate * ttft, 1.0)
-            c_dec = 0.5 * c_dec + 0.5 * np.minimum(new_dec, conc)
-        mixed = step(c_dec, pre_tokens)
-        drafts = draft_time(c_dec)
-        tpot = (mixed.total_s + drafts) / tokens_per_step
-        # TTFT: wait half a step for admission, then the prompt's chunks, each a mixed step;
-        # queueing when the prefill budget per step is nearly used by other requests' prompts
-        budget = np.maximum(eng.max_num_tokens - c_dec / micro, 0.1 * eng.max_num_tokens)
-        load = np.clip(pre_tokens / micro / budget, 0.0, 0.9)
-        chunk_steps = np.ceil(isl_f / budget)
-        ttft_steady = (0.5 + chunk_steps / (1.0 - load)) * tpot / np.maximum(micro, 1.0) * 1.0 + (
-            pp - 1.0
-        ) * tpot / micro
-        ttft = np.maximum(ttft_steady, prefill_alone)
+    # the mixed step: a fixed point over the request rate X (``_steady_state``), iterating only
+    # on the configurations not yet converged (flat index subsets)
+    flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}
+    isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
+    pp_r, micro_r = flat["pp"].astype(float), np.broadcast_to(micro, shape).ravel()
+
+    def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Array:
+        """Seconds of the step of the configurations ``idx`` (flat indices)."""
+        return pipelined_step(
+            model,
+            prec,
+            hw,
+            eng,
+            **{k: v[idx] for k, v in flat.items()},
+            isl=isl_r[idx],
+            osl=osl_r[idx],
+            decode_seqs=dec,
+            prefill_tokens=pre,
+            decode_query=query,
+            memo=memo,
+        ).total_s
+
+    def drafts_at(idx: Array, dec: Array) -> Array:
+        if k_spec == 0:
+            return np.zeros(len(idx))
+        one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
+        per_layer = one / pp_r[idx] - eng.step_overhead_s / pp_r[idx]
+        return k_spec * max(model.num_mtp_layers, 1) * per_layer * micro_r[idx] / model.num_layers
+
+    rate, tpot, c_dec, pre_tokens, ttft_need, residual = _steady_state(
+        step_at,
+        drafts_at,
+        eng,
+        *(np.broadcast_to(x, shape).ravel() for x in (conc, isl_f, osl_f, pp, micro)),
+        np.broadcast_to(prefill_alone, shape).ravel(),
+        tokens_per_step,
+    )
+    rate, tpot, c_dec, pre_tokens, ttft_need, residual = (
+        x.reshape(shape) for x in (rate, tpot, c_dec, pre_tokens, ttft_need, residual)
+    )
+    # the converged mix priced exactly (its breakdown is the estimate's mixed step)
+    mixed = step(c_dec, pre_tokens)
+    drafts = draft_time(c_dec)
+    tpot = (mixed.total_s + drafts) / tokens_per_step
+    # TTFT from Little's law: a saturated loop's queue wait is inside it
+    # (never below what a request needs: the subtraction is ill-conditioned at long OSL)
+    ttft = np.maximum(conc / rate - np.maximum(osl_f - 1.0, 0.0) * tpot, ttft_need)
     burst = np.zeros(shape)
     decode_alone = step(conc, np.zeros(shape), 1.0)  # every running sequence, no prompt
     if benchmark_burst:
@@ -242,6 +266,7 @@ def evaluate(
     feasible = reason == ""
     finite = np.isfinite(tpot) & np.isfinite(ttft)
     reason = np.where(feasible & ~finite, "numeric", reason)
+    reason = np.where((reason == "") & (residual > 1e-3), "not_converged", reason)
     feasible = reason == ""
     return GridResult(
         ttft_s=ttft,
@@ -264,6 +289,161 @@ def evaluate(
         step_decode_seqs=np.broadcast_to(c_dec, shape),
         step_prefill_tokens=np.broadcast_to(pre_tokens, shape),
     )
+
+
+def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_alone, tps):
+    """The closed loop's steady state at concurrency C over flat arrays (DESIGN.md's closed
+    loop): the request rate X, TPOT, the step's decode/prompt mix, the TTFT a request needs
+    and the residual (relative error of X).
+
+    The unknown is d, the sequences decoding per step (time-averaged over the C clients):
+
+    * Little's law on the decode phase gives X = d k / ((OSL - 1) T), with T the step (plus
+      drafts) and k tokens per step; the prompt tokens a step takes are then the other
+      clients' prompts, p = X ISL T (C - 1)/C = d k ISL (C - 1) / (C (OSL - 1)), a closed form
+      in d (no inner iteration), at most the step's budget B (``max_num_tokens`` per
+      micro-batch less its decode tokens);
+    * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
+      chunks at the step's prefill load;
+    * Little's law on the whole loop gives TTFT = C/X - (OSL - 1) T / k = (C - d)(OSL - 1) T
+      / (d k). g(d) = that - TTFT needed falls from +inf (d -> 0) to -TTFT (d = C): the root is
+      unique, found by Illinois regula falsi on a bracket (started from d's image under the
+      loop, which from above the root stays above it or brackets it).
+    * prefill-bound: where p reaches B at d* < C and g(d*) >= 0, d = d* and the prompts queue
+      (TTFT holds the wait);
+    * OSL = 1: no decode, p = min(C ISL, B), X = p / (ISL T): closed form.
+
+    Only configurations not yet converged (bracket or |g| / (TTFT + (OSL - 1) TPOT) below
+    ``FIXED_POINT_TOLERANCE``) are iterated, at most ``FIXED_POINT_ITERATIONS`` times; the
+    residual flags the rest (``not_converged``)."""
+    n = conc.size
+    osl1 = np.maximum(osl - 1.0, 0.0)
+    others = (conc - 1.0) / conc
+    full_budget = micro * eng.max_num_tokens
+    # prompt tokens per decoding sequence: p = d * kappa (0 where C = 1 or OSL = 1)
+    kappa = np.where(osl1 > 0, tps * isl * others / np.maximum(osl1, 1.0), 0.0)
+    # d*: where p meets the budget B(d) = micro * max(M - d/micro, 0.1 M)
+    d_meet = full_budget / (kappa + 1.0)
+    d_star = np.where(
+        d_meet <= 0.9 * full_budget, d_meet, 0.1 * full_budget / np.maximum(kappa, 1e-30)
+    )
+    d_hi0 = np.where(osl1 > 0, np.minimum(conc, d_star), 0.0)
+
+    rate, tpot, c_dec, pre_tokens = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    ttft_need, residual = np.zeros(n), np.zeros(n)
+
+    def loop_at(act: Array, d: Array):
+        """T, p, the decoding rows priced, the TTFT needed and g at decode population d."""
+        dd = np.where(osl1[act] > 0, np.maximum(d, np.minimum(1.0, conc[act])), 0.0)
+        mm = micro[act]
+        budget = mm * np.maximum(eng.max_num_tokens - dd / mm, 0.1 * eng.max_num_tokens)
+        p = np.where(
+            osl1[act] > 0,
+            np.minimum(d * kappa[act], budget),
+            np.minimum(conc[act] * isl[act], budget),
+        )
+        t = step_at(act, dd, p) + drafts_at(act, dd)
+        load = np.clip(p / np.maximum(others[act] * budget, 1e-30), 0.0, 0.9)
+        chunk_steps = np.ceil(isl[act] / (budget / mm))
+        need = (0.5 + chunk_steps / (1.0 - load)) * t / tps / np.maximum(mm, 1.0) + (
+            pp[act] - 1.0
+        ) * t / tps / mm
+        # OSL = 1: the prompts' queue is inside C / X; a request needs its own prefill
+        need = np.where(osl1[act] > 0, np.maximum(need, prefill_alone[act]), prefill_alone[act])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dec_time = osl1[act] * t / tps
+            little = (conc[act] - d) * dec_time / np.maximum(d, 1e-300)
+            # both relative and falling in d: Little's TTFT against the TTFT needed, and the
+            # request rate against the engine's prompt capacity
+            g = np.minimum(
+                (little - need) / (need + dec_time),
+                1.0 - d / np.maximum(dec_time * x_cap[act], 1e-300),
+            )
+        return t, p, dd, need, g
+
+    def settle(act: Array, d: Array, t, p, dd, need, res):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.where(
+                osl1[act] > 0,
+                d * tps / np.maximum(osl1[act] * t, 1e-300),
+                p / np.maximum(isl[act] * t, 1e-300),
+            )
+        rate[act], tpot[act], c_dec[act], pre_tokens[act] = x, t / tps, dd, p
+        ttft_need[act], residual[act] = need, res
+
+    def image_of(act: Array, dec_time: Array, need: Array) -> Array:
+        """d's image under the loop: the smaller of Little's C (OSL-1)T/k / (TTFT + (OSL-1)T/k)
+        and the capacity's X_cap (OSL-1)T/k; below d exactly where g(d) < 0."""
+        return np.minimum(conc[act] * dec_time / (need + dec_time), dec_time * x_cap[act])
+
+    idx_all = np.arange(n)
+    # the engine's prompt capacity: every step full of prompt, B / (ISL T_full), priced with
+    # the most decoding rows the range allows (a lower bound on the capacity)
+    x_cap = np.full(n, np.inf)
+    dec_idx = idx_all[osl1 > 0]
+    if dec_idx.size:
+        dd = np.maximum(d_hi0[dec_idx], np.minimum(1.0, conc[dec_idx]))
+        mm = micro[dec_idx]
+        budget = mm * np.maximum(eng.max_num_tokens - dd / mm, 0.1 * eng.max_num_tokens)
+        t_full = step_at(dec_idx, dd, budget) + drafts_at(dec_idx, dd)
+        x_cap[dec_idx] = budget / np.maximum(isl[dec_idx] * t_full, 1e-300)
+    # OSL = 1: closed form (no decode phase)
+    one = idx_all[osl1 <= 0]
+    if one.size:
+        t, p, dd, need, _ = loop_at(one, np.zeros(one.size))
+        settle(one, np.zeros(one.size), t, p, dd, need, np.zeros(one.size))
+    act = idx_all[osl1 > 0]
+    iterations = 0
+    if act.size:
+        # the top of the range: prefill-bound corners settle at once
+        d = d_hi0[act]
+        t, p, dd, need, g = loop_at(act, d)
+        settle(act, d, t, p, dd, need, np.zeros(act.size))
+        corner = g >= 0
+        act, d, t, need, g = act[~corner], d[~corner], t[~corner], need[~corner], g[~corner]
+        lo, g_lo = np.zeros(n), np.full(n, np.inf)
+        hi, g_hi = np.zeros(n), np.zeros(n)
+        hi[act], g_hi[act] = d, g
+        side = np.zeros(n)  # +1: lo moved last, -1: hi moved last
+        width = np.full(n, np.inf)  # log bracket width before the last step
+        down = np.ones(n)  # unbracketed steps so far: the overshoot doubles with each
+        # first guess: d's image under the loop, C (OSL-1)T/k / (TTFT + (OSL-1)T/k)
+        d = image_of(act, osl1[act] * t / tps, need)
+        for iterations in range(1, FIXED_POINT_ITERATIONS + 1):
+            t, p, dd, need, g = loop_at(act, d)
+            dec_time = osl1[act] * t / tps
+            a, b = lo[act], hi[act]
+            ga, gb, sd = g_lo[act], g_hi[act], side[act]
+            pinned = np.where(a > 0, b / np.maximum(a, 1e-300) - 1.0, np.inf)
+            res = np.minimum(np.abs(g), pinned)
+            settle(act, d, t, p, dd, need, res)
+            up = g >= 0  # d below the root
+            gb = np.where(up & (sd > 0), 0.5 * gb, gb)
+            ga = np.where(~up & (sd < 0) & np.isfinite(ga), 0.5 * ga, ga)
+            a, ga = np.where(up, d, a), np.where(up, g, ga)
+            b, gb = np.where(up, b, d), np.where(up, gb, g)
+            bracketed = a > 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                secant = (a * gb - b * ga) / np.where(bracketed, gb - ga, 1.0)
+            # safeguard: a bracket that did not halve (log width) since the last step bisects
+            log_w = np.where(bracketed, np.log(b / np.maximum(a, 1e-300)), np.inf)
+            ok = bracketed & (secant > a) & (secant < b) & (log_w <= 0.5 * width[act])
+            width[act] = np.where(ok | ~bracketed, log_w, np.inf)
+            # no lower end yet: past d's image (below d when g < 0) by 2, 4, 8 ... times the
+            # gap, to bracket soon; the bracket's fallback is its geometric midpoint
+            image = image_of(act, dec_time, need)
+            mid = np.sqrt(np.maximum(a, 1e-300) * b)
+            overshoot = np.maximum(d - down[act] * 2.0 * (d - image), 0.5 * image)
+            down[act] = np.where(bracketed, down[act], 2.0 * down[act])
+            new_d = np.where(ok, secant, np.where(bracketed, mid, overshoot))
+            lo[act], g_lo[act], hi[act], g_hi[act] = a, ga, b, gb
+            side[act] = np.where(up, 1.0, -1.0)
+            keep = res >= FIXED_POINT_TOLERANCE
+            act, d = act[keep], new_d[keep]
+            if not act.size:
+                break
+    LAST_ITERATIONS[0] = iterations
+    return rate, tpot, c_dec, pre_tokens, ttft_need, residual
 
 
 def startup_wave(

@@ -1,0 +1,132 @@
+"""Physics invariants of the serving model (issue 15), drawn by hypothesis over models x GPUs x
+precisions x engines x plans x workloads, OSL 1-16 included and concurrency across the batch
+limit. ``benchmarks/physics_properties.py`` counts the same properties over a fixed grid.
+
+* roofline: total tokens/s/GPU x 2 x matmul parameters per token never exceeds the GPU's dense
+  peak for the precision;
+* converged: no point is flagged ``not_converged`` and a 10x larger iteration cap moves TPOT and
+  throughput by less than 1e-6 relative (the answer does not depend on the cap);
+* Little's law: output tokens/s/GPU = C / (TTFT + (OSL - 1) TPOT) x OSL / GPUs per replica, with
+  C the clients (queued ones included);
+* queueing: clients beyond what the replica runs at once wait; throughput equals that at the cap;
+* monotone: more HBM bandwidth, more compute or more HBM capacity never lowers throughput.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.serving import aggregated, evaluate
+
+# (model, gpu, precision, tp, pp, ep, attention_dp)
+CASES = [
+    ("llama-3.1-8b", "h100-sxm", "bf16", 1, 1, 1, False),
+    ("llama-3.1-8b", "b200", "fp8", 2, 1, 1, False),
+    ("llama-3.1-70b", "h200-sxm", "fp8", 1, 1, 1, False),
+    ("llama-3.1-70b", "h100-sxm", "bf16", 4, 2, 1, False),
+    ("qwen3-30b-a3b", "h100-sxm", "bf16", 1, 1, 1, False),
+    ("qwen3-30b-a3b", "b200", "nvfp4", 2, 1, 2, False),
+    ("deepseek-r1", "h200-sxm", "fp8", 8, 1, 8, True),
+    ("gpt-oss-120b", "b200", "mxfp4", 2, 1, 2, False),
+]
+ENGINES = ("trtllm", "vllm", "sglang", "base")
+OSL = st.one_of(st.integers(1, 16), st.integers(17, 2048))
+ISL = st.integers(16, 16384)
+CONC = st.integers(1, 1024)
+
+
+def _run(case, eng_id, isl, osl, conc, hw=None, iterations=None):
+    mid, gid, pid, tp, pp, ep, adp = case
+    m, p, eng = load_model(mid), parse_precision(pid), load_engine(eng_id)
+    hw = hw or load_hardware(gid)
+    old = aggregated.FIXED_POINT_ITERATIONS
+    if iterations is not None:
+        aggregated.FIXED_POINT_ITERATIONS = iterations
+    try:
+        return (
+            m,
+            hw,
+            p,
+            evaluate(
+                m,
+                hw,
+                p,
+                eng,
+                tp=tp,
+                pp=pp,
+                ep=ep,
+                attention_dp=adp,
+                isl=isl,
+                osl=osl,
+                concurrency=np.asarray(conc, dtype=float),
+            ),
+        )
+    finally:
+        aggregated.FIXED_POINT_ITERATIONS = old
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=st.sampled_from(CASES), eng=st.sampled_from(ENGINES), isl=ISL, osl=OSL, conc=CONC)
+def test_roofline_little_and_convergence(case, eng, isl, osl, conc):
+    m, hw, p, r = _run(case, eng, isl, osl, conc)
+    assert str(r.reason) != "not_converged"
+    if not bool(r.feasible):
+        return
+    peak = hw.peak_flops(hw.compute_rate_class(p.compute_class))
+    flops = float(r.total_tok_s_per_gpu) * 2.0 * m.matmul_params_per_token
+    assert flops <= peak * (1 + 1e-9)
+    gpus = case[3] * case[4]
+    little = conc / (float(r.ttft_s) + (osl - 1) * float(r.tpot_s)) * osl / gpus
+    assert little == pytest.approx(float(r.output_tok_s_per_gpu), rel=1e-9)
+    _, _, _, long = _run(
+        case, eng, isl, osl, conc, iterations=10 * aggregated.FIXED_POINT_ITERATIONS
+    )
+    assert float(long.tpot_s) == pytest.approx(float(r.tpot_s), rel=1e-6)
+    assert float(long.output_tok_s_per_gpu) == pytest.approx(
+        float(r.output_tok_s_per_gpu), rel=1e-6
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=st.sampled_from(CASES), eng=st.sampled_from(ENGINES), isl=ISL, osl=OSL)
+def test_clients_beyond_the_cap_queue(case, eng, isl, osl):
+    _, _, _, r = _run(case, eng, isl, osl, 1)
+    cap = float(np.floor(r.max_concurrency))
+    cap = min(cap, float(load_engine(eng).max_batch_size) * (case[3] if case[6] else 1))
+    if not 1 <= cap <= 1e5:
+        return
+    _, _, _, at = _run(case, eng, isl, osl, np.array([cap, cap + 1, 2 * cap + 7]))
+    thr = at.output_tok_s_per_gpu
+    assert thr[1] == pytest.approx(thr[0], rel=1e-9) and thr[2] == pytest.approx(thr[0], rel=1e-9)
+    assert at.ttft_s[2] > at.ttft_s[1] > at.ttft_s[0]  # the queue is in TTFT
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    case=st.sampled_from(CASES),
+    eng=st.sampled_from(ENGINES),
+    isl=ISL,
+    osl=OSL,
+    conc=CONC,
+    factor=st.floats(1.1, 4.0),
+    resource=st.sampled_from(("bandwidth", "compute", "capacity")),
+)
+def test_more_of_a_resource_never_lowers_throughput(case, eng, isl, osl, conc, factor, resource):
+    hw = load_hardware(case[1])
+    if resource == "bandwidth":
+        more = hw.with_overrides(hbm_bytes_per_s=hw.hbm_bytes_per_s * factor)
+    elif resource == "compute":
+        more = hw.with_overrides(
+            peak_flops_per_s={k: v * factor for k, v in hw.peak_flops_per_s.items()}
+        )
+    else:
+        more = hw.with_overrides(hbm_bytes=hw.hbm_bytes * factor)
+    _, _, _, a = _run(case, eng, isl, osl, conc)
+    _, _, _, b = _run(case, eng, isl, osl, conc, hw=more)
+    if bool(a.feasible):
+        assert bool(b.feasible)
+        assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - 1e-6)
