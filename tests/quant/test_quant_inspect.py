@@ -21,7 +21,16 @@ from llm_codesign.quant import (
     packed_nbytes,
 )
 
-TENSOR_KEYS = {"name", "shape", "format", "sqnr_db", "rel_error", "max_abs_error", "bytes"}
+TENSOR_KEYS = {
+    "name",
+    "shape",
+    "format",
+    "sqnr_db",
+    "rel_error",
+    "max_abs_error",
+    "bytes",
+    "nonfinite_values",
+}
 
 
 @pytest.fixture

@@ -476,8 +476,10 @@ def _objective_fn(objective: str, target: float | None) -> Callable[[Curve], flo
     if objective == "area":
         return lambda f: f.area
     if objective == "throughput":
-        if target is None or target <= 0:
-            raise SpecError("objective 'throughput' needs a positive target tok/s/user")
+        if target is None or not 0 < target < math.inf:  # NaN fails too
+            raise SpecError(
+                f"objective 'throughput' needs a positive target tok/s/user (finite), got {target}"
+            )
         return lambda f: f.throughput_at(float(target))
     raise SpecError(f"objective {objective!r} must be 'area' or 'throughput'")
 
@@ -511,8 +513,10 @@ def search(
     prec = parse_precision(precision or default_precision(hw))
     eng = load_engine(engine)
     space = space or SearchSpace()
-    if not 0 <= param_tolerance < 1:
+    if not 0 <= param_tolerance < 1:  # NaN fails too
         raise SpecError(f"param_tolerance={param_tolerance} must lie in [0, 1)")
+    if not 0 <= quality_tolerance < math.inf:
+        raise SpecError(f"quality_tolerance={quality_tolerance} must be a finite number >= 0")
     if isl < 1 or osl < 1:
         raise SpecError(f"isl={isl} and osl={osl} must be >= 1")
     if top < 1:

@@ -33,6 +33,7 @@ from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..formats import FORMATS
 from ..ops import Op
+from ..specs._load import shown
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 
@@ -50,6 +51,7 @@ DTYPES = {
     "int8": "int8",
 }
 MAX_POINTS = 1_000_000
+MAX_DIM = 2**31 - 1  # GEMM dimensions are 32-bit integers in BLAS and CUTLASS
 _TILE_RE = re.compile(r"^(\d+)x(\d+)(?:@(\d+)x(\d+))?$")
 
 
@@ -108,11 +110,15 @@ def parse_dims(text: str | int | Sequence[int], name: str = "dim") -> Array:
                     values.append(int(part))
             except ValueError:
                 raise SpecError(
-                    f"--{name} {text!r}: expected a value, a comma list or start:stop[:step] with "
-                    "step > 0"
+                    f"--{name} {shown(text)!r}: expected an integer, a comma list or "
+                    "start:stop[:step] with step > 0"
                 ) from None
-    if not values or min(values) < 1:
-        raise SpecError(f"--{name} {text!r}: dimensions must be positive integers")
+    if not values or min(values) < 1 or max(values) > MAX_DIM:
+        raise SpecError(
+            f"--{name} {shown(str(text))!r}: dimensions must be integers from 1 to {MAX_DIM:,}"
+        )
+    if len(values) > MAX_POINTS:
+        raise SpecError(f"--{name} {shown(str(text))!r}: more than {MAX_POINTS:,} values")
     return np.asarray(values, dtype=float)
 
 

@@ -156,8 +156,8 @@ def estimate_quality(
     ``train_tokens`` defaults to ``TOKENS_PER_PARAM`` x the effective params of ``base`` (or of
     ``model`` without a base), so a variant is judged on the same data budget as its base.
     """
-    if tolerance < 0:
-        raise SpecError(f"quality tolerance={tolerance} must be >= 0")
+    if not 0 <= tolerance < math.inf:  # NaN fails too
+        raise SpecError(f"quality tolerance={tolerance} must be a finite number >= 0")
     ref = base or model
     d = (
         float(train_tokens)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..errors import UnknownIdError
+from ..errors import DataFileError, UnknownIdError
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
@@ -152,6 +152,11 @@ def fit_engine(
     value, and (for a bundled engine) the engine file's current values; the better end point is
     kept. A refit is therefore never worse on the same data than the file it replaces."""
     rows = load_rows(paths, engine_id)
+    if not rows:  # nothing to fit: never a "fitted" engine made of the base values
+        raise DataFileError(
+            f"{', '.join(str(p) for p in paths) or 'no data'}: no row maps to engine "
+            f"{engine_id!r} (validate reports why rows are skipped); nothing to fit"
+        )
     if max_rows is not None and len(rows) > max_rows:
         step = len(rows) / max_rows
         rows = [rows[int(i * step)] for i in range(max_rows)]
@@ -165,6 +170,11 @@ def fit_engine(
         id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE}
     )
     before = objective(rows, start)
+    if not math.isfinite(before):
+        raise DataFileError(
+            f"{len(rows)} row(s) of engine {engine_id!r} map, but none can be predicted; "
+            "nothing to fit"
+        )
     names = params or list(FIT_SPACE)
     eng, best, history = _descend(rows, start, names, sweeps, progress)
     if current.id == engine_id and current != start:

@@ -32,7 +32,7 @@ import numpy as np
 from .. import cost
 from ..errors import SpecError
 from ..ops import Op
-from ..specs._load import read_mapping
+from ..specs._load import existing_file, read_mapping
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import (
     COMPUTE_CLASSES,
@@ -394,8 +394,8 @@ def resolve_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
     text = str(hardware)
     if text in bundled_hardware() or text.lower() in hardware_alias_table():
         return load_hardware(text)
-    path = Path(text)
-    if path.is_file():
+    path = existing_file(text)
+    if path is not None:
         data = read_mapping(path)
         if "profile_version" in data:  # a calibration profile is a spec too
             return hardware_from_profile(data, str(path))

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..errors import DataFileError, SpecError
 from ..formats import FORMATS
-from ..specs._load import Fields, read_mapping
+from ..specs._load import Fields, existing_file, read_mapping, shown
 from ..specs.hardware import bundled_hardware, hardware_alias_table
 
 PROFILE_VERSION = 1
@@ -301,9 +301,9 @@ def load_profile(
         return profile
     if isinstance(profile, dict):
         return profile_from_mapping(profile, where or "<profile>")
-    path = Path(profile)
-    if not path.is_file():
-        raise DataFileError(f"calibration profile {str(path)!r}: no such file")
+    path = existing_file(profile)
+    if path is None:
+        raise DataFileError(f"calibration profile {shown(str(profile))!r}: no such file")
     data = read_mapping(path)
     if "profile_version" not in data:
         raise DataFileError(f"{path}: not a calibration profile (no 'profile_version' key)")

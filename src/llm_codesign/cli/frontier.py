@@ -6,6 +6,7 @@ Parses, makes one library call (:func:`llm_codesign.explore.frontier` or ``compa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -44,8 +45,8 @@ def _floats(text: str, what: str) -> list[float]:
         vals = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise SpecError(f"{what} must be a comma list of numbers, got {text!r}") from None
-    if not vals or any(not v > 0 for v in vals):
-        raise SpecError(f"{what} must hold positive numbers, got {text!r}")
+    if not vals or any(not 0 < v < math.inf for v in vals):  # NaN fails too
+        raise SpecError(f"{what} must hold finite positive numbers, got {text!r}")
     return vals
 
 

@@ -8,6 +8,7 @@ result object unchanged. User errors propagate as :class:`~llm_codesign.errors.C
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,12 @@ def _bytes(n: int | None) -> str:
     return f"{n} B"
 
 
-def _num(v: float | None, fmt: str = "{:.2f}") -> str:
+MAX_LAYER_ROWS = 500  # per-layer table rows printed (a model has at most a few hundred layers)
+
+
+def _num(v: float | None, fmt: str = "{:.2f}", nonfinite: int = 0) -> str:
+    if nonfinite:  # NaN/inf in the weights: no defined error, never "inf" (lossless)
+        return "non-finite input"
     return "inf" if v is None else fmt.format(v)
 
 
@@ -85,6 +91,12 @@ def render_inspect(result: dict[str, Any], console: Console, *, max_rows: int = 
     console.print(table)
     for fmt, s in summary.items():
         console.print(f"most sensitive layers, {fmt}: {', '.join(s['most_sensitive_layers'])}")
+        bad = s.get("nonfinite_tensors", [])
+        if bad:
+            console.print(
+                f"non-finite input (NaN/inf; error undefined, left out of the totals), {fmt}: "
+                f"{len(bad)} tensor(s): {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}"
+            )
 
     formats = list(summary)
     layer_names = [r["layer"] for r in summary[formats[0]]["layers"]] if formats else []
@@ -94,12 +106,21 @@ def render_inspect(result: dict[str, Any], console: Console, *, max_rows: int = 
         for fmt in formats:
             layers.add_column(fmt, justify="right")
         by_fmt = {f: {r["layer"]: r for r in summary[f]["layers"]} for f in formats}
-        for name in layer_names:
+        for name in layer_names[:MAX_LAYER_ROWS]:
             layers.add_row(name, *(_num(by_fmt[f][name]["sqnr_db"]) for f in formats))
         console.print(layers)
+        if len(layer_names) > MAX_LAYER_ROWS:
+            console.print(f"... {len(layer_names) - MAX_LAYER_ROWS} more layers (--json lists all)")
 
     rows = sorted(
-        result["tensors"], key=lambda r: float("inf") if r["sqnr_db"] is None else r["sqnr_db"]
+        result["tensors"],
+        key=lambda r: (
+            -math.inf
+            if r.get("nonfinite_values")
+            else math.inf
+            if r["sqnr_db"] is None
+            else r["sqnr_db"]
+        ),
     )
     tensors = Table(title=f"Least accurate tensors (top {min(max_rows, len(rows))} of {len(rows)})")
     for col in (
@@ -120,13 +141,14 @@ def render_inspect(result: dict[str, Any], console: Console, *, max_rows: int = 
         )
     for r in rows[:max_rows]:
         d = summary[r["format"]]["tensor_details"][r["name"]]
+        bad = r.get("nonfinite_values", 0)
         tensors.add_row(
             r["name"],
             "x".join(map(str, r["shape"])),
             r["format"],
-            _num(r["sqnr_db"]),
-            _num(r["rel_error"], "{:.4f}"),
-            _num(r["max_abs_error"], "{:.3g}"),
+            _num(r["sqnr_db"], nonfinite=bad),
+            _num(r["rel_error"], "{:.4f}", bad),
+            _num(r["max_abs_error"], "{:.3g}", bad),
             f"{100 * d['saturated_block_share']:.2f}%",
             _bytes(d["bytes_before"]),
             _bytes(r["bytes"]),

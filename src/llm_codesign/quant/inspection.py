@@ -3,7 +3,9 @@
 SQNR (dB) = ``10 log10(sum x^2 / sum (x - dequant(quant(x)))^2)`` over a tensor (or a layer, or
 all quantized tensors of a format), relative error = ``sqrt(sum err^2 / sum x^2)`` (relative
 Frobenius error), blocks along the last (input) dimension. A lossless result has
-``sqnr_db = None`` in the JSON (infinite).
+``sqnr_db = None`` in the JSON (infinite). A tensor holding NaN or inf has no defined error: its
+rows carry ``nonfinite_values`` > 0 with ``sqnr_db = None``, it is kept out of the format's
+totals and listed in the summary's ``nonfinite_tensors``.
 
 Tensors are streamed: headers first, then one memory-mapped tensor at a time, quantized in row
 chunks of about 4M elements, so memory stays bounded by a chunk's temporaries plus the pages of
@@ -124,11 +126,12 @@ def error_stats(
         tensor_amax = _chunked_tensor_amax(x2, chunks)
     signal = error = 0.0
     max_err = 0.0
-    saturated = n_blocks = 0
+    saturated = n_blocks = nonfinite = 0
     for r0, r1 in chunks:
         part = np.asarray(x2[r0:r1])
         q = quantize(part, fmt.id, role=role, tensor_amax=tensor_amax)  # type: ignore[arg-type]
         ref = part.astype(np.float64)
+        nonfinite += int(ref.size - np.count_nonzero(np.isfinite(ref)))
         err = ref - dequantize(q).astype(np.float64)
         flat_ref, flat_err = ref.reshape(-1), err.reshape(-1)
         signal += float(np.dot(flat_ref, flat_ref))
@@ -148,9 +151,11 @@ def error_stats(
         "numel": int(arr.size),
         "signal_energy": signal,
         "error_energy": error,
-        "sqnr_db": _sqnr_db(signal, error),
-        "rel_error": _rel_error(signal, error),
-        "max_abs_error": max_err,
+        # NaN/inf in the input: the error is undefined, never "lossless" (inf dB)
+        "sqnr_db": math.nan if nonfinite else _sqnr_db(signal, error),
+        "rel_error": math.nan if nonfinite else _rel_error(signal, error),
+        "max_abs_error": math.nan if nonfinite else max_err,
+        "nonfinite_values": nonfinite,
         "saturated_blocks": saturated,
         "n_blocks": n_blocks,
         "saturated_block_share": saturated / n_blocks if n_blocks else 0.0,
@@ -238,7 +243,10 @@ def inspect_checkpoint(
         per-layer rows, the most sensitive layers and tensors, and per-tensor details.
     """
     fmt_ids = parse_formats(formats)
-    pattern = re.compile(include) if include else None
+    try:
+        pattern = re.compile(include) if include else None
+    except re.error as exc:
+        raise SpecError(f"--include {include!r} is not a valid regular expression: {exc}") from None
     infos = list_tensors(path)
     chosen = [
         t
@@ -253,6 +261,7 @@ def inspect_checkpoint(
     totals = {f: _Aggregate() for f in fmt_ids}
     layers: dict[str, dict[str, _Aggregate]] = {f: {} for f in fmt_ids}
     details: dict[str, dict[str, dict[str, Any]]] = {f: {} for f in fmt_ids}
+    nonfinite: dict[str, list[str]] = {}
     for i, info in enumerate(chosen):
         array = load_tensor(info)
         layer = layer_of(info.name)
@@ -267,10 +276,14 @@ def inspect_checkpoint(
                     "rel_error": _finite_or_none(s["rel_error"]),
                     "max_abs_error": _finite_or_none(s["max_abs_error"]),
                     "bytes": s["bytes"],
+                    "nonfinite_values": s["nonfinite_values"],
                 }
             )
-            totals[f].add(s)
-            layers[f].setdefault(layer, _Aggregate()).add(s)
+            if s["nonfinite_values"]:  # flagged per tensor, kept out of the format's totals
+                nonfinite.setdefault(f, []).append(info.name)
+            else:
+                totals[f].add(s)
+                layers[f].setdefault(layer, _Aggregate()).add(s)
             details[f][info.name] = {
                 "layer": layer,
                 "dtype": info.dtype,
@@ -283,6 +296,7 @@ def inspect_checkpoint(
     summary: dict[str, Any] = {}
     for f in fmt_ids:
         summary[f] = _format_summary(f, totals[f], layers[f], details[f], rows, top_k, skipped)
+        summary[f]["nonfinite_tensors"] = nonfinite.get(f, [])
     return {"tensors": rows, "summary": summary}
 
 
@@ -300,7 +314,7 @@ def _format_summary(
     skipped: int,
 ) -> dict[str, Any]:
     out = total.as_dict()
-    tensor_rows = [r for r in rows if r["format"] == f]
+    tensor_rows = [r for r in rows if r["format"] == f and not r["nonfinite_values"]]
     sqnrs = [r["sqnr_db"] for r in tensor_rows if r["sqnr_db"] is not None]
     layer_rows = [{"layer": name, **agg.as_dict()} for name, agg in layers.items()]
     out.update(

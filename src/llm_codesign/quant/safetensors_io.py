@@ -30,6 +30,8 @@ import numpy as np
 from ..errors import DataFileError
 
 MAX_HEADER_BYTES = 100_000_000
+MAX_NDIM = 16  # numpy allows 64; checkpoint tensors have at most 5 or 6
+MAX_DIM = 2**48  # no dimension of a real tensor comes near (a zero dim elsewhere hides a huge one)
 
 DTYPES: dict[str, np.dtype] = {
     "F64": np.dtype("<f8"),
@@ -66,6 +68,11 @@ class TensorInfo:
     @property
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}..."
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -148,9 +155,15 @@ def _tensor_info(
             f"supported: {', '.join(DTYPES)}"
         )
     if not isinstance(shape, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM for d in shape
     ):
-        raise DataFileError(f"{where}: tensor {name!r} shape {shape!r} is not a list of ints >= 0")
+        raise DataFileError(
+            f"{where}: tensor {name!r} shape {_brief(shape)} is not a list of ints from 0 to 2**48"
+        )
+    if len(shape) > MAX_NDIM:
+        raise DataFileError(
+            f"{where}: tensor {name!r} has {len(shape)} dimensions (at most {MAX_NDIM})"
+        )
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2
@@ -186,9 +199,16 @@ def list_tensors(path: str | os.PathLike[str]) -> list[TensorInfo]:
     """Every tensor of a ``.safetensors`` file, a sharded folder with its index, or a HF model
     folder, validated, in reading order (shard by shard, by offset)."""
     path = Path(path)
-    if path.is_file():
+    try:
+        is_file, is_dir = path.is_file(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:120]}..."
+        raise DataFileError(
+            f"{shown}: cannot read ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    if is_file:
         return read_header(path)[0]
-    if not path.is_dir():
+    if not is_dir:
         raise DataFileError(f"{path}: no such file or folder")
     indexes = _index_files(path)
     if len(indexes) > 1:
@@ -223,19 +243,19 @@ def _list_indexed(folder: Path, index: Path) -> list[TensorInfo]:
         isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
     ):
         raise DataFileError(f"{where}: weight_map must map tensor names to shard file names")
-    shards: list[str] = []
-    for shard in weight_map.values():
-        if shard != Path(shard).name or shard in ("", ".", ".."):
-            raise DataFileError(f"{where}: shard {shard!r} must be a file name in {folder}")
+    shards: dict[str, set[str]] = {}  # shard -> its tensor names, in first-seen order (O(n))
+    for name, shard in weight_map.items():
         if shard not in shards:
-            shards.append(shard)
+            if shard != Path(shard).name or shard in ("", ".", ".."):
+                raise DataFileError(f"{where}: shard {shard!r} must be a file name in {folder}")
+            shards[shard] = set()
+        shards[shard].add(name)
     infos: list[TensorInfo] = []
-    for shard in shards:
+    for shard, wanted in shards.items():
         file = folder / shard
         if not file.is_file():
             raise DataFileError(f"{where}: shard {shard} is missing from {folder}")
         by_name = {t.name: t for t in read_header(file)[0]}
-        wanted = {n for n, s in weight_map.items() if s == shard}
         missing = sorted(wanted - set(by_name))
         if missing:
             raise DataFileError(f"{file}: tensors listed in the index are missing: {missing[:5]}")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError
-from ._load import Fields, read_mapping
+from ._load import Fields, existing_file, read_mapping, shown
 
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
 # trtllm-trt = its earlier TensorRT-engine runtime (v0.x: gptSessionBenchmark, trtllm-bench on
@@ -215,7 +215,9 @@ def _from_mapping(
             kwargs[x.name] = f.str(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
-    kwargs["sources"] = {str(k): str(v) for k, v in (data.get("sources") or {}).items()}
+    kwargs["sources"] = {
+        str(k): str(v) for k, v in f.mapping("sources", required=False).data.items()
+    }
     out = EngineConstants(**kwargs)
     _check(out, where)
     return out
@@ -244,10 +246,12 @@ def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineCon
     text = str(engine)
     if text in ENGINES:
         return _bundled(text)
-    path = Path(text)
-    if path.is_file():
+    path = existing_file(text)
+    if path is not None:
         return engine_from_mapping(read_mapping(path), str(path))
-    raise UnknownIdError(f"unknown engine {text!r}; allowed: {', '.join(ENGINES)} or a YAML path")
+    raise UnknownIdError(
+        f"unknown engine {shown(text)!r}; allowed: {', '.join(ENGINES)} or a YAML path"
+    )
 
 
 def engine_for_framework(framework: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
-from ._load import Fields, read_mapping
+from ._load import Fields, existing_file, read_mapping, shown
 
 ARCHITECTURES = (
     "ampere",
@@ -288,7 +288,7 @@ def hardware_template() -> str:
 def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     problems = hardware_problems(data)
     if problems:
-        raise SpecError(f"{where}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+        raise SpecError(f"{where}: {len(problems)} problem(s): " + "; ".join(problems))
     f = Fields(data, where)
     f.reject_unknown(_TOP_KEYS)
     arch = f.str("architecture")
@@ -335,7 +335,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
-        aliases=tuple(str(a) for a in f.list("aliases", [])),
+        aliases=tuple(f.str_list("aliases", [])),
         **_name_match(f),
         notes=str(f.data.get("notes") or ""),
     )
@@ -406,8 +406,8 @@ def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
     alias = hardware_alias_table().get(text.lower())
     if alias:
         return hws[alias]
-    path = Path(text)
-    if path.is_file():
+    path = existing_file(text)
+    if path is not None:
         data = read_mapping(path)
         if (
             "profile_version" in data
@@ -418,6 +418,6 @@ def load_hardware(hardware: str | Path | HardwareSpec) -> HardwareSpec:
             )
         return hardware_from_mapping(data, str(path))
     raise UnknownIdError(
-        f"unknown hardware {text!r}: not a bundled id and not a readable YAML/JSON path; "
+        f"unknown hardware {shown(text)!r}: not a bundled id and not a readable YAML/JSON path; "
         f"bundled: {', '.join(sorted(hws))}"
     )

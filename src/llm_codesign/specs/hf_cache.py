@@ -30,6 +30,8 @@ _HUB_ID = re.compile(r"^([A-Za-z0-9][\w.-]*)/([\w.-]+)(?:@([\w./-]+))?$")
 def parse_hub_id(text: str) -> tuple[str, str | None] | None:
     """``(repo_id, revision)`` of ``<org>/<name>[@<revision>]``, or None when ``text`` is not of
     that form (a file name such as ``dir/config.json`` is not)."""
+    if len(text) > 300:  # HF caps org and name at 96 characters each
+        return None
     m = _HUB_ID.match(text.strip())
     if not m or m.group(2).lower().endswith((".json", ".yaml", ".yml")):
         return None

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError
-from ._load import Fields, read_mapping
+from ._load import Fields, existing_file, read_mapping, shown
 
 
 @dataclass(frozen=True)
@@ -504,7 +504,7 @@ def _from_bundle_file(path: Path) -> ModelSpec:
         published_active_params=pub.float("active") if pub.has("active") else None,
         published_params_source=pub.str("source", ""),
         active_params_convention=_convention(pub.str("active_convention", "all"), path.name),
-        aliases=tuple(str(a) for a in f.list("aliases", [])),
+        aliases=tuple(f.str_list("aliases", [])),
     )
 
 
@@ -555,10 +555,8 @@ def load_model(model: str | Path | ModelSpec) -> ModelSpec:
     alias = model_alias_table().get(text.lower())
     if alias:
         return models[alias]
-    path = Path(text)
-    if path.is_dir() and (path / "config.json").is_file():
-        path = path / "config.json"
-    if path.is_file():
+    path = existing_file(text)
+    if path is not None:
         data = read_mapping(path)
         if "config" in data and isinstance(data["config"], dict) and "id" in data:
             return _from_bundle_file(path)
@@ -576,7 +574,7 @@ def load_model(model: str | Path | ModelSpec) -> ModelSpec:
     if parse_hub_id(text):  # <org>/<name>[@<revision>] from the local HuggingFace cache
         return load_hub_model(text)
     raise UnknownIdError(
-        f"unknown model {text!r}: not a bundled id and not a readable config.json path; "
+        f"unknown model {shown(text)!r}: not a bundled id and not a readable config.json path; "
         f"bundled: {', '.join(sorted(models))}"
     )
 

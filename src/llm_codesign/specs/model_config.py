@@ -19,7 +19,7 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import FAMILY_PARSERS, generic, generic_missing
+from .model_families import FAMILY_PARSERS, generic, generic_missing, head_dim_of
 from .model_hybrids import gated_deltanet_hybrid, minimax, nemotron_h
 
 # model types this module parses itself; model_families.py parses the others
@@ -125,7 +125,7 @@ def model_from_config(
 
     if model_type == "gptj":
         d, layers, heads = f.int("n_embd"), f.int("n_layer"), f.int("n_head")
-        hd = d // heads
+        hd = head_dim_of(f, d, heads, "n_embd", "n_head")
         inter = f.int("n_inner") if f.has("n_inner") else 4 * d
         attn = AttentionSpec("gqa", heads, heads, hd, hd)
         return finish(
@@ -144,11 +144,7 @@ def model_from_config(
     d = f.int("hidden_size")
     layers = f.int("num_hidden_layers")
     heads = f.int("num_attention_heads")
-    if d % heads and not f.has("head_dim"):
-        raise SpecError(
-            f"{where}: hidden_size={d} is not divisible by num_attention_heads={heads} and no "
-            "head_dim is given"
-        )
+    head_dim = head_dim_of(f, d, heads)
     vocab = f.int("vocab_size")
     tie = f.bool("tie_word_embeddings", False)
 
@@ -158,7 +154,7 @@ def model_from_config(
             if f.bool("new_decoder_architecture", False)
             else (1 if f.bool("multi_query", True) else heads)
         )
-        hd = d // heads
+        hd = head_dim_of(f, d, heads)
         attn = AttentionSpec(
             "gqa", heads, kv, hd, hd, qkv_bias=f.bool("bias", False), o_bias=f.bool("bias", False)
         )
@@ -182,7 +178,6 @@ def model_from_config(
             f"{where}: num_attention_heads={heads} is not a multiple of "
             f"num_key_value_heads={kv_heads}"
         )
-    head_dim = f.int("head_dim") if f.has("head_dim") else d // heads
 
     if model_type in MLA_TYPES:
         # never the config's head_dim: transformers sets it to qk_rope_head_dim for MLA models
@@ -275,7 +270,7 @@ def model_from_config(
             f.int("num_experts"), f.int("num_experts_per_tok"), f.int("moe_intermediate_size")
         )
         step = f.int("decoder_sparse_step", 1)
-        dense_only = set(f.list("mlp_only_layers", []))
+        dense_only = set(f.int_list("mlp_only_layers", []))
         pattern = [(window, i not in dense_only and (i + 1) % step == 0) for i in range(layers)]
         return finish(
             d,
@@ -325,7 +320,7 @@ def model_from_config(
     if model_type in ("llama4", "llama4_text"):
         step = f.int("interleave_moe_layer_step", 1)
         moe_layers = (
-            f.list("moe_layers")
+            f.int_list("moe_layers")
             if f.has("moe_layers")
             else [i for i in range(layers) if (i + 1) % step == 0]
         )
@@ -338,7 +333,7 @@ def model_from_config(
         )
         chunk = f.int("attention_chunk_size") if f.has("attention_chunk_size") else 0
         no_rope = (
-            f.list("no_rope_layers")
+            f.int_list("no_rope_layers")
             if f.has("no_rope_layers")
             else [0 if (i + 1) % 4 == 0 else 1 for i in range(layers)]
         )

@@ -45,18 +45,35 @@ def _dims(f: Fields, head_dim_default: int = 0) -> tuple[int, int, int, int, int
         raise SpecError(
             f"{f.where}: num_attention_heads={heads} is not a multiple of num_key_value_heads={kv}"
         )
-    if f.has("head_dim"):
-        head_dim = f.int("head_dim")
-    elif head_dim_default:
-        head_dim = head_dim_default
-    elif d % heads:
+    if head_dim_default and not f.has("head_dim"):
+        return d, layers, heads, kv, head_dim_default
+    return d, layers, heads, kv, head_dim_of(f, d, heads)
+
+
+def head_dim_of(
+    f: Fields,
+    d: int,
+    heads: int,
+    hidden_key: str = "hidden_size",
+    heads_key: str = "num_attention_heads",
+    head_dim_key: str = "head_dim",
+) -> int:
+    """The config's ``head_dim``, else hidden / heads when the heads divide the hidden size
+    (a head count above the hidden size, head dim 0, or a remainder is an error naming both
+    fields, never floored)."""
+    if f.has(head_dim_key):
+        return f.int(head_dim_key)
+    if heads > d:
         raise SpecError(
-            f"{f.where}: hidden_size={d} is not divisible by num_attention_heads={heads} and no "
-            "head_dim is given"
+            f"{f.where}: {heads_key}={heads} exceeds {hidden_key}={d} (head dim 0) and no "
+            f"{head_dim_key} is given"
         )
-    else:
-        head_dim = d // heads
-    return d, layers, heads, kv, head_dim
+    if d % heads:
+        raise SpecError(
+            f"{f.where}: {hidden_key}={d} is not divisible by {heads_key}={heads} and no "
+            f"{head_dim_key} is given"
+        )
+    return d // heads
 
 
 def _windows_from_layer_types(f: Fields, layers: int, window: int) -> list[int] | None:
@@ -105,7 +122,7 @@ def qwen_moe(f: Fields, layers: int, *, shared_required: bool) -> tuple[MoESpec,
         shared,
     )
     step = f.int("decoder_sparse_step", 1)
-    dense_only = set(f.list("mlp_only_layers", []))
+    dense_only = set(f.int_list("mlp_only_layers", []))
     return moe, [i not in dense_only and (i + 1) % step == 0 for i in range(layers)]
 
 
@@ -354,7 +371,7 @@ def generic(f: Fields, finish: partial) -> ModelSpec:
         )
         first = f.int("first_k_dense_replace", 0, minimum=0)
         step = f.int("decoder_sparse_step", 1)
-        dense = set(f.list("mlp_only_layers", []))
+        dense = set(f.int_list("mlp_only_layers", []))
         is_moe = [i >= first and i not in dense and (i + 1) % step == 0 for i in range(layers)]
     return finish(
         d,

@@ -13,7 +13,7 @@ from ..errors import SpecError
 from ..formats import get_format
 from ._load import Fields
 from .model import AttentionSpec, LinearAttentionSpec, ModelSpec, MoESpec
-from .model_families import qwen_moe
+from .model_families import head_dim_of, qwen_moe
 
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
 STATE_DTYPE_FORMAT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
@@ -47,7 +47,7 @@ def minimax(
     softmax everywhere with a per-layer QK norm and a routing bias (architectures.md s3);
     MiniMax-01 / M1 run lightning attention in 7 of 8 layers (arXiv 2501.08313)."""
     if f.has("attn_type_list"):
-        softmax = [int(t) for t in f.list("attn_type_list")]
+        softmax = f.int_list("attn_type_list")
         allowed, field = {0, 1}, "attn_type_list"
     elif f.has("layer_types"):
         types = [str(t) for t in f.list("layer_types")]
@@ -142,11 +142,7 @@ def nemotron_h(
             f"layer ({layers}); got {len(pattern)} characters"
             + (f", unknown {''.join(bad)!r}" if bad else "")
         )
-    hd = (
-        f.int("attention_head_dim")
-        if f.has("attention_head_dim")
-        else f.int("head_dim", d // heads)
-    )
+    hd = f.int("attention_head_dim") if f.has("attention_head_dim") else head_dim_of(f, d, heads)
     attn = AttentionSpec("gqa", heads, kv_heads, hd, hd, qkv_bias=f.bool("attention_bias", False))
     mamba = LinearAttentionSpec(
         f.int("n_groups"),

@@ -161,6 +161,12 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 
 
 # checkpoint-variant suffixes that do not change the architecture
+# a request rate: a decimal number (exponent allowed: 1e3) then its unit, in symbols or words
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
+_RATE = re.compile(
+    rf"(?<![\w.])({_NUMBER})\s*(?:qps|rps|req/s|requests?/s|requests? per second)\b", re.I
+)
+
 _MODEL_SUFFIXES = re.compile(
     r"(-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|bf16|fp16|dynamic|"
     r"v0\.\d|0528|2507|2501|2412|thinking|reasoning))+$"
@@ -260,18 +266,20 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     elif cob.startswith("request rate"):
         notes = row.get("notes", "")
         n_req = re.search(r"(\d+) requests", notes)
-        achieved = re.search(r"achieved Tput\(req/s\)=([\d.]+)", notes)
+        achieved = re.search(rf"achieved Tput\(req/s\)=({_NUMBER})", notes, re.I)
         if "inf" in cob:
             # all requests issued at once: a closed loop whose concurrency is the request count
             if not n_req:
                 return "request rate INF without a request count"
             mode, load = "concurrency", float(n_req.group(1))
         else:
-            m = re.search(r"([\d.]+)\s*qps", cob)
+            m = _RATE.search(cob)
             if not m:
-                return "unparsed request rate"
+                return "unparsed request rate (a number then qps, req/s or requests per second)"
             # the achieved rate (when reported) is what the server actually carried
             mode, load = "rate", float(achieved.group(1)) if achieved else float(m.group(1))
+            if not 0 < load < math.inf:
+                return f"request rate {load:g} req/s is not a finite positive rate"
     else:
         c = parse_int(cob)
         if c is None:
