@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "formats": 0,
     "pareto": 0,
+    "outputs": 0,
     "specs": 1,
     "ops": 2,
     "mixers": 2,
@@ -161,6 +162,8 @@ def _definitions(name: str) -> list[str]:
         ("compare", "llm_codesign.explore.search"),
         ("checkpoint_precision", "llm_codesign.specs.checkpoint"),
         ("hub_cache_dir", "llm_codesign.specs.hf_cache"),
+        ("AtomicWriter", "llm_codesign.outputs"),  # every result file is written by it
+        ("check_output_path", "llm_codesign.outputs"),
     ],
 )
 def test_each_concept_is_defined_once(name, home):

@@ -33,6 +33,7 @@ from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..formats import FORMATS
 from ..ops import Op
+from ..outputs import AtomicWriter, check_output_path
 from ..specs._load import shown
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
@@ -368,8 +369,11 @@ def save_plot(sweep: GemmSweep, path: str | Path) -> Path:
         + ", ".join(f"{a.upper()}={v}" for a, v in fixed.items())
     )
     ax.grid(alpha=0.3)
-    out = Path(path)
+    out = check_output_path(path)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        with AtomicWriter(out, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=120)
+    finally:
+        plt.close(fig)
     return out

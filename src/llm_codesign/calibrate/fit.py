@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataFileError, UnknownIdError
+from ..outputs import write_text
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
@@ -218,4 +219,4 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         # the sources of the engine's stated behaviour survive a refit
         **{k: v for k, v in eng.sources.items() if k.endswith("_source")},
     }
-    Path(path).write_text(yaml.safe_dump(d, sort_keys=False))
+    write_text(path, yaml.safe_dump(d, sort_keys=False))

@@ -42,6 +42,7 @@ from typing import Any
 
 from ..errors import DataFileError, SpecError
 from ..formats import FORMATS
+from ..outputs import check_output_path, write_text
 from ..specs._load import Fields, existing_file, read_mapping, shown
 from ..specs.hardware import bundled_hardware, hardware_alias_table
 
@@ -314,11 +315,12 @@ def save_profile(profile: Profile | dict[str, Any], path: str | Path) -> Profile
     """Validate and write a profile as JSON; returns the validated profile."""
     p = load_profile(profile, str(path))
     out = Path(path)
+    check_output_path(out, create=True)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(p.to_dict(), indent=1, allow_nan=False) + "\n", encoding="utf-8")
     except OSError as exc:
         raise DataFileError(f"{out}: cannot write the profile ({exc.strerror})") from None
+    write_text(out, json.dumps(p.to_dict(), indent=1, allow_nan=False) + "\n")
     return p
 
 

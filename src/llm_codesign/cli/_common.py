@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -11,8 +12,18 @@ import click
 from .. import CodesignError
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every ``with`` and ``finally`` cleans up (no partial
+    output file, no orphan worker) before the command exits."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
 class Group(click.Group):
-    """A click group whose commands turn a :class:`CodesignError` into one line and exit 2."""
+    """A click group whose commands turn a :class:`CodesignError` into one line and exit 2, and
+    an interrupt (Ctrl-C: 130, SIGTERM: 143) into one line after cleaning up."""
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings.catch_warnings():
@@ -20,10 +31,21 @@ class Group(click.Group):
             # print as one line, like errors
             warnings.showwarning = _one_line_warning
             try:
+                previous = signal.signal(signal.SIGTERM, _raise_terminated)
+            except ValueError:  # not the main thread: leave signals alone
+                previous = None
+            try:
                 return super().invoke(ctx)
             except CodesignError as exc:
                 click.echo(f"error: {exc}", err=True)
                 ctx.exit(2)
+            except KeyboardInterrupt as exc:
+                term = isinstance(exc, Terminated)
+                click.echo(f"error: interrupted ({'SIGTERM' if term else 'SIGINT'})", err=True)
+                ctx.exit(143 if term else 130)
+            finally:
+                if previous is not None:
+                    signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -6,7 +6,6 @@ Each parses, makes one library call and renders (JSON and tables from the same r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -23,7 +22,7 @@ from ..advise import (
     parse_workload,
     save_plot,
 )
-from ..report import console, table, to_json
+from ..report import check_output_path, console, table, to_json, write_text
 
 
 def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
@@ -273,8 +272,8 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
     "--out",
     "out_dir",
     default=None,
-    type=click.Path(file_okay=False),
-    help="write each variant's config.json here",
+    type=click.Path(),
+    help="write each variant's config.json here (created)",
 )
 @click.option("--engine", default=None)
 @click.option("--json", "as_json", is_flag=True)
@@ -300,6 +299,8 @@ def search(
 ):
     """Architecture search at constant parameters and estimated quality, ranked by the frontier."""
 
+    if out_dir:
+        check_output_path(out_dir, directory=True, create=True)  # before the search
     w = parse_workload(workload)
     default = SearchSpace()
     space = SearchSpace(
@@ -325,10 +326,10 @@ def search(
         top=top,
     )
     if out_dir:
-        d = Path(out_dir)
+        d = check_output_path(out_dir, directory=True, create=True)
         d.mkdir(parents=True, exist_ok=True)
         for i, v in enumerate(r.variants, 1):
-            (d / f"variant-{i}.json").write_text(json.dumps(v.config, indent=2))
+            write_text(d / f"variant-{i}.json", json.dumps(v.config, indent=2))
     if as_json:
         click.echo(to_json(r.to_dict()))
         return

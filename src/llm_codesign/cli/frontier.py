@@ -28,6 +28,7 @@ from .. import (
 from ..explore import AREA_RANGE, POINTS_PER_OCTAVE, READINGS_AT, frontier_area
 from ..quant import inspect_checkpoint
 from ..report import (
+    check_output_path,
     console,
     frontier_json,
     launch_settings,
@@ -140,14 +141,14 @@ def _floats(text: str, what: str) -> list[float]:
 @click.option(
     "--plot",
     "plot_path",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     default=None,
     help="write the plot: .png, .svg, or a stem for both",
 )
 @click.option(
     "--csv",
     "csv_path",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),
     default=None,
     help="write every evaluated point to CSV",
 )
@@ -231,8 +232,13 @@ def frontier(
     area = _floats(area_range, "--area-range")
     if len(area) != 2 or not area[0] < area[1]:
         raise SpecError(f"--area-range must be LO,HI with LO < HI, got {area_range!r}")
-    if plot_path:
-        output_paths(plot_path)  # a bad suffix fails before the search, not after
+    # a bad suffix or an unwritable path fails before the search, not after
+    for out in output_paths(plot_path) if plot_path else []:
+        check_output_path(out)
+    if csv_path:
+        check_output_path(csv_path)
+    if launch_dir:
+        check_output_path(launch_dir, directory=True, create=True)
     hw: Any = load_hardware(hardware)
     if profile:
         hw = apply_profile(hw, profile)

@@ -69,8 +69,8 @@ from ..report import write_report
     "--output",
     "-o",
     required=True,
-    type=click.Path(dir_okay=False),
-    help="the HTML file to write",
+    type=click.Path(),
+    help="the HTML file to write (missing directories are created)",
 )
 def report(
     model,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import click
 
 from .. import fit_engine, write_engine_yaml
 from .. import validate as run_validation
-from ..report import console, table, to_json
+from ..report import check_output_path, console, table, to_json
 
 
 @click.command()
@@ -41,32 +40,11 @@ from ..report import console, table, to_json
 @click.option("--json", "as_json", is_flag=True)
 def validate(data, engine, profile, out, worst, as_json):
     """Predict every row of published measurements and report the error."""
+    if out:
+        check_output_path(out)  # before the work, not after
     report = run_validation(list(data) or None, engine=engine, profile=profile)
     if out:
-        tmp = Path(str(out) + ".tmp")
-        with tmp.open("w", newline="") as fh:
-            cols = [
-                "source_id",
-                "model",
-                "gpu",
-                "precision",
-                "engine",
-                "plan",
-                "isl",
-                "osl",
-                "mode",
-                "load",
-                "metric",
-                "measured",
-                "predicted",
-                "error",
-                "note",
-                "row",
-            ]
-            w = csv.DictWriter(fh, fieldnames=cols)
-            w.writeheader()
-            w.writerows(report.rows)
-        tmp.replace(out)
+        report.write_csv(out)
     if as_json:
         click.echo(to_json(report.to_dict()))
         return
@@ -108,7 +86,7 @@ def validate(data, engine, profile, out, worst, as_json):
             ],
         )
     )
-    bad = sorted(report.rows, key=lambda r: -abs(r["error"]))[:worst]
+    bad = report.worst(worst)
     c.print(
         table(
             "worst rows",
@@ -178,6 +156,7 @@ def validate(data, engine, profile, out, worst, as_json):
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
 def calibrate_fit(data, engine, out, sweeps):
     """Fit an engine's few physical constants to calibration measurements."""
+    check_output_path(out)  # before the fit, not after
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(

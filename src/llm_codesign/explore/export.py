@@ -1,10 +1,10 @@
-"""Every evaluated point of a sweep as CSV, written atomically (an interrupted run leaves no
-file) and streamed chunk by chunk for sweeps too large to keep in memory."""
+"""Every evaluated point of a sweep as CSV, written atomically (``outputs.AtomicWriter``: an
+interrupted run leaves no file) and streamed chunk by chunk for sweeps too large to keep in
+memory."""
 
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -12,8 +12,8 @@ from typing import Any, Self
 
 import numpy as np
 
-from ..errors import SpecError
 from ..ops import OP_CLASSES
+from ..outputs import AtomicWriter
 from ..specs.precision import Precision
 from .points import MODES, PHASES, Points
 from .result import Frontier
@@ -101,39 +101,6 @@ def csv_rows(
         fmt(c["kv_transfer_s"] * 1e3),
     ] + [fmt(c[f"bd_{ph}_{cl}"]) for ph in PHASES for cl in OP_CLASSES]
     return (list(r) for r in zip(*cols))
-
-
-class AtomicWriter:
-    """Write a file through a temporary sibling, renamed into place only on success, so an
-    interrupted run (Ctrl-C) leaves no partial file."""
-
-    def __init__(self, path: str | Path, mode: str = "w"):
-        self.path = Path(path)
-        self.tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        self.mode = mode
-        self.fh: Any = None
-
-    def __enter__(self) -> Any:
-        try:
-            self.fh = open(self.tmp, self.mode, newline="" if "b" not in self.mode else None)
-        except OSError as exc:
-            raise SpecError(f"cannot write {self.path}: {exc.strerror}") from None
-        return self.fh
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.fh.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
 
 
 def write_csv(result: Frontier | Sequence[Frontier], path: str | Path) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -118,14 +119,15 @@ class Executor:
         if self.workers > 1 and "fork" in _start_methods():
             import multiprocessing
 
-            self.pool = multiprocessing.get_context("fork").Pool(self.workers)
+            self.pool = multiprocessing.get_context("fork").Pool(
+                self.workers, initializer=_worker_signals
+            )
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+    def __exit__(self, exc_type: object = None, *exc: object) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            _stop(pool, timeout_s=POOL_STOP_TIMEOUT_S)
 
     def run(
         self, tasks: Iterable[tuple[int, dict[str, Array]]], total: int, progress: Any
@@ -152,6 +154,39 @@ class Executor:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+POOL_STOP_TIMEOUT_S = 3.0  # then the workers are killed and the pool's threads abandoned
+
+
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C to the parent (a terminal sends SIGINT to the whole process group:
+    a worker killed holding the pool's queue lock hangs ``Pool.terminate``, and each would
+    print a traceback) and die quietly on SIGTERM, which is how the parent stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop(pool: Any, timeout_s: float) -> None:
+    """Terminate the pool within ``timeout_s``: ``Pool.terminate`` runs in a daemon thread;
+    if it has not returned by then (a worker died holding a queue lock), the workers are
+    killed and the thread is left behind (the process is ending or moving on)."""
+    import threading
+
+    def stop() -> None:
+        pool.terminate()
+        pool.join()
+
+    t = threading.Thread(target=stop, name="pool-stop", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        for p in list(getattr(pool, "_pool", [])):
+            try:
+                p.kill()
+            except (OSError, ValueError):
+                pass
+        t.join(1.0)
 
 
 def _start_methods() -> list[str]:

@@ -1,6 +1,8 @@
 """Reports from result objects: tables and JSON (render), exports, launch settings, plots, and
-the self-contained HTML report (html)."""
+the self-contained HTML report (html); ``check_output_path`` (from ``outputs``) says
+why an output path cannot be written."""
 
+from ..outputs import check_output_path, write_text
 from .export import frontier_json
 from .html import write_report
 from .launch import launch_settings
@@ -10,6 +12,7 @@ from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json
 
 __all__ = [
     "SCHEMA_VERSION",
+    "check_output_path",
     "clean",
     "console",
     "fmt",
@@ -22,4 +25,5 @@ __all__ = [
     "to_json",
     "write_launch_dir",
     "write_report",
+    "write_text",
 ]

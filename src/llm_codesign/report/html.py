@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import datetime
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from ..advise.regimes import regimes
 from ..api import estimate
 from ..errors import CodesignError, SpecError, UnsupportedError
 from ..explore import Frontier, frontier
+from ..outputs import check_output_path, write_text
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
@@ -93,6 +93,7 @@ def write_report(
     out = Path(path)
     if out.suffix.lower() not in (".html", ".htm"):
         raise SpecError(f"report path {str(path)!r} must end in .html")
+    check_output_path(out, create=True)  # before the searches, not after
     spec = {
         k: frontier_kwargs[k] for k in ("spec_tokens", "spec_acceptance") if k in frontier_kwargs
     }
@@ -123,14 +124,11 @@ def write_report(
         config={"displaylogo": False, "responsive": True},
     )
     page = _page(fronts, extras, plot)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SpecError(f"cannot write {out}: {exc.strerror}") from None
+    return write_text(out, page)
 
 
 # ---------------------------------------------------------------------------------------------

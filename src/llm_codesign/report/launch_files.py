@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from ..outputs import check_output_path, write_text
+
 ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
 DYNAMO_IMAGES = {
     "vllm": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:<tag>",
@@ -179,13 +181,10 @@ def launch_files(launch: dict[str, Any]) -> dict[str, str]:
 
 def write_launch_dir(launch: dict[str, Any], directory: str | Path) -> list[Path]:
     """Write :func:`launch_files` under ``directory`` (created); scripts are executable."""
-    root = Path(directory)
+    root = check_output_path(directory, directory=True, create=True)
+    files = launch_files(launch)
     root.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in launch_files(launch).items():
-        path = root / name
-        path.write_text(text)
-        if name.endswith(".sh"):
-            path.chmod(0o755)
-        written.append(path)
-    return written
+    return [
+        write_text(root / name, text, executable=name.endswith(".sh"))
+        for name, text in files.items()
+    ]

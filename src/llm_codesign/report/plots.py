@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 
 from ..errors import SpecError, UnsupportedError
 from ..explore import Frontier
+from ..outputs import AtomicWriter
 from ..pareto import pareto_mask
 from ..serving import REGIONS
 
@@ -241,15 +241,8 @@ def plot_frontiers(
 
 
 def _save(fig: Any, out: Path) -> None:
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        fig.savefig(tmp, format=out.suffix.lstrip(".").lower())
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise SpecError(f"cannot write {out}: {exc.strerror}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with AtomicWriter(out, "wb") as fh:
+        fig.savefig(fh, format=out.suffix.lstrip(".").lower())
 
 
 __all__ = ["FORMATS", "output_paths", "plot_frontiers"]

@@ -7,8 +7,11 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,15 +25,17 @@ from .mapping import (
     REQUIRED_COLUMNS,
     THROUGHPUT_METRICS,
     MappedRow,
+    iter_measurements,
     map_precision,
     map_row,
     match_gpu_name,
     match_model_name,
+    matched_names,
     metric_class,
     read_measurements,
 )
 from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, disaggregated_inputs, predict_rows
-from .summary import ValidationReport, summarize
+from .summary import RECORD_FIELDS, RecordTable, ValidationReport, summarize
 
 __all__ = [
     "BUNDLED_GEMM_TABLE",
@@ -49,6 +54,8 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "THROUGHPUT_METRICS",
     "MappedRow",
+    "RECORD_FIELDS",
+    "RecordTable",
     "ValidationReport",
     "is_gemm_table",
     "map_precision",
@@ -57,6 +64,7 @@ __all__ = [
     "match_model_name",
     "metric_class",
     "predict_rows",
+    "iter_measurements",
     "read_measurements",
     "summarize",
     "validate",
@@ -73,6 +81,8 @@ BUNDLED_SERVING_TABLES = (
     "inferencex_hopper.csv",
 )
 BUNDLED_GEMM_TABLE = "gemm.csv"
+# rows read, mapped and priced at a time (memory is bounded by one chunk, not the table)
+CHUNK_ROWS = 4096
 
 
 def bundled_data(name: str) -> Path:
@@ -98,56 +108,71 @@ def validate(
     paths = data if isinstance(data, list) else [data]
     if len(paths) == 1 and Path(paths[0]).is_file() and is_gemm_table(paths[0]):
         return validate_gemm(paths[0], engine)
-    raw: list[dict[str, str]] = []
-    for p in paths:
-        raw.extend(read_measurements(p))
-    mapped: list[MappedRow] = []
-    skipped: dict[str, int] = {}
-    for i, row in enumerate(raw):
-        m = map_row(i, row)
-        if isinstance(m, str):
-            skipped[m] = skipped.get(m, 0) + 1
-        else:
-            mapped.append(m)
+    matched_names.cache_clear()
     override = load_engine(engine) if engine is not None else None
-    hw_over = None
-    if profile is not None:
-        prof = load_profile(profile)
-        target = prof.device.hardware_id or match_hardware_id(prof.device.name)
-        # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
-        hw_over = {
-            h: apply_profile(load_hardware(h), prof)
-            for h in {r.hardware for r in mapped}
-            if h == target
-        }
-    preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over)
-    records = []
-    for r, p, note in zip(mapped, preds, notes):
-        if not np.isfinite(p):
-            reason = f"predicted infeasible: {note}"
-            skipped[reason] = skipped.get(reason, 0) + 1
-            continue
-        records.append(
-            {
-                "source_id": r.source_id,
-                "model": r.model,
-                "gpu": r.hardware,
-                "precision": r.precision,
-                "engine": r.engine if override is None else override.id,
-                "plan": r.plan_label,
-                "isl": r.isl,
-                "osl": r.osl,
-                "mode": r.mode,
-                "load": r.load,
-                "metric": r.metric,
-                "measured": r.measured,
-                "predicted": float(p),
-                "error": float(p / r.measured - 1.0),
-                "note": "; ".join(n for n in (r.note, note) if n),
-                "row": r.index,
-            }
-        )
+    prof = load_profile(profile) if profile is not None else None
+    target = (prof.device.hardware_id or match_hardware_id(prof.device.name)) if prof else None
+    hw_over: dict[str, Any] = {}
+    records = RecordTable()
+    map_skips: dict[str, int] = {}
+    predict_skips: dict[str, int] = {}
+    # every table's columns are checked before the first row is priced
+    rows = itertools.chain.from_iterable([iter_measurements(p) for p in paths])
+    # rows are read, mapped and priced CHUNK_ROWS at a time: memory holds one chunk and the
+    # compact records, whatever the size of the tables (every row is priced on its own, so
+    # the chunking changes no number)
+    for start, chunk in _chunks(rows, CHUNK_ROWS):
+        mapped: list[MappedRow] = []
+        for i, row in enumerate(chunk, start):
+            m = map_row(i, row)
+            if isinstance(m, str):
+                map_skips[m] = map_skips.get(m, 0) + 1
+            else:
+                mapped.append(m)
+        del chunk
+        if prof is not None and target not in hw_over and any(r.hardware == target for r in mapped):
+            # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
+            hw_over[target] = apply_profile(load_hardware(target), prof)
+        preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over or None)
+        for r, p, note in zip(mapped, preds, notes):
+            if not np.isfinite(p):
+                reason = f"predicted infeasible: {note}"
+                predict_skips[reason] = predict_skips.get(reason, 0) + 1
+                continue
+            records.append(
+                {
+                    "source_id": r.source_id,
+                    "model": r.model,
+                    "gpu": r.hardware,
+                    "precision": r.precision,
+                    "engine": r.engine if override is None else override.id,
+                    "plan": r.plan_label,
+                    "isl": r.isl,
+                    "osl": r.osl,
+                    "mode": r.mode,
+                    "load": r.load,
+                    "metric": r.metric,
+                    "measured": r.measured,
+                    "predicted": float(p),
+                    "error": float(p / r.measured - 1.0),
+                    "note": "; ".join(n for n in (r.note, note) if n),
+                    "row": r.index,
+                }
+            )
+    skipped = {**map_skips}
+    for k, v in predict_skips.items():
+        skipped[k] = skipped.get(k, 0) + v
     skipped_list = [
         {"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])
     ]
     return ValidationReport(records, skipped_list, summarize(records))
+
+
+def _chunks(
+    rows: Iterator[dict[str, str]], size: int
+) -> Iterator[tuple[int, list[dict[str, str]]]]:
+    """(index of the first row, up to ``size`` rows) until the rows run out."""
+    start = 0
+    while chunk := list(itertools.islice(rows, size)):
+        yield start, chunk
+        start += len(chunk)

@@ -11,10 +11,13 @@ read as ``conventions`` says, and each default a row relies on is named in its `
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
@@ -97,23 +100,42 @@ class MappedRow:
 
 
 def read_measurements(path: str | Path) -> list[dict[str, str]]:
+    """Every row of a measurement table (``iter_measurements`` reads it without keeping it)."""
+    return list(iter_measurements(path))
+
+
+def iter_measurements(path: str | Path) -> Iterator[dict[str, str]]:
+    """The rows of a measurement table, one at a time: the columns are checked at once (before
+    the first row is asked for), the rows as they are read."""
     p = Path(path)
     if not p.is_file():
         raise DataFileError(f"{p}: no such file")
     if p.stat().st_size > MAX_CSV_BYTES:
         raise DataFileError(f"{p}: larger than {MAX_CSV_BYTES} bytes")
+    fh = p.open(newline="", encoding="utf-8")
     try:
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise DataFileError(
-                    f"{p}: missing column(s) {', '.join(missing)}; required: "
-                    f"{', '.join(REQUIRED_COLUMNS)}"
-                )
-            return list(reader)
+        reader = csv.DictReader(fh)
+        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
     except (UnicodeDecodeError, csv.Error) as exc:
+        fh.close()
         raise DataFileError(f"{p}: not a readable CSV ({exc})") from None
+    except BaseException:
+        fh.close()
+        raise
+    if missing:
+        fh.close()
+        raise DataFileError(
+            f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED_COLUMNS)}"
+        )
+    return _rows(p, fh, reader)
+
+
+def _rows(p: Path, fh: IO[str], reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
+    with fh:
+        try:
+            yield from reader
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise DataFileError(f"{p}: not a readable CSV ({exc})") from None
 
 
 def parse_int(text: str) -> int | None:
@@ -204,6 +226,13 @@ def match_gpu_name(name: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def matched_names(kind: str, name: str) -> str | None:
+    """``match_model_name`` / ``match_gpu_name``, remembered: a table repeats a few names over
+    many rows (``validate`` clears it, so data files read since are seen)."""
+    return match_model_name(name) if kind == "model" else match_gpu_name(name)
+
+
 def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     """A mapped row, or the reason it cannot be predicted."""
     metric = row["metric"].strip()
@@ -217,10 +246,10 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         return "non-numeric value"
     if not math.isfinite(measured) or measured <= 0:
         return "non-positive value"
-    model_id = match_model_name(row["model"])
+    model_id = matched_names("model", row["model"])
     if model_id is None:
         return f"unknown model {row['model'].strip()}"
-    hw_id = match_gpu_name(row["gpu"])
+    hw_id = matched_names("gpu", row["gpu"])
     if hw_id is None:
         return f"unknown gpu {row['gpu'].strip()}"
     model, hw = load_model(model_id), load_hardware(hw_id)
