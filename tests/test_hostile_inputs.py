@@ -748,3 +748,42 @@ if __name__ == "__main__":  # pragma: no cover - prints the counts and the RESUL
         if outcome not in ("clean error", "accepted") or "-v" in sys.argv:
             print(f"[{case.kind}] {case.name}: {outcome} {detail}")
     print(results_section(counts, rows))
+
+
+def test_measurement_csv_reading_is_robust(tmp_path):
+    """A BOM, short and long rows, non-finite, huge and oversized cells: read, or skipped with a
+    reason each; never a traceback (issue 15)."""
+    import csv as _csv
+    import io
+
+    from llm_codesign.validate.mapping import iter_measurements, map_row
+
+    src = Path(__file__).parents[1] / "src/llm_codesign/data/validation/serving.csv"
+    header, first = src.read_text(encoding="utf-8").splitlines()[:2]
+    cols = header.split(",")
+
+    def edited(**cells: str) -> str:
+        row = next(_csv.reader(io.StringIO(first)))
+        for k, v in cells.items():
+            row[cols.index(k)] = v
+        out = io.StringIO()
+        _csv.writer(out).writerow(row)
+        return out.getvalue().strip()
+
+    def reasons(text: str, encoding: str = "utf-8") -> list:
+        f = tmp_path / "m.csv"
+        f.write_text(text, encoding=encoding)
+        return [map_row(i, r) for i, r in enumerate(iter_measurements(f))]
+
+    good = reasons(f"{header}\n{first}\n")
+    assert not isinstance(good[0], str)
+    # a byte-order mark is not part of the first column's name
+    assert not isinstance(reasons(f"{header}\n{first}\n", "utf-8-sig")[0], str)
+    assert reasons(f"{header}\n{cols[0]},x\n") == ["short row (2 of the required columns)"]
+    assert reasons(f"{header}\n{first},extra,cells\n")[0].startswith("long row")
+    assert reasons(f"{header}\n{edited(value='inf')}\n") == ["value not a finite number"]
+    assert reasons(f"{header}\n{edited(value='nan')}\n") == ["value not a finite number"]
+    assert reasons(f"{header}\n{edited(value='1e30')}\n")[0].startswith("value beyond")
+    assert reasons(f"{header}\n{edited(isl='1e30')}\n")[0].startswith("isl/osl not a number")
+    # a notes cell beyond the csv module's 128 KiB default is read
+    assert not isinstance(reasons(f"{header}\n{edited(notes='x' * 200_000)}\n")[0], str)

@@ -13,7 +13,7 @@ from llm_codesign import (
     load_model,
     parse_precision,
 )
-from llm_codesign.serving import evaluate
+from llm_codesign.serving import aggregated, evaluate
 from llm_codesign.specs.engine import load_engine
 
 ENG = load_engine("base")
@@ -48,7 +48,9 @@ def test_more_bandwidth_never_lowers_throughput(case, conc, isl, osl, factor):
         assert float(sum(fast.values())) <= float(sum(slow.values())) * (1 + 1e-9)
     # throughput never falls; TPOT and TTFT are not asserted: in a closed loop a faster engine
     # turns requests over faster and so carries more prompt tokens in each decode step
-    assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - 1e-6)
+    # (two solves agree to the solver's tolerance, not to the last digit)
+    slack = 10 * aggregated.FIXED_POINT_TOLERANCE
+    assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - slack)
 
 
 @settings(max_examples=40, deadline=None)
@@ -68,7 +70,8 @@ def test_more_concurrency_never_fewer_tokens_while_memory_bound(case, conc, osl)
         osl=osl,
         concurrency=np.array([conc, 2 * conc]),
     )
-    assert r.output_tok_s_per_gpu[1] >= r.output_tok_s_per_gpu[0]
+    slack = 10 * aggregated.FIXED_POINT_TOLERANCE
+    assert r.output_tok_s_per_gpu[1] >= r.output_tok_s_per_gpu[0] * (1 - slack)
 
 
 @pytest.mark.parametrize("case", CASES)

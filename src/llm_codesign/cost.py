@@ -105,7 +105,9 @@ def gemm_shape_efficiency(
     for tm, tn, c in cands:
         slots = max(hw.sm_count // c, 1)
         # groups (experts) run as one grouped launch: tiles of all groups share the waves
-        tiles = np.ceil(m / tm) * np.ceil(n / tn) * np.maximum(groups, 1e-9)
+        # (rows are token counts computed in floating point, e.g. a chunk of max_num_tokens
+        # less the decode rows: a count a rounding error above a tile boundary is on it)
+        tiles = np.ceil(m / tm - 1e-9) * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
         tiles = np.maximum(tiles, 1e-9)
         # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS and
         # CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K per split

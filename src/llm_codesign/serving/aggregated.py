@@ -4,9 +4,11 @@ tokens/s/user, tokens/s/GPU) with a breakdown by op class, vectorized over every
 Closed loop with concurrency C per replica (DESIGN.md). In steady state a request spends TTFT
 waiting for and running its prefill, then OSL - 1 decode steps. Little's law gives the request
 rate X = C / (TTFT + (OSL - 1) TPOT); each engine step decodes the C_d = X (OSL - 1) TPOT
-requests in their decode phase and prefills X ISL TPOT prompt tokens (chunked prefill mixed into
-the decode step). TPOT is that mixed step's time; the fixed point is found by a few damped
-iterations (vectorized, no loop over configurations).
+requests in their decode phase and prefills the other clients' prompts (chunked prefill mixed
+into the decode step), at most the engine's prompt capacity. TPOT is that mixed step's time.
+The steady state is the root of one falling function of C_d (``_steady_state``), solved to a
+tolerance with a bounded iteration count (vectorized, iterating only the unconverged subset);
+points that do not converge are flagged ``not_converged`` and are infeasible.
 
 The step itself (pp micro-batches, hops, overheads) is :func:`serving.step.pipelined_step`;
 memory and the concurrency cap are :mod:`serving.memory`.
@@ -38,10 +40,12 @@ from .step import pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
-# the steady state's fixed point: at most this many iterations, converged when the rate and
-# TPOT move by less than the tolerance (relative); points that do not converge are flagged
+# the steady state's root: at most this many iterations, converged when the residual (relative
+# error of the request rate) or the bracket (relative width) is below the tolerance; points
+# whose residual stays above NOT_CONVERGED_RESIDUAL are flagged not_converged (infeasible)
 FIXED_POINT_ITERATIONS = 60
 FIXED_POINT_TOLERANCE = 1e-4
+NOT_CONVERGED_RESIDUAL = 1e-3
 LAST_ITERATIONS = [0]  # iterations the last evaluate's fixed point took (benchmarks read it)
 
 
@@ -191,7 +195,7 @@ def evaluate(
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
-    # the mixed step: a fixed point over the request rate X (``_steady_state``), iterating only
+    # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
     flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
@@ -266,7 +270,7 @@ def evaluate(
     feasible = reason == ""
     finite = np.isfinite(tpot) & np.isfinite(ttft)
     reason = np.where(feasible & ~finite, "numeric", reason)
-    reason = np.where((reason == "") & (residual > 1e-3), "not_converged", reason)
+    reason = np.where((reason == "") & (residual > NOT_CONVERGED_RESIDUAL), "not_converged", reason)
     feasible = reason == ""
     return GridResult(
         ttft_s=ttft,

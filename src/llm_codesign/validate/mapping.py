@@ -99,6 +99,12 @@ class MappedRow:
         return plan + (f" mtp{self.spec_tokens}" if self.spec_tokens else "")
 
 
+MAX_CSV_FIELD_BYTES = 8 * 2**20  # one cell (the csv module's default is 128 KiB)
+MAX_CELL_INT = 2**24  # lengths, batch sizes and parallel degrees above this are not measurements
+# no serving metric reaches this (tokens/s of a whole cluster, milliseconds of a day: < 1e9)
+MAX_MEASURED_VALUE = 1e12
+
+
 def read_measurements(path: str | Path) -> list[dict[str, str]]:
     """Every row of a measurement table (``iter_measurements`` reads it without keeping it)."""
     return list(iter_measurements(path))
@@ -112,7 +118,9 @@ def iter_measurements(path: str | Path) -> Iterator[dict[str, str]]:
         raise DataFileError(f"{p}: no such file")
     if p.stat().st_size > MAX_CSV_BYTES:
         raise DataFileError(f"{p}: larger than {MAX_CSV_BYTES} bytes")
-    fh = p.open(newline="", encoding="utf-8")
+    # a notes cell may be long (a quoted table); the file cap bounds the memory anyway
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_FIELD_BYTES))
+    fh = p.open(newline="", encoding="utf-8-sig")  # a UTF-8 byte-order mark is not a column
     try:
         reader = csv.DictReader(fh)
         missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
@@ -147,6 +155,8 @@ def parse_int(text: str) -> int | None:
     try:
         v = float(t)
     except ValueError:
+        return None
+    if not math.isfinite(v) or v > MAX_CELL_INT:
         return None
     return int(v) if v > 0 and v == int(v) else None
 
@@ -235,6 +245,11 @@ def matched_names(kind: str, name: str) -> str | None:
 
 def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     """A mapped row, or the reason it cannot be predicted."""
+    short = [c for c in REQUIRED_COLUMNS if row.get(c) is None]
+    if short:
+        return f"short row ({len(REQUIRED_COLUMNS) - len(short)} of the required columns)"
+    if None in row:
+        return "long row (more cells than columns)"
     metric = row["metric"].strip()
     if metric.endswith(("_p99", "_p90", "_p95", "_median")):
         return f"percentile metric {metric} (the model predicts means)"
@@ -244,8 +259,12 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         measured = float(row["value"])
     except ValueError:
         return "non-numeric value"
-    if not math.isfinite(measured) or measured <= 0:
+    if not math.isfinite(measured):
+        return "value not a finite number"
+    if measured <= 0:
         return "non-positive value"
+    if measured > MAX_MEASURED_VALUE:
+        return f"value beyond {MAX_MEASURED_VALUE:.0e} (no serving metric is that large)"
     model_id = matched_names("model", row["model"])
     if model_id is None:
         return f"unknown model {row['model'].strip()}"
