@@ -65,6 +65,11 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 # at 256 rows and 512 (1/0.915 - 1) = 48 at 512 rows, so R0 = 50. Below R0 rows a group pays
 # its own rows again at most (small-M decode kernels swap A and B, no 64-row padding to fill).
 GROUPED_GEMM_GROUP_ROWS = 50.0
+# swap-AB GEMMs (the small-M decode kernels of TensorRT-LLM and CUTLASS): the token dimension
+# rides on the MMA's N, a multiple of 8 up to 256 (PTX ISA, wgmma.mma_async shapes m64nNk16;
+# Blackwell tcgen05.mma N likewise), so a batch pads to 8 rows, not to a 64/128-row tile
+SWAP_AB_ROW_STEP = 8.0
+SWAP_AB_MAX_ROWS = 256.0
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -102,12 +107,24 @@ def gemm_shape_efficiency(
     best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
     k0 = TILE_OVERHEAD_BF16_K * speed_ratio
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
-    for tm, tn, c in cands:
+    # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
+    # SWAP_AB_ROW_STEP up to SWAP_AB_MAX_ROWS (Hopper wgmma m64nNk16, Blackwell tcgen05): the
+    # token rows split into the fewest such tiles, each as narrow as its share allows
+    tok_tiles = np.maximum(np.ceil(m / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
+    tok_width = np.maximum(
+        np.ceil(m / tok_tiles / SWAP_AB_ROW_STEP - 1e-9) * SWAP_AB_ROW_STEP, SWAP_AB_ROW_STEP
+    )
+    # (dense GEMMs only: grouped expert GEMMs, e.g. DeepGEMM's masked layout, pad each group
+    # to 64/128-row blocks)
+    dense = groups <= 1.0
+    swap = [(tok_width, float(tw), 1, np.where(dense, tok_tiles, 1e30)) for tw in (64, 128)]
+    shapes = [(float(tm), float(tn), c, np.ceil(m / tm - 1e-9)) for tm, tn, c in cands] + swap
+    for tm, tn, c, m_tiles in shapes:
         slots = max(hw.sm_count // c, 1)
         # groups (experts) run as one grouped launch: tiles of all groups share the waves
         # (rows are token counts computed in floating point, e.g. a chunk of max_num_tokens
         # less the decode rows: a count a rounding error above a tile boundary is on it)
-        tiles = np.ceil(m / tm - 1e-9) * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
+        tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
         tiles = np.maximum(tiles, 1e-9)
         # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS and
         # CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K per split
