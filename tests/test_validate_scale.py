@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from llm_codesign import validate
@@ -81,3 +83,67 @@ def test_record_table_reads_back_what_was_appended():
     assert all(type(a[f]) is type(b[f]) for a, b in zip(t, recs) for f in V.RECORD_FIELDS)
     with pytest.raises(IndexError):
         t[5]
+
+
+def test_duplicated_rows_are_priced_as_if_each_stood_alone(tmp_path, monkeypatch):
+    """A table whose rows repeat (the same configuration with another value, another metric,
+    again far later, across chunk boundaries): every row's record (prediction, error, note) and
+    every skip reason equal those of the row mapped and priced on its own (``predict_rows`` of
+    that one row), though validate prices each distinct input once."""
+    picked = []
+    for name, step in (
+        ("serving.csv", 52),  # static, concurrency, offline, request-rate rows
+        ("inferencex_hopper.csv", 12),  # disaggregated, MTP and skipped rows
+        ("aic_silicon_dense.csv", 400),
+    ):
+        with bundled_data(name).open(newline="", encoding="utf-8") as fh:
+            picked += list(csv.DictReader(fh))[::step]
+    block = []
+    for k, r in enumerate(picked):
+        other = V.METRICS[k % len(V.METRICS)]
+        block += [r, r | {"value": str(3.0 * float(r["value"]))}, r | {"metric": other}]
+    table = block + block[::-1]
+    fields = list(dict.fromkeys(f for r in table for f in r))
+    path = tmp_path / "repeated.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(table)
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    # each row on its own: its record's fields, or the reason it is skipped
+    alone: dict[int, tuple[Any, ...]] = {}
+    reasons: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        m = V.map_row(i, row)
+        if isinstance(m, str):
+            reasons[m] = reasons.get(m, 0) + 1
+            continue
+        (p,), (note,) = V.predict_rows([m])
+        if not np.isfinite(p):
+            reason = f"predicted infeasible: {note}"
+            reasons[reason] = reasons.get(reason, 0) + 1
+            continue
+        alone[i] = (
+            m.model,
+            m.metric,
+            m.measured,
+            float(p),
+            float(p / m.measured - 1.0),
+            "; ".join(n for n in (m.note, note) if n),
+        )
+    assert len(alone) > 150
+    # one chunk (distinct inputs priced together), and chunks of 7 rows (remembered across)
+    for chunk_rows in (V.CHUNK_ROWS, 7):
+        monkeypatch.setattr(V, "CHUNK_ROWS", chunk_rows)
+        report = validate(path)
+        fields = ("model", "metric", "measured", "predicted", "error", "note")
+        assert {r["row"]: tuple(r[f] for f in fields) for r in report.rows} == alone
+        assert {s["reason"]: s["count"] for s in report.skipped} == reasons
+        assert {r["mode"] for r in report.rows} >= {
+            "static",
+            "concurrency",
+            "offline",
+            "rate",
+            "disaggregated",
+        }

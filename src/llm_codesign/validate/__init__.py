@@ -25,6 +25,7 @@ from .mapping import (
     REQUIRED_COLUMNS,
     THROUGHPUT_METRICS,
     MappedRow,
+    RowMapper,
     iter_measurements,
     map_precision,
     map_row,
@@ -34,7 +35,13 @@ from .mapping import (
     metric_class,
     read_measurements,
 )
-from .predict import CONCURRENCY_GRID, OFFLINE_MAX_BATCH, disaggregated_inputs, predict_rows
+from .predict import (
+    CONCURRENCY_GRID,
+    OFFLINE_MAX_BATCH,
+    disaggregated_inputs,
+    predict_rows,
+    price_key,
+)
 from .summary import RECORD_FIELDS, RecordTable, ValidationReport, summarize
 
 __all__ = [
@@ -52,6 +59,7 @@ __all__ = [
     "METRICS",
     "OFFLINE_MAX_BATCH",
     "REQUIRED_COLUMNS",
+    "RowMapper",
     "THROUGHPUT_METRICS",
     "MappedRow",
     "RECORD_FIELDS",
@@ -64,6 +72,7 @@ __all__ = [
     "match_model_name",
     "metric_class",
     "predict_rows",
+    "price_key",
     "iter_measurements",
     "read_measurements",
     "summarize",
@@ -83,6 +92,8 @@ BUNDLED_SERVING_TABLES = (
 BUNDLED_GEMM_TABLE = "gemm.csv"
 # rows read, mapped and priced at a time (memory is bounded by one chunk, not the table)
 CHUNK_ROWS = 4096
+# distinct priced inputs remembered across chunks (then forgotten together: memory stays bounded)
+PRICED_ENTRIES = 65_536
 
 
 def bundled_data(name: str) -> Path:
@@ -116,32 +127,42 @@ def validate(
     records = RecordTable()
     map_skips: dict[str, int] = {}
     predict_skips: dict[str, int] = {}
+    mapper = RowMapper()
+    # a record's shared part (everything but its source, value, error and row), or the reason
+    # it is not predicted, per distinct (price_key, mapping note): each distinct
+    # input is priced once per run (at most PRICED_ENTRIES remembered at a time)
+    priced: dict[tuple[Any, ...], dict[str, Any] | str] = {}
     # every table's columns are checked before the first row is priced
     rows = itertools.chain.from_iterable([iter_measurements(p) for p in paths])
     # rows are read, mapped and priced CHUNK_ROWS at a time: memory holds one chunk and the
     # compact records, whatever the size of the tables (every row is priced on its own, so
     # the chunking changes no number)
     for start, chunk in _chunks(rows, CHUNK_ROWS):
-        mapped: list[MappedRow] = []
+        mapped: list[tuple[int, str, float, tuple[Any, ...]]] = []
+        new: dict[tuple[Any, ...], MappedRow] = {}
+        if len(priced) >= PRICED_ENTRIES:
+            priced.clear()
         for i, row in enumerate(chunk, start):
-            m = map_row(i, row)
+            m = mapper.shared(i, row)
             if isinstance(m, str):
                 map_skips[m] = map_skips.get(m, 0) + 1
-            else:
-                mapped.append(m)
+                continue
+            first, measured = m
+            key = (price_key(first), first.note)
+            if key not in priced and key not in new:
+                new[key] = first
+            mapped.append((i, row["source_id"], measured, key))
         del chunk
-        if prof is not None and target not in hw_over and any(r.hardware == target for r in mapped):
+        fresh = list(new.values())
+        if prof is not None and target not in hw_over and any(r.hardware == target for r in fresh):
             # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
             hw_over[target] = apply_profile(load_hardware(target), prof)
-        preds, notes = predict_rows(mapped, engine_override=override, hw_override=hw_over or None)
-        for r, p, note in zip(mapped, preds, notes):
-            if not np.isfinite(p):
-                reason = f"predicted infeasible: {note}"
-                predict_skips[reason] = predict_skips.get(reason, 0) + 1
-                continue
-            records.append(
-                {
-                    "source_id": r.source_id,
+        preds, notes = predict_rows(fresh, engine_override=override, hw_override=hw_over or None)
+        for key, r, p, note in zip(new, fresh, preds, notes):
+            priced[key] = (
+                f"predicted infeasible: {note}"
+                if not np.isfinite(p)
+                else {
                     "model": r.model,
                     "gpu": r.hardware,
                     "precision": r.precision,
@@ -152,11 +173,22 @@ def validate(
                     "mode": r.mode,
                     "load": r.load,
                     "metric": r.metric,
-                    "measured": r.measured,
                     "predicted": float(p),
-                    "error": float(p / r.measured - 1.0),
                     "note": "; ".join(n for n in (r.note, note) if n),
-                    "row": r.index,
+                }
+            )
+        for i, source_id, measured, key in mapped:
+            shared = priced[key]
+            if isinstance(shared, str):
+                predict_skips[shared] = predict_skips.get(shared, 0) + 1
+                continue
+            records.append(
+                shared
+                | {
+                    "source_id": source_id,
+                    "measured": measured,
+                    "error": float(shared["predicted"] / measured - 1.0),
+                    "row": i,
                 }
             )
     skipped = {**map_skips}

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
@@ -245,6 +245,54 @@ def matched_names(kind: str, name: str) -> str | None:
 
 def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
     """A mapped row, or the reason it cannot be predicted."""
+    checked = _metric_and_value(row)
+    if isinstance(checked, str):
+        return checked
+    return _map_checked(i, row, *checked)
+
+
+# the columns that only say where a measurement comes from and what it was; every other
+# column is the configuration measured (``RowMapper`` maps each distinct one once)
+_PER_ROW_COLUMNS = ("source_id", "value")
+# distinct configurations a RowMapper remembers (then it forgets them all: memory stays bounded)
+ROW_MAPPER_ENTRIES = 65_536
+
+
+class RowMapper:
+    """``map_row`` for the rows of one run, each distinct configuration mapped once.
+
+    A table repeats its configurations (one row per metric, the same benchmark published
+    twice): rows equal in every column but ``source_id`` and ``value`` map to the same model,
+    GPU, precision, plan, workload and note, so only the first is mapped. Per run (no global
+    state), at most ``ROW_MAPPER_ENTRIES`` configurations at a time.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[tuple[str, Any], ...], MappedRow | str] = {}
+
+    def shared(self, i: int, row: dict[str, str]) -> tuple[MappedRow, float] | str:
+        """(the mapped row of the first row of this configuration, this row's measured value),
+        or the reason this row is skipped: what ``map_row(i, row)`` returns, with the first
+        row's ``index``, ``source_id``, ``measured`` and ``raw``."""
+        checked = _metric_and_value(row)
+        if isinstance(checked, str):
+            return checked
+        key = tuple([kv for kv in row.items() if kv[0] not in _PER_ROW_COLUMNS])
+        try:
+            mapped, remembered = self._seen.get(key), True
+        except TypeError:  # a row longer than its header holds a list: mapped on its own
+            mapped, remembered = None, False
+        if mapped is None:
+            mapped = _map_checked(i, row, *checked)
+            if remembered:
+                if len(self._seen) >= ROW_MAPPER_ENTRIES:
+                    self._seen.clear()
+                self._seen[key] = mapped
+        return mapped if isinstance(mapped, str) else (mapped, checked[1])
+
+
+def _metric_and_value(row: dict[str, str]) -> tuple[str, float] | str:
+    """(the metric, the measured value), or the reason the row cannot be used."""
     short = [c for c in REQUIRED_COLUMNS if row.get(c) is None]
     if short:
         return f"short row ({len(REQUIRED_COLUMNS) - len(short)} of the required columns)"
@@ -265,6 +313,11 @@ def map_row(i: int, row: dict[str, str]) -> MappedRow | str:
         return "non-positive value"
     if measured > MAX_MEASURED_VALUE:
         return f"value beyond {MAX_MEASURED_VALUE:.0e} (no serving metric is that large)"
+    return metric, measured
+
+
+def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> MappedRow | str:
+    """``map_row`` past the metric and value checks."""
     model_id = matched_names("model", row["model"])
     if model_id is None:
         return f"unknown model {row['model'].strip()}"

@@ -12,6 +12,12 @@ Serving modes:
 
 Rows with MTP pass their draft length and acceptance to serving.evaluate (``spec_tokens``,
 ``spec_acceptance``); static batches have no speculative-decoding model.
+
+Each distinct input is priced once: rows that differ only in their metric, their GPU count or
+(offline / rate) their load share one evaluation (``_distinct``), and ``price_key`` names
+everything a row's prediction depends on, so callers can remember predictions across calls.
+The serving functions price every configuration on its own (elementwise), so this changes no
+number.
 """
 
 from __future__ import annotations
@@ -64,6 +70,45 @@ def _metric_value(
 Array = np.ndarray
 
 
+def price_key(r: MappedRow) -> tuple[Any, ...]:
+    """Everything ``predict_rows`` reads from a row: rows with equal keys get equal predictions
+    and notes (the row's index, source, measured value and mapping note play no part)."""
+    return (
+        r.model,
+        r.hardware,
+        r.precision,
+        r.engine,
+        r.spec_tokens,
+        r.spec_acceptance,
+        r.mode,
+        r.tp,
+        r.pp,
+        r.ep,
+        r.attention_dp,
+        r.isl,
+        r.osl,
+        r.load,
+        r.metric,
+        r.metric_gpus,
+        r.pools,
+    )
+
+
+def _distinct(keys: list[Any]) -> tuple[list[int], np.ndarray]:
+    """The first position of each distinct key (in order of appearance) and, for every
+    position, the index of its key among them: ``keys[i] == keys[first[inverse[i]]]``."""
+    slot: dict[Any, int] = {}
+    first: list[int] = []
+    inverse = np.empty(len(keys), dtype=np.int64)
+    for i, k in enumerate(keys):
+        j = slot.get(k)
+        if j is None:
+            j = slot[k] = len(first)
+            first.append(i)
+        inverse[i] = j
+    return first, inverse
+
+
 def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     """Keyword arguments of ``serving.evaluate_disaggregated`` for one disaggregated row: the
     client concurrency C spread over the y decode workers (C / y each; with fewer clients than
@@ -92,7 +137,8 @@ def _predict_disaggregated(
     model: Any, hw: HardwareSpec, prec: Any, eng: EngineConstants, rs: list[MappedRow]
 ) -> tuple[list[float], list[str]]:
     """Predictions (NaN + reason where infeasible) of disaggregated rows, one ISL/OSL pair per
-    call (evaluate_disaggregated takes scalar lengths), plans and counts vectorized."""
+    call (evaluate_disaggregated takes scalar lengths), each distinct (pools, load) priced once,
+    plans and counts vectorized."""
     preds, notes = [float("nan")] * len(rs), [""] * len(rs)
     by_len: dict[tuple[int, int], list[int]] = {}
     for k, r in enumerate(rs):
@@ -102,7 +148,8 @@ def _predict_disaggregated(
             for k in ks:
                 notes[k] = "disaggregated serving needs osl >= 2"
             continue
-        ins = [disaggregated_inputs(rs[k], eng) for k in ks]
+        first, inv = _distinct([(rs[k].pools, rs[k].load) for k in ks])
+        ins = [disaggregated_inputs(rs[ks[i]], eng) for i in first]
 
         def col(f: Any, ins: list[dict[str, Any]] = ins) -> np.ndarray:
             return np.array([f(d) for d in ins])
@@ -127,7 +174,7 @@ def _predict_disaggregated(
             isl=isl,
             osl=osl,
         )
-        for i, k in enumerate(ks):
+        for k, i in zip(ks, inv.tolist()):
             r = rs[k]
             if not out.feasible[i]:
                 notes[k] = str(out.reason[i])
@@ -155,7 +202,8 @@ def predict_rows(
     engine_override: EngineConstants | None = None,
     hw_override: dict[str, HardwareSpec] | None = None,
 ) -> tuple[np.ndarray, list[str]]:
-    """Predictions for mapped rows (NaN + reason where infeasible), grouped and vectorized."""
+    """Predictions for mapped rows (NaN + reason where infeasible), grouped and vectorized;
+    each distinct serving input is evaluated once, whatever the metrics asked of it."""
     preds = np.full(len(rows), np.nan)
     notes = [""] * len(rows)
     groups: dict[tuple[str, str, str, str, int, float], list[int]] = {}
@@ -183,8 +231,18 @@ def predict_rows(
                 for j in js:
                     notes[j] = "speculative decoding is not modelled for static batches"
                 continue
+            # the serving inputs; offline and rate rows share a concurrency grid whatever
+            # their load (the rate picks its point on the grid afterwards)
+            grid = mode in ("offline", "rate")
+            first, u = _distinct(
+                [
+                    (r.tp, r.pp, r.ep, r.attention_dp, r.isl, r.osl) + (() if grid else (r.load,))
+                    for r in rs
+                ]
+            )
+            us = [rs[i] for i in first]
 
-            def a(f: Any, rs: list[MappedRow] = rs) -> np.ndarray:
+            def a(f: Any, rs: list[MappedRow] = us) -> np.ndarray:
                 return np.array([f(r) for r in rs])
 
             tp, pp, ep, adp = (
@@ -193,27 +251,29 @@ def predict_rows(
                 a(lambda r: r.ep),
                 a(lambda r: r.attention_dp),
             )
-            isl, osl, gpus = a(lambda r: r.isl), a(lambda r: r.osl), a(lambda r: r.metric_gpus)
+            isl, osl = a(lambda r: r.isl), a(lambda r: r.osl)
+            # per row (the GPU count is not a serving input)
+            gpus, osl_row = a(lambda r: r.metric_gpus, rs), osl[u]
             plan = dict(tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl)
             if mode == "static":
                 out = evaluate_static(model, hw, prec, eng, **plan, batch=a(lambda r: r.load))
                 values = {
                     m: _metric_value(
                         m,
-                        out["output_tok_s_per_gpu"],
-                        out["total_tok_s_per_gpu"],
-                        out["ttft_s"],
-                        out["tpot_s"],
+                        out["output_tok_s_per_gpu"][u],
+                        out["total_tok_s_per_gpu"][u],
+                        out["ttft_s"][u],
+                        out["tpot_s"][u],
                         gpus,
-                        osl,
+                        osl_row,
                     )
                     for m in {r.metric for r in rs}
                 }
-                for k, (j, r) in enumerate(zip(js, rs)):
-                    if out["feasible"][k]:
+                for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
+                    if out["feasible"][i]:
                         preds[j] = values[r.metric][k]
                     else:
-                        notes[j] = str(out["reason"][k])
+                        notes[j] = str(out["reason"][i])
                 continue
             if mode == "concurrency":
                 out = evaluate(
@@ -226,22 +286,22 @@ def predict_rows(
                     benchmark_burst=True,
                     **spec,
                 )
-                for k, (j, r) in enumerate(zip(js, rs)):
+                for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
                     v = _metric_value(
                         r.metric,
-                        out.output_tok_s_per_gpu[k],
-                        out.total_tok_s_per_gpu[k],
-                        out.ttft_s[k],
-                        out.tpot_s[k],
+                        out.output_tok_s_per_gpu[i],
+                        out.total_tok_s_per_gpu[i],
+                        out.ttft_s[i],
+                        out.tpot_s[i],
                         gpus[k],
-                        osl[k],
+                        osl_row[k],
                     )
-                    if out.feasible[k]:
+                    if out.feasible[i]:
                         preds[j] = float(v)
                     else:
-                        notes[j] = str(out.reason[k])
+                        notes[j] = str(out.reason[i])
                 continue
-            # offline / rate: a concurrency grid per row
+            # offline / rate: a concurrency grid per distinct input
             g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
             out = evaluate(
                 model,
@@ -259,26 +319,26 @@ def predict_rows(
                 **spec,
             )
             thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
-            for k, (j, r) in enumerate(zip(js, rs)):
-                if not np.any(np.isfinite(thr[k])):
-                    notes[j] = str(out.reason[k, 0])
+            for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
+                if not np.any(np.isfinite(thr[i])):
+                    notes[j] = str(out.reason[i, 0])
                     continue
                 if mode == "offline":
-                    b = int(np.argmax(thr[k]))
+                    b = int(np.argmax(thr[i]))
                 else:
-                    req_rate = out.output_tok_s_per_gpu[k] * r.tp * r.pp / r.osl
-                    ok = np.where(out.feasible[k] & (req_rate >= r.load * 0.999))[0]
-                    b = int(ok[0]) if len(ok) else int(np.argmax(thr[k]))
+                    req_rate = out.output_tok_s_per_gpu[i] * r.tp * r.pp / r.osl
+                    ok = np.where(out.feasible[i] & (req_rate >= r.load * 0.999))[0]
+                    b = int(ok[0]) if len(ok) else int(np.argmax(thr[i]))
                     if len(ok) == 0:
                         notes[j] = "rate above predicted capacity (saturated)"
                 v = _metric_value(
                     r.metric,
-                    out.output_tok_s_per_gpu[k, b],
-                    out.total_tok_s_per_gpu[k, b],
-                    out.ttft_s[k, b],
-                    out.tpot_s[k, b],
+                    out.output_tok_s_per_gpu[i, b],
+                    out.total_tok_s_per_gpu[i, b],
+                    out.ttft_s[i, b],
+                    out.tpot_s[i, b],
                     gpus[k],
-                    osl[k],
+                    osl_row[k],
                 )
                 if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
                     # below saturation the delivered throughput is the offered rate
