@@ -34,10 +34,10 @@ PRECISIONS = ("bf16", "fp8")
 ENGINES = ("trtllm", "vllm", "sglang")
 PLANS = ((1, 1, 1, False), (2, 1, 1, False), (8, 1, 8, True), (4, 2, 1, False), (8, 1, 1, False))
 ISL = (128, 1024, 8192)
-OSL = (1, 2, 16, 128, 1024)
+OSL = (1, 2, 4, 16, 64, 128, 1024)
 # two solves agree to the solver's tolerance: comparisons between them allow 10x that
 SLACK = 10 * aggregated.FIXED_POINT_TOLERANCE
-CONC = (1, 2, 4, 8, 16, 32, 64, 128, 256, 257, 512, 1024, 2048, 4096)
+CONC = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 257, 384, 512, 768, 1024, 2048, 4096)
 
 
 def _eval(m, hw, p, eng, plan, iterations=None):

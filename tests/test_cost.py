@@ -191,3 +191,22 @@ def test_host_overlap_hides_host_work_behind_gpu_work():
     assert float(hidden.total_s) == pytest.approx(max(gpu, host), rel=1e-9)
     half = step_cost(m, p, hw, base.with_overrides(host_overlap=0.5), s)
     assert float(half.total_s) == pytest.approx(gpu + host - 0.5 * min(gpu, host), rel=1e-9)
+
+
+def test_expected_row_tiles_is_the_poisson_expectation():
+    """E[ceil(X / 64) | X > 0] for X ~ Poisson(mu), summed exactly, against the smooth form the
+    grouped GEMMs of routed experts use; a mean of 64 rows is ~1.47 tiles, not 1."""
+    from math import ceil, exp, lgamma, log
+
+    from llm_codesign.cost import expected_row_tiles
+
+    def exact(mu: float) -> float:
+        n = int(mu + 20 * mu**0.5 + 50)
+        pmf = [exp(-mu + j * log(mu) - lgamma(j + 1)) for j in range(n)]
+        return sum(ceil(j / 64) * pmf[j] for j in range(1, n)) / (1.0 - pmf[0])
+
+    for mu in (0.5, 10.0, 63.0, 64.0, 65.0, 128.0, 500.0, 2048.0):
+        assert float(expected_row_tiles(np.array(mu), 64.0)) == pytest.approx(exact(mu), abs=0.02)
+    # smooth across a tile boundary, where ceil of the mean jumps from 1 to 2
+    t = expected_row_tiles(np.array([63.9, 64.0, 64.1]), 64.0)
+    assert np.all(np.diff(t) > 0) and np.all(np.diff(t) < 0.01)

@@ -88,6 +88,36 @@ def _tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
+def _erfc(x: Array) -> Array:
+    """Complementary error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7; numpy has
+    none and scipy is not a dependency)."""
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    half = poly * np.exp(-z * z)
+    return np.where(x >= 0, half, 2.0 - half)
+
+
+def expected_row_tiles(rows: Array, tile: float) -> Array:
+    """E[ceil(X / tile) | X > 0] for a group's row count X ~ Poisson(rows): the tiles a grouped
+    GEMM launches per active group when tokens land on experts at random (per-expert counts are
+    binomial, ~Poisson). Smooth in the mean, unlike ceil(rows / tile): a mean of 64 rows is
+    ~1.5 tiles of 64, half the groups spilling into a second tile. Normal approximation with
+    continuity correction for the tail terms P(X > j tile), j >= 1 (each 1 well below the mean,
+    0 well above it)."""
+    mu = np.maximum(np.asarray(rows, dtype=float), 0.0)
+    sigma = np.sqrt(np.maximum(mu, 1e-9))
+    full = np.maximum(np.floor((mu - 8.0 * sigma) / tile), 0.0)  # terms j = 1 .. full are ~1
+    width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
+    total = 1.0 + full
+    for w in range(1, width + 1):
+        edge = (full + w) * tile + 0.5
+        total = total + 0.5 * _erfc((edge - mu) / (sigma * np.sqrt(2.0)))
+    return total
+
+
 def gemm_shape_efficiency(
     hw: HardwareSpec,
     m: Array,
@@ -96,6 +126,7 @@ def gemm_shape_efficiency(
     groups: Array | float,
     speed_ratio: float,
     elem_bytes: float = 2.0,
+    routed: bool = False,
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
     alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM."""
@@ -118,7 +149,18 @@ def gemm_shape_efficiency(
     # to 64/128-row blocks)
     dense = groups <= 1.0
     swap = [(tok_width, float(tw), 1, np.where(dense, tok_tiles, 1e30)) for tw in (64, 128)]
-    shapes = [(float(tm), float(tn), c, np.ceil(m / tm - 1e-9)) for tm, tn, c in cands] + swap
+    # ``routed``: each group's rows are random (tokens routed to experts), so the tiles per
+    # group are an expectation over that spread (``expected_row_tiles``), not ceil of the mean
+    # (a benchmark's fixed rows per group keep the ceil)
+    shapes = [
+        (
+            float(tm),
+            float(tn),
+            c,
+            expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9),
+        )
+        for tm, tn, c in cands
+    ] + swap
     for tm, tn, c, m_tiles in shapes:
         slots = max(hw.sm_count // c, 1)
         # groups (experts) run as one grouped launch: tiles of all groups share the waves
@@ -214,7 +256,16 @@ def gemm_time(
             moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"], moe["experts_local"]
         )
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
-    eff = gemm_shape_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
+    eff = gemm_shape_efficiency(
+        hw,
+        m,
+        op.n,
+        op.k,
+        op.groups,
+        _speed_ratio(hw, rate_class),
+        elem,
+        routed=bool(moe and moe.get("routed", False)),
+    )
     flops = 2.0 * m * op.n * op.k * op.groups
     compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered

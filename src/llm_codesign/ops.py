@@ -341,6 +341,7 @@ def layer_group_ops(
             "ep": ep,
             "top_k": float(k),
             "experts_local": experts_local,
+            "routed": True,  # rows per expert are random (cost.expected_row_tiles)
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))
