@@ -347,6 +347,12 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
             np.minimum(conc[act] * isl[act], budget),
         )
         t = step_at(act, dd, p) + drafts_at(act, dd)
+        # the engine's prompt capacity with these decode rows: every step full of prompt,
+        # B / (ISL T_full), T_full affine in the decode rows between its two priced ends
+        span = np.maximum(full_hi[act] - full_lo[act], 1e-12)
+        w = np.clip((dd - full_lo[act]) / span, 0.0, 1.0)
+        t_full = t_full_lo[act] + w * (t_full_hi[act] - t_full_lo[act])
+        x_cap[act] = budget / np.maximum(isl[act] * t_full, 1e-300)
         load = np.clip(p / np.maximum(others[act] * budget, 1e-30), 0.0, 0.9)
         chunk_steps = np.ceil(isl[act] / (budget / mm))
         need = (0.5 + chunk_steps / (1.0 - load)) * t / tps / np.maximum(mm, 1.0) + (
@@ -381,16 +387,19 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         return np.minimum(conc[act] * dec_time / (need + dec_time), dec_time * x_cap[act])
 
     idx_all = np.arange(n)
-    # the engine's prompt capacity: every step full of prompt, B / (ISL T_full), priced with
-    # the most decoding rows the range allows (a lower bound on the capacity)
+    # a step full of prompt (T_full) priced at the fewest and the most decoding rows the range
+    # allows; ``loop_at`` interpolates between them (the capacity depends on d, not on C)
     x_cap = np.full(n, np.inf)
+    full_lo, full_hi, t_full_lo, t_full_hi = (np.zeros(n) for _ in range(4))
     dec_idx = idx_all[osl1 > 0]
     if dec_idx.size:
-        dd = np.maximum(d_hi0[dec_idx], np.minimum(1.0, conc[dec_idx]))
+        lo_rows = np.minimum(1.0, conc[dec_idx])
+        hi_rows = np.maximum(d_hi0[dec_idx], lo_rows)
         mm = micro[dec_idx]
-        budget = mm * np.maximum(eng.max_num_tokens - dd / mm, 0.1 * eng.max_num_tokens)
-        t_full = step_at(dec_idx, dd, budget) + drafts_at(dec_idx, dd)
-        x_cap[dec_idx] = budget / np.maximum(isl[dec_idx] * t_full, 1e-300)
+        for rows, ends, t_end in ((lo_rows, full_lo, t_full_lo), (hi_rows, full_hi, t_full_hi)):
+            budget = mm * np.maximum(eng.max_num_tokens - rows / mm, 0.1 * eng.max_num_tokens)
+            ends[dec_idx] = rows
+            t_end[dec_idx] = step_at(dec_idx, rows, budget) + drafts_at(dec_idx, rows)
     # OSL = 1: closed form (no decode phase)
     one = idx_all[osl1 <= 0]
     if one.size:
