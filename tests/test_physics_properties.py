@@ -144,3 +144,40 @@ def test_more_of_a_resource_never_lowers_throughput(case, eng, isl, osl, conc, f
         # two solves agree to the solver's tolerance, not to the last digit
         slack = 10 * aggregated.FIXED_POINT_TOLERANCE
         assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - slack)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    clients=st.floats(1.0, 5000.0),
+    alone=st.floats(0.01, 10.0),
+    tpot=st.floats(1e-3, 0.2),
+    prefill_cap=st.floats(0.1, 100.0),
+    decode_cap=st.floats(0.1, 100.0),
+    service=st.floats(0.01, 10.0),
+    osl=st.integers(1, 4096),
+)
+def test_disaggregated_closed_loop_is_a_fixed_point(
+    clients, alone, tpot, prefill_cap, decode_cap, service, osl
+):
+    """The disaggregated loop's TTFT is the root of TTFT = h(TTFT) (closed_loop_ttft's
+    docstring: queue wait at the offered load, or the stretched cycle at capacity), to 1e-9 of
+    the cycle, and Little's law holds: X = clients / (TTFT + (OSL - 1) TPOT), at most capacity."""
+    from llm_codesign.serving.disaggregated import MAX_PREFILL_UTILIZATION, closed_loop_ttft
+
+    ttft, rate = closed_loop_ttft(
+        np.array(alone),
+        np.array(tpot),
+        clients=np.array(clients),
+        prefill_capacity=np.array(prefill_cap),
+        decode_capacity=np.array(decode_cap),
+        batch_service_s=np.array(service),
+        osl=osl,
+    )
+    ttft, rate = float(ttft), float(rate)
+    decode_s = (osl - 1) * tpot
+    cap = min(prefill_cap, decode_cap)
+    x = min(clients / (ttft + decode_s), cap)
+    rho = min(x / prefill_cap, MAX_PREFILL_UTILIZATION)
+    implied = max(alone + rho / (2 * (1 - rho)) * service, clients / cap - decode_s)
+    assert implied == pytest.approx(ttft, rel=1e-9, abs=1e-9 * (ttft + decode_s))
+    assert rate == pytest.approx(x, rel=1e-9) and rate <= cap * (1 + 1e-12)

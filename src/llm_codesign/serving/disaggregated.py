@@ -300,7 +300,7 @@ def pooled_outcome(
 # the prefill pool's utilization is held below this (the queue's wait diverges at 1; beyond it
 # the closed loop stretches the cycle instead)
 MAX_PREFILL_UTILIZATION = 0.95
-CLOSED_LOOP_ITERATIONS = 40  # damped by 1/2: the residual falls below 1e-9 of the first step
+CLOSED_LOOP_ITERATIONS = 60  # bisection halvings: the bracket ends 2^-60 of its width apart
 
 
 def closed_loop_ttft(
@@ -319,7 +319,10 @@ def closed_loop_ttft(
     (TTFT + (OSL - 1) TPOT), at most the slower pool's capacity. Below it, prompts wait in the
     prefill pool's queue: utilization rho = X / prefill capacity, mean wait rho / (2 (1 - rho))
     batch services (M/D/1). At capacity the cycle stretches to clients / capacity and the
-    surplus waits before the first token. A fixed point of a few damped iterations.
+    surplus waits before the first token. The TTFT this implies, h(TTFT), falls as TTFT rises
+    (a longer cycle offers less load), so TTFT = h(TTFT) has one root, bracketed by h's least
+    and greatest values and found by bisection (``CLOSED_LOOP_ITERATIONS`` halvings: converged
+    whatever the slope, where damped iteration can oscillate).
 
     Example: 100 clients, 1 s prefill alone, 10 ms TPOT, OSL 101, capacity 10 req/s in both
     pools: the unqueued cycle is 2 s (50 req/s offered), so the loop saturates at 10 req/s and
@@ -327,12 +330,24 @@ def closed_loop_ttft(
     """
     decode_s = max(osl - 1, 0) * np.asarray(tpot, dtype=float)
     capacity = np.maximum(np.minimum(prefill_capacity, decode_capacity), 1e-30)
-    ttft = np.asarray(ttft_alone, dtype=float)
-    for _ in range(CLOSED_LOOP_ITERATIONS):
+    alone = np.asarray(ttft_alone, dtype=float)
+    stretched = clients / capacity - decode_s
+    max_wait = MAX_PREFILL_UTILIZATION / (2.0 * (1.0 - MAX_PREFILL_UTILIZATION))
+
+    def implied(ttft: Array) -> Array:
         rate = np.minimum(clients / np.maximum(ttft + decode_s, 1e-30), capacity)
         rho = np.clip(rate / np.maximum(prefill_capacity, 1e-30), 0.0, MAX_PREFILL_UTILIZATION)
-        queued = ttft_alone + rho / (2.0 * (1.0 - rho)) * batch_service_s
-        ttft = 0.5 * ttft + 0.5 * np.maximum(queued, clients / capacity - decode_s)
+        return np.maximum(alone + rho / (2.0 * (1.0 - rho)) * batch_service_s, stretched)
+
+    lo = np.maximum(alone, stretched)  # h(lo) >= lo
+    hi = np.maximum(alone + max_wait * batch_service_s, stretched)  # h(hi) <= hi
+    lo, hi = np.broadcast_arrays(lo, hi)
+    lo, hi = lo.astype(float), hi.astype(float)
+    for _ in range(CLOSED_LOOP_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        up = implied(mid) >= mid
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    ttft = 0.5 * (lo + hi)
     rate = np.minimum(clients / np.maximum(ttft + decode_s, 1e-30), capacity)
     return ttft, rate
 
