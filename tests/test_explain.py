@@ -117,3 +117,13 @@ def test_power_and_cost_closed_forms():
     r = run("frontier", "-m", "llama-3.1-8b", "-g", "h100-sxm", "-n", "1", "-p", "fp8", "--json")
     doc = json.loads(r.output)
     assert doc["points"][0]["economics"]["output_tok_s_per_mw"] > 0 and "units" in doc
+
+
+def test_osl_one_says_there_is_no_decode():
+    """OSL 1 has no decode phase: the estimate says what its TPOT is (issue 15)."""
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    e = estimate("llama-3.1-8b", "h100-sxm", "bf16", ParallelPlan(), Workload(128, 1, 128))
+    assert any(n.startswith("OSL 1: no token follows the first") for n in e.notes)
+    e2 = estimate("llama-3.1-8b", "h100-sxm", "bf16", ParallelPlan(), Workload(128, 2, 128))
+    assert not any(n.startswith("OSL 1") for n in e2.notes)

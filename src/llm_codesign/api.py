@@ -271,6 +271,11 @@ def _notes(e: Estimate, plan: ParallelPlan) -> list[str]:
         out.append(
             f"concurrency {c:,} is per replica: {plan.dp} replicas serve {c * plan.dp:,} users"
         )
+    if e.workload.osl <= 1:
+        out.append(
+            "OSL 1: no token follows the first, so there is no decode: TPOT and tok/s/user are "
+            "the engine step's time and its inverse, not a per-user decode rate"
+        )
     if not e.feasible:
         out.append(f"infeasible: {e.reason}; the numbers are not a prediction")
     return out
