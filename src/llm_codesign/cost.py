@@ -70,6 +70,8 @@ GROUPED_GEMM_GROUP_ROWS = 50.0
 # Blackwell tcgen05.mma N likewise), so a batch pads to 8 rows, not to a 64/128-row tile
 SWAP_AB_ROW_STEP = 8.0
 SWAP_AB_MAX_ROWS = 256.0
+SWAP_AB_WEIGHT_TILE = 128.0  # the weight side: two 64-row warpgroup MMAs
+SWAP_AB_EXTRA_SPLITS = 3  # splits into 1..3 more tiles than the fewest are tried too
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -140,15 +142,20 @@ def gemm_shape_efficiency(
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
     # SWAP_AB_ROW_STEP up to SWAP_AB_MAX_ROWS (Hopper wgmma m64nNk16, Blackwell tcgen05): the
-    # token rows split into the fewest such tiles, each as narrow as its share allows
-    tok_tiles = np.maximum(np.ceil(m / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
-    tok_width = np.maximum(
-        np.ceil(m / tok_tiles / SWAP_AB_ROW_STEP - 1e-9) * SWAP_AB_ROW_STEP, SWAP_AB_ROW_STEP
-    )
+    # rows split into t tiles, each as narrow as its share allows, for the fewest t and a few
+    # more (a split into more, narrower tiles can finish in the same waves: trying them keeps
+    # the best time from falling as rows are added)
     # (dense GEMMs only: grouped expert GEMMs, e.g. DeepGEMM's masked layout, pad each group
     # to 64/128-row blocks)
     dense = groups <= 1.0
-    swap = [(tok_width, float(tw), 1, np.where(dense, tok_tiles, 1e30)) for tw in (64, 128)]
+    fewest = np.maximum(np.ceil(m / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
+    swap = []
+    for extra in range(SWAP_AB_EXTRA_SPLITS + 1):
+        t = fewest + extra
+        width = np.maximum(
+            np.ceil(m / t / SWAP_AB_ROW_STEP - 1e-9) * SWAP_AB_ROW_STEP, SWAP_AB_ROW_STEP
+        )
+        swap.append((width, SWAP_AB_WEIGHT_TILE, 1, np.where(dense, t, 1e30)))
     # ``routed``: each group's rows are random (tokens routed to experts), so the tiles per
     # group are an expectation over that spread (``expected_row_tiles``), not ceil of the mean
     # (a benchmark's fixed rows per group keep the ceil)
