@@ -28,6 +28,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import DataFileError
+from ..specs._load import unique_json_pairs
 
 MAX_HEADER_BYTES = 100_000_000
 MAX_NDIM = 16  # numpy allows 64; checkpoint tensors have at most 5 or 6
@@ -75,18 +76,9 @@ def _brief(value: object) -> str:
     return text if len(text) <= 80 else f"{text[:80]}..."
 
 
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def _load_json(raw: bytes, where: str) -> dict:
     try:
-        obj = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        obj = json.loads(raw.decode("utf-8"), object_pairs_hook=unique_json_pairs)
     except (UnicodeDecodeError, ValueError) as exc:
         raise DataFileError(f"{where}: header is not valid JSON ({exc})") from None
     except RecursionError:

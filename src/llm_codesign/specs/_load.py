@@ -76,7 +76,7 @@ def existing_file(text: str | Path) -> Path | None:
         raise SpecError(f"{shown(text)!r}: cannot read ({exc.strerror})") from None
 
 
-class _Rejected(Exception):
+class _Rejected(ValueError):
     """A YAML/JSON construct refused by :func:`read_mapping` (its message names the place)."""
 
 
@@ -122,7 +122,9 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook`` that refuses a duplicate key (a ValueError naming
+    it): spec files here, safetensors headers in ``quant.safetensors_io``."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -164,7 +166,7 @@ def read_mapping(path: Path) -> dict[str, Any]:
     kind = "JSON" if is_json else "YAML"
     try:
         if is_json:
-            data = json.loads(text, object_pairs_hook=_unique_pairs)
+            data = json.loads(text, object_pairs_hook=unique_json_pairs)
         else:
             data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
         _check_depth(data)
