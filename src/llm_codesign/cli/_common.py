@@ -129,17 +129,69 @@ def deployment_options(f: Callable) -> Callable:
                 show_default=True,
                 help="acceptance rate of each draft token",
             ),
+        ]
+    ):
+        f = opt(f)
+    return economics_options(f)
+
+
+def economics_options(f: Callable) -> Callable:
+    """The power and price behind tokens/s/MW and $/M tokens (estimate, frontier, report)."""
+    f = click.option(
+        "--usd-per-gpu-hour",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="GPU-hour price: adds $ per million output tokens",
+    )(f)
+    return click.option(
+        "--power-w",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="power per GPU in W for tokens/s/MW (default: the GPU's TDP)",
+    )(f)
+
+
+def frontier_options(f: Callable) -> Callable:
+    """The workload, precisions, engine and targets of a frontier search (frontier, report)."""
+    for opt in reversed(
+        [
             click.option(
-                "--power-w",
-                type=click.FloatRange(min=0, min_open=True),
-                default=None,
-                help="power per GPU in W for tokens/s/MW (default: the GPU's TDP)",
+                "--isl",
+                type=click.IntRange(min=1),
+                default=1024,
+                show_default=True,
+                help="input tokens",
             ),
             click.option(
-                "--usd-per-gpu-hour",
-                type=click.FloatRange(min=0, min_open=True),
+                "--osl",
+                type=click.IntRange(min=1),
+                default=1024,
+                show_default=True,
+                help="output tokens",
+            ),
+            click.option(
+                "--precision",
+                "-p",
                 default=None,
-                help="GPU-hour price: adds $ per million output tokens",
+                help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)",
+            ),
+            click.option(
+                "--engine",
+                default=None,
+                help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
+            ),
+            click.option(
+                "--ttft-ms",
+                type=float,
+                default=None,
+                help="TTFT target (ms) for the best configuration",
+            ),
+            click.option("--tpot-ms", type=float, default=None, help="TPOT target (ms)"),
+            click.option(
+                "--min-tok-s-per-user",
+                type=float,
+                default=None,
+                help="interactivity target (tokens/s/user)",
             ),
         ]
     ):

@@ -38,7 +38,7 @@ from ..report import (
     to_json,
     write_launch_dir,
 )
-from ._common import deployment_options
+from ._common import deployment_options, frontier_options
 
 
 def _floats(text: str, what: str) -> list[float]:
@@ -62,30 +62,7 @@ def _floats(text: str, what: str) -> list[float]:
     show_default=True,
     help="GPU budget; DP replicas of smaller plans count",
 )
-@click.option(
-    "--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens"
-)
-@click.option(
-    "--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens"
-)
-@click.option(
-    "--precision",
-    "-p",
-    default=None,
-    help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)",
-)
-@click.option(
-    "--engine",
-    default=None,
-    help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
-)
-@click.option(
-    "--ttft-ms", type=float, default=None, help="TTFT target (ms) for the best configuration"
-)
-@click.option("--tpot-ms", type=float, default=None, help="TPOT target (ms)")
-@click.option(
-    "--min-tok-s-per-user", type=float, default=None, help="interactivity target (tokens/s/user)"
-)
+@frontier_options
 @click.option(
     "--disagg/--no-disagg",
     default=False,

@@ -11,6 +11,7 @@ import click
 
 from .. import SpecError
 from ..report import write_report
+from ._common import economics_options, frontier_options
 
 
 @click.command()
@@ -29,42 +30,8 @@ from ..report import write_report
     show_default=True,
     help="GPU budget per deployment; DP replicas of smaller plans count",
 )
-@click.option(
-    "--precision",
-    "-p",
-    default=None,
-    help="preset or comma list (default: every native one of bf16, fp8, nvfp4, mxfp4)",
-)
-@click.option(
-    "--isl", type=click.IntRange(min=1), default=1024, show_default=True, help="input tokens"
-)
-@click.option(
-    "--osl", type=click.IntRange(min=1), default=1024, show_default=True, help="output tokens"
-)
-@click.option(
-    "--ttft-ms", type=float, default=None, help="TTFT target (ms) for the best configuration"
-)
-@click.option("--tpot-ms", type=float, default=None, help="TPOT target (ms)")
-@click.option(
-    "--min-tok-s-per-user", type=float, default=None, help="interactivity target (tokens/s/user)"
-)
-@click.option(
-    "--usd-per-gpu-hour",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="GPU-hour price: adds $ per million output tokens",
-)
-@click.option(
-    "--power-w",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="power per GPU in W for tokens/s/MW (default: the GPU's TDP)",
-)
-@click.option(
-    "--engine",
-    default=None,
-    help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
-)
+@frontier_options
+@economics_options
 @click.option(
     "--output",
     "-o",

@@ -46,7 +46,6 @@ Array = np.ndarray
 FIXED_POINT_ITERATIONS = 60
 FIXED_POINT_TOLERANCE = 1e-4
 NOT_CONVERGED_RESIDUAL = 1e-3
-LAST_ITERATIONS = [0]  # iterations the last evaluate's fixed point took (benchmarks read it)
 
 
 @dataclass
@@ -169,14 +168,6 @@ def evaluate(
             memo=memo,
         )
 
-    def draft_time(dec: Array) -> Array:
-        """k draft tokens, each one layer-equivalent of a plain decode step (no fixed overheads)."""
-        if k_spec == 0:
-            return np.zeros(shape)
-        one = step(dec, np.zeros(shape), 1.0).stage
-        per_layer = (one.total_s - eng.step_overhead_s / pp) * micro / model.num_layers
-        return k_spec * max(model.num_mtp_layers, 1) * per_layer
-
     # isolated prefill of one request (chunks of max_num_tokens streaming through the pp
     # stages), no decode: TTFT at low load
     chunk = np.minimum(isl_f, eng.max_num_tokens)
@@ -218,11 +209,18 @@ def evaluate(
         ).total_s
 
     def drafts_at(idx: Array, dec: Array) -> Array:
+        """k draft tokens, each one layer-equivalent of a plain decode step (no fixed overheads),
+        for the configurations ``idx``."""
         if k_spec == 0:
             return np.zeros(len(idx))
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
         per_layer = one / pp_r[idx] - eng.step_overhead_s / pp_r[idx]
         return k_spec * max(model.num_mtp_layers, 1) * per_layer * micro_r[idx] / model.num_layers
+
+    def draft_time(dec: Array) -> Array:
+        """``drafts_at`` over the whole grid."""
+        flat_dec = np.broadcast_to(dec, shape).ravel()
+        return drafts_at(np.arange(flat_dec.size), flat_dec).reshape(shape)
 
     rate, tpot, c_dec, pre_tokens, ttft_need, residual = _steady_state(
         step_at,
@@ -406,7 +404,6 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         t, p, dd, need, _ = loop_at(one, np.zeros(one.size))
         settle(one, np.zeros(one.size), t, p, dd, need, np.zeros(one.size))
     act = idx_all[osl1 > 0]
-    iterations = 0
     if act.size:
         # the top of the range: prefill-bound corners settle at once
         d = d_hi0[act]
@@ -422,7 +419,7 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         down = np.ones(n)  # unbracketed steps so far: the overshoot doubles with each
         # first guess: d's image under the loop, C (OSL-1)T/k / (TTFT + (OSL-1)T/k)
         d = image_of(act, osl1[act] * t / tps, need)
-        for iterations in range(1, FIXED_POINT_ITERATIONS + 1):
+        for _ in range(FIXED_POINT_ITERATIONS):
             t, p, dd, need, g = loop_at(act, d)
             dec_time = osl1[act] * t / tps
             a, b = lo[act], hi[act]
@@ -455,7 +452,6 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
             act, d = act[keep], new_d[keep]
             if not act.size:
                 break
-    LAST_ITERATIONS[0] = iterations
     return rate, tpot, c_dec, pre_tokens, ttft_need, residual
 
 
