@@ -181,3 +181,25 @@ def test_disaggregated_closed_loop_is_a_fixed_point(
     implied = max(alone + rho / (2 * (1 - rho)) * service, clients / cap - decode_s)
     assert implied == pytest.approx(ttft, rel=1e-9, abs=1e-9 * (ttft + decode_s))
     assert rate == pytest.approx(x, rel=1e-9) and rate <= cap * (1 + 1e-12)
+
+
+def test_a_tuned_engine_keeps_its_batch_inside_the_kernel_width():
+    """Decode rows one past a multiple of the swap-AB width (256) launch a second, padded tile
+    per weight tile: llama-3.1-70b on H200 BF16 TP2, 128/1024, a closed loop of 257 clients
+    would run slower per token than 256. The engine keeps its running batch where the rows
+    fit (``serving.admission``); the extra client queues, so throughput equals that of the
+    smaller batch and the wait is inside TTFT (Little's law holds with C = 257)."""
+    m, p = load_model("llama-3.1-70b"), parse_precision("bf16")
+    hw, eng = load_hardware("h200-sxm"), load_engine("trtllm")
+    kw = dict(tp=2, isl=128, osl=1024)
+    raw = aggregated._evaluate_running(m, hw, p, eng, **kw, concurrency=np.array([256.0, 257.0]))
+    # the untuned loop: the 257th client lowers throughput (the dip this guards against)
+    assert raw.output_tok_s_per_gpu[1] < raw.output_tok_s_per_gpu[0]
+    r = evaluate(m, hw, p, eng, **kw, concurrency=np.array([256.0, 257.0, 300.0]))
+    assert np.all(r.step_decode_seqs <= 256.0)
+    assert np.all(np.diff(r.output_tok_s_per_gpu) >= 0.0)
+    assert float(r.running_concurrency[1]) < 257.0
+    conc = np.array([256.0, 257.0, 300.0])
+    little = conc / (r.ttft_s + 1023.0 * r.tpot_s) * 1024.0 / 2.0
+    np.testing.assert_allclose(little, r.output_tok_s_per_gpu, rtol=1e-9)
+    assert r.ttft_s[2] > r.ttft_s[1] > r.ttft_s[0]

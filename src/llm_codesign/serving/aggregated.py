@@ -28,6 +28,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
+from .admission import with_batch_limit
 from .memory import (
     concurrency_cap,
     kv_context,
@@ -109,6 +110,46 @@ def evaluate(
     and throughput blend the two. Used when comparing with such measurements; without it
     (estimate, frontier) every number is the steady state of real, staggered traffic.
     """
+    kw = dict(
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        dp=dp,
+        attention_dp=attention_dp,
+        cp=cp,
+        isl=isl,
+        osl=osl,
+        concurrency=concurrency,
+    )
+    opts = dict(
+        spec_tokens=spec_tokens, spec_acceptance=spec_acceptance, benchmark_burst=benchmark_burst
+    )
+    result = _evaluate_running(model, hw, prec, eng, **kw, **opts)
+    return with_batch_limit(_evaluate_running, (model, hw, prec, eng), kw, opts, result)
+
+
+def _evaluate_running(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    *,
+    tp: Array | int = 1,
+    pp: Array | int = 1,
+    ep: Array | int = 1,
+    dp: Array | int = 1,
+    attention_dp: Array | bool = False,
+    cp: Array | int = 1,
+    isl: Array | int,
+    osl: Array | int,
+    concurrency: Array | int,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
+    benchmark_burst: bool = False,
+    batch_limit: Array | None = None,
+) -> GridResult:
+    """The closed loop with the running batch at most ``batch_limit`` (per configuration;
+    None: the memory and engine caps only)."""
     if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
         raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
     if not 0.0 <= spec_acceptance <= 1.0:
@@ -143,6 +184,8 @@ def evaluate(
     )
     client_conc = conc
     conc = np.maximum(np.minimum(conc, concurrency_cap(eng, max_conc, tp, adp)), 1.0)
+    if batch_limit is not None:
+        conc = np.maximum(np.minimum(conc, batch_limit), 1.0)
     kv_total = running_kv_bytes(kv_seq, conc, tp, adp)
     mem = w_bytes + kv_total + workspace
     fits = (usable > 0) & (client_conc <= max_conc)

@@ -1,0 +1,133 @@
+"""Admission: the running batch an engine tuned for its load keeps (issue 15's "clients beyond
+capacity queue, not slow the engine").
+
+A step's GEMMs run in kernel widths: a swap-AB decode kernel carries at most
+``cost.SWAP_AB_MAX_ROWS`` token rows per tile, so a step one row past a multiple of that width
+launches one more tile per weight tile (257 rows: two tiles of 136 where 256 needed one of
+256) and, where the GEMM is compute-bound, takes longer per token. Clients past that point
+make the engine slower per token, and a closed loop then delivers less than it did with fewer
+clients. An operator sets the engine's batch limit (``max_batch_size`` in TensorRT-LLM,
+``--max-num-seqs`` in vLLM, ``--max-running-requests`` in SGLang) where adding sequences stops
+adding throughput; the clients beyond it wait in the queue (their wait is inside TTFT by
+Little's law, as for the memory cap).
+
+:func:`batch_limit_candidates` proposes that limit: for each configuration whose step's rows
+(per micro-batch and scheduling rank) passed a multiple of the kernel width, the batch that
+puts the rows back at that multiple (rows scale with the running batch in the closed loop).
+:func:`with_batch_limit` solves the loop again there where the step at the limit decodes
+faster, and keeps whichever delivers more (:func:`keep_better`). ``running_concurrency`` then
+states the limit the estimate assumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from ..cost import SWAP_AB_MAX_ROWS
+from .memory import scheduling_ranks
+from .step import pipelined_step
+
+Array = np.ndarray
+
+
+def batch_limit_candidates(
+    running: Array,
+    decode_rows: Array,
+    micro: Array,
+    ranks: Array,
+    feasible: Array,
+) -> tuple[Array, Array]:
+    """Flat indices of the configurations to try with a lower batch limit, and that limit.
+
+    ``decode_rows``: decoding query rows per step of the replica (sequences x query tokens
+    each). Most steps of a closed loop carry no prompt chunk (``serving.step.chunked_prefill``),
+    so their GEMMs launch these rows over the micro-batches and the scheduling (attention-DP)
+    ranks. A configuration whose rows lie above a multiple of ``SWAP_AB_MAX_ROWS`` is tried at
+    the batch that brings them back to that multiple (rows scale with the running batch; the
+    floor keeps them at or below it)."""
+    rows = decode_rows / np.maximum(micro * ranks, 1.0)
+    width = SWAP_AB_MAX_ROWS
+    target = np.floor(rows / width) * width
+    limit = np.floor(running * target / np.maximum(rows, 1e-30))
+    past = feasible & (target > 0) & (rows > target + 1e-6) & (limit >= 1.0) & (limit < running)
+    idx = np.flatnonzero(past.ravel())
+    return idx, np.broadcast_to(limit, past.shape).ravel()[idx]
+
+
+def keep_better(result: Any, idx: Array, trial: Any) -> Any:
+    """``result`` (arrays over a grid) with the flat positions ``idx`` replaced by ``trial``
+    (the same fields over ``idx`` only) where the trial delivers more output tokens/s/GPU and
+    is feasible. Returns a new result of the same type."""
+    if idx.size == 0:
+        return result
+    better = trial.feasible & (
+        trial.output_tok_s_per_gpu > result.output_tok_s_per_gpu.ravel()[idx]
+    )
+    if not np.any(better):
+        return result
+    where = idx[better]
+
+    def merged(full: Array, part: Array) -> Array:
+        out = np.array(np.broadcast_to(full, result.feasible.shape))  # a writable copy
+        flat = out.reshape(-1)
+        flat[where] = np.broadcast_to(part, idx.shape)[better]
+        return out
+
+    values = {}
+    for f in fields(result):
+        full, part = getattr(result, f.name), getattr(trial, f.name)
+        if isinstance(full, dict):
+            values[f.name] = {k: merged(v, part[k]) for k, v in full.items()}
+        else:
+            values[f.name] = merged(full, part)
+    return type(result)(**values)
+
+
+def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) -> Any:
+    """``result`` (``run(*specs, **kw, **opts)``, the loop at the memory and engine caps) with
+    the configurations a lower batch limit serves better solved again at that limit
+    (``run(..., batch_limit=...)``) and kept where they deliver more."""
+    model, hw, prec, eng = specs
+    shape = result.feasible.shape
+    grid = {k: np.broadcast_to(np.asarray(v), shape) for k, v in kw.items()}
+    ranks = scheduling_ranks(grid["tp"], grid["attention_dp"])
+    query = 1.0 + opts.get("spec_tokens", 0)
+    idx, limit = batch_limit_candidates(
+        result.running_concurrency,
+        result.step_decode_seqs * query,
+        grid["pp"].astype(float),
+        ranks,
+        result.feasible,
+    )
+    if idx.size == 0:
+        return result
+    sub = {k: v.ravel()[idx] for k, v in grid.items()}
+    # solved again only where the step at the limit (the mix scaled to it) decodes faster per
+    # second than the step the loop runs now: elsewhere the limit cannot deliver more
+    dec, pre = (x.ravel()[idx] for x in (result.step_decode_seqs, result.step_prefill_tokens))
+    scale = limit / result.running_concurrency.ravel()[idx]
+    axes = {k: sub[k] for k in ("tp", "pp", "ep", "cp", "attention_dp")}
+    now, at = (
+        pipelined_step(
+            model,
+            prec,
+            hw,
+            eng,
+            **axes,
+            isl=sub["isl"],
+            osl=sub["osl"],
+            decode_seqs=d,
+            prefill_tokens=q,
+            decode_query=query,
+        ).total_s
+        for d, q in ((dec, pre), (dec * scale, pre * scale))
+    )
+    keep = scale / np.maximum(at, 1e-300) > 1.0 / np.maximum(now, 1e-300)
+    if not np.any(keep):
+        return result
+    sub = {k: v[keep] for k, v in sub.items()}
+    trial = run(*specs, **sub, **opts, batch_limit=limit[keep])
+    return keep_better(result, idx[keep], trial)
