@@ -251,6 +251,11 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             f"{by['eager'].origin}: eager mode (no CUDA graphs) is not priced (the engine "
             "constants were fitted with graphs); allowed: drop it"
         )
+    if "worker_gpus" in by and as_int(by["worker_gpus"]) != tp * pp:
+        raise SpecError(
+            f"{by['worker_gpus'].origin}: the worker's tp x pp = {tp} x {pp} = {tp * pp} GPUs; "
+            f"allowed: {tp * pp}"
+        )
     for name in ("worker_gpus", "disagg_mode", "prefill_worker"):
         if name in by:
             note(by[name], f"checked: {name.replace('_', ' ')}")

@@ -299,7 +299,8 @@ def _read_config(data: dict[str, Any], where: str, src: Source, prefix: str = ""
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if dotted in settings:
-            src.settings.append(Setting(settings[dotted], value, f"{Path(where).name}: {dotted}"))
+            origin = f"{Path(where).name}: {dotted}: {value}"
+            src.settings.append(Setting(settings[dotted], value, origin))
         elif _ignored_reason(entry, dotted) is not None:
             shown = f"{Path(where).name}: {dotted}: {value}"
             src.ignored.append((shown, _ignored_reason(entry, dotted) or ""))
