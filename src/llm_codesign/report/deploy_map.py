@@ -133,6 +133,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     ep = as_int(by["ep"]) if "ep" in by else None
     cp = as_int(by["cp"]) if "cp" in by else 1
     adp = as_bool(by["attention_dp"]) if "attention_dp" in by else False
+    for s in src.values("config"):
+        note(s, "TensorRT-LLM options file: its keys are read")
     for name in ("tp", "pp", "cp"):
         if name in by:
             note(by[name], f"plan {name}={as_int(by[name])}")
@@ -183,6 +185,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
                 skip(by["expert_parallel"], f"{m.id} has no experts")
     else:  # sglang
         if adp:
+            if "dp" in by:
+                note(by["dp"], f"attention-DP ranks = tp = {tp}")
             if dp != tp:
                 raise SpecError(
                     f"--enable-dp-attention with --dp {dp} and --tp {tp}: the model prices "
@@ -303,6 +307,9 @@ def _spec_tokens(by: dict[str, Setting], m: ModelSpec, note: Any) -> int:
             f"{origin.origin}: {m.id} ships no MTP layers; a separate draft model is not priced"
         )
     note(origin, f"speculative decoding: {n} MTP draft tokens per step")
+    for name in ("spec_tokens", "spec_steps", "spec_topk", "spec_draft_tokens"):
+        if name in by:
+            note(by[name], "checked: an MTP chain of one draft per step")
     return n
 
 
@@ -364,7 +371,13 @@ def read_deployment(
     maps = [_map_server(s, m) for s in servers]
     notes: list[str] = []
     overridden: list[dict[str, str]] = []
-    mapped = [x for sv in maps for x in sv.mapped]
+    mapped = [
+        {"setting": x.origin, "maps_to": f"model {m.id}"}
+        for s in srcs
+        for x in s.settings
+        if x.name in ("model", "bench_model")
+    ]
+    mapped += [x for sv in maps for x in sv.mapped]
     ignored = [x for sv in maps for x in sv.ignored]
     ignored += [{"setting": o, "reason": r} for s in srcs for o, r in s.ignored]
     engines = {s.engine for s in servers}

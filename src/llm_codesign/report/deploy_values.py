@@ -155,6 +155,13 @@ def bench_workload(
     mapped: list[dict[str, str]] = []
     if "dataset" in by:
         as_choice(by["dataset"], ["random"])
+        mapped.append(
+            {"setting": by["dataset"].origin, "maps_to": "random prompts, no shared prefix"}
+        )
+    if "range_ratio" in by:
+        mapped.append({"setting": by["range_ratio"].origin, "maps_to": "length distribution"})
+    if "ignore_eos" in by:
+        mapped.append({"setting": by["ignore_eos"].origin, "maps_to": "every request runs its OSL"})
     if "request_rate" in by and str(by["request_rate"].value).lower() not in ("inf", "infinity"):
         raise SpecError(
             f"{by['request_rate'].origin}: an open-loop request rate is not priced (estimate is a "
@@ -175,9 +182,9 @@ def bench_workload(
         out[name] = mean
         shape = f"uniform [{r:g} x {n}, {n}]" if low_fraction and r != 1 else "fixed"
         mapped.append({"setting": by[name].origin, "maps_to": f"{name} {mean} (mean, {shape})"})
-    if "prefix_len" in by and as_int(by["prefix_len"], 0):
+    if "prefix_len" in by:
         out["isl"] = out.get("isl", 0) + as_int(by["prefix_len"], 0)
-        mapped.append({"setting": by["prefix_len"].origin, "maps_to": "added to isl"})
+        mapped.append({"setting": by["prefix_len"].origin, "maps_to": "prompt tokens added to isl"})
     if "concurrency" in by:
         out["concurrency"] = as_int(by["concurrency"])
         mapped.append(
