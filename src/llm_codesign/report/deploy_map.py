@@ -228,6 +228,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         sv.chunked = as_bool(by["chunked_prefill"])
         note(by["chunked_prefill"], f"chunked prefill {'on' if sv.chunked else 'off'}")
     if "memory_fraction" in by:
+        if not 0 < as_float(by["memory_fraction"]) <= 1:
+            raise SpecError(f"{by['memory_fraction'].origin}: allowed: a fraction in (0, 1]")
         sv.engine["memory_utilization"] = as_float(by["memory_fraction"])
         note(by["memory_fraction"], f"engine memory_utilization={as_float(by['memory_fraction'])}")
     if "kv_dtype" in by:

@@ -342,7 +342,12 @@ def _dynamo_worker(name: str, svc: dict[str, Any], where: str, base: Path) -> So
     main = pod.get("mainContainer") if isinstance(pod, dict) else None
     if not isinstance(main, dict):
         raise SpecError(f"{here}: no extraPodSpec.mainContainer (command and args of the worker)")
-    words = [str(w) for w in (main.get("command") or [])] + [str(w) for w in main.get("args") or []]
+    words = []
+    for key in ("command", "args"):
+        part = main.get(key) or []
+        if not isinstance(part, list):
+            raise SpecError(f"{here}.extraPodSpec.mainContainer.{key} must be a list")
+        words += [str(w) for w in part]
     if len(words) >= 2 and words[0].rsplit("/", 1)[-1] in ("sh", "bash") and words[1] == "-c":
         words = shlex.split(" ".join(words[2:]), comments=True)
     module = next((m for m in DYNAMO_MODULES if m in words), None)
@@ -368,7 +373,9 @@ def _dynamo_worker(name: str, svc: dict[str, Any], where: str, base: Path) -> So
     if len(roles) > 1:
         raise SpecError(f"{here}: subComponentType and --disaggregation-mode disagree: {roles}")
     src.role = roles.pop() if roles else ""
-    gpus = ((svc.get("resources") or {}).get("limits") or {}).get("gpu")
+    res = svc.get("resources")
+    limits = res.get("limits") if isinstance(res, dict) else None
+    gpus = limits.get("gpu") if isinstance(limits, dict) else None
     if gpus is not None:
         src.settings.append(Setting("worker_gpus", str(gpus), f"{name}.resources.limits.gpu"))
     for key in svc:
