@@ -17,17 +17,55 @@ from .. import (
 from .. import (
     estimate as estimate_config,
 )
-from ..report import console, table, to_json
+from ..report import console, read_deployment, table, to_json
 from ._common import deployment_options, plan_options
+
+# options that --from reads from the deployment, so that giving one explicitly overrides it
+FROM_OVERRIDES = (
+    "model",
+    "precision",
+    "engine",
+    "tp",
+    "pp",
+    "ep",
+    "dp",
+    "attention_dp",
+    "cp",
+    "num_gpus",
+    "isl",
+    "osl",
+    "concurrency",
+    "spec_tokens",
+    "spec_acceptance",
+)
+DISAGG_OPTIONS = (
+    "prefill_workers",
+    "decode_workers",
+    "prefill_tp",
+    "prefill_pp",
+    "prefill_ep",
+    "prefill_attention_dp",
+    "prefill_batch",
+)
 
 
 @click.command()
 @click.option(
     "--model",
     "-m",
-    required=True,
+    default=None,
     help="bundled model id, config.json path, or HuggingFace id org/name[@revision] from the "
-    "local cache (offline)",
+    "local cache (offline); required unless --from names the checkpoint",
+)
+@click.option(
+    "--from",
+    "sources",
+    multiple=True,
+    metavar="FILE|COMMAND",
+    help="read a deployment (repeatable): a trtllm-serve / vllm serve / sglang.launch_server "
+    "command line or script (+ its TensorRT-LLM options YAML), a Dynamo DynamoGraphDeployment "
+    "YAML, and a benchmark command (vllm bench serve, sglang.bench_serving, genai-perf "
+    "profile, TensorRT-LLM benchmark_serving); options given explicitly override it",
 )
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option(
@@ -108,8 +146,11 @@ from ._common import deployment_options, plan_options
 )
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
 @deployment_options
+@click.pass_context
 def estimate(
+    ctx,
     model,
+    sources,
     hardware,
     precision,
     tp,
@@ -139,34 +180,56 @@ def estimate(
     as_json,
 ):
     """Predict TTFT, TPOT and throughput for one configuration (aggregated, or disaggregated
-    prefill/decode pools with --prefill-workers)."""
-    plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
-    if prefill_workers is not None:
-        prefill = ParallelPlan(
-            tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp
-        )
-        plan = DisaggregatedPlan(prefill, plan, prefill_workers, decode_workers, prefill_batch)
-    wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
+    prefill/decode pools with --prefill-workers), or for a deployment read with --from."""
     hw = load_hardware(hardware)
     if profile:
         hw = apply_profile(hw, profile)
     if emulate:
         hw = hw.with_overrides(emulate=True)
-    e = estimate_config(
-        model,
-        hw,
-        precision,
-        plan,
-        wl,
-        engine=engine,
-        num_gpus=num_gpus,
-        spec_tokens=spec_tokens,
-        spec_acceptance=spec_acceptance,
-        power_w=power_w,
-        usd_per_gpu_hour=usd_per_gpu_hour,
-    )
+    dep = None
+    if sources:
+        given = {k for k in ctx.params if ctx.get_parameter_source(k).name == "COMMANDLINE"}
+        clash = sorted(given & set(DISAGG_OPTIONS))
+        if clash:
+            raise click.UsageError(
+                f"--{clash[0].replace('_', '-')} with --from: a deployment's prefill and decode "
+                "workers come from its Dynamo YAML"
+            )
+        dep = read_deployment(
+            sources, hw, explicit={k: ctx.params[k] for k in FROM_OVERRIDES if k in given}
+        )
+        e = estimate_config(
+            hardware=hw, power_w=power_w, usd_per_gpu_hour=usd_per_gpu_hour, **dep.estimate_args()
+        )
+        isl, osl, concurrency = e.workload.isl, e.workload.osl, e.workload.concurrency
+    else:
+        if model is None:
+            raise click.UsageError("--model is required (or --from a deployment naming it)")
+        plan = ParallelPlan(tp=tp, pp=pp, ep=ep, dp=dp, attention_dp=attention_dp, cp=cp)
+        if prefill_workers is not None:
+            prefill = ParallelPlan(
+                tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp
+            )
+            plan = DisaggregatedPlan(prefill, plan, prefill_workers, decode_workers, prefill_batch)
+        wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
+        e = estimate_config(
+            model,
+            hw,
+            precision,
+            plan,
+            wl,
+            engine=engine,
+            num_gpus=num_gpus,
+            spec_tokens=spec_tokens,
+            spec_acceptance=spec_acceptance,
+            power_w=power_w,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+        )
     if as_json:
-        click.echo(to_json(e.to_dict()))
+        doc = e.to_dict()
+        if dep is not None:
+            doc["deployment"] = dep.to_dict()
+        click.echo(to_json(doc))
         if not e.feasible:
             raise SystemExit(1)
         return
@@ -182,6 +245,8 @@ def estimate(
             else " (fitted constants)"
         )
     )
+    if dep is not None:
+        _print_deployment(c, dep.to_dict())
     if not e.feasible:
         click.echo(
             f"infeasible: {e.reason} (max concurrency that fits: {e.max_concurrency}); no "
@@ -295,6 +360,19 @@ def estimate(
     )
     for item in a["calibration"]:
         c.print(f"calibration: {item}")
+
+
+def _print_deployment(c, d) -> None:
+    """What --from read: each setting mapped, ignored (and why) or overridden."""
+    c.print(f"deployment ({', '.join(d['sources'])}): engine {d['engine']}, model {d['model']}")
+    for x in d["mapped"]:
+        c.print(f"  mapped: {x['setting']} -> {x['maps_to']}", soft_wrap=True)
+    for x in d["ignored"]:
+        c.print(f"  ignored: {x['setting']}: {x['reason']}", soft_wrap=True)
+    for x in d["overridden"]:
+        c.print(f"  overridden by --{x['setting'].replace('_', '-')} {x['value']}", soft_wrap=True)
+    for note in d["notes"]:
+        c.print(f"  note: {note}", soft_wrap=True)
 
 
 @click.command()

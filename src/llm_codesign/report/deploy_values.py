@@ -1,0 +1,208 @@
+"""Values of deployment settings: numbers, switches and choices checked with one-line errors,
+the precision a server runs (weights from ``--quantization`` or the checkpoint it loads, KV cache
+from its dtype) and the workload of a benchmark client (mean ISL and OSL, total concurrency)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import SpecError
+from ..specs.accuracy import accuracy_for, accuracy_key
+from ..specs.checkpoint import default_precision
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import parse_precision
+from .deploy_read import Setting, Source
+from .launch_data import checkpoint_for
+
+# weight formats `--quantization` names (vLLM, SGLang) -> accuracy key; '' = the checkpoint's own
+QUANTIZATION = {
+    "fp8": "fp8",
+    "modelopt": "fp8",
+    "modelopt_fp8": "fp8",
+    "modelopt_fp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "awq": "w4a16",
+    "awq_marlin": "w4a16",
+    "gptq": "w4a16",
+    "gptq_marlin": "w4a16",
+    "compressed-tensors": "",
+    "none": "",
+}
+# KV cache dtypes -> 8 (FP8) or 16 bits; 'auto' is the model's 16-bit dtype (vLLM, SGLang), and
+# TensorRT-LLM's 'auto' is how the launch writer asks for a 16-bit KV cache
+KV_DTYPES = {
+    "auto": 16,
+    "bf16": 16,
+    "bfloat16": 16,
+    "fp16": 16,
+    "float16": 16,
+    "fp8": 8,
+    "fp8_e4m3": 8,
+    "fp8_e5m2": 8,
+}
+DTYPES = ("auto", "bfloat16", "bf16", "float16", "fp16", "half")
+# accuracy key -> the preset serving it; the checkpoint's own key serves its own format
+PRESET_OF = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4a16": "w4a16"}
+PRESET_OF |= {"int8": "int8"}
+NAME_TOKENS = (
+    (r"mxfp4", "mxfp4"),
+    (r"(nv)?fp4", "nvfp4"),
+    (r"fp8", "fp8"),
+    (r"awq|gptq|int4|w4a16", "w4a16"),
+    (r"w8a8|int8", "int8"),
+    (r"bf16", "bf16"),
+)
+TRTLLM_BACKENDS = {"pytorch": "trtllm", "tensorrt": "trtllm-trt", "trt": "trtllm-trt"}
+SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")  # SGLang's MTP runs through its EAGLE worker
+
+
+def as_int(s: Setting, lo: int = 1) -> int:
+    try:
+        v = int(str(s.value))
+    except ValueError:
+        raise SpecError(f"{s.origin}: expected an integer >= {lo}") from None
+    if v < lo or v > 10_000_000:
+        raise SpecError(f"{s.origin}: expected an integer in [{lo}, 10000000]")
+    return v
+
+
+def as_float(s: Setting) -> float:
+    try:
+        v = float(str(s.value))
+    except ValueError:
+        raise SpecError(f"{s.origin}: expected a number") from None
+    if not math.isfinite(v):
+        raise SpecError(f"{s.origin}: expected a finite number")
+    return v
+
+
+def as_bool(s: Setting) -> bool:
+    text = str(s.value).strip().lower()
+    if s.value is True or text in ("true", "1", "yes"):
+        return not s.origin.startswith("--no-")
+    if s.value is False or text in ("false", "0", "no"):
+        return s.origin.startswith("--no-")
+    raise SpecError(f"{s.origin}: expected true or false")
+
+
+def as_choice(s: Setting, allowed: Sequence[str], *, case: bool = False) -> str:
+    v = str(s.value) if case else str(s.value).lower()
+    if v not in allowed:
+        raise SpecError(f"{s.origin}: {s.value!r} cannot be priced; allowed: {', '.join(allowed)}")
+    return v
+
+
+def server_precision(
+    m: ModelSpec, hw: HardwareSpec, name: str, quantization: str | None, kv_bits: int | None
+) -> tuple[str, list[dict[str, str]]]:
+    """The precision a server runs: the weights from ``--quantization``, else the checkpoint
+    the launch writer would load for a precision (``launch_data.checkpoint_for``, inverted),
+    else the checkpoint name's format word, else the checkpoint's own; the KV cache from its
+    dtype (absent or ``auto``: 16-bit)."""
+    own, _ = default_precision(m)
+    native = accuracy_key(parse_precision(own))
+    key, why = None, ""
+    if quantization and QUANTIZATION[quantization]:
+        key, why = QUANTIZATION[quantization], f"--quantization {quantization}"
+    if key is None and name:
+        found = set()
+        for text in [own, *PRESET_OF.values()]:
+            try:
+                prec = parse_precision(text)
+                ck = checkpoint_for(m, prec, accuracy_for(m, prec), hw)
+            except SpecError:
+                continue
+            ids = {ck["id"], ck.get("trtllm_id"), ck.get("quantized_id")}
+            if ck["how"] == "online":  # BF16 weights quantized at load need --quantization
+                ids = {ck.get("quantized_id")}
+            if name in ids or name.rstrip("/") in ids:
+                found.add(accuracy_key(prec))
+        if len(found) == 1:
+            key = found.pop()
+            why = f"checkpoint {name} (the checkpoint a {key} launch loads)"
+    if key is None and name:
+        base = Path(name).name.lower()
+        for pattern, k in NAME_TOKENS:
+            if re.search(rf"(^|[-_.]){pattern}($|[-_.])", base):
+                key, why = k, f"checkpoint name {Path(name).name}"
+                break
+    if key is None:
+        key, why = native, f"checkpoint {name or m.id}: its own precision"
+    if key == "mxfp4" and native == "mxfp4-w":
+        key = native  # gpt-oss: MXFP4 weights are the checkpoint's own weight-only format
+    text = own if key == native else PRESET_OF.get(key)
+    if text is None:
+        raise SpecError(f"checkpoint {name}: weights {key} have no precision preset to price")
+    kv_bits = kv_bits or 16
+    text = "+".join(p for p in text.split("+") if not p.endswith("-kv"))
+    if parse_precision(text).kv_cache.element_bits != kv_bits:
+        text += "+fp8-kv" if kv_bits == 8 else "+bf16-kv"
+    return text, [{"setting": why, "maps_to": f"precision {text}"}]
+
+
+def bench_workload(
+    b: Source | None, notes: list[str]
+) -> tuple[dict[str, int], list[dict[str, str]]]:
+    """ISL, OSL and total concurrency of a benchmark client, with what each came from."""
+    if b is None:
+        return {}, []
+    by = {s.name: s for s in b.settings}
+    out: dict[str, int] = {}
+    mapped: list[dict[str, str]] = []
+    if "dataset" in by:
+        as_choice(by["dataset"], ["random"])
+        mapped.append(
+            {"setting": by["dataset"].origin, "maps_to": "random prompts, no shared prefix"}
+        )
+    if "range_ratio" in by:
+        mapped.append({"setting": by["range_ratio"].origin, "maps_to": "length distribution"})
+    if "ignore_eos" in by:
+        mapped.append({"setting": by["ignore_eos"].origin, "maps_to": "every request runs its OSL"})
+    if "request_rate" in by and str(by["request_rate"].value).lower() not in ("inf", "infinity"):
+        raise SpecError(
+            f"{by['request_rate'].origin}: an open-loop request rate is not priced (estimate is a "
+            "closed loop at a concurrency); allowed: inf with --max-concurrency"
+        )
+    # length distributions: vLLM's [L(1-r), L(1+r)] (mean L); SGLang's and TensorRT-LLM's
+    # benchmark_serving [rL, L] (mean L(1+r)/2; TensorRT-LLM's default r=1, SGLang's 0)
+    ratio = as_float(by["range_ratio"]) if "range_ratio" in by else None
+    if ratio is not None and not 0 <= ratio <= 1:
+        raise SpecError(f"{by['range_ratio'].origin}: allowed: a ratio in [0, 1]")
+    low_fraction = b.tool != "vllm bench serve"
+    r = ratio if ratio is not None else (0.0 if "sglang" in b.tool else 1.0)
+    for name in ("isl", "osl"):
+        if name not in by:
+            continue
+        n = as_int(by[name])
+        mean = max(1, round(n * (1 + r) / 2)) if low_fraction else n
+        out[name] = mean
+        shape = f"uniform [{r:g} x {n}, {n}]" if low_fraction and r != 1 else "fixed"
+        mapped.append({"setting": by[name].origin, "maps_to": f"{name} {mean} (mean, {shape})"})
+    if "prefix_len" in by:
+        out["isl"] = out.get("isl", 0) + as_int(by["prefix_len"], 0)
+        mapped.append({"setting": by["prefix_len"].origin, "maps_to": "prompt tokens added to isl"})
+    if "concurrency" in by:
+        out["concurrency"] = as_int(by["concurrency"])
+        mapped.append(
+            {"setting": by["concurrency"].origin, "maps_to": "concurrency (all replicas)"}
+        )
+    elif b.tool != "genai-perf profile":
+        raise SpecError(
+            f"{b.where}: {b.tool} without --max-concurrency sends every prompt at once; "
+            "give --max-concurrency"
+        )
+    for name in ("isl_stddev", "osl_stddev"):
+        if name in by and as_float(by[name]) > 0:
+            mapped.append({"setting": by[name].origin, "maps_to": "ignored: the mean is priced"})
+    extra = [str(s.value) for s in b.values("extra_input")]
+    eos = "ignore_eos" in by or any(e.replace(" ", "").lower() == "ignore_eos:true" for e in extra)
+    if not eos:
+        notes.append(
+            f"{b.tool}: without ignore-eos a request may stop before its output length; the "
+            "estimate prices the full OSL"
+        )
+    return out, mapped

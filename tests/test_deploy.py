@@ -1,0 +1,324 @@
+"""Reading deployments back (`estimate --from`, issue 17): the examples map to the plans their
+flags state, every ignored flag is named with its reason, settings that change the answer and
+cannot be priced exit 2 with one line, and the launch artifacts the tool writes read back to
+the same plan and the same prediction (round trip)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from llm_codesign import estimate, frontier, load_hardware
+from llm_codesign.cli import main
+from llm_codesign.explore import MODE_DISAGGREGATED
+from llm_codesign.report import launch_settings, read_deployment, write_launch_dir
+from llm_codesign.report.deploy_read import reads
+from llm_codesign.report.launch_data import allowed, flag_table
+from llm_codesign.specs.accuracy import accuracy_key
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "deploy"
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, ["estimate", *args], catch_exceptions=False)
+
+
+def _json(*args: str) -> dict:
+    r = _run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _flags_in(path: Path) -> list[str]:
+    """Every flag written in a command file (continuations joined, comments dropped)."""
+    text = path.read_text().replace("\\\n", " ")
+    words = [w for ln in text.splitlines() if not ln.startswith("#") for w in shlex.split(ln)]
+    return [w.split("=")[0] for w in words if w.startswith("-") and not w[1:2].isdigit()]
+
+
+# (files, GPU, extra options, expected plan (tp, pp, ep, dp, attention_dp), engine, ISL, OSL,
+# concurrency per replica); each expectation read off the example files by hand
+CASES = {
+    "trtllm": (
+        ["trtllm-serve.sh", "trtllm-bench.sh"],
+        "b200",
+        ["--spec-acceptance", "0.7"],
+        (8, 1, 8, 1, True),
+        "trtllm",
+        (1024, 1024, 1024),
+    ),
+    "vllm": (
+        ["vllm-serve.sh", "vllm-bench.sh"],
+        "h200-sxm",
+        [],
+        (8, 1, 1, 1, False),
+        "vllm",
+        (2048, 512, 64),
+    ),
+    "sglang": (
+        ["sglang-launch.sh", "sglang-bench.sh"],
+        "h200-sxm",
+        [],
+        (8, 1, 8, 1, True),
+        "sglang",
+        (1024, 1024, 512),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_examples_map_to_their_plan_and_name_every_ignored_flag(case):
+    files, gpu, extra, plan, engine, (isl, osl, conc) = CASES[case]
+    args = ["-g", gpu, *extra]
+    for f in files:
+        args += ["--from", str(EXAMPLES / f)]
+    d = _json(*args)
+    p = d["plan"]
+    assert (p["tp"], p["pp"], p["ep"], p["dp"], p["attention_dp"]) == plan
+    assert (d["engine"], d["isl"], d["osl"], d["concurrency"]) == (engine, isl, osl, conc)
+    dep = d["deployment"]
+    ignored = " ".join(x["setting"] for x in dep["ignored"])
+    mapped = " ".join(x["setting"] for x in dep["mapped"])
+    for f in files:
+        tool_flags = _flags_in(EXAMPLES / f)
+        assert tool_flags
+        for flag in tool_flags:  # each flag of the file is either mapped or ignored, by name
+            assert flag in ignored or flag in mapped, (f, flag)
+    assert all(x["reason"] for x in dep["ignored"])
+    text = _run(*args).output
+    for x in dep["ignored"]:
+        assert x["setting"] in text and x["reason"] in text
+
+
+def test_trtllm_options_file_keys_are_mapped_or_ignored():
+    d = _json(
+        "-g", "b200", "--spec-acceptance", "0.7",
+        "--from", str(EXAMPLES / "trtllm-serve.sh"),
+    )  # fmt: skip
+    import yaml
+
+    cfg = yaml.safe_load((EXAMPLES / "trtllm-extra.yaml").read_text())
+    shown = " ".join(x["setting"] for x in d["deployment"]["mapped"] + d["deployment"]["ignored"])
+    for key, value in cfg.items():
+        for sub in value if isinstance(value, dict) else [None]:
+            dotted = f"{key}.{sub}" if sub else key
+            assert dotted in shown, dotted
+    assert d["deployment"]["notes"]  # no benchmark given: the workload's origin is said
+    assert d["engine"] == "trtllm"
+
+
+def test_dynamo_disaggregated_example():
+    d = _json(
+        "-g", "h100-sxm",
+        "--from", str(EXAMPLES / "dynamo-disagg.yaml"),
+        "--from", str(EXAMPLES / "genai-perf.sh"),
+    )  # fmt: skip
+    assert d["mode"] == "disaggregated"
+    p = d["plan"]
+    assert (p["prefill_workers"], p["decode_workers"]) == (2, 1)
+    assert (p["prefill"]["tp"], p["decode"]["tp"]) == (2, 4)
+    assert d["num_gpus"] == 8
+    assert (d["isl"], d["osl"], d["concurrency"]) == (4000, 500, 128)
+    ignored = " ".join(x["setting"] for x in d["deployment"]["ignored"])
+    assert "envFromSecret" in ignored and "--url" in ignored and "--streaming" in ignored
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("vllm serve meta-llama/Llama-3.1-8B --quantization bitsandbytes", "--quantization"),
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --enforce-eager", "--enforce-eager"),
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --made-up-flag 3", "--made-up-flag"),
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype fp4", "--kv-cache-dtype"),
+        ("vllm serve deepseek-ai/DeepSeek-R1 -dp 4 -tp 2", "--data-parallel-size"),
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+         "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'", "--speculative-config"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
+         "--enable-deepep-moe", "--enable-deepep-moe"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 4 "
+         "--enable-dp-attention", "--dp"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
+         "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 4",
+         "--speculative-eagle-topk"),
+        ("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --backend _autodeploy", "--backend"),
+    ],
+)  # fmt: skip
+def test_unmappable_settings_exit_2_with_one_line(command, named):
+    r = CliRunner().invoke(main, ["estimate", "-g", "h200-sxm", "--from", command])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and named in lines[0], r.output
+
+
+@pytest.mark.parametrize(
+    ("bench", "named"),
+    [
+        ("vllm bench serve --model m --dataset-name random --random-input-len 100 "
+         "--random-output-len 10 --request-rate 5 --max-concurrency 8", "--request-rate"),
+        ("vllm bench serve --model m --dataset-name sharegpt --max-concurrency 8", "sharegpt"),
+        ("vllm bench serve --model m --dataset-name random --random-input-len 100", "concurrency"),
+    ],
+)  # fmt: skip
+def test_unpriceable_benchmarks_exit_2(bench, named):
+    server = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
+    r = CliRunner().invoke(main, ["estimate", "-g", "h200-sxm", "--from", server, "--from", bench])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and named in r.output
+
+
+def test_mtp_needs_an_acceptance_rate():
+    r = CliRunner().invoke(
+        main, ["estimate", "-g", "b200", "--from", str(EXAMPLES / "trtllm-serve.sh")]
+    )
+    assert r.exit_code == 2 and "--spec-acceptance" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_explicit_options_override_the_deployment_and_are_listed():
+    server = str(EXAMPLES / "vllm-serve.sh")
+    d = _json("-g", "h200-sxm", "--from", server, "--tp", "4", "--isl", "100", "--osl", "10")
+    assert d["plan"]["tp"] == 4 and d["isl"] == 100
+    over = {x["setting"] for x in d["deployment"]["overridden"]}
+    assert over == {"tp", "isl", "osl"}
+    # replicas: a server command is one replica; --num-gpus makes a fleet of them
+    d = _json("-g", "h200-sxm", "--from", "vllm serve meta-llama/Llama-3.1-8B -tp 2",
+              "--num-gpus", "8")  # fmt: skip
+    assert (d["plan"]["tp"], d["plan"]["dp"], d["num_gpus"]) == (2, 4, 8)
+
+
+def test_command_files_join_continuations_and_skip_other_commands(tmp_path):
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\nset -euo pipefail\nexport NCCL_DEBUG=INFO\n"
+        "CUDA_VISIBLE_DEVICES=0,1 vllm serve meta-llama/Llama-3.1-8B \\\n  -tp 2 \\\n"
+        "  --port 9000\n"
+    )
+    dep = read_deployment([str(script)], load_hardware("h100-sxm"))
+    assert dep.plan.tp == 2 and dep.engine == "vllm" and dep.model.id == "llama-3.1-8b"
+    with pytest.raises(Exception, match="no such file"):
+        read_deployment([str(tmp_path / "missing.sh")], load_hardware("h100-sxm"))
+
+
+def test_the_read_table_covers_every_flag_the_launch_writer_uses():
+    """One table: every flag and key the writer may emit for a server or a benchmark is read
+    (mapped or ignored with a reason), and every flag read is listed with its source."""
+    table = flag_table()
+    for tool in list(table["reads"]):
+        entry = reads(tool)
+        known = set(entry.get("settings") or {}) | {
+            f for fl in (entry.get("ignored") or {}).values() for f in fl
+        }
+        if tool == "trtllm-config":
+            sourced = set(allowed("yaml", "trtllm"))
+            leaves = {k for k in sourced if not any(o.startswith(k + ".") for o in sourced)}
+            assert leaves <= known, leaves - known
+        else:
+            sourced = set(allowed("commands", tool)) if tool in table["commands"] else set()
+            same = table["reads"][tool].get("same_as")
+            if same:
+                sourced = set(allowed("commands", same)) | set(allowed("yaml", tool))
+            else:
+                sourced |= {f for k in ("dynamo.vllm", "dynamo.sglang") for f in allowed("yaml", k)}
+            assert known <= sourced, (tool, known - sourced)
+            if tool in table["commands"]:
+                assert set(allowed("commands", tool)) <= known, (
+                    tool,
+                    set(allowed("commands", tool)) - known,
+                )
+
+
+# the round trip: models x GPUs x precisions, one engine per (model, GPU) in turn
+GRID = [
+    ("llama-3.1-8b", "h100-sxm", "bf16,fp8", "trtllm"),
+    ("llama-3.1-8b", "b200", "nvfp4", "sglang"),
+    ("llama-3.1-70b", "h200-sxm", "fp8", "vllm"),
+    ("llama-3.1-70b", "b200", "bf16,nvfp4", "trtllm"),
+    ("deepseek-r1", "h200-sxm", "fp8", "sglang"),
+    ("deepseek-r1", "b200", "nvfp4", "trtllm"),
+    ("qwen3-30b-a3b", "h100-sxm", "bf16", "vllm"),
+    ("qwen3-30b-a3b", "b200", "fp8,nvfp4", "sglang"),
+]
+
+
+def _round_trip(model, gpu, precisions, engine, tmp_path, *, disagg=False, spec=0):
+    hw = load_hardware(gpu)
+    f = frontier(
+        model, hw, num_gpus=8, isl=1024, osl=256, precision=precisions.split(","),
+        engine=engine, points_per_octave=1, refine=False, workers=1, progress=False,
+        disagg=disagg, spec_tokens=spec, spec_acceptance=0.7 if spec else 0.0,
+    )  # fmt: skip
+    c = f.points.cols
+    pareto = list(np.asarray(f.pareto))
+    picks = sorted({int(f.best), *[int(i) for i in pareto[:: max(1, len(pareto) // 3)]]})
+    checked = 0
+    for i in picks:
+        launch = launch_settings(f, i)
+        out = tmp_path / f"{model}-{gpu}-{engine}-{i}"
+        write_launch_dir(launch, out)
+        disaggregated = int(c["mode"][i]) == MODE_DISAGGREGATED
+        if disaggregated:
+            server = out / f"dynamo_{engine}.yaml"
+        else:
+            server = out / f"{engine}_node0.sh"
+        explicit = {"spec_acceptance": 0.7} if spec else {}
+        if not disaggregated:
+            explicit["num_gpus"] = int(c["num_gpus"][i])
+        notes = " ".join(launch.get("notes", []) + launch.get("decode", {}).get("notes", []))
+        if "not expressible" in notes:
+            continue  # the writer says the engine cannot run this plan (vLLM 1 < ep < tp)
+        dep = read_deployment([str(server), str(out / f"bench_{engine}.sh")], hw,
+                              explicit=explicit)  # fmt: skip
+        want = f.point_dict(i)["plan"] if hasattr(f, "point_dict") else None
+        got = dep.plan.to_dict()
+        if disaggregated:
+            for role, prefix in (("prefill", "p_"), ("decode", "")):
+                for axis in ("tp", "pp", "ep", "cp", "attention_dp"):
+                    assert got[role][axis] == type(got[role][axis])(c[prefix + axis][i]), (
+                        role,
+                        axis,
+                    )
+            assert got["prefill_workers"] == int(c["prefill_workers"][i])
+            assert got["decode_workers"] == int(c["decode_workers"][i])
+        else:
+            for axis in ("tp", "pp", "ep", "dp", "cp", "attention_dp"):
+                assert got[axis] == type(got[axis])(c[axis][i]), (axis, got, want)
+        point_prec = f.precisions[int(c["precision"][i])]
+        e = estimate(hardware=hw, explain=False, **dep.estimate_args())
+        assert accuracy_key(e.precision) == accuracy_key(point_prec)
+        assert e.precision.kv_cache == point_prec.kv_cache
+        # the checkpoint's own weights (DeepSeek-R1: FP8 with 128x128 block scales) where the
+        # frontier searched the per-tensor FP8 preset: the scales' bytes differ, nothing else
+        same_weights = e.precision.weights == point_prec.weights
+        tol = 1e-9 if same_weights else 1e-3
+        for got_v, want_v in (
+            (e.tpot_ms, c["tpot_s"][i] * 1e3),
+            (e.ttft_ms, c["ttft_s"][i] * 1e3),
+            (e.output_tok_s_per_gpu, c["output_tok_s_per_gpu"][i]),
+        ):
+            assert got_v == pytest.approx(float(want_v), rel=tol), (model, gpu, engine, i)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize(("model", "gpu", "precisions", "engine"), GRID)
+def test_launch_artifacts_read_back_to_the_same_plan_and_prediction(
+    model, gpu, precisions, engine, tmp_path
+):
+    assert _round_trip(model, gpu, precisions, engine, tmp_path) >= 2
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "engine"),
+    [("deepseek-r1", "b200", "vllm"), ("llama-3.1-70b", "h200-sxm", "sglang")],
+)
+def test_disaggregated_launch_reads_back_through_dynamo(model, gpu, engine, tmp_path):
+    assert _round_trip(model, gpu, "fp8" if "llama" in model else "nvfp4", engine, tmp_path,
+                       disagg=True) >= 2  # fmt: skip
+
+
+def test_mtp_launch_reads_back(tmp_path):
+    assert _round_trip("deepseek-r1", "b200", "nvfp4", "trtllm", tmp_path, spec=1) >= 2
