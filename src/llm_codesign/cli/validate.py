@@ -35,16 +35,26 @@ from ..report import check_output_path, console, table, to_json
     "--out", default=None, type=click.Path(), help="write per-row predictions to this CSV"
 )
 @click.option(
+    "--write-bands",
+    default=None,
+    type=click.Path(),
+    help="write the error bands of these rows (per class: median and p90 |error|, bias; the "
+    "shipped file is data/validation/error_bands.json) to this JSON file",
+)
+@click.option(
     "--worst", default=10, show_default=True, type=click.IntRange(min=0), help="worst rows to list"
 )
 @click.option("--json", "as_json", is_flag=True)
-def validate(data, engine, profile, out, worst, as_json):
+def validate(data, engine, profile, out, write_bands, worst, as_json):
     """Predict every row of published measurements and report the error."""
-    if out:
-        check_output_path(out)  # before the work, not after
+    for path in (out, write_bands):
+        if path:
+            check_output_path(path)  # before the work, not after
     report = run_validation(list(data) or None, engine=engine, profile=profile)
     if out:
         report.write_csv(out)
+    if write_bands:
+        report.write_bands(write_bands)
     if as_json:
         click.echo(to_json(report.to_dict()))
         return
