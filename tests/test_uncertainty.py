@@ -13,6 +13,7 @@ from llm_codesign import (
     Workload,
     estimate,
     frontier,
+    load_engine,
     load_hardware,
     load_model,
     validate,
@@ -243,3 +244,21 @@ def test_validate_write_bands_round_trips(tmp_path):
     assert sum(metric_only) == rows
     assert bands.meta["rows"] == rows
     assert list(bands.meta["inputs"]["tables"]) == ["inferencex_hopper.csv"]
+
+
+def test_replaced_engine_prices_only_its_rows():
+    """``validate(engines=...)`` (what calibrate-fit --bands runs with the fitted constants)
+    changes the rows of that engine only, and the bands name the constants they used."""
+    table = bundled_data("inferencex_hopper.csv")
+    base = validate(table)
+    engines = {r["engine"] for r in base.rows}
+    assert len(engines) > 1
+    eid = sorted(engines)[0]
+    slower = load_engine(eid).with_overrides(step_overhead_s=load_engine(eid).step_overhead_s * 3)
+    refit = validate(table, engines={eid: slower})
+    assert [r["row"] for r in refit.rows] == [r["row"] for r in base.rows]
+    for a, b in zip(base.rows, refit.rows):
+        assert (a["predicted"] != b["predicted"]) is (a["engine"] == eid)
+    shipped = base.error_bands()["inputs"]["engines"]
+    fitted = refit.error_bands()["inputs"]["engines"]
+    assert {e for e in engines if shipped[e] != fitted[e]} == {eid}

@@ -164,11 +164,24 @@ def validate(data, engine, profile, out, write_bands, worst, as_json):
 )
 @click.option("--out", required=True, type=click.Path(), help="YAML file for the fitted constants")
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
-def calibrate_fit(data, engine, out, sweeps):
+@click.option(
+    "--bands",
+    default=None,
+    type=click.Path(),
+    help="also write the error bands of the shipped measurements priced with the fitted "
+    "constants (the other engines keep theirs) to this JSON file: the file to ship with the "
+    "refitted engine (data/validation/error_bands.json)",
+)
+def calibrate_fit(data, engine, out, sweeps, bands):
     """Fit an engine's few physical constants to calibration measurements."""
-    check_output_path(out)  # before the fit, not after
+    for path in (out, bands):
+        if path:
+            check_output_path(path)  # before the fit, not after
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(
         f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
     )
+    if bands:
+        run_validation(engines={engine: res.engine}).write_bands(bands)
+        click.echo(f"error bands with the fitted {engine} constants: wrote {bands}")
