@@ -18,7 +18,13 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
-from ..specs.uncertainty import METRIC_FIELDS, ConfigClass, config_class, shipped_error_bands
+from ..specs.uncertainty import (
+    METRIC_FIELDS,
+    ConfigClass,
+    concurrency_bucket,
+    config_class,
+    shipped_error_bands,
+)
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, MODES, PHASES, Points
 
@@ -200,7 +206,7 @@ class Frontier:
             "reason": str(f["reason"]),
             "accuracy": self.accuracy.get(prec.id, UNKNOWN_ACCURACY),
             "economics": self._economics(float(f["output_tok_s_per_gpu"])),
-            "uncertainty": self._uncertainty(float(f["concurrency"]))[0],
+            "uncertainty": dict(self._uncertainty(float(f["concurrency"]))[0]),
         }
         if region is not None:
             out["region"] = region
@@ -230,13 +236,14 @@ class Frontier:
     def _uncertainty(self, concurrency: float) -> tuple[dict[str, Any], dict[str, Any]]:
         """A point's ``uncertainty`` (its class id and the id of its band per metric class, or
         None) and those bands by id."""
-        cls = self.config_class(concurrency)
-        hit = self._trust.get(cls.concurrency)
+        bucket = concurrency_bucket(concurrency)
+        hit = self._trust.get(bucket)
         if hit is None:
+            cls = self.config_class(concurrency)
             bands = {m: shipped_error_bands().band(cls, m) for m in METRIC_FIELDS}
             point: dict[str, Any] = {"class_id": cls.id}
             point.update({m: b["class_id"] if b else None for m, b in bands.items()})
-            hit = self._trust[cls.concurrency] = (
+            hit = self._trust[bucket] = (
                 point,
                 {b["class_id"]: b for b in bands.values() if b is not None},
             )
