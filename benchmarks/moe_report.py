@@ -1,5 +1,6 @@
 """Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine; model;
-concurrency bucket; metric. Reads the shared calibration sets through `validate`.
+concurrency bucket; metric. Reads the shared calibration sets through `validate`. The metric
+classes, model kinds and concurrency buckets are the error bands' (`specs.uncertainty`).
 
 Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv] [--dense]
 (--dense: the same table for the dense rows, which must keep their error)
@@ -13,10 +14,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from llm_codesign import load_model, validate
+from llm_codesign.specs.uncertainty import concurrency_bucket, model_kind
+from llm_codesign.validate import metric_class
 
 GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
 DEFAULT_FILES = ("aic_silicon_moe_hopper.csv", "serving.csv", "inferencex_hopper.csv")
-BUCKETS = ((1, 4), (5, 32), (33, 256), (257, 10**9))
 
 
 def _layout(plan: str) -> str:
@@ -24,13 +26,6 @@ def _layout(plan: str) -> str:
         return "attention-DP+EP"
     ep = int(plan.split("ep")[1].split()[0]) if "ep" in plan else 1
     return "EP" if ep > 1 else "TP-only"
-
-
-def _bucket(load: float) -> str:
-    for lo, hi in BUCKETS:
-        if lo <= load <= hi:
-            return f"c{lo}-{hi if hi < 10**9 else 'inf'}"
-    return "offline"
 
 
 def main() -> None:
@@ -45,16 +40,14 @@ def main() -> None:
     for r in rep.rows:
         if (load_model(r["model"]).moe is None) != args.dense:
             continue
-        metric = r["metric"]
-        cls = "tpot" if metric in ("tpot_ms", "itl_ms", "tok_s_per_user") else metric
-        cls = "ttft" if metric == "ttft_ms" else cls
-        cls = "throughput" if "tok_s" in metric and cls != "tpot" else cls
+        cls = metric_class(r["metric"])
         keys = {
             "all": "all",
             "layout": _layout(r["plan"]),
             "engine": r["engine"],
             "model": r["model"],
-            "load": _bucket(r["load"]) if r["mode"] == "concurrency" else r["mode"],
+            "kind": model_kind(load_model(r["model"])),
+            "load": concurrency_bucket(r["load"]) if r["mode"] == "concurrency" else r["mode"],
         }
         for kind, value in keys.items():
             groups[(cls, kind, value)].append(r["error"])

@@ -12,6 +12,7 @@ CONTRACT_KEYS = frozenset(
         "fits_in_memory",
         "memory_per_gpu_gb",
         "breakdown",
+        "uncertainty",  # how far to trust the numbers (specs.uncertainty, schema 6)
     }
 )
 # a frontier point also names its plan and precision

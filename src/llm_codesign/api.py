@@ -28,6 +28,7 @@ from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
 from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
+from .specs.uncertainty import config_class, shipped_error_bands
 from .specs.workload import Workload, check_speculative
 
 
@@ -61,6 +62,8 @@ class Estimate:
     economics: dict[str, Any] = field(default_factory=dict)  # serving.economics
     notes: list[str] = field(default_factory=list)  # what a reader must know to read the numbers
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
+    # how far to trust the numbers: the class and its validation error (specs.uncertainty)
+    uncertainty: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class Estimate:
             "accuracy": self.accuracy,
             "economics": self.economics,
             "notes": self.notes,
+            "uncertainty": self.uncertainty,
             "units": UNITS,
             "assumptions": self.assumptions(),
         }
@@ -148,6 +152,10 @@ UNITS = {
     "ops.time_s": "seconds per step",
     "ops.flops": "FLOPs per step",
     "concurrency": "requests in flight per replica (dp replicas each hold this many)",
+    "uncertainty": (
+        "error = (predicted - measured) / measured over the validated rows of the class; "
+        "median_abs, p90_abs and bias are fractions"
+    ),
 }
 
 
@@ -436,6 +444,9 @@ def _estimate_of(
         reason=reason,
         breakdown=breakdown,
         ops=ops,
+        uncertainty=shipped_error_bands().uncertainty(
+            config_class(m, hw, eng.id, wl.concurrency, wl.isl, wl.osl)
+        ),
     )
 
 

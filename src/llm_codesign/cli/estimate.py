@@ -17,7 +17,7 @@ from .. import (
 from .. import (
     estimate as estimate_config,
 )
-from ..report import console, read_deployment, table, to_json
+from ..report import console, read_deployment, table, to_json, trust_text
 from ._common import deployment_options, plan_options
 
 # options that --from reads from the deployment, so that giving one explicitly overrides it
@@ -285,6 +285,13 @@ def estimate(
     )
     for note in e.notes:
         c.print(f"[yellow]note:[/] {note}")
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "throughput")):
+        band = e.uncertainty["metrics"][metric]
+        c.print(
+            "trust: " + trust_text(label, band, e.uncertainty["class"]),
+            highlight=False,
+            soft_wrap=True,
+        )
     ec = e.economics
     if ec:
         usd = ec["usd_per_million_output_tokens"]

@@ -36,6 +36,7 @@ from ..report import (
     plot_frontiers,
     table,
     to_json,
+    trust_text,
     write_launch_dir,
 )
 from ._common import deployment_options, frontier_options
@@ -380,6 +381,14 @@ def _nearest(f: Frontier) -> str:
     )
 
 
+def _spread(bands: dict[str, Any], band_id: str | None) -> str:
+    """A band's median |error| (``--json`` has p90, bias and rows), ``*`` when extrapolated."""
+    band = bands.get(band_id or "")
+    if band is None:
+        return "-"
+    return f"{band['median_abs']:.0%}" + ("*" if band["extrapolated"] else "")
+
+
 def _render(results: list[Frontier]) -> None:
     c = console(140)
     for f in results:
@@ -398,6 +407,7 @@ def _render(results: list[Frontier]) -> None:
             continue
         step = max(1, len(pts) // 30)
         shown = pts[::step]
+        bands = f.uncertainty_bands(shown)
         rows = [
             [
                 p["tok_s_per_user"],
@@ -411,6 +421,7 @@ def _render(results: list[Frontier]) -> None:
                 p["num_gpus"],
                 p["memory_per_gpu_gb"],
                 p.get("region", ""),
+                _spread(bands, p["uncertainty"]["throughput"]),
             ]
             for p in shown
         ]
@@ -434,9 +445,14 @@ def _render(results: list[Frontier]) -> None:
                     "GPUs",
                     "mem/GPU GB",
                     "region",
+                    "±",
                 ],
                 rows,
             )
+        )
+        c.print(
+            "±: median |error| of tok/s/GPU in the point's class on validated rows (* "
+            "extrapolated: model kind never measured on this GPU generation)"
         )
         c.print(
             f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} "
@@ -468,6 +484,11 @@ def _render(results: list[Frontier]) -> None:
             f"{best['tpot_ms']:.1f} ms; accuracy assumed: {_accuracy_text(best['accuracy'])}, "
             f"{best['accuracy'].get('source', 'unknown')}"
         )
+        best_bands = f.uncertainty_bands([best])
+        for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "throughput")):
+            band = best_bands.get(best["uncertainty"][metric] or "")
+            cls = f.config_class(best["concurrency"]).to_dict()
+            c.print("  trust: " + trust_text(label, band, cls), highlight=False, soft_wrap=True)
         ec = best["economics"]
         usd = ec["usd_per_million_output_tokens"]
         c.print(

@@ -35,16 +35,26 @@ from ..report import check_output_path, console, table, to_json
     "--out", default=None, type=click.Path(), help="write per-row predictions to this CSV"
 )
 @click.option(
+    "--write-bands",
+    default=None,
+    type=click.Path(),
+    help="write the error bands of these rows (per class: median and p90 |error|, bias; the "
+    "shipped file is data/validation/error_bands.json) to this JSON file",
+)
+@click.option(
     "--worst", default=10, show_default=True, type=click.IntRange(min=0), help="worst rows to list"
 )
 @click.option("--json", "as_json", is_flag=True)
-def validate(data, engine, profile, out, worst, as_json):
+def validate(data, engine, profile, out, write_bands, worst, as_json):
     """Predict every row of published measurements and report the error."""
-    if out:
-        check_output_path(out)  # before the work, not after
+    for path in (out, write_bands):
+        if path:
+            check_output_path(path)  # before the work, not after
     report = run_validation(list(data) or None, engine=engine, profile=profile)
     if out:
         report.write_csv(out)
+    if write_bands:
+        report.write_bands(write_bands)
     if as_json:
         click.echo(to_json(report.to_dict()))
         return
@@ -154,11 +164,24 @@ def validate(data, engine, profile, out, worst, as_json):
 )
 @click.option("--out", required=True, type=click.Path(), help="YAML file for the fitted constants")
 @click.option("--sweeps", default=3, show_default=True, type=click.IntRange(1, 10))
-def calibrate_fit(data, engine, out, sweeps):
+@click.option(
+    "--bands",
+    default=None,
+    type=click.Path(),
+    help="also write the error bands of the shipped measurements priced with the fitted "
+    "constants (the other engines keep theirs) to this JSON file: the file to ship with the "
+    "refitted engine (data/validation/error_bands.json)",
+)
+def calibrate_fit(data, engine, out, sweeps, bands):
     """Fit an engine's few physical constants to calibration measurements."""
-    check_output_path(out)  # before the fit, not after
+    for path in (out, bands):
+        if path:
+            check_output_path(path)  # before the fit, not after
     res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(
         f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
     )
+    if bands:
+        run_validation(engines={engine: res.engine}).write_bands(bands)
+        click.echo(f"error bands with the fitted {engine} constants: wrote {bands}")

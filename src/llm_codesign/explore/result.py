@@ -18,6 +18,13 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
+from ..specs.uncertainty import (
+    METRIC_FIELDS,
+    ConfigClass,
+    concurrency_bucket,
+    config_class,
+    shipped_error_bands,
+)
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, MODES, PHASES, Points
 
@@ -96,6 +103,11 @@ class Frontier:
     precision_decisions: list[dict[str, Any]] = field(default_factory=list)
     # power per GPU (None: TDP) and GPU-hour price behind each point's economics
     economics_inputs: dict[str, float | None] = field(default_factory=dict)
+    # concurrency bucket -> (the point's ``uncertainty``, its bands by id): every point of a
+    # frontier shares model, GPU, engine and lengths, so its class varies with its concurrency
+    _trust: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # ---- derived numbers ----
     def pareto_points(self) -> Points:
@@ -194,6 +206,7 @@ class Frontier:
             "reason": str(f["reason"]),
             "accuracy": self.accuracy.get(prec.id, UNKNOWN_ACCURACY),
             "economics": self._economics(float(f["output_tok_s_per_gpu"])),
+            "uncertainty": dict(self._uncertainty(float(f["concurrency"]))[0]),
         }
         if region is not None:
             out["region"] = region
@@ -212,6 +225,36 @@ class Frontier:
                 "kv_transfer_ms": float(f["kv_transfer_s"]) * 1e3,
             }
         return out
+
+    def config_class(self, concurrency: float) -> ConfigClass:
+        """The class (``specs.uncertainty``) of this frontier's points at ``concurrency``
+        requests per replica (per decode worker for a disaggregated point)."""
+        return config_class(
+            self.model, self.hardware, self.engine.id, concurrency, self.isl, self.osl
+        )
+
+    def _uncertainty(self, concurrency: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A point's ``uncertainty`` (its class id and the id of its band per metric class, or
+        None) and those bands by id."""
+        bucket = concurrency_bucket(concurrency)
+        hit = self._trust.get(bucket)
+        if hit is None:
+            cls = self.config_class(concurrency)
+            bands = {m: shipped_error_bands().band(cls, m) for m in METRIC_FIELDS}
+            point: dict[str, Any] = {"class_id": cls.id}
+            point.update({m: b["class_id"] if b else None for m, b in bands.items()})
+            hit = self._trust[bucket] = (
+                point,
+                {b["class_id"]: b for b in bands.values() if b is not None},
+            )
+        return hit
+
+    def uncertainty_bands(self, points: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        """The bands the given point dicts name, by id (the document's ``uncertainty``)."""
+        out: dict[str, Any] = {}
+        for c in sorted({p["concurrency"] for p in points}):
+            out.update(self._uncertainty(float(c))[1])
+        return dict(sorted(out.items()))
 
     def _economics(self, tok_s_per_gpu: float) -> dict[str, Any]:
         """``serving.economics`` of one point, as plain floats (None where infinite)."""
@@ -246,6 +289,10 @@ class Frontier:
         return to_dataframe(rows)
 
     def to_dict(self, all_points: bool = False) -> dict[str, Any]:
+        points = self.frontier_dicts()
+        best = self.best_dict()
+        every = [self.point_dict(i) for i in range(len(self.points))] if all_points else []
+        named = points + every + ([best] if best is not None else [])
         out: dict[str, Any] = {
             "model": self.model.id,
             "hardware": self.hardware.id,
@@ -255,7 +302,7 @@ class Frontier:
             "osl": self.osl,
             "precisions": [p.id for p in self.precisions],
             "precision_decisions": self.precision_decisions,
-            "points": self.frontier_dicts(),
+            "points": points,
             "area": self.area,
             "area_definition": (
                 f"mean output tok/s/GPU of the frontier staircase over tok/s/user log-uniform on "
@@ -264,11 +311,20 @@ class Frontier:
             "area_range": list(self.area_range),
             "readings": self.readings(),
             "targets": self.targets.to_dict(),
-            "best": self.best_dict(),
+            "best": best,
             "evaluated": self.evaluated,
             "feasible": self.feasible_count,
             "elapsed_s": self.elapsed_s,
             "search": self.settings,
+            "uncertainty": {
+                "bands": self.uncertainty_bands(named),
+                "definition": (
+                    "each point's uncertainty names its class and, per metric class (ttft, "
+                    "tpot, throughput), the id of its band in bands: the validation error of "
+                    "that class (error = (predicted - measured) / measured; median_abs, p90_abs, "
+                    "bias are fractions; n rows; backoff: dimensions dropped)"
+                ),
+            },
             "units": {
                 "ttft_ms": "milliseconds",
                 "tpot_ms": "milliseconds",
@@ -283,7 +339,7 @@ class Frontier:
         if self.label:
             out["label"] = self.label
         if all_points:
-            out["all_points"] = [self.point_dict(i) for i in range(len(self.points))]
+            out["all_points"] = every
         return out
 
 

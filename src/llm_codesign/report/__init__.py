@@ -10,7 +10,7 @@ from .html import write_report
 from .launch import launch_settings
 from .launch_files import launch_files, write_launch_dir
 from .plots import output_paths, plot_frontiers
-from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json
+from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json, trust_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -27,6 +27,7 @@ __all__ = [
     "read_deployment",
     "table",
     "to_json",
+    "trust_text",
     "write_launch_dir",
     "write_report",
     "write_text",

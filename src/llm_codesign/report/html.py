@@ -187,6 +187,17 @@ def _extras(
 # ---------------------------------------------------------------------------------------------
 
 
+def _spread(f: Frontier, p: dict[str, Any]) -> str:
+    """A point's throughput band in a few words."""
+    band = f.uncertainty_bands([p]).get(p["uncertainty"]["throughput"] or "")
+    if band is None:
+        return "no error band"
+    return (
+        f"±{band['median_abs']:.0%} median error (p90 {band['p90_abs']:.0%}, {band['n']} rows)"
+        + (", extrapolated" if band["extrapolated"] else "")
+    )
+
+
 def _hover(f: Frontier, p: dict[str, Any]) -> str:
     """A point's hover label; every value is escaped (Plotly renders a subset of HTML)."""
     ec = p["economics"]
@@ -198,11 +209,38 @@ def _hover(f: Frontier, p: dict[str, Any]) -> str:
         f"TTFT {p['ttft_ms']:,.0f} ms · TPOT {p['tpot_ms']:,.1f} ms",
         f"{p['tok_s_per_user']:,.1f} tok/s/user · {p['output_tok_s_per_gpu']:,.0f} tok/s/GPU",
         f"accuracy {esc(accuracy_text(p['accuracy']))}",
+        f"tok/s/GPU {esc(_spread(f, p))}",
         f"{num(ec.get('output_tok_s_per_mw'), ',.0f')} tok/s/MW",
     ]
     if usd is not None:
         lines.append(f"${usd:,.3f} per million output tokens")
     return "<br>".join(lines)
+
+
+def _band_traces(go: Any, fig: Any, f: Frontier, dicts: list[dict[str, Any]], colour: str) -> None:
+    """The shaded band of a frontier line: each point's tok/s/GPU times 1 ± the median |error|
+    of its throughput class (``specs.uncertainty``); nothing where no band exists."""
+    bands = f.uncertainty_bands(dicts)
+    spread = [bands.get(d["uncertainty"]["throughput"] or "") for d in dicts]
+    if any(b is None for b in spread):
+        return
+    x = [d["tok_s_per_user"] for d in dicts]
+    y = [d["output_tok_s_per_gpu"] for d in dicts]
+    r, g, b = (int(colour[k : k + 2], 16) for k in (1, 3, 5))
+    common = {
+        "x": x,
+        "mode": "lines",
+        "line": {"width": 0, "shape": "vh"},
+        "legendgroup": esc(f.hardware.id),
+        "showlegend": False,
+        "hoverinfo": "skip",
+    }
+    lower = [v * max(1.0 - s["median_abs"], 0.0) for v, s in zip(y, spread)]
+    fig.add_trace(go.Scatter(y=lower, **common))
+    upper = [v * (1.0 + s["median_abs"]) for v, s in zip(y, spread)]
+    fig.add_trace(
+        go.Scatter(y=upper, fill="tonexty", fillcolor=f"rgba({r},{g},{b},0.12)", **common)
+    )
 
 
 def _figure(go: Any, fronts: list[Frontier]) -> Any:
@@ -216,6 +254,7 @@ def _figure(go: Any, fronts: list[Frontier]) -> Any:
             if not idx:
                 continue
             dicts = [f.point_dict(i) for i in idx]
+            _band_traces(go, fig, f, dicts, colour)
             fig.add_trace(
                 go.Scatter(
                     x=[d["tok_s_per_user"] for d in dicts],
@@ -283,8 +322,10 @@ def _page(fronts: list[Frontier], extras: list[dict[str, Any]], plot: str) -> st
         + kv_table([[k, v] for k, v in meta.items()])
         + "<h2>Throughput–interactivity frontier</h2>"
         "<p class=note>One line per GPU and precision (that precision's own Pareto points); a "
-        "star marks each GPU's best configuration. Hover a point for its plan, latency, "
-        "throughput, accuracy and cost.</p>"
+        "star marks each GPU's best configuration. The shaded band around a line is ± the "
+        "median |error| of tok/s/GPU that validation measured in each point's class (model "
+        "kind, GPU generation, engine, concurrency, ISL/OSL). Hover a point for its plan, "
+        "latency, throughput, accuracy, cost and error band.</p>"
         + plot
         + comparison(fronts)
         + "".join(gpu_section(f, ex) for f, ex in zip(fronts, extras))

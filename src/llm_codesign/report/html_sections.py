@@ -14,7 +14,7 @@ import numpy as np
 
 from ..explore import Frontier
 from ..pareto import frontier_area, pareto_mask
-from .render import clean
+from .render import clean, trust_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;
@@ -137,6 +137,17 @@ def best_economics(f: Frontier) -> tuple[float | None, float | None]:
     return ec.get("output_tok_s_per_mw"), ec.get("usd_per_million_output_tokens")
 
 
+def best_spread(f: Frontier) -> str:
+    """The best point's tok/s/GPU error band: ±median (p90) |error|, ``extrapolated`` where
+    its model kind was never measured on its GPU generation."""
+    b = f.best_dict()
+    band = f.uncertainty_bands([b]).get(b["uncertainty"]["throughput"] or "") if b else None
+    if band is None:
+        return "—"
+    text = f"±{band['median_abs']:.0%} ({band['p90_abs']:.0%})"
+    return text + (" extrapolated" if band["extrapolated"] else "")
+
+
 def max_tput(f: Frontier) -> float:
     y = f.pareto_points()["output_tok_s_per_gpu"]
     return float(y.max()) if len(y) else 0.0
@@ -151,7 +162,7 @@ def comparison(fronts: list[Frontier]) -> str:
     cols = ["GPU", "frontier area", "× area", "max tok/s/GPU", "×"]
     for x in at:
         cols += [f"tok/s/GPU @ {x:g} tok/s/user", "×"]
-    cols += ["best: tok/s/MW", "×", "best: $/M tokens", "×"]
+    cols += ["best: tok/s/MW", "×", "best: $/M tokens", "×", "best: tok/s/GPU ± (p90)"]
     rows = []
     for f in fronts:
         mw, usd = best_economics(f)
@@ -166,6 +177,7 @@ def comparison(fronts: list[Frontier]) -> str:
         for v, bv in zip(reads, b_read):
             row += [num(v, ",.0f"), ratio(v, bv)]
         row += [num(mw, ",.0f"), ratio(mw, b_mw), num(usd, ",.3f"), ratio(usd, b_usd)]
+        row.append(best_spread(f))
         rows.append(row)
     gpu_table = html_table(cols, rows, set(range(1, len(cols))))
     prow = []
@@ -194,7 +206,8 @@ def comparison(fronts: list[Frontier]) -> str:
         f"<p class=note>Ratios against {esc(base.hardware.id)} (its combined frontier over every "
         f"precision). Frontier area: mean tok/s/GPU of the staircase, log-uniform over "
         f"{base.area_range[0]:g}–{base.area_range[1]:g} tok/s/user. tok/s/MW and $/M tokens at "
-        f"each GPU's best configuration.{esc(usd_note)}</p>"
+        f"each GPU's best configuration.{esc(usd_note)} ±: median (p90) |error| of tok/s/GPU that "
+        f"validation measured in the best point's class.</p>"
         + gpu_table
         + "<h3>Each precision's own frontier</h3>"
         + prec_table
@@ -224,6 +237,11 @@ def best_section(f: Frontier, ex: dict[str, Any]) -> str:
         ["output tok/s per MW", num(ec.get("output_tok_s_per_mw"), ",.0f")],
         ["$ per million output tokens", num(ec.get("usd_per_million_output_tokens"), ",.3f")],
     ]
+    bands = f.uncertainty_bands([best])
+    cls = f.config_class(best["concurrency"]).to_dict()
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "tok/s/GPU")):
+        band = bands.get(best["uncertainty"][metric] or "")
+        rows.append([f"trust: {label}", trust_text(label, band, cls)])
     targets = ", ".join(f"{k} {v:g}" for k, v in f.targets.to_dict().items() if v is not None)
     launch = ex["launch"]
     return (

@@ -43,7 +43,13 @@ def clean(obj: Any) -> Any:
 # checkpoint) and the document adds `precision_decisions` (searched or why not); estimate and
 # frontier points add `economics` (tokens/s/MW, $/M tokens); estimate adds `notes` (queueing,
 # replicas, infeasibility) and `units`; `hardware` entries add `hbm_gib`.
-SCHEMA_VERSION = 5
+# 6: how far to trust each number (specs.uncertainty, data/validation/error_bands.json):
+# `estimate` adds `uncertainty` (`class`, `class_id`, `metrics`: one band or null per metric
+# class ttft/tpot/throughput, `fields`: the predicted fields each speaks for); a band is
+# `class_id`, `keys`, `backoff`, `n`, `median_abs`, `p90_abs`, `bias`, `extrapolated`. `frontier`
+# points and `best` add `uncertainty` (`class_id` and the band id per metric class) and the
+# document adds `uncertainty` (`bands`: band id -> band, every band its points name).
+SCHEMA_VERSION = 6
 
 
 def to_json(obj: Any) -> str:
@@ -51,6 +57,23 @@ def to_json(obj: Any) -> str:
     if isinstance(obj, dict):
         obj = {"schema_version": SCHEMA_VERSION, **obj}
     return json.dumps(clean(obj), indent=2, allow_nan=False)
+
+
+def trust_text(label: str, band: dict[str, Any] | None, cls: dict[str, str] | None = None) -> str:
+    """One line on how far to trust a predicted metric (a ``specs.uncertainty`` band; ``cls``:
+    the configuration's class, named when the band is extrapolated), e.g.
+    ``TPOT ±13% median (p90 29%, bias -5%; 19 rows: tpot, mla, hopper, trtllm, c5-32)``."""
+    if band is None:
+        return f"{label}: no validated rows of this metric (no error band)"
+    keys = band["keys"]
+    text = (
+        f"{label} ±{band['median_abs']:.0%} median (p90 {band['p90_abs']:.0%}, bias "
+        f"{band['bias']:+.0%}; {band['n']:,} rows: {', '.join(keys.values())})"
+    )
+    if band["extrapolated"]:
+        what = f"{cls['kind']} model on {cls['generation']}" if cls else "model kind on this GPU"
+        text += f"; extrapolated: no {what} measured"
+    return text
 
 
 def console(width: int | None = None) -> Console:

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import numpy as np
 from ..calibrate import apply_profile, load_profile, match_hardware_id
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
+from .bands import error_bands, record_class, write_error_bands
 from .conventions import MTP_ACCEPTANCE, MTP_DRAFT_TOKENS, parse_pools, pools_label, speculative
 from .gemm import GEMM_COLUMNS, is_gemm_table, validate_gemm
 from .mapping import (
@@ -52,6 +53,9 @@ __all__ = [
     "MTP_ACCEPTANCE",
     "MTP_DRAFT_TOKENS",
     "disaggregated_inputs",
+    "error_bands",
+    "record_class",
+    "write_error_bands",
     "parse_pools",
     "pools_label",
     "speculative",
@@ -107,12 +111,15 @@ def validate(
     *,
     engine: str | Path | EngineConstants | None = None,
     profile: str | Path | None = None,
+    engines: Mapping[str, EngineConstants] | None = None,
 ) -> ValidationReport:
     """Predict every mappable row of one or more measurement CSVs and summarize the error.
 
     ``data`` None validates the shipped serving tables (``BUNDLED_SERVING_TABLES``). ``engine``
     forces one engine's constants for all rows; by default each row's framework picks
-    ``trtllm``, ``vllm`` or ``sglang``.
+    ``trtllm``, ``vllm`` or ``sglang``; ``engines`` (engine id -> constants) replaces some of
+    those, e.g. with a fitted engine. ``ValidationReport.write_bands`` turns the result into
+    error bands (``specs.uncertainty``).
     """
     if data is None:
         data = [bundled_data(n) for n in BUNDLED_SERVING_TABLES]
@@ -121,6 +128,7 @@ def validate(
         return validate_gemm(paths[0], engine)
     matched_names.cache_clear()
     override = load_engine(engine) if engine is not None else None
+    replaced = dict(engines or {}) if override is None else {override.id: override}
     prof = load_profile(profile) if profile is not None else None
     target = (prof.device.hardware_id or match_hardware_id(prof.device.name)) if prof else None
     hw_over: dict[str, Any] = {}
@@ -157,7 +165,9 @@ def validate(
         if prof is not None and target not in hw_over and any(r.hardware == target for r in fresh):
             # the profile overlays its own GPU's rows; other GPUs keep their datasheet specs
             hw_over[target] = apply_profile(load_hardware(target), prof)
-        preds, notes = predict_rows(fresh, engine_override=override, hw_override=hw_over or None)
+        preds, notes = predict_rows(
+            fresh, engines=replaced, engine_override=override, hw_override=hw_over or None
+        )
         for key, r, p, note in zip(new, fresh, preds, notes):
             priced[key] = (
                 f"predicted infeasible: {note}"
@@ -197,7 +207,9 @@ def validate(
     skipped_list = [
         {"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])
     ]
-    return ValidationReport(records, skipped_list, summarize(records))
+    return ValidationReport(
+        records, skipped_list, summarize(records), [Path(p) for p in paths], replaced
+    )
 
 
 def _chunks(

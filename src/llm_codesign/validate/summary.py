@@ -6,13 +6,16 @@ from __future__ import annotations
 import csv
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
+from ..errors import SpecError
 from ..outputs import AtomicWriter
+from ..specs.engine import EngineConstants
+from .bands import error_bands, write_error_bands
 from .mapping import metric_class
 
 # the columns of a validation record (``validate --out`` writes them in this order)
@@ -120,6 +123,9 @@ class ValidationReport:
     rows: Sequence[dict[str, Any]]
     skipped: list[dict[str, Any]]
     summary: dict[str, Any]
+    # the serving tables validated and the constants that replaced bundled engines (error bands)
+    tables: list[Path] = field(default_factory=list)
+    engines: dict[str, EngineConstants] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": list(self.rows), "skipped": self.skipped, "summary": self.summary}
@@ -131,6 +137,17 @@ class ValidationReport:
             order = np.argsort(-err, kind="stable")[:n]
             return [self.rows[int(k)] for k in order]
         return sorted(self.rows, key=lambda r: -abs(r["error"]))[:n]
+
+    def error_bands(self) -> dict[str, Any]:
+        """The error-bands document of these rows (``validate.bands``, ``specs.uncertainty``)."""
+        if not self.tables:
+            raise SpecError("error bands come from serving tables; this report validated none")
+        return error_bands(self.rows, self.tables, self.engines)
+
+    def write_bands(self, path: str | Path) -> Path:
+        """Write ``error_bands`` to ``path`` atomically (the shipped file is
+        ``data/validation/error_bands.json``)."""
+        return write_error_bands(path, self.error_bands())
 
     def write_csv(self, path: str | Path) -> Path:
         """The per-row records as CSV (``RECORD_FIELDS``), written atomically and streamed."""
