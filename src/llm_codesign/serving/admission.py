@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import SWAP_AB_MAX_ROWS
+from ..cost import SWAP_AB_MAX_ROWS, SWAP_AB_ROW_STEP
 from .memory import scheduling_ranks
 from .step import pipelined_step
 
@@ -40,21 +40,29 @@ def batch_limit_candidates(
     ranks: Array,
     feasible: Array,
 ) -> tuple[Array, Array]:
-    """Flat indices of the configurations to try with a lower batch limit, and that limit.
+    """Flat indices of the configurations to try with a lower batch limit, and that limit
+    (an index may appear twice: once per candidate limit).
 
     ``decode_rows``: decoding query rows per step of the replica (sequences x query tokens
     each). Most steps of a closed loop carry no prompt chunk (``serving.step.chunked_prefill``),
     so their GEMMs launch these rows over the micro-batches and the scheduling (attention-DP)
-    ranks. A configuration whose rows lie above a multiple of ``SWAP_AB_MAX_ROWS`` is tried at
-    the batch that brings them back to that multiple (rows scale with the running batch; the
-    floor keeps them at or below it)."""
+    ranks. Two limits are tried for rows past a full swap-AB tiling: the batch that brings the
+    rows back to the last count that fills t tiles of a width in steps of ``SWAP_AB_ROW_STEP``
+    exactly, and the one at the last multiple of ``SWAP_AB_MAX_ROWS`` (one tile fewer). Rows
+    scale with the running batch; the floor keeps them at or below the target."""
     rows = decode_rows / np.maximum(micro * ranks, 1.0)
-    width = SWAP_AB_MAX_ROWS
-    target = np.floor(rows / width) * width
-    limit = np.floor(running * target / np.maximum(rows, 1e-30))
-    past = feasible & (target > 0) & (rows > target + 1e-6) & (limit >= 1.0) & (limit < running)
-    idx = np.flatnonzero(past.ravel())
-    return idx, np.broadcast_to(limit, past.shape).ravel()[idx]
+    t = np.maximum(np.ceil(rows / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
+    step = SWAP_AB_ROW_STEP * t
+    fewer = (t - 1.0) * SWAP_AB_MAX_ROWS
+    idx_all, limits = [], []
+    for target in (np.maximum(np.floor(rows / step) * step, fewer), fewer):
+        limit = np.floor(running * target / np.maximum(rows, 1e-30))
+        past = feasible & (target > 0) & (rows > target + 1e-6) & (limit >= 1.0)
+        past = np.broadcast_to(past & (limit < running), rows.shape).ravel()
+        idx = np.flatnonzero(past)
+        idx_all.append(idx)
+        limits.append(np.broadcast_to(limit, rows.shape).ravel()[idx])
+    return np.concatenate(idx_all), np.concatenate(limits)
 
 
 def keep_better(result: Any, idx: Array, trial: Any) -> Any:
@@ -110,8 +118,9 @@ def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) 
     dec, pre = (x.ravel()[idx] for x in (result.step_decode_seqs, result.step_prefill_tokens))
     scale = limit / result.running_concurrency.ravel()[idx]
     axes = {k: sub[k] for k in ("tp", "pp", "ep", "cp", "attention_dp")}
-    now, at = (
-        pipelined_step(
+
+    def step_s(d: Array, q: Array) -> Array:
+        return pipelined_step(
             model,
             prec,
             hw,
@@ -123,11 +132,32 @@ def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) 
             prefill_tokens=q,
             decode_query=query,
         ).total_s
-        for d, q in ((dec, pre), (dec * scale, pre * scale))
-    )
+
+    # without drafts TPOT is the step the loop runs (no need to price it again)
+    now = result.tpot_s.ravel()[idx] if query == 1.0 else step_s(dec, pre)
+    at = step_s(dec * scale, pre * scale)
     keep = scale / np.maximum(at, 1e-300) > 1.0 / np.maximum(now, 1e-300)
     if not np.any(keep):
         return result
     sub = {k: v[keep] for k, v in sub.items()}
     trial = run(*specs, **sub, **opts, batch_limit=limit[keep])
-    return keep_better(result, idx[keep], trial)
+    # an index tried at two limits: merged one after the other, so the better one stays
+    idx = idx[keep]
+    first = np.zeros(idx.size, dtype=bool)
+    first[np.unique(idx, return_index=True)[1]] = True
+    for part in (first, ~first):
+        if np.any(part):
+            result = keep_better(result, idx[part], _subset(trial, part))
+    return result
+
+
+def _subset(result: Any, sel: Array) -> Any:
+    """The fields of a flat result at the positions ``sel`` (a boolean mask)."""
+    values = {}
+    for f in fields(result):
+        v = getattr(result, f.name)
+        if isinstance(v, dict):
+            values[f.name] = {k: np.broadcast_to(x, sel.shape)[sel] for k, x in v.items()}
+        else:
+            values[f.name] = np.broadcast_to(v, sel.shape)[sel]
+    return type(result)(**values)
