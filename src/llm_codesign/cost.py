@@ -188,6 +188,86 @@ def gemm_shape_efficiency(
     return best * np.where(aligned, 1.0, MISALIGNED_FACTOR)
 
 
+# Dense (unrouted) GEMMs: every tile count above is an integer function of
+# ceil(m / multiple of 8 - 1e-9) (tile heights 64/128/256, swap-AB widths in steps of 8 per
+# tile), so the work issued is constant for rows m in (8(j-1), 8j] and the efficiency is linear
+# in m there: eff(m) = m x eff(8j) / 8j. ``_unrouted_efficiency`` reads eff(8j) / 8j from a table
+# per (tiles and SMs of the GPU, n, k, groups, format) shape, kept for the process
+# (``_EFF_TABLES``, at most ``_TABLE_CACHE`` shapes), instead of pricing every tile shape for
+# every configuration. Rows within ``_TABLE_EDGE`` above a multiple of 8 (where
+# the 1e-9 offsets of different tile quanta disagree) are priced directly.
+_TABLE_ROW = 8.0
+_TABLE_EDGE = 1e-6
+_TABLE_SHAPES = 16  # beyond this many distinct shapes in one call, price directly
+_TABLE_CACHE = 4096
+_EFF_TABLES: dict[tuple, Array] = {}
+
+
+def _unrouted_efficiency(
+    hw: HardwareSpec,
+    m: Array,
+    n: Array,
+    k: Array,
+    groups: Array | float,
+    speed_ratio: float,
+    elem_bytes: float,
+) -> Array:
+    """``gemm_shape_efficiency(hw, m, n, k, groups, speed_ratio, elem_bytes)`` (unrouted) from
+    per-shape tables (``_EFF_TABLES``): the same numbers to rounding."""
+    m = np.maximum(np.asarray(m, dtype=float), 0.0)
+    shape = np.broadcast(m, n, k, groups).shape
+    m = np.broadcast_to(m, shape).ravel()
+    j = np.ceil(m / _TABLE_ROW - 1e-9)
+    edge = (m > 0) & (m - (j - 1.0) * _TABLE_ROW <= _TABLE_EDGE * _TABLE_ROW)
+    dims = [np.broadcast_to(np.asarray(x, dtype=float), shape).ravel() for x in (n, k, groups)]
+    if all(d.size == 0 or d.min() == d.max() for d in dims):
+        combos = [tuple(float(d[0]) if d.size else 0.0 for d in dims)]
+        inverse = np.zeros(m.size, dtype=np.int64)
+    else:  # a few shapes (the plans of a chunk): found by comparison, no sort
+        key = (dims[0] * 1048576.0 + dims[1]) * 2048.0 + dims[2]
+        exact = all(np.all(d == np.floor(d)) & np.all((d >= 0) & (d < c)) for d, c in zip(
+            dims, (1048576.0, 1048576.0, 2048.0)))  # fmt: skip
+        inverse = np.full(m.size, -1, dtype=np.int64)
+        combos = []
+        while exact and len(combos) < _TABLE_SHAPES:
+            left = np.flatnonzero(inverse < 0)
+            if left.size == 0:
+                break
+            i = left[0]
+            inverse[key == key[i]] = len(combos)
+            combos.append(tuple(float(d[i]) for d in dims))
+        if not exact or np.any(inverse < 0):
+            return gemm_shape_efficiency(
+                hw, m.reshape(shape), n, k, groups, speed_ratio, elem_bytes
+            )
+    j_max = int(np.max(j, initial=0.0))
+    per_row = np.zeros(m.size)
+    for c, (nc, kc, gc) in enumerate(combos):
+        gpu = (hw.tile_m, hw.tile_n, hw.tile_cluster_sms, hw.sm_count)
+        tkey = (gpu, nc, kc, gc, speed_ratio, elem_bytes)
+        table = _EFF_TABLES.get(tkey)
+        if table is None or table.size <= j_max:
+            size = max(j_max + 1, 2 * (0 if table is None else table.size), 64)
+            rows = np.arange(size, dtype=float) * _TABLE_ROW
+            eff = gemm_shape_efficiency(hw, rows, nc, kc, gc, speed_ratio, elem_bytes)
+            table = np.where(rows > 0, eff / np.maximum(rows, 1e-30), 0.0)
+            if len(_EFF_TABLES) >= _TABLE_CACHE:
+                _EFF_TABLES.clear()
+            _EFF_TABLES[tkey] = table
+        if len(combos) == 1:
+            per_row = table[j.astype(np.int64)]
+        else:
+            sel = inverse == c
+            per_row[sel] = table[j[sel].astype(np.int64)]
+    out = per_row * m
+    if np.any(edge):
+        out[edge] = gemm_shape_efficiency(
+            hw, m[edge], dims[0][edge], dims[1][edge], dims[2][edge], speed_ratio, elem_bytes
+        )
+    out = out.reshape(shape)
+    return out
+
+
 def hbm_bytes_per_s_achieved(hw: HardwareSpec, eng: EngineConstants) -> float:
     """HBM bandwidth streaming kernels achieve (bytes/s): the datasheet figure x the hardware
     file's measured fraction (``efficiency.hbm``) x the engine's ``hbm_efficiency_scale``,
@@ -263,16 +343,13 @@ def gemm_time(
             moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"], moe["experts_local"]
         )
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
-    eff = gemm_shape_efficiency(
-        hw,
-        m,
-        op.n,
-        op.k,
-        op.groups,
-        _speed_ratio(hw, rate_class),
-        elem,
-        routed=bool(moe and moe.get("routed", False)),
-    )
+    routed = bool(moe and moe.get("routed", False))
+    if not routed:
+        eff = _unrouted_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
+    else:
+        eff = gemm_shape_efficiency(
+            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed=routed
+        )
     flops = 2.0 * m * op.n * op.k * op.groups
     compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered

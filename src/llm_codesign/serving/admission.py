@@ -119,6 +119,8 @@ def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) 
     scale = limit / result.running_concurrency.ravel()[idx]
     axes = {k: sub[k] for k in ("tp", "pp", "ep", "cp", "attention_dp")}
 
+    memo: dict = {}
+
     def step_s(d: Array, q: Array) -> Array:
         return pipelined_step(
             model,
@@ -131,6 +133,7 @@ def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) 
             decode_seqs=d,
             prefill_tokens=q,
             decode_query=query,
+            memo=memo,
         ).total_s
 
     # without drafts TPOT is the step the loop runs (no need to price it again)
