@@ -37,7 +37,7 @@ from .memory import (
     scheduling_ranks,
     static_batch_fits,
 )
-from .step import pipeline_hops, pipelined_step, step_cost
+from .step import draft_time, pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
@@ -233,7 +233,7 @@ def _evaluate_running(
     # on the configurations not yet converged (flat index subsets)
     flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
-    pp_r, micro_r = flat["pp"].astype(float), np.broadcast_to(micro, shape).ravel()
+    pp_r = flat["pp"].astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Array:
         """Seconds of the step of the configurations ``idx`` (flat indices)."""
@@ -257,8 +257,7 @@ def _evaluate_running(
         if k_spec == 0:
             return np.zeros(len(idx))
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
-        per_layer = one / pp_r[idx] - eng.step_overhead_s / pp_r[idx]
-        return k_spec * max(model.num_mtp_layers, 1) * per_layer * micro_r[idx] / model.num_layers
+        return draft_time(model, eng, one, pp_r[idx], k_spec)  # micro-batches = pp here
 
     def draft_time(dec: Array) -> Array:
         """``drafts_at`` over the whole grid."""
