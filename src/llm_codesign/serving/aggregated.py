@@ -259,7 +259,7 @@ def _evaluate_running(
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
         return draft_time(model, eng, one, pp_r[idx], k_spec)  # micro-batches = pp here
 
-    def draft_time(dec: Array) -> Array:
+    def drafts_over_grid(dec: Array) -> Array:
         """``drafts_at`` over the whole grid."""
         flat_dec = np.broadcast_to(dec, shape).ravel()
         return drafts_at(np.arange(flat_dec.size), flat_dec).reshape(shape)
@@ -277,7 +277,7 @@ def _evaluate_running(
     )
     # the converged mix priced exactly (its breakdown is the estimate's mixed step)
     mixed = step(c_dec, pre_tokens)
-    drafts = draft_time(c_dec)
+    drafts = drafts_over_grid(c_dec)
     tpot = (mixed.total_s + drafts) / tokens_per_step
     # TTFT from Little's law: a saturated loop's queue wait is inside it
     # (never below what a request needs: the subtraction is ill-conditioned at long OSL)
@@ -291,7 +291,7 @@ def _evaluate_running(
         share = eng.ttft_burst
         wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
         full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
-        plain = (full.total_s + draft_time(conc)) / tokens_per_step
+        plain = (full.total_s + drafts_over_grid(conc)) / tokens_per_step
         cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
         tpot = (1.0 - share) * tpot + share * cohort_tpot
         burst = share * 0.5 * wave
