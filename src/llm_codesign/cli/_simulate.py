@@ -156,12 +156,15 @@ def traffic_from(params: dict[str, Any], given: set[str]) -> Traffic | None:
 def print_simulation(c: Any, sim: dict[str, Any]) -> None:
     """The simulated distributions, throughput and goodput."""
     tr = sim["traffic"]
-    how = {
-        "closed": f"closed loop, {tr['clients']} clients per replica",
-        "poisson": f"Poisson arrivals at {tr['rate_per_s']:g} req/s",
-        "burst": "every request at once",
-        "trace": f"trace {tr['trace']}",
-    }[tr["arrival"]]
+    arrival = tr["arrival"]
+    if arrival == "closed":
+        how = f"closed loop, {tr['clients']} clients per replica"
+    elif arrival == "poisson":
+        how = f"Poisson arrivals at {tr['rate_per_s']:g} req/s"
+    elif arrival == "burst":
+        how = "every request at once"
+    else:
+        how = f"trace {tr['trace']}"
     lengths = f", ISL {tr['isl']}, OSL {tr['osl']}" if tr["isl"] else ""
     prefix = f", shared prefix {tr['prefix_len']} tokens" if tr["prefix_len"] else ""
     c.print(

@@ -8,7 +8,8 @@ Lengths: ``fixed:N``, ``uniform:LO:HI`` (integers, both ends included), ``normal
 length per line, drawn with replacement); every draw is rounded and held to >= 1.
 A trace is JSONL (one object per line) or CSV (a header) with ``arrival_s``, ``isl``, ``osl``
 and optionally ``prefix_id`` (requests with the same id share a prompt prefix) and
-``prefix_len`` (that prefix's tokens; default the traffic's ``prefix_len``).
+``prefix_len`` (that prefix's tokens; default the traffic's ``prefix_len``); with a
+``prefix_len``, rows without an id share one common prefix of that many tokens.
 
 Example:
     >>> t = Traffic(arrival="poisson", rate_per_s=10.0, num_requests=100,
@@ -216,7 +217,9 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
         isl.append(_int_field(str(r["isl"]), f"{where}: isl"))
         osl.append(_int_field(str(r["osl"]), f"{where}: osl"))
         has_prefix = r.get("prefix_id") not in (None, "")
-        pid.append(str(r["prefix_id"]) if has_prefix else None)
+        # rows without an id share the traffic's common prefix, when it has one
+        pid.append(str(r["prefix_id"]) if has_prefix else ("" if prefix_len else None))
+        has_prefix = has_prefix or prefix_len > 0
         length = r.get("prefix_len")
         pl = _int_field(str(length), f"{where}: prefix_len") if length not in (None, "") else 0
         plen.append(pl if has_prefix and pl else (prefix_len if has_prefix else 0))
