@@ -296,3 +296,39 @@ def test_cli_trace_and_prefix(tmp_path):
 def test_cli_simulation_options_fail_in_one_line(args, needle):
     out = CliRunner().invoke(main, BASE + args)
     assert out.exit_code == 2 and needle in out.output
+
+
+def test_validate_predicts_percentile_and_request_rate_rows(tmp_path):
+    """Percentile rows that state their plan and load are predicted (by the simulator), in
+    order (p50 <= p90 <= p99 of one configuration); a static batch's percentile is skipped
+    with its reason; a request-rate row's mean TTFT comes from the simulator too."""
+    import csv
+
+    from llm_codesign import validate
+    from llm_codesign.validate.mapping import REQUIRED_COLUMNS
+
+    base = dict(
+        source_id="s", model="Llama-3.1-8B", gpu="H200 SXM 141GB", num_gpus="1",
+        precision="bf16/bf16/bf16", tp="1", pp="1", ep="", dp="",
+        framework="TensorRT-LLM v1.0", isl="1024", osl="256", concurrency_or_batch="32",
+        value="100", notes="",
+    )  # fmt: skip
+    rows = [dict(base, metric=f"ttft_ms_{q}") for q in ("median", "p90", "p99")]
+    rows.append(dict(base, metric="itl_ms_p99"))
+    rate = "request rate 4 QPS"
+    rows.append(dict(base, concurrency_or_batch=rate, notes="300 requests", metric="ttft_ms"))
+    rows.append(dict(base, framework="TensorRT-LLM v0.9.0 static batching", metric="ttft_ms_p99"))
+    path = tmp_path / "pct.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*REQUIRED_COLUMNS, "notes"])
+        w.writeheader()
+        w.writerows(rows)
+    report = validate(path)
+    got = {(r["metric"], r["mode"]): r for r in report.to_dict()["rows"]}
+    p50, p90, p99 = (
+        got[(f"ttft_ms_{q}", "concurrency")]["predicted"] for q in ("median", "p90", "p99")
+    )
+    assert 0 < p50 <= p90 <= p99
+    assert got[("itl_ms_p99", "concurrency")]["predicted"] > 0
+    assert "simulated (poisson, 300 requests" in got[("ttft_ms", "rate")]["note"]
+    assert any("percentile metric of a static row" in s["reason"] for s in report.skipped)
