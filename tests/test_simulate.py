@@ -332,3 +332,36 @@ def test_validate_predicts_percentile_and_request_rate_rows(tmp_path):
     assert got[("itl_ms_p99", "concurrency")]["predicted"] > 0
     assert "simulated (poisson, 300 requests" in got[("ttft_ms", "rate")]["note"]
     assert any("percentile metric of a static row" in s["reason"] for s in report.skipped)
+
+
+def test_disaggregated_pools_lone_request_and_saturated_prefill():
+    """At a low rate a request's TTFT is the overhead plus its prompt's prefill on a prefill
+    worker (priced directly) and its TPOT a decode worker's lone-sequence step; past the
+    prefill pool's capacity the prompts queue (p99 TTFT grows) while TPOT stays put. A closed
+    loop is refused (it couples the pools)."""
+    from llm_codesign import DisaggregatedPlan, ParallelPlan
+    from llm_codesign.serving.sim_disagg import simulate_disaggregated
+
+    m, hw, p = load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    e = load_engine("trtllm")
+    plan = DisaggregatedPlan(ParallelPlan(tp=4), ParallelPlan(tp=4), 1, 2, 1)
+    ax = {"tp": 4, "pp": 1, "ep": 1, "cp": 1, "attention_dp": False}
+    lone = simulate_disaggregated(
+        m, hw, p, e, Traffic(arrival="poisson", rate_per_s=0.05, num_requests=5,
+                             isl=fixed(2000), osl=fixed(100)), plan,
+    )  # fmt: skip
+    prefill = float(
+        discrete_step(m, p, hw, e, **ax, decode_seqs=0.0, decode_ctx=0.0, prefill_tokens=2000.0,
+                      prefill_ctx=1000.0)
+    )  # fmt: skip
+    np.testing.assert_allclose(lone.ttft_s, e.request_overhead_s + prefill, rtol=0.01)
+    step = discrete_step(m, p, hw, e, **ax, decode_seqs=1.0, decode_ctx=2050.0)
+    np.testing.assert_allclose(lone.tpot_s, float(step), rtol=0.02)
+    kw = dict(arrival="poisson", num_requests=1500, isl=fixed(2000), osl=fixed(300))
+    capacity = 1.0 / prefill  # prompts per second of the one prefill worker
+    low = simulate_disaggregated(m, hw, p, e, Traffic(rate_per_s=0.3 * capacity, **kw), plan)
+    high = simulate_disaggregated(m, hw, p, e, Traffic(rate_per_s=1.3 * capacity, **kw), plan)
+    assert high.summary["ttft_ms"]["p99"] > 5 * low.summary["ttft_ms"]["p99"]
+    assert high.summary["request_rate_per_s"] < 1.05 * capacity
+    with pytest.raises(SpecError, match="open-loop traffic"):
+        simulate_disaggregated(m, hw, p, e, Traffic(clients=4, num_requests=10), plan)

@@ -21,6 +21,7 @@ from .serving import (
     evaluate_disaggregated,
     step_cost,
 )
+from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision
@@ -227,6 +228,9 @@ def estimate(
                 "a disaggregated plan sets its own GPU count and takes no speculative decoding"
             )
         e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
+        if traffic is not None:
+            sim = simulate_disaggregated(m, hw, prec, eng, traffic, plan)
+            e.simulation = simulation_section(sim, traffic)
         return replace(
             e, precision_note=note, economics=_economics(e, hw, power_w, usd_per_gpu_hour)
         )
@@ -308,13 +312,14 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
         "rejected",
         "steps",
         "seed",
+        "kv_transfer_ms_mean",
         "wall_s",
     )
     return {
         "traffic": traffic.to_dict(),
         "feasible": r.feasible,
         "reason": r.reason,
-        **{k: s.get(k) for k in keys},
+        **{k: s.get(k) for k in keys if k in s or k != "kv_transfer_ms_mean"},
         "notes": list(r.notes),
     }
 

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
+from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
+from ..specs.traffic import Requests
+from .memory import MAX_CONCURRENCY, memory_fit, scheduling_ranks
 from .step import discrete_step, draft_time
 
 Array = np.ndarray
@@ -177,4 +181,73 @@ def step_table(
         q_mix=q_mix.tolist(),
         t_mix=np.asarray(t_mix, dtype=float).ravel().tolist(),
         points=int(t_dec.size + t_mix.size),
+    )
+
+
+@dataclass
+class Engine:
+    """What the scheduler of one replica needs: the step table and its limits."""
+
+    table: StepTable
+    max_running: int
+    kv_tokens: float  # KV capacity of the replica, in tokens
+    budget: float  # tokens per step (decode + prompt)
+    full_admission: bool
+    overhead_s: float
+    tokens_per_step: float  # expected tokens a decoding sequence yields per step (MTP)
+    query: float  # query tokens a decoding sequence puts in a step (1 + MTP drafts)
+
+
+def tokens_per_step(k: int, a: float) -> float:
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def engine_for(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    axes: dict[str, Any],
+    reqs: Requests,
+    spec_tokens: int,
+    spec_acceptance: float,
+    replica_requests: int,
+) -> Engine | str:
+    """The replica's scheduler limits and step table, or why the configuration cannot run."""
+    tp, pp, ep, cp, adp = (axes[k] for k in ("tp", "pp", "ep", "cp", "attention_dp"))
+    reason = str(plan_feasibility(model, tp, pp, ep, adp, cp).reshape(-1)[0])
+    if reason:
+        return reason
+    ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
+    arr = [np.asarray(x) for x in (tp, pp, ep, adp, cp)]
+    _, kv_seq, _, usable, _ = memory_fit(model, hw, prec, eng, *arr, np.asarray(ctx_ref))
+    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
+    if usable_f <= 0:
+        return "weights_exceed_memory"
+    ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
+    kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
+    max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
+    budget = float(eng.max_num_tokens * ranks * int(pp))
+    longest = float(np.max(reqs.isl + reqs.osl))
+    rows = min(max_running, replica_requests, max(kv_tokens / float(np.min(reqs.isl)), 1.0))
+    table = step_table(
+        model,
+        prec,
+        hw,
+        eng,
+        {"tp": int(tp), "pp": int(pp), "ep": int(ep), "cp": int(cp), "attention_dp": bool(adp)},
+        max_rows=max(rows, 1.0),
+        max_prompt=budget,
+        max_context=longest,
+        spec_tokens=spec_tokens,
+    )
+    return Engine(
+        table=table,
+        max_running=max_running,
+        kv_tokens=kv_tokens,
+        budget=budget,
+        full_admission=eng.kv_admission == "full",
+        overhead_s=eng.request_overhead_s,
+        tokens_per_step=tokens_per_step(spec_tokens, spec_acceptance),
+        query=1.0 + spec_tokens,
     )

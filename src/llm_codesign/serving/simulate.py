@@ -42,16 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
-from .memory import MAX_CONCURRENCY, memory_fit, scheduling_ranks
 from .sim_stats import summarize_run
-from .sim_table import StepTable, step_table
+from .sim_table import Engine, engine_for, tokens_per_step
 
 Array = np.ndarray
 
@@ -59,20 +56,6 @@ PREFILL_FLOOR = 0.1  # a step's prompt budget is at least this share of it (serv
 # allocate-as-you-go admission keeps this share of the KV cache free when it admits (vLLM's
 # watermark: 1% of the blocks) and admits nothing after a preemption until a request finishes
 KV_WATERMARK = 0.01
-
-
-@dataclass
-class Engine:
-    """What the scheduler of one replica needs: the step table and its limits."""
-
-    table: StepTable
-    max_running: int
-    kv_tokens: float  # KV capacity of the replica, in tokens
-    budget: float  # tokens per step (decode + prompt)
-    full_admission: bool
-    overhead_s: float
-    tokens_per_step: float  # expected tokens a decoding sequence yields per step (MTP)
-    query: float  # query tokens a decoding sequence puts in a step (1 + MTP drafts)
 
 
 @dataclass
@@ -118,7 +101,7 @@ def decode_steps(
     if spec_tokens == 0 or spec_acceptance <= 0:
         return need
     out = np.zeros(len(need), dtype=np.int64)
-    tps = _tokens_per_step(spec_tokens, spec_acceptance)
+    tps = tokens_per_step(spec_tokens, spec_acceptance)
     block = 4096
     for s in range(0, len(need), block):
         n = need[s : s + block]
@@ -139,61 +122,6 @@ def decode_steps(
             left = np.where(go & ~reached, left - yields[:, -1], 0)
         out[s : s + block] = steps
     return out
-
-
-def _tokens_per_step(k: int, a: float) -> float:
-    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
-
-
-def engine_for(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    prec: Precision,
-    eng: EngineConstants,
-    axes: dict[str, Any],
-    reqs: Requests,
-    spec_tokens: int,
-    spec_acceptance: float,
-    replica_requests: int,
-) -> Engine | str:
-    """The replica's scheduler limits and step table, or why the configuration cannot run."""
-    tp, pp, ep, cp, adp = (axes[k] for k in ("tp", "pp", "ep", "cp", "attention_dp"))
-    reason = str(plan_feasibility(model, tp, pp, ep, adp, cp).reshape(-1)[0])
-    if reason:
-        return reason
-    ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
-    arr = [np.asarray(x) for x in (tp, pp, ep, adp, cp)]
-    _, kv_seq, _, usable, _ = memory_fit(model, hw, prec, eng, *arr, np.asarray(ctx_ref))
-    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
-    if usable_f <= 0:
-        return "weights_exceed_memory"
-    ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
-    kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
-    max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
-    budget = float(eng.max_num_tokens * ranks * int(pp))
-    longest = float(np.max(reqs.isl + reqs.osl))
-    rows = min(max_running, replica_requests, max(kv_tokens / float(np.min(reqs.isl)), 1.0))
-    table = step_table(
-        model,
-        prec,
-        hw,
-        eng,
-        {"tp": int(tp), "pp": int(pp), "ep": int(ep), "cp": int(cp), "attention_dp": bool(adp)},
-        max_rows=max(rows, 1.0),
-        max_prompt=budget,
-        max_context=longest,
-        spec_tokens=spec_tokens,
-    )
-    return Engine(
-        table=table,
-        max_running=max_running,
-        kv_tokens=kv_tokens,
-        budget=budget,
-        full_admission=eng.kv_admission == "full",
-        overhead_s=eng.request_overhead_s,
-        tokens_per_step=_tokens_per_step(spec_tokens, spec_acceptance),
-        query=1.0 + spec_tokens,
-    )
 
 
 def simulate(
@@ -281,10 +209,13 @@ def run_replica(
     dec_steps: Array,
     clients: int,
     counts: dict[str, int],
+    prefilled: bool = False,
 ) -> tuple[Array, Array, Array]:
     """One replica's run of the requests ``idx`` (in order): (issue, first token, finish)
     seconds. ``clients`` > 0: a closed loop of that many clients (request i + clients is sent
-    when one of theirs finishes), else the requests' own arrival times."""
+    when one of theirs finishes), else the requests' own arrival times. ``prefilled``: a
+    disaggregated decode worker, whose requests arrive with their prompt's KV (and first
+    token) from a prefill worker and join the decoding batch when admitted."""
     n = len(idx)
     isl = reqs.isl[idx].tolist()
     nsteps = dec_steps[idx].tolist()
@@ -383,7 +314,23 @@ def run_replica(
             charge[i] = need
             if full:
                 reserved += need
-            prefilling.append(i)
+            if not prefilled or resume[i] >= 0:  # a preempted request recomputes here
+                prefilling.append(i)
+                continue
+            # a decode worker: the prompt's KV arrived; decode from the next step on
+            pre_pos[i] = isl[i]
+            if nsteps[i] == 0:
+                finish[i] = t
+                reserved -= charge[i] if full else 0.0
+                done += 1
+                continue
+            join_step[i] = S
+            ctx_base += isl[i] + 1.0 - q * S
+            kv_base += isl[i] + 1.0 - q * S
+            n_dec += 1
+            decoding.add(i)
+            dec_order.append(i)
+            heapq.heappush(heap, (S + nsteps[i], i, gen[i]))
         if not prefilling and n_dec == 0:
             if not pending:
                 break
@@ -558,10 +505,3 @@ def _preempt(
     if n_dec - 1 == 0:
         ctx_base = kv_base = 0.0
     return n_dec - 1, ctx_base, kv_base
-
-
-def check_simulation_inputs(spec_tokens: int, spec_acceptance: float) -> None:
-    if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
-        raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
-    if not 0.0 <= spec_acceptance <= 1.0:
-        raise SpecError(f"spec_acceptance must lie in [0, 1], got {spec_acceptance!r}")
