@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from contract import SIMULATION_KEYS
 
 from llm_codesign import (
     SpecError,
@@ -268,6 +269,7 @@ def test_cli_percentiles_at_a_rate_and_json_section():
     res = CliRunner().invoke(main, BASE + ["--percentiles", "--num-requests", "200", "--json"])
     doc = json.loads(res.output)
     sim = doc["simulation"]
+    assert SIMULATION_KEYS <= set(sim)
     for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
         assert set(sim[key]) == {"mean", "p50", "p90", "p99"}
     assert sim["requests"] == 200 and sim["seed"] == 0 and "goodput" in sim

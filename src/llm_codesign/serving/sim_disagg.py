@@ -76,7 +76,12 @@ def simulate_disaggregated(
     gp, gd = plan.prefill.gpus_per_replica, plan.decode.gpus_per_replica
     ends = [
         float(
-            np.reshape(kv_transfer_time(model, hw, prec, eng, gp, gd, plan.num_gpus, x)[0], -1)[0]
+            np.reshape(
+                kv_transfer_time(
+                    model, hw, prec, eng, *map(np.asarray, (gp, gd, plan.num_gpus)), x
+                )[0],
+                -1,
+            )[0]
         )
         for x in (1, 2)
     ]

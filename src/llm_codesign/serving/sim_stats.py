@@ -97,7 +97,7 @@ def summarize_run(
             "tpot_slo_ms": traffic.tpot_slo_ms,
             "request_rate_per_s": float(np.count_nonzero(met)) / span if sla else None,
             "output_tok_s_per_gpu": float(np.sum(osl[met])) / span / gpus if sla else None,
-            "share": float(np.count_nonzero(met)) / max(np.count_nonzero(in_window), 1)
+            "share": float(np.count_nonzero(met)) / max(int(np.count_nonzero(in_window)), 1)
             if sla
             else None,
         },

@@ -126,7 +126,7 @@ def step_table(
     prec: Precision,
     hw: HardwareSpec,
     eng: EngineConstants,
-    axes: dict[str, object],
+    axes: dict[str, Any],
     *,
     max_rows: float,
     max_prompt: float,
@@ -219,8 +219,18 @@ def engine_for(
     if reason:
         return reason
     ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
-    arr = [np.asarray(x) for x in (tp, pp, ep, adp, cp)]
-    _, kv_seq, _, usable, _ = memory_fit(model, hw, prec, eng, *arr, np.asarray(ctx_ref))
+    _, kv_seq, _, usable, _ = memory_fit(
+        model,
+        hw,
+        prec,
+        eng,
+        np.asarray(tp),
+        np.asarray(pp),
+        np.asarray(ep),
+        np.asarray(adp),
+        np.asarray(cp),
+        np.asarray(ctx_ref),
+    )
     usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
     if usable_f <= 0:
         return "weights_exceed_memory"

@@ -36,18 +36,18 @@ def simulated(r: MappedRow) -> bool:
 
 def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     """The traffic a row's benchmark sent, and the replicas it spread over."""
-    lengths = {"isl": fixed(r.isl), "osl": fixed(r.osl)}
+    isl, osl = fixed(r.isl), fixed(r.osl)
     n = r.requests or DEFAULT_REQUESTS
     replicas = max(r.metric_gpus // max(r.tp * r.pp, 1), 1)
     if r.arrival == "poisson":
-        return Traffic(arrival="poisson", rate_per_s=r.offered_rate, num_requests=n, **lengths), (
-            replicas
-        )
+        return Traffic(
+            arrival="poisson", rate_per_s=r.offered_rate, num_requests=n, isl=isl, osl=osl
+        ), (replicas)
     if r.arrival == "burst":
-        return Traffic(arrival="burst", num_requests=n, **lengths), replicas
+        return Traffic(arrival="burst", num_requests=n, isl=isl, osl=osl), replicas
     clients = int(r.load)
     n = max(CLOSED_LOOP_ROUNDS * clients, r.requests or DEFAULT_REQUESTS)
-    return Traffic(clients=clients, num_requests=n, **lengths), 1
+    return Traffic(clients=clients, num_requests=n, isl=isl, osl=osl), 1
 
 
 def _value(metric: str, res: Any, warm: int, gpus: int) -> float:
