@@ -118,8 +118,9 @@ def test_mapping_rules():
         ),
     )
     assert m.mode == "rate" and m.load == 3.5
+    assert (m.arrival, m.offered_rate, m.requests) == ("poisson", 4.0, 500)
     m = map_row(0, row(concurrency_or_batch="request rate INF (all at once)", notes="500 requests"))
-    assert m.mode == "concurrency" and m.load == 500
+    assert m.mode == "concurrency" and m.load == 500 and m.arrival == "burst"
     m = map_row(0, row(framework="vllm 0.12.0"))
     assert m.engine == "vllm"
     assert map_row(0, row(framework="TensorRT-LLM v0.17 (TRT engine)")).engine == "trtllm-trt"
@@ -136,7 +137,7 @@ def test_mapping_rules():
         (dict(isl="dataset"), "isl/osl"),
         (dict(metric="joules"), "unsupported metric"),
         (dict(value="n/a"), "non-numeric"),
-        (dict(metric="ttft_ms_p99"), "percentile metric"),
+        (dict(metric="output_tok_s_p99"), "unsupported metric"),  # no percentile of a rate
         (dict(precision="fp4/fp4/fp8", gpu="H100 SXM 80GB"), "precision not runnable"),
     ],
 )

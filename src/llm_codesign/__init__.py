@@ -19,6 +19,7 @@ from .errors import CodesignError, DataFileError, SpecError, UnknownIdError, Uns
 from .explore import Frontier, compare, frontier, parse_compare, write_csv
 from .pareto import frontier_area, pareto_mask
 from .serving import GridResult, evaluate, evaluate_disaggregated
+from .serving.simulate import simulate
 from .specs import (
     DisaggregatedPlan,
     HardwareSpec,
@@ -33,6 +34,7 @@ from .specs import (
 )
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import hardware_template
+from .specs.traffic import Traffic, parse_length_dist, read_trace
 from .validate import validate
 
 __version__ = "0.1.0"
@@ -51,6 +53,7 @@ __all__ = [
     "Precision",
     "SearchSpace",
     "SpecError",
+    "Traffic",
     "UnknownIdError",
     "UnsupportedError",
     "Workload",
@@ -74,10 +77,13 @@ __all__ = [
     "pareto_mask",
     "parse_compare",
     "parse_device",
+    "parse_length_dist",
     "parse_precision",
+    "read_trace",
     "regimes",
     "run_calibration",
     "search",
+    "simulate",
     "validate",
     "write_csv",
     "write_engine_yaml",

@@ -21,6 +21,8 @@ from .serving import (
     evaluate_disaggregated,
     step_cost,
 )
+from .serving.sim_disagg import simulate_disaggregated
+from .serving.simulate import SimulationResult, simulate
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision
 from .specs.engine import EngineConstants, load_engine
@@ -28,6 +30,7 @@ from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
 from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
 from .specs.precision import Precision, parse_precision
+from .specs.traffic import Traffic
 from .specs.uncertainty import config_class, shipped_error_bands
 from .specs.workload import Workload, check_speculative
 
@@ -64,6 +67,8 @@ class Estimate:
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
     # how far to trust the numbers: the class and its validation error (specs.uncertainty)
     uncertainty: dict[str, Any] = field(default_factory=dict)
+    # the request-level simulation of ``traffic`` (``simulation_section``), when one ran
+    simulation: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,7 +103,7 @@ class Estimate:
             "uncertainty": self.uncertainty,
             "units": UNITS,
             "assumptions": self.assumptions(),
-        }
+        } | ({"simulation": self.simulation} if self.simulation is not None else {})
 
     def to_pandas(self) -> Any:
         """This estimate as a one-row pandas DataFrame (nested fields as ``a.b`` columns; the
@@ -178,6 +183,7 @@ def estimate(
     spec_acceptance: float = 0.0,
     power_w: float | None = None,
     usd_per_gpu_hour: float | None = None,
+    traffic: Traffic | None = None,
 ) -> Estimate:
     """Predict serving metrics for one configuration.
 
@@ -190,6 +196,10 @@ def estimate(
     ``precision`` None (the default) is the checkpoint's own precision when its config states
     one (``quantization_config``, ``hf_quant_config.json``; ``specs.checkpoint``), else BF16;
     ``Estimate.precision_note`` says which.
+
+    ``traffic`` (optional) also replays that traffic through the engine's scheduler step by
+    step (``serving.simulate``) on the same plan: ``Estimate.simulation`` holds the mean,
+    p50, p90 and p99 of TTFT, TPOT and E2E, throughput and goodput (``simulation_section``).
 
     A :class:`DisaggregatedPlan` prices prefill and decode pools with the physics the frontier
     uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the sequences
@@ -218,6 +228,9 @@ def estimate(
                 "a disaggregated plan sets its own GPU count and takes no speculative decoding"
             )
         e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
+        if traffic is not None:
+            sim = simulate_disaggregated(m, hw, prec, eng, traffic, plan)
+            e.simulation = simulation_section(sim, traffic)
         return replace(
             e, precision_note=note, economics=_economics(e, hw, power_w, usd_per_gpu_hour)
         )
@@ -261,7 +274,54 @@ def estimate(
         notes=_notes(est, plan),
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
+    if traffic is not None:
+        est.simulation = simulation_section(
+            simulate(
+                m,
+                hw,
+                prec,
+                eng,
+                traffic,
+                **plan.to_dict(),
+                spec_tokens=spec_tokens,
+                spec_acceptance=spec_acceptance,
+            ),
+            traffic,
+        )
     return est
+
+
+def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
+    """The ``simulation`` section of an estimate: the traffic, whether it ran, the
+    distributions (mean, p50, p90, p99 in ms) of TTFT, TPOT and E2E, throughput, goodput
+    under the traffic's SLA, and the run's size (``serving.sim_stats.summarize_run``)."""
+    s = r.summary
+    keys = (
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_ms",
+        "request_rate_per_s",
+        "output_tok_s_per_gpu",
+        "total_tok_s_per_gpu",
+        "mean_in_flight",
+        "goodput",
+        "requests",
+        "counted_requests",
+        "warmup_requests",
+        "preemptions",
+        "rejected",
+        "steps",
+        "seed",
+        "kv_transfer_ms_mean",
+        "wall_s",
+    )
+    return {
+        "traffic": traffic.to_dict(),
+        "feasible": r.feasible,
+        "reason": r.reason,
+        **{k: s.get(k) for k in keys if k in s or k != "kv_transfer_ms_mean"},
+        "notes": list(r.notes),
+    }
 
 
 def _notes(e: Estimate, plan: ParallelPlan) -> list[str]:

@@ -19,6 +19,7 @@ from .. import (
 )
 from ..report import console, read_deployment, table, to_json, trust_text
 from ._common import deployment_options, plan_options
+from ._simulate import print_simulation, simulation_options, traffic_from
 
 # options that --from reads from the deployment, so that giving one explicitly overrides it
 FROM_OVERRIDES = (
@@ -146,6 +147,7 @@ DISAGG_OPTIONS = (
 )
 @click.option("--json", "as_json", is_flag=True, help="print the JSON contract")
 @deployment_options
+@simulation_options
 @click.pass_context
 def estimate(
     ctx,
@@ -178,9 +180,13 @@ def estimate(
     prefill_attention_dp,
     prefill_batch,
     as_json,
+    **simulation,
 ):
     """Predict TTFT, TPOT and throughput for one configuration (aggregated, or disaggregated
-    prefill/decode pools with --prefill-workers), or for a deployment read with --from."""
+    prefill/decode pools with --prefill-workers), or for a deployment read with --from.
+    Any simulation option (--percentiles, --arrival-rate, --trace, ...) also replays requests
+    through the engine's scheduler step by step: percentiles, throughput and goodput."""
+    given = {k for k in ctx.params if ctx.get_parameter_source(k).name == "COMMANDLINE"}
     hw = load_hardware(hardware)
     if profile:
         hw = apply_profile(hw, profile)
@@ -188,7 +194,6 @@ def estimate(
         hw = hw.with_overrides(emulate=True)
     dep = None
     if sources:
-        given = {k for k in ctx.params if ctx.get_parameter_source(k).name == "COMMANDLINE"}
         clash = sorted(given & set(DISAGG_OPTIONS))
         if clash:
             raise click.UsageError(
@@ -198,8 +203,17 @@ def estimate(
         dep = read_deployment(
             sources, hw, explicit={k: ctx.params[k] for k in FROM_OVERRIDES if k in given}
         )
+        args = dep.estimate_args()
+        wl = args["workload"]
+        traffic = traffic_from(
+            {**ctx.params, "isl": wl.isl, "osl": wl.osl, "concurrency": wl.concurrency}, given
+        )
         e = estimate_config(
-            hardware=hw, power_w=power_w, usd_per_gpu_hour=usd_per_gpu_hour, **dep.estimate_args()
+            hardware=hw,
+            power_w=power_w,
+            usd_per_gpu_hour=usd_per_gpu_hour,
+            traffic=traffic,
+            **args,
         )
         isl, osl, concurrency = e.workload.isl, e.workload.osl, e.workload.concurrency
     else:
@@ -211,6 +225,13 @@ def estimate(
                 tp=prefill_tp, pp=prefill_pp, ep=prefill_ep, attention_dp=prefill_attention_dp
             )
             plan = DisaggregatedPlan(prefill, plan, prefill_workers, decode_workers, prefill_batch)
+        traffic = traffic_from(ctx.params, given)
+        if traffic is not None:  # the analytic estimate at the traffic's mean lengths
+            isl = isl if "isl_dist" not in given else max(round(traffic.isl.mean), 1)
+            osl = osl if "osl_dist" not in given else max(round(traffic.osl.mean), 1)
+            if traffic.trace is not None:
+                isl = max(round(float(traffic.trace.requests.isl.mean())), 1)
+                osl = max(round(float(traffic.trace.requests.osl.mean())), 1)
         wl = Workload(isl=isl, osl=osl, concurrency=concurrency)
         e = estimate_config(
             model,
@@ -224,6 +245,7 @@ def estimate(
             spec_acceptance=spec_acceptance,
             power_w=power_w,
             usd_per_gpu_hour=usd_per_gpu_hour,
+            traffic=traffic,
         )
     if as_json:
         doc = e.to_dict()
@@ -285,6 +307,8 @@ def estimate(
     )
     for note in e.notes:
         c.print(f"[yellow]note:[/] {note}")
+    if e.simulation is not None:
+        print_simulation(c, e.simulation)
     for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "throughput")):
         band = e.uncertainty["metrics"][metric]
         c.print(

@@ -37,7 +37,7 @@ from .memory import (
     scheduling_ranks,
     static_batch_fits,
 )
-from .step import pipeline_hops, pipelined_step, step_cost
+from .step import draft_time, pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
@@ -233,7 +233,7 @@ def _evaluate_running(
     # on the configurations not yet converged (flat index subsets)
     flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
-    pp_r, micro_r = flat["pp"].astype(float), np.broadcast_to(micro, shape).ravel()
+    pp_r = flat["pp"].astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Array:
         """Seconds of the step of the configurations ``idx`` (flat indices)."""
@@ -257,10 +257,9 @@ def _evaluate_running(
         if k_spec == 0:
             return np.zeros(len(idx))
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
-        per_layer = one / pp_r[idx] - eng.step_overhead_s / pp_r[idx]
-        return k_spec * max(model.num_mtp_layers, 1) * per_layer * micro_r[idx] / model.num_layers
+        return draft_time(model, eng, one, pp_r[idx], k_spec)  # micro-batches = pp here
 
-    def draft_time(dec: Array) -> Array:
+    def drafts_over_grid(dec: Array) -> Array:
         """``drafts_at`` over the whole grid."""
         flat_dec = np.broadcast_to(dec, shape).ravel()
         return drafts_at(np.arange(flat_dec.size), flat_dec).reshape(shape)
@@ -278,7 +277,7 @@ def _evaluate_running(
     )
     # the converged mix priced exactly (its breakdown is the estimate's mixed step)
     mixed = step(c_dec, pre_tokens)
-    drafts = draft_time(c_dec)
+    drafts = drafts_over_grid(c_dec)
     tpot = (mixed.total_s + drafts) / tokens_per_step
     # TTFT from Little's law: a saturated loop's queue wait is inside it
     # (never below what a request needs: the subtraction is ill-conditioned at long OSL)
@@ -292,7 +291,7 @@ def _evaluate_running(
         share = eng.ttft_burst
         wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
         full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
-        plain = (full.total_s + draft_time(conc)) / tokens_per_step
+        plain = (full.total_s + drafts_over_grid(conc)) / tokens_per_step
         cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
         tpot = (1.0 - share) * tpot + share * cohort_tpot
         burst = share * 0.5 * wave

@@ -14,7 +14,7 @@ Under attention-DP the chunk lands on one rank while the others wait at the MoE 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -223,6 +223,74 @@ def pipelined_step(
     by_class = {k: v * stages for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
     return PipelinedStep(stages * stage.total_s + hops, by_class, stage, stages, hops)
+
+
+def discrete_step(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    *,
+    tp: Array | int,
+    pp: Array | int,
+    ep: Array | int,
+    cp: Array | int,
+    attention_dp: Array | bool,
+    decode_seqs: Array | float,
+    decode_ctx: Array | float,
+    prefill_tokens: Array | float = 0.0,
+    prefill_ctx: Array | float = 0.0,
+    decode_query: Array | float = 1.0,
+    memo: dict | None = None,
+) -> Array:
+    """Seconds of one actual engine step (not a steady-state mean): ``decode_seqs`` sequences
+    holding ``decode_ctx`` tokens each on average decode ``decode_query`` tokens each, and
+    ``prefill_tokens`` prompt tokens attending to ``prefill_ctx`` tokens on average ride
+    along. The same pricing as :func:`pipelined_step` (pp stages + hops, overheads), with the
+    contexts given instead of the steady state's, and the prompt tokens as they are (no chunk
+    mixture). Under attention-DP a step's prompt tokens fill one rank's ``max_num_tokens``
+    before the next: the busiest rank holds min(tokens, ``max_num_tokens``). Used by the
+    request-level simulator (``serving.simulate``), which prices every step it runs."""
+    pre = np.asarray(prefill_tokens, dtype=float)
+    ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool))
+    rank_pre = np.where(ranks > 1, np.minimum(pre, float(eng.max_num_tokens)), pre)
+    s = step_shape(
+        tp,
+        pp,
+        ep,
+        cp,
+        attention_dp,
+        isl=1.0,
+        osl=0.0,
+        decode_seqs=decode_seqs,
+        prefill_tokens=pre,
+        prefill_seqs=np.where(pre > 0, 1.0, 0.0),
+        decode_query=decode_query,
+        rank_prefill_tokens=rank_pre,
+    )
+    s = replace(
+        s,
+        decode_ctx=np.asarray(decode_ctx, dtype=float),
+        prefill_ctx=np.asarray(prefill_ctx, dtype=float),
+    )
+    stage = step_cost(model, prec, hw, eng, s, memo=memo)
+    pp_a = np.asarray(pp, dtype=np.int64)
+    tokens = np.asarray(decode_seqs, dtype=float) * decode_query + pre
+    hops = pipeline_hops(model, hw, prec, eng, pp_a, tokens, s.micro_batches)
+    return pp_a.astype(float) * stage.total_s + hops
+
+
+def draft_time(
+    model: ModelSpec, eng: EngineConstants, plain_s: Array, pp: Array, k_spec: int
+) -> Array:
+    """Seconds of ``k_spec`` speculative draft tokens (MTP) per step: each one layer-equivalent
+    of the plain decode step ``plain_s`` (one query token per sequence) without its fixed step
+    overhead, times the MTP layers (DeepSeek's MTP module is one transformer block)."""
+    if k_spec == 0:
+        return np.zeros(np.shape(plain_s))
+    pp_f = np.asarray(pp, dtype=float)
+    per_layer = plain_s / pp_f - eng.step_overhead_s / pp_f
+    return k_spec * max(model.num_mtp_layers, 1) * per_layer * pp_f / model.num_layers
 
 
 def bound_split(

@@ -54,6 +54,10 @@ METRICS = (
     "tpot_ms",
     "itl_ms",
 )
+# percentile metrics: a latency metric with one of these suffixes (ttft_ms_p99); the request
+# simulator predicts them (validate.simulated), on rows that state their plan and load
+PERCENTILE_SUFFIXES = {"_p50": 50.0, "_median": 50.0, "_p90": 90.0, "_p95": 95.0, "_p99": 99.0}
+PERCENTILE_BASES = ("ttft_ms", "tpot_ms", "itl_ms", "request_latency_ms")
 THROUGHPUT_METRICS = (
     "output_tok_s_total",
     "output_tok_s_per_gpu",
@@ -88,6 +92,11 @@ class MappedRow:
     spec_acceptance: float = 0.0  # and the acceptance probability of each
     pools: DisaggregatedPlan | None = None  # disaggregated rows (tp/ep/adp: the decode pool's)
     note: str = ""  # the defaults and assumptions the mapping used
+    # how requests arrived, for the request simulator: "poisson" at ``offered_rate`` req/s
+    # (a request-rate row), "burst" (all at once: rate INF), "" (a client concurrency)
+    arrival: str = ""
+    offered_rate: float = 0.0
+    requests: int = 0  # requests the benchmark sent (0: not stated)
 
     @property
     def plan_label(self) -> str:
@@ -299,9 +308,7 @@ def _metric_and_value(row: dict[str, str]) -> tuple[str, float] | str:
     if None in row:
         return "long row (more cells than columns)"
     metric = row["metric"].strip()
-    if metric.endswith(("_p99", "_p90", "_p95", "_median")):
-        return f"percentile metric {metric} (the model predicts means)"
-    if metric not in METRICS:
+    if metric not in METRICS and split_percentile(metric) is None:
         return f"unsupported metric {metric}"
     try:
         measured = float(row["value"])
@@ -362,23 +369,29 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         return "isl/osl not a number (dataset lengths)"
     cob = row["concurrency_or_batch"].strip().lower()
     fw = row["framework"]
+    arrival, offered, n_requests = "", 0.0, 0
     if cob.startswith("max-throughput") or "offline" in cob:
         mode, load = "offline", 0.0
     elif cob.startswith("request rate"):
-        notes = row.get("notes", "")
-        n_req = re.search(r"(\d+) requests", notes)
-        achieved = re.search(rf"achieved Tput\(req/s\)=({_NUMBER})", notes, re.I)
+        row_notes = row.get("notes", "")
+        n_req = re.search(r"(\d+) requests", row_notes)
+        achieved = re.search(rf"achieved Tput\(req/s\)=({_NUMBER})", row_notes, re.I)
+        n_requests = int(n_req.group(1)) if n_req else 0
         if "inf" in cob:
             # all requests issued at once: a closed loop whose concurrency is the request count
             if not n_req:
                 return "request rate INF without a request count"
-            mode, load = "concurrency", float(n_req.group(1))
+            mode, load, arrival = "concurrency", float(n_req.group(1)), "burst"
         else:
             m = _RATE.search(cob)
             if not m:
                 return "unparsed request rate (a number then qps, req/s or requests per second)"
             # the achieved rate (when reported) is what the server actually carried
             mode, load = "rate", float(achieved.group(1)) if achieved else float(m.group(1))
+            # the simulator sends at the offered rate (what it carries is its own result)
+            arrival, offered = "poisson", float(m.group(1))
+            if not 0 < offered < math.inf:
+                return f"request rate {offered:g} req/s is not a finite positive rate"
             if not 0 < load < math.inf:
                 return f"request rate {load:g} req/s is not a finite positive rate"
     else:
@@ -429,11 +442,26 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         spec_acceptance=a_spec,
         pools=pools,
         note="; ".join(notes),
+        arrival=arrival,
+        offered_rate=offered,
+        requests=n_requests,
     )
 
 
+def split_percentile(metric: str) -> tuple[str, float] | None:
+    """(base metric, percentile) of a percentile metric (``ttft_ms_p99`` -> ("ttft_ms", 99)),
+    None for any other metric."""
+    for suffix, q in PERCENTILE_SUFFIXES.items():
+        if metric.endswith(suffix) and metric[: -len(suffix)] in PERCENTILE_BASES:
+            return metric[: -len(suffix)], q
+    return None
+
+
 def metric_class(metric: str) -> str:
-    """throughput | tpot | ttft | latency: the classes targets and fits are stated for."""
+    """throughput | tpot | ttft | latency: the classes targets and fits are stated for (a
+    percentile metric is in its base metric's class)."""
+    pct = split_percentile(metric)
+    metric = pct[0] if pct else metric
     if metric in THROUGHPUT_METRICS:
         return "throughput"
     if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):

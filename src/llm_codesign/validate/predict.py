@@ -10,6 +10,9 @@ Serving modes:
   * ``disaggregated``: x prefill and y decode workers at a client concurrency ->
     serving.evaluate_disaggregated (``disaggregated_inputs``; conventions in ``conventions``).
 
+Request-rate rows (Poisson at the offered rate, or INF: a burst) and percentile metrics go to
+the request simulator instead (``validate.simulated``).
+
 Rows with MTP pass their draft length and acceptance to serving.evaluate (``spec_tokens``,
 ``spec_acceptance``); static batches have no speculative-decoding model.
 
@@ -33,6 +36,7 @@ from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .mapping import THROUGHPUT_METRICS, MappedRow
+from .simulated import predict_simulated, simulated
 
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
 # the sweeps' geometric grid (explore.grid), 4 points per doubling up to OFFLINE_MAX_BATCH
@@ -91,6 +95,9 @@ def price_key(r: MappedRow) -> tuple[Any, ...]:
         r.metric,
         r.metric_gpus,
         r.pools,
+        r.arrival,
+        r.offered_rate,
+        r.requests,
     )
 
 
@@ -215,8 +222,15 @@ def predict_rows(
         hw = (hw_override or {}).get(hid) or load_hardware(hid)
         prec = parse_precision(pid)
         eng = engine_override or (engines or {}).get(eid) or load_engine(eid)
-        sub = [rows[j] for j in idx]
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
+        # request-rate rows and percentile metrics: the request simulator
+        sim = [j for j in idx if simulated(rows[j])]
+        if sim:
+            vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
+            for j, v, n in zip(sim, vals, why):
+                preds[j], notes[j] = v, n
+            idx = [j for j in idx if not simulated(rows[j])]
+        sub = [rows[j] for j in idx]
         for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
             js = [j for j, r in zip(idx, sub) if r.mode == mode]
             if not js:

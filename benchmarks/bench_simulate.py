@@ -1,0 +1,131 @@
+"""Benchmark: the request simulator's speed (requests simulated per second on one core, the
+step table's build time apart), and its validation figures on the shipped request-rate rows
+against the analytic model.
+
+Run: python benchmarks/bench_simulate.py   (figures go to benchmarks/RESULTS.md by hand)
+     python benchmarks/bench_simulate.py --validation   (also the request-rate rows; the
+     analytic model's figures come from running the same script on the main branch's code)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign import (
+    Traffic,
+    load_engine,
+    load_hardware,
+    load_model,
+    parse_length_dist,
+    parse_precision,
+    simulate,
+    validate,
+)
+from llm_codesign.serving.simulate import engine_for
+from llm_codesign.specs.traffic import fixed
+from llm_codesign.validate import bundled_data
+
+CASES = [
+    # (label, model, gpu, precision, plan, traffic)
+    (
+        "llama-3.1-8b H200 TP1, closed loop 64 clients, 1024/1024",
+        "llama-3.1-8b",
+        "h200-sxm",
+        "bf16",
+        {},
+        Traffic(clients=64, num_requests=20_000, isl=fixed(1024), osl=fixed(1024)),
+    ),
+    (
+        "llama-3.1-8b H200 TP1, closed loop 256 clients, 1024/1024",
+        "llama-3.1-8b",
+        "h200-sxm",
+        "bf16",
+        {},
+        Traffic(clients=256, num_requests=20_000, isl=fixed(1024), osl=fixed(1024)),
+    ),
+    (
+        "llama-3.1-70b H200 TP4 FP8, Poisson 4 req/s, ISL uniform:500:8000, OSL normal:300:100",
+        "llama-3.1-70b",
+        "h200-sxm",
+        "fp8",
+        {"tp": 4},
+        Traffic(
+            arrival="poisson",
+            rate_per_s=4.0,
+            num_requests=20_000,
+            isl=parse_length_dist("uniform:500:8000", "isl"),
+            osl=parse_length_dist("normal:300:100", "osl"),
+        ),
+    ),
+    (
+        "deepseek-v3 H200 TP8 EP8 attention-DP FP8 MTP3 (a=0.7), closed loop 256, 1024/1024",
+        "deepseek-v3",
+        "h200-sxm",
+        "fp8",
+        {"tp": 8, "ep": 8, "attention_dp": True, "spec_tokens": 3, "spec_acceptance": 0.7},
+        Traffic(clients=256, num_requests=20_000, isl=fixed(1024), osl=fixed(1024)),
+    ),
+]
+
+
+def speed() -> None:
+    for label, mid, gid, pid, plan, traffic in CASES:
+        m, hw, p, e = (
+            load_model(mid),
+            load_hardware(gid),
+            parse_precision(pid),
+            load_engine("trtllm"),
+        )
+        axes = {k: plan.get(k, d) for k, d in (("tp", 1), ("pp", 1), ("ep", 1), ("cp", 1))}
+        axes["attention_dp"] = plan.get("attention_dp", False)
+        t0 = time.perf_counter()
+        engine_for(
+            m, hw, p, e, axes, traffic.requests(), plan.get("spec_tokens", 0), 0.7, traffic.count
+        )
+        table_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        r = simulate(m, hw, p, e, traffic, **plan)
+        total = time.perf_counter() - t0
+        s = r.summary
+        loop = total - table_s
+        print(
+            f"{label}: {s['requests']:,} requests, {s['steps']:,} steps, {s['events']:,} events; "
+            f"table {table_s:.2f} s ({s['table_points']:,} points), loop {loop:.2f} s = "
+            f"{s['requests'] / loop:,.0f} requests/s ({s['requests'] / total:,.0f} with the "
+            f"table); p99 TTFT {s['ttft_ms']['p99']:.0f} ms, p99 TPOT {s['tpot_ms']['p99']:.1f} ms"
+        )
+
+
+def validation() -> None:
+    rows = [
+        ln
+        for ln in bundled_data("serving.csv").read_text().splitlines()[1:]
+        if "request rate" in ln
+    ]
+    header = bundled_data("serving.csv").read_text().splitlines()[0]
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "rate.csv"
+        path.write_text("\n".join([header, *rows]) + "\n")
+        t0 = time.perf_counter()
+        report = validate(path)
+        wall = time.perf_counter() - t0
+    recs = report.to_dict()["rows"]
+    print(f"request-rate rows of serving.csv: {len(recs)} priced in {wall:.1f} s")
+    for kind, mode in (("QPS", "rate"), ("INF", "concurrency")):
+        for metric in ("ttft_ms", "itl_ms", "output_tok_s_total"):
+            e = np.array([r["error"] for r in recs if r["mode"] == mode and r["metric"] == metric])
+            print(
+                f"  {kind} {metric}: {len(e)} rows, median |error| {np.median(np.abs(e)):.1%}, "
+                f"bias {np.median(e):+.1%}"
+            )
+
+
+if __name__ == "__main__":
+    speed()
+    if "--validation" in sys.argv:
+        validation()

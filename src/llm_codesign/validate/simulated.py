@@ -1,0 +1,128 @@
+"""Predictions of the rows the request simulator prices (``serving.simulate``): request-rate
+rows (Poisson arrivals at the offered rate; "INF" rows as a burst of the benchmark's
+requests) and percentile metrics (``ttft_ms_p99``, ``itl_ms_median`` ...) of client-concurrency
+and request-rate rows.
+
+Each distinct (plan, lengths, arrival, rate or clients, request count) is simulated once,
+seed 0, with the benchmark's request count where the row states it (else
+``DEFAULT_REQUESTS``). A closed loop runs its clients on one replica (as the analytic model
+does); open-loop requests spread over ``metric_gpus / (tp x pp)`` replicas. TTFT, TPOT (ITL)
+and E2E are the counted requests' mean or percentile; throughput is the run's (first request
+sent to last finished, as a benchmark client measures it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..serving.simulate import simulate
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+from ..specs.traffic import Traffic, fixed
+from .mapping import MappedRow, split_percentile
+
+DEFAULT_REQUESTS = 1000  # requests simulated when a row does not state the benchmark's count
+CLOSED_LOOP_ROUNDS = 10  # a closed loop's requests: this many per client (at least the default)
+
+
+def simulated(r: MappedRow) -> bool:
+    """Whether the simulator prices this row: a request rate (or INF) or a percentile."""
+    return bool(r.arrival) or split_percentile(r.metric) is not None
+
+
+def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
+    """The traffic a row's benchmark sent, and the replicas it spread over."""
+    isl, osl = fixed(r.isl), fixed(r.osl)
+    n = r.requests or DEFAULT_REQUESTS
+    replicas = max(r.metric_gpus // max(r.tp * r.pp, 1), 1)
+    if r.arrival == "poisson":
+        return Traffic(
+            arrival="poisson", rate_per_s=r.offered_rate, num_requests=n, isl=isl, osl=osl
+        ), (replicas)
+    if r.arrival == "burst":
+        return Traffic(arrival="burst", num_requests=n, isl=isl, osl=osl), replicas
+    clients = int(r.load)
+    n = max(CLOSED_LOOP_ROUNDS * clients, r.requests or DEFAULT_REQUESTS)
+    return Traffic(clients=clients, num_requests=n, isl=isl, osl=osl), 1
+
+
+def _value(metric: str, res: Any, warm: int, gpus: int) -> float:
+    pct = split_percentile(metric)
+    base, q = pct if pct else (metric, None)
+    s = res.summary
+    keep = slice(warm, None)
+    if base in ("ttft_ms", "tpot_ms", "itl_ms", "request_latency_ms", "tok_s_per_user"):
+        x = {
+            "ttft_ms": res.ttft_s,
+            "tpot_ms": res.tpot_s,
+            "itl_ms": res.tpot_s,
+            "request_latency_ms": res.e2e_s,
+            "tok_s_per_user": res.tpot_s,
+        }[base][keep]
+        x = x[np.isfinite(x)]
+        if not x.size:
+            return float("nan")
+        if base == "tok_s_per_user":
+            return float(1.0 / np.mean(x))
+        return float((np.mean(x) if q is None else np.percentile(x, q)) * 1e3)
+    per_gpu = {
+        "output_tok_s_per_gpu": s["output_tok_s_per_gpu"],
+        "output_tok_s_total": s["output_tok_s_per_gpu"],
+        "total_tok_s_per_gpu": s["total_tok_s_per_gpu"],
+        "total_tok_s": s["total_tok_s_per_gpu"],
+    }[base]
+    return float(per_gpu * (gpus if base.endswith(("_total", "_tok_s")) else 1))
+
+
+def predict_simulated(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    rows: list[MappedRow],
+    spec: dict[str, Any],
+) -> tuple[list[float], list[str]]:
+    """(prediction, note) per row; NaN and the reason where the simulation cannot run."""
+    runs: dict[tuple[Any, ...], tuple[Any, int, int] | str] = {}
+    vals, notes = [], []
+    for r in rows:
+        if r.mode not in ("concurrency", "rate") or r.pools is not None:
+            vals.append(float("nan"))
+            notes.append(
+                f"percentile metric of a {r.mode} row (the simulator runs client-concurrency "
+                "and request-rate rows)"
+            )
+            continue
+        traffic, replicas = traffic_of(r)
+        key = (r.tp, r.pp, r.ep, r.attention_dp, traffic, replicas)
+        if key not in runs:
+            res = simulate(
+                model,
+                hw,
+                prec,
+                eng,
+                traffic,
+                tp=r.tp,
+                pp=r.pp,
+                ep=r.ep,
+                attention_dp=r.attention_dp,
+                dp=replicas,
+                **spec,
+            )
+            gpus = r.tp * r.pp * (replicas if traffic.arrival != "closed" else 1)
+            runs[key] = (res, traffic.warmup_requests, gpus) if res.feasible else res.reason
+        run = runs[key]
+        if isinstance(run, str):
+            vals.append(float("nan"))
+            notes.append(run)
+            continue
+        res, warm, gpus = run
+        # per-GPU metrics are the run's; totals scale to the row's GPUs
+        v = _value(r.metric, res, warm, r.metric_gpus)
+        vals.append(v)
+        notes.append(f"simulated ({traffic.arrival}, {traffic.count} requests, seed 0)")
+    return vals, notes
