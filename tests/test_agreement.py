@@ -258,3 +258,26 @@ def test_estimate_prices_a_disaggregated_plan_like_the_frontier():
         SpecError, match="prefill plan: attention tp=3 does not divide num_attention_heads=64"
     ):
         DisaggregatedPlan(ParallelPlan(tp=3), ParallelPlan(tp=4)).validate_for(m)
+
+
+def test_an_engine_without_partial_expert_parallelism_never_gets_such_a_plan():
+    """vLLM runs MoE experts either all expert-parallel or all tensor-parallel over the tp ranks
+    (engine constant ``moe_partial_ep`` false): evaluate marks ep=4 x moe_tp=2 infeasible with
+    the rule's code, the plan enumeration drops it, TensorRT-LLM keeps it."""
+    from llm_codesign import load_engine
+    from llm_codesign.explore import enumerate_plans
+    from llm_codesign.serving import evaluate
+
+    m, hw, p = load_model("qwen3-30b-a3b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    vllm, trt = load_engine("vllm"), load_engine("trtllm")
+    assert not vllm.moe_partial_ep and trt.moe_partial_ep
+    ep = np.array([1, 2, 4, 8])
+    r = evaluate(m, hw, p, vllm, tp=8, ep=ep, isl=1024, osl=1024, concurrency=8)
+    assert r.reason.tolist() == ["", "engine_moe_ep_all_or_none", "engine_moe_ep_all_or_none", ""]
+    assert bool(
+        np.all(evaluate(m, hw, p, trt, tp=8, ep=ep, isl=1024, osl=1024, concurrency=8).feasible)
+    )
+    for eng, allowed in ((vllm, False), (trt, True)):
+        t = enumerate_plans(m, hw, 8, partial_ep=eng.moe_partial_ep)
+        partial = (t.ep > 1) & (t.ep < t.tp)
+        assert bool(np.any(partial & t.valid)) is allowed

@@ -103,8 +103,10 @@ def enumerate_plans(
     max_pp: int | None = None,
     helix: bool = True,
     attention_dp: bool = True,
+    partial_ep: bool = True,
 ) -> PlanTable:
-    """Every candidate plan for ``num_gpus`` GPUs (module docstring), invalid ones with a reason.
+    """Every candidate plan for ``num_gpus`` GPUs (module docstring), invalid ones with a reason
+    (``partial_ep``: the engine's ``moe_partial_ep``).
 
     Example (Llama-3.1-8B on 4 GPUs: (tp, pp) in {(1,1),(1,2),(1,4),(2,1),(2,2),(4,1)}):
         >>> len(enumerate_plans(load_model("llama-3.1-8b"), load_hardware("h100-sxm"), 4))
@@ -137,7 +139,7 @@ def enumerate_plans(
     tp, pp, ep, cp, adp = tp[keep], pp[keep], ep[keep], cp[keep], adp[keep]
     order = np.lexsort((cp, adp, ep, pp, tp))
     tp, pp, ep, cp, adp = tp[order], pp[order], ep[order], cp[order], adp[order]
-    reason = plan_feasibility(model, tp, pp, ep, adp, cp)
+    reason = plan_feasibility(model, tp, pp, ep, adp, cp, partial_ep)
     reason = np.asarray(np.broadcast_to(reason, tp.shape), dtype=object).copy()
     no_net = crosses_domain_without_network(hw, tp)
     reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)

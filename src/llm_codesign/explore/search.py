@@ -223,7 +223,13 @@ def frontier(
         measured=measured_accuracy,
     )
     plans = enumerate_plans(
-        m, hw, int(num_gpus), max_pp=max_pp, helix=helix, attention_dp=attention_dp
+        m,
+        hw,
+        int(num_gpus),
+        max_pp=max_pp,
+        helix=helix,
+        attention_dp=attention_dp,
+        partial_ep=eng.moe_partial_ep,
     )
     job = Job(m, hw, eng, precs, int(isl), int(osl), int(spec_tokens), float(spec_acceptance))
     n_workers = default_workers() if workers is None else max(int(workers), 1)

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..explore import MODE_DISAGGREGATED, Frontier
+from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
 from .launch_data import (
     checkpoint_for,
@@ -129,7 +130,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         v.append(f"--tensor-parallel-size {tp}")
     if m.moe and ep == tp and ep > 1:
         v.append("--enable-expert-parallel")
-    elif m.moe and 1 < ep < tp:
+    elif m.moe and bool(partial_moe_ep(tp, ep)):
         notes.append(
             f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
             f"moe_tp={tp // ep} is not expressible"

@@ -173,7 +173,7 @@ def _evaluate_running(
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
     memo: dict = {}  # per-call reuse of GEMM ceilings (pure: same inputs, same values)
-    reason = plan_feasibility(model, tp, pp, ep, adp, cp)
+    reason = plan_feasibility(model, tp, pp, ep, adp, cp, eng.moe_partial_ep)
     tp, ep, cp, pp = (np.where(reason == "", v, 1) for v in (tp, ep, cp, pp))
     gpus_per_replica = tp * pp
     axes: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
@@ -553,7 +553,7 @@ def evaluate_static(
     tp, pp, ep, cp, adp, isl_f, osl_f, b = (
         np.broadcast_to(x, shape) for x in (tp, pp, ep, cp, adp, isl_f, osl_f, b)
     )
-    reason = plan_feasibility(model, tp, pp, ep, adp, cp)
+    reason = plan_feasibility(model, tp, pp, ep, adp, cp, eng.moe_partial_ep)
     ok = reason == ""
     tp, ep, cp, pp = (np.where(ok, x, 1) for x in (tp, ep, cp, pp))
     micro = pp.astype(float)

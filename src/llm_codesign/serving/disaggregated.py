@@ -412,8 +412,12 @@ def evaluate_disaggregated(
     dplan = {k: np.asarray(decode_plan[k]) for k in keys}
     x = np.asarray(prefill_count, dtype=float)
     y = np.asarray(decode_count, dtype=float)
-    reason = plan_feasibility(model, *(pplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")))
-    dreason = plan_feasibility(model, *(dplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")))
+    reason = plan_feasibility(
+        model, *(pplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")), eng.moe_partial_ep
+    )
+    dreason = plan_feasibility(
+        model, *(dplan[k] for k in ("tp", "pp", "ep", "attention_dp", "cp")), eng.moe_partial_ep
+    )
     reason = np.where(reason == "", dreason, reason)
     ok = reason == ""
     pplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in pplan.items()}

@@ -215,7 +215,7 @@ def engine_for(
 ) -> Engine | str:
     """The replica's scheduler limits and step table, or why the configuration cannot run."""
     tp, pp, ep, cp, adp = (axes[k] for k in ("tp", "pp", "ep", "cp", "attention_dp"))
-    reason = str(plan_feasibility(model, tp, pp, ep, adp, cp).reshape(-1)[0])
+    reason = str(plan_feasibility(model, tp, pp, ep, adp, cp, eng.moe_partial_ep).reshape(-1)[0])
     if reason:
         return reason
     ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))

@@ -96,6 +96,9 @@ class EngineConstants:
         max_batch_size: most sequences an engine schedules at once (bounds offline runs).
         ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
             (all clients start at once); see serving.ttft.
+        moe_partial_ep: the engine runs MoE layers as ep x moe_tp = tp with 1 < ep < tp (else
+            experts are either all expert-parallel or all tensor-parallel over the tp ranks;
+            ``specs.plan.plan_feasibility``).
     """
 
     id: str
@@ -120,6 +123,7 @@ class EngineConstants:
     memory_utilization: float
     max_batch_size: int
     ttft_burst: float
+    moe_partial_ep: bool
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
@@ -213,6 +217,8 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name)
         elif x.name in ("moe_comm", "kv_admission"):
             kwargs[x.name] = f.str(x.name)
+        elif x.name == "moe_partial_ep":
+            kwargs[x.name] = f.bool(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
     kwargs["sources"] = {

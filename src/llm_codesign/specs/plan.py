@@ -183,6 +183,7 @@ PLAN_REASONS = (
     "moe_tp_not_dividing_expert_width",
     "tp_not_dividing_ffn",
     "tp_not_dividing_linear_heads",
+    "engine_moe_ep_all_or_none",
 )
 
 
@@ -211,9 +212,11 @@ def plan_feasibility(
     ep: Array | int,
     attention_dp: Array | bool,
     cp: Array | int,
+    partial_ep: bool = True,
 ) -> Array:
     """The model rules of a plan, broadcast over arrays: '' where the plan can run ``model``,
-    else the first failing rule's code (one of ``PLAN_REASONS``).
+    else the first failing rule's code (one of ``PLAN_REASONS``). ``partial_ep``: the engine
+    can split MoE layers as ep x moe_tp with 1 < ep < tp (``EngineConstants.moe_partial_ep``).
 
     Example:
         >>> from llm_codesign.specs.model import load_model
@@ -244,6 +247,8 @@ def plan_feasibility(
         mark(model.moe.num_experts % safe_ep != 0, "ep_not_dividing_experts")
         moe_tp = np.maximum(tp // safe_ep, 1)
         mark(model.moe.expert_intermediate % moe_tp != 0, "moe_tp_not_dividing_expert_width")
+        if not partial_ep:
+            mark(partial_moe_ep(tp, ep), "engine_moe_ep_all_or_none")
     if model.num_moe_layers < model.num_layers:  # dense FFN layers split over tp (not under DP)
         mark(~adp & (model.intermediate_size % np.maximum(tp, 1) != 0), "tp_not_dividing_ffn")
     lin = model.linear_attention
@@ -253,6 +258,12 @@ def plan_feasibility(
         )
         mark(~heads_ok, "tp_not_dividing_linear_heads")
     return reason
+
+
+def partial_moe_ep(tp: Array | int, ep: Array | int) -> Array:
+    """MoE layers split as ep x moe_tp with both above 1 (1 < ep < tp): what an engine with
+    ``moe_partial_ep`` false cannot run."""
+    return (np.asarray(ep) > 1) & (np.asarray(ep) < np.asarray(tp))
 
 
 def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> str:
@@ -286,6 +297,9 @@ def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> st
         f"{moe.expert_intermediate if moe else 0}",
         "tp_not_dividing_ffn": f"tp={plan.tp} does not divide intermediate_size="
         f"{model.intermediate_size} of {model.id}",
+        "engine_moe_ep_all_or_none": f"this engine runs MoE experts either all expert-parallel "
+        f"or all tensor-parallel over the tp={plan.tp} ranks: ep must be 1 or {plan.tp}, got "
+        f"ep={plan.ep}",
         "tp_not_dividing_linear_heads": f"attention tp={atp} does not divide the linear-"
         f"attention heads of {model.id} (key heads "
         f"{model.linear_attention.num_k_heads if model.linear_attention else 0}, value heads "
