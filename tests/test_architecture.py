@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "quant": 6,
     "validate": 7,
     "report": 7,
+    "sweep": 7,
     "api": 7,
     "cli": 8,
     "__init__": 8,
@@ -216,12 +217,14 @@ def test_public_api_is_pinned():
         "load_engine",
         "load_hardware",
         "load_model",
+        "load_sweep",
         "pareto_mask",
         "parse_compare",
         "parse_device",
         "parse_precision",
         "regimes",
         "run_calibration",
+        "run_sweep",
         "search",
         "validate",
         "write_csv",
@@ -238,6 +241,7 @@ PUBLIC_PACKAGES = {
     f"{PKG}.advise",
     f"{PKG}.quant",
     f"{PKG}.calibrate",
+    f"{PKG}.sweep",
 }
 
 
