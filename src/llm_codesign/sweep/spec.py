@@ -205,7 +205,9 @@ def _generator(g: Fields, base_dir: Path) -> list[SweepModel]:
     if tolerance < 0:
         raise SpecError(f"{g.where}: field 'param_tolerance' must lie in [0, 0.99]")
     limit = g.int("max_variants", 0, minimum=0) or None
-    out = [SweepModel(base.id, base, {"base_model": base.id})] if g.bool("include_base", True) else []
+    out = (
+        [SweepModel(base.id, base, {"base_model": base.id})] if g.bool("include_base", True) else []
+    )
     for c in generate_variants(base, space, space.align or DEFAULT_ALIGN, tolerance)[:limit]:
         changes = {k: list(v) for k, v in sorted(c.changes.items())}
         name = f"{base.id}~" + "-".join(f"{k}{v[1]}" for k, v in changes.items())

@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import SpecError, UnsupportedError
 from ..outputs import AtomicWriter, check_output_path
 
@@ -40,6 +42,7 @@ FORMAT = "llm-codesign sweep"
 FORMAT_VERSION = 1
 ENTRIES = ("manifest.json", "points", "frontier", "shards", "summary.parquet", "summary.csv")
 COMPRESSION = "zstd"
+_OBJECT = np.dtype(object)
 
 
 def pyarrow_modules() -> tuple[Any, Any]:
@@ -60,7 +63,7 @@ def arrow_table(cols: dict[str, Any]) -> Any:
     pa, _ = pyarrow_modules()
     return pa.table(
         {
-            k: pa.array(v, type=pa.string() if getattr(v, "dtype", None) == object else None)
+            k: pa.array(v, type=pa.string() if getattr(v, "dtype", None) is _OBJECT else None)
             for k, v in cols.items()
         }
     )
