@@ -229,8 +229,11 @@ def test_an_interrupt_while_writing_leaves_no_partial_file(small_run, tmp_path, 
     assert len([f for f in names if f.startswith("shards/")]) == 2
     assert len([f for f in names if f.startswith("frontier/")]) == 2
     monkeypatch.setattr(store_mod.Store, "_write", real)
+    # a run killed outright (SIGKILL) leaves its temporary behind: the next run removes it
+    stale = out / "frontier" / ".part-0123456789abcdef.parquet.x1y2.tmp"
+    stale.write_bytes(b"half a file")
     r = run_sweep(spec, out, workers=2, progress=False)
-    assert r.skipped == 2
+    assert r.skipped == 2 and not stale.exists()
     assert_same_results(reference, out)
 
 
@@ -376,3 +379,24 @@ def test_example_spec_loads_with_the_readme_numbers():
     s = load_sweep(ROOT / "examples" / "sweep.yaml")
     assert len(s.cells()) == s.size == 24
     assert len({c.shard for c in s.cells()}) == s.size
+
+
+@pytest.mark.slow
+def test_ray_executor_joins_a_running_cluster(small_run, tmp_path):
+    """``--ray-address`` of a Ray head already running on this machine (2 CPUs): the sweep
+    runs its shards there, leaves the cluster up, and gives the same results."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    spec, out, _ = small_run
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
+    try:
+        r = run_sweep(
+            spec, tmp_path / "ray", executor="ray", ray_address=cluster.address, progress=False
+        )
+        assert r.ran == r.cells
+        assert not ray.is_initialized()  # the driver disconnected; the cluster stays
+        assert cluster.remaining_processes_alive()
+    finally:
+        cluster.shutdown()
+    assert_same_results(out, tmp_path / "ray")

@@ -182,18 +182,15 @@ class Store:
                 p.unlink()
 
     def remove_temporaries(self) -> None:
-        """Temporary files of a run killed outright (``AtomicWriter``'s ``.NAME.*.tmp``)."""
-        for sub in ("", "points", "frontier", "shards"):
-            root = self.out / sub
-            if not root.is_dir():
-                continue
-            for dirpath, _dirs, files in os.walk(root) if sub else [(str(root), [], _ls(root))]:
-                for name in files:
-                    if name.startswith(".") and name.endswith(".tmp"):
-                        try:
-                            os.unlink(os.path.join(dirpath, name))
-                        except OSError:
-                            pass
+        """Temporary files (``AtomicWriter``'s ``.NAME.*.tmp``) of a run killed outright; the
+        lock makes sure no other run is writing them."""
+        for dirpath, _dirs, names in os.walk(self.out):
+            for name in names:
+                if name.startswith(".") and name.endswith(".tmp"):
+                    try:
+                        os.unlink(os.path.join(dirpath, name))
+                    except OSError:
+                        pass
 
     # ---- shards ----
     def done(self) -> set[str]:
@@ -236,7 +233,3 @@ class Store:
         with AtomicWriter(self.out / "summary.csv", "wb") as fh:
             fh.write(buf.getvalue())
         return table
-
-
-def _ls(root: Path) -> list[str]:
-    return [p.name for p in root.iterdir() if p.is_file()]
