@@ -7,10 +7,12 @@ Usage:
     python benchmarks/bench_sweep.py --ray           # + local vs Ray on benchmarks/sweep_ray.yaml
     python benchmarks/bench_sweep.py --skip-large --ray
 
-Peak memory is the maximum resident set size of this process (the driver: it writes the files)
-and of the largest worker process (``resource.getrusage``; Ray's workers are not children of
-the driver, so only the pool's are measured). Results go to a temporary directory, removed
-afterwards unless ``--keep DIR``.
+Evaluations per CPU-second (local executor) do not depend on the load other jobs put on a shared
+machine; wall-clock figures do (the load average is recorded). Peak memory is the maximum
+resident set size of this process (the driver: it writes the files) and of the largest worker
+process (``resource.getrusage``; Ray's workers are not children of the driver, so only the
+pool's are measured). Results go to a temporary directory, removed afterwards unless
+``--keep DIR``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -38,10 +41,21 @@ def _size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the local pool's workers)."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run(spec: Path, out: Path, executor: str, workers: int) -> dict:
     t = time.perf_counter()
+    cpu = _cpu_s()
     r = run_sweep(spec, out, executor=executor, workers=workers, progress=None)
     wall = time.perf_counter() - t
+    cpu = _cpu_s() - cpu
     return {
         "spec": str(spec.relative_to(HERE.parent)),
         "executor": executor,
@@ -51,6 +65,8 @@ def run(spec: Path, out: Path, executor: str, workers: int) -> dict:
         "wall_s": round(wall, 1),
         "evaluations_per_s": round(r.evaluated / wall),
         "output_mb": round(_size_mb(out), 1),
+        # load-independent (local executor only: Ray's workers are not this process's children)
+        "evaluations_per_cpu_s": round(r.evaluated / cpu) if executor == "local" else None,
     }
 
 
@@ -74,6 +90,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--skip-large", action="store_true")
     ap.add_argument("--ray", action="store_true", help="local vs Ray on sweep_ray.yaml")
+    ap.add_argument("--repeat", type=int, default=2, help="local/Ray runs each (alternating)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the outputs in this folder")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-sweep-"))
@@ -92,14 +109,26 @@ def main() -> None:
             if args.keep is None:
                 shutil.rmtree(root / "large")
         if args.ray:
+            # alternate the order (local, ray), (ray, local), ...: load from other jobs on a
+            # shared machine drifts, and each executor should see the same drift
             small = HERE / "sweep_ray.yaml"
-            local = run(small, root / "local", "local", args.workers)
-            ray = run(small, root / "ray", "ray", args.workers)
+            runs: dict[str, list[dict]] = {"local": [], "ray": []}
+            identical = True
+            for i in range(args.repeat):
+                order = ("local", "ray") if i % 2 == 0 else ("ray", "local")
+                for kind in order:
+                    runs[kind].append(run(small, root / kind, kind, args.workers))
+                identical &= same_results(root / "local", root / "ray")
+                for kind in order:
+                    shutil.rmtree(root / kind)
+            rates = {
+                k: statistics.median(r["evaluations_per_s"] for r in v) for k, v in runs.items()
+            }
             report["local_vs_ray"] = {
-                "local": local,
-                "ray": ray,
-                "ray_over_local": round(ray["evaluations_per_s"] / local["evaluations_per_s"], 3),
-                "identical_results": same_results(root / "local", root / "ray"),
+                "runs": runs,
+                "median_evaluations_per_s": rates,
+                "ray_over_local": round(rates["ray"] / rates["local"], 3),
+                "identical_results": identical,
             }
     finally:
         if args.keep is None:

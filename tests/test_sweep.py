@@ -156,7 +156,6 @@ def test_pool_and_inline_give_the_same_results(small_run, tmp_path):
     assert_same_results(out, tmp_path / "pool")
 
 
-@pytest.mark.slow
 def test_ray_executor_gives_the_same_results(small_run, tmp_path):
     """A local Ray instance (2 CPUs, as CI's machine) runs the shards as Ray tasks."""
     pytest.importorskip("ray")
@@ -381,7 +380,6 @@ def test_example_spec_loads_with_the_readme_numbers():
     assert len({c.shard for c in s.cells()}) == s.size
 
 
-@pytest.mark.slow
 def test_ray_executor_joins_a_running_cluster(small_run, tmp_path):
     """``--ray-address`` of a Ray head already running on this machine (2 CPUs): the sweep
     runs its shards there, leaves the cluster up, and gives the same results."""
