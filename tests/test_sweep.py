@@ -398,3 +398,10 @@ def test_ray_executor_joins_a_running_cluster(small_run, tmp_path):
     finally:
         cluster.shutdown()
     assert_same_results(out, tmp_path / "ray")
+
+
+def test_an_unreachable_ray_address_is_a_prompt_one_line_error(small_run, tmp_path):
+    pytest.importorskip("ray")
+    spec, _, _ = small_run
+    with pytest.raises(SpecError, match="cannot reach Ray at 127.0.0.1:1"):
+        run_sweep(spec, tmp_path / "o", executor="ray", ray_address="127.0.0.1:1")

@@ -10,6 +10,7 @@ a one-line error.
 from __future__ import annotations
 
 import multiprocessing
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Self
 
@@ -71,6 +72,8 @@ class RayExecutor:
 
     def __enter__(self) -> Self:
         ray = self.ray = ray_module()
+        if self.address and not ray.is_initialized():
+            _check_reachable(self.address)
         if not ray.is_initialized():
             kw: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False}
             try:
@@ -115,6 +118,27 @@ class RayExecutor:
                 return
             done, self.pending = ray.wait(self.pending, num_returns=1)
             yield ray.get(done[0])
+
+
+RAY_CONNECT_TIMEOUT_S = 5.0  # ray.init retries an unreachable address for minutes
+
+
+def _check_reachable(address: str) -> None:
+    """A one-line error, within seconds, when ``HOST:PORT`` (or ``ray://HOST:PORT``) does
+    not accept connections: ``ray.init`` would retry it for minutes in C code that neither
+    Ctrl-C nor SIGTERM interrupts. ``auto`` (the local cluster's address file) is left to Ray,
+    which fails fast without one."""
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if address == "auto" or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SpecError(
+            f"cannot reach Ray at {address}: {exc.strerror or exc} (is `ray start --head` "
+            "running there?)"
+        ) from None
 
 
 def make_executor(kind: str, workers: int, address: str | None = None) -> Any:
