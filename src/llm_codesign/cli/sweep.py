@@ -78,7 +78,8 @@ def _fmt(v: Any, spec: str) -> str:
 
 
 def _render(r: Any) -> None:
-    c = console(140)
+    longest = max((len(s["model"]) for s in r.summary), default=0)
+    c = console(max(140, 100 + longest))  # variant names are long and say what changed
     rate = r.evaluated / r.elapsed_s if r.elapsed_s > 0 else 0.0
     c.print(
         f"[bold]sweep[/] {r.cells:,} cells: {r.ran:,} shards run, {r.skipped:,} already done; "
@@ -113,7 +114,7 @@ def _render(r: Any) -> None:
                 "precision",
                 "workload",
                 "area tok/s/GPU",
-                "best plan",
+                "plan",
                 "conc",
                 "tok/s/GPU",
                 "tok/s/user",
