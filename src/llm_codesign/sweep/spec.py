@@ -13,7 +13,7 @@ Schema (``examples/sweep.yaml``)::
         layer_scales: [1.0, 1.25]
         param_tolerance: 0.02       # |params / base - 1| kept (optional)
         align: 128                  # width grid (optional, default 128)
-        max_variants: 10            # first N in generation order (optional)
+        max_variants: 10            # first N in generation order (optional; 0: all)
         include_base: true          # the base model as a cell too (default true)
     hardware: [h200-sxm, b200]      # required: ids or spec paths
     precisions: [fp8, nvfp4]        # required: presets (unsupported on a GPU: status row)
