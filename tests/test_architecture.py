@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "quant": 6,
     "validate": 7,
     "report": 7,
+    "sweep": 7,
     "api": 7,
     "cli": 8,
     "__init__": 8,
@@ -217,6 +218,7 @@ def test_public_api_is_pinned():
         "load_engine",
         "load_hardware",
         "load_model",
+        "load_sweep",
         "pareto_mask",
         "parse_compare",
         "parse_device",
@@ -225,6 +227,7 @@ def test_public_api_is_pinned():
         "read_trace",
         "regimes",
         "run_calibration",
+        "run_sweep",
         "search",
         "simulate",
         "validate",
@@ -242,6 +245,7 @@ PUBLIC_PACKAGES = {
     f"{PKG}.advise",
     f"{PKG}.quant",
     f"{PKG}.calibrate",
+    f"{PKG}.sweep",
 }
 
 

@@ -2,7 +2,8 @@
 
 The public API: specs and their loaders, ``estimate`` (one configuration) and ``evaluate`` (the
 same serving model broadcast over numpy arrays), ``frontier``/``compare`` (deployment search),
-the advisor (``lint``, ``regimes``, ``search``, ``gemm_sweep``), ``validate`` and the
+the advisor (``lint``, ``regimes``, ``search``, ``gemm_sweep``), sweeps (``load_sweep``,
+``run_sweep``: Parquet results, local or Ray), ``validate`` and the
 calibration overlay. The CLI uses only these names.
 """
 
@@ -35,6 +36,7 @@ from .specs import (
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import hardware_template
 from .specs.traffic import Traffic, parse_length_dist, read_trace
+from .sweep import load_sweep, run_sweep
 from .validate import validate
 
 __version__ = "0.1.0"
@@ -74,6 +76,7 @@ __all__ = [
     "load_engine",
     "load_hardware",
     "load_model",
+    "load_sweep",
     "pareto_mask",
     "parse_compare",
     "parse_device",
@@ -82,6 +85,7 @@ __all__ = [
     "read_trace",
     "regimes",
     "run_calibration",
+    "run_sweep",
     "search",
     "simulate",
     "validate",

@@ -17,6 +17,7 @@ from .estimate import estimate, hardware, models
 from .frontier import frontier
 from .quant import quant
 from .report import report
+from .sweep import sweep
 from .validate import calibrate_fit, validate
 
 
@@ -32,6 +33,7 @@ for _command in (
     hardware,
     frontier,
     report,
+    sweep,
     gemm,
     lint,
     regimes,
