@@ -259,7 +259,9 @@ def estimate(
     prec = f"{e.precision.id} ({e.precision_note})" if e.precision_note else e.precision.id
     c.print(
         f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), "
-        f"{prec}, ISL/OSL {isl}/{osl}, concurrency {concurrency}, engine {e.engine.id}"
+        f"{prec}, ISL/OSL {isl}/{osl}, concurrency {concurrency}"
+        + (" (the analytic closed loop; the simulated traffic is below)" if traffic else "")
+        + f", engine {e.engine.id}"
         + (
             " (physics defaults with sources; --engine generic|trtllm|trtllm-trt|vllm|sglang for "
             "fitted constants)"
