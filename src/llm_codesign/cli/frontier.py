@@ -65,6 +65,14 @@ def _floats(text: str, what: str) -> list[float]:
 )
 @frontier_options
 @click.option(
+    "--slo",
+    type=click.Choice(["mean", "p50", "p90", "p99"]),
+    default="mean",
+    show_default=True,
+    help="the statistic the TTFT/TPOT targets hold for; a percentile picks the best point with "
+    "the request simulator near the targets",
+)
+@click.option(
     "--disagg/--no-disagg",
     default=False,
     show_default=True,
@@ -180,6 +188,7 @@ def frontier(
     ttft_ms,
     tpot_ms,
     min_tok_s_per_user,
+    slo,
     disagg,
     helix,
     max_pp,
@@ -250,6 +259,7 @@ def frontier(
         "measured_accuracy": _measure(weights, precision) if weights else None,
         "power_w": power_w,
         "usd_per_gpu_hour": usd_per_gpu_hour,
+        "slo": slo,
     }
     if compare_spec:
         axis, values = parse_compare(compare_spec)
@@ -475,6 +485,8 @@ def _render(results: list[Frontier]) -> None:
         if best is None or best_index is None:
             if f.targets.any:
                 c.print(f"[red]no configuration meets the targets[/]; {_nearest(f)}")
+                if f.slo is not None and f.slo["note"]:
+                    c.print(f"  {f.slo['note']}", highlight=False)
             continue
         what = "best meeting the targets" if f.targets.any else "highest throughput"
         c.print(
@@ -484,6 +496,15 @@ def _render(results: list[Frontier]) -> None:
             f"{best['tpot_ms']:.1f} ms; accuracy assumed: {_accuracy_text(best['accuracy'])}, "
             f"{best['accuracy'].get('source', 'unknown')}"
         )
+        if f.slo is not None:
+            sim = next(r for r in f.slo["checked"] if r["point"] == f.best)
+            c.print(
+                f"  {f.slo['statistic']} (simulated, {sim['requests']:,} requests): TTFT "
+                f"{sim['ttft_ms']:.0f} ms, TPOT {sim['tpot_ms'] or 0:.1f} ms; "
+                f"{len(f.slo['checked']) - 1} higher-throughput points miss the targets at "
+                f"{f.slo['statistic']}",
+                highlight=False,
+            )
         best_bands = f.uncertainty_bands([best])
         for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("throughput", "throughput")):
             band = best_bands.get(best["uncertainty"][metric] or "")

@@ -103,6 +103,9 @@ class Frontier:
     precision_decisions: list[dict[str, Any]] = field(default_factory=list)
     # power per GPU (None: TDP) and GPU-hour price behind each point's economics
     economics_inputs: dict[str, float | None] = field(default_factory=dict)
+    # the targets as a latency percentile (``explore.slo.choose_best``): the statistic, the
+    # points simulated and whether each met the targets; None: the targets hold for means
+    slo: dict[str, Any] | None = None
     # concurrency bucket -> (the point's ``uncertainty``, its bands by id): every point of a
     # frontier shares model, GPU, engine and lengths, so its class varies with its concurrency
     _trust: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(
@@ -311,6 +314,7 @@ class Frontier:
             "area_range": list(self.area_range),
             "readings": self.readings(),
             "targets": self.targets.to_dict(),
+            "slo": self.slo,
             "best": best,
             "evaluated": self.evaluated,
             "feasible": self.feasible_count,

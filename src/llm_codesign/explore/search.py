@@ -48,6 +48,7 @@ from .points import FLOAT_COLUMNS, MODE_DISAGGREGATED, Points
 from .precisions import choose_precisions
 from .result import READINGS_AT, Frontier, Targets
 from .runner import Executor, Job, Progress, default_workers, split_tasks
+from .slo import check_statistic, choose_best
 
 Array = np.ndarray
 
@@ -162,6 +163,7 @@ def frontier(
     measured_accuracy: dict[str, Any] | None = None,
     power_w: float | None = None,
     usd_per_gpu_hour: float | None = None,
+    slo: str = "mean",
 ) -> Frontier:
     """Search deployments of ``model`` on ``num_gpus`` x ``hardware`` and return the frontier.
 
@@ -181,7 +183,9 @@ def frontier(
     leaves no file. ``workers`` > 1 forks that many processes for large sweeps (default: the
     CPUs available). Units: ``ttft_ms``/``tpot_ms`` milliseconds, ``min_tok_s_per_user`` tok/s.
     ``spec_tokens`` / ``spec_acceptance``: speculative decoding or MTP with a stated acceptance
-    rate (aggregated points; see :func:`serving.evaluate`).
+    rate (aggregated points; see :func:`serving.evaluate`). ``slo`` (``mean``, ``p50``, ``p90``,
+    ``p99``): the statistic the latency targets hold for; a percentile picks the best point with
+    the request simulator near the targets (``explore.slo.choose_best``).
 
     Example:
         >>> f = frontier("llama-3.1-8b", "h100-sxm", num_gpus=2, isl=512, osl=128, precision="fp8")
@@ -207,6 +211,7 @@ def frontier(
         )
     economics(1.0, hw.tdp_w, power_w=power_w, usd_per_gpu_hour=usd_per_gpu_hour)  # validates
     check_speculative(int(spec_tokens), float(spec_acceptance))
+    check_statistic(slo)
     if keep_points not in ("auto", "all", "pareto"):
         raise SpecError(f"keep_points must be 'auto', 'all' or 'pareto', got {keep_points!r}")
     if not 0 <= refine_tolerance <= 10:
@@ -383,7 +388,10 @@ def frontier(
     ]
     met = targets.met(pts)
     best = None
-    if targets.any and met.any():
+    slo_report: dict[str, Any] | None = None
+    if targets.any and slo != "mean":
+        best, slo_report = choose_best(job, pts, met, targets, slo)
+    elif targets.any and met.any():
         cand = np.flatnonzero(met)
         best = int(cand[np.argmax(pts["output_tok_s_per_gpu"][cand])])
     elif not targets.any and f.any():
@@ -431,6 +439,7 @@ def frontier(
         accuracy=accuracy,
         precision_decisions=decisions,
         economics_inputs={"power_w": power_w, "usd_per_gpu_hour": usd_per_gpu_hour},
+        slo=slo_report,
     )
     if csv_path is not None and sink is None:
         write_csv(result, csv_path)
