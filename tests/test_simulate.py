@@ -367,3 +367,33 @@ def test_disaggregated_pools_lone_request_and_saturated_prefill():
     assert high.summary["request_rate_per_s"] < 1.05 * capacity
     with pytest.raises(SpecError, match="open-loop traffic"):
         simulate_disaggregated(m, hw, p, e, Traffic(clients=4, num_requests=10), plan)
+
+
+def test_review_findings_closed_loop_replicas_traces_and_clipped_means(tmp_path):
+    """A closed loop with dp replicas simulates one replica's clients: its per-GPU throughput
+    is that of dp = 1 (it was divided by dp). A trace with a UTF-8 BOM reads; an arrival beyond
+    the bound, or a row with more cells than the header, is a one-line error. A clipped normal's
+    mean is the mean of what is drawn."""
+    m, hw, p, eng = (
+        load_model("llama-3.1-8b"),
+        load_hardware("h100-sxm"),
+        parse_precision("fp8"),
+        load_engine("trtllm"),
+    )
+    t = Traffic(clients=16, num_requests=200, isl=fixed(512), osl=fixed(128))
+    one, two = (simulate(m, hw, p, eng, t, dp=dp).summary for dp in (1, 2))
+    assert two["output_tok_s_per_gpu"] == pytest.approx(one["output_tok_s_per_gpu"], rel=1e-9)
+    bom = tmp_path / "bom.csv"
+    bom.write_text("\ufeffarrival_s,isl,osl\n0,100,10\n0.5,200,20\n", encoding="utf-8")
+    assert list(read_trace(bom).requests.isl) == [100, 200]
+    far = tmp_path / "far.csv"
+    far.write_text("arrival_s,isl,osl\n1e308,100,10\n")
+    with pytest.raises(SpecError, match="arrival_s must be a number of seconds in"):
+        read_trace(far)
+    wide = tmp_path / "wide.csv"
+    wide.write_text("arrival_s,isl,osl\n0,100,10,7\n")
+    with pytest.raises(SpecError, match="more cells than the header"):
+        read_trace(wide)
+    d = parse_length_dist("normal:5:1000", "isl")
+    drawn = d.draw(np.random.default_rng(1), 200_000)
+    assert d.mean == pytest.approx(float(drawn.mean()), rel=0.02) and d.mean > 300

@@ -192,6 +192,7 @@ class Engine:
     max_running: int
     kv_tokens: float  # KV capacity of the replica, in tokens
     budget: float  # tokens per step (decode + prompt)
+    chunk_cap: float  # one prompt's tokens in one step: a sequence lives on one rank
     full_admission: bool
     overhead_s: float
     tokens_per_step: float  # expected tokens a decoding sequence yields per step (MTP)
@@ -239,7 +240,9 @@ def engine_for(
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
     budget = float(eng.max_num_tokens * ranks * int(pp))
     longest = float(np.max(reqs.isl + reqs.osl))
-    rows = min(max_running, replica_requests, max(kv_tokens / float(np.min(reqs.isl)), 1.0))
+    # a sequence's own KV: its prompt less a shared (cached) prefix
+    unique = float(np.min(np.maximum(reqs.isl - reqs.prefix_len, 1)))
+    rows = min(max_running, replica_requests, max(kv_tokens / unique, 1.0))
     table = step_table(
         model,
         prec,
@@ -256,6 +259,7 @@ def engine_for(
         max_running=max_running,
         kv_tokens=kv_tokens,
         budget=budget,
+        chunk_cap=float(eng.max_num_tokens),
         full_admission=eng.kv_admission == "full",
         overhead_s=eng.request_overhead_s,
         tokens_per_step=tokens_per_step(spec_tokens, spec_acceptance),

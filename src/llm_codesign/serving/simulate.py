@@ -146,7 +146,7 @@ def simulate(
     rate, a burst, a trace) go to the replicas round robin. Same traffic and seed, same run.
 
     Example:
-        >>> from llm_codesign.specs import load_model, load_hardware, load_engine
+        >>> from llm_codesign import load_model, load_hardware, load_engine
         >>> from llm_codesign.specs.precision import parse_precision
         >>> r = simulate(load_model("llama-3.1-8b"), load_hardware("h200-sxm"),
         ...              parse_precision("bf16"), load_engine("trtllm"),
@@ -188,7 +188,7 @@ def simulate(
         reqs.osl,
         traffic,
         gpus_per_replica=gpus,
-        replicas=dp,
+        replicas=len(replicas),  # a closed loop simulates one replica's clients
         closed=closed,
     )
     summary.update(counts)
@@ -344,7 +344,7 @@ def run_replica(
             pctx = 0.0
             chunks = []
             for i in prefilling:
-                c = min(pre_left[i], int(room) - p)
+                c = min(pre_left[i], int(room) - p, int(e.chunk_cap))
                 if c <= 0:
                     break
                 chunks.append((i, c))

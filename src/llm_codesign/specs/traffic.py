@@ -38,6 +38,8 @@ LENGTH_KINDS = ("fixed", "uniform", "normal", "lognormal", "file")
 MAX_REQUESTS = 10_000_000
 MAX_TRACE_BYTES = 500_000_000
 TRACE_COLUMNS = ("arrival_s", "isl", "osl")
+MAX_TRACE_SECONDS = 1e8  # about three years of traffic
+MEAN_DRAWS = 200_000  # lengths drawn for the mean of a clipped normal/lognormal (0.2% at CV 1)
 TRACE_OPTIONAL = ("prefix_id", "prefix_len")
 
 Array = np.ndarray
@@ -70,8 +72,12 @@ class LengthDist:
 
     @property
     def mean(self) -> float:
-        if self.kind in ("fixed", "normal", "lognormal"):
+        """The mean of the lengths ``draw`` gives (rounded and clipped to 1..max, so a normal
+        whose mean sits near 1 has a larger mean than its parameter)."""
+        if self.kind == "fixed":
             return max(self.a, 1.0)
+        if self.kind in ("normal", "lognormal"):  # the clipped draw's mean (fixed seed)
+            return float(np.mean(self.draw(np.random.default_rng(0), MEAN_DRAWS)))
         if self.kind == "uniform":
             return (self.a + self.b) / 2.0
         return float(np.mean(self.values))
@@ -172,7 +178,7 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
         raise SpecError(f"trace: file {p} does not exist")
     if p.stat().st_size > MAX_TRACE_BYTES:
         raise SpecError(f"trace: {p} is larger than {MAX_TRACE_BYTES} bytes")
-    text = p.read_text(errors="replace")
+    text = p.read_text(encoding="utf-8-sig", errors="replace")  # an Excel export's BOM
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     if first.lstrip().startswith("{"):
         rows = []
@@ -202,6 +208,8 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
                 f"{where}: missing field {missing[0]} (fields: arrival_s, isl, osl; optional "
                 "prefix_id, prefix_len)"
             )
+        if None in r:  # csv.DictReader files cells beyond the header under None
+            raise SpecError(f"{where}: more cells than the header has columns")
         unknown = sorted(set(r) - set(TRACE_COLUMNS) - set(TRACE_OPTIONAL))
         if unknown:
             raise SpecError(
@@ -212,8 +220,10 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
             t = float(r["arrival_s"])
         except (TypeError, ValueError):
             t = math.nan
-        if not (math.isfinite(t) and t >= 0):
-            raise SpecError(f"{where}: arrival_s must be a number of seconds >= 0")
+        if not (math.isfinite(t) and 0 <= t <= MAX_TRACE_SECONDS):
+            raise SpecError(
+                f"{where}: arrival_s must be a number of seconds in 0..{MAX_TRACE_SECONDS:g}"
+            )
         arr.append(t)
         isl.append(_int_field(str(r["isl"]), f"{where}: isl"))
         osl.append(_int_field(str(r["osl"]), f"{where}: osl"))
