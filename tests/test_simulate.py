@@ -397,3 +397,26 @@ def test_review_findings_closed_loop_replicas_traces_and_clipped_means(tmp_path)
     d = parse_length_dist("normal:5:1000", "isl")
     drawn = d.draw(np.random.default_rng(1), 200_000)
     assert d.mean == pytest.approx(float(drawn.mean()), rel=0.02) and d.mean > 300
+
+
+def test_one_long_prompt_under_attention_dp_sits_on_one_rank_in_both_models():
+    """A lone request under attention-DP lives on one rank: the analytic prefill prices its
+    whole chunk there (it was spread over the tp ranks) and the simulator caps one prompt's
+    chunk at max_num_tokens (it spread a chunk over the ranks' budgets). With one client both
+    models run the same four 8,192-token chunks: the same TTFT (the review found 1.07 s
+    analytic against 0.77 s simulated before; each was off in its own way)."""
+    m, hw, p, eng = (
+        load_model("deepseek-r1"),
+        load_hardware("b200"),
+        parse_precision("nvfp4"),
+        load_engine("trtllm"),
+    )
+    kw = dict(tp=8, ep=8, attention_dp=True)
+    a = evaluate(m, hw, p, eng, **kw, isl=32768, osl=64, concurrency=1)
+    s = simulate(m, hw, p, eng, Traffic(clients=1, num_requests=12, isl=fixed(32768),
+                                        osl=fixed(64)), **kw)  # fmt: skip
+    assert s.summary["ttft_ms"]["mean"] == pytest.approx(float(a.ttft_s) * 1e3, rel=0.02)
+    # and the whole chunk on one rank costs more than an eighth of it on each
+    spread = evaluate(m, hw, p, eng, tp=8, ep=8, attention_dp=False, isl=32768, osl=64,
+                      concurrency=1)  # fmt: skip
+    assert float(a.ttft_s) > float(spread.ttft_s)

@@ -212,7 +212,8 @@ def _evaluate_running(
         )
 
     # isolated prefill of one request (chunks of max_num_tokens streaming through the pp
-    # stages), no decode: TTFT at low load
+    # stages), no decode: TTFT at low load; under attention-DP the request lives on one rank,
+    # which carries its whole chunk (not a share of it per rank)
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
     pre_shape = step_shape(
@@ -226,6 +227,7 @@ def _evaluate_running(
         prefill_tokens=chunk,
         prefill_seqs=1.0 / n_chunks,
         micro_batches=1.0,
+        rank_prefill_tokens=chunk,
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
