@@ -37,7 +37,7 @@ from .memory import (
     scheduling_ranks,
     static_batch_fits,
 )
-from .step import draft_time, pipeline_hops, pipelined_step, step_cost
+from .step import PROMPT_BUDGET_FLOOR, draft_time, pipeline_hops, pipelined_step, step_cost
 
 Array = np.ndarray
 
@@ -368,10 +368,13 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
     full_budget = micro * eng.max_num_tokens
     # prompt tokens per decoding sequence: p = d * kappa (0 where C = 1 or OSL = 1)
     kappa = np.where(osl1 > 0, tps * isl * others / np.maximum(osl1, 1.0), 0.0)
-    # d*: where p meets the budget B(d) = micro * max(M - d/micro, 0.1 M)
+    # d*: where p meets the budget B(d) = micro * max(M - d/micro, floor M)
+    floor = PROMPT_BUDGET_FLOOR
     d_meet = full_budget / (kappa + 1.0)
     d_star = np.where(
-        d_meet <= 0.9 * full_budget, d_meet, 0.1 * full_budget / np.maximum(kappa, 1e-30)
+        d_meet <= (1.0 - floor) * full_budget,
+        d_meet,
+        floor * full_budget / np.maximum(kappa, 1e-30),
     )
     d_hi0 = np.where(osl1 > 0, np.minimum(conc, d_star), 0.0)
 
@@ -382,7 +385,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         """T, p, the decoding rows priced, the TTFT needed and g at decode population d."""
         dd = np.where(osl1[act] > 0, np.maximum(d, np.minimum(1.0, conc[act])), 0.0)
         mm = micro[act]
-        budget = mm * np.maximum(eng.max_num_tokens - dd / mm, 0.1 * eng.max_num_tokens)
+        budget = mm * np.maximum(
+            eng.max_num_tokens - dd / mm, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
+        )
         p = np.where(
             osl1[act] > 0,
             np.minimum(d * kappa[act], budget),
@@ -439,7 +444,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         hi_rows = np.maximum(d_hi0[dec_idx], lo_rows)
         mm = micro[dec_idx]
         for rows, ends, t_end in ((lo_rows, full_lo, t_full_lo), (hi_rows, full_hi, t_full_hi)):
-            budget = mm * np.maximum(eng.max_num_tokens - rows / mm, 0.1 * eng.max_num_tokens)
+            budget = mm * np.maximum(
+                eng.max_num_tokens - rows / mm, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
+            )
             ends[dec_idx] = rows
             t_end[dec_idx] = step_at(dec_idx, rows, budget) + drafts_at(dec_idx, rows)
     # OSL = 1: closed form (no decode phase)

@@ -49,10 +49,10 @@ from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
 from .sim_stats import summarize_run
 from .sim_table import Engine, engine_for, tokens_per_step
+from .step import PROMPT_BUDGET_FLOOR
 
 Array = np.ndarray
 
-PREFILL_FLOOR = 0.1  # a step's prompt budget is at least this share of it (serving.evaluate)
 # allocate-as-you-go admission keeps this share of the KV cache free when it admits (vLLM's
 # watermark: 1% of the blocks) and admits nothing after a preemption until a request finishes
 KV_WATERMARK = 0.01
@@ -279,7 +279,7 @@ def run_replica(
     max_running = e.max_running
     cap = e.kv_tokens
     full = e.full_admission
-    prompt_floor = PREFILL_FLOOR * budget
+    prompt_floor = PROMPT_BUDGET_FLOOR * budget
 
     def admit_need(i: int) -> float:
         shared = plen[i] if pid[i] >= 0 and pid[i] in resident else 0

@@ -31,6 +31,12 @@ Array = np.ndarray
 
 # What bounds a step: the time of compute-bound ops, memory-bound ops, collectives, or fixed
 # kernel/host overheads, whichever is largest (``bound_split``).
+# A step's prompt budget is max_num_tokens less its decode tokens, and never below this share
+# of max_num_tokens: the model keeps prefill progressing when decode rows fill the budget (a
+# modelling floor, not a measured figure: without one a decode-saturated loop has no steady
+# state). The one home of that floor: chunked prefill here, the closed loop in
+# ``serving.aggregated``, the request simulator in ``serving.simulate``.
+PROMPT_BUDGET_FLOOR = 0.1
 RESOURCES = ("compute", "memory", "network", "overhead")
 REGIONS = tuple(f"{r}-bound" for r in ("compute", "memory", "communication", "overhead"))
 
@@ -113,7 +119,9 @@ def chunked_prefill(
     ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool)).astype(float)
     demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / ranks
     cap = float(eng.max_num_tokens)
-    budget = np.maximum(cap - np.asarray(decode_tokens, dtype=float) / ranks, 0.1 * cap)
+    budget = np.maximum(
+        cap - np.asarray(decode_tokens, dtype=float) / ranks, PROMPT_BUDGET_FLOOR * cap
+    )
     chunk = np.maximum(np.minimum(np.maximum(np.asarray(isl, dtype=float), demand), budget), demand)
     f = np.where(chunk > 0, demand / np.maximum(chunk, 1e-30), 0.0)
     share = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), ranks)
