@@ -159,7 +159,9 @@ def bench_workload(
             {"setting": by["dataset"].origin, "maps_to": "random prompts, no shared prefix"}
         )
     if "range_ratio" in by:
-        mapped.append({"setting": by["range_ratio"].origin, "maps_to": "length distribution"})
+        mapped.append(
+            {"setting": by["range_ratio"].origin, "maps_to": "length spread (its mean is priced)"}
+        )
     if "ignore_eos" in by:
         mapped.append({"setting": by["ignore_eos"].origin, "maps_to": "every request runs its OSL"})
     if "request_rate" in by and str(by["request_rate"].value).lower() not in ("inf", "infinity"):
@@ -180,8 +182,13 @@ def bench_workload(
         n = as_int(by[name])
         mean = max(1, round(n * (1 + r) / 2)) if low_fraction else n
         out[name] = mean
-        shape = f"uniform [{r:g} x {n}, {n}]" if low_fraction and r != 1 else "fixed"
-        mapped.append({"setting": by[name].origin, "maps_to": f"{name} {mean} (mean, {shape})"})
+        if low_fraction:
+            shape = f"uniform [{r:g} x {n}, {n}]" if r != 1 else "fixed"
+        else:
+            shape = f"uniform [{1 - r:g} x {n}, {1 + r:g} x {n}]" if r > 0 else "fixed"
+        mapped.append(
+            {"setting": by[name].origin, "maps_to": f"{name} {mean} (the mean of {shape})"}
+        )
     if "prefix_len" in by:
         out["isl"] = out.get("isl", 0) + as_int(by["prefix_len"], 0)
         mapped.append({"setting": by["prefix_len"].origin, "maps_to": "prompt tokens added to isl"})
