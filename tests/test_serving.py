@@ -246,3 +246,27 @@ def test_disaggregated_closed_loop_queueing():
     rho = rate / 10.0
     assert ttft == pytest.approx(1.0 + rho / (2 * (1 - rho)) * 0.1, rel=1e-6)
     assert rate == pytest.approx(2.0 / (ttft + 1.0), rel=1e-6)
+
+
+def test_a_prefill_worker_under_attention_dp_keeps_each_prompt_on_one_rank():
+    """Attention-DP prefill workers: a prompt lives on one rank with its own max_num_tokens
+    budget. One 8k prompt runs on one rank (slower than tensor-parallel attention over eight);
+    eight prompts run one per rank in parallel (several times the requests/s of one); without
+    attention-DP, eight prompts share one budget and queue behind each other."""
+    from llm_codesign.serving import prefill_workers
+
+    m, hw, p = load_model("deepseek-r1"), load_hardware("b200"), parse_precision("nvfp4")
+
+    def worker(adp, b):
+        one = np.array(1)
+        return prefill_workers(
+            m, hw, p, ENG, tp=np.array(8), pp=one, ep=np.array(8), cp=one,
+            attention_dp=np.array(adp), batch=b, isl=8192,
+        )  # fmt: skip
+
+    adp1, adp8, tp1, tp8 = worker(True, 1), worker(True, 8), worker(False, 1), worker(False, 8)
+    assert float(adp1.latency_s) > float(tp1.latency_s)  # attention on one GPU, not eight
+    assert float(adp8.rate_req_s) > 4 * float(adp1.rate_req_s)  # eight ranks in parallel
+    assert float(adp8.latency_s) < float(tp8.latency_s)  # no queue behind one budget
+    # without attention-DP the budget (8,192 tokens) takes one prompt per step either way
+    assert float(tp8.rate_req_s) == pytest.approx(float(tp1.rate_req_s), rel=1e-9)

@@ -29,7 +29,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .memory import kv_context, memory_fit, running_kv_bytes
+from .memory import kv_context, memory_fit, running_kv_bytes, scheduling_ranks
 from .step import pipelined_step, step_cost
 
 Array = np.ndarray
@@ -65,8 +65,14 @@ def prefill_workers(
     """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc)."""
     b = np.asarray(batch, dtype=float)
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
-    tokens = np.minimum(b * isl, eng.max_num_tokens)
-    n_chunks = np.ceil(b * isl / tokens)
+    # a prompt lives on one scheduling rank (attention-DP: one of tp, each with its own
+    # max_num_tokens budget): the busiest rank holds ceil(b / ranks) prompts, in chunks of at
+    # most max_num_tokens; the step carries every rank's chunk (the MoE layers see them all)
+    ranks = scheduling_ranks(tp, np.asarray(attention_dp, dtype=bool)).astype(float)
+    per_rank = np.ceil(b / ranks)
+    rank_tokens = np.minimum(per_rank * isl, eng.max_num_tokens)
+    tokens = np.minimum(b * isl, ranks * eng.max_num_tokens)
+    n_chunks = np.ceil(per_rank * isl / rank_tokens)
     shape = step_shape(
         tp,
         pp,
@@ -77,6 +83,7 @@ def prefill_workers(
         osl=0.0,
         prefill_tokens=tokens,
         micro_batches=1.0,
+        rank_prefill_tokens=rank_tokens,
     )
     stage = step_cost(model, prec, hw, eng, shape)
     stage_s = np.asarray(stage.total_s)
