@@ -37,7 +37,14 @@ from .memory import (
     scheduling_ranks,
     static_batch_fits,
 )
-from .step import PROMPT_BUDGET_FLOOR, draft_time, pipeline_hops, pipelined_step, step_cost
+from .step import (
+    PROMPT_BUDGET_FLOOR,
+    draft_time,
+    pipeline_hops,
+    pipelined_step,
+    step_cost,
+    tokens_per_step,
+)
 
 Array = np.ndarray
 
@@ -155,9 +162,7 @@ def _evaluate_running(
     if not 0.0 <= spec_acceptance <= 1.0:
         raise SpecError(f"spec_acceptance must lie in [0, 1], got {spec_acceptance!r}")
     k_spec, a_spec = spec_tokens, float(spec_acceptance)
-    tokens_per_step = (
-        (k_spec + 1.0) if a_spec >= 1.0 else (1.0 - a_spec ** (k_spec + 1)) / (1.0 - a_spec)
-    )
+    yield_per_step = tokens_per_step(k_spec, a_spec)
     # hardware support for the precision is a property of the (hw, precision) pair: raise once
     hw.compute_rate_class(prec.compute_class)
     tp, pp, ep, dp, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, dp, cp))
@@ -272,7 +277,7 @@ def _evaluate_running(
         eng,
         *(np.broadcast_to(x, shape).ravel() for x in (conc, isl_f, osl_f, pp, micro)),
         np.broadcast_to(prefill_alone, shape).ravel(),
-        tokens_per_step,
+        yield_per_step,
     )
     rate, tpot, c_dec, pre_tokens, ttft_need, residual = (
         x.reshape(shape) for x in (rate, tpot, c_dec, pre_tokens, ttft_need, residual)
@@ -280,7 +285,7 @@ def _evaluate_running(
     # the converged mix priced exactly (its breakdown is the estimate's mixed step)
     mixed = step(c_dec, pre_tokens)
     drafts = drafts_over_grid(c_dec)
-    tpot = (mixed.total_s + drafts) / tokens_per_step
+    tpot = (mixed.total_s + drafts) / yield_per_step
     # TTFT from Little's law: a saturated loop's queue wait is inside it
     # (never below what a request needs: the subtraction is ill-conditioned at long OSL)
     ttft = np.maximum(conc / rate - np.maximum(osl_f - 1.0, 0.0) * tpot, ttft_need)
@@ -293,7 +298,7 @@ def _evaluate_running(
         share = eng.ttft_burst
         wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
         full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
-        plain = (full.total_s + drafts_over_grid(conc)) / tokens_per_step
+        plain = (full.total_s + drafts_over_grid(conc)) / yield_per_step
         cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
         tpot = (1.0 - share) * tpot + share * cohort_tpot
         burst = share * 0.5 * wave
@@ -308,7 +313,7 @@ def _evaluate_running(
     # mixed_step: time per generated token of the steady-state step (= TPOT)
     mixed_break = dict(mixed.by_class)
     mixed_break["other"] = mixed_break["other"] + drafts
-    mixed_break = {k: v / tokens_per_step for k, v in mixed_break.items()}
+    mixed_break = {k: v / yield_per_step for k, v in mixed_break.items()}
     feasible = reason == ""
     finite = np.isfinite(tpot) & np.isfinite(ttft)
     reason = np.where(feasible & ~finite, "numeric", reason)

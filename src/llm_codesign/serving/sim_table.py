@@ -28,7 +28,7 @@ from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
 from ..specs.traffic import Requests
 from .memory import MAX_CONCURRENCY, memory_fit, scheduling_ranks
-from .step import discrete_step, draft_time
+from .step import discrete_step, draft_time, tokens_per_step
 
 Array = np.ndarray
 
@@ -197,10 +197,6 @@ class Engine:
     overhead_s: float
     tokens_per_step: float  # expected tokens a decoding sequence yields per step (MTP)
     query: float  # query tokens a decoding sequence puts in a step (1 + MTP drafts)
-
-
-def tokens_per_step(k: int, a: float) -> float:
-    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
 def engine_for(

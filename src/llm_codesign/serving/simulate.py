@@ -48,8 +48,8 @@ from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
 from .sim_stats import summarize_run
-from .sim_table import Engine, engine_for, tokens_per_step
-from .step import PROMPT_BUDGET_FLOOR
+from .sim_table import Engine, engine_for
+from .step import PROMPT_BUDGET_FLOOR, tokens_per_step
 
 Array = np.ndarray
 
@@ -281,6 +281,13 @@ def run_replica(
     full = e.full_admission
     prompt_floor = PROMPT_BUDGET_FLOOR * budget
 
+    def preempt() -> tuple[int, float, float]:
+        """``_preempt`` on this replica's state (the newest decoder back to the queue)."""
+        return _preempt(
+            dec_order, decoding, heap, gen, resume, join_step, pre_left, pre_pos, isl, kv_off,
+            charge, S, q, waiting, n_dec, ctx_base, kv_base,
+        )  # fmt: skip
+
     def admit_need(i: int) -> float:
         shared = plen[i] if pid[i] >= 0 and pid[i] in resident else 0
         own = isl[i] - shared + (full_osl[i] if full else 0)
@@ -354,25 +361,7 @@ def run_replica(
             if not full:
                 grow = n_dec * q + p
                 while n_dec and kv_pre + kv_base + n_dec * q * S + pinned + grow > cap:
-                    n_dec, ctx_base, kv_base = _preempt(
-                        dec_order,
-                        decoding,
-                        heap,
-                        gen,
-                        resume,
-                        join_step,
-                        pre_left,
-                        pre_pos,
-                        isl,
-                        kv_off,
-                        charge,
-                        S,
-                        q,
-                        waiting,
-                        n_dec,
-                        ctx_base,
-                        kv_base,
-                    )
+                    n_dec, ctx_base, kv_base = preempt()
                     counts["preemptions"] += 1
                     blocked = True
                     grow = n_dec * q + p
@@ -431,25 +420,7 @@ def run_replica(
                 room_kv = cap - (kv_pre + kv_base + n_dec * q * S + pinned)
                 k_kv = int(room_kv // (n_dec * q))
                 if k_kv < 1:
-                    n_dec, ctx_base, kv_base = _preempt(
-                        dec_order,
-                        decoding,
-                        heap,
-                        gen,
-                        resume,
-                        join_step,
-                        pre_left,
-                        pre_pos,
-                        isl,
-                        kv_off,
-                        charge,
-                        S,
-                        q,
-                        waiting,
-                        n_dec,
-                        ctx_base,
-                        kv_base,
-                    )
+                    n_dec, ctx_base, kv_base = preempt()
                     counts["preemptions"] += 1
                     blocked = True
                     continue

@@ -288,6 +288,12 @@ def discrete_step(
     return pp_a.astype(float) * stage.total_s + hops
 
 
+def tokens_per_step(k: int, a: float) -> float:
+    """Tokens a decoding sequence yields per step with ``k`` draft tokens (MTP / speculative
+    decoding), each accepted with probability ``a``: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1."""
+    return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
 def draft_time(
     model: ModelSpec, eng: EngineConstants, plain_s: Array, pp: Array, k_spec: int
 ) -> Array:
