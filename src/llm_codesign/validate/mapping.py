@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
+from .recipes import TRTLLM_BENCH
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
@@ -97,6 +98,9 @@ class MappedRow:
     arrival: str = ""
     offered_rate: float = 0.0
     requests: int = 0  # requests the benchmark sent (0: not stated)
+    # the benchmark recipe whose engine limits the row ran with (``validate.recipes``; "": the
+    # engine's own limits)
+    recipe: str = ""
 
     @property
     def plan_label(self) -> str:
@@ -370,8 +374,18 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     cob = row["concurrency_or_batch"].strip().lower()
     fw = row["framework"]
     arrival, offered, n_requests = "", 0.0, 0
+    recipe = ""
     if cob.startswith("max-throughput") or "offline" in cob:
         mode, load = "offline", 0.0
+        n_req = re.search(r"all (\d+) requests|num_requests=(\d+)", cob)
+        n_requests = int(n_req.group(1) or n_req.group(2)) if n_req else 0
+        limits = re.search(r"max_batch_size|max_num_tokens", row.get("notes", ""), re.I)
+        if "trtllm-bench throughput" in fw.lower() and not limits:
+            recipe = TRTLLM_BENCH
+            notes.append(
+                "trtllm-bench's own max_batch_size / max_num_tokens (validate.recipes)"
+                + (f"; {n_requests} requests at once" if n_requests else "")
+            )
     elif cob.startswith("request rate"):
         row_notes = row.get("notes", "")
         n_req = re.search(r"(\d+) requests", row_notes)
@@ -445,6 +459,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         arrival=arrival,
         offered_rate=offered,
         requests=n_requests,
+        recipe=recipe,
     )
 
 

@@ -36,6 +36,7 @@ from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .mapping import THROUGHPUT_METRICS, MappedRow
+from .recipes import recipe_engine
 from .simulated import predict_simulated, simulated
 
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
@@ -98,6 +99,7 @@ def price_key(r: MappedRow) -> tuple[Any, ...]:
         r.arrival,
         r.offered_rate,
         r.requests,
+        r.recipe,
     )
 
 
@@ -203,6 +205,85 @@ def _predict_disaggregated(
     return preds, notes
 
 
+def _predict_recipe_offline(
+    model: Any,
+    hw: HardwareSpec,
+    prec: Any,
+    eng: EngineConstants,
+    rs: list[MappedRow],
+    spec: dict[str, Any],
+) -> tuple[list[float], list[str]]:
+    """Offline rows whose benchmark chose its own engine limits (``MappedRow.recipe``,
+    ``validate.recipes``): each priced with those limits at the benchmark's request count,
+    all issued at once (a closed loop of that many clients; those beyond the batch queue), or
+    at the full batch of every rank where the row states no count. Rows sharing limits are
+    priced in one call."""
+    preds, notes = [float("nan")] * len(rs), [""] * len(rs)
+    groups: dict[EngineConstants, list[int]] = {}
+    for k, r in enumerate(rs):
+        e = recipe_engine(r.recipe, eng, model, hw, prec, r.tp, r.pp, r.isl, r.osl)
+        groups.setdefault(e, []).append(k)
+    for e, ks in groups.items():
+        first, inv = _distinct(
+            [
+                (
+                    rs[k].tp,
+                    rs[k].pp,
+                    rs[k].ep,
+                    rs[k].attention_dp,
+                    rs[k].isl,
+                    rs[k].osl,
+                    rs[k].requests,
+                )
+                for k in ks
+            ]  # fmt: skip
+        )
+        us = [rs[ks[i]] for i in first]
+
+        def a(f: Any, us: list[MappedRow] = us) -> np.ndarray:
+            return np.array([f(r) for r in us])
+
+        ranks = a(lambda r: r.tp if r.attention_dp else 1)
+        full = e.max_batch_size * ranks
+        clients = np.where(a(lambda r: r.requests) > 0, a(lambda r: r.requests), full)
+        out = evaluate(
+            model,
+            hw,
+            prec,
+            e,
+            tp=a(lambda r: r.tp),
+            pp=a(lambda r: r.pp),
+            ep=a(lambda r: r.ep),
+            attention_dp=a(lambda r: r.attention_dp),
+            isl=a(lambda r: r.isl),
+            osl=a(lambda r: r.osl),
+            concurrency=clients,
+            benchmark_burst=True,
+            **spec,
+        )
+        for k, i in zip(ks, inv.tolist()):
+            r = rs[k]
+            if not out.feasible[i]:
+                notes[k] = str(out.reason[i])
+                continue
+            preds[k] = float(
+                _metric_value(
+                    r.metric,
+                    out.output_tok_s_per_gpu[i],
+                    out.total_tok_s_per_gpu[i],
+                    out.ttft_s[i],
+                    out.tpot_s[i],
+                    r.metric_gpus,
+                    r.osl,
+                )
+            )
+            notes[k] = (
+                f"{r.recipe} limits: max_batch_size {e.max_batch_size}, max_num_tokens "
+                f"{e.max_num_tokens} per rank; {int(clients[i])} requests"
+            )
+    return preds, notes
+
+
 def predict_rows(
     rows: list[MappedRow],
     engines: dict[str, EngineConstants] | None = None,
@@ -230,6 +311,13 @@ def predict_rows(
             for j, v, n in zip(sim, vals, why):
                 preds[j], notes[j] = v, n
             idx = [j for j in idx if not simulated(rows[j])]
+        # offline rows of a benchmark recipe: its own engine limits and request count
+        rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
+        if rec:
+            vals, why = _predict_recipe_offline(model, hw, prec, eng, [rows[j] for j in rec], spec)
+            for j, v, n in zip(rec, vals, why):
+                preds[j], notes[j] = v, n
+            idx = [j for j in idx if j not in set(rec)]
         sub = [rows[j] for j in idx]
         for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
             js = [j for j, r in zip(idx, sub) if r.mode == mode]

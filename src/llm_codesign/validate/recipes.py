@@ -1,0 +1,121 @@
+"""The engine limits a benchmark recipe ran with, where a table does not state them.
+
+``trtllm-bench throughput`` (TensorRT-LLM's max-throughput benchmark; the tables
+``trtllm_perf_v1.0`` and ``trtllm_perf_devguide`` of serving.csv, PyTorch backend) chooses the
+runtime ``max_batch_size`` and ``max_num_tokens`` itself when the command does not pass both,
+and the published commands pass neither. The published rows therefore ran with limits well
+below the engine defaults (2,048 sequences, 8,192 tokens) that ``serving.evaluate`` assumes
+for TensorRT-LLM: DeepSeek-R1 on 8 x H200 at ISL/OSL 1024/1024 ran 384 sequences and 2,048
+tokens per rank. The rule (NVIDIA/TensorRT-LLM ``tensorrt_llm/bench/build/tuning.py``
+``calc_engine_setting`` / ``finetune_setting``, ``bench/build/build.py``
+``get_benchmark_engine_settings``, ``bench/benchmark/utils/general.py`` ``get_settings``; the
+same arithmetic in every 2025 version read, v0.21 to v1.1):
+
+* it runs for checkpoints quantized NVFP4, FP8 or FP8 block-scaled, or unquantized; any other
+  (MXFP4: gpt-oss) keeps the defaults 2,048 / 8,192 (``TUNED_QUANTS``);
+* KV per token (GiB) = 2 x layers x max(tp, num_key_value_heads) x head_size x KV bytes /
+  1024^3, with the HuggingFace config's head count and ``head_size`` = its ``head_dim``, else
+  hidden / heads. MLA models are priced as if they cached every head: DeepSeek-R1's config
+  states 128 KV heads and no ``head_dim`` (head_size 56), about 25x its real latent cache;
+* weights (GiB) = the checkpoint's safetensors element count x bytes per element (FP8 1,
+  NVFP4 0.5, else 2). NVFP4 checkpoints store two FP4 values per byte with an FP8 scale per 16
+  (ModelOpt's export), so their element count is 9/16 of the parameters;
+* cache (GiB) = (GPU memory x tp x pp - weights) x ``--kv_cache_free_gpu_mem_fraction``
+  (0.95 here: the tables' notes, "0.95 in most cases"), and the requests that fit =
+  cache / (KV per token x (ISL + OSL));
+* batch = min(requests, 4096) / pp, rounded up to a multiple of 32 (at least 64) below 256,
+  of 128 below 1,024, else of 256; tokens = min(batch x (1 + ISL / OSL), 32768) (unrounded
+  batch), rounded up to a multiple of 256 (at least 2,048) below 4,096, of 512 below 8,192,
+  else of 1,024; chunked prefill being off (its default), tokens >= ISL + batch.
+
+EP and attention-DP are not inputs of the rule, and the executor applies both limits per rank
+(``LlmArgs`` per attention-DP rank). GPU memory is the hardware file's HBM in GiB (NVML's total,
+which the rule reads, is within 0.5% of it on H100, H200 and B200).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..specs.engine import EngineConstants
+from ..specs.hardware import HardwareSpec
+from ..specs.model import ModelSpec
+from ..specs.precision import Precision
+
+TRTLLM_BENCH = "trtllm-bench"
+KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
+MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
+MAX_TOKENS = 32768  # and on the token budget (before rounding)
+DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints the rule skips
+# bytes per element of the weights and of the KV cache, by the checkpoint's format (the rule's
+# table; any other format counts 2)
+_BYTES = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}
+_TUNED = ("fp8", "nvfp4", "bf16", "fp16")
+
+
+def _round_batch(b: float) -> int:
+    if b < 256:
+        return max(64, 32 * math.ceil(b / 32))
+    if b < 1024:
+        return 128 * math.ceil(b / 128)
+    return 256 * math.ceil(b / 256)
+
+
+def _round_tokens(t: float) -> int:
+    if t < 4096:
+        return max(2048, 256 * math.ceil(t / 256))
+    if t < 8192:
+        return 512 * math.ceil(t / 512)
+    return 1024 * math.ceil(t / 1024)
+
+
+def trtllm_bench_limits(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    tp: int,
+    pp: int,
+    isl: int,
+    osl: int,
+    kv_fraction: float = KV_FRACTION,
+) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) per rank that ``trtllm-bench throughput`` chooses for
+    fixed ISL/OSL (module docstring). Checkpoints outside the rule keep ``DEFAULT_LIMITS``."""
+    weights = prec.weights.id
+    if weights not in _TUNED:
+        return DEFAULT_LIMITS
+    a = model.attention
+    heads = a.num_heads if a.kv_lora_rank else a.num_kv_heads
+    head_size = model.hidden_size // a.num_heads if a.kv_lora_rank else a.head_dim
+    kv_bytes = _BYTES.get(prec.kv_cache.id, 2.0)
+    gib = float(2**30)
+    per_token = 2.0 * model.num_layers * max(tp, heads) * head_size * kv_bytes / gib
+    elements = model.total_params * (9.0 / 16.0 if weights == "nvfp4" else 1.0)
+    engine = elements * _BYTES[weights] / gib
+    cache = (hw.hbm_bytes / gib * tp * pp - engine) * kv_fraction
+    requests = max(cache, 0.0) / (per_token * (isl + osl))
+    raw_bs = min(requests, MAX_BATCH) / pp
+    tokens = _round_tokens(min(raw_bs * (1.0 + isl / osl), MAX_TOKENS))
+    batch = _round_batch(raw_bs)
+    return batch, max(tokens, isl + batch)
+
+
+def recipe_engine(
+    recipe: str,
+    eng: EngineConstants,
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    tp: int,
+    pp: int,
+    isl: int,
+    osl: int,
+) -> EngineConstants:
+    """``eng`` with the limits the row's benchmark recipe ran with (``eng`` itself without a
+    recipe)."""
+    if recipe != TRTLLM_BENCH:
+        return eng
+    from dataclasses import replace
+
+    batch, tokens = trtllm_bench_limits(model, hw, prec, tp, pp, isl, osl)
+    return replace(eng, max_batch_size=batch, max_num_tokens=tokens)

@@ -1,0 +1,116 @@
+"""Benchmark recipes (validate.recipes): the engine limits trtllm-bench chose for the published
+max-throughput tables, checked by hand against the rule in TensorRT-LLM's bench tuning code,
+and the offline rows priced with them."""
+
+import csv
+import math
+from dataclasses import replace
+
+import pytest
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.serving import evaluate
+from llm_codesign.validate import map_row, validate
+from llm_codesign.validate.recipes import DEFAULT_LIMITS, TRTLLM_BENCH, trtllm_bench_limits
+
+
+def limits(model, gpu, prec, tp, isl, osl, pp=1, frac=0.95):
+    return trtllm_bench_limits(
+        load_model(model), load_hardware(gpu), parse_precision(prec), tp, pp, isl, osl, frac
+    )
+
+
+def test_deepseek_r1_on_h200_by_hand():
+    # MLA priced as 128 cached heads of hidden / heads = 56 (the config states no head_dim):
+    # 2 x 61 x 128 x 56 x 1 B (FP8 KV) = 874,496 B per token
+    per_token = 2 * 61 * 128 * 56 / 2**30
+    hw = load_hardware("h200-sxm")
+    weights = load_model("deepseek-r1").total_params / 2**30  # FP8: 1 B per element
+    cache = (hw.hbm_bytes / 2**30 * 8 - weights) * 0.95
+    requests = cache / (per_token * 2048)
+    assert 256 < requests < 384  # rounds up to a multiple of 128
+    # tokens: requests x (1 + 1024 / 1024) < 4096 -> at least 2048; ISL + batch = 1408 < 2048
+    assert limits("deepseek-r1", "h200-sxm", "fp8", 8, 1024, 1024) == (384, 2048)
+
+
+def test_published_worked_examples_at_the_default_fraction():
+    # kv_cache_free_gpu_mem_fraction 0.90 (trtllm-bench's default)
+    assert limits("qwen3-235b-a22b", "h200-sxm", "fp8", 8, 1000, 1000, frac=0.90) == (2304, 4608)
+    # 4 KV heads below tp 8: every rank counted with one head (max(tp, kv_heads) = 8)
+    per_token = 2 * 94 * 8 * 128 / 2**30
+    w = load_model("qwen3-235b-a22b").total_params / 2**30
+    req = (load_hardware("h200-sxm").hbm_bytes / 2**30 * 8 - w) * 0.9 / (per_token * 2000)
+    assert 256 * math.ceil(req / 256) == 2304
+    # long prompts: chunked prefill off, so the budget holds a whole prompt plus the batch
+    bs, tok = limits("qwen3-235b-a22b", "h200-sxm", "fp8", 8, 5000, 500, frac=0.90)
+    assert bs == 896 and tok >= 5000 + bs and tok % 1024 == 0
+
+
+def test_rounding_and_caps():
+    bs, tok = limits("llama-3.1-8b", "h200-sxm", "fp8", 1, 128, 128)
+    assert (bs, tok) == (4096, 8192)  # the request cap: 4096, tokens 2 x 4096
+    bs, tok = limits("llama-3.3-70b", "h200-sxm", "fp8", 1, 20000, 2000)
+    assert bs == 64 and tok == 20000 + 64  # the batch floor of 64
+    # pipeline stages divide the batch
+    assert limits("llama-3.1-8b", "h200-sxm", "fp8", 1, 128, 128, pp=2)[0] == 2048
+
+
+def test_formats_outside_the_rule_keep_the_defaults():
+    assert limits("gpt-oss-120b", "h200-sxm", "mxfp4-a16+fp8-kv", 1, 1024, 1024) == DEFAULT_LIMITS
+    # NVFP4 checkpoints pack two values per byte: 9/16 of the parameters at 0.5 B
+    small = limits("deepseek-r1", "b200", "nvfp4", 4, 1024, 1024)
+    assert small == (384, 2048)
+
+
+def _write(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+ROW = dict(
+    source_id="trtllm_perf_devguide",
+    model="DeepSeek-R1-0528",
+    gpu="H200 SXM 141GB",
+    num_gpus="8",
+    precision="fp8/?/fp8",
+    tp="8",
+    pp="1",
+    ep="8",
+    dp="attn-DP8",
+    framework="TensorRT-LLM (PyTorch backend, trtllm-bench throughput)",
+    isl="1024",
+    osl="1024",
+    concurrency_or_batch="max-throughput offline (all 3000 requests issued at once)",
+    metric="output_tok_s_per_gpu",
+    value="1620",
+    notes="",
+)
+
+
+def test_offline_trtllm_bench_row_is_priced_with_the_recipe(tmp_path):
+    m = map_row(0, ROW)
+    assert (m.recipe, m.requests) == (TRTLLM_BENCH, 3000)
+    # limits stated in the row, or another benchmark: the engine's own limits
+    assert map_row(0, dict(ROW, notes="max_batch_size 896")).recipe == ""
+    assert map_row(0, dict(ROW, framework="vllm 0.11")).recipe == ""
+    rep = validate(_write(tmp_path / "r.csv", [ROW]))
+    got = rep.rows[0]["predicted"]
+    eng = replace(load_engine("trtllm"), max_batch_size=384, max_num_tokens=2048)
+    want = evaluate(
+        load_model("deepseek-r1"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8"),
+        eng,
+        tp=8,
+        ep=8,
+        attention_dp=True,
+        isl=1024,
+        osl=1024,
+        concurrency=3000,
+        benchmark_burst=True,
+    ).output_tok_s_per_gpu
+    assert got == pytest.approx(float(want), rel=1e-9)
+    assert "max_batch_size 384" in rep.rows[0]["note"]
