@@ -21,11 +21,11 @@ from typing import IO, Any
 
 from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
-from .recipes import TRTLLM_BENCH
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
+from .recipes import TRTLLM_BENCH
 
 REQUIRED_COLUMNS = (
     "source_id",
