@@ -36,6 +36,7 @@ which the rule reads, is within 0.5% of it on H100, H200 and B200).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -115,7 +116,5 @@ def recipe_engine(
     recipe)."""
     if recipe != TRTLLM_BENCH:
         return eng
-    from dataclasses import replace
-
     batch, tokens = trtllm_bench_limits(model, hw, prec, tp, pp, isl, osl)
     return replace(eng, max_batch_size=batch, max_num_tokens=tokens)
