@@ -124,7 +124,8 @@ def _descend(
                 ]
             else:
                 f = factor ** (1.0 / (sweep + 1))
-                cands = [min(max(cur * f**j, lo), hi) for j in (-2, -1, 1, 2)]
+                cands = [cur * f**j for j in (-2, -1, 1, 2)]
+            cands = [min(max(c, lo), hi) for c in cands]  # every candidate within the bounds
             for c in cands:
                 if c == cur:
                     continue
@@ -178,6 +179,13 @@ def fit_engine(
         )
     names = params or list(FIT_SPACE)
     eng, best, history = _descend(rows, start, names, sweeps, progress)
+    # the file's values held within today's bounds (a bound tightened since it was fitted)
+    current = current.with_overrides(
+        **{
+            name: min(max(getattr(current, name), FIT_SPACE[name][0]), FIT_SPACE[name][1])
+            for name in FIT_SPACE
+        }
+    )
     if current.id == engine_id and current != start:
         if progress:
             progress("second start: the engine file's current values")
