@@ -209,6 +209,41 @@ def test_pipeline_stages_never_speed_up_a_lone_request():
             assert np.all(np.diff(r.tpot_s) >= 0), (m.id, tp, pps[ok], r.tpot_s)
 
 
+def test_lone_long_prompt_under_pipeline_parallelism_follows_the_engine():
+    """A 32k prompt in 8k chunks (4 chunks) at concurrency 1: an engine that runs one prompt's
+    chunks one after the other (TensorRT-LLM, vLLM) gains nothing from pp (4 x pp half-size
+    stage passes = 4 full passes), one that overlaps them (SGLang's chunked PP) takes
+    4 + pp - 1 stage passes; the request simulator (which serializes) agrees with the first."""
+    from llm_codesign import (
+        Traffic,
+        evaluate,
+        load_engine,
+        load_hardware,
+        load_model,
+        parse_precision,
+        simulate,
+    )
+    from llm_codesign.specs.traffic import fixed
+
+    m, hw, p = load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    kw = dict(tp=2, isl=32768, osl=64, concurrency=1)
+    for name in ("trtllm", "vllm"):
+        eng = load_engine(name)
+        assert not eng.pp_prefill_overlap
+        one, two = (float(evaluate(m, hw, p, eng, pp=pp, **kw).ttft_s) for pp in (1, 2))
+        assert two == pytest.approx(one, rel=0.02)
+        traffic = Traffic(clients=1, num_requests=4, isl=fixed(32768), osl=fixed(64), warmup=0)
+        sim = simulate(m, hw, p, eng, traffic, tp=2, pp=2)
+        assert float(np.mean(sim.ttft_s)) == pytest.approx(two, rel=0.02)
+    sg = load_engine("sglang")
+    assert sg.pp_prefill_overlap
+    one, two, four = (float(evaluate(m, hw, p, sg, pp=pp, **kw).ttft_s) for pp in (1, 2, 4))
+    over = sg.request_overhead_s
+    # stage passes: pp 1: 4 full passes; pp 2: 5 half passes; pp 4: 7 quarter passes
+    assert (two - over) / (one - over) == pytest.approx(5 / 8, rel=0.03)
+    assert (four - over) / (one - over) == pytest.approx(7 / 16, rel=0.05)
+
+
 def test_static_batch_smaller_than_pp_crosses_every_stage():
     """A static batch of one prompt on pp=4 takes the whole model's prefill (no 4-way split)."""
     from llm_codesign import load_engine, load_hardware, load_model, parse_precision

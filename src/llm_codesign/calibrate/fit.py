@@ -204,6 +204,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     keep = {
         "moe_comm",
         "kv_admission",
+        "moe_partial_ep",
+        "pp_prefill_overlap",
         "network_latency_s",
         "comm_efficiency",
         "max_num_tokens",
@@ -225,6 +227,6 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "moe_comm and kv_admission state the engine's own behaviour (see kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit
-        **{k: v for k, v in eng.sources.items() if k.endswith("_source")},
+        **{k: v for k, v in eng.sources.items() if k.endswith("_source") or k in keep},
     }
     write_text(path, yaml.safe_dump(d, sort_keys=False))

@@ -49,7 +49,9 @@ def clean(obj: Any) -> Any:
 # `class_id`, `keys`, `backoff`, `n`, `median_abs`, `p90_abs`, `bias`, `extrapolated`. `frontier`
 # points and `best` add `uncertainty` (`class_id` and the band id per metric class) and the
 # document adds `uncertainty` (`bands`: band id -> band, every band its points name).
-SCHEMA_VERSION = 6
+# 7: the engine constants in `assumptions` add `pp_prefill_overlap` (whether one prompt's
+# chunks overlap across pipeline stages).
+SCHEMA_VERSION = 7
 
 
 def to_json(obj: Any) -> str:

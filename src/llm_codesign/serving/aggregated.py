@@ -216,8 +216,9 @@ def _evaluate_running(
             memo=memo,
         )
 
-    # isolated prefill of one request (chunks of max_num_tokens streaming through the pp
-    # stages), no decode: TTFT at low load; under attention-DP the request lives on one rank,
+    # isolated prefill of one request (chunks of max_num_tokens through the pp stages: streaming
+    # where the engine overlaps one prompt's chunks, ``pp_prefill_overlap``, else one after the
+    # other), no decode: TTFT at low load; under attention-DP the request lives on one rank,
     # which carries its whole chunk (not a share of it per rank)
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
@@ -235,7 +236,8 @@ def _evaluate_running(
         rank_prefill_tokens=chunk,
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
-    prefill_alone = (n_chunks + pp - 1.0) * pre_cost.total_s
+    passes = n_chunks + pp - 1.0 if eng.pp_prefill_overlap else n_chunks * pp
+    prefill_alone = passes * pre_cost.total_s
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
     flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}

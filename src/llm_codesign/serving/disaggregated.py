@@ -3,7 +3,8 @@ transfer between them and the balance of the two pools (DESIGN.md). ``frontier``
 these; ``evaluate_disaggregated`` prices one given deployment (``estimate --disagg``).
 
 * prefill worker: batches of b prompts (b x ISL <= max_num_tokens when ISL fits) in chunks of
-  at most max_num_tokens, pipelined over pp stages: latency (n_chunks + pp - 1) x stage time
+  at most max_num_tokens, through pp stages: latency (n_chunks + pp - 1) x stage time where the
+  engine overlaps one prompt's chunks (``pp_prefill_overlap``), else n_chunks x pp
   (+ the per-request overhead), rate R_p = b / (n_chunks x stage time) requests/s;
 * decode worker: a decode-only step of C sequences at mean context ISL + OSL / 2 (no prefill
   chunks mixed in): TPOT = pp x stage time + PP hops, R_d = C / ((OSL - 1) x TPOT) requests/s;
@@ -87,7 +88,10 @@ def prefill_workers(
     )
     stage = step_cost(model, prec, hw, eng, shape)
     stage_s = np.asarray(stage.total_s)
-    steps = n_chunks + pp - 1.0
+    # a batch's chunks stream through the stages where the engine overlaps one prompt's chunks
+    # (``pp_prefill_overlap``), else each waits for the previous to leave the last stage; under
+    # load the stages fill with other batches either way (the rate)
+    steps = n_chunks + pp - 1.0 if eng.pp_prefill_overlap else n_chunks * pp
     *_, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl))
     )

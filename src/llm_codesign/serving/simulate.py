@@ -22,7 +22,11 @@ batching with chunked prefill, as TensorRT-LLM, vLLM and SGLang run it:
   tokens are read, not computed: the attention still spans them) and the prefix's KV is held
   once; a computed prefix stays resident (engines evict it least-recently-used only under
   pressure, which this does not model);
-* every request pays ``request_overhead_s`` before the engine sees it (inside TTFT).
+* every request pays ``request_overhead_s`` before the engine sees it (inside TTFT);
+* one prompt's chunks run one after the other, each through every pipeline stage (TensorRT-LLM
+  and vLLM; SGLang overlaps them, ``EngineConstants.pp_prefill_overlap``, which the analytic
+  model follows and this loop does not: for SGLang with pp > 1 a lone long prompt's simulated
+  TTFT is the serialized one).
 
 Between events (an arrival the batch can admit, a request finishing, a prompt chunk) the
 running batch decodes unchanged, so the loop advances many steps at once, pricing them at the

@@ -99,6 +99,9 @@ class EngineConstants:
         moe_partial_ep: the engine runs MoE layers as ep x moe_tp = tp with 1 < ep < tp (else
             experts are either all expert-parallel or all tensor-parallel over the tp ranks;
             ``specs.plan.plan_feasibility``).
+        pp_prefill_overlap: under pipeline parallelism the engine runs the chunks of one prompt
+            in successive micro-batches without waiting for the previous chunk to leave the
+            last stage (a lone prompt of n chunks takes n + pp - 1 stage times, else n x pp).
     """
 
     id: str
@@ -124,6 +127,7 @@ class EngineConstants:
     max_batch_size: int
     ttft_burst: float
     moe_partial_ep: bool
+    pp_prefill_overlap: bool
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
@@ -217,7 +221,7 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name)
         elif x.name in ("moe_comm", "kv_admission"):
             kwargs[x.name] = f.str(x.name)
-        elif x.name == "moe_partial_ep":
+        elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
             kwargs[x.name] = f.bool(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)
