@@ -252,6 +252,20 @@ def test_traces_jsonl_and_csv(tmp_path):
     c.write_text("arrival_s,isl\n0,100\n")
     with pytest.raises(SpecError, match="missing field osl"):
         read_trace(c)
+    # prefixes that contradict themselves: refused with the line
+    c.write_text("arrival_s,isl,osl,prefix_id,prefix_len\n0,100,10,a,40\n1,100,10,a,60\n")
+    with pytest.raises(SpecError, match=r"line 3: prefix_id a has prefix_len 60, but 40 on line 2"):
+        read_trace(c)
+    c.write_text("arrival_s,isl,osl,prefix_len\n0,100,10,40\n")
+    with pytest.raises(SpecError, match="line 2: prefix_len 40 without a prefix_id"):
+        read_trace(c)
+    c.write_text("arrival_s,isl,osl,prefix_id,prefix_len\n0,100,10,a,400\n")
+    with pytest.raises(SpecError, match=r"prefix_len 400 is longer than the prompt \(isl 100\)"):
+        read_trace(c)
+    # the common prefix longer than a row's prompt
+    c.write_text("arrival_s,isl,osl\n0,100,10\n")
+    with pytest.raises(SpecError, match="longer than the prompt"):
+        read_trace(c, prefix_len=200)
 
 
 BASE = ["estimate", "-m", "llama-3.1-8b", "-g", "h200-sxm"]
@@ -420,3 +434,11 @@ def test_one_long_prompt_under_attention_dp_sits_on_one_rank_in_both_models():
     spread = evaluate(m, hw, p, eng, tp=8, ep=8, attention_dp=False, isl=32768, osl=64,
                       concurrency=1)  # fmt: skip
     assert float(a.ttft_s) > float(spread.ttft_s)
+
+
+def test_a_common_prefix_longer_than_a_drawn_prompt_is_refused():
+    t = Traffic(num_requests=50, isl=parse_length_dist("uniform:100:2000", "isl"), prefix_len=500)
+    with pytest.raises(SpecError, match=r"prefix_len 500 is longer than some prompts drawn"):
+        t.requests()
+    ok = Traffic(num_requests=50, isl=fixed(1000), prefix_len=500).requests()
+    assert ok.prefix_len.tolist() == [500] * 50

@@ -200,6 +200,7 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
     if len(rows) > MAX_REQUESTS:
         raise SpecError(f"trace: {p} holds more than {MAX_REQUESTS} requests")
     arr, isl, osl, pid, plen = [], [], [], [], []
+    seen: dict[str, tuple[int, int]] = {}  # prefix id -> (its length, the line that set it)
     for n, r in rows:
         where = f"trace: {p} line {n}"
         missing = [c for c in TRACE_COLUMNS if r.get(c) in (None, "")]
@@ -233,7 +234,23 @@ def read_trace(path: str | Path, prefix_len: int = 0) -> Trace:
         has_prefix = has_prefix or prefix_len > 0
         length = r.get("prefix_len")
         pl = _int_field(str(length), f"{where}: prefix_len") if length not in (None, "") else 0
+        if pl and not has_prefix:
+            raise SpecError(
+                f"{where}: prefix_len {pl} without a prefix_id (and no common --prefix-len): "
+                "which requests share the prefix is not stated"
+            )
         plen.append(pl if has_prefix and pl else (prefix_len if has_prefix else 0))
+        if plen[-1] > isl[-1]:
+            raise SpecError(
+                f"{where}: prefix_len {plen[-1]} is longer than the prompt (isl {isl[-1]})"
+            )
+        # one prefix id, one prefix: the same tokens cannot have two lengths
+        first = seen.setdefault(pid[-1], (plen[-1], n)) if pid[-1] is not None else None
+        if first is not None and first[0] != plen[-1]:
+            raise SpecError(
+                f"{where}: prefix_id {pid[-1] or '(common)'!s} has prefix_len {plen[-1]}, but "
+                f"{first[0]} on line {first[1]}: one prefix has one length"
+            )
     ids = {k: i for i, k in enumerate(dict.fromkeys(x for x in pid if x is not None))}
     order = np.argsort(np.asarray(arr), kind="stable")
     reqs = Requests(
@@ -327,6 +344,12 @@ class Traffic:
         else:
             arrival = np.full(n, np.nan)
         shared = self.prefix_len > 0
+        if shared and int(isl.min()) < self.prefix_len:
+            raise SpecError(
+                f"traffic: prefix_len {self.prefix_len} is longer than some prompts drawn from "
+                f"{self.isl.text} (shortest {int(isl.min())}): a shared prefix lies inside "
+                "every prompt"
+            )
         return Requests(
             arrival_s=arrival,
             isl=isl,
