@@ -442,3 +442,22 @@ def test_a_common_prefix_longer_than_a_drawn_prompt_is_refused():
         t.requests()
     ok = Traffic(num_requests=50, isl=fixed(1000), prefix_len=500).requests()
     assert ok.prefix_len.tolist() == [500] * 50
+
+
+def test_closed_loop_keeps_the_tuned_batch_limit_of_the_analytic_model():
+    """Past a full swap-AB tiling the analytic model's tuned engine caps the running batch
+    (serving.admission: llama-3.1-70b H200 BF16 TP2 128/1024 runs 256 of 257 clients); the
+    simulator runs the same engine: 257 clients, 256 running, the same throughput as 256."""
+    args = (load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("bf16"))
+    eng = load_engine("trtllm")
+    assert float(evaluate(*args, eng, tp=2, isl=128, osl=1024, concurrency=257)
+                 .running_concurrency) == 256.0  # fmt: skip
+
+    def run(c):
+        t = Traffic(clients=c, num_requests=3 * c, isl=fixed(128), osl=fixed(1024))
+        return simulate(*args, eng, t, tp=2)
+
+    at, past = run(256), run(257)
+    assert not at.notes and "limited to 256 sequences" in past.notes[0]
+    thr = [r.summary["output_tok_s_per_gpu"] for r in (at, past)]
+    assert thr[1] == pytest.approx(thr[0], rel=0.01)

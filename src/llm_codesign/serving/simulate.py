@@ -41,7 +41,7 @@ import heapq
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
+from .aggregated import _evaluate_running, evaluate
 from .sim_stats import summarize_run
 from .sim_table import Engine, engine_for
 from .step import PROMPT_BUDGET_FLOOR, tokens_per_step
@@ -177,6 +178,16 @@ def simulate(
         return SimulationResult(
             issue, first, finish, reqs.isl, reqs.osl, {}, feasible=False, reason=engine
         )
+    notes = []
+    if closed:
+        limit = tuned_batch_limit(model, hw, prec, eng, axes, reqs, traffic.clients, spec_tokens,
+                                  spec_acceptance)  # fmt: skip
+        if limit < min(engine.max_running, traffic.clients):
+            engine = replace(engine, max_running=limit)
+            notes.append(
+                f"running batch limited to {limit} sequences, the batch limit a tuned engine "
+                "keeps for this many clients (serving.admission); the others queue"
+            )
     counts = {"preemptions": 0, "rejected": 0, "steps": 0, "events": 0}
     for idx in replicas:
         if not idx.size:
@@ -198,12 +209,42 @@ def simulate(
     summary.update(counts)
     summary["table_points"] = engine.table.points
     summary["wall_s"] = time.perf_counter() - wall
-    notes = []
     if counts["rejected"]:
         notes.append(
             f"{counts['rejected']} requests never fit the KV cache on their own and were dropped"
         )
     return SimulationResult(issue, first, finish, reqs.isl, reqs.osl, summary, notes=notes)
+
+
+def tuned_batch_limit(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    axes: dict[str, Any],
+    reqs: Requests,
+    clients: int,
+    spec_tokens: int,
+    spec_acceptance: float,
+) -> int:
+    """The running batch a closed loop of ``clients`` keeps where ``serving.evaluate``'s tuned
+    admission (``serving.admission``) caps it below what memory and the engine allow, at the
+    requests' mean lengths (else ``clients``): the simulator runs the engine the analytic
+    model describes."""
+    kw = dict(
+        **axes,
+        isl=float(np.mean(reqs.isl)),
+        osl=float(np.mean(reqs.osl)),
+        concurrency=clients,
+        spec_tokens=spec_tokens,
+        spec_acceptance=spec_acceptance,
+    )
+    tuned = evaluate(model, hw, prec, eng, **kw)
+    plain = _evaluate_running(model, hw, prec, eng, **kw)
+    run_t, run_p = float(tuned.running_concurrency), float(plain.running_concurrency)
+    if not (bool(tuned.feasible) and run_t < run_p):
+        return clients
+    return max(int(run_t), 1)
 
 
 def run_replica(

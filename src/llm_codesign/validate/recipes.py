@@ -29,10 +29,11 @@ same arithmetic in every 2025 version read, v0.21 to v1.1):
   else of 1,024; chunked prefill being off (its default), tokens >= ISL + batch.
 
 The v0.17 TRT-engine table sized its engines with the same rule (``trtllm-bench build
---dataset``); that version divided the weights by 1000^3 instead of 1024^3, a few percent of the
-cache, not modelled. EP and attention-DP are not inputs of the rule, and the executor applies both limits per rank
-(``LlmArgs`` per attention-DP rank). GPU memory is the hardware file's HBM in GiB (NVML's total,
-which the rule reads, is within 0.5% of it on H100, H200 and B200).
+--dataset``); that version divided the weights by 1000^3 instead of 1024^3, a few percent of
+the cache, not modelled. EP and attention-DP are not inputs of the rule, and the executor
+applies both limits per rank (``LlmArgs`` per attention-DP rank). GPU memory is the hardware
+file's HBM in GiB (NVML's total, which the rule reads, is within 0.5% of it on H100, H200 and
+B200).
 """
 
 from __future__ import annotations
