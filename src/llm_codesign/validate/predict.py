@@ -31,6 +31,7 @@ import numpy as np
 
 from ..explore import POINTS_PER_OCTAVE, concurrency_grid
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
+from ..serving.memory import scheduling_ranks
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
@@ -223,28 +224,15 @@ def _predict_recipe_offline(
     for k, r in enumerate(rs):
         e = recipe_engine(r.recipe, eng, model, hw, prec, r.tp, r.pp, r.isl, r.osl)
         groups.setdefault(e, []).append(k)
+    keys = [(r.tp, r.pp, r.ep, r.attention_dp, r.isl, r.osl, r.requests) for r in rs]
     for e, ks in groups.items():
-        first, inv = _distinct(
-            [
-                (
-                    rs[k].tp,
-                    rs[k].pp,
-                    rs[k].ep,
-                    rs[k].attention_dp,
-                    rs[k].isl,
-                    rs[k].osl,
-                    rs[k].requests,
-                )
-                for k in ks
-            ]  # fmt: skip
-        )
+        first, inv = _distinct([keys[k] for k in ks])
         us = [rs[ks[i]] for i in first]
 
         def a(f: Any, us: list[MappedRow] = us) -> np.ndarray:
             return np.array([f(r) for r in us])
 
-        ranks = a(lambda r: r.tp if r.attention_dp else 1)
-        full = e.max_batch_size * ranks
+        full = e.max_batch_size * scheduling_ranks(a(lambda r: r.tp), a(lambda r: r.attention_dp))
         clients = np.where(a(lambda r: r.requests) > 0, a(lambda r: r.requests), full)
         out = evaluate(
             model,
@@ -317,7 +305,8 @@ def predict_rows(
             vals, why = _predict_recipe_offline(model, hw, prec, eng, [rows[j] for j in rec], spec)
             for j, v, n in zip(rec, vals, why):
                 preds[j], notes[j] = v, n
-            idx = [j for j in idx if j not in set(rec)]
+            done = set(rec)
+            idx = [j for j in idx if j not in done]
         sub = [rows[j] for j in idx]
         for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
             js = [j for j, r in zip(idx, sub) if r.mode == mode]
