@@ -308,7 +308,9 @@ def test_minimax_layer_kinds_from_attn_type_list_or_layer_types():
 
 def test_frontier_moves_with_the_mixers_at_128k():
     """The frontier of a hybrid or sparse model at 128k/1k lies above the same model with
-    softmax attention in every layer (less KV per sequence or less attention per token)."""
+    softmax attention in every layer (less KV per sequence or less attention per token), by at
+    least 10% in area (the margin shrinks as the engine's fixed costs per step and per
+    sequence grow: they are not attention)."""
     from llm_codesign import frontier
 
     for model_id in ("qwen3.5-397b-a17b", "deepseek-v3.2"):
@@ -317,7 +319,7 @@ def test_frontier_moves_with_the_mixers_at_128k():
             frontier(spec, "h200-sxm", num_gpus=8, precision="fp8", isl=131072, osl=1024).area
             for spec in (m, m.with_softmax_attention())
         ]
-        assert areas[0] > 1.2 * areas[1] > 0, (model_id, areas)
+        assert areas[0] > 1.1 * areas[1] > 0, (model_id, areas)
 
 
 @pytest.mark.parametrize("model_id", sorted(bundled_models()))

@@ -216,10 +216,9 @@ def _evaluate_running(
             memo=memo,
         )
 
-    # isolated prefill of one request (chunks of max_num_tokens through the pp stages: streaming
-    # where the engine overlaps one prompt's chunks, ``pp_prefill_overlap``, else one after the
-    # other), no decode: TTFT at low load; under attention-DP the request lives on one rank,
-    # which carries its whole chunk (not a share of it per rank)
+    # isolated prefill of one request (chunks of max_num_tokens through the pp stages, streamed
+    # where the engine overlaps them, ``pp_prefill_overlap``, else one after the other): TTFT at
+    # low load; under attention-DP the request's rank carries its whole chunk
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
     pre_shape = step_shape(

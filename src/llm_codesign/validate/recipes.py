@@ -51,9 +51,8 @@ KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (th
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
 DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints the rule skips
-# bytes per element of the weights and of the KV cache, by the checkpoint's format (the rule's
-# table; any other format counts 2)
-_BYTES = {"fp8": 1.0, "nvfp4": 0.5, "bf16": 2.0, "fp16": 2.0}
+# formats the rule tunes (its bytes per element, FP8 1, NVFP4 0.5, BF16/FP16 2, are the
+# formats' own element sizes)
 _TUNED = ("fp8", "nvfp4", "bf16", "fp16")
 
 
@@ -91,11 +90,11 @@ def trtllm_bench_limits(
     a = model.attention
     heads = a.num_heads if a.kv_lora_rank else a.num_kv_heads
     head_size = model.hidden_size // a.num_heads if a.kv_lora_rank else a.head_dim
-    kv_bytes = _BYTES.get(prec.kv_cache.id, 2.0)
+    kv_bytes = prec.kv_cache.element_bits / 8.0
     gib = float(2**30)
     per_token = 2.0 * model.num_layers * max(tp, heads) * head_size * kv_bytes / gib
     elements = model.total_params * (9.0 / 16.0 if weights == "nvfp4" else 1.0)
-    engine = elements * _BYTES[weights] / gib
+    engine = elements * prec.weights.element_bits / 8.0 / gib
     cache = (hw.hbm_bytes / gib * tp * pp - engine) * kv_fraction
     requests = max(cache, 0.0) / (per_token * (isl + osl))
     raw_bs = min(requests, MAX_BATCH) / pp
