@@ -40,6 +40,7 @@ from .memory import (
 from .step import (
     PROMPT_BUDGET_FLOOR,
     draft_time,
+    lone_prompt_passes,
     pipeline_hops,
     pipelined_step,
     step_cost,
@@ -235,8 +236,7 @@ def _evaluate_running(
         rank_prefill_tokens=chunk,
     )
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
-    passes = n_chunks + pp - 1.0 if eng.pp_prefill_overlap else n_chunks * pp
-    prefill_alone = passes * pre_cost.total_s
+    prefill_alone = lone_prompt_passes(eng, n_chunks, pp) * pre_cost.total_s
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
     flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}

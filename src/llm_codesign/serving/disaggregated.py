@@ -31,7 +31,7 @@ from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
 from .memory import kv_context, memory_fit, running_kv_bytes, scheduling_ranks
-from .step import pipelined_step, step_cost
+from .step import lone_prompt_passes, pipelined_step, step_cost
 
 Array = np.ndarray
 
@@ -88,10 +88,9 @@ def prefill_workers(
     )
     stage = step_cost(model, prec, hw, eng, shape)
     stage_s = np.asarray(stage.total_s)
-    # a batch's chunks stream through the stages where the engine overlaps one prompt's chunks
-    # (``pp_prefill_overlap``), else each waits for the previous to leave the last stage; under
-    # load the stages fill with other batches either way (the rate)
-    steps = n_chunks + pp - 1.0 if eng.pp_prefill_overlap else n_chunks * pp
+    # a batch's chunks through the stages (``serving.step.lone_prompt_passes``); under load the
+    # stages fill with other batches either way (the rate)
+    steps = lone_prompt_passes(eng, n_chunks, pp)
     *_, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl))
     )

@@ -288,6 +288,14 @@ def discrete_step(
     return pp_a.astype(float) * stage.total_s + hops
 
 
+def lone_prompt_passes(eng: EngineConstants, n_chunks: Array, pp: Array) -> Array:
+    """Stage passes of one prompt's ``n_chunks`` chunks through ``pp`` pipeline stages:
+    n + pp - 1 where the engine overlaps them (``EngineConstants.pp_prefill_overlap``), else
+    n x pp (each chunk waits for the previous to leave the last stage)."""
+    n, p = np.asarray(n_chunks, dtype=float), np.asarray(pp, dtype=float)
+    return n + p - 1.0 if eng.pp_prefill_overlap else n * p
+
+
 def tokens_per_step(k: int, a: float) -> float:
     """Tokens a decoding sequence yields per step with ``k`` draft tokens (MTP / speculative
     decoding), each accepted with probability ``a``: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1."""
