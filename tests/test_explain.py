@@ -36,7 +36,7 @@ def test_queueing_beyond_capacity_and_replicas_are_called_out():
     wl = Workload(1024, 1024, 4096)
     e = estimate("llama-3.1-70b", "h200-sxm", "fp8", ParallelPlan(tp=1), wl, explain=False)
     assert e.max_concurrency < 4096
-    (note,) = [n for n in e.notes if "queue" in n]
+    (note,) = [n for n in e.notes if "requests queue" in n]
     assert f"{4096 - e.max_concurrency:,} requests queue" in note
     e = estimate("llama-3.1-8b", "h100-sxm", "fp8", ParallelPlan(dp=4), Workload(512, 128, 8))
     assert any("4 replicas serve 32 users" in n for n in e.notes)

@@ -19,6 +19,7 @@ from .serving import (
     economics,
     evaluate,
     evaluate_disaggregated,
+    pipelined_step,
     step_cost,
 )
 from .serving.sim_disagg import simulate_disaggregated
@@ -265,15 +266,16 @@ def estimate(
         "decode": _phase(r.decode_breakdown),
         "mixed_step": _phase(r.mixed_breakdown),
     }
-    ops = explain_ops(m, hw, prec, eng, plan, wl) if explain else []
+    running = _scalar(r.running_concurrency)
+    ops = explain_ops(m, hw, prec, eng, plan, wl, running) if explain else []
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     est = replace(
         est,
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
-        notes=_notes(est, plan),
+        notes=_notes(est, plan, running),
     )
-    est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est)
+    est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)
     if traffic is not None:
         est.simulation = simulation_section(
             simulate(
@@ -324,9 +326,10 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
     }
 
 
-def _notes(e: Estimate, plan: ParallelPlan) -> list[str]:
+def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     """What the numbers mean when they are not a plain steady state: queueing beyond the
-    capacity, replicas sharing the users, infeasibility."""
+    capacity or the batch limit a tuned engine keeps, replicas sharing the users,
+    infeasibility."""
     out = []
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
@@ -334,6 +337,12 @@ def _notes(e: Estimate, plan: ParallelPlan) -> list[str]:
             f"concurrency {c:,} exceeds the {cap:,} sequences a replica can run (KV cache or "
             f"max_batch_size): {c - cap:,} requests queue, and TTFT includes their wait "
             "(Little's law); throughput is the capacity's"
+        )
+    if e.feasible and running < min(c, cap or c) - 1e-6:
+        out.append(
+            f"a tuned engine runs {running:,.0f} of the {c:,} clients at once (its batch limit: "
+            "more would deliver fewer tokens/s, serving.admission); the others queue, and "
+            "TTFT includes their wait"
         )
     if plan.dp > 1:
         out.append(
@@ -396,11 +405,13 @@ def mixer_savings(
     plan: ParallelPlan,
     wl: Workload,
     est: Estimate,
+    running: float,
 ) -> dict[str, Any] | None:
     """What a model's sparse or linear token mixers save against the same model with softmax
     attention in every layer (``ModelSpec.with_softmax_attention``), at this configuration:
     KV/state bytes per sequence of ISL + OSL tokens on one GPU, the decode step's attention
-    time, TPOT and the concurrency that fits. None for a softmax-only model."""
+    time at the estimate's running batch (``running``; the baseline's own loop may keep
+    another), TPOT and the concurrency that fits. None for a softmax-only model."""
     dense = m.with_softmax_attention()
     if dense is m:
         return None
@@ -410,7 +421,11 @@ def mixer_savings(
     mine = _scalar(kv_bytes_per_sequence_per_gpu(m, prec, ctx, *axes))
     base = _scalar(kv_bytes_per_sequence_per_gpu(dense, prec, ctx, *axes))
     attn = est.breakdown["decode"]["attention"]
-    base_attn = _scalar(r.decode_breakdown["attention"])
+    axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
+    base_step = pipelined_step(
+        dense, prec, hw, eng, **axes, isl=wl.isl, osl=wl.osl, decode_seqs=running
+    )
+    base_attn = _scalar(base_step.by_class["attention"])
     return {
         "layers": m.layer_mix(),
         "baseline": f"{dense.id}: {dense.layer_mix()} (softmax attention in every layer)",
@@ -517,11 +532,14 @@ def explain_ops(
     eng: EngineConstants,
     plan: ParallelPlan,
     wl: Workload,
+    running: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Per-op detail of a pure decode step and of one prefill chunk: time, FLOPs, bound."""
+    """Per-op detail of a pure decode step of the ``running`` sequences (default: the
+    workload's concurrency) and of one prefill chunk: time, FLOPs, bound."""
     rows: list[dict[str, Any]] = []
     chunk = min(wl.isl, eng.max_num_tokens)
-    for phase, dec, pre in (("decode", wl.concurrency, 0), ("prefill", 0, chunk)):
+    dec_seqs = wl.concurrency if running is None else running
+    for phase, dec, pre in (("decode", dec_seqs, 0), ("prefill", 0, chunk)):
         # a decode step's micro-batch (ops.step_shape's rule); one prefill chunk streams whole
         s = step_shape(
             plan.tp,

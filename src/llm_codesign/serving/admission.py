@@ -17,6 +17,16 @@ puts the rows back at that multiple (rows scale with the running batch in the cl
 :func:`with_batch_limit` solves the loop again there where the step at the limit decodes
 faster, and keeps whichever delivers more (:func:`keep_better`). ``running_concurrency`` then
 states the limit the estimate assumes.
+
+Steps that carry prompt chunks launch decode rows plus prompt tokens, and their GEMMs cross
+tile and wave boundaries as the batch grows; a closed loop at the prompt budget can then also
+deliver less with more clients. :func:`with_round_limits` makes throughput a non-decreasing
+function of the clients: an operator who can set any round batch limit (``ROUND_LIMITS``: 1,
+2, 3, 4, 6, 8, 12, ... the powers of two and 1.5x them, the sizes engines capture CUDA
+graphs at) keeps the best of them below the clients, each limit's loop solved once per
+configuration and reused for every client count of a grid.
+:func:`admitted` applies both in order; ``serving.evaluate`` and the simulator's closed
+loops use it.
 """
 
 from __future__ import annotations
@@ -31,6 +41,11 @@ from .memory import scheduling_ranks
 from .step import pipelined_step
 
 Array = np.ndarray
+
+# round batch limits: 2^k and 3 x 2^(k-1), up to 2^22 (every client count a grid may ask)
+ROUND_LIMITS = np.unique(
+    np.concatenate([2.0 ** np.arange(23), 3.0 * 2.0 ** np.arange(22)]).astype(float)
+)
 
 
 def batch_limit_candidates(
@@ -164,3 +179,90 @@ def _subset(result: Any, sel: Array) -> Any:
         else:
             values[f.name] = np.broadcast_to(v, sel.shape)[sel]
     return type(result)(**values)
+
+
+def admitted(
+    run: Any, specs: tuple, kw: dict, opts: dict, round_limits: bool = True
+) -> tuple[Any, Any]:
+    """The loop at the memory and engine caps (``run(*specs, **kw, **opts)``) and the loop a
+    tuned engine runs: the kernel-width limit (:func:`with_batch_limit`), then, with
+    ``round_limits``, the best round limit below the clients (:func:`with_round_limits`)."""
+    plain = run(*specs, **kw, **opts)
+
+    def tuned(grid: dict, first: Any) -> Any:
+        return with_batch_limit(run, specs, grid, opts, first)
+
+    first = tuned(kw, plain)
+    if not round_limits:
+        return plain, first
+    cap = np.broadcast_to(plain.running_concurrency, plain.feasible.shape)
+    return plain, with_round_limits(run, specs, kw, opts, first, tuned, cap)
+
+
+def with_round_limits(
+    run: Any, specs: tuple, kw: dict, opts: dict, result: Any, tuned: Any, cap: Array
+) -> Any:
+    """``result`` with each configuration that a round batch limit below its clients serves
+    better solved again at that limit (the clients beyond it queue).
+
+    The candidates of a client count C are the round limits below min(C, ``cap``), ``cap``
+    being the batch the memory and engine caps let run (a limit at or above it changes
+    nothing).
+    The loop at each round limit a configuration (all of ``kw`` but the concurrency) needs is
+    solved once (``tuned(grid, run(grid))``, the kernel-width limit included) and shared by
+    every client count of a grid; C takes the best candidate where it beats the loop at C.
+    Throughput is thereby non-decreasing from any round limit C1 to any C2 > C1 (the loop at
+    C1 is one of C2's candidates, or C1 is past the cap and both run the cap), and in practice
+    across any two counts: what remains is a count just past a round limit (257) that runs
+    faster than every candidate of a larger count, by the width of a wave step."""
+    shape = result.feasible.shape
+    if result.feasible.size == 0:
+        return result
+    conc = np.broadcast_to(np.asarray(kw["concurrency"], dtype=float), shape).ravel()
+    names = [k for k in kw if k != "concurrency"]
+    cols = [np.broadcast_to(np.asarray(kw[k]), shape).ravel() for k in names]
+    key, first = _key_ids(cols)
+    nk = first.size
+    feasible = result.feasible.ravel()
+    # candidates of each point: the first ``hi`` round limits
+    top = np.minimum(conc, np.asarray(cap, dtype=float).ravel())
+    hi = np.where(feasible, np.searchsorted(ROUND_LIMITS, top, side="left"), 0)
+    if not np.any(hi):
+        return result
+    count = np.zeros(nk, dtype=np.int64)
+    np.maximum.at(count, key, hi)
+    width = int(count.max())
+    owner = np.repeat(np.arange(nk), count)
+    rank = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    grid = {k: c[first[owner]] for k, c in zip(names, cols)}
+    grid["concurrency"] = ROUND_LIMITS[rank]
+    at = tuned(grid, run(*specs, **grid, **opts))
+    thr = np.full((nk, width), -np.inf)
+    thr[owner, rank] = np.where(at.feasible, at.output_tok_s_per_gpu, -np.inf)
+    running = np.ones((nk, width))
+    running[owner, rank] = at.running_concurrency
+    # the best limit at or below each rank: a running maximum along the limits
+    env = np.maximum.accumulate(thr, axis=1)
+    env_arg = np.maximum.accumulate(np.where(thr >= env, np.arange(width), 0), axis=1)
+    j = np.maximum(hi - 1, 0)
+    best = np.where(hi > 0, env[key, j], -np.inf)
+    idx = np.flatnonzero(best > result.output_tok_s_per_gpu.ravel())
+    if idx.size == 0:
+        return result
+    limit = running[key[idx], env_arg[key[idx], j[idx]]]
+    sub = {k: np.broadcast_to(np.asarray(v), shape).ravel()[idx] for k, v in kw.items()}
+    trial = run(*specs, **sub, **opts, batch_limit=limit)
+    return keep_better(result, idx, trial)
+
+
+def _key_ids(cols: list[Array]) -> tuple[Array, Array]:
+    """A dense id per distinct row of the columns ``cols`` (equal length), and the first
+    position of each id."""
+    code = np.zeros(cols[0].size, dtype=np.int64)
+    for c in cols:
+        _, inv = np.unique(c, return_inverse=True)
+        code = code * (int(inv.max()) + 1) + inv.ravel()
+        _, code = np.unique(code, return_inverse=True)  # keep the code small
+        code = code.ravel()
+    ids, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return inv.ravel(), first

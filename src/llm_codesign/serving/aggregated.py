@@ -10,8 +10,8 @@ The steady state is the root of one falling function of C_d (``_steady_state``),
 tolerance with a bounded iteration count (vectorized, iterating only the unconverged subset);
 points that do not converge are flagged ``not_converged`` and are infeasible.
 
-The step itself (pp micro-batches, hops, overheads) is :func:`serving.step.pipelined_step`;
-memory and the concurrency cap are :mod:`serving.memory`.
+The step is :func:`serving.step.pipelined_step`; memory and the concurrency cap
+:mod:`serving.memory`; the batch a tuned engine keeps :mod:`serving.admission`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .admission import with_batch_limit
+from .admission import admitted
 from .memory import (
     concurrency_cap,
     kv_context,
@@ -105,10 +105,9 @@ def evaluate(
 ) -> GridResult:
     """Serving metrics for every configuration of the broadcast inputs (one or a million).
 
-    Speculative decoding / MTP: ``spec_tokens`` draft tokens per step, each accepted with
-    probability ``spec_acceptance`` (stated by the user): a step verifies 1 + k query tokens
-    per sequence (one KV read) and yields (1 - a^(k+1)) / (1 - a) tokens on average; each draft
-    token costs one layer-equivalent decode (DeepSeek's MTP module is one transformer block).
+    Speculative decoding / MTP: ``spec_tokens`` drafts per step, each accepted with probability
+    ``spec_acceptance``: a step verifies 1 + k query tokens per sequence (one KV read), yields
+    (1 - a^(k+1)) / (1 - a) tokens; a draft costs one layer-equivalent decode (an MTP block).
 
     ``benchmark_burst``: report what a closed-loop benchmark with fixed lengths measures when
     its clients all start at once: a share ``ttft_burst`` of the run moves in synchronized
@@ -117,6 +116,9 @@ def evaluate(
     half the wave for its first token and stalls the other half inside its decode; TPOT, TTFT
     and throughput blend the two. Used when comparing with such measurements; without it
     (estimate, frontier) every number is the steady state of real, staggered traffic.
+
+    Admission (``serving.admission``): the batch limit of a tuned engine; for a deployment (not
+    ``benchmark_burst``: limits as the benchmark set them) the best round limit below C too.
     """
     kw = dict(
         tp=tp,
@@ -132,8 +134,7 @@ def evaluate(
     opts = dict(
         spec_tokens=spec_tokens, spec_acceptance=spec_acceptance, benchmark_burst=benchmark_burst
     )
-    result = _evaluate_running(model, hw, prec, eng, **kw, **opts)
-    return with_batch_limit(_evaluate_running, (model, hw, prec, eng), kw, opts, result)
+    return admitted(_evaluate_running, (model, hw, prec, eng), kw, opts, not benchmark_burst)[1]
 
 
 def _evaluate_running(
@@ -287,8 +288,7 @@ def _evaluate_running(
     mixed = step(c_dec, pre_tokens)
     drafts = drafts_over_grid(c_dec)
     tpot = (mixed.total_s + drafts) / yield_per_step
-    # TTFT from Little's law: a saturated loop's queue wait is inside it
-    # (never below what a request needs: the subtraction is ill-conditioned at long OSL)
+    # TTFT from Little's law (never below what a request needs: ill-conditioned at long OSL)
     ttft = np.maximum(conc / rate - np.maximum(osl_f - 1.0, 0.0) * tpot, ttft_need)
     burst = np.zeros(shape)
     decode_alone = step(conc, np.zeros(shape), 1.0)  # every running sequence, no prompt

@@ -51,7 +51,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
-from .admission import with_batch_limit
+from .admission import admitted
 from .aggregated import _evaluate_running
 from .sim_stats import summarize_run
 from .sim_table import Engine, engine_for
@@ -240,11 +240,10 @@ def tuned_batch_limit(
         spec_tokens=spec_tokens,
         spec_acceptance=spec_acceptance,
     )
-    # the loop at the memory and engine caps, then the tuned limit on top of it (evaluate's
-    # two stages, solved once each)
-    plain = _evaluate_running(model, hw, prec, eng, **kw)
+    # the loop at the memory and engine caps, and the one a tuned engine runs (evaluate's own
+    # admission)
     opts = {k: kw.pop(k) for k in ("spec_tokens", "spec_acceptance")}
-    tuned = with_batch_limit(_evaluate_running, (model, hw, prec, eng), kw, opts, plain)
+    plain, tuned = admitted(_evaluate_running, (model, hw, prec, eng), kw, opts)
     run_t, run_p = float(tuned.running_concurrency), float(plain.running_concurrency)
     if not (bool(tuned.feasible) and run_t < run_p):
         return clients
