@@ -428,7 +428,10 @@ def test_launch_settings_vocabulary():
     # the NVFP4 checkpoint states its quantization: vLLM reads it, no --quantization needed
     assert "nvidia/DeepSeek-R1-FP4" in s["vllm"] and "--quantization" not in s["vllm"]
     assert f"--dp {tp} --enable-dp-attention" in s["sglang"]
-    assert s["max_batch_per_rank"] == math.ceil(int(f.points["concurrency"][adp]) / tp)
+    # the engine's limit is the batch the point runs (here the KV cap), not the clients
+    conc, running = int(f.points["concurrency"][adp]), f.points["running_concurrency"][adp]
+    assert running <= conc
+    assert s["max_batch_per_rank"] == math.ceil(min(conc, math.ceil(running)) / tp)
 
 
 def test_helix_points_are_searched_for_long_context():

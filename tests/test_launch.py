@@ -260,3 +260,29 @@ def test_write_launch_dir_and_cli(tmp_path, ds_b200):
     assert r.exit_code == 0, r.output
     assert (out / "config.yaml").exists() and (out / "bench_sglang.sh").exists()
     assert "benchmark (vllm): vllm bench serve" in r.output
+
+
+def test_launch_files_set_the_batch_the_point_runs():
+    """A frontier point whose tuned engine runs fewer sequences than its clients
+    (``serving.admission``: llama-3.1-8b, H100, FP8, 512/128, the golden frontier's best point
+    runs 1,536 of 1,573 clients) gets that batch as every engine's limit, a note, and a
+    benchmark that still sends all the clients."""
+    from llm_codesign.explore import frontier
+    from llm_codesign.report import launch_settings
+
+    f = frontier("llama-3.1-8b", "h100-sxm", 2, precision="fp8", workers=1)
+    p = f.points
+    tuned = [
+        int(i)
+        for i in f.pareto
+        if p["running_concurrency"][i] < min(p["concurrency"][i], p["max_concurrency"][i]) - 1
+    ]
+    assert tuned, "no frontier point runs below its clients"
+    i = tuned[0]
+    run, conc = int(round(float(p["running_concurrency"][i]))), int(p["concurrency"][i])
+    s = launch_settings(f, i)
+    assert s["max_batch_per_rank"] == run
+    assert f"max_batch_size: {run}" in s["trtllm"]["config_yaml"]
+    assert f"--max-num-seqs {run}" in s["vllm"] and f"--max-running-requests {run}" in s["sglang"]
+    assert any(f"batch limit {run} of the {conc} clients" in n for n in s["notes"])
+    assert f"--max-concurrency {conc * int(p['dp'][i])}" in s["bench"]["vllm"]

@@ -70,6 +70,9 @@ class Estimate:
     uncertainty: dict[str, Any] = field(default_factory=dict)
     # the request-level simulation of ``traffic`` (``simulation_section``), when one ran
     simulation: dict[str, Any] | None = None
+    # sequences a replica runs at once (the memory cap, or the batch limit a tuned engine
+    # keeps: serving.admission); None for a disaggregated estimate
+    running_concurrency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,7 @@ class Estimate:
             "weights_per_gpu_gb": self.weights_per_gpu_gb,
             "kv_cache_per_gpu_gb": self.kv_cache_per_gpu_gb,
             "max_concurrency": self.max_concurrency,
+            "running_concurrency": self.running_concurrency,
             "feasible": self.feasible,
             "reason": self.reason,
             "breakdown": self.breakdown,
@@ -158,6 +162,7 @@ UNITS = {
     "ops.time_s": "seconds per step",
     "ops.flops": "FLOPs per step",
     "concurrency": "requests in flight per replica (dp replicas each hold this many)",
+    "running_concurrency": "sequences a replica runs at once (the others queue)",
     "uncertainty": (
         "error = (predicted - measured) / measured over the validated rows of the class; "
         "median_abs, p90_abs and bias are fractions"
@@ -274,6 +279,7 @@ def estimate(
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
         notes=_notes(est, plan, running),
+        running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)
     if traffic is not None:

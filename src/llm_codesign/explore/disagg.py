@@ -153,6 +153,7 @@ def disaggregated_points(
         "total_tok_s_per_gpu": total,
         "num_gpus": gpus,
         "max_concurrency": lim_d[row],
+        "running_concurrency": conc,
         "fits_in_memory": conc <= lim_d[row],
         "memory_per_gpu_bytes": dw.memory_per_gpu_bytes[keep],
         "kv_transfer_s": transfer,

@@ -42,6 +42,7 @@ FLOAT_COLUMNS = (
     "num_gpus",
     "memory_per_gpu_bytes",
     "max_concurrency",
+    "running_concurrency",
     "kv_transfer_s",
     "step_decode_seqs",
     "step_prefill_tokens",

@@ -205,6 +205,7 @@ class Frontier:
             "max_concurrency": int(f["max_concurrency"])
             if np.isfinite(f["max_concurrency"])
             else None,
+            "running_concurrency": float(f["running_concurrency"]),
             "feasible": bool(f["feasible"]),
             "reason": str(f["reason"]),
             "accuracy": self.accuracy.get(prec.id, UNKNOWN_ACCURACY),

@@ -73,6 +73,7 @@ def evaluate_task(job: Job, task: tuple[int, dict[str, Array]]) -> dict[str, Arr
         num_gpus=np.asarray(r.num_gpus, dtype=float),
         memory_per_gpu_bytes=r.memory_per_gpu_bytes,
         max_concurrency=r.max_concurrency,
+        running_concurrency=np.broadcast_to(r.running_concurrency, r.tpot_s.shape),
         fits_in_memory=r.fits_in_memory,
         feasible=r.feasible,
         reason=r.reason,

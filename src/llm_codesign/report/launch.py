@@ -317,6 +317,9 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     )
     disagg = int(c["mode"][i]) == MODE_DISAGGREGATED
     conc = int(c["concurrency"][i])
+    # the engine's batch limit is the batch the prediction runs (the memory cap, or the limit
+    # a tuned engine keeps: serving.admission); the benchmark still sends ``conc`` clients
+    running = min(conc, math.ceil(float(c["running_concurrency"][i]) - 1e-9))
     dec = _role(
         x,
         int(c["tp"][i]),
@@ -324,7 +327,7 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
         int(c["ep"][i]),
         bool(c["attention_dp"][i]),
         int(c["cp"][i]),
-        conc,
+        running,
         int(c["dp"][i]),
         "decode" if disagg else "",
         PORT + 2 if disagg else PORT,
@@ -356,6 +359,12 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     notes: list[str] = []
     if ckpt["note"]:
         notes.append(ckpt["note"])
+    if running < conc and running < float(c["max_concurrency"][i]) - 1e-9:
+        notes.append(
+            f"batch limit {running} of the {conc} clients per replica: the batch a tuned engine "
+            "keeps (more would deliver fewer tokens/s, serving.admission); the benchmark's other "
+            "clients queue, and the predicted TTFT includes their wait"
+        )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
     if spec and not mtp_layers(fr.model):

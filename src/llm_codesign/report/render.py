@@ -51,7 +51,11 @@ def clean(obj: Any) -> Any:
 # document adds `uncertainty` (`bands`: band id -> band, every band its points name).
 # 7: the engine constants in `assumptions` add `pp_prefill_overlap` (whether one prompt's
 # chunks overlap across pipeline stages).
-SCHEMA_VERSION = 7
+# 8: `estimate` (aggregated; null when disaggregated) and `frontier` points and `best` add
+# `running_concurrency`: the sequences a replica runs at once (the memory cap, or the batch
+# limit a tuned engine keeps, serving.admission; clients beyond it queue); launch files set the
+# engine's batch limit to it.
+SCHEMA_VERSION = 8
 
 
 def to_json(obj: Any) -> str:
