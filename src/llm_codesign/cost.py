@@ -175,12 +175,25 @@ def gemm_shape_efficiency(
         # less the decode rows: a count a rounding error above a tile boundary is on it)
         tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
         tiles = np.maximum(tiles, 1e-9)
-        # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS and
-        # CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K per split
-        splits = np.clip(np.floor(slots / tiles), 1.0, np.maximum(np.floor(k / SPLIT_K_MIN), 1.0))
-        waves = np.ceil(tiles * splits / slots - 1e-9)
+
+        def issued_at(t: Array) -> Array:
+            # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
+            # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each
+            splits = np.clip(np.floor(slots / t), 1.0, np.maximum(np.floor(k / SPLIT_K_MIN), 1.0))
+            waves = np.ceil(t * splits / slots - 1e-9)
+            return waves * slots * tm * tn * (k / splits + k0)
+
+        if routed:
+            # a launch has a whole number of tiles, chosen (splits, waves) on that number: the
+            # expected work over the two whole counts around the expected one (the narrowest
+            # spread with that mean), so a fraction of a tile does not switch the split
+            lo_t = np.maximum(np.floor(tiles), 1.0)
+            w = np.clip(tiles - lo_t, 0.0, 1.0)
+            issued = (1.0 - w) * issued_at(lo_t) + w * issued_at(lo_t + 1.0)
+            issued = np.where(tiles >= 1.0, issued, issued_at(tiles))
+        else:
+            issued = issued_at(tiles)
         useful = m * n * np.maximum(groups, 1e-9) * k
-        issued = waves * slots * tm * tn * (k / splits + k0)
         eff = useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
         best = np.maximum(best, eff)
     align = 16.0 / elem_bytes
