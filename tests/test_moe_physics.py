@@ -101,21 +101,24 @@ def test_tp_only_moe_has_no_rank_imbalance():
 def test_chunked_prefill_conserves_tokens():
     eng = BASE
     # one replica, 1024-token prompts, 128 prompt tokens per step: a full prompt every 8 steps
-    share, total, rank = chunked_prefill(eng, 1024.0, 8, False, 64.0, 128.0)
+    share, total, rank, base = chunked_prefill(eng, 1024.0, 8, False, 64.0, 128.0)
     assert float(share) == pytest.approx(1 / 8) and float(total) == pytest.approx(1024.0)
-    assert float(rank) == pytest.approx(1024.0)
+    assert float(rank) == pytest.approx(1024.0) and float(base) == 0.0
     # attention-DP over 8 ranks: each rank prefills with f = 16/1024 per step
-    share, total, rank = chunked_prefill(eng, 1024.0, 8, True, 64.0, 128.0)
+    share, total, rank, base = chunked_prefill(eng, 1024.0, 8, True, 64.0, 128.0)
     f = 16 / 1024
     assert float(share) == pytest.approx(1 - (1 - f) ** 8)
     assert float(share * total) == pytest.approx(128.0)  # conserved
-    assert float(rank) == pytest.approx(1024.0)
-    # demand beyond a chunk: every step carries prompt tokens (the fluid limit)
-    share, total, _ = chunked_prefill(eng, 1024.0, 1, False, 0.0, 3000.0)
-    assert float(share) == 1.0 and float(total) == pytest.approx(3000.0)
+    assert float(rank) == pytest.approx(1024.0) and float(base) == 0.0
+    # demand beyond a prompt: whole prompts, 2 or 3 of 1024 tokens, (3000 - 2048) / 1024 of
+    # the steps carrying 3 (by hand: 0.9297 x 3072 + 0.0703 x 2048 = 3000)
+    share, total, _, base = chunked_prefill(eng, 1024.0, 1, False, 0.0, 3000.0)
+    assert float(share) == pytest.approx((3000 - 2048) / 1024)
+    assert float(total) == 3072.0 and float(base) == 2048.0
+    assert float(share * total + (1 - share) * base) == pytest.approx(3000.0)
     # long prompts are chunked at the budget (max_num_tokens less the decode tokens)
-    share, total, _ = chunked_prefill(eng, 32768.0, 1, False, 192.0, 100.0)
-    assert float(total) == pytest.approx(eng.max_num_tokens - 192.0)
+    share, total, _, base = chunked_prefill(eng, 32768.0, 1, False, 192.0, 100.0)
+    assert float(total) == pytest.approx(eng.max_num_tokens - 192.0) and float(base) == 0.0
 
 
 def _tpot(eng, **kw):

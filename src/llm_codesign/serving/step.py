@@ -101,17 +101,21 @@ def chunked_prefill(
     attention_dp: Array | bool,
     decode_tokens: Array | float,
     prefill_tokens: Array | float,
-) -> tuple[Array, Array, Array]:
+) -> tuple[Array, Array, Array, Array]:
     """Discrete chunked prefill of a replica admitting ``prefill_tokens`` prompt tokens per step
-    on average: (share of steps that carry prompt tokens, the replica's prompt tokens in such
-    a step, the busiest attention rank's prompt tokens in such a step).
+    on average: (share of steps that carry the chunk, the replica's prompt tokens in such a
+    step, the busiest attention rank's prompt tokens in such a step, the replica's prompt
+    tokens in the other steps).
 
     A scheduler (one per attention-DP rank, else one per replica) prefills a prompt in chunks
     of min(ISL, budget), budget = ``max_num_tokens`` less the step's decode tokens (at least a
     tenth of it); several prompts share a step once the mean demand exceeds a chunk. A rank
     carries a chunk in a share f = demand / chunk of steps; under attention-DP with R ranks a
     step carries prompt tokens with probability 1 - (1 - f)^R, and then the busiest rank holds
-    one chunk. Token totals are conserved: share x tokens per prefill step = the mean demand.
+    one chunk. Past one prompt per step, a lone scheduler (no attention-DP) takes whole
+    prompts: k x ISL or (k + 1) x ISL tokens (at most the budget) in the shares that keep the
+    mean, not a fraction of a prompt in every step. Token totals are conserved: share x tokens
+    per prefill step + (1 - share) x the other steps' tokens = the mean demand.
 
     Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
     chunk in one step of eight.
@@ -122,12 +126,26 @@ def chunked_prefill(
     budget = np.maximum(
         cap - np.asarray(decode_tokens, dtype=float) / ranks, PROMPT_BUDGET_FLOOR * cap
     )
-    chunk = np.maximum(np.minimum(np.maximum(np.asarray(isl, dtype=float), demand), budget), demand)
+    isl_a = np.asarray(isl, dtype=float)
+    chunk = np.maximum(np.minimum(np.maximum(isl_a, demand), budget), demand)
     f = np.where(chunk > 0, demand / np.maximum(chunk, 1e-30), 0.0)
     share = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), ranks)
     safe = np.maximum(share, 1e-30)
     total = np.where(share > 0, demand * ranks / safe, 0.0)
-    return share, total, np.where(share > 0, chunk, 0.0)
+    rank = np.where(share > 0, chunk, 0.0)
+    # one scheduler taking more than a prompt per step, within its budget (pipeline
+    # micro-batches can carry more): whole prompts, k or k + 1 of them (the last one chunked
+    # at the budget), in the shares that keep the mean demand
+    whole = (ranks == 1.0) & (demand > isl_a) & (demand <= budget)
+    if not np.any(whole):
+        return share, total, rank, np.zeros(np.shape(total))
+    low = np.minimum(np.floor(demand / np.maximum(isl_a, 1e-30) + 1e-9) * isl_a, demand)
+    high = np.minimum(low + isl_a, budget)
+    w = np.where(high > low, (demand - low) / np.maximum(high - low, 1e-30), 0.0)
+    w = np.clip(w, 0.0, 1.0)
+    share = np.where(whole, w, share)
+    total = np.where(whole, np.where(w > 0, high, low), total)
+    return share, total, np.where(whole, total, rank), np.where(whole, low, 0.0)
 
 
 def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:
@@ -223,8 +241,8 @@ def pipelined_step(
     if not np.any(pre > 0):
         stage, hops = priced(pre, None)
     else:  # discrete chunks: a mixture of decode-only steps and steps carrying a chunk
-        share, pre_on, rank_on = chunked_prefill(eng, isl, tp, attention_dp, dec_tokens, pre)
-        plain, hops_plain = priced(np.zeros_like(pre_on), None)
+        share, pre_on, rank_on, base = chunked_prefill(eng, isl, tp, attention_dp, dec_tokens, pre)
+        plain, hops_plain = priced(base, None)
         chunked, hops_chunk = priced(pre_on, rank_on)
         stage = _mix(plain, chunked, share)
         hops = (1.0 - share) * hops_plain + share * hops_chunk
