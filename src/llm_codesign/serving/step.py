@@ -7,8 +7,9 @@ Pipeline parallelism splits a replica's tokens into pp micro-batches, each stage
 L / pp layers: step = pp x stage time + (pp - 1) activation transfers.
 
 Chunked prefill is discrete (Sarathi-Serve): a step carries either no prompt tokens or a chunk
-of up to ``max_num_tokens`` (:func:`chunked_prefill`), so the mean step is a mixture of a pure
-decode step and a step with a chunk, not a fluid share of prefill spread over every step.
+of up to ``max_num_tokens`` (:func:`chunked_prefill`; past one prompt per step, k or k + 1
+whole prompts), so the mean step is a mixture of two steps, not a fluid share of prefill
+spread over every step.
 Under attention-DP the chunk lands on one rank while the others wait at the MoE collectives.
 """
 
