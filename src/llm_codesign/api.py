@@ -427,9 +427,9 @@ def mixer_savings(
     mine = _scalar(kv_bytes_per_sequence_per_gpu(m, prec, ctx, *axes))
     base = _scalar(kv_bytes_per_sequence_per_gpu(dense, prec, ctx, *axes))
     attn = est.breakdown["decode"]["attention"]
-    axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
+    plan_axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
     base_step = pipelined_step(
-        dense, prec, hw, eng, **axes, isl=wl.isl, osl=wl.osl, decode_seqs=running
+        dense, prec, hw, eng, **plan_axes, isl=wl.isl, osl=wl.osl, decode_seqs=running
     )
     base_attn = _scalar(base_step.by_class["attention"])
     return {

@@ -259,10 +259,11 @@ def _key_ids(cols: list[Array]) -> tuple[Array, Array]:
     """A dense id per distinct row of the columns ``cols`` (equal length), and the first
     position of each id."""
     code = np.zeros(cols[0].size, dtype=np.int64)
+    first = np.zeros(1, dtype=np.int64)
     for c in cols:
         _, inv = np.unique(c, return_inverse=True)
         code = code * (int(inv.max()) + 1) + inv.ravel()
-        _, code = np.unique(code, return_inverse=True)  # keep the code small
+        # relabelled densely after each column (the code stays below the row count squared)
+        _, first, code = np.unique(code, return_index=True, return_inverse=True)
         code = code.ravel()
-    ids, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    return inv.ravel(), first
+    return code, first
