@@ -121,6 +121,22 @@ def test_chunked_prefill_conserves_tokens():
     assert float(total) == pytest.approx(eng.max_num_tokens - 192.0) and float(base) == 0.0
 
 
+def test_pipeline_micro_batches_each_fill_their_own_budget():
+    """Two micro-batches, each a batch of its own under max_num_tokens (8,192 here): 14,000
+    prompt tokens of 8,192-token prompts and 240 decode rows per step. Per micro-batch 7,000
+    prompt tokens and 120 decode rows, a budget of 8,072: one chunk of 8,072 tokens in
+    7,000 / 8,072 of the micro-batch steps (by hand), not 14,000 tokens spread over both."""
+    eng = BASE.with_overrides(max_num_tokens=8192)
+    share, total, rank, base = chunked_prefill(eng, 8192.0, 4, False, 240.0, 14000.0, 2.0)
+    assert float(share) == pytest.approx(7000 / 8072)
+    assert float(total) == pytest.approx(2 * 8072.0) and float(rank) == float(total)
+    assert float(base) == 0.0
+    assert float(share * total) == pytest.approx(14000.0)  # conserved
+    # one micro-batch: the demand is past the budget, carried in every step as before
+    share, total, _, _ = chunked_prefill(eng, 8192.0, 4, False, 240.0, 14000.0)
+    assert float(share) == 1.0 and float(total) == pytest.approx(14000.0)
+
+
 def _tpot(eng, **kw):
     plan = dict(tp=8, ep=8, attention_dp=True, isl=1024, osl=1024, concurrency=256)
     plan.update(kw)

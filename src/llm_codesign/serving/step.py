@@ -102,15 +102,17 @@ def chunked_prefill(
     attention_dp: Array | bool,
     decode_tokens: Array | float,
     prefill_tokens: Array | float,
+    micro_batches: Array | float = 1.0,
 ) -> tuple[Array, Array, Array, Array]:
     """Discrete chunked prefill of a replica admitting ``prefill_tokens`` prompt tokens per step
     on average: (share of steps that carry the chunk, the replica's prompt tokens in such a
     step, the busiest attention rank's prompt tokens in such a step, the replica's prompt
     tokens in the other steps).
 
-    A scheduler (one per attention-DP rank, else one per replica) prefills a prompt in chunks
-    of min(ISL, budget), budget = ``max_num_tokens`` less the step's decode tokens (at least a
-    tenth of it); several prompts share a step once the mean demand exceeds a chunk. A rank
+    A scheduler (one per attention-DP rank, else one per replica) fills each of the step's
+    ``micro_batches`` pipeline micro-batches as its own batch: it prefills a prompt in chunks
+    of min(ISL, budget), budget = ``max_num_tokens`` less the micro-batch's decode tokens (at
+    least a tenth of it); several prompts share a step once the mean demand exceeds a chunk. A rank
     carries a chunk in a share f = demand / chunk of steps; under attention-DP with R ranks a
     step carries prompt tokens with probability 1 - (1 - f)^R, and then the busiest rank holds
     one chunk. Past one prompt per step, a lone scheduler (no attention-DP) takes whole
@@ -122,21 +124,22 @@ def chunked_prefill(
     chunk in one step of eight.
     """
     ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool)).astype(float)
-    demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / ranks
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / (ranks * micro)
     cap = float(eng.max_num_tokens)
     budget = np.maximum(
-        cap - np.asarray(decode_tokens, dtype=float) / ranks, PROMPT_BUDGET_FLOOR * cap
+        cap - np.asarray(decode_tokens, dtype=float) / (ranks * micro), PROMPT_BUDGET_FLOOR * cap
     )
     isl_a = np.asarray(isl, dtype=float)
     chunk = np.maximum(np.minimum(np.maximum(isl_a, demand), budget), demand)
     f = np.where(chunk > 0, demand / np.maximum(chunk, 1e-30), 0.0)
     share = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), ranks)
     safe = np.maximum(share, 1e-30)
-    total = np.where(share > 0, demand * ranks / safe, 0.0)
-    rank = np.where(share > 0, chunk, 0.0)
-    # one scheduler taking more than a prompt per step, within its budget (pipeline
-    # micro-batches can carry more): whole prompts, k or k + 1 of them (the last one chunked
-    # at the budget), in the shares that keep the mean demand
+    total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
+    rank = np.where(share > 0, chunk * micro, 0.0)
+    # one scheduler taking more than a prompt per micro-batch, within its budget: whole
+    # prompts, k or k + 1 of them (the last one chunked at the budget), in the shares that
+    # keep the mean demand
     whole = (ranks == 1.0) & (demand > isl_a) & (demand <= budget)
     if not np.any(whole):
         return share, total, rank, np.zeros(np.shape(total))
@@ -145,8 +148,8 @@ def chunked_prefill(
     w = np.where(high > low, (demand - low) / np.maximum(high - low, 1e-30), 0.0)
     w = np.clip(w, 0.0, 1.0)
     share = np.where(whole, w, share)
-    total = np.where(whole, np.where(w > 0, high, low), total)
-    return share, total, np.where(whole, total, rank), np.where(whole, low, 0.0)
+    total = np.where(whole, np.where(w > 0, high, low) * micro, total)
+    return share, total, np.where(whole, total, rank), np.where(whole, low * micro, 0.0)
 
 
 def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:
@@ -242,7 +245,11 @@ def pipelined_step(
     if not np.any(pre > 0):
         stage, hops = priced(pre, None)
     else:  # discrete chunks: a mixture of decode-only steps and steps carrying a chunk
-        share, pre_on, rank_on, base = chunked_prefill(eng, isl, tp, attention_dp, dec_tokens, pre)
+        # the micro-batches step_shape splits the replica's sequences into
+        micro = np.minimum(stages, np.maximum(np.asarray(decode_seqs) + pre / isl, 1.0))
+        share, pre_on, rank_on, base = chunked_prefill(
+            eng, isl, tp, attention_dp, dec_tokens, pre, micro
+        )
         plain, hops_plain = priced(base, None)
         chunked, hops_chunk = priced(pre_on, rank_on)
         stage = _mix(plain, chunked, share)
