@@ -137,6 +137,26 @@ def test_pipeline_micro_batches_each_fill_their_own_budget():
     assert float(share) == 1.0 and float(total) == pytest.approx(14000.0)
 
 
+def test_each_attention_dp_rank_has_its_own_prompt_budget():
+    """TensorRT-LLM's best-practice max-throughput run of DeepSeek-R1 on 8 x B200 (TP8 EP8
+    attention-DP, max_batch_size 896 and max_num_tokens 2,048 per rank, 7,168 clients,
+    1k/2k): each of the 8 schedulers admits up to 2,048 tokens a step, 16,384 in all. A
+    request needs ISL = 1,024 prompt tokens per OSL - 1 = 2,047 decode steps, so d decoding
+    sequences need about d / 2 prompt tokens a step: 3,584 at d = 7,168, far inside 16,384,
+    and every client decodes. One budget of 2,048 for the replica would hold d at 2,048 /
+    (1 + 1,024/2,047) = 1,365 (by hand) and queue the rest; without attention-DP one
+    scheduler does hold it at or below that."""
+    eng = load_engine("trtllm").with_overrides(max_batch_size=896, max_num_tokens=2048)
+    hw, p = load_hardware("b200"), parse_precision("nvfp4")
+    kw = dict(tp=8, ep=8, isl=1024, osl=2048, concurrency=7168.0)
+    adp = evaluate(R1, hw, p, eng, attention_dp=True, **kw)
+    assert float(adp.step_decode_seqs) > 0.99 * 7168.0
+    assert float(adp.step_prefill_tokens) <= 8 * 2048.0
+    kappa = 1024.0 * (7167.0 / 7168.0) / 2047.0
+    one = evaluate(R1, hw, p, eng.with_overrides(max_batch_size=7168), **kw)
+    assert float(one.step_decode_seqs) <= 2048.0 / (1.0 + kappa) * (1 + 1e-6)
+
+
 def _tpot(eng, **kw):
     plan = dict(tp=8, ep=8, attention_dp=True, isl=1024, osl=1024, concurrency=256)
     plan.update(kw)

@@ -64,14 +64,16 @@ def batch_limit_candidates(
     ranks. Two limits are tried for rows past a full swap-AB tiling: the batch that brings the
     rows back to the last count that fills t tiles of a width in steps of ``SWAP_AB_ROW_STEP``
     exactly, and the one at the last multiple of ``SWAP_AB_MAX_ROWS`` (one tile fewer). Rows
-    scale with the running batch; the floor keeps them at or below the target."""
+    scale with the running batch; the floor (per rank: engines bound the batch per attention-DP
+    rank) keeps them at or below the target."""
     rows = decode_rows / np.maximum(micro * ranks, 1.0)
     t = np.maximum(np.ceil(rows / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
     step = SWAP_AB_ROW_STEP * t
     fewer = (t - 1.0) * SWAP_AB_MAX_ROWS
     idx_all, limits = [], []
     for target in (np.maximum(np.floor(rows / step) * step, fewer), fewer):
-        limit = np.floor(running * target / np.maximum(rows, 1e-30))
+        # a whole number of sequences per scheduling rank (engines bound the batch per rank)
+        limit = np.floor(running / ranks * target / np.maximum(rows, 1e-30)) * ranks
         past = feasible & (target > 0) & (rows > target + 1e-6) & (limit >= 1.0)
         past = np.broadcast_to(past & (limit < running), rows.shape).ravel()
         idx = np.flatnonzero(past)
@@ -109,10 +111,31 @@ def keep_better(result: Any, idx: Array, trial: Any) -> Any:
     return type(result)(**values)
 
 
+# passes of the kernel-width search: a limit moves the rows, which can land past another
+# boundary; searching again from the kept limit makes the result a fixed point (an engine set
+# to the limit it reports is tuned no further)
+BATCH_LIMIT_PASSES = 4
+
+
 def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) -> Any:
     """``result`` (``run(*specs, **kw, **opts)``, the loop at the memory and engine caps) with
     the configurations a lower batch limit serves better solved again at that limit
-    (``run(..., batch_limit=...)``) and kept where they deliver more."""
+    (``run(..., batch_limit=...)``) and kept where they deliver more; searched again from
+    each kept limit (``BATCH_LIMIT_PASSES`` at most) until no lower limit serves better."""
+    only = None
+    for _ in range(BATCH_LIMIT_PASSES):
+        new = _batch_limit_pass(run, specs, kw, opts, result, only)
+        if new is result:
+            break
+        only = np.flatnonzero(new.output_tok_s_per_gpu != result.output_tok_s_per_gpu)
+        result = new
+    return result
+
+
+def _batch_limit_pass(
+    run: Any, specs: tuple, kw: dict, opts: dict, result: Any, only: Array | None
+) -> Any:
+    """One pass of :func:`with_batch_limit` over the flat positions ``only`` (None: all)."""
     model, hw, prec, eng = specs
     shape = result.feasible.shape
     grid = {k: np.broadcast_to(np.asarray(v), shape) for k, v in kw.items()}
@@ -125,6 +148,9 @@ def with_batch_limit(run: Any, specs: tuple, kw: dict, opts: dict, result: Any) 
         ranks,
         result.feasible,
     )
+    if only is not None:
+        pick = np.isin(idx, only)
+        idx, limit = idx[pick], limit[pick]
     if idx.size == 0:
         return result
     sub = {k: v.ravel()[idx] for k, v in grid.items()}

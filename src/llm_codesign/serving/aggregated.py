@@ -278,6 +278,7 @@ def _evaluate_running(
         drafts_at,
         eng,
         *(np.broadcast_to(x, shape).ravel() for x in (conc, isl_f, osl_f, pp, micro)),
+        np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float),
         np.broadcast_to(prefill_alone, shape).ravel(),
         yield_per_step,
     )
@@ -294,8 +295,7 @@ def _evaluate_running(
     decode_alone = step(conc, np.zeros(shape), 1.0)  # every running sequence, no prompt
     if benchmark_burst:
         # a share `ttft_burst` of the run in synchronized cohorts (docstring): the wave's mean
-        # wait before the first token, the rest of the wave stalls the decode, whose steps
-        # carry no prompt
+        # wait before the first token; the rest stalls the decode, whose steps carry no prompt
         share = eng.ttft_burst
         wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
         full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
@@ -343,7 +343,7 @@ def _evaluate_running(
     )
 
 
-def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_alone, tps):
+def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, prefill_alone, tps):
     """The closed loop's steady state at concurrency C over flat arrays (DESIGN.md's closed
     loop): the request rate X, TPOT, the step's decode/prompt mix, the TTFT a request needs
     and the residual (relative error of X).
@@ -354,7 +354,7 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
       drafts) and k tokens per step; the prompt tokens a step takes are then the other
       clients' prompts, p = X ISL T (C - 1)/C = d k ISL (C - 1) / (C (OSL - 1)), a closed form
       in d (no inner iteration), at most the step's budget B (``max_num_tokens`` per
-      micro-batch less its decode tokens);
+      micro-batch and attention-DP rank, less its decode tokens);
     * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
       chunks at the step's prefill load;
     * Little's law on the whole loop gives TTFT = C/X - (OSL - 1) T / k = (C - d)(OSL - 1) T
@@ -371,10 +371,11 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
     n = conc.size
     osl1 = np.maximum(osl - 1.0, 0.0)
     others = (conc - 1.0) / conc
-    full_budget = micro * eng.max_num_tokens
+    sched = micro * ranks  # schedulers, each with its own max_num_tokens
+    full_budget = sched * eng.max_num_tokens
     # prompt tokens per decoding sequence: p = d * kappa (0 where C = 1 or OSL = 1)
     kappa = np.where(osl1 > 0, tps * isl * others / np.maximum(osl1, 1.0), 0.0)
-    # d*: where p meets the budget B(d) = micro * max(M - d/micro, floor M)
+    # d*: where p meets the budget B(d) = S * max(M - d/S, floor M), S schedulers
     floor = PROMPT_BUDGET_FLOOR
     d_meet = full_budget / (kappa + 1.0)
     d_star = np.where(
@@ -390,9 +391,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
     def loop_at(act: Array, d: Array):
         """T, p, the decoding rows priced, the TTFT needed and g at decode population d."""
         dd = np.where(osl1[act] > 0, np.maximum(d, np.minimum(1.0, conc[act])), 0.0)
-        mm = micro[act]
-        budget = mm * np.maximum(
-            eng.max_num_tokens - dd / mm, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
+        mm, ss = micro[act], sched[act]
+        budget = ss * np.maximum(
+            eng.max_num_tokens - dd / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
         )
         p = np.where(
             osl1[act] > 0,
@@ -407,10 +408,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
         t_full = t_full_lo[act] + w * (t_full_hi[act] - t_full_lo[act])
         x_cap[act] = budget / np.maximum(isl[act] * t_full, 1e-300)
         load = np.clip(p / np.maximum(others[act] * budget, 1e-30), 0.0, 0.9)
-        chunk_steps = np.ceil(isl[act] / (budget / mm))
-        need = (0.5 + chunk_steps / (1.0 - load)) * t / tps / np.maximum(mm, 1.0) + (
-            pp[act] - 1.0
-        ) * t / tps / mm
+        chunk_steps = np.ceil(isl[act] / (budget / ss))
+        wait = 0.5 + chunk_steps / (1.0 - load)
+        need = (wait / np.maximum(mm, 1.0) + (pp[act] - 1.0) / mm) * t / tps
         # OSL = 1: the prompts' queue is inside C / X; a request needs its own prefill
         need = np.where(osl1[act] > 0, np.maximum(need, prefill_alone[act]), prefill_alone[act])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -448,10 +448,10 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, prefill_al
     if dec_idx.size:
         lo_rows = np.minimum(1.0, conc[dec_idx])
         hi_rows = np.maximum(d_hi0[dec_idx], lo_rows)
-        mm = micro[dec_idx]
+        ss = sched[dec_idx]
         for rows, ends, t_end in ((lo_rows, full_lo, t_full_lo), (hi_rows, full_hi, t_full_hi)):
-            budget = mm * np.maximum(
-                eng.max_num_tokens - rows / mm, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
+            budget = ss * np.maximum(
+                eng.max_num_tokens - rows / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
             )
             ends[dec_idx] = rows
             t_end[dec_idx] = step_at(dec_idx, rows, budget) + drafts_at(dec_idx, rows)
