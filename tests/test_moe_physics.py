@@ -157,6 +157,29 @@ def test_each_attention_dp_rank_has_its_own_prompt_budget():
     assert float(one.step_decode_seqs) <= 2048.0 / (1.0 + kappa) * (1 + 1e-6)
 
 
+def test_a_tuned_attention_dp_batch_is_whole_per_rank_and_tunes_no_further():
+    """Engines bound the batch per attention-DP rank (TensorRT-LLM's max_batch_size, SGLang's
+    max-running-requests over its dp ranks): every batch a tuned engine keeps below the clients
+    is a multiple of the 8 ranks, and an engine set to that batch (per rank) keeps it: the
+    tuned batch is a fixed point of the tuning, so a launch file reproduces its estimate."""
+    hw, p, eng = load_hardware("h200-sxm"), parse_precision("fp8"), load_engine("sglang")
+    conc = np.array([96.0, 300.0, 1000.0, 2500.0, 5000.0, 8192.0])
+    kw = dict(tp=8, ep=8, attention_dp=True, isl=1024, osl=256)
+    r = evaluate(R1, hw, p, eng, **kw, concurrency=conc)
+    limited = r.feasible & (r.running_concurrency < np.minimum(conc, r.max_concurrency) - 1e-9)
+    assert np.any(limited)
+    run = r.running_concurrency[limited]
+    np.testing.assert_array_equal(run % 8, 0.0)
+    for c, n in zip(conc[limited], run):
+        again = evaluate(
+            R1, hw, p, eng.with_overrides(max_batch_size=int(n) // 8), **kw, concurrency=c
+        )
+        assert float(again.running_concurrency) == n
+        assert float(again.output_tok_s_per_gpu) == pytest.approx(
+            float(r.output_tok_s_per_gpu[conc == c][0]), rel=1e-12
+        )
+
+
 def _tpot(eng, **kw):
     plan = dict(tp=8, ep=8, attention_dp=True, isl=1024, osl=1024, concurrency=256)
     plan.update(kw)

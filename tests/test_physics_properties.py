@@ -221,7 +221,9 @@ ROUND = [int(x) for x in ROUND_LIMITS if x <= 1024]
 )
 def test_throughput_never_falls_as_clients_are_added(case, eng, isl, osl, low, more):
     """From a round batch limit C1 to any C2 > C1 (``serving.admission.with_round_limits``:
-    the loop at C1 is one of C2's candidates, or both run the cap), evaluated apart."""
+    the loop at C1 is one of C2's candidates, or both run the cap), evaluated apart. Under
+    attention-DP the limits are round per rank: C1 is the ranks times a round number."""
+    low = low * (case[3] if case[6] else 1)
     _, _, _, a = _run(case, eng, isl, osl, low)
     _, _, _, b = _run(case, eng, isl, osl, low + more)
     if bool(a.feasible):

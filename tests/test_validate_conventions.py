@@ -99,7 +99,8 @@ def test_disaggregated_row_predicts_what_evaluate_disaggregated_gives_by_hand(tm
     rep = validate(write_csv(tmp_path / "d.csv", rows))
     assert rep.skipped == [] and len(rep.rows) == len(rows)
     # C = 576 clients over 9 decode workers: 64 each; prefill batch = 8192 // 1024 = 8 prompts
-    r = by_hand(True, False, 9, 8, 576 / 9)
+    # on each of the prefill worker's 8 attention-DP ranks: 64
+    r = by_hand(True, False, 9, 64, 576 / 9)
     assert float(r.num_gpus) == 80 and bool(r.feasible)
     want = {
         "ttft_ms": float(r.ttft_s) * 1e3,
@@ -134,8 +135,11 @@ def test_disaggregated_prefill_batch_and_fewer_clients_than_decode_workers(tmp_p
     assert got["output_tok_s_per_gpu"] == pytest.approx(
         float(r.output_tok_s_per_gpu) * used / 80, rel=1e-9
     )
-    # 8k prompts fill the 8192-token budget alone: batch 1
+    # 8k prompts fill a rank's 8192-token budget alone: one per attention-DP rank, 8 in all;
+    # without attention-DP in the prefill pool, one
     m = map_row(0, disagg_row(isl="8192"))
+    assert disaggregated_inputs(m, load_engine("trtllm"))["prefill_batch"] == 8
+    m = map_row(0, disagg_row(isl="8192", dp="P:dpattn=False/D:dpattn=False"))
     assert disaggregated_inputs(m, load_engine("trtllm"))["prefill_batch"] == 1
 
 

@@ -20,7 +20,7 @@ from ..serving.disaggregated import (
     pooled_outcome,
     prefill_workers,
 )
-from ..serving.memory import concurrency_cap, kv_context, memory_fit
+from ..serving.memory import concurrency_cap, kv_context, memory_fit, scheduling_ranks
 from .grid import concurrency_grid
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, Points
@@ -49,11 +49,13 @@ def disaggregated_points(
     if len(pl) == 0:
         return Points.concat([])
     # ---- prefill workers: plans x batch sizes ----
-    b_max = max(1, eng.max_num_tokens // isl)
-    powers = np.round(2.0 ** np.arange(0, math.log2(b_max) + 1))
-    batches = np.unique(np.minimum(powers, b_max).tolist() + [b_max])
-    pidx = np.repeat(np.arange(len(pl)), len(batches))
-    b = np.tile(batches, len(pl)).astype(float)
+    # each scheduling rank (attention-DP: every tp rank) admits max_num_tokens // ISL prompts
+    ranks = scheduling_ranks(pl.tp, pl.attention_dp).astype(int)
+    b_top = ranks * max(1, eng.max_num_tokens // isl)
+    powers = np.round(2.0 ** np.arange(0, math.log2(int(b_top.max())) + 1))
+    batches = np.unique(np.concatenate([powers, b_top]))
+    pidx, bi = np.nonzero(batches[None, :] <= b_top[:, None])
+    b = batches[bi].astype(float)
     p_tp, p_pp, p_ep, p_cp, p_adp = (v[pidx] for v in (pl.tp, pl.pp, pl.ep, pl.cp, pl.attention_dp))
     pw = prefill_workers(
         m, hw, prec, eng, tp=p_tp, pp=p_pp, ep=p_ep, cp=p_cp, attention_dp=p_adp, batch=b, isl=isl

@@ -365,6 +365,13 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             "keeps (more would deliver fewer tokens/s, serving.admission); the benchmark's other "
             "clients queue, and the predicted TTFT includes their wait"
         )
+        ranks = int(c["tp"][i]) if bool(c["attention_dp"][i]) else 1
+        if running % ranks:
+            notes.append(
+                f"{running} sequences is not a whole number per attention-DP rank ({ranks} "
+                "ranks): the engine's per-rank limit cannot hold it, so cap in-flight requests "
+                f"at {running} in front of the engine (a router or the client)"
+            )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
     if spec and not mtp_layers(fr.model):

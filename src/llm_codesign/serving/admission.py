@@ -233,7 +233,8 @@ def with_round_limits(
 
     The candidates of a client count C are the round limits below min(C, ``cap``), ``cap``
     being the batch the memory and engine caps let run (a limit at or above it changes
-    nothing).
+    nothing), from the ladder of the replica's scheduling ranks (:func:`round_limits`: under
+    attention-DP with R ranks, R times the round limits).
     The loop at each round limit a configuration (all of ``kw`` but the concurrency) needs is
     solved once (``tuned(grid, run(grid))``, the kernel-width limit included) and shared by
     every client count of a grid; C takes the best candidate where it beats the loop at C.
@@ -250,9 +251,14 @@ def with_round_limits(
     key, first = _key_ids(cols)
     nk = first.size
     feasible = result.feasible.ravel()
-    # candidates of each point: the first ``hi`` round limits
+    ranks = np.broadcast_to(scheduling_ranks(kw["tp"], kw["attention_dp"]), shape).ravel()
+    # candidates of each point: the first ``hi`` limits of its ranks' ladder
     top = np.minimum(conc, np.asarray(cap, dtype=float).ravel())
-    hi = np.where(feasible, np.searchsorted(ROUND_LIMITS, top, side="left"), 0)
+    hi = np.zeros(conc.size, dtype=np.int64)
+    for r in np.unique(ranks):
+        sel = ranks == r
+        hi[sel] = np.searchsorted(round_limits(int(r)), top[sel], side="left")
+    hi = np.where(feasible, hi, 0)
     if not np.any(hi):
         return result
     count = np.zeros(nk, dtype=np.int64)
@@ -261,7 +267,12 @@ def with_round_limits(
     owner = np.repeat(np.arange(nk), count)
     rank = np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
     grid = {k: c[first[owner]] for k, c in zip(names, cols)}
-    grid["concurrency"] = ROUND_LIMITS[rank]
+    lim = np.zeros(owner.size)
+    owner_ranks = ranks[first[owner]]
+    for r in np.unique(owner_ranks):
+        sel = owner_ranks == r
+        lim[sel] = round_limits(int(r))[rank[sel]]
+    grid["concurrency"] = lim
     at = tuned(grid, run(*specs, **grid, **opts))
     thr = np.full((nk, width), -np.inf)
     thr[owner, rank] = np.where(at.feasible, at.output_tok_s_per_gpu, -np.inf)
@@ -279,6 +290,14 @@ def with_round_limits(
     sub = {k: np.broadcast_to(np.asarray(v), shape).ravel()[idx] for k, v in kw.items()}
     trial = run(*specs, **sub, **opts, batch_limit=limit)
     return keep_better(result, idx, trial)
+
+
+def round_limits(ranks: int) -> Array:
+    """The round batch limits of a replica with ``ranks`` scheduling ranks, ascending: R x
+    ``ROUND_LIMITS`` (engines bound the batch per attention-DP rank), below R the round limits
+    themselves (fewer clients than ranks: the ones beyond the limit wait at the front end), so
+    a smaller client count's candidates are always among a larger one's."""
+    return np.concatenate([ROUND_LIMITS[ROUND_LIMITS < ranks], ranks * ROUND_LIMITS])
 
 
 def _key_ids(cols: list[Array]) -> tuple[Array, Array]:

@@ -106,8 +106,9 @@ def chunked_prefill(
 ) -> tuple[Array, Array, Array, Array]:
     """Discrete chunked prefill of a replica admitting ``prefill_tokens`` prompt tokens per step
     on average: (share of steps that carry the chunk, the replica's prompt tokens in such a
-    step, the busiest attention rank's prompt tokens in such a step, the replica's prompt
-    tokens in the other steps).
+    step, the busiest attention rank's prompt tokens in such a step summed over its
+    micro-batches, the replica's prompt tokens in the other steps). The step carrying prompt
+    tokens is to be priced split into the same ``micro_batches``.
 
     A scheduler (one per attention-DP rank, else one per replica) fills each of the step's
     ``micro_batches`` pipeline micro-batches as its own batch: it prefills a prompt in chunks
@@ -223,7 +224,9 @@ def pipelined_step(
     dec_tokens = np.asarray(decode_seqs, dtype=float) * decode_query
     pre = np.asarray(prefill_tokens, dtype=float)
 
-    def priced(prefill: Array, rank_prefill: Array | None) -> tuple[StepCost, Array]:
+    def priced(
+        prefill: Array, rank_prefill: Array | None, micro: Array | None = None
+    ) -> tuple[StepCost, Array]:
         s = step_shape(
             tp,
             pp_a,
@@ -235,8 +238,11 @@ def pipelined_step(
             decode_seqs=decode_seqs,
             prefill_tokens=prefill,
             decode_query=decode_query,
+            micro_batches=micro,
             rank_prefill_tokens=rank_prefill,
         )
+        if micro is not None:  # the micro-batches the chunks were packed into
+            s = replace(s, host_seq_share=micro / stages)
         stage = step_cost(model, prec, hw, eng, s, detail=detail, memo=memo)
         return stage, pipeline_hops(
             model, hw, prec, eng, pp_a, dec_tokens + prefill, s.micro_batches
@@ -251,7 +257,7 @@ def pipelined_step(
             eng, isl, tp, attention_dp, dec_tokens, pre, micro
         )
         plain, hops_plain = priced(base, None)
-        chunked, hops_chunk = priced(pre_on, rank_on)
+        chunked, hops_chunk = priced(pre_on, rank_on, micro)
         stage = _mix(plain, chunked, share)
         hops = (1.0 - share) * hops_plain + share * hops_chunk
     by_class = {k: v * stages for k, v in stage.by_class.items()}

@@ -16,8 +16,8 @@ predicted by ``serving.evaluate_disaggregated`` with x prefill and y decode work
 * the client concurrency C is spread over the y decode workers: C / y sequences per decode
   worker (a mean; below one worker each, it is the busy fraction);
 * a prefill worker packs prompts up to the engine's chunk budget, max_num_tokens // ISL of them
-  (at least 1), but never more than the ceil(C / x) prompts the clients can have outstanding
-  per prefill worker;
+  (at least 1) per scheduling rank (every tp rank under attention-DP), but never more than the
+  ceil(C / x) prompts the clients can have outstanding per prefill worker;
 * per-GPU metrics divide by all prefill + decode GPUs, except where the row's note says the
   value divides by the decode GPUs only (InferenceX's newer ``output_tput_per_gpu`` for
   disaggregated runs does: its total-to-output ratio is (ISL + OSL) / OSL x decode / all GPUs).

@@ -124,11 +124,14 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     client concurrency C spread over the y decode workers (C / y each; with fewer clients than
     workers, C busy workers of one sequence each: a sequence's step is never a fraction of one,
     and the idle workers still count in the per-GPU metrics, see ``_predict_disaggregated``),
-    and prefill batches of max_num_tokens // ISL prompts (at least 1, at most the ceil(C / x)
-    the clients can have outstanding per prefill worker)."""
+    and prefill batches of max_num_tokens // ISL prompts per scheduling rank (at least 1, at
+    most the ceil(C / x) the clients can have outstanding per prefill worker)."""
     p = r.pools
     assert p is not None
-    budget = max(1, eng.max_num_tokens // r.isl)
+    prefill = p.axes("prefill")
+    # each scheduling rank of a prefill worker admits max_num_tokens // ISL prompts
+    ranks = int(scheduling_ranks(np.asarray(prefill["tp"]), np.asarray(prefill["attention_dp"])))
+    budget = ranks * max(1, eng.max_num_tokens // r.isl)
     outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
     busy = min(float(p.decode_workers), max(r.load, 1.0))
     return {
