@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..specs.engine import EngineConstants, load_engine
+from ..specs.engine import ADP_BALANCE_MAX_ITERS, EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
@@ -245,6 +245,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     if "max_len" in by:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
+    _adp_balance(by, adp, sv, note, skip)
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(
@@ -267,6 +268,47 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by[name], f"checked: {name.replace('_', ' ')}")
     sv.spec_tokens = _spec_tokens(by, m, note)
     return sv
+
+
+# TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) when enable_balance is on
+ADP_BALANCE_DEFAULTS = {"adp_timeout": 50, "adp_batching_wait": 10}
+
+
+def _adp_balance(by: dict[str, Setting], adp: bool, sv: Server, note: Any, skip: Any) -> None:
+    """TensorRT-LLM's ``attention_dp_config``: with ``enable_balance`` on and attention-DP,
+    the engine's ``adp_balance_timeout_iters`` / ``adp_balance_wait_iters`` (TensorRT-LLM's
+    defaults 50 / 10 where the file leaves them out); otherwise the executor waits for nothing
+    and the keys are ignored with that reason."""
+    keys = [k for k in ("adp_balance", "adp_timeout", "adp_batching_wait") if k in by]
+    if not keys:
+        return
+    on = as_bool(by["adp_balance"]) if "adp_balance" in by else False
+    if not (on and adp):
+        why = (
+            "attention-DP context balance off (enable_balance is false, TensorRT-LLM's default)"
+            if adp
+            else "no attention-DP: the context balance has no ranks to balance"
+        )
+        for k in keys:
+            skip(by[k], why)
+        return
+    values = {}
+    for k, name in (("adp_timeout", "adp_balance_timeout_iters"),
+                     ("adp_batching_wait", "adp_balance_wait_iters")):  # fmt: skip
+        v = as_int(by[k], 0) if k in by else ADP_BALANCE_DEFAULTS[k]
+        if v > ADP_BALANCE_MAX_ITERS:
+            raise SpecError(
+                f"{by[k].origin}: expected an integer in [0, {ADP_BALANCE_MAX_ITERS}] iterations"
+            )
+        sv.engine[name] = values[k] = v
+    note(
+        by["adp_balance"],
+        f"engine adp_balance_timeout_iters={values['adp_timeout']}, "
+        f"adp_balance_wait_iters={values['adp_batching_wait']} (attention-DP context balance)",
+    )
+    for k in ("adp_timeout", "adp_batching_wait"):
+        if k in by:
+            note(by[k], "read with enable_balance")
 
 
 def _spec_tokens(by: dict[str, Setting], m: ModelSpec, note: Any) -> int:

@@ -82,6 +82,13 @@ def _trtllm_config(
     )
     if m.moe:
         cfg["moe_config"] = {"backend": trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp)}
+    eng = x.fr.engine
+    if adp and not role and eng.adp_balance_timeout_iters > 0:  # the engine's context balance
+        cfg["attention_dp_config"] = {
+            "enable_balance": True,
+            "timeout_iters": eng.adp_balance_timeout_iters,
+            "batching_wait_iters": eng.adp_balance_wait_iters,
+        }
     if x.spec and mtp_layers(m):
         cfg["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": x.spec}
     if cp > 1:

@@ -55,7 +55,9 @@ def clean(obj: Any) -> Any:
 # `running_concurrency`: the sequences a replica runs at once (the memory cap, or the batch
 # limit a tuned engine keeps, serving.admission; clients beyond it queue); launch files set the
 # engine's batch limit to it.
-SCHEMA_VERSION = 8
+# 9: the engine constants in `assumptions` add `adp_balance_timeout_iters` and
+# `adp_balance_wait_iters` (TensorRT-LLM's attention-DP context balance; 0: off).
+SCHEMA_VERSION = 9
 
 
 def to_json(obj: Any) -> str:

@@ -39,6 +39,7 @@ from .memory import (
 )
 from .step import (
     PROMPT_BUDGET_FLOOR,
+    adp_balance_window,
     draft_time,
     lone_prompt_passes,
     pipeline_hops,
@@ -224,18 +225,9 @@ def _evaluate_running(
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
     pre_shape = step_shape(
-        tp,
-        pp,
-        ep,
-        cp,
-        adp,
-        isl=isl_f,
-        osl=osl_f,
-        prefill_tokens=chunk,
-        prefill_seqs=1.0 / n_chunks,
-        micro_batches=1.0,
-        rank_prefill_tokens=chunk,
-    )
+        tp, pp, ep, cp, adp, isl=isl_f, osl=osl_f, prefill_tokens=chunk,
+        prefill_seqs=1.0 / n_chunks, micro_batches=1.0, rank_prefill_tokens=chunk,
+    )  # fmt: skip
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = lone_prompt_passes(eng, n_chunks, pp) * pre_cost.total_s
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
@@ -356,7 +348,8 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
       in d (no inner iteration), at most the step's budget B (``max_num_tokens`` per
       micro-batch and attention-DP rank, less its decode tokens);
     * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
-      chunks at the step's prefill load;
+      chunks at the step's prefill load, plus half a round's window under an attention-DP
+      context balance (``serving.step.adp_balance_window``);
     * Little's law on the whole loop gives TTFT = C/X - (OSL - 1) T / k = (C - d)(OSL - 1) T
       / (d k). g(d) = that - TTFT needed falls from +inf (d -> 0) to -TTFT (d = C): the root is
       unique, found by Illinois regula falsi on a bracket (started from d's image under the
@@ -411,6 +404,7 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
         chunk_steps = np.ceil(isl[act] / (budget / ss))
         wait = 0.5 + chunk_steps / (1.0 - load)
         need = (wait / np.maximum(mm, 1.0) + (pp[act] - 1.0) / mm) * t / tps
+        need += 0.5 * adp_balance_window(eng, ranks[act], isl[act], p, dd) * t  # ADP balance
         # OSL = 1: the prompts' queue is inside C / X; a request needs its own prefill
         need = np.where(osl1[act] > 0, np.maximum(need, prefill_alone[act]), prefill_alone[act])
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -103,6 +103,7 @@ def chunked_prefill(
     decode_tokens: Array | float,
     prefill_tokens: Array | float,
     micro_batches: Array | float = 1.0,
+    decode_seqs: Array | float | None = None,
 ) -> tuple[Array, Array, Array, Array]:
     """Discrete chunked prefill of a replica admitting ``prefill_tokens`` prompt tokens per step
     on average: (share of steps that carry the chunk, the replica's prompt tokens in such a
@@ -121,6 +122,12 @@ def chunked_prefill(
     mean, not a fraction of a prompt in every step. Token totals are conserved: share x tokens
     per prefill step + (1 - share) x the other steps' tokens = the mean demand.
 
+    Under TensorRT-LLM's attention-DP context balance (``adp_balance_window`` W > 0, with
+    ``decode_seqs`` decoding) the ranks prefill together once every W iterations: a rank holds
+    the prompts of its window, m = d W / ISL on average, and the busiest m + sqrt(2 m ln R)
+    (at least one), prefilled in steps of at most the budget: a share max(1, busiest / budget)
+    / W of steps carries prompt tokens, the busiest rank's at most the budget.
+
     Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
     chunk in one step of eight.
     """
@@ -138,6 +145,22 @@ def chunked_prefill(
     safe = np.maximum(share, 1e-30)
     total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
     rank = np.where(share > 0, chunk * micro, 0.0)
+    seqs = np.asarray(decode_tokens if decode_seqs is None else decode_seqs, dtype=float)
+    window = adp_balance_window(eng, ranks, isl_a, np.asarray(prefill_tokens, dtype=float), seqs)
+    if np.any(window > 0):
+        # balanced rounds: every rank prefills its window's prompts in the same steps; the
+        # busiest rank holds the most of R Poisson counts of mean m = d W / ISL prompts,
+        # m + sqrt(2 m ln R) (balls into bins, Raab & Steger 1998), at least one prompt
+        mean = demand * window / np.maximum(isl_a, 1e-30)
+        most = mean + np.sqrt(2.0 * mean * np.log(np.maximum(ranks, 1.0)))
+        held = np.maximum(isl_a, most * isl_a)
+        rounds = np.maximum(held / budget, 1.0)
+        b_share = np.minimum(rounds / np.maximum(window, 1e-30), 1.0)
+        b_on = window > 0
+        share = np.where(b_on & (demand > 0), b_share, share)
+        safe = np.maximum(share, 1e-30)
+        total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
+        rank = np.where(b_on & (demand > 0), np.minimum(held, budget) * micro, rank)
     # one scheduler taking more than a prompt per micro-batch, within its budget: whole
     # prompts, k or k + 1 of them (the last one chunked at the budget), in the shares that
     # keep the mean demand
@@ -151,6 +174,52 @@ def chunked_prefill(
     share = np.where(whole, w, share)
     total = np.where(whole, np.where(w > 0, high, low) * micro, total)
     return share, total, np.where(whole, total, rank), np.where(whole, low * micro, 0.0)
+
+
+def adp_balance_window(
+    eng: EngineConstants,
+    ranks: Array | float,
+    isl: Array | float,
+    prefill_tokens: Array | float,
+    decode_seqs: Array | float,
+) -> Array:
+    """Iterations from one attention-DP context round to the next under TensorRT-LLM's
+    attention-DP context balance (``EngineConstants.adp_balance_timeout_iters`` T > 0), for a
+    replica admitting ``prefill_tokens`` prompt tokens per iteration on ``ranks`` attention-DP
+    ranks; 0 where the balance holds nothing back.
+
+    TensorRT-LLM (``PyExecutor._balance_adp_requests``; tech blog 10, "ADP Balance Strategy")
+    holds every context request back, while every rank has a request decoding, until every
+    rank holds one: then, after ``batching_wait_iters`` b more iterations, all ranks prefill
+    in the same iteration; or after T iterations counted from the last round. A new request
+    goes to the least-loaded rank, which in a loop at its batch limit is the rank a request
+    just left, so each rank gains context requests as its own arrival stream of lambda / R per
+    iteration (lambda = prompts per iteration = prefill_tokens / ISL). Every rank holds one after
+    the coupon collector's (R / lambda) H_R iterations, H_R = 1 + 1/2 + ... + 1/R, so
+
+        W = (R / lambda) H_R + b  where that is under T, else T,
+
+    and a request waits W / 2 iterations on average for its round. Nothing waits where some
+    rank has nothing to decode (fewer decoding sequences than ranks: the executor then lets
+    contexts through), nor without attention-DP.
+
+    Example: 8 ranks, one 1024-token prompt per 4 iterations (256 tokens per iteration), T 60:
+    32 x 2.718 = 87 iterations to cover every rank, so W = 60.
+    """
+    shape = np.broadcast(ranks, isl, prefill_tokens, decode_seqs).shape
+    timeout = float(eng.adp_balance_timeout_iters)
+    if timeout <= 0:
+        return np.zeros(shape)
+    r = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
+    whole = np.maximum(np.rint(r).astype(np.int64), 1)
+    harmonic = np.cumsum(1.0 / np.arange(1, int(whole.max()) + 1))[whole - 1]
+    lam = np.asarray(prefill_tokens, dtype=float) / np.maximum(np.asarray(isl, dtype=float), 1.0)
+    with np.errstate(divide="ignore"):
+        cover = np.where(lam > 0, r / np.maximum(lam, 1e-300) * harmonic, np.inf)
+    window = np.where(cover < timeout, cover + float(eng.adp_balance_wait_iters), timeout)
+    # every rank decoding: at least R sequences (a linear ramp over the last one)
+    decoding = np.clip(np.asarray(decode_seqs, dtype=float) - (r - 1.0), 0.0, 1.0)
+    return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
 
 
 def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:
@@ -254,7 +323,7 @@ def pipelined_step(
         # the micro-batches step_shape splits the replica's sequences into
         micro = np.minimum(stages, np.maximum(np.asarray(decode_seqs) + pre / isl, 1.0))
         share, pre_on, rank_on, base = chunked_prefill(
-            eng, isl, tp, attention_dp, dec_tokens, pre, micro
+            eng, isl, tp, attention_dp, dec_tokens, pre, micro, decode_seqs
         )
         plain, hops_plain = priced(base, None)
         chunked, hops_chunk = priced(pre_on, rank_on, micro)

@@ -102,6 +102,13 @@ class EngineConstants:
         pp_prefill_overlap: under pipeline parallelism the engine runs the chunks of one prompt
             in successive micro-batches without waiting for the previous chunk to leave the
             last stage (a lone prompt of n chunks takes n + pp - 1 stage times, else n x pp).
+        adp_balance_timeout_iters: TensorRT-LLM's attention-DP context balance
+            (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
+            attention-DP rank decodes, a context request waits until every rank holds one, at
+            most this many iterations, and then all ranks prefill in the same iteration
+            (``serving.step.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
+        adp_balance_wait_iters: the balance's ``batching_wait_iters``: iterations it waits
+            further, once every rank holds a context request, to gather more of them.
     """
 
     id: str
@@ -128,6 +135,8 @@ class EngineConstants:
     ttft_burst: float
     moe_partial_ep: bool
     pp_prefill_overlap: bool
+    adp_balance_timeout_iters: int
+    adp_balance_wait_iters: int
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
@@ -141,6 +150,8 @@ class EngineConstants:
         return d
 
 
+ADP_BALANCE_FIELDS = ("adp_balance_timeout_iters", "adp_balance_wait_iters")
+ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the balance's waits (iterations), not a fact
 FRACTIONS = (
     "attn_prefill_efficiency",
     "attn_decode_efficiency",
@@ -191,6 +202,13 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
+    for name in ("adp_balance_timeout_iters", "adp_balance_wait_iters"):
+        v = getattr(c, name)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= ADP_BALANCE_MAX_ITERS:
+            raise SpecError(
+                f"{where}: {name}={v!r} must be a whole number of iterations in "
+                f"[0, {ADP_BALANCE_MAX_ITERS}]"
+            )
 
 
 def engine_from_mapping(
@@ -217,6 +235,8 @@ def _from_mapping(
             continue
         if x.name not in data and base is not None:
             kwargs[x.name] = getattr(base, x.name)
+        elif x.name in ADP_BALANCE_FIELDS:
+            kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
         elif x.name in ("moe_comm", "kv_admission"):

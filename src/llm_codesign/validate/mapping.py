@@ -25,7 +25,7 @@ from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_t
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
-from .recipes import TRTLLM_BENCH
+from .recipes import INFERENCEX_ADP_BALANCE, INFERENCEX_TRTLLM, TRTLLM_BENCH
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -415,6 +415,12 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         mode = "static" if "static" in fw.lower() else "concurrency"
         load = float(c)
     engine = engine_for_framework(fw)
+    if engine == "trtllm" and adp and mode == "concurrency" and pools is None and _inferencex(row):
+        recipe = INFERENCEX_TRTLLM
+        notes.append(
+            "InferenceX's TensorRT-LLM recipe: attention-DP context balance, timeout_iters "
+            f"{INFERENCEX_ADP_BALANCE['adp_balance_timeout_iters']} (validate.recipes)"
+        )
     spec = speculative(row.get("notes", ""), engine, bool(adp), model)
     if isinstance(spec, str):
         return spec
@@ -460,6 +466,13 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         offered_rate=offered,
         requests=n_requests,
         recipe=recipe,
+    )
+
+
+def _inferencex(row: dict[str, str]) -> bool:
+    """Whether a row is an InferenceX result (its source id, or a run link in its notes)."""
+    return row["source_id"].lower().startswith("inferencex") or (
+        "SemiAnalysisAI/InferenceX" in row.get("notes", "")
     )
 
 

@@ -37,7 +37,7 @@ from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .mapping import THROUGHPUT_METRICS, MappedRow
-from .recipes import recipe_engine
+from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
 
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
@@ -285,15 +285,18 @@ def predict_rows(
     each distinct serving input is evaluated once, whatever the metrics asked of it."""
     preds = np.full(len(rows), np.nan)
     notes = [""] * len(rows)
-    groups: dict[tuple[str, str, str, str, int, float], list[int]] = {}
+    groups: dict[tuple[str, str, str, str, int, float, str], list[int]] = {}
     for j, r in enumerate(rows):
-        key = (r.model, r.hardware, r.precision, r.engine, r.spec_tokens, r.spec_acceptance)
+        # a recipe's scheduler settings apply to its rows alone (``validate.recipes``)
+        how = "" if r.recipe == TRTLLM_BENCH else r.recipe
+        key = (r.model, r.hardware, r.precision, r.engine, r.spec_tokens, r.spec_acceptance, how)
         groups.setdefault(key, []).append(j)
-    for (mid, hid, pid, eid, k_spec, a_spec), idx in groups.items():
+    for (mid, hid, pid, eid, k_spec, a_spec, how), idx in groups.items():
         model = load_model(mid)
         hw = (hw_override or {}).get(hid) or load_hardware(hid)
         prec = parse_precision(pid)
         eng = engine_override or (engines or {}).get(eid) or load_engine(eid)
+        eng = recipe_behaviour(how, eng)
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
         # request-rate rows and percentile metrics: the request simulator
         sim = [j for j in idx if simulated(rows[j])]

@@ -47,6 +47,12 @@ from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 
 TRTLLM_BENCH = "trtllm-bench"
+# InferenceX's TensorRT-LLM aggregated DeepSeek-R1 runs (SemiAnalysisAI/InferenceX
+# benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh @ 1fc5d73):
+# with attention-DP their extra LLM-API options set ``attention_dp_config: enable_balance:
+# true, timeout_iters: 60, batching_wait_iters: 0`` (TensorRT-LLM's default is no balance)
+INFERENCEX_TRTLLM = "inferencex-trtllm"
+INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
@@ -117,6 +123,14 @@ def recipe_engine(
     """``eng`` with the limits the row's benchmark recipe ran with (``eng`` itself without a
     recipe)."""
     if recipe != TRTLLM_BENCH:
-        return eng
+        return recipe_behaviour(recipe, eng)
     batch, tokens = trtllm_bench_limits(model, hw, prec, tp, pp, isl, osl)
     return replace(eng, max_batch_size=batch, max_num_tokens=tokens)
+
+
+def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
+    """``eng`` with the scheduler settings a recipe states whatever the row's shape (InferenceX's
+    attention-DP context balance); ``eng`` itself for any other recipe."""
+    if recipe == INFERENCEX_TRTLLM:
+        return replace(eng, **INFERENCEX_ADP_BALANCE)
+    return eng

@@ -1,0 +1,182 @@
+"""TensorRT-LLM's attention-DP context balance (issue 11): the round window by hand (coupon
+collector and timeout), balanced prompt rounds in the step (token conservation, the busiest
+rank by balls into bins), its TTFT in the closed loop, where it does nothing, the InferenceX
+recipe that turns it on, and the engine fields' checks."""
+
+import math
+
+import numpy as np
+import pytest
+
+from llm_codesign import load_hardware, load_model, parse_precision
+from llm_codesign.errors import SpecError
+from llm_codesign.serving import evaluate
+from llm_codesign.serving.step import adp_balance_window, chunked_prefill
+from llm_codesign.specs.engine import engine_from_mapping, load_engine
+from llm_codesign.validate import map_row
+from llm_codesign.validate.recipes import INFERENCEX_TRTLLM, recipe_behaviour
+
+BASE = load_engine("base")
+ON = BASE.with_overrides(adp_balance_timeout_iters=60, adp_balance_wait_iters=0)
+H8 = 1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8  # 761 / 280
+
+
+def window(eng, ranks, isl, prompt_tokens, decoding):
+    return float(adp_balance_window(eng, ranks, isl, prompt_tokens, decoding))
+
+
+def test_round_window_by_hand():
+    # one 1024-token prompt per 4 iterations on 8 ranks: every rank holds one after
+    # (8 / 0.25) x H_8 = 86.97 iterations, past the timeout of 60
+    assert window(ON, 8, 1024, 256, 64) == 60.0
+    # one prompt per iteration: 8 x H_8 = 21.74 iterations, plus the batching wait
+    assert window(ON, 8, 1024, 1024, 64) == pytest.approx(8 * H8)
+    waited = ON.with_overrides(adp_balance_wait_iters=10)
+    assert window(waited, 8, 1024, 1024, 64) == pytest.approx(8 * H8 + 10)
+    # the batching wait only follows full coverage: at the timeout it is not added
+    assert window(waited, 8, 1024, 256, 64) == 60.0
+
+
+def test_no_round_window_where_the_executor_lets_contexts_through():
+    assert window(BASE, 8, 1024, 1024, 64) == 0.0  # balance off (TensorRT-LLM's default)
+    assert window(ON, 1, 1024, 1024, 64) == 0.0  # no attention-DP
+    assert window(ON, 8, 1024, 0, 64) == 0.0  # no prompt arriving
+    assert window(ON, 8, 1024, 1024, 7) == 0.0  # a rank with nothing to decode
+    # the ramp over the last decoding sequence
+    assert window(ON, 8, 1024, 1024, 7.5) == pytest.approx(0.5 * 8 * H8)
+
+
+def test_balanced_rounds_conserve_tokens_and_size_the_busiest_rank():
+    """8 ranks, 1024-token prompts, 1024 prompt tokens per iteration (128 per rank), 64
+    decoding: W = 8 H_8 = 21.74, m = 128 W / 1024 = H_8 = 2.718 prompts per rank per round,
+    the busiest m + sqrt(2 m ln 8) = 6.080 prompts = 6,226 tokens (under the 8,184 budget: one
+    step per round), so 1 / W of the steps carry 128 x 8 x W = 22,262 tokens."""
+    eng = ON.with_overrides(max_num_tokens=8192)
+    share, total, rank, base = chunked_prefill(eng, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
+    w = 8 * H8
+    most = H8 + math.sqrt(2 * H8 * math.log(8))
+    assert float(share) == pytest.approx(1 / w)
+    assert float(rank) == pytest.approx(most * 1024)
+    assert float(total) == pytest.approx(1024 * w)
+    assert float(share * total) == pytest.approx(1024.0)  # conserved
+    assert float(base) == 0.0
+    # the busiest rank past its budget: rounds of the budget, as many as it takes
+    eng = ON.with_overrides(max_num_tokens=2048)
+    share, total, rank, _ = chunked_prefill(eng, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
+    budget = 2048 - 64 / 8
+    assert float(rank) == pytest.approx(budget)
+    assert float(share) == pytest.approx(most * 1024 / budget / w)
+    assert float(share * total) == pytest.approx(1024.0)
+    # balance off: the unbalanced chunk of one rank, 1 - (1 - f)^8 of the steps
+    share, _, rank, _ = chunked_prefill(BASE, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
+    assert float(share) == pytest.approx(1 - (1 - 128 / 1024) ** 8)
+    assert float(rank) == 1024.0
+
+
+R1 = load_model("deepseek-r1")
+H200 = load_hardware("h200-sxm")
+FP8 = parse_precision("fp8")
+
+
+def _loop(eng, attention_dp, conc):
+    return evaluate(
+        R1, H200, FP8, eng, tp=8, ep=8, attention_dp=attention_dp, isl=1024, osl=1024,
+        concurrency=conc,
+    )  # fmt: skip
+
+
+def test_balance_holds_contexts_back_in_the_loop():
+    trt = load_engine("trtllm")
+    on = trt.with_overrides(adp_balance_timeout_iters=60, adp_balance_wait_iters=0)
+    off, bal = _loop(trt, True, 256), _loop(on, True, 256)
+    assert bool(off.feasible) and bool(bal.feasible)
+    # the wait: at least a third of the smaller of the timeout and one round, a request
+    # arriving in a 60-iteration window waiting 30 on average
+    assert float(bal.ttft_s) > float(off.ttft_s) + 10 * float(bal.tpot_s)
+    # fewer clients than ranks, or no attention-DP: nothing changes
+    for adp, conc in ((True, 4), (False, 256)):
+        a, b = _loop(trt, adp, conc), _loop(on, adp, conc)
+        for f in ("ttft_s", "tpot_s", "output_tok_s_per_gpu"):
+            assert float(getattr(a, f)) == float(getattr(b, f))
+
+
+ROW = {
+    "source_id": "inferencex_api_fixture",
+    "model": "DeepSeek-R1-0528",
+    "gpu": "H200",
+    "num_gpus": "8",
+    "precision": "fp8/?/?",
+    "tp": "8",
+    "pp": "",
+    "ep": "8",
+    "dp": "attn-DP",
+    "framework": "trt (nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc14)",
+    "isl": "1024",
+    "osl": "1024",
+    "concurrency_or_batch": "256",
+    "metric": "ttft_ms",
+    "value": "2135.7",
+    "notes": "aggregated single-node; spec_method=none; run date 2026-05-17; "
+    "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/1/attempts/1",
+}
+
+
+def test_inferencex_trtllm_attention_dp_rows_run_with_the_balance():
+    m = map_row(0, ROW)
+    assert not isinstance(m, str) and m.recipe == INFERENCEX_TRTLLM
+    assert "context balance" in m.note
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (60, 0)
+    # not InferenceX, not attention-DP, not TensorRT-LLM: no recipe
+    other = dict(ROW, source_id="aic_silicon_sample", notes="")
+    for row in (other, dict(ROW, dp=""), dict(ROW, framework="sglang (lmsysorg/sglang:v0.5.9)")):
+        m = map_row(0, row)
+        assert not isinstance(m, str) and m.recipe == ""
+    assert recipe_behaviour("", BASE) is BASE
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "sixty", 10**6])
+def test_balance_fields_are_checked(value):
+    with pytest.raises(SpecError, match="adp_balance_timeout_iters"):
+        engine_from_mapping({"id": "x", "adp_balance_timeout_iters": value}, "x.yaml")
+    with pytest.raises(SpecError, match="adp_balance_wait_iters"):
+        BASE.with_overrides(adp_balance_wait_iters=value)
+
+
+def test_balance_fields_load_from_yaml_mappings():
+    eng = engine_from_mapping(
+        {"id": "x", "adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 10}, "x.yaml"
+    )
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (60, 10)
+    assert np.isfinite(window(eng, 8, 1024, 1024, 64))
+
+
+def test_an_engine_with_the_balance_launches_and_reads_back(tmp_path):
+    """A frontier point on an engine with the balance on writes ``attention_dp_config`` in
+    its TensorRT-LLM options, and the files read back (``estimate --from``) to the same
+    constants and the same prediction."""
+    from llm_codesign import estimate, frontier
+    from llm_codesign.report import launch_settings, read_deployment, write_launch_dir
+
+    hw = load_hardware("b200")
+    eng = load_engine("trtllm").with_overrides(adp_balance_timeout_iters=60)
+    f = frontier(
+        "deepseek-r1", hw, num_gpus=8, isl=1024, osl=256, precision=["nvfp4"], engine=eng,
+        points_per_octave=1, refine=False, workers=1, progress=False,
+    )  # fmt: skip
+    c = f.points.cols
+    adp = [
+        i for i in range(len(c["tp"])) if bool(c["attention_dp"][i]) and c["concurrency"][i] >= 64
+    ]
+    assert adp
+    i = max(adp, key=lambda k: float(c["output_tok_s_per_gpu"][k]))
+    out = tmp_path / "point"
+    write_launch_dir(launch_settings(f, i), out)
+    text = "\n".join(p.read_text() for p in out.glob("*.yaml"))
+    assert "enable_balance: true" in text and "timeout_iters: 60" in text
+    dep = read_deployment([str(out / "trtllm_node0.sh"), str(out / "bench_trtllm.sh")], hw,
+                          explicit={"num_gpus": int(c["num_gpus"][i])})  # fmt: skip
+    e = estimate(hardware=hw, explain=False, **dep.estimate_args())
+    assert e.engine.adp_balance_timeout_iters == 60
+    assert e.ttft_ms == pytest.approx(float(c["ttft_s"][i]) * 1e3, rel=1e-9)
+    assert e.tpot_ms == pytest.approx(float(c["tpot_s"][i]) * 1e3, rel=1e-9)
