@@ -41,9 +41,10 @@ def test_no_round_window_where_the_executor_lets_contexts_through():
     assert window(BASE, 8, 1024, 1024, 64) == 0.0  # balance off (TensorRT-LLM's default)
     assert window(ON, 1, 1024, 1024, 64) == 0.0  # no attention-DP
     assert window(ON, 8, 1024, 0, 64) == 0.0  # no prompt arriving
-    assert window(ON, 8, 1024, 1024, 7) == 0.0  # a rank with nothing to decode
-    # the ramp over the last decoding sequence
-    assert window(ON, 8, 1024, 1024, 7.5) == pytest.approx(0.5 * 8 * H8)
+    # one sequence per rank: a waiting request's rank has nothing else to decode
+    assert window(ON, 8, 1024, 1024, 8) == 0.0
+    # the ramp from one to two sequences per rank
+    assert window(ON, 8, 1024, 1024, 12) == pytest.approx(0.5 * 8 * H8)
 
 
 def test_balanced_rounds_conserve_tokens_and_size_the_busiest_rank():
@@ -93,8 +94,8 @@ def test_balance_holds_contexts_back_in_the_loop():
     # the wait: at least a third of the smaller of the timeout and one round, a request
     # arriving in a 60-iteration window waiting 30 on average
     assert float(bal.ttft_s) > float(off.ttft_s) + 10 * float(bal.tpot_s)
-    # fewer clients than ranks, or no attention-DP: nothing changes
-    for adp, conc in ((True, 4), (False, 256)):
+    # one client per rank or fewer, or no attention-DP: nothing changes
+    for adp, conc in ((True, 4), (True, 8), (False, 256)):
         a, b = _loop(trt, adp, conc), _loop(on, adp, conc)
         for f in ("ttft_s", "tpot_s", "output_tok_s_per_gpu"):
             assert float(getattr(a, f)) == float(getattr(b, f))

@@ -199,9 +199,10 @@ def adp_balance_window(
 
         W = (R / lambda) H_R + b  where that is under T, else T,
 
-    and a request waits W / 2 iterations on average for its round. Nothing waits where some
-    rank has nothing to decode (fewer decoding sequences than ranks: the executor then lets
-    contexts through), nor without attention-DP.
+    and a request waits W / 2 iterations on average for its round. Nothing waits where a
+    waiting request's rank has nothing else to decode (one sequence per rank or fewer: the
+    executor then lets contexts through; full from two per rank, a linear ramp between), nor
+    without attention-DP.
 
     Example: 8 ranks, one 1024-token prompt per 4 iterations (256 tokens per iteration), T 60:
     32 x 2.718 = 87 iterations to cover every rank, so W = 60.
@@ -217,8 +218,10 @@ def adp_balance_window(
     with np.errstate(divide="ignore"):
         cover = np.where(lam > 0, r / np.maximum(lam, 1e-300) * harmonic, np.inf)
     window = np.where(cover < timeout, cover + float(eng.adp_balance_wait_iters), timeout)
-    # every rank decoding: at least R sequences (a linear ramp over the last one)
-    decoding = np.clip(np.asarray(decode_seqs, dtype=float) - (r - 1.0), 0.0, 1.0)
+    # every rank decoding while a request of its own waits: more than one sequence per rank
+    # (with one, the waiting request's rank has nothing to decode and the executor lets it
+    # through), a linear ramp from R to 2R decoding sequences
+    decoding = np.clip(np.asarray(decode_seqs, dtype=float) / r - 1.0, 0.0, 1.0)
     return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
 
 
