@@ -11,7 +11,7 @@ import pytest
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate
-from llm_codesign.serving.step import adp_balance_window, chunked_prefill
+from llm_codesign.serving.step import adp_balance_window, chunked_prefill, poisson_max_mean
 from llm_codesign.specs.engine import engine_from_mapping, load_engine
 from llm_codesign.validate import map_row
 from llm_codesign.validate.recipes import INFERENCEX_TRTLLM, recipe_behaviour
@@ -47,31 +47,69 @@ def test_no_round_window_where_the_executor_lets_contexts_through():
     assert window(ON, 8, 1024, 1024, 12) == pytest.approx(0.5 * 8 * H8)
 
 
+def _max_of_poisson(m, count):
+    """E[max of count Poisson(m)] = sum over k of 1 - F(k)^count, written out independently."""
+    total, cdf = 0.0, 0.0
+    for k in range(int(m + 15 * math.sqrt(m) + 40)):
+        cdf = min(cdf + math.exp(-m + k * math.log(m) - math.lgamma(k + 1)), 1.0) if m else 1.0
+        total += 1.0 - cdf**count
+    return total
+
+
+def test_most_of_poisson_counts_by_hand():
+    # two Poisson(1): (1 - 0.3679^2) + (1 - 0.7358^2) + (1 - 0.9197^2) + ... = 1.524
+    assert float(poisson_max_mean(1.0, 2)) == pytest.approx(1.5238, abs=1e-4)
+    for m, r in ((0.3, 8), (2.718, 8), (10.0, 32), (50.0, 4)):
+        assert float(poisson_max_mean(m, r)) == pytest.approx(_max_of_poisson(m, r), rel=1e-9)
+    # past the exact range: the normal approximation, within 0.1% of the sum
+    assert float(poisson_max_mean(500.0, 8)) == pytest.approx(_max_of_poisson(500.0, 8), rel=1e-3)
+    assert float(poisson_max_mean(0.0, 8)) == 0.0
+
+
 def test_balanced_rounds_conserve_tokens_and_size_the_busiest_rank():
-    """8 ranks, 1024-token prompts, 1024 prompt tokens per iteration (128 per rank), 64
-    decoding: W = 8 H_8 = 21.74, m = 128 W / 1024 = H_8 = 2.718 prompts per rank per round,
-    the busiest m + sqrt(2 m ln 8) = 6.080 prompts = 6,226 tokens (under the 8,184 budget: one
-    step per round), so 1 / W of the steps carry 128 x 8 x W = 22,262 tokens."""
+    """8 ranks, 1024-token prompts, 1024 prompt tokens per iteration (one prompt), 64
+    decoding: W = 8 H_8 = 21.74 iterations hold n = 21.74 prompts (a round has one almost
+    surely), m = H_8 = 2.718 per rank, the busiest E[max of 8 Poisson(2.718)] = 5.246 prompts
+    = 5,372 tokens (under the 8,184 budget: one step per round), so 1 / W of the steps carry
+    1,024 W = 22,262 tokens."""
     eng = ON.with_overrides(max_num_tokens=8192)
     share, total, rank, base = chunked_prefill(eng, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
     w = 8 * H8
-    most = H8 + math.sqrt(2 * H8 * math.log(8))
-    assert float(share) == pytest.approx(1 / w)
+    most = _max_of_poisson(w / 8, 8)
+    assert most == pytest.approx(5.246, abs=1e-3)
+    assert float(share) == pytest.approx((1 - math.exp(-w)) / w)
     assert float(rank) == pytest.approx(most * 1024)
-    assert float(total) == pytest.approx(1024 * w)
     assert float(share * total) == pytest.approx(1024.0)  # conserved
-    assert float(base) == 0.0
+    assert float(rank) <= float(total) and float(base) == 0.0
     # the busiest rank past its budget: rounds of the budget, as many as it takes
     eng = ON.with_overrides(max_num_tokens=2048)
     share, total, rank, _ = chunked_prefill(eng, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
     budget = 2048 - 64 / 8
     assert float(rank) == pytest.approx(budget)
-    assert float(share) == pytest.approx(most * 1024 / budget / w)
+    assert float(share) == pytest.approx(most * 1024 / budget * (1 - math.exp(-w)) / w)
     assert float(share * total) == pytest.approx(1024.0)
+    # two pipeline micro-batches of the same per-iteration load: the same rounds, per
+    # micro-batch (the balance counts executor iterations, one micro-batch each)
+    s2, t2, r2, _ = chunked_prefill(eng, 1024.0, 8, True, 128.0, 2048.0, 2.0, 128.0)
+    assert float(s2) == pytest.approx(float(share))
+    assert float(t2) == pytest.approx(2 * float(total)) and float(r2) == pytest.approx(2 * budget)
     # balance off: the unbalanced chunk of one rank, 1 - (1 - f)^8 of the steps
     share, _, rank, _ = chunked_prefill(BASE, 1024.0, 8, True, 64.0, 1024.0, 1.0, 64.0)
     assert float(share) == pytest.approx(1 - (1 - 128 / 1024) ** 8)
     assert float(rank) == 1024.0
+
+
+def test_rounds_of_rare_prompts_carry_what_arrives():
+    """A prompt every 256 iterations on 8 ranks: the timeout (60) passes before every rank
+    holds one, a window holds n = 60 / 256 prompts, a round happens in 1 - exp(-n) of the
+    windows and carries one prompt: the share of prompt steps is the arrival rate, never a
+    prompt per window (more work than arrives), and the busiest rank never holds more than the
+    replica."""
+    for decoding in (64.0, 8.5, 12.0):  # full window, the ramp's start, its middle
+        share, total, rank, _ = chunked_prefill(ON, 1024.0, 8, True, 64.0, 4.0, 1.0, decoding)
+        assert float(share * total) == pytest.approx(4.0)
+        assert float(rank) <= float(total) + 1e-9
+        assert float(share) <= 1 / 256 * 1.0001
 
 
 R1 = load_model("deepseek-r1")

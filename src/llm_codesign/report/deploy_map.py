@@ -304,7 +304,13 @@ def _adp_balance(by: dict[str, Setting], adp: bool, sv: Server, note: Any, skip:
     note(
         by["adp_balance"],
         f"engine adp_balance_timeout_iters={values['adp_timeout']}, "
-        f"adp_balance_wait_iters={values['adp_batching_wait']} (attention-DP context balance)",
+        f"adp_balance_wait_iters={values['adp_batching_wait']} (attention-DP context balance)"
+        + (
+            "; timeout_iters 0 holds no context back (the batching wait, which TensorRT-LLM "
+            "applies only once every rank holds a context request, is not modelled)"
+            if values["adp_timeout"] == 0
+            else ""
+        ),
     )
     for k in ("adp_timeout", "adp_batching_wait"):
         if k in by:

@@ -146,21 +146,27 @@ def chunked_prefill(
     total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
     rank = np.where(share > 0, chunk * micro, 0.0)
     seqs = np.asarray(decode_tokens if decode_seqs is None else decode_seqs, dtype=float)
-    window = adp_balance_window(eng, ranks, isl_a, np.asarray(prefill_tokens, dtype=float), seqs)
+    # the balance counts executor iterations, one micro-batch each
+    pre_iter = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / micro
+    window = adp_balance_window(eng, ranks, isl_a, pre_iter, seqs / micro)
     if np.any(window > 0):
-        # balanced rounds: every rank prefills its window's prompts in the same steps; the
-        # busiest rank holds the most of R Poisson counts of mean m = d W / ISL prompts,
-        # m + sqrt(2 m ln R) (balls into bins, Raab & Steger 1998), at least one prompt
-        mean = demand * window / np.maximum(isl_a, 1e-30)
-        most = mean + np.sqrt(2.0 * mean * np.log(np.maximum(ranks, 1.0)))
-        held = np.maximum(isl_a, most * isl_a)
+        # balanced rounds, one every W iterations where any prompt arrived (probability
+        # 1 - exp(-n), n = lambda W prompts): every rank prefills its prompts of the window
+        # in the same steps, the busiest holding the mean of the most of R Poisson counts of
+        # the round's mean per rank (at least one prompt, at most all of them), in steps of at
+        # most the budget; the shares keep the mean demand
+        n = demand * ranks / np.maximum(isl_a, 1e-30) * window
+        some = -np.expm1(-n)
+        per_rank = n / np.maximum(ranks * some, 1e-30)
+        most = np.clip(poisson_max_mean(per_rank, ranks), 1.0, np.maximum(ranks * per_rank, 1.0))
+        held = most * isl_a
         rounds = np.maximum(held / budget, 1.0)
-        b_share = np.minimum(rounds / np.maximum(window, 1e-30), 1.0)
-        b_on = window > 0
-        share = np.where(b_on & (demand > 0), b_share, share)
+        b_on = (window > 0) & (demand > 0)
+        b_share = np.minimum(some * rounds / np.maximum(window, 1e-30), 1.0)
+        share = np.where(b_on, b_share, share)
         safe = np.maximum(share, 1e-30)
         total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
-        rank = np.where(b_on & (demand > 0), np.minimum(held, budget) * micro, rank)
+        rank = np.where(b_on, np.minimum(held, budget) * micro, rank)
     # one scheduler taking more than a prompt per micro-batch, within its budget: whole
     # prompts, k or k + 1 of them (the last one chunked at the budget), in the shares that
     # keep the mean demand
@@ -185,8 +191,10 @@ def adp_balance_window(
 ) -> Array:
     """Iterations from one attention-DP context round to the next under TensorRT-LLM's
     attention-DP context balance (``EngineConstants.adp_balance_timeout_iters`` T > 0), for a
-    replica admitting ``prefill_tokens`` prompt tokens per iteration on ``ranks`` attention-DP
-    ranks; 0 where the balance holds nothing back.
+    replica admitting ``prefill_tokens`` prompt tokens per executor iteration on ``ranks``
+    attention-DP ranks, with ``decode_seqs`` sequences decoding in an iteration's batch (under
+    pipeline parallelism an iteration is one micro-batch); 0 where the balance holds nothing
+    back.
 
     TensorRT-LLM (``PyExecutor._balance_adp_requests``; tech blog 10, "ADP Balance Strategy")
     holds every context request back, while every rank has a request decoding, until every
@@ -209,7 +217,7 @@ def adp_balance_window(
     """
     shape = np.broadcast(ranks, isl, prefill_tokens, decode_seqs).shape
     timeout = float(eng.adp_balance_timeout_iters)
-    if timeout <= 0:
+    if timeout <= 0 or not np.prod(shape, dtype=np.int64):
         return np.zeros(shape)
     r = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
     whole = np.maximum(np.rint(r).astype(np.int64), 1)
@@ -223,6 +231,51 @@ def adp_balance_window(
     # through), a linear ramp from R to 2R decoding sequences
     decoding = np.clip(np.asarray(decode_seqs, dtype=float) / r - 1.0, 0.0, 1.0)
     return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
+
+
+# above this mean the most of R Poisson counts is the normal approximation's (within 0.1%)
+POISSON_EXACT_MAX_MEAN = 400.0
+
+
+def poisson_max_mean(mean: Array | float, count: Array | float) -> Array:
+    """E[max of ``count`` independent Poisson(``mean``) counts] = sum over k >= 0 of
+    1 - F(k)^count (F the Poisson CDF), summed to 12 standard deviations above the largest
+    mean; means above ``POISSON_EXACT_MAX_MEAN`` take mean + sqrt(mean) E[max of count standard
+    normals] (``_normal_max_mean``). Example: two Poisson(1) counts, 1.524 (by hand: (1 -
+    0.3679^2) + (1 - 0.7358^2) + (1 - 0.9197^2) + (1 - 0.9810^2) + ... = 0.8647 + 0.4587 +
+    0.1542 + 0.0376 + ...)."""
+    m, r = np.broadcast_arrays(
+        np.maximum(np.asarray(mean, dtype=float), 0.0),
+        np.maximum(np.asarray(count, dtype=float), 1.0),
+    )
+    exact = m <= POISSON_EXACT_MAX_MEAN
+    out = np.zeros(r.shape)
+    if np.any(exact):
+        me, re = m[exact], r[exact]
+        top = int(np.ceil(float(me.max()) + 12.0 * np.sqrt(float(me.max())) + 30.0))
+        term = np.exp(-me)
+        cdf = term.copy()
+        acc = np.zeros(me.shape)
+        for k in range(1, top + 1):
+            acc += 1.0 - cdf**re
+            term = term * me / k
+            cdf = np.minimum(cdf + term, 1.0)
+        out[exact] = acc
+    if not np.all(exact):
+        mb, rb = m[~exact], r[~exact]
+        out[~exact] = mb + np.sqrt(mb) * _normal_max_mean(rb)
+    return out
+
+
+def _normal_max_mean(count: Array) -> Array:
+    """E[max of ``count`` standard normals] by quadrature on a fine grid (once per distinct
+    count): the integral of x count phi(x) Phi(x)^(count - 1)."""
+    x = np.linspace(-12.0, 12.0, 48001)
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+    cdf = np.clip(np.cumsum(phi) * (x[1] - x[0]), 0.0, 1.0)
+    values, inverse = np.unique(np.asarray(count, dtype=float), return_inverse=True)
+    means = np.array([np.trapezoid(x * c * phi * cdf ** (c - 1.0), x) for c in values])
+    return means[inverse].reshape(np.shape(count))
 
 
 def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:

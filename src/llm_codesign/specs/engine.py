@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -140,6 +141,9 @@ class EngineConstants:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
+        for name in ADP_BALANCE_FIELDS:  # whole numbers of any integer type, stored as int
+            if name in changes and _whole(changes[name]) is not None:
+                changes[name] = _whole(changes[name])
         out = dataclasses.replace(self, **changes)
         _check(out, "engine override")
         return out
@@ -167,6 +171,16 @@ TIMES = (
     "network_latency_s",
     "moe_layer_overhead_s",
 )
+
+
+def _whole(v: Any) -> int | None:
+    """``v`` as a Python int where it is a whole number type (numpy's too), else None."""
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _check(c: EngineConstants, where: str) -> None:
@@ -204,7 +218,8 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
     for name in ("adp_balance_timeout_iters", "adp_balance_wait_iters"):
         v = getattr(c, name)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= ADP_BALANCE_MAX_ITERS:
+        whole = _whole(v)
+        if whole is None or not 0 <= whole <= ADP_BALANCE_MAX_ITERS:
             raise SpecError(
                 f"{where}: {name}={v!r} must be a whole number of iterations in "
                 f"[0, {ADP_BALANCE_MAX_ITERS}]"
