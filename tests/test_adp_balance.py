@@ -219,3 +219,26 @@ def test_an_engine_with_the_balance_launches_and_reads_back(tmp_path):
     assert e.engine.adp_balance_timeout_iters == 60
     assert e.ttft_ms == pytest.approx(float(c["ttft_s"][i]) * 1e3, rel=1e-9)
     assert e.tpot_ms == pytest.approx(float(c["tpot_s"][i]) * 1e3, rel=1e-9)
+
+
+def test_estimate_says_what_the_balance_does_to_ttft():
+    """The estimate's note gives the wait the TTFT holds: TTFT with the balance less TTFT
+    without it is the note's milliseconds (within the fixed point's tolerance), and below two
+    sequences per rank it says no prompt waits."""
+    from llm_codesign import estimate
+    from llm_codesign.specs.plan import ParallelPlan
+    from llm_codesign.specs.workload import Workload
+
+    trt = load_engine("trtllm")
+    on = trt.with_overrides(adp_balance_timeout_iters=60)
+    plan = ParallelPlan(tp=8, ep=8, attention_dp=True)
+    args = ("deepseek-r1", "h200-sxm", "fp8", plan)
+    e_on = estimate(*args, Workload(1024, 8192, 256), engine=on, explain=False)
+    e_off = estimate(*args, Workload(1024, 8192, 256), engine=trt, explain=False)
+    note = next(n for n in e_on.notes if "context balance" in n)
+    waited_ms = float(note.split("(")[2].split(" ms")[0].replace(",", ""))
+    assert waited_ms > 100.0
+    assert e_on.ttft_ms - e_off.ttft_ms == pytest.approx(waited_ms, rel=0.05)
+    assert not any("context balance" in n for n in e_off.notes)
+    few = estimate(*args, Workload(1024, 1024, 8), engine=on, explain=False)
+    assert any("no prompt waits here" in n for n in few.notes)

@@ -24,6 +24,7 @@ from .serving import (
 )
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
+from .serving.step import adp_balance_wait, tokens_per_step
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision
 from .specs.engine import EngineConstants, load_engine
@@ -278,7 +279,8 @@ def estimate(
         est,
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
-        notes=_notes(est, plan, running),
+        notes=_notes(est, plan, running)
+        + _balance_notes(r, eng, plan, wl, est, spec_tokens, spec_acceptance),  # fmt: skip
         running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)
@@ -333,9 +335,8 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
 
 
 def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
-    """What the numbers mean when they are not a plain steady state: queueing beyond the
-    capacity or the batch limit a tuned engine keeps, replicas sharing the users,
-    infeasibility."""
+    """What the numbers mean when not a plain steady state: queueing past the capacity or a
+    tuned engine's batch limit, replicas sharing the users, infeasibility."""
     out = []
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
@@ -362,6 +363,22 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     if not e.feasible:
         out.append(f"infeasible: {e.reason}; the numbers are not a prediction")
     return out
+
+
+def _balance_notes(r: GridResult, eng: EngineConstants, plan: ParallelPlan, wl: Workload,
+                   e: Estimate, k: int, a: float) -> list[str]:  # fmt: skip
+    """What TensorRT-LLM's attention-DP context balance adds to this estimate's TTFT."""
+    on = eng.adp_balance_timeout_iters > 0 and plan.attention_dp and plan.tp > 1
+    if not (on and e.feasible):
+        return []
+    step_s = e.tpot_ms / 1e3 * tokens_per_step(k, a)  # drafts (MTP) included
+    w, wait = (_scalar(x) for x in adp_balance_wait(eng, plan.tp, wl.isl, r.step_prefill_tokens,
+               r.step_decode_seqs, plan.pp, step_s))  # fmt: skip
+    head = f"attention-DP context balance on (timeout_iters {eng.adp_balance_timeout_iters})"
+    if w <= 0:
+        return [f"{head}: no prompt waits here (one sequence per rank)"]
+    msg = f"{w / 2:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average for its round"
+    return [f"{head}: a prompt waits until every rank holds one, {msg}"]
 
 
 def _economics(

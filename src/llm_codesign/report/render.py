@@ -56,7 +56,8 @@ def clean(obj: Any) -> Any:
 # limit a tuned engine keeps, serving.admission; clients beyond it queue); launch files set the
 # engine's batch limit to it.
 # 9: the engine constants in `assumptions` add `adp_balance_timeout_iters` and
-# `adp_balance_wait_iters` (TensorRT-LLM's attention-DP context balance; 0: off).
+# `adp_balance_wait_iters` (TensorRT-LLM's attention-DP context balance; 0: off); an estimate's
+# `notes` can say what the balance adds to TTFT.
 SCHEMA_VERSION = 9
 
 

@@ -39,7 +39,7 @@ from .memory import (
 )
 from .step import (
     PROMPT_BUDGET_FLOOR,
-    adp_balance_window,
+    adp_balance_wait,
     draft_time,
     lone_prompt_passes,
     pipeline_hops,
@@ -404,8 +404,7 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
         chunk_steps = np.ceil(isl[act] / (budget / ss))
         wait = 0.5 + chunk_steps / (1.0 - load)
         need = (wait / np.maximum(mm, 1.0) + (pp[act] - 1.0) / mm) * t / tps
-        bal = adp_balance_window(eng, ranks[act], isl[act], p / mm, dd / mm)  # per iteration
-        need += np.where(bal > 0, 0.5 * bal * t / mm, 0.0)
+        need += adp_balance_wait(eng, ranks[act], isl[act], p, dd, mm, t)[1]
         # OSL = 1: the prompts' queue is inside C / X; a request needs its own prefill
         need = np.where(osl1[act] > 0, np.maximum(need, prefill_alone[act]), prefill_alone[act])
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -233,6 +233,26 @@ def adp_balance_window(
     return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
 
 
+def adp_balance_wait(
+    eng: EngineConstants,
+    ranks: Array | float,
+    isl: Array | float,
+    prefill_tokens: Array | float,
+    decode_seqs: Array | float,
+    micro_batches: Array | float,
+    step_s: Array | float,
+) -> tuple[Array, Array]:
+    """(round window in executor iterations, mean wait it adds to TTFT in seconds) for a
+    replica whose step of ``step_s`` seconds admits ``prefill_tokens`` prompt tokens with
+    ``decode_seqs`` sequences decoding, in ``micro_batches`` pipeline micro-batches (one
+    executor iteration each): ``adp_balance_window`` per iteration, and a request waits half
+    the window, W / 2 iterations of step_s / micro_batches."""
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    pre, dec = np.asarray(prefill_tokens, dtype=float), np.asarray(decode_seqs, dtype=float)
+    window = adp_balance_window(eng, ranks, isl, pre / micro, dec / micro)
+    return window, np.where(window > 0, 0.5 * window * np.asarray(step_s) / micro, 0.0)
+
+
 # above this mean the most of R Poisson counts is the normal approximation's (within 0.1%)
 POISSON_EXACT_MAX_MEAN = 400.0
 
