@@ -123,17 +123,19 @@ def chunked_prefill(
     per prefill step + (1 - share) x the other steps' tokens = the mean demand.
 
     Under TensorRT-LLM's attention-DP context balance (``adp_balance_window`` W > 0, with
-    ``decode_seqs`` decoding) the ranks prefill together once every W iterations: a rank holds
-    the prompts of its window, m = d W / ISL on average, and the busiest m + sqrt(2 m ln R)
-    (at least one), prefilled in steps of at most the budget: a share max(1, busiest / budget)
-    / W of steps carries prompt tokens, the busiest rank's at most the budget.
+    ``decode_seqs`` decoding) the ranks prefill together once every W iterations in which any of
+    the window's n = lambda W prompts arrived (probability 1 - exp(-n)): the busiest rank holds
+    E[max of R Poisson counts] of the round's mean per rank (``poisson_max_mean``; at least one
+    prompt, at most all of them), prefilled in steps of at most the budget, so a share
+    (1 - exp(-n)) max(1, busiest / budget) / W of steps carries prompt tokens.
 
     Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
     chunk in one step of eight.
     """
     ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool)).astype(float)
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
-    demand = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / (ranks * micro)
+    pre = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0)
+    demand = pre / (ranks * micro)
     cap = float(eng.max_num_tokens)
     budget = np.maximum(
         cap - np.asarray(decode_tokens, dtype=float) / (ranks * micro), PROMPT_BUDGET_FLOOR * cap
@@ -142,13 +144,9 @@ def chunked_prefill(
     chunk = np.maximum(np.minimum(np.maximum(isl_a, demand), budget), demand)
     f = np.where(chunk > 0, demand / np.maximum(chunk, 1e-30), 0.0)
     share = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), ranks)
-    safe = np.maximum(share, 1e-30)
-    total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
     rank = np.where(share > 0, chunk * micro, 0.0)
     seqs = np.asarray(decode_tokens if decode_seqs is None else decode_seqs, dtype=float)
-    # the balance counts executor iterations, one micro-batch each
-    pre_iter = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / micro
-    window = adp_balance_window(eng, ranks, isl_a, pre_iter, seqs / micro)
+    window = adp_balance_window(eng, ranks, isl_a, pre, seqs, micro)
     if np.any(window > 0):
         # balanced rounds, one every W iterations where any prompt arrived (probability
         # 1 - exp(-n), n = lambda W prompts): every rank prefills its prompts of the window
@@ -164,9 +162,8 @@ def chunked_prefill(
         b_on = (window > 0) & (demand > 0)
         b_share = np.minimum(some * rounds / np.maximum(window, 1e-30), 1.0)
         share = np.where(b_on, b_share, share)
-        safe = np.maximum(share, 1e-30)
-        total = np.where(share > 0, demand * ranks * micro / safe, 0.0)
         rank = np.where(b_on, np.minimum(held, budget) * micro, rank)
+    total = np.where(share > 0, demand * ranks * micro / np.maximum(share, 1e-30), 0.0)
     # one scheduler taking more than a prompt per micro-batch, within its budget: whole
     # prompts, k or k + 1 of them (the last one chunked at the budget), in the shares that
     # keep the mean demand
@@ -188,13 +185,14 @@ def adp_balance_window(
     isl: Array | float,
     prefill_tokens: Array | float,
     decode_seqs: Array | float,
+    micro_batches: Array | float = 1.0,
 ) -> Array:
-    """Iterations from one attention-DP context round to the next under TensorRT-LLM's
+    """Executor iterations from one attention-DP context round to the next under TensorRT-LLM's
     attention-DP context balance (``EngineConstants.adp_balance_timeout_iters`` T > 0), for a
-    replica admitting ``prefill_tokens`` prompt tokens per executor iteration on ``ranks``
-    attention-DP ranks, with ``decode_seqs`` sequences decoding in an iteration's batch (under
-    pipeline parallelism an iteration is one micro-batch); 0 where the balance holds nothing
-    back.
+    replica whose step admits ``prefill_tokens`` prompt tokens with ``decode_seqs`` sequences
+    decoding, on ``ranks`` attention-DP ranks, in ``micro_batches`` pipeline micro-batches (an
+    executor iteration each: per iteration, prefill_tokens / micro_batches prompt tokens and
+    decode_seqs / micro_batches decoding); 0 where the balance holds nothing back.
 
     TensorRT-LLM (``PyExecutor._balance_adp_requests``; tech blog 10, "ADP Balance Strategy")
     holds every context request back, while every rank has a request decoding, until every
@@ -215,21 +213,23 @@ def adp_balance_window(
     Example: 8 ranks, one 1024-token prompt per 4 iterations (256 tokens per iteration), T 60:
     32 x 2.718 = 87 iterations to cover every rank, so W = 60.
     """
-    shape = np.broadcast(ranks, isl, prefill_tokens, decode_seqs).shape
+    shape = np.broadcast(ranks, isl, prefill_tokens, decode_seqs, micro_batches).shape
     timeout = float(eng.adp_balance_timeout_iters)
     if timeout <= 0 or not np.prod(shape, dtype=np.int64):
         return np.zeros(shape)
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     r = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
     whole = np.maximum(np.rint(r).astype(np.int64), 1)
     harmonic = np.cumsum(1.0 / np.arange(1, int(whole.max()) + 1))[whole - 1]
-    lam = np.asarray(prefill_tokens, dtype=float) / np.maximum(np.asarray(isl, dtype=float), 1.0)
+    pre = np.asarray(prefill_tokens, dtype=float) / micro
+    lam = pre / np.maximum(np.asarray(isl, dtype=float), 1.0)
     with np.errstate(divide="ignore"):
         cover = np.where(lam > 0, r / np.maximum(lam, 1e-300) * harmonic, np.inf)
     window = np.where(cover < timeout, cover + float(eng.adp_balance_wait_iters), timeout)
     # every rank decoding while a request of its own waits: more than one sequence per rank
     # (with one, the waiting request's rank has nothing to decode and the executor lets it
     # through), a linear ramp from R to 2R decoding sequences
-    decoding = np.clip(np.asarray(decode_seqs, dtype=float) / r - 1.0, 0.0, 1.0)
+    decoding = np.clip(np.asarray(decode_seqs, dtype=float) / micro / r - 1.0, 0.0, 1.0)
     return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
 
 
@@ -245,11 +245,10 @@ def adp_balance_wait(
     """(round window in executor iterations, mean wait it adds to TTFT in seconds) for a
     replica whose step of ``step_s`` seconds admits ``prefill_tokens`` prompt tokens with
     ``decode_seqs`` sequences decoding, in ``micro_batches`` pipeline micro-batches (one
-    executor iteration each): ``adp_balance_window`` per iteration, and a request waits half
-    the window, W / 2 iterations of step_s / micro_batches."""
+    executor iteration each): ``adp_balance_window``, and a request waits half the window,
+    W / 2 iterations of step_s / micro_batches."""
+    window = adp_balance_window(eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches)
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
-    pre, dec = np.asarray(prefill_tokens, dtype=float), np.asarray(decode_seqs, dtype=float)
-    window = adp_balance_window(eng, ranks, isl, pre / micro, dec / micro)
     return window, np.where(window > 0, 0.5 * window * np.asarray(step_s) / micro, 0.0)
 
 

@@ -216,7 +216,7 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
-    for name in ("adp_balance_timeout_iters", "adp_balance_wait_iters"):
+    for name in ADP_BALANCE_FIELDS:
         v = getattr(c, name)
         whole = _whole(v)
         if whole is None or not 0 <= whole <= ADP_BALANCE_MAX_ITERS:
