@@ -228,15 +228,17 @@ def _unrouted_efficiency(
     """``gemm_shape_efficiency(hw, m, n, k, groups, speed_ratio, elem_bytes)`` (unrouted) from
     per-shape tables (``_EFF_TABLES``): the same numbers to rounding."""
     m = np.maximum(np.asarray(m, dtype=float), 0.0)
-    shape = np.broadcast(m, n, k, groups).shape
+    raw = [np.asarray(x, dtype=float) for x in (n, k, groups)]
+    shape = np.broadcast(m, *raw).shape
     m = np.broadcast_to(m, shape).ravel()
     j = np.ceil(m / _TABLE_ROW - 1e-9)
     edge = (m > 0) & (m - (j - 1.0) * _TABLE_ROW <= _TABLE_EDGE * _TABLE_ROW)
-    dims = [np.broadcast_to(np.asarray(x, dtype=float), shape).ravel() for x in (n, k, groups)]
-    if all(d.size == 0 or d.min() == d.max() for d in dims):
-        combos = [tuple(float(d[0]) if d.size else 0.0 for d in dims)]
-        inverse = np.zeros(m.size, dtype=np.int64)
+    # one shape for every configuration (n, k, groups constant, checked before broadcasting)
+    single = all(r.size == 0 or r.min() == r.max() for r in raw)
+    if single:
+        combos = [tuple(float(r.flat[0]) if r.size else 0.0 for r in raw)]
     else:  # a few shapes (the plans of a chunk): found by comparison, no sort
+        dims = [np.broadcast_to(r, shape).ravel() for r in raw]
         key = (dims[0] * 1048576.0 + dims[1]) * 2048.0 + dims[2]
         exact = all(np.all(d == np.floor(d)) & np.all((d >= 0) & (d < c)) for d, c in zip(
             dims, (1048576.0, 1048576.0, 2048.0)))  # fmt: skip
@@ -254,7 +256,7 @@ def _unrouted_efficiency(
                 hw, m.reshape(shape), n, k, groups, speed_ratio, elem_bytes
             )
     j_max = int(np.max(j, initial=0.0))
-    per_row = np.zeros(m.size)
+    per_row = np.zeros(0) if single else np.zeros(m.size)
     for c, (nc, kc, gc) in enumerate(combos):
         gpu = (hw.tile_m, hw.tile_n, hw.tile_cluster_sms, hw.sm_count)
         tkey = (gpu, nc, kc, gc, speed_ratio, elem_bytes)
@@ -267,18 +269,19 @@ def _unrouted_efficiency(
             if len(_EFF_TABLES) >= _TABLE_CACHE:
                 _EFF_TABLES.clear()
             _EFF_TABLES[tkey] = table
-        if len(combos) == 1:
+        if single:
             per_row = table[j.astype(np.int64)]
         else:
             sel = inverse == c
             per_row[sel] = table[j[sel].astype(np.int64)]
     out = per_row * m
     if np.any(edge):
-        out[edge] = gemm_shape_efficiency(
-            hw, m[edge], dims[0][edge], dims[1][edge], dims[2][edge], speed_ratio, elem_bytes
+        at = m[edge]
+        n_e, k_e, g_e = (
+            (np.full(at.size, c) for c in combos[0]) if single else (d[edge] for d in dims)
         )
-    out = out.reshape(shape)
-    return out
+        out[edge] = gemm_shape_efficiency(hw, at, n_e, k_e, g_e, speed_ratio, elem_bytes)
+    return out.reshape(shape)
 
 
 def hbm_bytes_per_s_achieved(hw: HardwareSpec, eng: EngineConstants) -> float:
@@ -480,17 +483,18 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
 
 
 def op_time(
-    op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None
-) -> tuple[Array, str | Array]:
-    """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network')."""
+    op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None, bound: bool = True
+) -> tuple[Array, str | Array | None]:
+    """(time of one layer's op in seconds, bound resource: 'compute'|'memory'|'network'; None
+    for a GEMM or attention op with ``bound=False``, which spares the per-element labels)."""
     if op.kind == "gemm":
         t, c, m = gemm_time(op, hw, eng, memo)
-        return t, np.where(c >= m, "compute", "memory")
+        return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "fixed":  # MoE routing/sort/permute/finalize kernels: a fixed time per layer
         return np.where(np.asarray(op.m) > 0, eng.moe_layer_overhead_s, 0.0), "overhead"
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)
-        return t, np.where(c >= m, "compute", "memory")
+        return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "memory":
         return memory_time(op, hw, eng), "memory"
     if op.kind == "comm":

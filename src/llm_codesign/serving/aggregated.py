@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..ops import step_shape
+from ..ops import OP_CLASSES, step_shape
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -174,6 +174,12 @@ def _evaluate_running(
     osl_f = np.asarray(osl, dtype=float)
     conc = np.asarray(concurrency, dtype=float)
     shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc).shape
+    # configurations that differ only in their concurrency share a group id (the loop prices a
+    # few C-independent steps once per group)
+    group_shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f).shape
+    group = np.broadcast_to(
+        np.arange(int(np.prod(group_shape)), dtype=np.int64).reshape(group_shape), shape
+    ).ravel()
     tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (
         np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc)
     )
@@ -236,8 +242,8 @@ def _evaluate_running(
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
     pp_r = flat["pp"].astype(float)
 
-    def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Array:
-        """Seconds of the step of the configurations ``idx`` (flat indices)."""
+    def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Any:
+        """The step (``PipelinedStep``) of the configurations ``idx`` (flat indices)."""
         return pipelined_step(
             model,
             prec,
@@ -250,14 +256,14 @@ def _evaluate_running(
             prefill_tokens=pre,
             decode_query=query,
             memo=memo,
-        ).total_s
+        )
 
     def drafts_at(idx: Array, dec: Array) -> Array:
         """k draft tokens, each one layer-equivalent of a plain decode step (no fixed overheads),
         for the configurations ``idx``."""
         if k_spec == 0:
             return np.zeros(len(idx))
-        one = step_at(idx, dec, np.zeros(len(idx)), 1.0)
+        one = step_at(idx, dec, np.zeros(len(idx)), 1.0).total_s
         return draft_time(model, eng, one, pp_r[idx], k_spec)  # micro-batches = pp here
 
     def drafts_over_grid(dec: Array) -> Array:
@@ -265,7 +271,7 @@ def _evaluate_running(
         flat_dec = np.broadcast_to(dec, shape).ravel()
         return drafts_at(np.arange(flat_dec.size), flat_dec).reshape(shape)
 
-    rate, tpot, c_dec, pre_tokens, ttft_need, residual = _steady_state(
+    rate, tpot, c_dec, pre_tokens, ttft_need, residual, mix_by, drafts = _steady_state(
         step_at,
         drafts_at,
         eng,
@@ -273,14 +279,14 @@ def _evaluate_running(
         np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float),
         np.broadcast_to(prefill_alone, shape).ravel(),
         yield_per_step,
+        group,
     )
-    rate, tpot, c_dec, pre_tokens, ttft_need, residual = (
-        x.reshape(shape) for x in (rate, tpot, c_dec, pre_tokens, ttft_need, residual)
+    rate, tpot, c_dec, pre_tokens, ttft_need, residual, drafts = (
+        x.reshape(shape) for x in (rate, tpot, c_dec, pre_tokens, ttft_need, residual, drafts)
     )
-    # the converged mix priced exactly (its breakdown is the estimate's mixed step)
-    mixed = step(c_dec, pre_tokens)
-    drafts = drafts_over_grid(c_dec)
-    tpot = (mixed.total_s + drafts) / yield_per_step
+    # the converged mix as the loop priced it last (its breakdown is the estimate's mixed step;
+    # TPOT = (that step + drafts) / tokens per step)
+    mix_by = {k: v.reshape(shape) for k, v in mix_by.items()}
     # TTFT from Little's law (never below what a request needs: ill-conditioned at long OSL)
     ttft = np.maximum(conc / rate - np.maximum(osl_f - 1.0, 0.0) * tpot, ttft_need)
     burst = np.zeros(shape)
@@ -304,7 +310,7 @@ def _evaluate_running(
 
     dec_break = decode_alone.by_class
     # mixed_step: time per generated token of the steady-state step (= TPOT)
-    mixed_break = dict(mixed.by_class)
+    mixed_break = dict(mix_by)
     mixed_break["other"] = mixed_break["other"] + drafts
     mixed_break = {k: v / yield_per_step for k, v in mixed_break.items()}
     feasible = reason == ""
@@ -335,7 +341,9 @@ def _evaluate_running(
     )
 
 
-def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, prefill_alone, tps):
+def _steady_state(
+    step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, prefill_alone, tps, group
+):
     """The closed loop's steady state at concurrency C over flat arrays (DESIGN.md's closed
     loop): the request rate X, TPOT, the step's decode/prompt mix, the TTFT a request needs
     and the residual (relative error of X).
@@ -379,6 +387,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
     d_hi0 = np.where(osl1 > 0, np.minimum(conc, d_star), 0.0)
 
     rate, tpot, c_dec, pre_tokens = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    # the settled step's time by op class and its drafts' time (the converged mix's breakdown)
+    mix_by = {k: np.zeros(n) for k in OP_CLASSES}
+    drafts = np.zeros(n)
     ttft_need, residual = np.zeros(n), np.zeros(n)
 
     def loop_at(act: Array, d: Array):
@@ -393,7 +404,9 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
             np.minimum(d * kappa[act], budget),
             np.minimum(conc[act] * isl[act], budget),
         )
-        t = step_at(act, dd, p) + drafts_at(act, dd)
+        priced = step_at(act, dd, p)
+        drafted = drafts_at(act, dd)
+        t = priced.total_s + drafted
         # the engine's prompt capacity with these decode rows: every step full of prompt,
         # B / (ISL T_full), T_full affine in the decode rows between its two priced ends
         span = np.maximum(full_hi[act] - full_lo[act], 1e-12)
@@ -416,9 +429,11 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
                 (little - need) / (need + dec_time),
                 1.0 - d / np.maximum(dec_time * x_cap[act], 1e-300),
             )
-        return t, p, dd, need, g
+        return t, p, dd, need, g, (priced.by_class, drafted)
 
-    def settle(act: Array, d: Array, t, p, dd, need, res):
+    def settle(act: Array, d: Array, t, p, dd, need, res, parts):
+        """Record the loop at d for the configurations ``act`` (``parts``: the priced step's
+        time by op class and the drafts' time, the converged mix's breakdown)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             x = np.where(
                 osl1[act] > 0,
@@ -427,6 +442,10 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
             )
         rate[act], tpot[act], c_dec[act], pre_tokens[act] = x, t / tps, dd, p
         ttft_need[act], residual[act] = need, res
+        by_class, drafted = parts
+        for k, v in by_class.items():
+            mix_by[k][act] = v
+        drafts[act] = drafted
 
     def image_of(act: Array, dec_time: Array, need: Array) -> Array:
         """d's image under the loop: the smaller of Little's C (OSL-1)T/k / (TTFT + (OSL-1)T/k)
@@ -448,18 +467,23 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
                 eng.max_num_tokens - rows / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
             )
             ends[dec_idx] = rows
-            t_end[dec_idx] = step_at(dec_idx, rows, budget) + drafts_at(dec_idx, rows)
+            if rows is lo_rows:  # one row (C >= 1): the same in a group, priced once per group
+                reps, back = _group_members(group, dec_idx)
+            else:
+                reps, back = slice(None), slice(None)
+            at, r_at, b_at = dec_idx[reps], rows[reps], budget[reps]
+            t_end[dec_idx] = (step_at(at, r_at, b_at).total_s + drafts_at(at, r_at))[back]
     # OSL = 1: closed form (no decode phase)
     one = idx_all[osl1 <= 0]
     if one.size:
-        t, p, dd, need, _ = loop_at(one, np.zeros(one.size))
-        settle(one, np.zeros(one.size), t, p, dd, need, np.zeros(one.size))
+        t, p, dd, need, _, parts = loop_at(one, np.zeros(one.size))
+        settle(one, np.zeros(one.size), t, p, dd, need, np.zeros(one.size), parts)
     act = idx_all[osl1 > 0]
     if act.size:
         # the top of the range: prefill-bound corners settle at once
         d = d_hi0[act]
-        t, p, dd, need, g = loop_at(act, d)
-        settle(act, d, t, p, dd, need, np.zeros(act.size))
+        t, p, dd, need, g, parts = loop_at(act, d)
+        settle(act, d, t, p, dd, need, np.zeros(act.size), parts)
         corner = g >= 0
         act, d, t, need, g = act[~corner], d[~corner], t[~corner], need[~corner], g[~corner]
         lo, g_lo = np.zeros(n), np.full(n, np.inf)
@@ -471,13 +495,13 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
         # first guess: d's image under the loop, C (OSL-1)T/k / (TTFT + (OSL-1)T/k)
         d = image_of(act, osl1[act] * t / tps, need)
         for _ in range(FIXED_POINT_ITERATIONS):
-            t, p, dd, need, g = loop_at(act, d)
+            t, p, dd, need, g, parts = loop_at(act, d)
             dec_time = osl1[act] * t / tps
             a, b = lo[act], hi[act]
             ga, gb, sd = g_lo[act], g_hi[act], side[act]
             pinned = np.where(a > 0, b / np.maximum(a, 1e-300) - 1.0, np.inf)
             res = np.minimum(np.abs(g), pinned)
-            settle(act, d, t, p, dd, need, res)
+            settle(act, d, t, p, dd, need, res, parts)
             up = g >= 0  # d below the root
             gb = np.where(up & (sd > 0), 0.5 * gb, gb)
             ga = np.where(~up & (sd < 0) & np.isfinite(ga), 0.5 * ga, ga)
@@ -503,7 +527,19 @@ def _steady_state(step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, pre
             act, d = act[keep], new_d[keep]
             if not act.size:
                 break
-    return rate, tpot, c_dec, pre_tokens, ttft_need, residual
+    return rate, tpot, c_dec, pre_tokens, ttft_need, residual, mix_by, drafts
+
+
+def _group_members(group: Array, idx: Array) -> tuple[Array, Array]:
+    """Positions in ``idx`` of one member of each group present (any member: their inputs are
+    the same), and for each position of ``idx`` the slot of its group among those members."""
+    g = group[idx]
+    slot = np.full(int(g.max(initial=0)) + 1, -1, dtype=np.int64)
+    slot[g] = np.arange(idx.size)
+    present = np.flatnonzero(slot >= 0)
+    which = np.zeros(slot.size, dtype=np.int64)
+    which[present] = np.arange(present.size)
+    return slot[present], which[g]
 
 
 def startup_wave(

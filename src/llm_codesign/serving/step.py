@@ -77,11 +77,11 @@ def step_cost(
     kernels = np.zeros(shape)
     detail_rows = []
     for op in ops:
-        t, bound = op_time(op, hw, eng, memo)
+        t, bound = op_time(op, hw, eng, memo, bound=detail)
         t_total = t * op.layers
         by_class[op.op_class] = by_class[op.op_class] + t_total
-        active = np.asarray(t) > 0
-        kernels = kernels + np.where(active, op.kernels * np.asarray(op.layers), 0.0)
+        # the op's kernels where it runs (a time of 0 launches nothing)
+        kernels = kernels + (np.asarray(t) > 0) * (op.kernels * np.asarray(op.layers, dtype=float))
         if detail:
             detail_rows.append((op, t_total, bound))
     seqs = (s.decode_seqs + s.prefill_seqs) / scheduling_ranks(s.tp, s.attention_dp)
