@@ -172,6 +172,7 @@ def _evaluate_running(
     adp = np.asarray(attention_dp, dtype=bool)
     isl_f = np.asarray(isl, dtype=float)
     osl_f = np.asarray(osl, dtype=float)
+    isl_g, osl_g = isl_f, osl_f  # not broadcast over the concurrency
     conc = np.asarray(concurrency, dtype=float)
     shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc).shape
     # configurations that differ only in their concurrency share a group id (the loop prices a
@@ -191,6 +192,9 @@ def _evaluate_running(
     tp, ep, cp, pp = (np.where(reason == "", v, 1) for v in (tp, ep, cp, pp))
     gpus_per_replica = tp * pp
     axes: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
+    # the steps see a plan axis that is the same everywhere as one value: what depends on the
+    # plan alone is then computed once, not once per configuration
+    step_axes = {k: _compact(v) for k, v in axes.items()}
 
     # ---- memory: clients beyond what the engine holds (KV or max_batch_size) queue ----
     w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(
@@ -216,7 +220,7 @@ def _evaluate_running(
             prec,
             hw,
             eng,
-            **axes,
+            **step_axes,
             isl=isl_f,
             osl=osl_f,
             decode_seqs=dec,
@@ -230,17 +234,21 @@ def _evaluate_running(
     # low load; under attention-DP the request's rank carries its whole chunk
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
+    chunk_g = np.minimum(isl_g, eng.max_num_tokens)  # priced once per group where it can be
     pre_shape = step_shape(
-        tp, pp, ep, cp, adp, isl=isl_f, osl=osl_f, prefill_tokens=chunk,
-        prefill_seqs=1.0 / n_chunks, micro_batches=1.0, rank_prefill_tokens=chunk,
+        **step_axes, isl=isl_g, osl=osl_g, prefill_tokens=chunk_g,
+        prefill_seqs=1.0 / np.ceil(isl_g / chunk_g), micro_batches=1.0,
+        rank_prefill_tokens=chunk_g,
     )  # fmt: skip
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
     prefill_alone = lone_prompt_passes(eng, n_chunks, pp) * pre_cost.total_s
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
-    flat = {k: np.broadcast_to(v, shape).ravel() for k, v in axes.items()}
+    flat = {
+        k: v if v.ndim == 0 else np.broadcast_to(v, shape).ravel() for k, v in step_axes.items()
+    }
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
-    pp_r = flat["pp"].astype(float)
+    pp_r = np.broadcast_to(pp, shape).ravel().astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Any:
         """The step (``PipelinedStep``) of the configurations ``idx`` (flat indices)."""
@@ -249,7 +257,7 @@ def _evaluate_running(
             prec,
             hw,
             eng,
-            **{k: v[idx] for k, v in flat.items()},
+            **{k: v if v.ndim == 0 else v[idx] for k, v in flat.items()},
             isl=isl_r[idx],
             osl=osl_r[idx],
             decode_seqs=dec,
@@ -295,7 +303,7 @@ def _evaluate_running(
         # a share `ttft_burst` of the run in synchronized cohorts (docstring): the wave's mean
         # wait before the first token; the rest stalls the decode, whose steps carry no prompt
         share = eng.ttft_burst
-        wave = startup_wave(model, prec, hw, eng, axes, isl_f, osl_f, conc, memo)
+        wave = startup_wave(model, prec, hw, eng, step_axes, isl_f, osl_f, conc, memo)
         full = decode_alone if k_spec == 0 else step(conc, np.zeros(shape))
         plain = (full.total_s + drafts_over_grid(conc)) / yield_per_step
         cohort_tpot = plain + 0.5 * wave / np.maximum(osl_f - 1.0, 1.0)
@@ -528,6 +536,15 @@ def _steady_state(
             if not act.size:
                 break
     return rate, tpot, c_dec, pre_tokens, ttft_need, residual, mix_by, drafts
+
+
+def _compact(v: Array) -> Array:
+    """``v``, or its one value as a 0-d array where every element holds that value."""
+    a = np.asarray(v)
+    if a.ndim == 0 or a.size == 0:
+        return a
+    first = a.flat[0]
+    return np.asarray(first) if bool(np.all(a == first)) else a
 
 
 def _group_members(group: Array, idx: Array) -> tuple[Array, Array]:
