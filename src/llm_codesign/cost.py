@@ -159,15 +159,11 @@ def gemm_shape_efficiency(
     # ``routed``: each group's rows are random (tokens routed to experts), so the tiles per
     # group are an expectation over that spread (``expected_row_tiles``), not ceil of the mean
     # (a benchmark's fixed rows per group keep the ceil)
-    shapes = [
-        (
-            float(tm),
-            float(tn),
-            c,
-            expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9),
-        )
-        for tm, tn, c in cands
-    ] + swap
+    row_tiles: dict[int, Array] = {}  # per tile height (candidates share heights)
+    for tm, _, _ in cands:
+        if tm not in row_tiles:
+            row_tiles[tm] = expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9)
+    shapes = [(float(tm), float(tn), c, row_tiles[tm]) for tm, tn, c in cands] + swap
     for tm, tn, c, m_tiles in shapes:
         slots = max(hw.sm_count // c, 1)
         # groups (experts) run as one grouped launch: tiles of all groups share the waves
@@ -176,12 +172,12 @@ def gemm_shape_efficiency(
         tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
         tiles = np.maximum(tiles, 1e-9)
 
-        def issued_at(t: Array) -> Array:
+        def issued_at(t: Array, kk: Array = k) -> Array:
             # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
             # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each
-            splits = np.clip(np.floor(slots / t), 1.0, np.maximum(np.floor(k / SPLIT_K_MIN), 1.0))
+            splits = np.clip(np.floor(slots / t), 1.0, np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0))
             waves = np.ceil(t * splits / slots - 1e-9)
-            return waves * slots * tm * tn * (k / splits + k0)
+            return waves * slots * tm * tn * (kk / splits + k0)
 
         if routed:
             # a launch has a whole number of tiles, chosen (splits, waves) on that number: the
@@ -190,7 +186,12 @@ def gemm_shape_efficiency(
             lo_t = np.maximum(np.floor(tiles), 1.0)
             w = np.clip(tiles - lo_t, 0.0, 1.0)
             issued = (1.0 - w) * issued_at(lo_t) + w * issued_at(lo_t + 1.0)
-            issued = np.where(tiles >= 1.0, issued, issued_at(tiles))
+            few = tiles < 1.0  # under one tile: the fraction itself (priced where it occurs)
+            if np.ndim(tm) > 0:  # swap-AB widths vary per configuration
+                issued = np.where(few, issued_at(tiles), issued)
+            elif np.any(few):
+                issued = np.array(np.broadcast_to(issued, few.shape))
+                issued[few] = issued_at(tiles[few], np.broadcast_to(k, few.shape)[few])
         else:
             issued = issued_at(tiles)
         useful = m * n * np.maximum(groups, 1e-9) * k
