@@ -90,6 +90,10 @@ def _tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
+# 0.5 erfc(6.5) < 1e-18 (A & S 7.1.26 there: 2e-19): a term past it cannot change a sum >= 1
+ERFC_NEGLIGIBLE_Z = 6.5
+
+
 def _erfc(x: Array) -> Array:
     """Complementary error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7; numpy has
     none and scipy is not a dependency)."""
@@ -110,14 +114,26 @@ def expected_row_tiles(rows: Array, tile: float) -> Array:
     continuity correction for the tail terms P(X > j tile), j >= 1 (each 1 well below the mean,
     0 well above it)."""
     mu = np.maximum(np.asarray(rows, dtype=float), 0.0)
+    shape = mu.shape
+    mu = mu.ravel()
     sigma = np.sqrt(np.maximum(mu, 1e-9))
     full = np.maximum(np.floor((mu - 8.0 * sigma) / tile), 0.0)  # terms j = 1 .. full are ~1
     width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
     total = 1.0 + full
+    scale = sigma * np.sqrt(2.0)
+    # the terms rise in z = (edge - mu) / (sigma sqrt 2) with j; from z >= ERFC_NEGLIGIBLE_Z on
+    # a term is below 1e-18, under half an ulp of the total (>= 1), and adding it leaves the
+    # total as it is: each row count stops there (the same sum, fewer terms)
+    live = np.arange(mu.size)
     for w in range(1, width + 1):
-        edge = (full + w) * tile + 0.5
-        total = total + 0.5 * _erfc((edge - mu) / (sigma * np.sqrt(2.0)))
-    return total
+        z = ((full[live] + w) * tile + 0.5 - mu[live]) / scale[live]
+        keep = z < ERFC_NEGLIGIBLE_Z
+        if not np.all(keep):
+            live, z = live[keep], z[keep]
+        if live.size == 0:
+            break
+        total[live] = total[live] + 0.5 * _erfc(z)
+    return total.reshape(shape)
 
 
 def gemm_shape_efficiency(
@@ -150,7 +166,8 @@ def gemm_shape_efficiency(
     dense = groups <= 1.0
     fewest = np.maximum(np.ceil(m / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
     swap = []
-    for extra in range(SWAP_AB_EXTRA_SPLITS + 1):
+    # (none where every GEMM is grouped: their swap-AB tiles are 1e30 wide, never the best)
+    for extra in range(SWAP_AB_EXTRA_SPLITS + 1 if np.any(dense) else 0):
         t = fewest + extra
         width = np.maximum(
             np.ceil(m / t / SWAP_AB_ROW_STEP - 1e-9) * SWAP_AB_ROW_STEP, SWAP_AB_ROW_STEP
