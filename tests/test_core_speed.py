@@ -62,3 +62,85 @@ def test_evaluate_is_unchanged_by_the_tables(monkeypatch, model, gpu, prec, tp, 
     ok = slow.feasible
     for name in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "running_concurrency"):
         np.testing.assert_allclose(getattr(fast, name)[ok], getattr(slow, name)[ok], rtol=1e-9)
+
+
+def test_row_tiles_stop_only_where_terms_cannot_change_the_sum():
+    """``cost.expected_row_tiles`` stops each row count's series at z = 6.5; the full series
+    (every term up to the array's widest spread, the definition) gives the same floats."""
+
+    def full_series(rows, tile):
+        mu = np.maximum(np.asarray(rows, dtype=float), 0.0)
+        sigma = np.sqrt(np.maximum(mu, 1e-9))
+        full = np.maximum(np.floor((mu - 8.0 * sigma) / tile), 0.0)
+        width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
+        total = 1.0 + full
+        for w in range(1, width + 1):
+            edge = (full + w) * tile + 0.5
+            total = total + 0.5 * cost._erfc((edge - mu) / (sigma * np.sqrt(2.0)))
+        return total
+
+    rng = np.random.default_rng(3)
+    rows = np.concatenate([[0.0, 1e-12, 0.5, 1.0, 63.5, 64.0, 64.5], rng.uniform(0, 5000, 3000)])
+    for tile in (64.0, 128.0, 256.0):
+        assert np.array_equal(cost.expected_row_tiles(rows, tile), full_series(rows, tile))
+        grid = rows[:2000].reshape(40, 50)
+        assert np.array_equal(cost.expected_row_tiles(grid, tile), full_series(grid, tile))
+
+
+@pytest.mark.parametrize("spec_tokens", [0, 2])
+def test_mixed_breakdown_is_the_converged_mix_priced(spec_tokens):
+    """The loop keeps the breakdown of the step it priced last; pricing the reported mix
+    (``step_decode_seqs``, ``step_prefill_tokens``) again gives it, and TPOT is that step plus
+    its drafts per token."""
+    from llm_codesign.serving.step import draft_time, pipelined_step, tokens_per_step
+
+    m, hw, p, eng = (load_model("qwen3-30b-a3b"), load_hardware("h100-sxm"),
+                     parse_precision("bf16"), load_engine("sglang"))  # fmt: skip
+    a = 0.7
+    kw = dict(tp=np.array([2, 4])[:, None, None, None], ep=2, pp=np.array([1, 2])[:, None, None],
+              isl=np.array([128, 2048])[:, None], osl=1024)  # fmt: skip
+    r = evaluate(m, hw, p, eng, **kw, concurrency=np.array([1, 9, 200, 3000]),
+                 spec_tokens=spec_tokens, spec_acceptance=a)  # fmt: skip
+    axes = {k: np.broadcast_to(kw[k], r.tpot_s.shape) for k in ("tp", "ep", "pp")}
+    step = pipelined_step(
+        m, p, hw, eng, **axes, cp=1, attention_dp=False, isl=kw["isl"], osl=1024,
+        decode_seqs=r.step_decode_seqs, prefill_tokens=r.step_prefill_tokens,
+        decode_query=1.0 + spec_tokens,
+    )  # fmt: skip
+    plain = pipelined_step(
+        m, p, hw, eng, **axes, cp=1, attention_dp=False, isl=kw["isl"], osl=1024,
+        decode_seqs=r.step_decode_seqs,
+    ).total_s  # fmt: skip
+    drafts = draft_time(m, eng, plain, axes["pp"], spec_tokens)
+    k = tokens_per_step(spec_tokens, a)
+    ok = r.feasible
+    assert ok.sum() > 8
+    for c, v in step.by_class.items():
+        extra = drafts if c == "other" else 0.0
+        np.testing.assert_allclose(r.mixed_breakdown[c][ok], ((v + extra) / k)[ok], rtol=1e-9)
+    np.testing.assert_allclose(r.tpot_s[ok], ((step.total_s + drafts) / k)[ok], rtol=1e-9)
+
+
+def test_a_grid_gives_each_configuration_its_own_numbers():
+    """Steps priced once per group of configurations (those differing only in concurrency) and
+    plan axes passed as one value: every point of a grid equals the same configuration
+    evaluated alone."""
+    m, hw, p, eng = (load_model("deepseek-r1"), load_hardware("h200-sxm"),
+                     parse_precision("fp8"), load_engine("trtllm"))  # fmt: skip
+    tp = np.array([8, 8])[:, None, None, None]
+    adp = np.array([False, True])[:, None, None, None]
+    isl = np.array([128, 4096])[:, None, None]
+    osl = np.array([1, 256])[:, None]
+    conc = np.array([1, 16, 700])
+    grid = evaluate(m, hw, p, eng, tp=tp, ep=8, attention_dp=adp, isl=isl, osl=osl,
+                    concurrency=conc, spec_tokens=1, spec_acceptance=0.8)  # fmt: skip
+    for i, j, k, c in np.ndindex(grid.tpot_s.shape):
+        one = evaluate(m, hw, p, eng, tp=8, ep=8, attention_dp=bool(adp[i, 0, 0, 0]),
+                       isl=int(isl[j, 0, 0]), osl=int(osl[k, 0]), concurrency=int(conc[c]),
+                       spec_tokens=1, spec_acceptance=0.8)  # fmt: skip
+        assert bool(one.feasible) == bool(grid.feasible[i, j, k, c])
+        for name in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "running_concurrency"):
+            got, alone = getattr(grid, name)[i, j, k, c], getattr(one, name)
+            np.testing.assert_allclose(got, alone, rtol=1e-9, err_msg=name)
+        for c_name, v in one.mixed_breakdown.items():
+            np.testing.assert_allclose(grid.mixed_breakdown[c_name][i, j, k, c], v, rtol=1e-9)

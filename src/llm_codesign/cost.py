@@ -250,7 +250,8 @@ def _unrouted_efficiency(
     shape = np.broadcast(m, *raw).shape
     m = np.broadcast_to(m, shape).ravel()
     j = np.ceil(m / _TABLE_ROW - 1e-9)
-    edge = (m > 0) & (m - (j - 1.0) * _TABLE_ROW <= _TABLE_EDGE * _TABLE_ROW)
+    # (m >= 0: at m = 0, j = 0 and the gap is 8, never an edge)
+    edge = m - (j - 1.0) * _TABLE_ROW <= _TABLE_EDGE * _TABLE_ROW
     # one shape for every configuration (n, k, groups constant, checked before broadcasting)
     single = all(r.size == 0 or r.min() == r.max() for r in raw)
     if single:
@@ -288,7 +289,7 @@ def _unrouted_efficiency(
                 _EFF_TABLES.clear()
             _EFF_TABLES[tkey] = table
         if single:
-            per_row = table[j.astype(np.int64)]
+            per_row = np.take(table, j.astype(np.int64))
         else:
             sel = inverse == c
             per_row[sel] = table[j[sel].astype(np.int64)]
