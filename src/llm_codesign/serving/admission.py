@@ -248,7 +248,7 @@ def with_round_limits(
     conc = np.broadcast_to(np.asarray(kw["concurrency"], dtype=float), shape).ravel()
     names = [k for k in kw if k != "concurrency"]
     cols = [np.broadcast_to(np.asarray(kw[k]), shape).ravel() for k in names]
-    key, first = _key_ids(cols)
+    key, first = distinct_rows(cols)
     nk = first.size
     feasible = result.feasible.ravel()
     ranks = np.broadcast_to(scheduling_ranks(kw["tp"], kw["attention_dp"]), shape).ravel()
@@ -300,14 +300,14 @@ def round_limits(ranks: int) -> Array:
     return np.concatenate([ROUND_LIMITS[ROUND_LIMITS < ranks], ranks * ROUND_LIMITS])
 
 
-def _key_ids(cols: list[Array]) -> tuple[Array, Array]:
+def distinct_rows(cols: list[Array]) -> tuple[Array, Array]:
     """A dense id per distinct row of the columns ``cols`` (equal length), and the first
     position of each id."""
     code = np.zeros(cols[0].size, dtype=np.int64)
     first = np.zeros(1, dtype=np.int64)
     for c in cols:
         _, inv = np.unique(c, return_inverse=True)
-        code = code * (int(inv.max()) + 1) + inv.ravel()
+        code = code * (int(inv.max(initial=0)) + 1) + inv.ravel()
         # relabelled densely after each column (the code stays below the row count squared)
         _, first, code = np.unique(code, return_index=True, return_inverse=True)
         code = code.ravel()

@@ -28,7 +28,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .admission import admitted
+from .admission import admitted, distinct_rows
 from .memory import (
     concurrency_cap,
     kv_context,
@@ -172,18 +172,22 @@ def _evaluate_running(
     adp = np.asarray(attention_dp, dtype=bool)
     isl_f = np.asarray(isl, dtype=float)
     osl_f = np.asarray(osl, dtype=float)
-    isl_g, osl_g = isl_f, osl_f  # not broadcast over the concurrency
     conc = np.asarray(concurrency, dtype=float)
     shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc).shape
-    # configurations that differ only in their concurrency share a group id (the loop prices a
-    # few C-independent steps once per group)
+    # configurations that differ only in their concurrency share a group id (a few steps that
+    # do not depend on C are priced once per group): from the broadcast where the concurrency
+    # has axes of its own, else from the values (flat lists of configurations)
     group_shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f).shape
-    group = np.broadcast_to(
-        np.arange(int(np.prod(group_shape)), dtype=np.int64).reshape(group_shape), shape
-    ).ravel()
+    by_axes = int(np.prod(group_shape)) < int(np.prod(shape))
+    if by_axes:
+        group = np.broadcast_to(
+            np.arange(int(np.prod(group_shape)), dtype=np.int64).reshape(group_shape), shape
+        ).ravel()
     tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (
         np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc)
     )
+    if not by_axes:
+        group = distinct_rows([x.ravel() for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f)])[0]
     if np.any(conc < 1) or np.any(isl_f < 1) or np.any(osl_f < 1):
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
@@ -234,20 +238,28 @@ def _evaluate_running(
     # low load; under attention-DP the request's rank carries its whole chunk
     chunk = np.minimum(isl_f, eng.max_num_tokens)
     n_chunks = np.ceil(isl_f / chunk)
-    chunk_g = np.minimum(isl_g, eng.max_num_tokens)  # priced once per group where it can be
-    pre_shape = step_shape(
-        **step_axes, isl=isl_g, osl=osl_g, prefill_tokens=chunk_g,
-        prefill_seqs=1.0 / np.ceil(isl_g / chunk_g), micro_batches=1.0,
-        rank_prefill_tokens=chunk_g,
-    )  # fmt: skip
-    pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
-    prefill_alone = lone_prompt_passes(eng, n_chunks, pp) * pre_cost.total_s
-    # the mixed step: the root over the decode population (``_steady_state``), iterating only
-    # on the configurations not yet converged (flat index subsets)
     flat = {
         k: v if v.ndim == 0 else np.broadcast_to(v, shape).ravel() for k, v in step_axes.items()
     }
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
+    # (priced once per group: one member each, spread back over the grid)
+    reps, back = _group_members(group, np.arange(group.size))
+    isl_p = isl_r[reps]
+    chunk_p = np.minimum(isl_p, eng.max_num_tokens)
+    pre_shape = step_shape(
+        **{k: v if v.ndim == 0 else v[reps] for k, v in flat.items()}, isl=isl_p,
+        osl=osl_r[reps], prefill_tokens=chunk_p, prefill_seqs=1.0 / np.ceil(isl_p / chunk_p),
+        micro_batches=1.0, rank_prefill_tokens=chunk_p,
+    )  # fmt: skip
+    pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
+
+    def spread(v: Array) -> Array:
+        return np.broadcast_to(v, reps.shape)[back].reshape(shape)
+
+    pre_by = {k: spread(v) for k, v in pre_cost.by_class.items()}
+    prefill_alone = lone_prompt_passes(eng, n_chunks, pp) * spread(pre_cost.total_s)
+    # the mixed step: the root over the decode population (``_steady_state``), iterating only
+    # on the configurations not yet converged (flat index subsets)
     pp_r = np.broadcast_to(pp, shape).ravel().astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Any:
@@ -341,7 +353,7 @@ def _evaluate_running(
         feasible=feasible,
         reason=reason,
         decode_breakdown=dec_break,
-        prefill_breakdown={k: v * (n_chunks + pp - 1.0) for k, v in pre_cost.by_class.items()},
+        prefill_breakdown={k: v * (n_chunks + pp - 1.0) for k, v in pre_by.items()},
         mixed_breakdown=mixed_break,
         num_gpus=gpus_per_replica * dp,
         step_decode_seqs=np.broadcast_to(c_dec, shape),
