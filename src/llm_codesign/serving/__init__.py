@@ -2,7 +2,7 @@
 tokens/s/GPU) for aggregated in-flight batching and for disaggregated prefill/decode pools,
 vectorized over every axis."""
 
-from .aggregated import FIXED_POINT_ITERATIONS, GridResult, evaluate, evaluate_static
+from .aggregated import FIXED_POINT_ITERATIONS, GridResult, evaluate
 from .disaggregated import (
     DisaggregatedResult,
     balance_pools,
@@ -21,6 +21,7 @@ from .memory import (
     running_kv_bytes,
     scheduling_ranks,
 )
+from .static import evaluate_static
 from .step import (
     REGIONS,
     RESOURCES,
