@@ -124,15 +124,20 @@ def expected_row_tiles(rows: Array, tile: float) -> Array:
     # the terms rise in z = (edge - mu) / (sigma sqrt 2) with j; from z >= ERFC_NEGLIGIBLE_Z on
     # a term is below 1e-18, under half an ulp of the total (>= 1), and adding it leaves the
     # total as it is: each row count stops there (the same sum, fewer terms)
-    live = np.arange(mu.size)
+    live = None  # the row counts still summing (None: all of them)
+    f_l, mu_l, sc_l = full, mu, scale
     for w in range(1, width + 1):
-        z = ((full[live] + w) * tile + 0.5 - mu[live]) / scale[live]
+        z = ((f_l + w) * tile + 0.5 - mu_l) / sc_l
         keep = z < ERFC_NEGLIGIBLE_Z
         if not np.all(keep):
-            live, z = live[keep], z[keep]
-        if live.size == 0:
+            live = np.flatnonzero(keep) if live is None else live[keep]
+            f_l, mu_l, sc_l, z = f_l[keep], mu_l[keep], sc_l[keep], z[keep]
+        if z.size == 0:
             break
-        total[live] = total[live] + 0.5 * _erfc(z)
+        if live is None:
+            total = total + 0.5 * _erfc(z)
+        else:
+            total[live] = total[live] + 0.5 * _erfc(z)
     return total.reshape(shape)
 
 
