@@ -102,7 +102,7 @@ def main() -> None:
     }
     try:
         if not args.skip_large:
-            r = run(args.spec, root / "large", "local", args.workers)
+            r = run(args.spec.resolve(), root / "large", "local", args.workers)
             r["peak_rss_mb_driver"] = round(_rss_mb(resource.RUSAGE_SELF), 1)
             r["peak_rss_mb_largest_worker"] = round(_rss_mb(resource.RUSAGE_CHILDREN), 1)
             report["large"] = r
