@@ -144,3 +144,23 @@ def test_a_grid_gives_each_configuration_its_own_numbers():
             np.testing.assert_allclose(got, alone, rtol=1e-9, err_msg=name)
         for c_name, v in one.mixed_breakdown.items():
             np.testing.assert_allclose(grid.mixed_breakdown[c_name][i, j, k, c], v, rtol=1e-9)
+
+
+def test_routed_fraction_of_a_tile_with_k_varying_where_rows_do_not():
+    """Under one tile of a grouped GEMM the fractional work is priced where it occurs; a K with an
+    axis the rows lack (tp as an array, one decode count) still broadcasts (the review's case:
+    it raised ValueError)."""
+    hw = load_hardware("b200")
+    k = np.array([2048.0, 1024.0])
+    eff = cost.gemm_shape_efficiency(hw, np.asarray(3.0), 64.0, k, np.asarray(0.5), 1.0, 1.0,
+                                     routed=True)  # fmt: skip
+    one = [cost.gemm_shape_efficiency(hw, 3.0, 64.0, x, 0.5, 1.0, 1.0, routed=True) for x in k]
+    np.testing.assert_array_equal(eff, np.array(one, dtype=float))
+    from llm_codesign.serving.step import pipelined_step
+
+    m, p, eng = load_model("qwen3-30b-a3b"), parse_precision("fp8"), load_engine("trtllm")
+    kw = dict(pp=1, ep=4, cp=1, attention_dp=False, isl=1024, osl=1024, decode_seqs=0.05)
+    both = pipelined_step(m, p, hw, eng, tp=np.array([4, 8]), **kw).total_s
+    for i, tp in enumerate((4, 8)):
+        alone = pipelined_step(m, p, hw, eng, tp=tp, **kw).total_s
+        np.testing.assert_allclose(both[i], alone, rtol=1e-12)

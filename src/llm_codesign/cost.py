@@ -209,7 +209,8 @@ def gemm_shape_efficiency(
             w = np.clip(tiles - lo_t, 0.0, 1.0)
             issued = (1.0 - w) * issued_at(lo_t) + w * issued_at(lo_t + 1.0)
             few = tiles < 1.0  # under one tile: the fraction itself (priced where it occurs)
-            if np.ndim(tm) > 0:  # swap-AB widths vary per configuration
+            if np.ndim(tm) > 0 or np.broadcast(tiles, k).shape != few.shape:
+                # (swap-AB widths, or a K, that vary where the tile counts do not)
                 issued = np.where(few, issued_at(tiles), issued)
             elif np.any(few):
                 issued = np.array(np.broadcast_to(issued, few.shape))
