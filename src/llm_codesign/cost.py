@@ -90,7 +90,8 @@ def _tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
-# 0.5 erfc(6.5) < 1e-18 (A & S 7.1.26 there: 2e-19): a term past it cannot change a sum >= 1
+# 0.5 erfc(6.5) = 1.9e-20 (A & S 7.1.26 below gives 2.0e-20 there), far under half an ulp of a
+# sum >= 1 (1.1e-16): a term past it cannot change such a sum
 ERFC_NEGLIGIBLE_Z = 6.5
 
 
@@ -121,9 +122,9 @@ def expected_row_tiles(rows: Array, tile: float) -> Array:
     width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
     total = 1.0 + full
     scale = sigma * np.sqrt(2.0)
-    # the terms rise in z = (edge - mu) / (sigma sqrt 2) with j; from z >= ERFC_NEGLIGIBLE_Z on
-    # a term is below 1e-18, under half an ulp of the total (>= 1), and adding it leaves the
-    # total as it is: each row count stops there (the same sum, fewer terms)
+    # the terms fall as z = (edge - mu) / (sigma sqrt 2) rises with j; from z >= ERFC_NEGLIGIBLE_Z
+    # on a term is under half an ulp of the total (>= 1), and adding it leaves the total as it
+    # is: each row count stops there (the same sum, fewer terms)
     live = None  # the row counts still summing (None: all of them)
     f_l, mu_l, sc_l = full, mu, scale
     for w in range(1, width + 1):
