@@ -184,8 +184,9 @@ def _evaluate_running(
     tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (
         np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc)
     )
-    if not by_axes:
-        group = distinct_rows([x.ravel() for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f)])[0]
+    if not by_axes:  # (one configuration: one group)
+        cols = [x.ravel() for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f)]
+        group = distinct_rows(cols)[0] if conc.size > 1 else np.zeros(conc.size, dtype=np.int64)
     if np.any(conc < 1) or np.any(isl_f < 1) or np.any(osl_f < 1):
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
