@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import SWAP_AB_MAX_ROWS, SWAP_AB_ROW_STEP
+from .groups import distinct_rows
 from .memory import scheduling_ranks
 from .step import pipelined_step
 
@@ -298,17 +299,3 @@ def round_limits(ranks: int) -> Array:
     themselves (fewer clients than ranks: the ones beyond the limit wait at the front end), so
     a smaller client count's candidates are always among a larger one's."""
     return np.concatenate([ROUND_LIMITS[ROUND_LIMITS < ranks], ranks * ROUND_LIMITS])
-
-
-def distinct_rows(cols: list[Array]) -> tuple[Array, Array]:
-    """A dense id per distinct row of the columns ``cols`` (equal length), and the first
-    position of each id."""
-    code = np.zeros(cols[0].size, dtype=np.int64)
-    first = np.zeros(1, dtype=np.int64)
-    for c in cols:
-        _, inv = np.unique(c, return_inverse=True)
-        code = code * (int(inv.max(initial=0)) + 1) + inv.ravel()
-        # relabelled densely after each column (the code stays below the row count squared)
-        _, first, code = np.unique(code, return_index=True, return_inverse=True)
-        code = code.ravel()
-    return code, first

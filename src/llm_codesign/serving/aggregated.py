@@ -28,7 +28,8 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .admission import admitted, distinct_rows
+from .admission import admitted
+from .groups import compact, concurrency_groups, group_members
 from .memory import (
     concurrency_cap,
     kv_context,
@@ -173,20 +174,11 @@ def _evaluate_running(
     conc = np.asarray(concurrency, dtype=float)
     shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc).shape
     # configurations that differ only in their concurrency share a group id (a few steps that
-    # do not depend on C are priced once per group): from the broadcast where the concurrency
-    # has axes of its own, else from the values (flat lists of configurations)
-    group_shape = np.broadcast(tp, pp, ep, dp, cp, adp, isl_f, osl_f).shape
-    by_axes = int(np.prod(group_shape)) < int(np.prod(shape))
-    if by_axes:
-        group = np.broadcast_to(
-            np.arange(int(np.prod(group_shape)), dtype=np.int64).reshape(group_shape), shape
-        ).ravel()
+    # do not depend on C are priced once per group)
+    group = concurrency_groups([tp, pp, ep, dp, cp, adp, isl_f, osl_f], shape)
     tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc = (
         np.broadcast_to(x, shape) for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f, conc)
     )
-    if not by_axes:  # (one configuration: one group)
-        cols = [x.ravel() for x in (tp, pp, ep, dp, cp, adp, isl_f, osl_f)]
-        group = distinct_rows(cols)[0] if conc.size > 1 else np.zeros(conc.size, dtype=np.int64)
     if np.any(conc < 1) or np.any(isl_f < 1) or np.any(osl_f < 1):
         raise SpecError("workload: isl, osl and concurrency must all be >= 1")
 
@@ -197,7 +189,7 @@ def _evaluate_running(
     axes: dict[str, Any] = {"tp": tp, "pp": pp, "ep": ep, "cp": cp, "attention_dp": adp}
     # the steps see a plan axis that is the same everywhere as one value: what depends on the
     # plan alone is then computed once, not once per configuration
-    step_axes = {k: _compact(v) for k, v in axes.items()}
+    step_axes = {k: compact(v) for k, v in axes.items()}
 
     # ---- memory: clients beyond what the engine holds (KV or max_batch_size) queue ----
     w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(
@@ -242,7 +234,7 @@ def _evaluate_running(
     }
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
     # (priced once per group: one member each, spread back over the grid)
-    reps, back = _group_members(group, np.arange(group.size))
+    reps, back = group_members(group, np.arange(group.size))
     isl_p = isl_r[reps]
     chunk_p = np.minimum(isl_p, eng.max_num_tokens)
     pre_shape = step_shape(
@@ -487,7 +479,7 @@ def _steady_state(
             )
             ends[dec_idx] = rows
             if rows is lo_rows:  # one row (C >= 1): the same in a group, priced once per group
-                reps, back = _group_members(group, dec_idx)
+                reps, back = group_members(group, dec_idx)
             else:
                 reps, back = slice(None), slice(None)
             at, r_at, b_at = dec_idx[reps], rows[reps], budget[reps]
@@ -547,27 +539,6 @@ def _steady_state(
             if not act.size:
                 break
     return rate, tpot, c_dec, pre_tokens, ttft_need, residual, mix_by, drafts
-
-
-def _compact(v: Array) -> Array:
-    """``v``, or its one value as a 0-d array where every element holds that value."""
-    a = np.asarray(v)
-    if a.ndim == 0 or a.size == 0:
-        return a
-    first = a.flat[0]
-    return np.asarray(first) if bool(np.all(a == first)) else a
-
-
-def _group_members(group: Array, idx: Array) -> tuple[Array, Array]:
-    """Positions in ``idx`` of one member of each group present (any member: their inputs are
-    the same), and for each position of ``idx`` the slot of its group among those members."""
-    g = group[idx]
-    slot = np.full(int(g.max(initial=0)) + 1, -1, dtype=np.int64)
-    slot[g] = np.arange(idx.size)
-    present = np.flatnonzero(slot >= 0)
-    which = np.zeros(slot.size, dtype=np.int64)
-    which[present] = np.arange(present.size)
-    return slot[present], which[g]
 
 
 def startup_wave(
