@@ -232,15 +232,20 @@ def _evaluate_running(
     flat = {
         k: v if v.ndim == 0 else np.broadcast_to(v, shape).ravel() for k, v in step_axes.items()
     }
+
+    def axes_at(sel: Array) -> dict[str, Array]:
+        """The plan axes of the flat positions ``sel`` (one value stays one value)."""
+        return {k: v if v.ndim == 0 else v[sel] for k, v in flat.items()}
+
     isl_r, osl_r = isl_f.ravel(), osl_f.ravel()
     # (priced once per group: one member each, spread back over the grid)
     reps, back = group_members(group, np.arange(group.size))
     isl_p = isl_r[reps]
     chunk_p = np.minimum(isl_p, eng.max_num_tokens)
     pre_shape = step_shape(
-        **{k: v if v.ndim == 0 else v[reps] for k, v in flat.items()}, isl=isl_p,
-        osl=osl_r[reps], prefill_tokens=chunk_p, prefill_seqs=1.0 / np.ceil(isl_p / chunk_p),
-        micro_batches=1.0, rank_prefill_tokens=chunk_p,
+        **axes_at(reps), isl=isl_p, osl=osl_r[reps], prefill_tokens=chunk_p,
+        prefill_seqs=1.0 / np.ceil(isl_p / chunk_p), micro_batches=1.0,
+        rank_prefill_tokens=chunk_p,
     )  # fmt: skip
     pre_cost = step_cost(model, prec, hw, eng, pre_shape, memo=memo)
 
@@ -260,7 +265,7 @@ def _evaluate_running(
             prec,
             hw,
             eng,
-            **{k: v if v.ndim == 0 else v[idx] for k, v in flat.items()},
+            **axes_at(idx),
             isl=isl_r[idx],
             osl=osl_r[idx],
             decode_seqs=dec,
@@ -468,22 +473,23 @@ def _steady_state(
     # allows; ``loop_at`` interpolates between them (the capacity depends on d, not on C)
     x_cap = np.full(n, np.inf)
     full_lo, full_hi, t_full_lo, t_full_hi = (np.zeros(n) for _ in range(4))
+
+    def full_prompt_step(at: Array, rows: Array) -> Array:
+        """Seconds of a step of ``rows`` decoding rows and a full prompt budget (plus drafts)."""
+        ss = sched[at]
+        budget = ss * np.maximum(
+            eng.max_num_tokens - rows / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
+        )
+        return step_at(at, rows, budget).total_s + drafts_at(at, rows)
+
     dec_idx = idx_all[osl1 > 0]
     if dec_idx.size:
-        lo_rows = np.minimum(1.0, conc[dec_idx])
-        hi_rows = np.maximum(d_hi0[dec_idx], lo_rows)
-        ss = sched[dec_idx]
-        for rows, ends, t_end in ((lo_rows, full_lo, t_full_lo), (hi_rows, full_hi, t_full_hi)):
-            budget = ss * np.maximum(
-                eng.max_num_tokens - rows / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
-            )
-            ends[dec_idx] = rows
-            if rows is lo_rows:  # one row (C >= 1): the same in a group, priced once per group
-                reps, back = group_members(group, dec_idx)
-            else:
-                reps, back = slice(None), slice(None)
-            at, r_at, b_at = dec_idx[reps], rows[reps], budget[reps]
-            t_end[dec_idx] = (step_at(at, r_at, b_at).total_s + drafts_at(at, r_at))[back]
+        # one row at the low end (C >= 1): the same in a group, priced once per group
+        full_lo[dec_idx] = 1.0
+        reps, back = group_members(group, dec_idx)
+        t_full_lo[dec_idx] = full_prompt_step(dec_idx[reps], np.ones(reps.size))[back]
+        full_hi[dec_idx] = hi_rows = np.maximum(d_hi0[dec_idx], 1.0)
+        t_full_hi[dec_idx] = full_prompt_step(dec_idx, hi_rows)
     # OSL = 1: closed form (no decode phase)
     one = idx_all[osl1 <= 0]
     if one.size:
