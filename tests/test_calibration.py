@@ -322,7 +322,9 @@ def test_table_reproduces_measurements_and_is_nan_outside(h200_path):
     rows = h200_profile()["measurements"]["gemm"]
     m, n, k = (np.array([r[x] for r in rows], dtype=float) for x in "mnk")
     got = table.flops_per_s("bf16", m, n, k)
-    np.testing.assert_allclose(got, [r["flops_per_s"] for r in rows], rtol=1e-9)
+    # exact up to the interpolation's weight floor: 1 / max(d^2, 1e-12) at a measured point
+    # leaks ~1e-12 / d^2 of its neighbours' log ratios (close shapes here: ~1e-9)
+    np.testing.assert_allclose(got, [r["flops_per_s"] for r in rows], rtol=1e-8)
     outside = table.flops_per_s(
         "bf16", np.array([20000.0, 4096.0, 0.0]), np.array([4096.0, 100.0, 4096.0]), 4096.0
     )
@@ -351,7 +353,10 @@ def test_table_interpolates_between_measured_shapes(tmp_path):
         for r in rows
     )
     assert residual(1024.0) == pytest.approx(r1) and residual(4096.0) == pytest.approx(r2)
-    assert r2 / r1 == pytest.approx(0.6 / 0.9)
+    # the rows were made 0.9 and 0.6 of the datasheet model; the profile's own copy bandwidth
+    # (4.0-4.3 TB/s, not 0.8 x 4.8) moves the memory part the overlap leaves exposed
+    # (cost.gemm_overlap_time) by under 1% at these compute-bound shapes
+    assert r2 / r1 == pytest.approx(0.6 / 0.9, rel=0.01)
     # equidistant in log2 M from both: the geometric mean of their residuals
     assert residual(2048.0) == pytest.approx(math.sqrt(r1 * r2), rel=1e-9)
     # and the cost model uses it: the overlaid GEMM is slower than the datasheet model's
@@ -457,10 +462,11 @@ def test_cpu_profile_is_a_hardware_spec(cpu_path):
         )
     # batch 1 on the measured spec (copy 12 GB/s, mem_efficiency 1 from the same copy): the step is
     # the read of every BF16 weight but the embedding table (a row gather); KV of <= 160 tokens,
-    # the 0.5 ms step overhead and per-kernel overheads add < 1%
+    # the 0.5 ms step overhead and per-kernel overheads add < 1%, and the math this slow spec
+    # cannot fully hide behind the stream (cost.gemm_overlap_time) ~2%
     m = e.model
     weight_read_bytes = 2 * (m.total_params - m.vocab_size * m.hidden_size)
-    assert e.tpot_ms / 1e3 == pytest.approx(weight_read_bytes / 12e9, rel=0.01)
+    assert e.tpot_ms / 1e3 == pytest.approx(weight_read_bytes / 12e9, rel=0.03)
     with pytest.raises(SpecError, match="scale-up domain"):
         api.estimate(
             "llama-3.1-8b", hw, "bf16", ParallelPlan(tp=2), Workload(isl=128, osl=32, concurrency=1)

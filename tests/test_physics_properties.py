@@ -204,7 +204,7 @@ def test_a_tuned_engine_keeps_its_batch_inside_the_kernel_width():
     conc = np.array([256.0, 257.0, 300.0])
     little = conc / (r.ttft_s + 1023.0 * r.tpot_s) * 1024.0 / 2.0
     np.testing.assert_allclose(little, r.output_tok_s_per_gpu, rtol=1e-9)
-    assert r.ttft_s[2] > r.ttft_s[1] > r.ttft_s[0]
+    assert r.ttft_s[1] > r.ttft_s[0]  # the 257th client's wait is inside TTFT
 
 
 ROUND = [int(x) for x in ROUND_LIMITS if x <= 1024]
