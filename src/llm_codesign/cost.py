@@ -440,11 +440,10 @@ def gemm_overlap_time(compute: Array, memory: Array) -> Array:
     Example: compute 1.0 and memory 1.0 -> 2^(1/3) = 1.26; compute 1.0 and memory 0.5 ->
     (1 + 0.125)^(1/3) = 1.040; compute 1.0 and memory 0 -> 1.0.
     """
+    if GEMM_OVERLAP_P == 3.0:  # the fitted value: (c^3 + m^3)^(1/3), products and a cube root
+        return np.cbrt(compute * compute * compute + memory * memory * memory)
     hi = np.maximum(compute, memory)
-    lo = np.minimum(compute, memory)
-    r = lo / np.where(hi > 0, hi, 1.0)
-    if GEMM_OVERLAP_P == 3.0:  # the fitted value: products and a cube root (fast)
-        return hi * np.cbrt(1.0 + r * r * r)
+    r = np.minimum(compute, memory) / np.where(hi > 0, hi, 1.0)
     return hi * (1.0 + r**GEMM_OVERLAP_P) ** (1.0 / GEMM_OVERLAP_P)
 
 
