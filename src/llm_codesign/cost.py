@@ -71,7 +71,7 @@ GROUPED_GEMM_GROUP_ROWS = 50.0
 # (compute time ~ memory time) it runs slower than max(compute, memory). Time = hi x (1 +
 # (lo / hi)^P)^(1/P) (``gemm_overlap_time``): max() as P -> inf, compute + memory at P = 1,
 # at most 2^(1/P) x max() at the ridge. P is a documented fit to kernel measurements, not to
-# serving rows: over the 28 DeepGEMM FP8 rows of ../shared/groundtruth/gemm.csv (H800, dense
+# serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv (data/validation; H800, dense
 # M = 64..4096 and grouped 1..8 groups; `llm-codesign validate --data .../gemm.csv`), median
 # |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8% with max() (P = inf),
 # 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3 at 3, 7.0 / 17.4 / -1.0
