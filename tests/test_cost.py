@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.cost import (
     MISALIGNED_FACTOR,
+    attention_time,
     collective_time,
     gemm_overlap_time,
     gemm_shape_efficiency,
@@ -266,3 +267,58 @@ def test_gemm_overlap_tracks_deepgemm_kernel_measurements():
     )
     assert len(err) == 28
     assert np.median(err) <= 0.08 and np.percentile(err, 90) <= 0.17
+
+
+def test_decode_attention_compute_reproduces_the_measured_mla_kernels():
+    # a compute-bound MLA decode (128 heads per latent KV): the GPU files' measured fractions
+    # (FlashMLA README: 660 TFLOPS on H800 in BF16; sglang PR #6929: CUTLASS SM100 MLA at
+    # 484-516 TFLOPS on BF16 KV), whatever the engine's prefill attention efficiency
+    flops = 2.0 * 256 * 128 * 4096 * (576 + 512)
+    kv_bytes = 256 * 4096 * 576 * 2.0
+    for gpu, tflops in (("h800-sxm", 660.0), ("b200", 495.0)):
+        op = Op(
+            "attention_decode", "attention", "attention", 1.0, flops=flops, bytes=kv_bytes,
+            phase="decode", compute_class="bf16",
+        )  # fmt: skip
+        for eng in (ENG, ENG.with_overrides(attn_prefill_efficiency=0.9)):
+            _, compute, _ = attention_time(op, load_hardware(gpu), eng)
+            assert flops / float(compute) == pytest.approx(tflops * 1e12, rel=0.01)
+    # a GPU without a measurement keeps the engine's constant
+    hw = load_hardware("h20")
+    _, compute, _ = attention_time(op, hw, ENG)
+    assert float(compute) == pytest.approx(
+        flops / (hw.peak_flops("bf16") * ENG.attn_prefill_efficiency), rel=1e-12
+    )
+
+
+def test_attention_decode_efficiency_must_name_a_class_of_the_gpu():
+    from importlib import resources
+
+    import yaml
+
+    from llm_codesign.errors import SpecError
+    from llm_codesign.specs.hardware import hardware_from_mapping
+
+    path = resources.files("llm_codesign") / "data" / "hardware" / "h100-sxm.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["efficiency"]["attention_decode"]["nvfp4"] = {"value": 0.5, "source": "x"}
+    with pytest.raises(SpecError, match="nvfp4"):
+        hardware_from_mapping(data, "test.yaml")
+    data["efficiency"]["attention_decode"] = {"bf16": {"value": 1.5, "source": "x"}}
+    with pytest.raises(SpecError, match="fraction"):
+        hardware_from_mapping(data, "test.yaml")
+
+
+def test_estimate_states_the_decode_attention_fraction_it_used():
+    from llm_codesign import api
+    from llm_codesign.specs.plan import ParallelPlan
+    from llm_codesign.specs.workload import Workload
+
+    wl = Workload(isl=1024, osl=128, concurrency=8)
+    e = api.estimate("deepseek-r1", "h200-sxm", "fp8", ParallelPlan(tp=8), wl, explain=False)
+    a = e.assumptions()["attention_decode_efficiency"]
+    assert a["compute_class"] == "fp8" and a["value"] == pytest.approx(0.333)
+    assert "FlashMLA" in a["source"]
+    e = api.estimate("deepseek-r1", "h20", "fp8", ParallelPlan(tp=8), wl, explain=False)
+    a = e.assumptions()["attention_decode_efficiency"]
+    assert a["value"] == e.engine.attn_prefill_efficiency and "engine constant" in a["source"]

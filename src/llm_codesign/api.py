@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
+from .cost import decode_attention_efficiency
 from .errors import SpecError
 from .explore.result import to_dataframe
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
@@ -120,22 +121,21 @@ class Estimate:
     def assumptions(self) -> dict[str, Any]:
         hw = self.hardware
         rate = hw.compute_rate_class(self.precision.compute_class)
-        eff = hw.gemm_efficiency_for(rate)
+        att_rate, att = decode_attention_efficiency(hw, self.precision.attention_class, self.engine)
+
+        def ef(e: Any) -> dict[str, Any]:
+            return {"value": e.value, "source": e.source}
+
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
             "compute_class": rate,
-            "gemm_efficiency": {"value": eff.value, "source": eff.source},
+            "gemm_efficiency": ef(hw.gemm_efficiency_for(rate)),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
-            "hbm_efficiency": {
-                "value": hw.hbm_efficiency.value,
-                "source": hw.hbm_efficiency.source,
-            },
+            "hbm_efficiency": ef(hw.hbm_efficiency),
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
-            "scaleup_efficiency": {
-                "value": hw.scaleup_efficiency.value,
-                "source": hw.scaleup_efficiency.source,
-            },
+            "scaleup_efficiency": ef(hw.scaleup_efficiency),
+            "attention_decode_efficiency": {"compute_class": att_rate} | ef(att),
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),

@@ -31,7 +31,7 @@ import numpy as np
 
 from .ops import Op
 from .specs.engine import EngineConstants
-from .specs.hardware import HardwareSpec
+from .specs.hardware import Efficiency, HardwareSpec
 
 Array = np.ndarray
 
@@ -447,15 +447,33 @@ def gemm_overlap_time(compute: Array, memory: Array) -> Array:
     return hi * (1.0 + r**GEMM_OVERLAP_P) ** (1.0 / GEMM_OVERLAP_P)
 
 
+def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
+    """The tensor-core class attention math runs in: its own where native, else BF16's."""
+    cls = compute_class if hw.supports(compute_class) else "bf16"
+    return hw.compute_rate_class(cls)
+
+
+def decode_attention_efficiency(
+    hw: HardwareSpec, compute_class: str, eng: EngineConstants
+) -> tuple[str, Efficiency]:
+    """(rate class, compute fraction of its peak) of decode attention: the GPU file's measured
+    decode kernel where it has one (``efficiency.attention_decode``: MLA decode kernels, whose
+    128 heads per latent KV make decode compute-bound), else the engine's
+    ``attn_prefill_efficiency``."""
+    rate = attention_rate_class(hw, compute_class)
+    measured = hw.attention_decode_efficiency_for(rate)
+    if measured is not None:
+        return rate, measured
+    src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"
+    return rate, Efficiency(eng.attn_prefill_efficiency, src)
+
+
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
-    rate_class = (
-        hw.compute_rate_class(op.compute_class)
-        if hw.supports(op.compute_class)
-        else hw.compute_rate_class("bf16")
-    )
+    rate_class = attention_rate_class(hw, op.compute_class)
     peak = hw.peak_flops(rate_class)
     if op.phase == "decode":
-        compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
+        eff = decode_attention_efficiency(hw, op.compute_class, eng)[1].value
+        compute = np.asarray(op.flops) / (peak * eff)
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency)
     else:
         compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)

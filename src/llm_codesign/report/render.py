@@ -58,7 +58,10 @@ def clean(obj: Any) -> Any:
 # 9: the engine constants in `assumptions` add `adp_balance_timeout_iters` and
 # `adp_balance_wait_iters` (TensorRT-LLM's attention-DP context balance; 0: off); an estimate's
 # `notes` can say what the balance adds to TTFT.
-SCHEMA_VERSION = 9
+# 10: `assumptions` adds `attention_decode_efficiency` (`compute_class`, `value`, `source`):
+# decode attention's compute fraction of the peak, from the GPU file's measured decode kernel
+# where it has one (`efficiency.attention_decode`), else the engine's `attn_prefill_efficiency`.
+SCHEMA_VERSION = 10
 
 
 def to_json(obj: Any) -> str:

@@ -98,6 +98,10 @@ class HardwareSpec:
     hbm_efficiency: Efficiency
     scaleup_efficiency: Efficiency
     sources: dict[str, str] = field(default_factory=dict)
+    # decode attention's compute: the fraction of each class's peak a measured decode kernel
+    # reaches (MLA's 128 heads per latent KV make it compute-bound); classes absent use the
+    # engine's attn_prefill_efficiency
+    attention_decode_efficiency: dict[str, Efficiency] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     # free-text GPU names (measurement tables): the chip as it appears in a name lower-cased
     # with spaces and punctuation removed, and the words that make such a name another product
@@ -150,6 +154,11 @@ class HardwareSpec:
                 e = self.gemm_efficiency[fb]
                 return Efficiency(e.value, f"fallback to {fb}: {e.source}")
         return Efficiency(0.75, "default 0.75: no measurement for this GPU (assumption)")
+
+    def attention_decode_efficiency_for(self, rate_class: str) -> Efficiency | None:
+        """Measured compute fraction of decode attention for a rate class (None: not measured
+        on this GPU; the engine's ``attn_prefill_efficiency`` applies)."""
+        return self.attention_decode_efficiency.get(rate_class)
 
     @property
     def native_classes(self) -> tuple[str, ...]:
@@ -215,6 +224,12 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
     ("efficiency.hbm.source", "str", True, "where the fraction comes from"),
     ("efficiency.scaleup.value", "number", True, "achieved fraction of the scale-up link"),
     ("efficiency.scaleup.source", "str", True, "where the fraction comes from"),
+    (
+        "efficiency.attention_decode",
+        "mapping",
+        False,
+        "per compute class {value, source}: decode attention's compute fraction of that peak",
+    ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
     ("boost_clock_hz", "number", False, "boost clock"),
@@ -310,6 +325,16 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     eff = f.mapping("efficiency")
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
+    att: dict[str, Efficiency] = {}
+    if eff.has("attention_decode"):
+        att_f = eff.mapping("attention_decode")
+        for k in att_f.data:
+            if k not in peaks:
+                raise SpecError(
+                    f"{att_f.where}: {k!r} is not a compute class of this GPU; allowed: "
+                    f"{', '.join(sorted(peaks))}"
+                )
+            att[k] = _efficiency(att_f, k)
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
     return HardwareSpec(
@@ -334,6 +359,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         gemm_efficiency=gemm,
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),
+        attention_decode_efficiency=att,
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
         aliases=tuple(f.str_list("aliases", [])),
         **_name_match(f),
