@@ -7,7 +7,7 @@ is priced as ``validate`` prices it (the trtllm-bench recipe's limits, its reque
 and the table shows, per attention-DP rank: the running batch; the measured step
 (running / measured tok/s); the model's step (running / predicted tok/s, prompts mixed in); and
 the model's pure decode step at that batch by part: attention, GEMMs, communication, other GPU
-work, host (``step_overhead_s`` + ``per_seq_overhead_s`` x sequences).
+work, host (the step's ``step_overhead_s`` + ``per_seq_overhead_s`` x sequences terms).
 
 Run: python benchmarks/decode_step_gap.py [--moe]
 """
@@ -21,6 +21,7 @@ import numpy as np
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.ops import step_shape
 from llm_codesign.serving import evaluate, step_cost
+from llm_codesign.serving.memory import scheduling_ranks
 from llm_codesign.validate import bundled_data
 from llm_codesign.validate.mapping import map_row, read_measurements
 from llm_codesign.validate.recipes import TRTLLM_BENCH, recipe_engine
@@ -49,7 +50,7 @@ def main() -> None:
             continue
         hw, p = load_hardware(r.hardware), parse_precision(r.precision)
         e = recipe_engine(r.recipe, base, m, hw, p, r.tp, r.pp, r.isl, r.osl)
-        ranks = r.tp if r.attention_dp else 1
+        ranks = int(scheduling_ranks(r.tp, r.attention_dp))
         clients = r.requests or e.max_batch_size * ranks
         plan = dict(tp=r.tp, pp=r.pp, ep=r.ep, attention_dp=r.attention_dp)
         g = evaluate(
@@ -69,7 +70,10 @@ def main() -> None:
         for op, t, _ in cost.ops:
             ops[op.name] = ops.get(op.name, 0.0) + float(np.asarray(t).reshape(-1)[0])
         total = sum(float(np.asarray(v).reshape(-1)[0]) for v in cost.by_class.values())
-        host = e.step_overhead_s + e.per_seq_overhead_s * run / ranks
+        # host time: the step's own host terms (serving.step), priced away
+        no_host = e.with_overrides(step_overhead_s=0.0, per_seq_overhead_s=0.0)
+        gpu_only = step_cost(m, p, hw, no_host, s).total_s
+        host = total - float(np.asarray(gpu_only).reshape(-1)[0])
         attn = ops.get("attention_decode", 0.0)
         gemm = sum(v for k, v in ops.items() if k.endswith(GEMM_OPS))
         comm = float(np.asarray(cost.by_class["communication"]).reshape(-1)[0])

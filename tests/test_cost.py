@@ -237,7 +237,7 @@ def test_gemm_overlap_time_lies_between_the_max_and_the_sum(c, m, dc):
 
 
 def test_gemm_overlap_time_by_hand():
-    # GEMM_OVERLAP_P = 3: at the ridge 2^(1/3) x the max; one side zero: the other
+    # exponent 3: at the ridge 2^(1/3) x the max; one side zero: the other
     t = gemm_overlap_time(np.array([1.0, 1.0, 2.0, 0.0]), np.array([1.0, 0.5, 0.0, 0.0]))
     assert t == pytest.approx([2 ** (1 / 3), 1.125 ** (1 / 3), 2.0, 0.0], rel=1e-12)
 
@@ -258,7 +258,7 @@ def test_b200_fp4_gemm_reaches_the_measured_cublaslt_rate():
 def test_gemm_overlap_tracks_deepgemm_kernel_measurements():
     # the 28 DeepGEMM FP8 rows of the shipped gemm.csv (H800; dense M = 64..4096 and grouped
     # layouts, DeepGEMM README 2025-03): median |error| 7.4%, p90 15.9% with the overlap;
-    # 8.8% / 24.2% with max(compute, memory) (cost.GEMM_OVERLAP_P)
+    # 8.8% / 24.2% with max(compute, memory) (cost.gemm_overlap_time)
     from llm_codesign.validate import bundled_data, validate
 
     rep = validate(bundled_data("gemm.csv"))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
-from .cost import decode_attention_efficiency
+from .cost import attention_rate_class, decode_attention_efficiency
 from .errors import SpecError
 from .explore.result import to_dataframe
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
@@ -121,21 +121,19 @@ class Estimate:
     def assumptions(self) -> dict[str, Any]:
         hw = self.hardware
         rate = hw.compute_rate_class(self.precision.compute_class)
-        att_rate, att = decode_attention_efficiency(hw, self.precision.attention_class, self.engine)
-
-        def ef(e: Any) -> dict[str, Any]:
-            return {"value": e.value, "source": e.source}
+        att = attention_rate_class(hw, self.precision.attention_class)
 
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
             "compute_class": rate,
-            "gemm_efficiency": ef(hw.gemm_efficiency_for(rate)),
+            "gemm_efficiency": asdict(hw.gemm_efficiency_for(rate)),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
-            "hbm_efficiency": ef(hw.hbm_efficiency),
+            "hbm_efficiency": asdict(hw.hbm_efficiency),
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
-            "scaleup_efficiency": ef(hw.scaleup_efficiency),
-            "attention_decode_efficiency": {"compute_class": att_rate} | ef(att),
+            "scaleup_efficiency": asdict(hw.scaleup_efficiency),
+            "attention_decode_efficiency": {"compute_class": att}
+            | asdict(decode_attention_efficiency(hw, att, self.engine)),
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),

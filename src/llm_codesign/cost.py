@@ -69,15 +69,15 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 GROUPED_GEMM_GROUP_ROWS = 50.0
 # A GEMM kernel does not hide its operand streaming behind its math perfectly: near the ridge
 # (compute time ~ memory time) it runs slower than max(compute, memory). Time = hi x (1 +
-# (lo / hi)^P)^(1/P) (``gemm_overlap_time``): max() as P -> inf, compute + memory at P = 1,
-# at most 2^(1/P) x max() at the ridge. P is a documented fit to kernel measurements, not to
+# (lo / hi)^P)^(1/P) = (c^P + m^P)^(1/P) (``gemm_overlap_time``, P = 3): max() as P -> inf,
+# compute + memory at P = 1, 2^(1/P) x max() at the ridge. P is a documented fit to kernel
+# measurements, not to
 # serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv (data/validation; H800, dense
 # M = 64..4096 and grouped 1..8 groups; `llm-codesign validate --data .../gemm.csv`), median
 # |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8% with max() (P = inf),
 # 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3 at 3, 7.0 / 17.4 / -1.0
 # at 2.5 and 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and bias. The 15 MAMF rows
 # (compute-bound, far from the ridge) move by under 0.5 points.
-GEMM_OVERLAP_P = 3.0
 # swap-AB GEMMs (the small-M decode kernels of TensorRT-LLM and CUTLASS): the token dimension
 # rides on the MMA's N, a multiple of 8 up to 256 (PTX ISA, wgmma.mma_async shapes m64nNk16;
 # Blackwell tcgen05.mma N likewise), so a batch pads to 8 rows, not to a 64/128-row tile
@@ -433,18 +433,14 @@ def gemm_time(
 
 
 def gemm_overlap_time(compute: Array, memory: Array) -> Array:
-    """A GEMM's time from its compute and memory times: hi x (1 + (lo/hi)^P)^(1/P) with
-    ``GEMM_OVERLAP_P`` (3, module constants), between max(compute, memory) and 2^(1/P) x max
-    at the ridge; 0 when both are 0.
+    """A GEMM's time from its compute and memory times: (c^3 + m^3)^(1/3) (the fitted
+    exponent 3, module constants), between max(compute, memory) and 2^(1/3) x max at the
+    ridge; 0 when both are 0.
 
     Example: compute 1.0 and memory 1.0 -> 2^(1/3) = 1.26; compute 1.0 and memory 0.5 ->
     (1 + 0.125)^(1/3) = 1.040; compute 1.0 and memory 0 -> 1.0.
     """
-    if GEMM_OVERLAP_P == 3.0:  # the fitted value: (c^3 + m^3)^(1/3), products and a cube root
-        return np.cbrt(compute * compute * compute + memory * memory * memory)
-    hi = np.maximum(compute, memory)
-    r = np.minimum(compute, memory) / np.where(hi > 0, hi, 1.0)
-    return hi * (1.0 + r**GEMM_OVERLAP_P) ** (1.0 / GEMM_OVERLAP_P)
+    return np.cbrt(compute * compute * compute + memory * memory * memory)
 
 
 def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
@@ -454,25 +450,24 @@ def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
 
 
 def decode_attention_efficiency(
-    hw: HardwareSpec, compute_class: str, eng: EngineConstants
-) -> tuple[str, Efficiency]:
-    """(rate class, compute fraction of its peak) of decode attention: the GPU file's measured
-    decode kernel where it has one (``efficiency.attention_decode``: MLA decode kernels, whose
-    128 heads per latent KV make decode compute-bound), else the engine's
-    ``attn_prefill_efficiency``."""
-    rate = attention_rate_class(hw, compute_class)
-    measured = hw.attention_decode_efficiency_for(rate)
+    hw: HardwareSpec, rate_class: str, eng: EngineConstants
+) -> Efficiency:
+    """Decode attention's compute fraction of the ``rate_class`` peak
+    (:func:`attention_rate_class`): the GPU file's measured decode kernel where it has one
+    (``efficiency.attention_decode``: MLA decode kernels, whose 128 heads per latent KV make
+    decode compute-bound), else the engine's ``attn_prefill_efficiency``."""
+    measured = hw.attention_decode_efficiency.get(rate_class)
     if measured is not None:
-        return rate, measured
+        return measured
     src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"
-    return rate, Efficiency(eng.attn_prefill_efficiency, src)
+    return Efficiency(eng.attn_prefill_efficiency, src)
 
 
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
     rate_class = attention_rate_class(hw, op.compute_class)
     peak = hw.peak_flops(rate_class)
     if op.phase == "decode":
-        eff = decode_attention_efficiency(hw, op.compute_class, eng)[1].value
+        eff = decode_attention_efficiency(hw, rate_class, eng).value
         compute = np.asarray(op.flops) / (peak * eff)
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency)
     else:

@@ -155,11 +155,6 @@ class HardwareSpec:
                 return Efficiency(e.value, f"fallback to {fb}: {e.source}")
         return Efficiency(0.75, "default 0.75: no measurement for this GPU (assumption)")
 
-    def attention_decode_efficiency_for(self, rate_class: str) -> Efficiency | None:
-        """Measured compute fraction of decode attention for a rate class (None: not measured
-        on this GPU; the engine's ``attn_prefill_efficiency`` applies)."""
-        return self.attention_decode_efficiency.get(rate_class)
-
     @property
     def native_classes(self) -> tuple[str, ...]:
         return tuple(sorted(self.peak_flops_per_s))
