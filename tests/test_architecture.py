@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "outputs": 0,
     "specs": 1,
     "ops": 2,
+    "routing": 2,
     "mixers": 2,
     "cost": 3,
     # calibration profiles replace default efficiencies (DESIGN.md puts them with cost); the

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_codesign import cost, load_engine, load_hardware, load_model, parse_precision
+from llm_codesign import cost, load_engine, load_hardware, load_model, parse_precision, routing
 from llm_codesign.serving import evaluate
 
 
@@ -65,7 +65,7 @@ def test_evaluate_is_unchanged_by_the_tables(monkeypatch, model, gpu, prec, tp, 
 
 
 def test_row_tiles_stop_only_where_terms_cannot_change_the_sum():
-    """``cost.expected_row_tiles`` stops each row count's series at z = 6.5; the full series
+    """``routing.expected_row_tiles`` stops each row count's series at z = 6.5; the full series
     (every term up to the array's widest spread, the definition) gives the same floats."""
 
     def full_series(rows, tile):
@@ -76,15 +76,15 @@ def test_row_tiles_stop_only_where_terms_cannot_change_the_sum():
         total = 1.0 + full
         for w in range(1, width + 1):
             edge = (full + w) * tile + 0.5
-            total = total + 0.5 * cost._erfc((edge - mu) / (sigma * np.sqrt(2.0)))
+            total = total + 0.5 * routing._erfc((edge - mu) / (sigma * np.sqrt(2.0)))
         return total
 
     rng = np.random.default_rng(3)
     rows = np.concatenate([[0.0, 1e-12, 0.5, 1.0, 63.5, 64.0, 64.5], rng.uniform(0, 5000, 3000)])
     for tile in (64.0, 128.0, 256.0):
-        assert np.array_equal(cost.expected_row_tiles(rows, tile), full_series(rows, tile))
+        assert np.array_equal(routing.expected_row_tiles(rows, tile), full_series(rows, tile))
         grid = rows[:2000].reshape(40, 50)
-        assert np.array_equal(cost.expected_row_tiles(grid, tile), full_series(grid, tile))
+        assert np.array_equal(routing.expected_row_tiles(grid, tile), full_series(grid, tile))
 
 
 @pytest.mark.parametrize("spec_tokens", [0, 2])

@@ -21,8 +21,9 @@ added per step in serving.
 MoE (``reference/moe-comm.md``): each group (expert) of a grouped GEMM pays a fixed
 ``GROUPED_GEMM_GROUP_ROWS`` rows of compute on top of its tiles; the busiest EP rank carries
 :func:`moe_rank_imbalance` times the mean load; a fixed ``moe_layer_overhead_s`` per MoE layer
-covers routing, sort, permute and finalize kernels; dispatch and combine are priced by the
-kernel family of ``MOE_COMM_KERNELS`` (:func:`moe_comm_time`).
+covers the launches of the routing, sort, permute and finalize kernels, and the bytes the permute
+and finalize stream follow the engine's kernel path (:func:`moe_permute_time`); dispatch and
+combine are priced by the kernel family of ``MOE_COMM_KERNELS`` (:func:`moe_comm_time`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import Op
+from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
 
@@ -59,6 +61,21 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
 #   measured bus efficiency (collective_time).
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
+# The MoE kernels around the grouped GEMMs that stream bytes growing with the tokens, per kernel
+# path (``EngineConstants.moe_kernels``, :func:`moe_kernel_path`); the GEMMs' own operands and
+# outputs are the GEMMs', and the launches are in ``moe_layer_overhead_s``. Bytes per layer, with
+# T tokens through the layer on this GPU, P = T x top_k / ep routed (token, local expert) pairs,
+# d the hidden size and a the activation format's bytes per element:
+#   cutlass: TensorRT-LLM's MoE runner (FlashInfer's cutlass_fused_moe is the same code):
+#     expandInputRows reads each token in BF16 and writes one quantized copy per pair,
+#     2 T d + a P d; the finalize is fused into GEMM2's epilogue (a scatter-add of the GEMM's own
+#     output; TensorRT-LLM's moe plugin use_fused_finalize_, FlashInfer's use_fused_finalize,
+#     both on by default);
+#   triton: vLLM/SGLang fused_moe: GEMM1 gathers the tokens through the sorted ids (no copy);
+#     the tokens are quantized once where the activations are narrower than BF16 (2 T d + a T d)
+#     and moe_sum reads the pairs' BF16 outputs and writes the token sums (2 P d + 2 T d).
+# Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
+MOE_PERMUTE_PATHS = ("cutlass", "triton")
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
 # DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
 # 1024 rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 /
@@ -101,58 +118,6 @@ def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
 
 def _tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
-
-
-# 0.5 erfc(6.5) = 1.9e-20 (A & S 7.1.26 below gives 2.0e-20 there), far under half an ulp of a
-# sum >= 1 (1.1e-16): a term past it cannot change such a sum
-ERFC_NEGLIGIBLE_Z = 6.5
-
-
-def _erfc(x: Array) -> Array:
-    """Complementary error function (Abramowitz & Stegun 7.1.26, |error| < 1.5e-7; numpy has
-    none and scipy is not a dependency)."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    half = poly * np.exp(-z * z)
-    return np.where(x >= 0, half, 2.0 - half)
-
-
-def expected_row_tiles(rows: Array, tile: float) -> Array:
-    """E[ceil(X / tile) | X > 0] for a group's row count X ~ Poisson(rows): the tiles a grouped
-    GEMM launches per active group when tokens land on experts at random (per-expert counts are
-    binomial, ~Poisson). Smooth in the mean, unlike ceil(rows / tile): a mean of 64 rows is
-    ~1.5 tiles of 64, half the groups spilling into a second tile. Normal approximation with
-    continuity correction for the tail terms P(X > j tile), j >= 1 (each 1 well below the mean,
-    0 well above it)."""
-    mu = np.maximum(np.asarray(rows, dtype=float), 0.0)
-    shape = mu.shape
-    mu = mu.ravel()
-    sigma = np.sqrt(np.maximum(mu, 1e-9))
-    full = np.maximum(np.floor((mu - 8.0 * sigma) / tile), 0.0)  # terms j = 1 .. full are ~1
-    width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
-    total = 1.0 + full
-    scale = sigma * np.sqrt(2.0)
-    # the terms fall as z = (edge - mu) / (sigma sqrt 2) rises with j; from z >= ERFC_NEGLIGIBLE_Z
-    # on a term is under half an ulp of the total (>= 1), and adding it leaves the total as it
-    # is: each row count stops there (the same sum, fewer terms)
-    live = None  # the row counts still summing (None: all of them)
-    f_l, mu_l, sc_l = full, mu, scale
-    for w in range(1, width + 1):
-        z = ((f_l + w) * tile + 0.5 - mu_l) / sc_l
-        keep = z < ERFC_NEGLIGIBLE_Z
-        if not np.all(keep):
-            live = np.flatnonzero(keep) if live is None else live[keep]
-            f_l, mu_l, sc_l, z = f_l[keep], mu_l[keep], sc_l[keep], z[keep]
-        if z.size == 0:
-            break
-        if live is None:
-            total = total + 0.5 * _erfc(z)
-        else:
-            total[live] = total[live] + 0.5 * _erfc(z)
-    return total.reshape(shape)
 
 
 def gemm_shape_efficiency(
@@ -356,26 +321,6 @@ def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
     return hw.peak_flops(rate_class) / base
 
 
-def moe_rank_imbalance(
-    pairs_per_rank: Array, ep: Array, skew: float, top_k: float = 1.0, experts_local: Array = 1.0
-) -> Array:
-    """Busiest EP rank's token-expert pairs over the mean (>= 1) under multinomial top-k routing.
-
-    Balls into bins (Raab & Steger 1998; moe-comm.md 3): m pairs into n = ep ranks land at most
-    m/n + sqrt(2 (m/n) ln n), so the ratio is 1 + skew x sqrt(2 ln n / (m/n)); ``skew`` = 1 is
-    uniform routing, real routers without a load balancer spread more (TB4: 1.564 measured vs
-    0.08 uniform at 1024 tokens per rank, EP32). Capped where a rank holds every pair its
-    tokens can send it (min(top_k, local experts) per token). No EP (ep = 1): 1.
-
-    Example: 1024 pairs per rank over 8 ranks, uniform: 1 + sqrt(2 ln 8 / 1024) = 1.064.
-    """
-    n = np.maximum(np.asarray(ep, dtype=float), 1.0)
-    mean = np.maximum(np.asarray(pairs_per_rank, dtype=float), 1e-9)
-    excess = skew * np.sqrt(2.0 * np.log(n) / mean)
-    cap = n * np.minimum(top_k, np.asarray(experts_local, dtype=float)) / max(top_k, 1e-9)
-    return np.where(n > 1, np.minimum(1.0 + excess, np.maximum(cap, 1.0)), 1.0)
-
-
 def gemm_time(
     op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None
 ) -> tuple[Array, Array, Array]:
@@ -554,6 +499,29 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     return np.where((group > 1) & (logical > 0), t, 0.0)
 
 
+def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
+    """The MoE kernel path the engine runs on this hardware (``auto``: cutlass on Blackwell
+    GPUs, where vLLM and SGLang run FlashInfer's CUTLASS/TRTLLM-gen fused MoE, else triton)."""
+    if eng.moe_kernels != "auto":
+        return eng.moe_kernels
+    return "cutlass" if hw.architecture.startswith("blackwell") else "triton"
+
+
+def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
+    """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer
+    (``MOE_PERMUTE_PATHS``); ``op.meta["moe_permute"]``: tokens, pairs, hidden size,
+    activation bytes per element."""
+    mp = op.meta["moe_permute"]
+    t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
+    p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
+    a = mp["act_bytes"]
+    if moe_kernel_path(hw, eng) == "cutlass":
+        nbytes = 2.0 * t + a * p
+    else:
+        nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
+    return nbytes / hbm_bytes_per_s_achieved(hw, eng)
+
+
 def op_time(
     op: Op, hw: HardwareSpec, eng: EngineConstants, memo: dict | None = None, bound: bool = True
 ) -> tuple[Array, str | Array | None]:
@@ -569,6 +537,8 @@ def op_time(
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "memory":
         return memory_time(op, hw, eng), "memory"
+    if op.kind == "permute":
+        return moe_permute_time(op, hw, eng), "memory"
     if op.kind == "comm":
         if op.collective in ("moe_dispatch", "moe_combine"):
             return moe_comm_time(op, hw, eng), "network"

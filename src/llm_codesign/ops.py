@@ -25,6 +25,10 @@ from .specs.precision import Precision
 Array = np.ndarray
 
 OP_CLASSES = ("attention", "ffn", "communication", "other")
+# the ops of an MoE layer's routed experts, what a fused-MoE kernel benchmark times (routing,
+# permute, the two grouped GEMMs, the activation and the finalize; not the router GEMM):
+# validate.moe_layer prices published timings of them
+MOE_LAYER_OPS = ("moe_routing", "moe_permute", "experts_up", "experts_down", "ffn_activation")
 
 
 @dataclass
@@ -32,7 +36,8 @@ class Op:
     """One kind of operation per layer of a group (``layers`` of them on this GPU per step).
 
     kind: ``gemm`` (m, n, k, groups, touched), ``attention`` (flops, bytes, phase),
-    ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size).
+    ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size), ``fixed`` (MoE
+    routing kernels), ``permute`` (the bytes around the MoE GEMMs, ``meta["moe_permute"]``).
     """
 
     name: str
@@ -335,16 +340,27 @@ def layer_group_ops(
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
         up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched)
         down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched)
-        # the busiest EP rank's load follows from the mean pairs per rank (cost.moe_rank_imbalance)
+        # the busiest EP rank's load follows from the mean pairs per rank
+        # (routing.moe_rank_imbalance)
         up.meta["moe"] = down.meta["moe"] = {
             "pairs_per_rank": t_all * k / ep,
             "ep": ep,
             "top_k": float(k),
             "experts_local": experts_local,
-            "routed": True,  # rows per expert are random (cost.expected_row_tiles)
+            "routed": True,  # rows per expert are random (routing.expected_row_tiles)
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))
+        # ... and the bytes the permute and finalize stream, which grow with the tokens, by the
+        # engine's kernel path (cost.moe_permute_time; launches counted in moe_routing)
+        permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
+        permute.meta["moe_permute"] = {
+            "tokens": t_all,
+            "pairs": t_all * k / ep,
+            "hidden": float(d),
+            "act_bytes": ab,
+        }
+        ops.append(permute)
         ops.extend([up, down])
         if moe.num_shared:
             fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
@@ -458,8 +474,10 @@ def layer_group_ops(
         else model.intermediate_size
     ) / np.where(adp, 1, tp)
     ffn_width = ffn_width if g.ffn else 0.0
-    elem = t_attn * d * 2.0 * 6 + np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
-    ops.append(Op("norms_elementwise", "other", "memory", layers, 4.0, bytes=elem))
+    ops.append(Op("norms_elementwise", "other", "memory", layers, 3.0, bytes=t_attn * d * 2.0 * 6))
+    # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product)
+    act = np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
+    ops.append(Op("ffn_activation", "ffn", "memory", layers, 1.0, bytes=act))
     return [op for op in ops if _in_block(op, g)]
 
 

@@ -61,7 +61,7 @@ def clean(obj: Any) -> Any:
 # 10: `assumptions` adds `attention_decode_efficiency` (`compute_class`, `value`, `source`):
 # decode attention's compute fraction of the peak, from the GPU file's measured decode kernel
 # where it has one (`efficiency.attention_decode`), else the engine's `attn_prefill_efficiency`.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def to_json(obj: Any) -> str:

@@ -41,6 +41,8 @@ DEFAULT_ENGINE = "trtllm"
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
+# MoE kernel paths around the grouped GEMMs (cost.MOE_PERMUTE_PATHS holds what each streams)
+MOE_KERNELS = ("auto", "cutlass", "triton")
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
 KV_ADMISSION = ("full", "mean")
@@ -52,8 +54,8 @@ RENAMED = {
     ),
     "moe_imbalance": (
         "'moe_imbalance' was replaced by 'routing_skew': the busiest EP rank's load now follows "
-        "from multinomial top-k routing (cost.moe_rank_imbalance), and routing_skew (1 = uniform) "
-        "scales its spread over uniform routing; TP-only MoE has no rank imbalance"
+        "from multinomial top-k routing (routing.moe_rank_imbalance), and routing_skew "
+        "(1 = uniform) scales its spread over uniform routing; TP-only MoE has no rank imbalance"
     ),
 }
 
@@ -85,6 +87,8 @@ class EngineConstants:
         network_latency_s: extra latency when a collective crosses the scale-out network.
         comm_efficiency: multiplier on the hardware's measured link efficiency.
         moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
+        moe_kernels: the MoE kernel path around the grouped GEMMs (``MOE_KERNELS``;
+            ``cost.moe_kernel_path``): what the permute and finalize stream per token.
         kv_admission: KV the scheduler holds per running sequence (``KV_ADMISSION``;
             ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
@@ -127,6 +131,7 @@ class EngineConstants:
     network_latency_s: float
     comm_efficiency: float
     moe_comm: str
+    moe_kernels: str
     kv_admission: str
     moe_layer_overhead_s: float
     routing_skew: float
@@ -212,6 +217,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: moe_comm={c.moe_comm!r} is not a known kernel family; allowed: "
             + ", ".join(MOE_COMM)
         )
+    if c.moe_kernels not in MOE_KERNELS:
+        raise SpecError(
+            f"{where}: moe_kernels={c.moe_kernels!r} is not a known MoE kernel path; allowed: "
+            + ", ".join(MOE_KERNELS)
+        )
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
@@ -254,7 +264,7 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
-        elif x.name in ("moe_comm", "kv_admission"):
+        elif x.name in ("moe_comm", "moe_kernels", "kv_admission"):
             kwargs[x.name] = f.str(x.name)
         elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
             kwargs[x.name] = f.bool(x.name)

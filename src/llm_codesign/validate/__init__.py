@@ -1,8 +1,9 @@
 """Validation: predict every row of a published-measurement CSV and report the error.
 
 ``mapping`` reads the tables and maps each row (or counts the reason it is skipped),
-``predict`` prices the mapped rows, ``summary`` holds the report and its error statistics, and
-``gemm`` validates kernel-level GEMM tables. Errors are (predicted - measured) / measured.
+``predict`` prices the mapped rows, ``summary`` holds the report and its error statistics,
+``gemm`` validates kernel-level GEMM tables and ``moe_layer`` whole fused-MoE layer timings.
+Errors are (predicted - measured) / measured.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .mapping import (
     metric_class,
     read_measurements,
 )
+from .moe_layer import MOE_LAYER_COLUMNS, is_moe_layer_table, validate_moe_layer
 from .predict import (
     CONCURRENCY_GRID,
     OFFLINE_MAX_BATCH,
@@ -47,6 +49,7 @@ from .summary import RECORD_FIELDS, RecordTable, ValidationReport, summarize
 
 __all__ = [
     "BUNDLED_GEMM_TABLE",
+    "BUNDLED_MOE_LAYER_TABLE",
     "BUNDLED_SERVING_TABLES",
     "bundled_data",
     "CONCURRENCY_GRID",
@@ -60,6 +63,7 @@ __all__ = [
     "pools_label",
     "speculative",
     "GEMM_COLUMNS",
+    "MOE_LAYER_COLUMNS",
     "METRICS",
     "OFFLINE_MAX_BATCH",
     "REQUIRED_COLUMNS",
@@ -70,6 +74,7 @@ __all__ = [
     "RecordTable",
     "ValidationReport",
     "is_gemm_table",
+    "is_moe_layer_table",
     "map_precision",
     "map_row",
     "match_gpu_name",
@@ -82,6 +87,7 @@ __all__ = [
     "summarize",
     "validate",
     "validate_gemm",
+    "validate_moe_layer",
 ]
 
 
@@ -94,6 +100,7 @@ BUNDLED_SERVING_TABLES = (
     "inferencex_hopper.csv",
 )
 BUNDLED_GEMM_TABLE = "gemm.csv"
+BUNDLED_MOE_LAYER_TABLE = "moe_layer.csv"
 # rows read, mapped and priced at a time (memory is bounded by one chunk, not the table)
 CHUNK_ROWS = 4096
 # distinct priced inputs remembered across chunks (then forgotten together: memory stays bounded)
@@ -102,7 +109,7 @@ PRICED_ENTRIES = 65_536
 
 def bundled_data(name: str) -> Path:
     """Path of a shipped measurement table (``BUNDLED_SERVING_TABLES``, ``BUNDLED_GEMM_TABLE``,
-    ``SOURCES.md``)."""
+    ``BUNDLED_MOE_LAYER_TABLE``, ``SOURCES.md``)."""
     return Path(str(resources.files("llm_codesign") / "data" / "validation" / name))
 
 
@@ -126,6 +133,8 @@ def validate(
     paths = data if isinstance(data, list) else [data]
     if len(paths) == 1 and Path(paths[0]).is_file() and is_gemm_table(paths[0]):
         return validate_gemm(paths[0], engine)
+    if len(paths) == 1 and Path(paths[0]).is_file() and is_moe_layer_table(paths[0]):
+        return validate_moe_layer(paths[0], engine)
     matched_names.cache_clear()
     override = load_engine(engine) if engine is not None else None
     replaced = dict(engines or {}) if override is None else {override.id: override}

@@ -1,0 +1,183 @@
+"""Kernel level: whole fused-MoE layer timings (``data/validation/moe_layer.csv`` format)
+against the cost model's MoE layer: the ops of an MoE layer's routed experts
+(``ops.MOE_LAYER_OPS``: routing, permute, the two grouped GEMMs, the activation and the
+finalize's bytes), each with the engine's per-kernel fixed cost, as serving charges them."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cost import op_time
+from ..errors import DataFileError
+from ..ops import MOE_LAYER_OPS, layer_group_ops, step_shape
+from ..specs.engine import MOE_KERNELS, EngineConstants, load_engine
+from ..specs.hardware import hardware_alias_table, load_hardware
+from ..specs.model import ModelSpec, MoESpec, bundled_models
+from ..specs.precision import parse_precision
+from .mapping import parse_int
+from .summary import ValidationReport, summarize
+
+MOE_LAYER_COLUMNS = (
+    "source_id",
+    "gpu",
+    "kernel",
+    "framework",
+    "path",
+    "dtype",
+    "tokens",
+    "experts",
+    "experts_local",
+    "top_k",
+    "hidden",
+    "expert_intermediate",
+    "time_us",
+)
+_DTYPES = ("bf16", "fp8", "nvfp4")
+
+
+def is_moe_layer_table(path: str | Path) -> bool:
+    """True when the CSV header has the MoE-layer kernel-table columns."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return all(c in header for c in MOE_LAYER_COLUMNS)
+
+
+@functools.cache
+def _template() -> ModelSpec:
+    """A bundled MoE model whose hidden size and experts a row replaces (the layer's other ops
+    are not used)."""
+    return next(m for _, m in sorted(bundled_models().items()) if m.moe is not None)
+
+
+def moe_layer_time(
+    hw_id: str,
+    eng: EngineConstants,
+    dtype: str,
+    tokens: int,
+    experts: int,
+    experts_local: int,
+    top_k: int,
+    hidden: int,
+    expert_intermediate: int,
+) -> tuple[float, dict[str, float]]:
+    """(seconds, seconds per op) of one MoE layer's routed experts on one GPU for ``tokens``
+    tokens: ``experts_local`` of ``experts`` experts on the GPU, each ``expert_intermediate``
+    wide there (gated), as ``ops.layer_group_ops`` builds them; each op that runs adds its
+    kernels' fixed cost (``kernel_overhead_s``)."""
+    ep = experts // experts_local
+    model = dataclasses.replace(
+        _template(),
+        hidden_size=hidden,
+        gated_ffn=True,
+        moe=MoESpec(experts, top_k, expert_intermediate),
+    )
+    group = next(g for g in model.layer_groups if g.moe and g.ffn)
+    hw = load_hardware(hw_id)
+    # experts sliced over no GPU (moe_tp 1): tp = ep; the GPU sees all the tokens
+    s = step_shape(ep, 1, ep, 1, False, isl=tokens, osl=1, prefill_tokens=float(tokens))
+    total = 0.0
+    parts: dict[str, float] = {}
+    for op in layer_group_ops(model, parse_precision(dtype), group, s, 1.0):
+        if op.name not in MOE_LAYER_OPS:
+            continue
+        t = float(np.asarray(op_time(op, hw, eng, bound=False)[0]))
+        parts[op.name] = t
+        total += t + (op.kernels * eng.kernel_overhead_s if t > 0 else 0.0)
+    return total, parts
+
+
+def validate_moe_layer(
+    path: str | Path, engine: str | EngineConstants | None = None
+) -> ValidationReport:
+    """Predict each row's layer time (us). Each row names the engine whose constants price it
+    (``framework``: its fixed MoE and per-kernel costs) and the kernel path (``path``,
+    ``EngineConstants.moe_kernels``); ``engine`` forces one engine's constants (the row's path
+    still applies)."""
+    p = Path(path)
+    if not p.is_file():
+        raise DataFileError(f"{p}: no such file")
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in MOE_LAYER_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataFileError(f"{p}: missing column(s) {', '.join(missing)}")
+        raw = list(reader)
+    forced = load_engine(engine) if engine is not None else None
+    records: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    for i, r in enumerate(raw):
+        dims = [parse_int(r[c] or "") for c in MOE_LAYER_COLUMNS[6:12]]
+        try:
+            measured = float(r["time_us"])
+        except ValueError:
+            skip("no time")
+            continue
+        if any(v is None for v in dims):
+            skip("no MoE shape")
+            continue
+        tokens, experts, local, top_k, hidden, inter = (int(v) for v in dims if v is not None)
+        if local > experts or experts % local or top_k > experts:
+            skip("experts_local must divide experts, top_k at most experts")
+            continue
+        hid = hardware_alias_table().get(r["gpu"].strip().lower())
+        if hid is None:
+            skip(f"unknown gpu {r['gpu'].strip()}")
+            continue
+        dtype = r["dtype"].strip().lower()
+        if dtype not in _DTYPES:
+            skip(f"dtype {dtype} (allowed: {', '.join(_DTYPES)})")
+            continue
+        hw = load_hardware(hid)
+        if not hw.supports(parse_precision(dtype).compute_class):
+            skip(f"{dtype} not native on {hid}")
+            continue
+        kernels = r["path"].strip()
+        if kernels not in MOE_KERNELS:
+            skip(f"path {kernels} (allowed: {', '.join(MOE_KERNELS)})")
+            continue
+        base = forced or load_engine(r["framework"].strip() or None)
+        eng = base.with_overrides(moe_kernels=kernels)
+        t, parts = moe_layer_time(hid, eng, dtype, tokens, experts, local, top_k, hidden, inter)
+        predicted = t * 1e6
+        gemm = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0)
+        records.append(
+            {
+                "source_id": r["source_id"],
+                "model": r["kernel"],
+                "gpu": hid,
+                "precision": dtype,
+                "engine": eng.id,
+                "plan": f"{local} of {experts} experts, top-{top_k}",
+                "isl": tokens,
+                "osl": inter,
+                "mode": "kernel",
+                "load": float(tokens),
+                "metric": "moe_layer_us",
+                "measured": measured,
+                "predicted": predicted,
+                "error": predicted / measured - 1.0,
+                "note": (
+                    f"{r.get('config', '').strip() or 'config not stated'}; hidden {hidden}; "
+                    f"path {kernels}; grouped GEMMs {gemm / t:.0%} of the layer"
+                ),
+                "row": i,
+            }
+        )
+    return ValidationReport(
+        records,
+        [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])],
+        summarize(records),
+    )

@@ -1,0 +1,171 @@
+"""The MoE kernels around the grouped GEMMs (issue 11): the bytes the permute and finalize stream
+per kernel path, the path an engine runs, and whole fused-MoE layers against published timings
+(``data/validation/moe_layer.csv``)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+
+import numpy as np
+import pytest
+import yaml
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_kernel_path, moe_permute_time, op_time
+from llm_codesign.errors import SpecError
+from llm_codesign.ops import MOE_LAYER_OPS, layer_group_ops, step_shape
+from llm_codesign.validate import bundled_data, validate
+from llm_codesign.validate.moe_layer import moe_layer_time
+
+BASE = load_engine("base")
+
+
+def _permute_op(model: str, prec: str, tokens: float, tp: int = 1, ep: int = 1):
+    m = load_model(model)
+    g = next(g for g in m.layer_groups if g.moe)
+    s = step_shape(tp, 1, ep, 1, False, isl=tokens, osl=1, prefill_tokens=tokens)
+    ops = layer_group_ops(m, parse_precision(prec), g, s, 1.0)
+    return m, next(op for op in ops if op.name == "moe_permute")
+
+
+def test_permute_bytes_by_path_by_hand():
+    """Qwen3-30B-A3B (d 2048, top-8 of 128), 1,000 tokens, FP8 activations, one GPU: the
+    cutlass path streams 2 T d (read the tokens) + 1 P d (one FP8 copy per pair); the triton path
+    quantizes the tokens (2 + 1) T d and sums the pairs (2 P d read, 2 T d written)."""
+    m, op = _permute_op("qwen3-30b-a3b", "fp8", 1000.0)
+    hw = load_hardware("h100-sxm")
+    bw = hbm_bytes_per_s_achieved(hw, BASE)
+    t_d, p_d = 1000.0 * 2048, 8000.0 * 2048
+    cutlass = BASE.with_overrides(moe_kernels="cutlass")
+    triton = BASE.with_overrides(moe_kernels="triton")
+    assert float(moe_permute_time(op, hw, cutlass)) == pytest.approx((2 * t_d + p_d) / bw)
+    assert float(moe_permute_time(op, hw, triton)) == pytest.approx(
+        (3 * t_d + 2 * p_d + 2 * t_d) / bw
+    )
+    # BF16 activations: no quantization pass on the triton path, a BF16 copy on the cutlass one
+    _, op16 = _permute_op("qwen3-30b-a3b", "bf16", 1000.0)
+    assert float(moe_permute_time(op16, hw, triton)) == pytest.approx((2 * p_d + 2 * t_d) / bw)
+    assert float(moe_permute_time(op16, hw, cutlass)) == pytest.approx((2 * t_d + 2 * p_d) / bw)
+
+
+def test_permute_pairs_follow_expert_parallelism():
+    """Under EP 8 each GPU streams the pairs of its own experts: top-8 of 128 over 8 ranks is one
+    pair per token on average."""
+    _, op = _permute_op("qwen3-30b-a3b", "fp8", 4096.0, tp=8, ep=8)
+    mp = op.meta["moe_permute"]
+    assert float(mp["tokens"]) == 4096.0 and float(mp["pairs"]) == pytest.approx(4096.0)
+
+
+def test_kernel_path_auto_and_overrides():
+    """auto: FlashInfer's CUTLASS fused MoE on Blackwell, Triton fused_moe elsewhere; TensorRT-LLM
+    states cutlass; an unknown path is refused with the field and the allowed values."""
+    assert moe_kernel_path(load_hardware("b200"), BASE) == "cutlass"
+    assert moe_kernel_path(load_hardware("rtx-pro-6000"), BASE) == "cutlass"
+    assert moe_kernel_path(load_hardware("h200-sxm"), BASE) == "triton"
+    assert moe_kernel_path(load_hardware("mi300x"), BASE) == "triton"
+    for eng in ("trtllm", "trtllm-trt"):
+        assert moe_kernel_path(load_hardware("h200-sxm"), load_engine(eng)) == "cutlass"
+    assert load_engine("vllm").moe_kernels == "auto"
+    with pytest.raises(SpecError, match="moe_kernels='fast' is not a known MoE kernel path"):
+        BASE.with_overrides(moe_kernels="fast")
+
+
+def test_engine_file_with_an_unknown_kernel_path_is_refused(tmp_path):
+    p = tmp_path / "eng.yaml"
+    p.write_text(yaml.safe_dump({"id": "bad", "moe_kernels": "cuda"}))
+    with pytest.raises(SpecError, match="allowed: auto, cutlass, triton"):
+        load_engine(str(p))
+
+
+def test_dense_models_have_no_moe_kernels_and_keep_their_elementwise_kernels():
+    """The FFN activation is its own op now (class ffn); a dense layer still launches the same
+    four elementwise kernels (three norm/residual/rope + one activation)."""
+    m = load_model("llama-3.1-8b")
+    s = step_shape(1, 1, 1, 1, False, isl=1024, osl=128, decode_seqs=8.0)
+    ops = layer_group_ops(m, parse_precision("bf16"), m.layer_groups[0], s, 1.0)
+    names = {op.name: op for op in ops}
+    assert "moe_permute" not in names
+    assert names["norms_elementwise"].kernels + names["ffn_activation"].kernels == 4.0
+    # 8 tokens x 14,336 x 2 bytes x 3 (read gate and up, write their product)
+    assert float(names["ffn_activation"].bytes) == pytest.approx(8 * 14336 * 2 * 3)
+
+
+def test_moe_layer_grows_with_the_tokens():
+    """A layer's time never falls as tokens are added (256 .. 32k), on both paths."""
+    for eng in (load_engine("vllm"), load_engine("trtllm")):
+        times = [
+            moe_layer_time("h200-sxm", eng, "fp8", t, 128, 128, 8, 2048, 768)[0]
+            for t in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+        ]
+        assert all(b >= a for a, b in zip(times, times[1:], strict=False))
+
+
+def test_published_fused_moe_layers():
+    """The shipped kernel table (vLLM benchmark_moe.py timings of Triton fused_moe on L40S,
+    A100, H100 and H200; tuned configs and the current default heuristics; sources per row in
+    moe_layer.csv): the model's MoE layer (routing, permute, grouped GEMMs, activation, finalize)
+    lands within 10% at the median and 25% on every row. The superseded default heuristics of
+    vLLM PR #24700 ('old default') ran 1.4-2.8x slower and are reported, not held to this."""
+    path = bundled_data("moe_layer.csv")
+    raw = list(csv.DictReader(path.open(encoding="utf-8")))
+    rep = validate(path)
+    errs = [
+        r["error"]
+        for r in rep.rows
+        if raw[r["row"]]["path"] == "triton" and raw[r["row"]]["config"] in ("tuned", "default")
+    ]
+    assert len(errs) >= 50
+    assert statistics.median(abs(e) for e in errs) <= 0.10
+    assert max(abs(e) for e in errs) <= 0.25
+    # every op of the layer is priced (none silently zero at these sizes)
+    _, parts = moe_layer_time("l40s", load_engine("vllm"), "fp8", 4096, 128, 128, 8, 2048, 768)
+    assert set(parts) == set(MOE_LAYER_OPS) and all(v > 0 for v in parts.values())
+
+
+def test_moe_layer_table_errors_name_the_problem(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("source_id,gpu\nx,h100\n")
+    from llm_codesign.errors import DataFileError
+    from llm_codesign.validate import validate_moe_layer
+
+    with pytest.raises(DataFileError, match="missing column"):
+        validate_moe_layer(p)
+    cols = [
+        "source_id", "gpu", "kernel", "framework", "path", "dtype", "tokens", "experts",
+        "experts_local", "top_k", "hidden", "expert_intermediate", "time_us",
+    ]  # fmt: skip
+    good = ["h100", "k", "vllm", "triton", "fp8", "1024", "128", "128", "8", "2048", "768", "500"]
+    rows = [["a", *good]]
+    for sid, col, value in (("b", 0, "nope"), ("c", 3, "cuda"), ("d", 6, "48"), ("e", 4, "nvfp4")):
+        row = [sid, *good]
+        row[1 + col] = value
+        rows.append(row)
+    with p.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        w.writerows(rows)
+    rep = validate_moe_layer(p)
+    assert len(rep.rows) == 1 and rep.rows[0]["source_id"] == "a"
+    reasons = {s["reason"] for s in rep.skipped}
+    assert "unknown gpu nope" in reasons
+    assert "path cuda (allowed: auto, cutlass, triton)" in reasons
+    assert any("experts_local must divide" in x for x in reasons)
+    assert "nvfp4 not native on h100-sxm" in reasons
+
+
+def test_layer_ops_are_the_serving_ops():
+    """The kernel validation prices the very ops a serving step adds up: the same op_time per
+    op for an MoE layer of Qwen3-30B-A3B at 2,048 prompt tokens."""
+    eng = load_engine("vllm")
+    hw = load_hardware("h100-sxm")
+    m = load_model("qwen3-30b-a3b")
+    g = next(g for g in m.layer_groups if g.moe)
+    s = step_shape(1, 1, 1, 1, False, isl=2048, osl=1, prefill_tokens=2048.0)
+    want = 0.0
+    for op in layer_group_ops(m, parse_precision("fp8"), g, s, 1.0):
+        if op.name in MOE_LAYER_OPS:
+            t = float(np.asarray(op_time(op, hw, eng)[0]))
+            want += t + (op.kernels * eng.kernel_overhead_s if t > 0 else 0.0)
+    got, _ = moe_layer_time("h100-sxm", eng, "fp8", 2048, 128, 128, 8, 2048, 768)
+    assert got == pytest.approx(want, rel=1e-12)
