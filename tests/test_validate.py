@@ -100,6 +100,18 @@ def test_mapping_rules():
         ),
     )
     assert m.precision.startswith("mxfp4-a16")  # MXFP4 checkpoint, no FP4 math on Hopper
+    # the KV the table names for Hopper apart: "auto", the checkpoint's own BF16 (TensorRT-LLM
+    # developer guide, gpt-oss options "dtype: fp8  # Hopper: use auto"); FP8 on Blackwell
+    assert m.precision == "mxfp4-a16"
+    blackwell = map_row(
+        0,
+        row(
+            model="gpt-oss-120b",
+            gpu="B200 180GB",
+            precision="fp4/?/fp8 on Blackwell (Hopper: auto)",
+        ),
+    )
+    assert blackwell.precision == "mxfp4-a8+fp8-kv"
     m = map_row(
         0,
         row(

@@ -62,7 +62,7 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #   measured bus efficiency (collective_time).
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 # The MoE kernels around the grouped GEMMs that stream bytes growing with the tokens, per kernel
-# path (``EngineConstants.moe_kernels``, :func:`moe_kernel_path`); the GEMMs' own operands and
+# path (``specs.engine.MOE_KERNELS``, :func:`moe_kernel_path`); the GEMMs' own operands and
 # outputs are the GEMMs', and the launches are in ``moe_layer_overhead_s``. Bytes per layer, with
 # T tokens through the layer on this GPU, P = T x top_k / ep routed (token, local expert) pairs,
 # d the hidden size and a the activation format's bytes per element:
@@ -75,7 +75,6 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 #     the tokens are quantized once where the activations are narrower than BF16 (2 T d + a T d)
 #     and moe_sum reads the pairs' BF16 outputs and writes the token sums (2 P d + 2 T d).
 # Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
-MOE_PERMUTE_PATHS = ("cutlass", "triton")
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
 # DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
 # 1024 rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 /
@@ -508,8 +507,9 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
 
 
 def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
-    """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer
-    (``MOE_PERMUTE_PATHS``); ``op.meta["moe_permute"]``: tokens, pairs, hidden size,
+    """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer, by the
+    engine's kernel path (the bytes of each path: the comment above
+    ``GROUPED_GEMM_GROUP_ROWS``). ``op.meta["moe_permute"]``: tokens, pairs, hidden size,
     activation bytes per element."""
     mp = op.meta["moe_permute"]
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]

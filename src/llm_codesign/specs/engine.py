@@ -41,7 +41,7 @@ DEFAULT_ENGINE = "trtllm"
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
-# MoE kernel paths around the grouped GEMMs (cost.MOE_PERMUTE_PATHS holds what each streams)
+# MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams)
 MOE_KERNELS = ("auto", "cutlass", "triton")
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average

@@ -179,15 +179,24 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell, except gpt-oss whose checkpoints are MXFP4 (W4A8 on
     Blackwell, weight-only W4A16 on Hopper); fp8 = FP8 (gpt-oss on Hopper: MXFP4 weights, BF16
-    compute, FP8 KV); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV.
+    compute, FP8 KV); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a
+    format stated for Hopper apart ("(Hopper: auto)") applies on Hopper, ``auto`` being the
+    checkpoint's own (BF16 where it does not quantize its KV).
     """
     parts = [p.strip().lower() for p in text.split("/")]
     w = parts[0] if parts else ""
     kv = parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
     hopper = hw.architecture in ("hopper", "ampere", "ada")
+    # a KV format the table names for Hopper apart ("fp8 on Blackwell (Hopper: auto)", the
+    # TensorRT-LLM developer guide's gpt-oss options: "dtype: fp8  # Hopper: use auto"); "auto"
+    # is the checkpoint's own, the model's dtype where the checkpoint does not quantize its KV
+    for_hopper = re.search(r"\(hopper:\s*([a-z0-9]+)\)", text.lower())
+    if hopper and for_hopper:
+        kv = for_hopper.group(1)
     if model.model_type == "gpt_oss":
         base = "mxfp4-a16" if hopper else "mxfp4-a8"
-        return base + ("+fp8-kv" if kv == "fp8" or "fp8" in text.lower() else "")
+        fp8_kv = kv == "fp8" or (not (hopper and for_hopper) and "fp8" in text.lower())
+        return base + ("+fp8-kv" if fp8_kv else "")
     if w in ("fp4", "nvfp4"):
         base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
     elif w in ("fp8", "bf16", "fp16"):
