@@ -102,22 +102,41 @@ def test_moe_layer_grows_with_the_tokens():
 
 
 def test_published_fused_moe_layers():
-    """The shipped kernel table (vLLM benchmark_moe.py timings of Triton fused_moe on L40S,
-    A100, H100 and H200; tuned configs and the current default heuristics; sources per row in
-    moe_layer.csv): the model's MoE layer (routing, permute, grouped GEMMs, activation, finalize)
-    lands within 10% at the median and 25% on every row. The superseded default heuristics of
-    vLLM PR #24700 ('old default') ran 1.4-2.8x slower and are reported, not held to this."""
+    """The shipped kernel table (sources per row in moe_layer.csv; data/validation/SOURCES.md):
+    the model's MoE layer (routing, permute, grouped GEMMs, activation, finalize) against
+    published whole-layer timings.
+
+    * vLLM's benchmark_moe.py timings of Triton fused_moe on L40S, A100, H100 and H200 (tuned
+      configs and the current default heuristics): within 10% at the median, 25% on every row.
+      The superseded default heuristics of vLLM PR #24700 ('old default') ran 1.4-2.8x slower
+      and are reported, not held to this.
+    * With AIConfigurator's vLLM and SGLang Triton fused_moe timings on H100 and H200, every
+      Triton row without expert parallelism: 10% at the median, 25% at the 90th percentile.
+    * TensorRT-LLM's CUTLASS MoE on H100 and H200 (AIConfigurator): within 15% at the median."""
     path = bundled_data("moe_layer.csv")
     raw = list(csv.DictReader(path.open(encoding="utf-8")))
     rep = validate(path)
-    errs = [
-        r["error"]
-        for r in rep.rows
-        if raw[r["row"]]["path"] == "triton" and raw[r["row"]]["config"] in ("tuned", "default")
-    ]
-    assert len(errs) >= 50
-    assert statistics.median(abs(e) for e in errs) <= 0.10
-    assert max(abs(e) for e in errs) <= 0.25
+
+    def errs(keep) -> list[float]:
+        return [abs(r["error"]) for r in rep.rows if keep(raw[r["row"]])]
+
+    prs = errs(lambda x: x["source_id"].startswith("vllm_pr") and x["config"] != "old default")
+    assert len(prs) >= 50
+    assert statistics.median(prs) <= 0.10 and max(prs) <= 0.25
+    triton = errs(
+        lambda x: (
+            x["path"] == "triton"
+            and x["config"] != "old default"
+            and x["experts"] == x["experts_local"]
+        )
+    )
+    assert len(triton) >= 100
+    assert statistics.median(triton) <= 0.10
+    assert float(np.quantile(triton, 0.9)) <= 0.25
+    cutlass_hopper = errs(
+        lambda x: x["framework"] == "trtllm" and x["gpu"] in ("H100 SXM", "H200 SXM")
+    )
+    assert len(cutlass_hopper) >= 60 and statistics.median(cutlass_hopper) <= 0.15
     # every op of the layer is priced (none silently zero at these sizes)
     _, parts = moe_layer_time("l40s", load_engine("vllm"), "fp8", 4096, 128, 128, 8, 2048, 768)
     assert set(parts) == set(MOE_LAYER_OPS) and all(v > 0 for v in parts.values())
