@@ -128,6 +128,7 @@ class Estimate:
             "peak_flops_per_s": hw.peak_flops(rate),
             "compute_class": rate,
             "gemm_efficiency": asdict(hw.gemm_efficiency_for(rate)),
+            "grouped_gemm_efficiency": asdict(hw.grouped_gemm_efficiency_for(rate)),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
             "hbm_efficiency": asdict(hw.hbm_efficiency),
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,

@@ -351,7 +351,9 @@ def gemm_time(
             hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed=routed
         )
     flops = 2.0 * m * op.n * op.k * op.groups
-    compute = np.where(flops > 0, flops / (peak * ceiling * np.maximum(eff, 1e-9)), 0.0)
+    # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs)
+    share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
+    compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
         measured = hw.gemm_table.flops_per_s(
             rate_class, m, np.asarray(op.n, dtype=float), np.asarray(op.k, dtype=float)

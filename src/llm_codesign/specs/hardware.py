@@ -102,6 +102,9 @@ class HardwareSpec:
     # reaches (MLA's 128 heads per latent KV make it compute-bound); classes absent use the
     # engine's attn_prefill_efficiency
     attention_decode_efficiency: dict[str, Efficiency] = field(default_factory=dict)
+    # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
+    # reach where a grouped kernel was measured (classes absent: the dense ceiling)
+    grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     # free-text GPU names (measurement tables): the chip as it appears in a name lower-cased
     # with spaces and punctuation removed, and the words that make such a name another product
@@ -140,6 +143,13 @@ class HardwareSpec:
             if fallback in self.peak_flops_per_s:
                 return fallback
         raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
+
+    def grouped_gemm_efficiency_for(self, compute_class: str) -> Efficiency:
+        """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
+        (``efficiency.grouped_gemm``); 1 where no grouped kernel of the class was measured."""
+        return self.grouped_gemm_efficiency.get(
+            compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
+        )
 
     def gemm_efficiency_for(self, compute_class: str) -> Efficiency:
         """Measured GEMM ceiling fraction for a class; falls back to BF16's (stated in source)."""
@@ -196,6 +206,21 @@ def _efficiency(f: Fields, key: str) -> Efficiency:
     return Efficiency(value, m.str("source"))
 
 
+def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[str, Efficiency]:
+    """An optional per-compute-class mapping of ``efficiency`` ({value, source} per class);
+    a class the GPU has no peak for is refused with the allowed classes named."""
+    if not eff.has(key):
+        return {}
+    m = eff.mapping(key)
+    for k in m.data:
+        if k not in peaks:
+            raise SpecError(
+                f"{m.where}: {k!r} is not a compute class of this GPU; allowed: "
+                f"{', '.join(sorted(peaks))}"
+            )
+    return {k: _efficiency(m, k) for k in m.data}
+
+
 # The hardware file's schema: (field path, kind, required, meaning). ``hardware --template``
 # prints it as a commented YAML and docs/HARDWARE.md documents it; a file's problems are all
 # reported at once (``hardware_problems``) before it is parsed.
@@ -224,6 +249,13 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "mapping",
         False,
         "per compute class {value, source}: decode attention's compute fraction of that peak",
+    ),
+    (
+        "efficiency.grouped_gemm",
+        "mapping",
+        False,
+        "per compute class {value, source}: the fraction of that class's GEMM ceiling that "
+        "routed grouped (MoE expert) GEMMs reach",
     ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
@@ -320,16 +352,9 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     eff = f.mapping("efficiency")
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
-    att: dict[str, Efficiency] = {}
-    if eff.has("attention_decode"):
-        att_f = eff.mapping("attention_decode")
-        for k in att_f.data:
-            if k not in peaks:
-                raise SpecError(
-                    f"{att_f.where}: {k!r} is not a compute class of this GPU; allowed: "
-                    f"{', '.join(sorted(peaks))}"
-                )
-            att[k] = _efficiency(att_f, k)
+    att, grouped = (
+        _class_efficiencies(eff, k, peaks) for k in ("attention_decode", "grouped_gemm")
+    )
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
     return HardwareSpec(
@@ -355,6 +380,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),
         attention_decode_efficiency=att,
+        grouped_gemm_efficiency=grouped,
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
         aliases=tuple(f.str_list("aliases", [])),
         **_name_match(f),
