@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 
 from .. import (
     DisaggregatedPlan,
@@ -384,9 +385,12 @@ def estimate(
         )
     )
     a = e.assumptions()
+    share = a["grouped_gemm_efficiency"]["value"]
+    grouped = f" (MoE expert GEMMs x {share:.2f})" if e.model.moe and share < 1 else ""
     c.print(
         f"assumptions: peak {a['peak_flops_per_s'] / 1e12:.0f} TFLOP/s ({a['compute_class']}), "
-        f"GEMM efficiency {a['gemm_efficiency']['value']:.3f} [{a['gemm_efficiency']['source']}], "
+        f"GEMM efficiency {a['gemm_efficiency']['value']:.3f}{grouped} "
+        f"{escape('[' + a['gemm_efficiency']['source'] + ']')}, "
         f"HBM {a['hbm_bytes_per_s'] / 1e12:.2f} TB/s x {e.hardware.hbm_efficiency.value} x "
         f"{e.engine.hbm_efficiency_scale}, per-step overhead {e.engine.step_overhead_s * 1e3:.2f} "
         f"ms, per-kernel {e.engine.kernel_overhead_s * 1e6:.1f} us"
