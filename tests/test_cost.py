@@ -291,7 +291,10 @@ def test_decode_attention_compute_reproduces_the_measured_mla_kernels():
     )
 
 
-def test_attention_decode_efficiency_must_name_a_class_of_the_gpu():
+@pytest.mark.parametrize("field", ["attention_decode", "grouped_gemm"])
+def test_per_class_efficiencies_must_name_a_class_of_the_gpu(field):
+    """efficiency.attention_decode and efficiency.grouped_gemm: a class the GPU has no peak for
+    is refused with the allowed classes named, a value above 1 as not a fraction."""
     from importlib import resources
 
     import yaml
@@ -301,10 +304,10 @@ def test_attention_decode_efficiency_must_name_a_class_of_the_gpu():
 
     path = resources.files("llm_codesign") / "data" / "hardware" / "h100-sxm.yaml"
     data = yaml.safe_load(path.read_text())
-    data["efficiency"]["attention_decode"]["nvfp4"] = {"value": 0.5, "source": "x"}
-    with pytest.raises(SpecError, match="nvfp4"):
+    data["efficiency"][field] = {"nvfp4": {"value": 0.5, "source": "x"}}
+    with pytest.raises(SpecError, match="'nvfp4' is not a compute class of this GPU; allowed"):
         hardware_from_mapping(data, "test.yaml")
-    data["efficiency"]["attention_decode"] = {"bf16": {"value": 1.5, "source": "x"}}
+    data["efficiency"][field] = {"bf16": {"value": 1.5, "source": "x"}}
     with pytest.raises(SpecError, match="fraction"):
         hardware_from_mapping(data, "test.yaml")
 

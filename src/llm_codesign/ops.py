@@ -342,8 +342,9 @@ def layer_group_ops(
         down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched)
         # the busiest EP rank's load follows from the mean pairs per rank
         # (routing.moe_rank_imbalance)
+        pairs = t_all * k / ep  # routed (token, local expert) pairs per EP rank
         up.meta["moe"] = down.meta["moe"] = {
-            "pairs_per_rank": t_all * k / ep,
+            "pairs_per_rank": pairs,
             "ep": ep,
             "top_k": float(k),
             "experts_local": experts_local,
@@ -356,7 +357,7 @@ def layer_group_ops(
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
         permute.meta["moe_permute"] = {
             "tokens": t_all,
-            "pairs": t_all * k / ep,
+            "pairs": pairs,
             "hidden": float(d),
             "act_bytes": ab,
         }

@@ -45,7 +45,7 @@ from .predict import (
     predict_rows,
     price_key,
 )
-from .summary import RECORD_FIELDS, RecordTable, ValidationReport, summarize
+from .summary import RECORD_FIELDS, RecordTable, ValidationReport, skipped_list, summarize
 
 __all__ = [
     "BUNDLED_GEMM_TABLE",
@@ -213,11 +213,8 @@ def validate(
     skipped = {**map_skips}
     for k, v in predict_skips.items():
         skipped[k] = skipped.get(k, 0) + v
-    skipped_list = [
-        {"reason": k, "count": v} for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])
-    ]
     return ValidationReport(
-        records, skipped_list, summarize(records), [Path(p) for p in paths], replaced
+        records, skipped_list(skipped), summarize(records), [Path(p) for p in paths], replaced
     )
 
 

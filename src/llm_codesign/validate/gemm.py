@@ -3,30 +3,23 @@ model's GEMM time."""
 
 from __future__ import annotations
 
-import csv
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ..cost import gemm_time
-from ..errors import DataFileError
 from ..ops import Op
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import hardware_alias_table, load_hardware
-from .mapping import parse_int
-from .summary import ValidationReport, summarize
+from .mapping import has_columns, parse_int, read_measurements
+from .summary import ValidationReport, skipped_list, summarize
 
 GEMM_COLUMNS = ("source_id", "gpu", "kernel", "dtype", "m", "n", "k", "batch_or_groups", "tflops")
 
 
 def is_gemm_table(path: str | Path) -> bool:
-    """True when the CSV header has the kernel-table columns (unreadable files: False, and
-    read_measurements reports them)."""
-    try:
-        with Path(path).open(newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-    return all(c in header for c in GEMM_COLUMNS)
+    """True when the CSV header has the kernel-table columns."""
+    return has_columns(path, GEMM_COLUMNS)
 
 
 def validate_gemm(
@@ -37,42 +30,30 @@ def validate_gemm(
     per-kernel fixed cost (``default``: 3 us), as serving charges it. MAMF rows are the
     inputs of the hardware files' GEMM ceilings: reported separately as ``calibration input``
     (a self-consistency check), not as validation."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataFileError(f"{p}: no such file")
-    with p.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in GEMM_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataFileError(f"{p}: missing column(s) {', '.join(missing)}")
-        raw = list(reader)
+    raw = read_measurements(path, GEMM_COLUMNS)
     eng = load_engine(engine)
     records: list[dict[str, Any]] = []
-    skipped: dict[str, int] = {}
-
-    def skip(why: str) -> None:
-        skipped[why] = skipped.get(why, 0) + 1
-
+    skipped: Counter[str] = Counter()  # rows not predicted, per reason
     for i, r in enumerate(raw):
         m, n, k = (parse_int(r[c] or "") for c in ("m", "n", "k"))
         try:
             measured = float(r["tflops"])
         except ValueError:
-            skip("no TFLOPS (bandwidth or latency row)")
+            skipped["no TFLOPS (bandwidth or latency row)"] += 1
             continue
         if m is None or n is None or k is None:
-            skip("no GEMM shape")
+            skipped["no GEMM shape"] += 1
             continue
         name = r["gpu"].strip().lower()
         hid = hardware_alias_table().get(name)  # kernel tables: an id or alias of a hardware file
         if hid is None:
-            skip(f"unknown gpu {r['gpu'].strip()}")
+            skipped[f"unknown gpu {r['gpu'].strip()}"] += 1
             continue
         dtype = r["dtype"].lower()
         cls = "fp8" if "fp8" in dtype else ("fp16" if dtype.startswith("fp16") else "bf16")
         hw = load_hardware(hid)
         if not hw.supports(cls):
-            skip(f"{cls} not native on {hid}")
+            skipped[f"{cls} not native on {hid}"] += 1
             continue
         groups = float(parse_int(r["batch_or_groups"] or "") or 1)
         op = Op(
@@ -121,6 +102,6 @@ def validate_gemm(
         )
     return ValidationReport(
         records,
-        [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])],
+        skipped_list(skipped),
         summarize(records),
     )

@@ -118,14 +118,30 @@ MAX_CELL_INT = 2**24  # lengths, batch sizes and parallel degrees above this are
 MAX_MEASURED_VALUE = 1e12
 
 
-def read_measurements(path: str | Path) -> list[dict[str, str]]:
+def read_measurements(
+    path: str | Path, columns: tuple[str, ...] = REQUIRED_COLUMNS
+) -> list[dict[str, str]]:
     """Every row of a measurement table (``iter_measurements`` reads it without keeping it)."""
-    return list(iter_measurements(path))
+    return list(iter_measurements(path, columns))
 
 
-def iter_measurements(path: str | Path) -> Iterator[dict[str, str]]:
-    """The rows of a measurement table, one at a time: the columns are checked at once (before
-    the first row is asked for), the rows as they are read."""
+def has_columns(path: str | Path, columns: tuple[str, ...]) -> bool:
+    """True when the CSV header holds ``columns`` (the kernel tables' test of their format;
+    unreadable files: False, and the reader reports them)."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8-sig") as fh:
+            header = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+    return all(c in header for c in columns)
+
+
+def iter_measurements(
+    path: str | Path, columns: tuple[str, ...] = REQUIRED_COLUMNS
+) -> Iterator[dict[str, str]]:
+    """The rows of a measurement table (serving rows by default; a kernel table passes its own
+    ``columns``), one at a time: the columns are checked at once (before the first row is asked
+    for), the rows as they are read."""
     p = Path(path)
     if not p.is_file():
         raise DataFileError(f"{p}: no such file")
@@ -136,7 +152,7 @@ def iter_measurements(path: str | Path) -> Iterator[dict[str, str]]:
     fh = p.open(newline="", encoding="utf-8-sig")  # a UTF-8 byte-order mark is not a column
     try:
         reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
     except (UnicodeDecodeError, csv.Error) as exc:
         fh.close()
         raise DataFileError(f"{p}: not a readable CSV ({exc})") from None
@@ -146,7 +162,7 @@ def iter_measurements(path: str | Path) -> Iterator[dict[str, str]]:
     if missing:
         fh.close()
         raise DataFileError(
-            f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(REQUIRED_COLUMNS)}"
+            f"{p}: missing column(s) {', '.join(missing)}; required: {', '.join(columns)}"
         )
     return _rows(p, fh, reader)
 

@@ -5,23 +5,22 @@ finalize's bytes), each with the engine's per-kernel fixed cost, as serving char
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..cost import op_time
-from ..errors import DataFileError
 from ..ops import MOE_LAYER_OPS, layer_group_ops, step_shape
 from ..specs.engine import MOE_KERNELS, EngineConstants, load_engine
 from ..specs.hardware import hardware_alias_table, load_hardware
 from ..specs.model import ModelSpec, MoESpec, bundled_models
 from ..specs.precision import parse_precision
-from .mapping import parse_int
-from .summary import ValidationReport, summarize
+from .mapping import has_columns, parse_int, read_measurements
+from .summary import ValidationReport, skipped_list, summarize
 
 MOE_LAYER_COLUMNS = (
     "source_id",
@@ -43,12 +42,7 @@ _DTYPES = ("bf16", "fp8", "nvfp4")
 
 def is_moe_layer_table(path: str | Path) -> bool:
     """True when the CSV header has the MoE-layer kernel-table columns."""
-    try:
-        with Path(path).open(newline="", encoding="utf-8") as fh:
-            header = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-    return all(c in header for c in MOE_LAYER_COLUMNS)
+    return has_columns(path, MOE_LAYER_COLUMNS)
 
 
 @functools.cache
@@ -102,51 +96,39 @@ def validate_moe_layer(
     (``framework``: its fixed MoE and per-kernel costs) and the kernel path (``path``,
     ``EngineConstants.moe_kernels``); ``engine`` forces one engine's constants (the row's path
     still applies)."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataFileError(f"{p}: no such file")
-    with p.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in MOE_LAYER_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataFileError(f"{p}: missing column(s) {', '.join(missing)}")
-        raw = list(reader)
+    raw = read_measurements(path, MOE_LAYER_COLUMNS)
     forced = load_engine(engine) if engine is not None else None
     records: list[dict[str, Any]] = []
-    skipped: dict[str, int] = {}
-
-    def skip(why: str) -> None:
-        skipped[why] = skipped.get(why, 0) + 1
-
+    skipped: Counter[str] = Counter()  # rows not predicted, per reason
     for i, r in enumerate(raw):
         dims = [parse_int(r[c] or "") for c in MOE_LAYER_COLUMNS[6:12]]
         try:
             measured = float(r["time_us"])
         except ValueError:
-            skip("no time")
+            skipped["no time"] += 1
             continue
         if any(v is None for v in dims):
-            skip("no MoE shape")
+            skipped["no MoE shape"] += 1
             continue
         tokens, experts, local, top_k, hidden, inter = (int(v) for v in dims if v is not None)
         if local > experts or experts % local or top_k > experts:
-            skip("experts_local must divide experts, top_k at most experts")
+            skipped["experts_local must divide experts, top_k at most experts"] += 1
             continue
         hid = hardware_alias_table().get(r["gpu"].strip().lower())
         if hid is None:
-            skip(f"unknown gpu {r['gpu'].strip()}")
+            skipped[f"unknown gpu {r['gpu'].strip()}"] += 1
             continue
         dtype = r["dtype"].strip().lower()
         if dtype not in _DTYPES:
-            skip(f"dtype {dtype} (allowed: {', '.join(_DTYPES)})")
+            skipped[f"dtype {dtype} (allowed: {', '.join(_DTYPES)})"] += 1
             continue
         hw = load_hardware(hid)
         if not hw.supports(parse_precision(dtype).compute_class):
-            skip(f"{dtype} not native on {hid}")
+            skipped[f"{dtype} not native on {hid}"] += 1
             continue
         kernels = r["path"].strip()
         if kernels not in MOE_KERNELS:
-            skip(f"path {kernels} (allowed: {', '.join(MOE_KERNELS)})")
+            skipped[f"path {kernels} (allowed: {', '.join(MOE_KERNELS)})"] += 1
             continue
         base = forced or load_engine(r["framework"].strip() or None)
         eng = base.with_overrides(moe_kernels=kernels)
@@ -178,6 +160,6 @@ def validate_moe_layer(
         )
     return ValidationReport(
         records,
-        [{"reason": k2, "count": v} for k2, v in sorted(skipped.items(), key=lambda kv: -kv[1])],
+        skipped_list(skipped),
         summarize(records),
     )

@@ -118,6 +118,11 @@ class RecordTable(Sequence[dict[str, Any]]):
             yield from zip(*cols)
 
 
+def skipped_list(counts: dict[str, int]) -> list[dict[str, Any]]:
+    """Rows not predicted, per reason (most frequent first), as a report lists them."""
+    return [{"reason": k, "count": v} for k, v in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
 @dataclass
 class ValidationReport:
     rows: Sequence[dict[str, Any]]
