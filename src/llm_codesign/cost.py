@@ -33,7 +33,7 @@ import numpy as np
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EngineConstants
-from .specs.hardware import Efficiency, HardwareSpec
+from .specs.hardware import DecodeKernel, HardwareSpec
 
 Array = np.ndarray
 
@@ -397,28 +397,40 @@ def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
 
 def decode_attention_efficiency(
     hw: HardwareSpec, rate_class: str, eng: EngineConstants
-) -> Efficiency:
-    """Decode attention's compute fraction of the ``rate_class`` peak
-    (:func:`attention_rate_class`): the GPU file's measured decode kernel where it has one
-    (``efficiency.attention_decode``: MLA decode kernels, whose 128 heads per latent KV make
-    decode compute-bound), else the engine's ``attn_prefill_efficiency``."""
+) -> DecodeKernel:
+    """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU
+    file's measured decode kernel where it has one (``efficiency.attention_decode``: MLA decode
+    kernels, whose 128 heads per latent KV make decode compute-bound), else the engine's
+    ``attn_prefill_efficiency`` as the compute fraction and no kernel terms."""
     measured = hw.attention_decode_efficiency.get(rate_class)
     if measured is not None:
         return measured
     src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"
-    return Efficiency(eng.attn_prefill_efficiency, src)
+    return DecodeKernel(eng.attn_prefill_efficiency, src)
 
 
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
+    """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
+    (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
+    kernel: its HBM fraction on the latent cache where measured, plus its time per query head
+    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`)."""
     rate_class = attention_rate_class(hw, op.compute_class)
     peak = hw.peak_flops(rate_class)
     if op.phase == "decode":
-        eff = decode_attention_efficiency(hw, rate_class, eng).value
-        compute = np.asarray(op.flops) / (peak * eff)
-        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * eng.attn_decode_efficiency)
-    else:
-        compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
-        memory = np.asarray(op.bytes) / hbm_bytes_per_s_achieved(hw, eng)
+        kern = decode_attention_efficiency(hw, rate_class, eng)
+        compute = np.asarray(op.flops) / (peak * kern.value)
+        query_heads = op.meta.get("query_heads")
+        hbm = eng.attn_decode_efficiency
+        if query_heads is not None and kern.hbm is not None:
+            hbm = kern.hbm
+        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * hbm)
+        t = np.maximum(compute, memory)
+        if query_heads is not None:
+            q = np.asarray(query_heads, dtype=float)
+            t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
+        return t, compute, memory
+    compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
+    memory = np.asarray(op.bytes) / hbm_bytes_per_s_achieved(hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 

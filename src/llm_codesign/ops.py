@@ -290,21 +290,24 @@ def layer_group_ops(
     kernels = []
     if g.mixer == "linear":
         kernels.append(
-            ("linear_attention", linear_counts(model, seqs_local, q, t_pre, atp), "bf16")
+            ("linear_attention", linear_counts(model, seqs_local, q, t_pre, atp), "bf16", {})
         )
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
         counts = softmax_counts(
             model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp
         )
-        kernels.append(("attention", counts, prec.attention_class))
+        # MLA decode runs the GPU's measured decode kernel, whose time has a part per query
+        # head (cost.attention_time); the other kernels carry no such term
+        mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
+        kernels.append(("attention", counts, prec.attention_class, mla))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)
-            kernels.append(("indexer", counts, "fp8"))
-    for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls in kernels:
-        for phase, flops, nbytes in (
-            ("decode", dec_flops, dec_bytes),
-            ("prefill", pre_flops, pre_bytes),
+            kernels.append(("indexer", counts, "fp8", {}))
+    for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta in kernels:
+        for phase, flops, nbytes, meta in (
+            ("decode", dec_flops, dec_bytes, dec_meta),
+            ("prefill", pre_flops, pre_bytes, {}),
         ):
             ops.append(
                 Op(
@@ -317,6 +320,7 @@ def layer_group_ops(
                     bytes=nbytes,
                     phase=phase,
                     compute_class=ccls,
+                    meta=meta,
                 )
             )
 

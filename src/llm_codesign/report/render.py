@@ -61,7 +61,12 @@ def clean(obj: Any) -> Any:
 # 10: `assumptions` adds `attention_decode_efficiency` (`compute_class`, `value`, `source`):
 # decode attention's compute fraction of the peak, from the GPU file's measured decode kernel
 # where it has one (`efficiency.attention_decode`), else the engine's `attn_prefill_efficiency`.
-SCHEMA_VERSION = 11
+# 11: the engine constants in `assumptions` add `moe_kernels`; `assumptions` adds
+# `grouped_gemm_efficiency` ({value, source}).
+# 12: `assumptions.attention_decode_efficiency` adds the measured MLA decode kernel's terms:
+# `hbm` (its fraction of HBM bandwidth on the latent cache, or null: the engine's
+# `attn_decode_efficiency`), `per_query_head_s` and `per_call_s` (0 where not measured).
+SCHEMA_VERSION = 12
 
 
 def to_json(obj: Any) -> str:

@@ -72,6 +72,23 @@ class Efficiency:
 
 
 @dataclass(frozen=True)
+class DecodeKernel(Efficiency):
+    """A measured MLA decode-attention kernel (``efficiency.attention_decode.<class>``): its
+    compute fraction of the class's peak (``value``) and, where the kernel table gives them,
+    its fraction of HBM bandwidth on the latent cache (``hbm``; None: the engine's
+    ``attn_decode_efficiency``), its time per query head per query token (``per_query_head_s``:
+    loading the query, writing the output, the split-KV combine) and its fixed time per call
+    (``per_call_s``: the kernels' floor at one short sequence)."""
+
+    hbm: float | None = None
+    per_query_head_s: float = 0.0
+    per_call_s: float = 0.0
+
+
+_DECODE_KERNEL_KEYS = {"value", "source", "hbm", "per_query_head_s", "per_call_s"}
+
+
+@dataclass(frozen=True)
 class HardwareSpec:
     """One GPU (per-GPU figures; the system is ``scaleup_domain_size`` of them per NVLink
     domain)."""
@@ -101,7 +118,7 @@ class HardwareSpec:
     # decode attention's compute: the fraction of each class's peak a measured decode kernel
     # reaches (MLA's 128 heads per latent KV make it compute-bound); classes absent use the
     # engine's attn_prefill_efficiency
-    attention_decode_efficiency: dict[str, Efficiency] = field(default_factory=dict)
+    attention_decode_efficiency: dict[str, DecodeKernel] = field(default_factory=dict)
     # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
     # reach where a grouped kernel was measured (classes absent: the dense ceiling)
     grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
@@ -206,9 +223,25 @@ def _efficiency(f: Fields, key: str) -> Efficiency:
     return Efficiency(value, m.str("source"))
 
 
-def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[str, Efficiency]:
-    """An optional per-compute-class mapping of ``efficiency`` ({value, source} per class);
-    a class the GPU has no peak for is refused with the allowed classes named."""
+def _decode_kernel(f: Fields, key: str) -> DecodeKernel:
+    e = _efficiency(f, key)
+    m = f.mapping(key)
+    m.reject_unknown(_DECODE_KERNEL_KEYS)
+    hbm = m.float("hbm") if m.has("hbm") else None
+    if hbm is not None and hbm > 1.0:
+        raise SpecError(f"{m.where}: hbm must be a fraction in (0, 1], got {hbm}")
+    times = {}
+    for k, most in (("per_query_head_s", 1e-3), ("per_call_s", 1.0)):
+        times[k] = m.float(k, 0.0, positive=False, maximum=most)
+        if times[k] < 0:
+            raise SpecError(f"{m.where}: {k} must be >= 0 seconds, got {times[k]:g}")
+    return DecodeKernel(e.value, e.source, hbm, **times)
+
+
+def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[str, Any]:
+    """An optional per-compute-class mapping of ``efficiency`` ({value, source} per class;
+    ``attention_decode`` entries may add the kernel terms of :class:`DecodeKernel`); a class
+    the GPU has no peak for is refused with the allowed classes named."""
     if not eff.has(key):
         return {}
     m = eff.mapping(key)
@@ -218,7 +251,8 @@ def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[
                 f"{m.where}: {k!r} is not a compute class of this GPU; allowed: "
                 f"{', '.join(sorted(peaks))}"
             )
-    return {k: _efficiency(m, k) for k in m.data}
+    read = _decode_kernel if key == "attention_decode" else _efficiency
+    return {k: read(m, k) for k in m.data}
 
 
 # The hardware file's schema: (field path, kind, required, meaning). ``hardware --template``
@@ -248,7 +282,9 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "efficiency.attention_decode",
         "mapping",
         False,
-        "per compute class {value, source}: decode attention's compute fraction of that peak",
+        "per compute class {value, source}: decode attention's compute fraction of that peak; "
+        "optional measured MLA kernel terms: hbm (fraction of HBM bandwidth on the latent "
+        "cache), per_query_head_s (s per query head per query token), per_call_s (s per layer)",
     ),
     (
         "efficiency.grouped_gemm",

@@ -2,7 +2,8 @@
 
 ``mapping`` reads the tables and maps each row (or counts the reason it is skipped),
 ``predict`` prices the mapped rows, ``summary`` holds the report and its error statistics,
-``gemm`` validates kernel-level GEMM tables and ``moe_layer`` whole fused-MoE layer timings.
+``gemm`` validates kernel-level GEMM tables, ``moe_layer`` whole fused-MoE layer timings and
+``mla_decode`` MLA decode-attention kernel timings.
 Errors are (predicted - measured) / measured.
 """
 
@@ -37,6 +38,7 @@ from .mapping import (
     metric_class,
     read_measurements,
 )
+from .mla_decode import MLA_DECODE_COLUMNS, is_mla_decode_table, validate_mla_decode
 from .moe_layer import MOE_LAYER_COLUMNS, is_moe_layer_table, validate_moe_layer
 from .predict import (
     CONCURRENCY_GRID,
@@ -63,6 +65,7 @@ __all__ = [
     "pools_label",
     "speculative",
     "GEMM_COLUMNS",
+    "MLA_DECODE_COLUMNS",
     "MOE_LAYER_COLUMNS",
     "METRICS",
     "OFFLINE_MAX_BATCH",
@@ -74,6 +77,7 @@ __all__ = [
     "RecordTable",
     "ValidationReport",
     "is_gemm_table",
+    "is_mla_decode_table",
     "is_moe_layer_table",
     "map_precision",
     "map_row",
@@ -87,6 +91,7 @@ __all__ = [
     "summarize",
     "validate",
     "validate_gemm",
+    "validate_mla_decode",
     "validate_moe_layer",
 ]
 
@@ -101,6 +106,7 @@ BUNDLED_SERVING_TABLES = (
 )
 BUNDLED_GEMM_TABLE = "gemm.csv"
 BUNDLED_MOE_LAYER_TABLE = "moe_layer.csv"
+BUNDLED_MLA_DECODE_TABLE = "mla_decode.csv"
 # rows read, mapped and priced at a time (memory is bounded by one chunk, not the table)
 CHUNK_ROWS = 4096
 # distinct priced inputs remembered across chunks (then forgotten together: memory stays bounded)
@@ -135,6 +141,8 @@ def validate(
         return validate_gemm(paths[0], engine)
     if len(paths) == 1 and Path(paths[0]).is_file() and is_moe_layer_table(paths[0]):
         return validate_moe_layer(paths[0], engine)
+    if len(paths) == 1 and Path(paths[0]).is_file() and is_mla_decode_table(paths[0]):
+        return validate_mla_decode(paths[0], engine)
     matched_names.cache_clear()
     override = load_engine(engine) if engine is not None else None
     replaced = dict(engines or {}) if override is None else {override.id: override}
