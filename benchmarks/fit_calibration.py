@@ -1,6 +1,7 @@
 """Fit the per-engine constants on ../shared/groundtruth and report error before/after.
 
-Run: python benchmarks/fit_calibration.py [--sweeps 3]
+Run: python benchmarks/fit_calibration.py [--sweeps 3] [--engines a,b] [--params x,y --from-current]
+(--from-current --params: a refit of a few constants after a change of physics)
 Writes src/llm_codesign/data/engines/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
 llm_codesign.calibrate.fit: coordinate descent on a robust log error, bounded physical constants).
 """
@@ -22,6 +23,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--engines", default="trtllm,trtllm-trt,vllm,sglang,generic")
+    ap.add_argument("--params", default=None, help="comma-separated FIT_SPACE names (all)")
+    ap.add_argument(
+        "--from-current", action="store_true", help="descend from the engine files' values only"
+    )
     args = ap.parse_args()
     files = [
         GT / "serving.csv",
@@ -31,7 +36,14 @@ def main() -> None:
     ]
     for engine in args.engines.split(","):
         t0 = time.time()
-        res = fit_engine(files, engine, sweeps=args.sweeps, progress=print)
+        res = fit_engine(
+            files,
+            engine,
+            sweeps=args.sweeps,
+            params=args.params.split(",") if args.params else None,
+            progress=print,
+            from_current=args.from_current,
+        )
         write_engine_yaml(res, OUT / f"{engine}.yaml", [f.name for f in files])
         print(
             f"== {engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f} in "

@@ -116,3 +116,32 @@ def _h200_with(**kernel) -> dict:
 def test_decode_kernel_fields_are_validated(kernel, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)")):
         hardware_from_mapping(_h200_with(**kernel), "h200-sxm.yaml")
+
+
+def test_engine_kernel_family_with_default_fallback():
+    """SGLang runs FlashAttention-3 for MLA on Hopper and TensorRT-LLM's trtllm-gen kernels on
+    Blackwell (docs.sglang.io, attention_backend): the H200 file's fa3 entry prices it there,
+    the B200 file (no fa3 entry) its default kernel."""
+    from llm_codesign.cost import decode_attention_efficiency
+
+    sglang, trtllm = load_engine("sglang"), load_engine("trtllm")
+    h200, b200 = load_hardware("h200-sxm"), load_hardware("b200")
+    assert sglang.attention_kernels == "fa3" and trtllm.attention_kernels == "default"
+    assert (
+        decode_attention_efficiency(h200, "bf16", sglang)
+        is (h200.attention_decode_kernels["fa3"]["bf16"])
+    )
+    assert (
+        decode_attention_efficiency(h200, "bf16", trtllm)
+        is h200.attention_decode_efficiency["bf16"]
+    )
+    # no fa3 FP8 entry on H200, no fa3 entries at all on B200: the default kernel
+    assert (
+        decode_attention_efficiency(h200, "fp8", sglang) is h200.attention_decode_efficiency["fp8"]
+    )
+    assert (
+        decode_attention_efficiency(b200, "bf16", sglang)
+        is b200.attention_decode_efficiency["bf16"]
+    )
+    with pytest.raises(SpecError, match="attention_kernels='flashmla' is not a known"):
+        trtllm.with_overrides(attention_kernels="flashmla")

@@ -112,6 +112,23 @@ def test_mapping_rules():
         ),
     )
     assert blackwell.precision == "mxfp4-a8+fp8-kv"
+    # InferenceX's SGLang launches pass no --kv-cache-dtype: DeepSeek-R1's FP8 checkpoint does
+    # not quantize its KV, so the cache is BF16 (its dsr1_fp8_h200.sh); its TensorRT-LLM
+    # launches set dtype fp8 (dsr1_fp8_h200_trt.sh), and other tables keep the precision's cache
+    ix = dict(
+        source_id="inferencex_api_fixture",
+        model="DeepSeek-R1-0528",
+        gpu="H200",
+        precision="fp8/?/?",
+        tp="8",
+        concurrency_or_batch="16",
+    )
+    assert map_row(0, row(**ix, framework="sglang (lmsysorg/sglang:v0.5.12)")).precision == (
+        "fp8+bf16-kv"
+    )
+    assert map_row(0, row(**ix, framework="trt (nvcr.io/nvidia/tensorrt-llm)")).precision == "fp8"
+    other = dict(ix, source_id="aic_silicon_sample")
+    assert map_row(0, row(**other, framework="sglang 0.5.9")).precision == "fp8"
     m = map_row(
         0,
         row(

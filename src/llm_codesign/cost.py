@@ -399,10 +399,13 @@ def decode_attention_efficiency(
     hw: HardwareSpec, rate_class: str, eng: EngineConstants
 ) -> DecodeKernel:
     """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU
-    file's measured decode kernel where it has one (``efficiency.attention_decode``: MLA decode
-    kernels, whose 128 heads per latent KV make decode compute-bound), else the engine's
-    ``attn_prefill_efficiency`` as the compute fraction and no kernel terms."""
-    measured = hw.attention_decode_efficiency.get(rate_class)
+    file's measured decode kernel of the engine's family (``attention_kernels``:
+    ``efficiency.attention_decode_<family>``) where it has one, else its default one
+    (``efficiency.attention_decode``: MLA decode kernels, whose 128 heads per latent KV make
+    decode compute-bound), else the engine's ``attn_prefill_efficiency`` as the compute
+    fraction and no kernel terms."""
+    family = hw.attention_decode_kernels.get(eng.attention_kernels, {})
+    measured = family.get(rate_class) or hw.attention_decode_efficiency.get(rate_class)
     if measured is not None:
         return measured
     src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"

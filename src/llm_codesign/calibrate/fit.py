@@ -71,6 +71,7 @@ class FitResult:
     after: float
     rows: int
     history: list[tuple[str, float, float]]
+    refit: str = ""  # the constants a refit from the file's values moved ("": a full fit)
 
 
 @cache
@@ -150,12 +151,15 @@ def fit_engine(
     params: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
     max_rows: int | None = None,
+    from_current: bool = False,
 ) -> FitResult:
     """Fit ``FIT_SPACE`` constants of one engine to the rows of ``paths`` for that engine.
 
     Coordinate descent is greedy, so it runs from two starts: every fitted constant at its base
     value, and (for a bundled engine) the engine file's current values; the better end point is
-    kept. A refit is therefore never worse on the same data than the file it replaces."""
+    kept. A refit is therefore never worse on the same data than the file it replaces.
+    ``from_current``: only the second start (a refit of ``params`` after a change of physics;
+    ``before`` is then the file's objective)."""
     rows = load_rows(paths, engine_id)
     if not rows:  # nothing to fit: never a "fitted" engine made of the base values
         raise DataFileError(
@@ -174,6 +178,15 @@ def fit_engine(
     start = current.with_overrides(
         id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE}
     )
+    # the file's values held within today's bounds (a bound tightened since it was fitted)
+    held = current.with_overrides(
+        **{
+            name: min(max(getattr(current, name), FIT_SPACE[name][0]), FIT_SPACE[name][1])
+            for name in FIT_SPACE
+        }
+    )
+    if from_current:
+        start = held
     before = objective(rows, start)
     if not math.isfinite(before):
         raise DataFileError(
@@ -182,20 +195,14 @@ def fit_engine(
         )
     names = params or list(FIT_SPACE)
     eng, best, history = _descend(rows, start, names, sweeps, progress)
-    # the file's values held within today's bounds (a bound tightened since it was fitted)
-    current = current.with_overrides(
-        **{
-            name: min(max(getattr(current, name), FIT_SPACE[name][0]), FIT_SPACE[name][1])
-            for name in FIT_SPACE
-        }
-    )
-    if current.id == engine_id and current != start:
+    if held.id == engine_id and held != start and not from_current:
         if progress:
             progress("second start: the engine file's current values")
-        eng2, best2, history2 = _descend(rows, current, names, sweeps, progress)
+        eng2, best2, history2 = _descend(rows, held, names, sweeps, progress)
         if best2 < best:
             eng, best, history = eng2, best2, history2
-    return FitResult(eng, before, best, len(rows), history)
+    refit = f"{', '.join(names)} from the file's values" if from_current else ""
+    return FitResult(eng, before, best, len(rows), history, refit)
 
 
 def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]) -> None:
@@ -207,6 +214,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     keep = {
         "moe_comm",
         "moe_kernels",
+        "attention_kernels",
         "kv_admission",
         "moe_partial_ep",
         "pp_prefill_overlap",
@@ -223,14 +231,15 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     d["sources"] = {
         "fit": (
             f"llm-codesign calibrate-fit --engine {eng.id} on {', '.join(data_files)}; "
-            f"{result.rows} rows; objective (mean over metric classes of median |log pred/meas|) "
-            f"{result.before:.4f} -> {result.after:.4f}"
+            + (f"a refit of {result.refit}; " if result.refit else "")
+            + f"{result.rows} rows; objective (mean over metric classes of median |log "
+            f"pred/meas|) {result.before:.4f} -> {result.after:.4f}"
         ),
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "keep the values of base.yaml (MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels and kv_admission state the engine's own behaviour (see "
+            "moe_comm, moe_kernels, attention_kernels and kv_admission state the engine's own behaviour (see "
             "kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit

@@ -65,7 +65,8 @@ def clean(obj: Any) -> Any:
 # `grouped_gemm_efficiency` ({value, source}).
 # 12: `assumptions.attention_decode_efficiency` adds the measured MLA decode kernel's terms:
 # `hbm` (its fraction of HBM bandwidth on the latent cache, or null: the engine's
-# `attn_decode_efficiency`), `per_query_head_s` and `per_call_s` (0 where not measured).
+# `attn_decode_efficiency`), `per_query_head_s` and `per_call_s` (0 where not measured); the
+# engine constants add `attention_kernels` (the MLA decode kernel family: `default` or `fa3`).
 SCHEMA_VERSION = 12
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError
 from ._load import Fields, existing_file, read_mapping, shown
+from .hardware import ATTENTION_KERNEL_FAMILIES
 
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
 # trtllm-trt = its earlier TensorRT-engine runtime (v0.x: gptSessionBenchmark, trtllm-bench on
@@ -43,6 +44,10 @@ DEFAULT_ENGINE = "trtllm"
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams)
 MOE_KERNELS = ("auto", "cutlass", "triton")
+# MLA decode-attention kernel family (cost.decode_attention_efficiency): ``default`` = the GPU
+# file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
+# family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
+ATTENTION_KERNELS = ("default", *ATTENTION_KERNEL_FAMILIES)
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
 KV_ADMISSION = ("full", "mean")
@@ -89,6 +94,9 @@ class EngineConstants:
         moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
         moe_kernels: the MoE kernel path around the grouped GEMMs (``MOE_KERNELS``;
             ``cost.moe_kernel_path``): what the permute and finalize stream per token.
+        attention_kernels: the MLA decode-attention kernel family the engine runs
+            (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
+            for that family where it has them, else its default entries.
         kv_admission: KV the scheduler holds per running sequence (``KV_ADMISSION``;
             ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
@@ -132,6 +140,7 @@ class EngineConstants:
     comm_efficiency: float
     moe_comm: str
     moe_kernels: str
+    attention_kernels: str
     kv_admission: str
     moe_layer_overhead_s: float
     routing_skew: float
@@ -222,6 +231,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: moe_kernels={c.moe_kernels!r} is not a known MoE kernel path; allowed: "
             + ", ".join(MOE_KERNELS)
         )
+    if c.attention_kernels not in ATTENTION_KERNELS:
+        raise SpecError(
+            f"{where}: attention_kernels={c.attention_kernels!r} is not a known decode-attention "
+            "kernel family; allowed: " + ", ".join(ATTENTION_KERNELS)
+        )
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
@@ -264,7 +278,7 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
-        elif x.name in ("moe_comm", "moe_kernels", "kv_admission"):
+        elif x.name in ("moe_comm", "moe_kernels", "attention_kernels", "kv_admission"):
             kwargs[x.name] = f.str(x.name)
         elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
             kwargs[x.name] = f.bool(x.name)

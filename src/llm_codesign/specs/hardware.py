@@ -86,6 +86,9 @@ class DecodeKernel(Efficiency):
 
 
 _DECODE_KERNEL_KEYS = {"value", "source", "hbm", "per_query_head_s", "per_call_s"}
+# MLA decode kernel families a GPU file may measure apart from its default entries
+# (``efficiency.attention_decode_<family>``; an engine names its family in ``attention_kernels``)
+ATTENTION_KERNEL_FAMILIES = ("fa3",)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ class HardwareSpec:
     # reaches (MLA's 128 heads per latent KV make it compute-bound); classes absent use the
     # engine's attn_prefill_efficiency
     attention_decode_efficiency: dict[str, DecodeKernel] = field(default_factory=dict)
+    # other MLA decode kernel families measured on this GPU: family -> class -> kernel
+    attention_decode_kernels: dict[str, dict[str, DecodeKernel]] = field(default_factory=dict)
     # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
     # reach where a grouped kernel was measured (classes absent: the dense ceiling)
     grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
@@ -251,7 +256,7 @@ def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[
                 f"{m.where}: {k!r} is not a compute class of this GPU; allowed: "
                 f"{', '.join(sorted(peaks))}"
             )
-    read = _decode_kernel if key == "attention_decode" else _efficiency
+    read = _decode_kernel if key.startswith("attention_decode") else _efficiency
     return {k: read(m, k) for k in m.data}
 
 
@@ -285,6 +290,13 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "per compute class {value, source}: decode attention's compute fraction of that peak; "
         "optional measured MLA kernel terms: hbm (fraction of HBM bandwidth on the latent "
         "cache), per_query_head_s (s per query head per query token), per_call_s (s per layer)",
+    ),
+    (
+        "efficiency.attention_decode_fa3",
+        "mapping",
+        False,
+        "as efficiency.attention_decode, for FlashAttention-3's MLA decode kernel (engines with "
+        "attention_kernels: fa3); classes absent use efficiency.attention_decode",
     ),
     (
         "efficiency.grouped_gemm",
@@ -391,6 +403,11 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     att, grouped = (
         _class_efficiencies(eff, k, peaks) for k in ("attention_decode", "grouped_gemm")
     )
+    families = {
+        fam: _class_efficiencies(eff, f"attention_decode_{fam}", peaks)
+        for fam in ATTENTION_KERNEL_FAMILIES
+        if eff.has(f"attention_decode_{fam}")
+    }
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
     return HardwareSpec(
@@ -416,6 +433,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),
         attention_decode_efficiency=att,
+        attention_decode_kernels=families,
         grouped_gemm_efficiency=grouped,
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
         aliases=tuple(f.str_list("aliases", [])),

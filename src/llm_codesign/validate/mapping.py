@@ -21,11 +21,12 @@ from typing import IO, Any
 
 from ..errors import DataFileError
 from ..specs.engine import engine_for_framework
+from ..specs.checkpoint import checkpoint_precision
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
-from .recipes import INFERENCEX_ADP_BALANCE, INFERENCEX_TRTLLM, TRTLLM_BENCH
+from .recipes import INFERENCEX_SGLANG_KV, INFERENCEX_ADP_BALANCE, INFERENCEX_TRTLLM, TRTLLM_BENCH
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -440,6 +441,14 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         mode = "static" if "static" in fw.lower() else "concurrency"
         load = float(c)
     engine = engine_for_framework(fw)
+    sglang_ix = engine == "sglang" and pools is None and _inferencex(row)
+    if sglang_ix and _kv_unstated(row) and prec in ("fp8", "nvfp4"):
+        # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
+        # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
+        own = checkpoint_precision(model.config)
+        if own is None or "fp8-kv" not in own[0]:
+            prec += "+bf16-kv"
+            notes.append(f"KV unstated: BF16, {INFERENCEX_SGLANG_KV}")
     if engine == "trtllm" and adp and mode == "concurrency" and pools is None and _inferencex(row):
         recipe = INFERENCEX_TRTLLM
         notes.append(
@@ -492,6 +501,12 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         requests=n_requests,
         recipe=recipe,
     )
+
+
+def _kv_unstated(row: dict[str, str]) -> bool:
+    """Whether the precision's third (KV) field is missing or ``?``."""
+    parts = [p.strip() for p in row["precision"].split("/")]
+    return len(parts) < 3 or parts[2] in ("", "?")
 
 
 def _inferencex(row: dict[str, str]) -> bool:

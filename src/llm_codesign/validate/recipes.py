@@ -53,6 +53,16 @@ TRTLLM_BENCH = "trtllm-bench"
 # true, timeout_iters: 60, batching_wait_iters: 0`` (TensorRT-LLM's default is no balance)
 INFERENCEX_TRTLLM = "inferencex-trtllm"
 INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
+# InferenceX's aggregated SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
+# benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
+# benchmarks/dsr1_fp8_h200.sh @ 1fc5d73) pass no --kv-cache-dtype: SGLang's ``auto`` is the
+# model's dtype unless the checkpoint quantizes its KV cache. Its TensorRT-LLM scripts set
+# kv_cache_config dtype fp8 (dsr1_fp8_h200_trt.sh @ 1fc5d73), which the precision's FP8 cache
+# already is. Other rows that leave the KV unstated keep their precision's cache.
+INFERENCEX_SGLANG_KV = (
+    "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where the "
+    "checkpoint does not quantize its KV cache; validate.recipes)"
+)
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
