@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.engine import engine_for_framework
 from ..specs.checkpoint import checkpoint_precision
+from ..specs.engine import engine_for_framework
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
-from .recipes import INFERENCEX_SGLANG_KV, INFERENCEX_ADP_BALANCE, INFERENCEX_TRTLLM, TRTLLM_BENCH
+from .recipes import INFERENCEX_ADP_BALANCE, INFERENCEX_SGLANG_KV, INFERENCEX_TRTLLM, TRTLLM_BENCH
 
 REQUIRED_COLUMNS = (
     "source_id",

@@ -60,8 +60,8 @@ INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_ite
 # kv_cache_config dtype fp8 (dsr1_fp8_h200_trt.sh @ 1fc5d73), which the precision's FP8 cache
 # already is. Other rows that leave the KV unstated keep their precision's cache.
 INFERENCEX_SGLANG_KV = (
-    "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where the "
-    "checkpoint does not quantize its KV cache; validate.recipes)"
+    "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
+    "the checkpoint does not quantize its KV cache; validate.recipes)"
 )
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
