@@ -191,6 +191,24 @@ def parse_int(text: str) -> int | None:
     return int(v) if v > 0 and v == int(v) else None
 
 
+def kernel_row(
+    r: dict[str, str], dims: tuple[str, ...], what: str
+) -> tuple[float, list[int], str] | str:
+    """A kernel-table row's (measured ``time_us``, the positive integers of its ``dims`` columns,
+    bundled GPU id), or why it cannot be priced (``what`` names the dims in that reason)."""
+    try:
+        measured = float(r["time_us"])
+    except ValueError:
+        return "no time"
+    values = [parse_int(r[c] or "") for c in dims]
+    if any(v is None for v in values):
+        return f"no {what}"
+    hid = hardware_alias_table().get(r["gpu"].strip().lower())
+    if hid is None:
+        return f"unknown gpu {r['gpu'].strip()}"
+    return measured, [int(v) for v in values if v is not None], hid
+
+
 def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
 

@@ -16,10 +16,10 @@ import numpy as np
 from ..cost import op_time
 from ..ops import layer_group_ops, step_shape
 from ..specs.engine import EngineConstants, load_engine
-from ..specs.hardware import hardware_alias_table, load_hardware
+from ..specs.hardware import load_hardware
 from ..specs.model import ModelSpec, load_model
 from ..specs.precision import parse_precision
-from .mapping import has_columns, parse_int, read_measurements
+from .mapping import has_columns, kernel_row, read_measurements
 from .summary import ValidationReport, skipped_list, summarize
 
 MLA_DECODE_COLUMNS = (
@@ -72,22 +72,13 @@ def validate_mla_decode(
     records: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     for i, r in enumerate(raw):
-        dims = [parse_int(r[c] or "") for c in ("num_heads", "batch", "context")]
-        try:
-            measured = float(r["time_us"])
-        except ValueError:
-            skipped["no time"] += 1
+        got = kernel_row(r, ("num_heads", "batch", "context"), "shape (num_heads, batch, context)")
+        if isinstance(got, str):
+            skipped[got] += 1
             continue
-        if any(v is None for v in dims):
-            skipped["no shape (num_heads, batch, context)"] += 1
-            continue
-        heads, batch, context = (int(v) for v in dims if v is not None)
-        if heads < 1 or heads_all % heads:
+        measured, (heads, batch, context), hid = got
+        if heads_all % heads:
             skipped[f"num_heads must divide {heads_all}"] += 1
-            continue
-        hid = hardware_alias_table().get(r["gpu"].strip().lower())
-        if hid is None:
-            skipped[f"unknown gpu {r['gpu'].strip()}"] += 1
             continue
         kv = r["kv_cache_dtype"].strip().lower()
         if kv not in _KV:

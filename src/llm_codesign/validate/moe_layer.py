@@ -16,10 +16,10 @@ import numpy as np
 from ..cost import op_time
 from ..ops import MOE_LAYER_OPS, layer_group_ops, step_shape
 from ..specs.engine import MOE_KERNELS, EngineConstants, load_engine
-from ..specs.hardware import hardware_alias_table, load_hardware
+from ..specs.hardware import load_hardware
 from ..specs.model import ModelSpec, MoESpec, bundled_models
 from ..specs.precision import parse_precision
-from .mapping import has_columns, parse_int, read_measurements
+from .mapping import has_columns, kernel_row, read_measurements
 from .summary import ValidationReport, skipped_list, summarize
 
 MOE_LAYER_COLUMNS = (
@@ -101,22 +101,13 @@ def validate_moe_layer(
     records: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()  # rows not predicted, per reason
     for i, r in enumerate(raw):
-        dims = [parse_int(r[c] or "") for c in MOE_LAYER_COLUMNS[6:12]]
-        try:
-            measured = float(r["time_us"])
-        except ValueError:
-            skipped["no time"] += 1
+        got = kernel_row(r, MOE_LAYER_COLUMNS[6:12], "MoE shape")
+        if isinstance(got, str):
+            skipped[got] += 1
             continue
-        if any(v is None for v in dims):
-            skipped["no MoE shape"] += 1
-            continue
-        tokens, experts, local, top_k, hidden, inter = (int(v) for v in dims if v is not None)
+        measured, (tokens, experts, local, top_k, hidden, inter), hid = got
         if local > experts or experts % local or top_k > experts:
             skipped["experts_local must divide experts, top_k at most experts"] += 1
-            continue
-        hid = hardware_alias_table().get(r["gpu"].strip().lower())
-        if hid is None:
-            skipped[f"unknown gpu {r['gpu'].strip()}"] += 1
             continue
         dtype = r["dtype"].strip().lower()
         if dtype not in _DTYPES:
