@@ -17,7 +17,7 @@ from ..cost import op_time
 from ..ops import layer_group_ops, step_shape
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
-from ..specs.model import ModelSpec, load_model
+from ..specs.model import ModelSpec, bundled_models
 from ..specs.precision import parse_precision
 from .mapping import has_columns, kernel_row, read_measurements
 from .summary import ValidationReport, skipped_list, summarize
@@ -33,7 +33,9 @@ MLA_DECODE_COLUMNS = (
     "time_us",
 )
 _KV = {"bf16": "bf16", "fp8": "fp8"}  # KV-cache dtype -> the precision whose KV it is
-MLA_MODEL = "deepseek-v3"  # the MLA dimensions the published kernel tables ran
+# the MLA dimensions the published kernel tables ran (DeepSeek-V3's): latent rank, RoPE width and
+# query heads in all; a bundled model with these dimensions supplies the layer
+MLA_DIMS = (512, 64, 128)
 
 
 def is_mla_decode_table(path: str | Path) -> bool:
@@ -42,15 +44,20 @@ def is_mla_decode_table(path: str | Path) -> bool:
 
 
 @functools.cache
-def _model() -> ModelSpec:
-    return load_model(MLA_MODEL)
+def _model() -> tuple[str, ModelSpec]:
+    """(id, spec) of the first bundled model with the tables' MLA dimensions."""
+    for mid, m in sorted(bundled_models().items()):
+        a = m.attention
+        if a.kind == "mla" and (a.kv_lora_rank, a.qk_rope_head_dim, a.num_heads) == MLA_DIMS:
+            return mid, m
+    raise AssertionError(f"no bundled MLA model with dimensions {MLA_DIMS}")  # pragma: no cover
 
 
 def mla_decode_time(
     hw_id: str, eng: EngineConstants, kv: str, heads: int, batch: int, context: int
 ) -> float:
     """Seconds of one MLA layer's decode attention on one GPU (module docstring)."""
-    model = _model()
+    model = _model()[1]
     tp = model.attention.num_heads // heads
     s = step_shape(tp, 1, 1, 1, False, isl=float(context), osl=0.0, decode_seqs=float(batch))
     group = next(g for g in model.layer_groups if g.mixer == "attention")
@@ -68,7 +75,8 @@ def validate_mla_decode(
     ``attn_decode_efficiency``); ``engine`` forces one engine's constants."""
     raw = read_measurements(path, MLA_DECODE_COLUMNS)
     forced = load_engine(engine) if engine is not None else None
-    heads_all = _model().attention.num_heads
+    model_id, spec = _model()
+    heads_all = spec.attention.num_heads
     records: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     for i, r in enumerate(raw):
@@ -89,7 +97,7 @@ def validate_mla_decode(
         records.append(
             {
                 "source_id": r["source_id"],
-                "model": MLA_MODEL,
+                "model": model_id,
                 "gpu": hid,
                 "precision": f"kv {kv}",
                 "engine": eng.id,
