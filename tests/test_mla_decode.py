@@ -145,3 +145,13 @@ def test_engine_kernel_family_with_default_fallback():
     )
     with pytest.raises(SpecError, match="attention_kernels='flashmla' is not a known"):
         trtllm.with_overrides(attention_kernels="flashmla")
+
+
+def test_a_misspelt_kernel_family_is_refused():
+    """efficiency.attention_decode_<family> names only the families the model knows: any other
+    efficiency key is refused with the allowed ones named, not silently ignored."""
+    path = resources.files("llm_codesign") / "data" / "hardware" / "h200-sxm.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["efficiency"]["attention_decode_flashmla"] = {"bf16": {"value": 0.5, "source": "x"}}
+    with pytest.raises(SpecError, match=r"unknown field\(s\) 'attention_decode_flashmla'.*fa3"):
+        hardware_from_mapping(data, "h200-sxm.yaml")

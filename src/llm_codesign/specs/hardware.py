@@ -312,6 +312,10 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
     ("aliases", "list", False, "other names in measurement tables"),
     ("sources", "mapping", False, "citation keys used in the *_source fields"),
 )
+# the keys of the ``efficiency`` mapping, read from the schema (one home)
+_EFFICIENCY_KEYS = {
+    path.split(".")[1] for path, *_ in HARDWARE_SCHEMA if path.startswith("efficiency.")
+}
 _KINDS = {
     "str": (str,),
     "number": (int, float),
@@ -398,6 +402,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     up = f.mapping("scaleup")
     tile = f.mapping("gemm_tile")
     eff = f.mapping("efficiency")
+    eff.reject_unknown(_EFFICIENCY_KEYS)  # a misspelt kernel family is refused, not ignored
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
     att, grouped = (

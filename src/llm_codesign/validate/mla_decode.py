@@ -32,7 +32,7 @@ MLA_DECODE_COLUMNS = (
     "context",
     "time_us",
 )
-_KV = {"bf16": "bf16", "fp8": "fp8"}  # KV-cache dtype -> the precision whose KV it is
+_KV = ("bf16", "fp8")  # KV-cache formats, each the precision preset whose cache it is
 # the MLA dimensions the published kernel tables ran (DeepSeek-V3's): latent rank, RoPE width and
 # query heads in all; a bundled model with these dimensions supplies the layer
 MLA_DIMS = (512, 64, 128)
@@ -61,10 +61,10 @@ def mla_decode_time(
     tp = model.attention.num_heads // heads
     s = step_shape(tp, 1, 1, 1, False, isl=float(context), osl=0.0, decode_seqs=float(batch))
     group = next(g for g in model.layer_groups if g.mixer == "attention")
-    ops = layer_group_ops(model, parse_precision(_KV[kv]), group, s, 1.0)
+    ops = layer_group_ops(model, parse_precision(kv), group, s, 1.0)
     op = next(o for o in ops if o.name == "attention_decode")
     t = float(np.asarray(op_time(op, load_hardware(hw_id), eng, bound=False)[0]))
-    return t + (eng.kernel_overhead_s if t > 0 else 0.0)
+    return t + (op.kernels * eng.kernel_overhead_s if t > 0 else 0.0)
 
 
 def validate_mla_decode(
