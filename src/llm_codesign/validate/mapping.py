@@ -220,7 +220,7 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     """
     parts = [p.strip().lower() for p in text.split("/")]
     w = parts[0] if parts else ""
-    kv = parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
+    kv = _kv_field(text)
     hopper = hw.architecture in ("hopper", "ampere", "ada")
     # a KV format the table names for Hopper apart ("fp8 on Blackwell (Hopper: auto)", the
     # TensorRT-LLM developer guide's gpt-oss options: "dtype: fp8  # Hopper: use auto"); "auto"
@@ -521,10 +521,16 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     )
 
 
+def _kv_field(text: str) -> str:
+    """The KV format a ``weights/activations/kv`` precision names (its first word, lower case),
+    ``?`` where the third field is missing or blank."""
+    parts = [p.strip().lower() for p in text.split("/")]
+    return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
+
+
 def _kv_unstated(row: dict[str, str]) -> bool:
-    """Whether the precision's third (KV) field is missing or ``?``."""
-    parts = [p.strip() for p in row["precision"].split("/")]
-    return len(parts) < 3 or parts[2] in ("", "?")
+    """Whether the precision's KV field is missing or ``?``."""
+    return _kv_field(row["precision"]) == "?"
 
 
 def _inferencex(row: dict[str, str]) -> bool:
