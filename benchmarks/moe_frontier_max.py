@@ -5,7 +5,10 @@ engine, and the frontier's overall maximum.
 Published (../shared/groundtruth/serving.csv, source trtllm_perf_devguide, DeepSeek-R1-0528,
 trtllm-bench max-throughput offline, ISL/OSL 1024/1024, output tok/s per GPU):
   B200 DEP4 (TP4 EP4 attention-DP, NVFP4 weights, FP8 KV): 6,430
-  H200 DEP8 (TP8 EP8 attention-DP, FP8): 1,620
+  H200 DEP8 (TP8 EP8 attention-DP, FP8): 1,620. The guide's FP8 model is
+  deepseek-ai/DeepSeek-R1-0528, whose weights are 128x128 block-scaled FP8 (its
+  quantization_config); the frontier's "fp8" for DeepSeek-R1 is that (fp8+fp8_block-w,
+  specs.checkpoint.preset_weights).
 
 Run: python benchmarks/moe_frontier_max.py [--engines default,trtllm,vllm,sglang]
 """

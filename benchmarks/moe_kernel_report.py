@@ -4,6 +4,16 @@ expert parallelism, config (tuned / default / superseded default heuristics).
 
 Run: python benchmarks/moe_kernel_report.py [--without-permute]
 (--without-permute: the same layer without the permute/finalize bytes, the physics before stop 31)
+
+     python benchmarks/moe_kernel_report.py --fp8-block-share FILE... [--shares 0.5,0.55,...]
+(the fit of Hopper's ``efficiency.grouped_gemm.fp8_block``: FILEs are AIConfigurator
+``moe_perf.parquet`` tables of H100/H200 (ai-dynamo/aiconfigurator @095f58a,
+aic-core/src/aiconfigurator_core/systems/data/{h100,h200}_sxm/moe/{trtllm/1.2.0rc5,vllm/0.19.0}/);
+each table's block-scaled and per-tensor FP8 modules are paired at the same shape, expert
+parallelism and tokens (1,024-16,384, balanced routing), and the share is the one whose
+predicted time ratio block / per-tensor matches the measured ratio with the least bias; the
+ratio cancels what the two formats share, so per-tensor FP8's own error does not enter. Needs
+pandas and pyarrow.)
 """
 
 from __future__ import annotations
@@ -31,10 +41,81 @@ def _class(x: dict[str, str]) -> list[str]:
     ]
 
 
+# the shapes of data/validation/moe_layer.csv: (hidden, expert intermediate, experts, top_k)
+_SHAPES = ((7168, 2048, 256, 8), (4096, 1536, 128, 8), (2048, 768, 128, 8))
+_GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200-sxm"}
+
+
+def fp8_block_share(files: list[str], shares: list[float]) -> None:
+    """Print, per candidate share, the error of the predicted block / per-tensor FP8 time ratio
+    against the measured one, per engine (module docstring)."""
+    import pandas as pd
+
+    from llm_codesign.specs.engine import load_engine
+    from llm_codesign.specs.hardware import Efficiency, load_hardware
+    from llm_codesign.validate.moe_layer import moe_layer_time
+
+    pairs = []  # (engine, gpu, hidden, experts, ep, tokens, measured ratio)
+    for f in files:
+        d = pd.read_parquet(f)
+        d = d[(d.distribution == "balanced") & (d.moe_tp_size == 1)]
+        fw = str(d.framework.iloc[0]).lower()
+        gpu = _GPU[str(d.device.iloc[0])]
+        for hidden, inter, experts, top_k in _SHAPES:
+            for ep in (1, 8):
+                for tokens in (1024, 2048, 4096, 8192, 16384):
+                    s = d[
+                        (d.hidden_size == hidden)
+                        & (d.inter_size == inter)
+                        & (d.num_experts == experts)
+                        & (d.topk == top_k)
+                        & (d.moe_ep_size == ep)
+                        & (d.num_tokens == tokens)
+                    ]
+                    per_tensor = s[s.moe_dtype == "fp8"].latency
+                    block = s[s.moe_dtype == "fp8_block"].latency
+                    if len(per_tensor) == 1 and len(block) == 1:
+                        ratio = float(block.iloc[0]) / float(per_tensor.iloc[0])
+                        pairs.append((fw, gpu, hidden, inter, experts, top_k, ep, tokens, ratio))
+    print(f"{len(pairs)} pairs of block-scaled and per-tensor FP8 modules")
+    print("| share | engine | pairs | median abs err of the ratio | bias |")
+    print("|---:|---|---:|---:|---:|")
+    saved = {}
+    for gpu in {p[1] for p in pairs}:
+        saved[gpu] = dict(load_hardware(gpu).grouped_gemm_efficiency)
+    try:
+        for share in shares:
+            for gpu in saved:
+                load_hardware(gpu).grouped_gemm_efficiency["fp8_block"] = Efficiency(share, "fit")
+            errs: dict[str, list[float]] = defaultdict(list)
+            for fw, gpu, hidden, inter, experts, top_k, ep, tokens, ratio in pairs:
+                path = "cutlass" if fw == "trtllm" else "triton"
+                eng = load_engine(fw).with_overrides(moe_kernels=path)
+                shape = (tokens, experts, experts // ep, top_k, hidden, inter)
+                tb, _ = moe_layer_time(gpu, eng, "fp8_block", *shape)
+                tf, _ = moe_layer_time(gpu, eng, "fp8", *shape)
+                errs[fw].append(tb / tf / ratio - 1.0)
+            for fw, e in sorted(errs.items()):
+                a = [abs(x) for x in e]
+                print(
+                    f"| {share:.2f} | {fw} | {len(e)} | {statistics.median(a):.1%} | "
+                    f"{statistics.median(e):+.1%} |"
+                )
+    finally:
+        for gpu, table in saved.items():  # the process-wide hardware cache
+            load_hardware(gpu).grouped_gemm_efficiency.clear()
+            load_hardware(gpu).grouped_gemm_efficiency.update(table)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--without-permute", action="store_true")
+    ap.add_argument("--fp8-block-share", nargs="+", metavar="FILE", default=None)
+    ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
+    if args.fp8_block_share:
+        fp8_block_share(args.fp8_block_share, [float(x) for x in args.shares.split(",")])
+        return
     if args.without_permute:
         layer = importlib.import_module("llm_codesign.validate.moe_layer")
         layer.MOE_LAYER_OPS = tuple(o for o in layer.MOE_LAYER_OPS if o != "moe_permute")

@@ -106,7 +106,13 @@ def test_deepseek_r1_b200_with_a_one_point_limit_uses_the_nvfp4_checkpoint():
     # with no limit every precision is searched and shows its delta (unknown for MXFP4)
     f = frontier("deepseek-r1", "b200")
     shown = {d["precision"]: d["accuracy"]["kind"] for d in f.precision_decisions}
-    assert shown == {"bf16": "native", "fp8": "native", "nvfp4": "published", "mxfp4": "unknown"}
+    # (FP8 is the checkpoint's own block-scaled FP8, explore.precisions._with_own_weights)
+    assert shown == {
+        "bf16": "native",
+        "fp8+fp8_block-w": "native",
+        "nvfp4": "published",
+        "mxfp4": "unknown",
+    }
 
 
 def test_measured_weights_flow_into_the_frontier(student_t_checkpoint):

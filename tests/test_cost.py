@@ -306,11 +306,37 @@ def test_per_class_efficiencies_must_name_a_class_of_the_gpu(field):
     path = resources.files("llm_codesign") / "data" / "hardware" / "h100-sxm.yaml"
     data = yaml.safe_load(path.read_text())
     data["efficiency"][field] = {"nvfp4": {"value": 0.5, "source": "x"}}
-    with pytest.raises(SpecError, match="'nvfp4' is not a compute class of this GPU; allowed"):
+    with pytest.raises(SpecError, match="'nvfp4' is not a compute class of this GPU.*; allowed"):
         hardware_from_mapping(data, "test.yaml")
     data["efficiency"][field] = {"bf16": {"value": 1.5, "source": "x"}}
     with pytest.raises(SpecError, match="fraction"):
         hardware_from_mapping(data, "test.yaml")
+
+
+def test_grouped_gemm_may_key_a_block_scaled_weight_format():
+    """efficiency.grouped_gemm also takes a block-scaled weight format (fp8_block) of a class the
+    GPU has; a format the list does not name, or one of a class the GPU lacks, is refused with the
+    allowed keys named."""
+    from importlib import resources
+
+    import yaml
+
+    from llm_codesign.errors import SpecError
+    from llm_codesign.specs.hardware import hardware_from_mapping
+
+    root = resources.files("llm_codesign") / "data" / "hardware"
+    data = yaml.safe_load((root / "h100-sxm.yaml").read_text())
+    data["efficiency"]["grouped_gemm"] = {"fp8_block": {"value": 0.5, "source": "x"}}
+    hw = hardware_from_mapping(data, "test.yaml")
+    assert hw.grouped_gemm_efficiency_for("fp8", "fp8_block").value == 0.5
+    assert hw.grouped_gemm_efficiency_for("fp8", "fp8").value == 1.0
+    data["efficiency"]["grouped_gemm"] = {"fp8_channel": {"value": 0.5, "source": "x"}}
+    with pytest.raises(SpecError, match="block-scaled weight format of one; allowed: .*fp8_block"):
+        hardware_from_mapping(data, "test.yaml")
+    a100 = yaml.safe_load((root / "a100-sxm-80gb.yaml").read_text())
+    a100["efficiency"]["grouped_gemm"] = {"fp8_block": {"value": 0.5, "source": "x"}}
+    with pytest.raises(SpecError, match="'fp8_block' is not a compute class of this GPU"):
+        hardware_from_mapping(a100, "test.yaml")
 
 
 def test_estimate_states_the_decode_attention_fraction_it_used():

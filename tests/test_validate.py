@@ -123,12 +123,17 @@ def test_mapping_rules():
         tp="8",
         concurrency_or_batch="16",
     )
+    # (DeepSeek-R1's FP8 checkpoint stores 128x128 block-scaled weights: fp8_block-w)
     assert map_row(0, row(**ix, framework="sglang (lmsysorg/sglang:v0.5.12)")).precision == (
-        "fp8+bf16-kv"
+        "fp8+fp8_block-w+bf16-kv"
     )
-    assert map_row(0, row(**ix, framework="trt (nvcr.io/nvidia/tensorrt-llm)")).precision == "fp8"
+    trt = map_row(0, row(**ix, framework="trt (nvcr.io/nvidia/tensorrt-llm)"))
+    assert trt.precision == "fp8+fp8_block-w"
     other = dict(ix, source_id="aic_silicon_sample")
-    assert map_row(0, row(**other, framework="sglang 0.5.9")).precision == "fp8"
+    assert map_row(0, row(**other, framework="sglang 0.5.9")).precision == "fp8+fp8_block-w"
+    # a model whose own checkpoint is not block-scaled keeps the preset's per-tensor FP8
+    llama = dict(other, model="Llama-3.1-70B", precision="fp8/fp8/bf16")
+    assert map_row(0, row(**llama, framework="vllm 0.11")).precision == "fp8+bf16-kv"
     m = map_row(
         0,
         row(

@@ -75,7 +75,7 @@ def by_hand(prefill_adp, decode_adp, decode_count, prefill_batch, concurrency):
     return evaluate_disaggregated(
         load_model("deepseek-r1"),
         load_hardware("h200-sxm"),
-        parse_precision("fp8"),
+        parse_precision("fp8+fp8_block-w"),  # its checkpoint's FP8 (validate.mapping)
         load_engine("trtllm"),
         prefill_plan=plan(prefill_adp),
         decode_plan=plan(decode_adp),
@@ -193,7 +193,7 @@ def test_mtp_row_passes_draft_length_and_acceptance(tmp_path):
                 evaluate(
                     load_model("deepseek-r1"),
                     load_hardware("h200-sxm"),
-                    parse_precision("fp8"),
+                    parse_precision("fp8+fp8_block-w"),  # its checkpoint's FP8
                     load_engine("sglang"),
                     tp=8,
                     ep=1,

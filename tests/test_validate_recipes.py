@@ -31,6 +31,8 @@ def test_deepseek_r1_on_h200_by_hand():
     assert 256 < requests < 384  # rounds up to a multiple of 128
     # tokens: requests x (1 + 1024 / 1024) < 4096 -> at least 2048; ISL + batch = 1408 < 2048
     assert limits("deepseek-r1", "h200-sxm", "fp8", 8, 1024, 1024) == (384, 2048)
+    # the checkpoint's block-scaled FP8 is one of the rule's formats too (FP8 block scales)
+    assert limits("deepseek-r1", "h200-sxm", "fp8+fp8_block-w", 8, 1024, 1024) == (384, 2048)
 
 
 def test_published_worked_examples_at_the_default_fraction():
@@ -102,7 +104,7 @@ def test_offline_trtllm_bench_row_is_priced_with_the_recipe(tmp_path):
     want = evaluate(
         load_model("deepseek-r1"),
         load_hardware("h200-sxm"),
-        parse_precision("fp8"),
+        parse_precision("fp8+fp8_block-w"),  # its checkpoint's FP8 (validate.mapping)
         eng,
         tp=8,
         ep=8,

@@ -27,7 +27,7 @@ from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import adp_balance_wait, tokens_per_step
 from .specs.accuracy import accuracy_for
-from .specs.checkpoint import default_precision
+from .specs.checkpoint import default_precision, preset_weights
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -128,7 +128,9 @@ class Estimate:
             "peak_flops_per_s": hw.peak_flops(rate),
             "compute_class": rate,
             "gemm_efficiency": asdict(hw.gemm_efficiency_for(rate)),
-            "grouped_gemm_efficiency": asdict(hw.grouped_gemm_efficiency_for(rate)),
+            "grouped_gemm_efficiency": asdict(
+                hw.grouped_gemm_efficiency_for(rate, self.precision.weights.id)
+            ),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
             "hbm_efficiency": asdict(hw.hbm_efficiency),
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
@@ -198,10 +200,9 @@ def estimate(
 
     ``power_w`` (per GPU; default the GPU's TDP) and ``usd_per_gpu_hour`` give
     ``Estimate.economics``: output tokens/s per MW and $ per million output tokens.
-
-    ``precision`` None (the default) is the checkpoint's own precision when its config states
-    one (``quantization_config``, ``hf_quant_config.json``; ``specs.checkpoint``), else BF16;
-    ``Estimate.precision_note`` says which.
+    ``precision`` None is the checkpoint's own precision when its config states one, else BF16;
+    a bare preset takes the checkpoint's block-scaled weights (``specs.checkpoint``:
+    ``default_precision``, ``preset_weights``); ``Estimate.precision_note`` says which.
 
     ``traffic`` (optional) also replays that traffic through the engine's scheduler step by
     step (``serving.simulate``) on the same plan: ``Estimate.simulation`` holds the mean,
@@ -219,9 +220,7 @@ def estimate(
     check_speculative(spec_tokens, spec_acceptance)
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
-    note = ""
-    if precision is None:
-        precision, note = default_precision(m)
+    precision, note = default_precision(m) if precision is None else preset_weights(m, precision)
     prec = parse_precision(precision)
     eng = load_engine(engine)
     if hw.profile_source:  # a calibration profile also measured attention and latencies

@@ -352,7 +352,9 @@ def gemm_time(
         )
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs)
-    share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
+    share = (
+        hw.grouped_gemm_efficiency_for(rate_class, moe.get("weights", "")).value if routed else 1.0
+    )
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
         measured = hw.gemm_table.flops_per_s(

@@ -353,6 +353,7 @@ def layer_group_ops(
             "top_k": float(k),
             "experts_local": experts_local,
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
+            "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))

@@ -9,17 +9,21 @@ from typing import Any
 
 from ..errors import SpecError, UnsupportedError
 from ..specs.accuracy import accuracy_for, accuracy_key, passes
-from ..specs.checkpoint import checkpoint_precision
+from ..specs.checkpoint import checkpoint_precision, preset_weights
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision, parse_precision
 
 # Presets searched by default: one per native tensor-core format (fp16 costs as bf16; int8 as
-# fp8; w4a16 and mixed presets are opt-in with --precision), plus the checkpoint's own precision.
+# fp8; w4a16 and mixed presets are opt-in with --precision), plus the checkpoint's own precision;
+# a bare preset whose weights the checkpoint stores block-scaled takes the checkpoint's format
+# (specs.checkpoint.preset_weights), given or default.
 DEFAULT_PRECISIONS = ("bf16", "fp8", "nvfp4", "mxfp4")
 
 
-def _requested(hw: HardwareSpec, precision: str | Precision | Sequence[str | Precision]) -> list:
+def _requested(
+    model: ModelSpec, hw: HardwareSpec, precision: str | Precision | Sequence[str | Precision]
+) -> list:
     items: list[str | Precision]
     if isinstance(precision, (str, Precision)):
         items = (
@@ -31,7 +35,7 @@ def _requested(hw: HardwareSpec, precision: str | Precision | Sequence[str | Pre
     for item in items:
         if isinstance(item, str) and not item:
             raise SpecError("precision list has an empty entry (e.g. 'fp8,,nvfp4')")
-        p = parse_precision(item)
+        p = parse_precision(preset_weights(model, item)[0] if isinstance(item, str) else item)
         hw.compute_rate_class(p.compute_class)  # raises UnsupportedError naming the format
         if p.id not in {q.id for q in precs}:
             precs.append(p)
@@ -59,8 +63,9 @@ def choose_precisions(
     decisions: list[dict[str, Any]] = []
     if precision is None:
         candidates: list[Precision] = []
+        own = checkpoint_precision(model.config)
         for name in DEFAULT_PRECISIONS:
-            p = parse_precision(name)
+            p = parse_precision(preset_weights(model, name)[0])
             if hw.supports(p.compute_class):
                 candidates.append(p)
             else:
@@ -73,7 +78,6 @@ def choose_precisions(
                         "accuracy": accuracy_for(model, p, measured),
                     }
                 )
-        own = checkpoint_precision(model.config)
         if own is not None:
             p = parse_precision(own[0])
             keys = {accuracy_key(q) for q in candidates}
@@ -85,7 +89,7 @@ def choose_precisions(
                 "natively; pass --precision"
             )
     else:
-        candidates = _requested(hw, precision)
+        candidates = _requested(model, hw, precision)
     accuracy: dict[str, dict[str, Any]] = {}
     chosen: list[Precision] = []
     for p in candidates:

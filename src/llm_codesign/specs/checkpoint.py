@@ -30,7 +30,7 @@ from typing import Any
 from ..formats import FORMATS
 from ._load import read_mapping
 from .model import ModelSpec
-from .precision import PRESETS
+from .precision import PRESETS, parse_precision
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 # key under which a ModelSpec's config keeps the hf_quant_config.json found next to config.json
@@ -241,6 +241,39 @@ def default_precision(spec: ModelSpec) -> Reading:
     if stated:
         return "bf16", f"checkpoint {stated} not recognised: bf16 assumed, pass a precision"
     return "bf16", ""
+
+
+# weight formats a checkpoint may store a preset's weights in with their own (block) scales,
+# which the preset then takes for that model (:func:`preset_weights`)
+BLOCK_WEIGHT_FORMATS = ("fp8_block",)
+
+
+def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
+    """A bare preset (``fp8``, no ``+`` overrides) with the checkpoint's own weight format where
+    the checkpoint stores that preset's weights block-scaled: DeepSeek-V3/R1's and MiniMax-M2.5's
+    FP8 is ``fp8+fp8_block-w`` (128x128 weight blocks), the FP8 model that exists and that a
+    launch of it serves; its grouped GEMMs run slower on Hopper (``efficiency.grouped_gemm``).
+    Anything else is returned as given. With a note saying so ("" when unchanged).
+
+    Example:
+        >>> from .model import load_model
+        >>> preset_weights(load_model("deepseek-r1"), "fp8")[0]
+        'fp8+fp8_block-w'
+        >>> preset_weights(load_model("llama-3.1-8b"), "fp8")
+        ('fp8', '')
+    """
+    if not isinstance(precision, str):  # a Precision object is taken as given
+        return precision, ""
+    text = precision.strip().lower()
+    if "+" in text or text not in PRESETS:
+        return precision, ""
+    reading = checkpoint_precision(spec.config)
+    if reading is None:
+        return precision, ""
+    w, base = parse_precision(reading[0]).weights, FORMATS[PRESETS[text][0]]
+    if w.id in BLOCK_WEIGHT_FORMATS and w.element == base.element and w.id != base.id:
+        return f"{text}+{w.id}-w", f"{text}: the checkpoint's {w.id} weights ({reading[1]})"
+    return precision, ""
 
 
 def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: Path) -> ModelSpec:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
+from ..formats import FORMATS
 from ._load import Fields, existing_file, read_mapping, shown
 
 ARCHITECTURES = (
@@ -89,6 +90,10 @@ _DECODE_KERNEL_KEYS = {"value", "source", "hbm", "per_query_head_s", "per_call_s
 # MLA decode kernel families a GPU file may measure apart from its default entries
 # (``efficiency.attention_decode_<family>``; an engine names its family in ``attention_kernels``)
 ATTENTION_KERNEL_FAMILIES = ("fa3",)
+# block-scaled weight formats whose grouped (MoE) GEMMs a GPU file may measure apart from their
+# compute class (``efficiency.grouped_gemm.<format>``): on Hopper the FP8 block scales are
+# applied to the FP32 accumulators outside the tensor cores
+GROUPED_GEMM_FORMATS = ("fp8_block",)
 
 
 @dataclass(frozen=True)
@@ -166,10 +171,13 @@ class HardwareSpec:
                 return fallback
         raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
 
-    def grouped_gemm_efficiency_for(self, compute_class: str) -> Efficiency:
+    def grouped_gemm_efficiency_for(self, compute_class: str, weights: str = "") -> Efficiency:
         """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
-        (``efficiency.grouped_gemm``); 1 where no grouped kernel of the class was measured."""
-        return self.grouped_gemm_efficiency.get(
+        (``efficiency.grouped_gemm``): the entry of their weight format where the file measured
+        one (block-scaled formats such as ``fp8_block``, whose scales Hopper's tensor cores do
+        not apply), else the class's; 1 where no grouped kernel was measured."""
+        got = self.grouped_gemm_efficiency.get(weights) if weights else None
+        return got or self.grouped_gemm_efficiency.get(
             compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
         )
 
@@ -243,18 +251,23 @@ def _decode_kernel(f: Fields, key: str) -> DecodeKernel:
     return DecodeKernel(e.value, e.source, hbm, **times)
 
 
-def _class_efficiencies(eff: Fields, key: str, peaks: dict[str, float]) -> dict[str, Any]:
+def _class_efficiencies(
+    eff: Fields, key: str, peaks: dict[str, float], formats: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """An optional per-compute-class mapping of ``efficiency`` ({value, source} per class;
     ``attention_decode`` entries may add the kernel terms of :class:`DecodeKernel`); a class
-    the GPU has no peak for is refused with the allowed classes named."""
+    the GPU has no peak for is refused with the allowed keys named. ``formats``: weight formats
+    the mapping may also key (``grouped_gemm``: a block-scaled format of a class the GPU has)."""
     if not eff.has(key):
         return {}
     m = eff.mapping(key)
+    allowed = sorted(peaks) + [f for f in formats if FORMATS[f].compute_class in peaks]
     for k in m.data:
-        if k not in peaks:
+        if k not in allowed:
             raise SpecError(
-                f"{m.where}: {k!r} is not a compute class of this GPU; allowed: "
-                f"{', '.join(sorted(peaks))}"
+                f"{m.where}: {k!r} is not a compute class of this GPU"
+                + (" or a block-scaled weight format of one" if formats else "")
+                + f"; allowed: {', '.join(allowed)}"
             )
     read = _decode_kernel if key.startswith("attention_decode") else _efficiency
     return {k: read(m, k) for k in m.data}
@@ -303,7 +316,9 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "mapping",
         False,
         "per compute class {value, source}: the fraction of that class's GEMM ceiling that "
-        "routed grouped (MoE expert) GEMMs reach",
+        "routed grouped (MoE expert) GEMMs reach; a block-scaled weight format ("
+        + ", ".join(GROUPED_GEMM_FORMATS)
+        + ") may have its own entry, which its GEMMs take instead of their class's",
     ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
@@ -405,9 +420,8 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     eff.reject_unknown(_EFFICIENCY_KEYS)  # a misspelt kernel family is refused, not ignored
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
-    att, grouped = (
-        _class_efficiencies(eff, k, peaks) for k in ("attention_decode", "grouped_gemm")
-    )
+    att = _class_efficiencies(eff, "attention_decode", peaks)
+    grouped = _class_efficiencies(eff, "grouped_gemm", peaks, GROUPED_GEMM_FORMATS)
     families = {
         fam: _class_efficiencies(eff, f"attention_decode_{fam}", peaks)
         for fam in ATTENTION_KERNEL_FAMILIES

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.checkpoint import checkpoint_precision
+from ..specs.checkpoint import checkpoint_precision, preset_weights
 from ..specs.engine import engine_for_framework
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
@@ -214,9 +214,10 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell, except gpt-oss whose checkpoints are MXFP4 (W4A8 on
     Blackwell, weight-only W4A16 on Hopper); fp8 = FP8 (gpt-oss on Hopper: MXFP4 weights, BF16
-    compute, FP8 KV); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a
-    format stated for Hopper apart ("(Hopper: auto)") applies on Hopper, ``auto`` being the
-    checkpoint's own (BF16 where it does not quantize its KV).
+    compute, FP8 KV), with the checkpoint's block-scaled FP8 weights where its own checkpoint
+    is block-scaled (DeepSeek-V3/R1, MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8
+    third field sets FP8 KV; a format stated for Hopper apart ("(Hopper: auto)") applies on
+    Hopper, ``auto`` being the checkpoint's own (BF16 where it does not quantize its KV).
     """
     parts = [p.strip().lower() for p in text.split("/")]
     w = parts[0] if parts else ""
@@ -242,11 +243,14 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         return None
     if base is None:
         return None
+    # the published FP8 checkpoint of the model is block-scaled (DeepSeek-V3/R1, MiniMax-M2.5:
+    # 128x128 weight blocks), and that is what an "fp8" row of it ran
+    block = preset_weights(model, base)[0][len(base) :]
     if kv == "fp8" and base in ("bf16", "fp16", "w4a16"):
         base += "+fp8-kv"
     if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4"):
         base += f"+{kv}-kv"
-    return base
+    return base + block
 
 
 # checkpoint-variant suffixes that do not change the architecture
@@ -460,7 +464,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         load = float(c)
     engine = engine_for_framework(fw)
     sglang_ix = engine == "sglang" and pools is None and _inferencex(row)
-    if sglang_ix and _kv_unstated(row) and prec in ("fp8", "nvfp4"):
+    if sglang_ix and _kv_unstated(row) and prec.split("+")[0] in ("fp8", "nvfp4"):
         # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
         # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
         own = checkpoint_precision(model.config)

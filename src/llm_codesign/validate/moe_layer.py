@@ -37,7 +37,9 @@ MOE_LAYER_COLUMNS = (
     "expert_intermediate",
     "time_us",
 )
-_DTYPES = ("bf16", "fp8", "nvfp4")
+# a row's dtype -> the precision that prices it (fp8_block: DeepSeek-V3's 128x128 block-scaled
+# FP8 weights with 1x128 activation blocks)
+_DTYPES = {"bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8+fp8_block-w", "nvfp4": "nvfp4"}
 
 
 def is_moe_layer_table(path: str | Path) -> bool:
@@ -80,7 +82,7 @@ def moe_layer_time(
     s = step_shape(ep, 1, ep, 1, False, isl=tokens, osl=1, prefill_tokens=float(tokens))
     total = 0.0
     parts: dict[str, float] = {}
-    for op in layer_group_ops(model, parse_precision(dtype), group, s, 1.0):
+    for op in layer_group_ops(model, parse_precision(_DTYPES.get(dtype, dtype)), group, s, 1.0):
         if op.name not in MOE_LAYER_OPS:
             continue
         t = float(np.asarray(op_time(op, hw, eng, bound=False)[0]))
@@ -114,7 +116,7 @@ def validate_moe_layer(
             skipped[f"dtype {dtype} (allowed: {', '.join(_DTYPES)})"] += 1
             continue
         hw = load_hardware(hid)
-        if not hw.supports(parse_precision(dtype).compute_class):
+        if not hw.supports(parse_precision(_DTYPES[dtype]).compute_class):
             skipped[f"{dtype} not native on {hid}"] += 1
             continue
         kernels = r["path"].strip()

@@ -69,7 +69,7 @@ MAX_TOKENS = 32768  # and on the token budget (before rounding)
 DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints the rule skips
 # formats the rule tunes (its bytes per element, FP8 1, NVFP4 0.5, BF16/FP16 2, are the
 # formats' own element sizes)
-_TUNED = ("fp8", "nvfp4", "bf16", "fp16")
+_TUNED = ("fp8", "fp8_block", "nvfp4", "bf16", "fp16")
 
 
 def _round_batch(b: float) -> int:
