@@ -33,7 +33,7 @@ import numpy as np
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EngineConstants
-from .specs.hardware import DecodeKernel, HardwareSpec
+from .specs.hardware import GROUPED_GEMM_FORMATS, DecodeKernel, HardwareSpec
 
 Array = np.ndarray
 
@@ -351,10 +351,13 @@ def gemm_time(
             hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed=routed
         )
     flops = 2.0 * m * op.n * op.k * op.groups
-    # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs)
-    share = (
-        hw.grouped_gemm_efficiency_for(rate_class, moe.get("weights", "")).value if routed else 1.0
-    )
+    # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
+    # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per block-scaled weight
+    # format, work off the tensor cores (Hopper's FP8 block rescaling on the CUDA cores)
+    share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
+    weights = moe.get("weights", "") if routed else ""
+    scaled = hw.grouped_gemm_efficiency.get(weights) if weights in GROUPED_GEMM_FORMATS else None
+    block = scaled.value if scaled is not None else 1.0
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
         measured = hw.gemm_table.flops_per_s(
@@ -370,11 +373,20 @@ def gemm_time(
     ) * op.k * op.w_bytes * op.touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
+    groups_s = 0.0
     if moe:  # each active group's fixed cost (grouped GEMMs stream weights like dense ones)
         rows = np.minimum(m, GROUPED_GEMM_GROUP_ROWS)
-        per_group = 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
-        compute = compute + np.asarray(op.groups) * per_group
-    t = gemm_overlap_time(compute, memory)
+        groups_s = np.asarray(op.groups) * 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
+    t = gemm_overlap_time(compute + groups_s, memory)
+    if block < 1.0:
+        # the block rescaling (on the rows computed, not the tiles' padding) bounds the time where
+        # the GEMM is compute-bound and hides under the weight stream where it is not:
+        # block-scaled modules at 1-512 tokens time as the per-tensor ones (AIConfigurator,
+        # moe_layer.csv)
+        slow = np.where(covered, compute, flops / (peak * ceiling * share * block))
+        t = np.where(covered, t, np.maximum(t, slow + groups_s))
+        compute = slow
+    compute = compute + groups_s
     if np.any(covered):  # a measured GEMM's time already holds its own overlap
         t = np.where(covered, np.maximum(compute, memory), t)
     return t, compute, memory

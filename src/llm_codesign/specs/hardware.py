@@ -175,8 +175,9 @@ class HardwareSpec:
         """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
         (``efficiency.grouped_gemm``): the entry of their weight format where the file measured
         one (block-scaled formats such as ``fp8_block``, whose scales Hopper's tensor cores do
-        not apply), else the class's; 1 where no grouped kernel was measured."""
-        got = self.grouped_gemm_efficiency.get(weights) if weights else None
+        not apply; ``cost.gemm_time`` takes it as a floor on the rows' time), else the class's (the
+        grouped kernel's math rate); 1 where no grouped kernel was measured."""
+        got = self.grouped_gemm_efficiency.get(weights) if weights in GROUPED_GEMM_FORMATS else None
         return got or self.grouped_gemm_efficiency.get(
             compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
         )
@@ -318,7 +319,8 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "per compute class {value, source}: the fraction of that class's GEMM ceiling that "
         "routed grouped (MoE expert) GEMMs reach; a block-scaled weight format ("
         + ", ".join(GROUPED_GEMM_FORMATS)
-        + ") may have its own entry, which its GEMMs take instead of their class's",
+        + ") may have its own entry: the rate of the rows computed that bounds its GEMMs' time "
+        "where they are compute-bound (work off the tensor cores; cost.gemm_time)",
     ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
