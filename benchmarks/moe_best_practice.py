@@ -25,7 +25,7 @@ RUNS = (
     # (hardware, precision, max_batch_size, max_num_tokens, clients, published tok/s/GPU)
     ("b200", "nvfp4+fp8-kv", 896, 2048, 7168, 5393.3),
     ("b200", "nvfp4+bf16-kv", 384, 1536, 3072, 4548.0),
-    ("h200-sxm", "fp8", 128, 1151, 1024, 1436.2),
+    ("h200-sxm", "fp8+fp8_block-w", 128, 1151, 1024, 1436.2),  # DeepSeek's block FP8
 )
 
 

@@ -90,7 +90,8 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
             errs: dict[str, list[float]] = defaultdict(list)
             for fw, gpu, hidden, inter, experts, top_k, ep, tokens, ratio in pairs:
                 path = "cutlass" if fw == "trtllm" else "triton"
-                eng = load_engine(fw).with_overrides(moe_kernels=path)
+                # balanced routing: equally popular experts (validate.moe_layer does the same)
+                eng = load_engine(fw).with_overrides(moe_kernels=path, expert_balancer="uniform")
                 shape = (tokens, experts, experts // ep, top_k, hidden, inter)
                 tb, _ = moe_layer_time(gpu, eng, "fp8_block", *shape)
                 tf, _ = moe_layer_time(gpu, eng, "fp8", *shape)

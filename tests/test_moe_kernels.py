@@ -248,6 +248,7 @@ def test_grouped_fp8_block_share_on_hopper_by_hand():
     move; at one token the weight stream hides it; Blackwell (no entry) prices both alike."""
     from llm_codesign.cost import GROUPED_GEMM_GROUP_ROWS, gemm_ceiling, gemm_time
     from llm_codesign.routing import moe_rank_imbalance
+    from llm_codesign.specs.engine import EXPERT_POPULARITY_CV
 
     m = load_model("deepseek-r1")
     g = next(g for g in m.layer_groups if g.moe)
@@ -265,7 +266,12 @@ def test_grouped_fp8_block_share_on_hopper_by_hand():
     tt, _, mt = (float(x) for x in gemm_time(up_t, hw, BASE))
     meta = up_t.meta["moe"]
     imb = moe_rank_imbalance(
-        meta["pairs_per_rank"], meta["ep"], BASE.routing_skew, meta["top_k"], meta["experts_local"]
+        meta["pairs_per_rank"],
+        meta["ep"],
+        BASE.routing_skew,
+        meta["top_k"],
+        meta["experts_local"],
+        EXPERT_POPULARITY_CV[BASE.expert_balancer],
     )
     rows = float(np.asarray(up_t.m)) * float(imb)
     groups = float(np.asarray(up_t.groups))

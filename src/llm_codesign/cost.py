@@ -32,7 +32,7 @@ import numpy as np
 
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
-from .specs.engine import EngineConstants
+from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
 from .specs.hardware import GROUPED_GEMM_FORMATS, DecodeKernel, HardwareSpec
 
 Array = np.ndarray
@@ -340,7 +340,12 @@ def gemm_time(
     m = np.asarray(op.m, dtype=float)
     if moe:
         m = m * moe_rank_imbalance(
-            moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"], moe["experts_local"]
+            moe["pairs_per_rank"],
+            moe["ep"],
+            eng.routing_skew,
+            moe["top_k"],
+            moe["experts_local"],
+            EXPERT_POPULARITY_CV[eng.expert_balancer],
         )
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))

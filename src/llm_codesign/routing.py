@@ -1,6 +1,7 @@
 """Statistics of random top-k routing that the MoE costs use: the tiles a grouped GEMM launches
 per expert when tokens land on experts at random (``expected_row_tiles``) and the busiest
-expert-parallel rank's load over the mean (``moe_rank_imbalance``)."""
+expert-parallel rank's load over the mean (``moe_rank_imbalance``), from the draw of tokens and
+from the experts' unequal popularity (``specs.engine.EXPERT_POPULARITY_CV``)."""
 
 from __future__ import annotations
 
@@ -61,20 +62,37 @@ def expected_row_tiles(rows: Array, tile: float) -> Array:
 
 
 def moe_rank_imbalance(
-    pairs_per_rank: Array, ep: Array, skew: float, top_k: float = 1.0, experts_local: Array = 1.0
+    pairs_per_rank: Array,
+    ep: Array,
+    skew: float,
+    top_k: float = 1.0,
+    experts_local: Array = 1.0,
+    popularity_cv: float = 0.0,
 ) -> Array:
-    """Busiest EP rank's token-expert pairs over the mean (>= 1) under multinomial top-k routing.
+    """Busiest EP rank's token-expert pairs over the mean (>= 1) under top-k routing.
 
-    Balls into bins (Raab & Steger 1998; moe-comm.md 3): m pairs into n = ep ranks land at most
-    m/n + sqrt(2 (m/n) ln n), so the ratio is 1 + skew x sqrt(2 ln n / (m/n)); ``skew`` = 1 is
-    uniform routing, real routers without a load balancer spread more (TB4: 1.564 measured vs
-    0.08 uniform at 1024 tokens per rank, EP32). Capped where a rank holds every pair its
-    tokens can send it (min(top_k, local experts) per token). No EP (ep = 1): 1.
+    Two spreads, added in quadrature:
+    * the draw (balls into bins, Raab & Steger 1998; moe-comm.md 3): m pairs into n = ep ranks
+      land at most m/n + sqrt(2 (m/n) ln n), i.e. skew x sqrt(2 ln n / (m/n)); ``skew`` = 1 is
+      uniform multinomial routing;
+    * the experts' popularity: a rank's share is the sum of its e local experts' shares, whose
+      spread is ``popularity_cv`` / sqrt(e), and the busiest of n ranks sits sqrt(2 ln n) spreads
+      above the mean, whatever the batch (``specs.engine.EXPERT_POPULARITY_CV``; 0 = equally
+      popular).
 
-    Example: 1024 pairs per rank over 8 ranks, uniform: 1 + sqrt(2 ln 8 / 1024) = 1.064.
+    Capped where a rank holds every pair its tokens can send it (min(top_k, local experts) per
+    token). No EP (ep = 1): 1.
+
+    Examples: 1024 pairs per rank over 8 ranks, uniform, equally popular experts:
+    1 + sqrt(2 ln 8 / 1024) = 1.064. TB4's case (32 ranks of 8 experts, popularity 1.68, a
+    batch so large the draw vanishes): 1 + 1.68 x sqrt(2 ln 32 / 8) = 2.564.
     """
     n = np.maximum(np.asarray(ep, dtype=float), 1.0)
     mean = np.maximum(np.asarray(pairs_per_rank, dtype=float), 1e-9)
     excess = skew * np.sqrt(2.0 * np.log(n) / mean)
+    if popularity_cv > 0:
+        local = np.maximum(np.asarray(experts_local, dtype=float), 1.0)
+        popular = popularity_cv * np.sqrt(2.0 * np.log(n) / local)
+        excess = np.sqrt(excess * excess + popular * popular)
     cap = n * np.minimum(top_k, np.asarray(experts_local, dtype=float)) / max(top_k, 1e-9)
     return np.where(n > 1, np.minimum(1.0 + excess, np.maximum(cap, 1.0)), 1.0)

@@ -215,6 +215,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "moe_comm",
         "moe_kernels",
         "attention_kernels",
+        "expert_balancer",
         "kv_admission",
         "moe_partial_ep",
         "pp_prefill_overlap",
@@ -239,7 +240,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "keep the values of base.yaml (MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels, attention_kernels and kv_admission state the engine's own "
+            "moe_comm, moe_kernels, attention_kernels, expert_balancer and kv_admission state the "
+            "engine's own "
             "behaviour (see kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit

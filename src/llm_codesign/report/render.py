@@ -67,7 +67,9 @@ def clean(obj: Any) -> Any:
 # `hbm` (its fraction of HBM bandwidth on the latent cache, or null: the engine's
 # `attn_decode_efficiency`), `per_query_head_s` and `per_call_s` (0 where not measured); the
 # engine constants add `attention_kernels` (the MLA decode kernel family: `default` or `fa3`).
-SCHEMA_VERSION = 12
+# 13: the engine constants in `assumptions` add `expert_balancer` (`none`, `eplb` or `uniform`:
+# the expert load balancer, which sets how unequal expert popularity spreads the EP ranks).
+SCHEMA_VERSION = 13
 
 
 def to_json(obj: Any) -> str:

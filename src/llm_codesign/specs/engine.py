@@ -48,6 +48,18 @@ MOE_KERNELS = ("auto", "cutlass", "triton")
 # file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
 # family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
 ATTENTION_KERNELS = ("default", *ATTENTION_KERNEL_FAMILIES)
+# Coefficient of variation of the experts' shares of the routed pairs (their popularity), per
+# load balancer (``EngineConstants.expert_balancer``). TensorRT-LLM's wide-EP blog (TB4 Table 1;
+# moe-comm.md 3: DeepSeek-R1 on 32 x GB200, EP 32, 8 experts per rank, decode) measured the busiest
+# rank at 1.564 over the mean without EPLB and 0.109 with it (9 slots per rank), where random
+# draws alone give 0.08: the rest is popularity, which does not shrink with the batch. With
+# ``routing.moe_rank_imbalance``'s popularity term cv x sqrt(2 ln n / experts per rank), those
+# excesses give cv = 1.564 x sqrt(8) / sqrt(2 ln 32) = 1.68 and 0.109 x sqrt(9) / sqrt(2 ln 32)
+# = 0.124.
+# ``uniform``: every expert equally popular, as synthetic kernel benchmarks route (balanced or
+# random gating: AIConfigurator's "balanced" tables, vLLM's benchmark_moe.py).
+EXPERT_POPULARITY_CV = {"none": 1.68, "eplb": 0.124, "uniform": 0.0}
+EXPERT_BALANCERS = tuple(EXPERT_POPULARITY_CV)  # none, eplb, uniform
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
 KV_ADMISSION = ("full", "mean")
@@ -104,6 +116,11 @@ class EngineConstants:
         routing_skew: spread of the busiest EP rank's load over that of uniform multinomial
             top-k routing (1 = uniform; real routers without a load balancer are skewed, a
             balancer with redundant experts can do better than uniform, 0 = perfect balance).
+        expert_balancer: the expert load balancer the engine runs (``EXPERT_BALANCERS``:
+            ``none``; ``eplb``: redundant experts placed by load, SGLang/vLLM
+            ``--enable-eplb``, TensorRT-LLM's MoE load balancer; ``uniform``: equally popular
+            experts, as synthetic kernel benchmarks route); it sets how unequal the experts'
+            popularity leaves the EP ranks (``EXPERT_POPULARITY_CV``).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
         memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
         max_batch_size: most sequences an engine schedules at once (bounds offline runs).
@@ -144,6 +161,7 @@ class EngineConstants:
     kv_admission: str
     moe_layer_overhead_s: float
     routing_skew: float
+    expert_balancer: str
     max_num_tokens: int
     memory_utilization: float
     max_batch_size: int
@@ -236,6 +254,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: attention_kernels={c.attention_kernels!r} is not a known decode-attention "
             "kernel family; allowed: " + ", ".join(ATTENTION_KERNELS)
         )
+    if c.expert_balancer not in EXPERT_BALANCERS:
+        raise SpecError(
+            f"{where}: expert_balancer={c.expert_balancer!r} is not a known expert load "
+            "balancer; allowed: " + ", ".join(EXPERT_BALANCERS)
+        )
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
@@ -278,7 +301,13 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
-        elif x.name in ("moe_comm", "moe_kernels", "attention_kernels", "kv_admission"):
+        elif x.name in (
+            "moe_comm",
+            "moe_kernels",
+            "attention_kernels",
+            "kv_admission",
+            "expert_balancer",
+        ):
             kwargs[x.name] = f.str(x.name)
         elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
             kwargs[x.name] = f.bool(x.name)

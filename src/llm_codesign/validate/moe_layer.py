@@ -124,7 +124,9 @@ def validate_moe_layer(
             skipped[f"path {kernels} (allowed: {', '.join(MOE_KERNELS)})"] += 1
             continue
         base = forced or load_engine(r["framework"].strip() or None)
-        eng = base.with_overrides(moe_kernels=kernels)
+        # the tables route tokens evenly over the experts (balanced or random gating): no
+        # expert is more popular than another
+        eng = base.with_overrides(moe_kernels=kernels, expert_balancer="uniform")
         t, parts = moe_layer_time(hid, eng, dtype, tokens, experts, local, top_k, hidden, inter)
         predicted = t * 1e6
         gemm = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0)
