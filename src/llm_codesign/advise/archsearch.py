@@ -38,6 +38,7 @@ import numpy as np
 from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
+from ..specs.checkpoint import preset_weights
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, gdn_like, load_model
@@ -510,7 +511,8 @@ def search(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = parse_precision(precision or default_precision(hw))
+    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
+    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
     eng = load_engine(engine)
     space = space or SearchSpace()
     if not 0 <= param_tolerance < 1:  # NaN fails too

@@ -49,6 +49,7 @@ from ..explore import (
     default_precision,
     operating_point,
 )
+from ..specs.checkpoint import preset_weights
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -112,7 +113,8 @@ def lint(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = parse_precision(precision or default_precision(hw))
+    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
+    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
     eng = load_engine(engine)
     wls = [parse_workload(w) for w in (workloads or DEFAULT_WORKLOADS)]
     if not wls:

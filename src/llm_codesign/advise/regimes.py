@@ -45,6 +45,7 @@ from ..explore import (
 )
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
+from ..specs.checkpoint import preset_weights
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -198,7 +199,8 @@ def regimes(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = parse_precision(precision or default_precision(hw))
+    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
+    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
     eng = load_engine(engine)
     for name, v in (
         ("short_isl", short_isl),
