@@ -33,7 +33,7 @@ import numpy as np
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
-from .specs.hardware import GROUPED_GEMM_FORMATS, DecodeKernel, HardwareSpec
+from .specs.hardware import DecodeKernel, HardwareSpec
 
 Array = np.ndarray
 
@@ -360,8 +360,7 @@ def gemm_time(
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per block-scaled weight
     # format, work off the tensor cores (Hopper's FP8 block rescaling on the CUDA cores)
     share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
-    weights = moe.get("weights", "") if routed else ""
-    scaled = hw.grouped_gemm_efficiency.get(weights) if weights in GROUPED_GEMM_FORMATS else None
+    scaled = hw.block_scaled_efficiency(moe.get("weights", "")) if routed else None
     block = scaled.value if scaled is not None else 1.0
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered

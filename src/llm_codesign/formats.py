@@ -135,6 +135,14 @@ FORMATS: dict[str, NumberFormat] = {
 }
 
 
+# weight formats whose scales are per block of weights rather than per tensor or channel, and
+# which a checkpoint may store a preset's weights in (DeepSeek-V3's 128x128 FP8 blocks): a bare
+# preset takes them for that model (specs.checkpoint.preset_weights), and their grouped GEMMs may
+# have a measured rate of their own (efficiency.grouped_gemm.<format>; on Hopper the block scales
+# are applied to the FP32 accumulators outside the tensor cores)
+BLOCK_SCALED_WEIGHTS = ("fp8_block",)
+
+
 def get_format(format_id: str) -> NumberFormat:
     """Look up a format by id, with a clear error listing the allowed ids."""
     try:

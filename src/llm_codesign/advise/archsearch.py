@@ -37,13 +37,12 @@ import numpy as np
 
 from ..calibrate import resolve_hardware
 from ..errors import SpecError
-from ..explore import ADVISOR_CONCURRENCY, Curve, candidate_plans, default_precision, grid_curve
-from ..specs.checkpoint import preset_weights
+from ..explore import ADVISOR_CONCURRENCY, Curve, advisor_precision, candidate_plans, grid_curve
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, gdn_like, load_model
 from ..specs.model_config import model_from_config
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions
 
@@ -511,8 +510,7 @@ def search(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
-    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
+    prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine)
     space = space or SearchSpace()
     if not 0 <= param_tolerance < 1:  # NaN fails too

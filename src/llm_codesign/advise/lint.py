@@ -45,16 +45,15 @@ from ..errors import SpecError
 from ..explore import (
     ADVISOR_CONCURRENCY,
     THROUGHPUT_MIN_TOK_S_USER,
+    advisor_precision,
     candidate_plans,
-    default_precision,
     operating_point,
 )
-from ..specs.checkpoint import preset_weights
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .archsearch import default_align
 from .findings import (
     DEFAULT_WORKLOADS,
@@ -113,8 +112,7 @@ def lint(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
-    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
+    prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine)
     wls = [parse_workload(w) for w in (workloads or DEFAULT_WORKLOADS)]
     if not wls:

@@ -39,18 +39,17 @@ from ..explore import (
     ADVISOR_CONCURRENCY,
     THROUGHPUT_MIN_TOK_S_USER,
     OperatingPoint,
+    advisor_precision,
     candidate_plans,
-    default_precision,
     operating_point,
 )
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
-from ..specs.checkpoint import preset_weights
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import ParallelPlan
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 
 # ---- documented defaults (every one overridable through the API / CLI) ----
 SHORT_ISL, SHORT_OSL = 1024, 1024  # chat-style prompt and answer
@@ -199,8 +198,7 @@ def regimes(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    # a bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8), as estimate does
-    prec = parse_precision(preset_weights(m, precision or default_precision(hw))[0])
+    prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine)
     for name, v in (
         ("short_isl", short_isl),

@@ -241,8 +241,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "keep the values of base.yaml (MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, attention_kernels, expert_balancer and kv_admission state the "
-            "engine's own "
-            "behaviour (see kv_admission_source)"
+            "engine's own behaviour (see kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit
         **{k: v for k, v in eng.sources.items() if k.endswith("_source") or k in keep},

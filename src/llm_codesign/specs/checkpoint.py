@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..formats import FORMATS
+from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from ._load import read_mapping
 from .model import ModelSpec
 from .precision import PRESETS, parse_precision
@@ -243,11 +243,6 @@ def default_precision(spec: ModelSpec) -> Reading:
     return "bf16", ""
 
 
-# weight formats a checkpoint may store a preset's weights in with their own (block) scales,
-# which the preset then takes for that model (:func:`preset_weights`)
-BLOCK_WEIGHT_FORMATS = ("fp8_block",)
-
-
 def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     """A bare preset (``fp8``, no ``+`` overrides) with the checkpoint's own weight format where
     the checkpoint stores that preset's weights block-scaled: DeepSeek-V3/R1's and MiniMax-M2.5's
@@ -271,7 +266,7 @@ def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     if reading is None:
         return precision, ""
     w, base = parse_precision(reading[0]).weights, FORMATS[PRESETS[text][0]]
-    if w.id in BLOCK_WEIGHT_FORMATS and w.element == base.element and w.id != base.id:
+    if w.id in BLOCK_SCALED_WEIGHTS and w.element == base.element and w.id != base.id:
         return f"{text}+{w.id}-w", f"{text}: the checkpoint's {w.id} weights ({reading[1]})"
     return precision, ""
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
-from ..formats import FORMATS
+from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from ._load import Fields, existing_file, read_mapping, shown
 
 ARCHITECTURES = (
@@ -90,10 +90,6 @@ _DECODE_KERNEL_KEYS = {"value", "source", "hbm", "per_query_head_s", "per_call_s
 # MLA decode kernel families a GPU file may measure apart from its default entries
 # (``efficiency.attention_decode_<family>``; an engine names its family in ``attention_kernels``)
 ATTENTION_KERNEL_FAMILIES = ("fa3",)
-# block-scaled weight formats whose grouped (MoE) GEMMs a GPU file may measure apart from their
-# compute class (``efficiency.grouped_gemm.<format>``): on Hopper the FP8 block scales are
-# applied to the FP32 accumulators outside the tensor cores
-GROUPED_GEMM_FORMATS = ("fp8_block",)
 
 
 @dataclass(frozen=True)
@@ -171,14 +167,20 @@ class HardwareSpec:
                 return fallback
         raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
 
+    def block_scaled_efficiency(self, weights: str) -> Efficiency | None:
+        """The ``efficiency.grouped_gemm`` entry of a block-scaled weight format
+        (``formats.BLOCK_SCALED_WEIGHTS``); None for any other format or where not measured."""
+        return (
+            self.grouped_gemm_efficiency.get(weights) if weights in BLOCK_SCALED_WEIGHTS else None
+        )
+
     def grouped_gemm_efficiency_for(self, compute_class: str, weights: str = "") -> Efficiency:
         """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
         (``efficiency.grouped_gemm``): the entry of their weight format where the file measured
         one (block-scaled formats such as ``fp8_block``, whose scales Hopper's tensor cores do
         not apply; ``cost.gemm_time`` takes it as a floor on the rows' time), else the class's (the
         grouped kernel's math rate); 1 where no grouped kernel was measured."""
-        got = self.grouped_gemm_efficiency.get(weights) if weights in GROUPED_GEMM_FORMATS else None
-        return got or self.grouped_gemm_efficiency.get(
+        return self.block_scaled_efficiency(weights) or self.grouped_gemm_efficiency.get(
             compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
         )
 
@@ -318,7 +320,7 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         False,
         "per compute class {value, source}: the fraction of that class's GEMM ceiling that "
         "routed grouped (MoE expert) GEMMs reach; a block-scaled weight format ("
-        + ", ".join(GROUPED_GEMM_FORMATS)
+        + ", ".join(BLOCK_SCALED_WEIGHTS)
         + ") may have its own entry: the rate of the rows computed that bounds its GEMMs' time "
         "where they are compute-bound (work off the tensor cores; cost.gemm_time)",
     ),
@@ -423,7 +425,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
     att = _class_efficiencies(eff, "attention_decode", peaks)
-    grouped = _class_efficiencies(eff, "grouped_gemm", peaks, GROUPED_GEMM_FORMATS)
+    grouped = _class_efficiencies(eff, "grouped_gemm", peaks, BLOCK_SCALED_WEIGHTS)
     families = {
         fam: _class_efficiencies(eff, f"attention_decode_{fam}", peaks)
         for fam in ATTENTION_KERNEL_FAMILIES
