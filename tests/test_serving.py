@@ -312,3 +312,62 @@ def test_a_prefill_worker_under_attention_dp_keeps_each_prompt_on_one_rank():
     assert float(adp8.latency_s) < float(tp8.latency_s)  # no queue behind one budget
     # without attention-DP the budget (8,192 tokens) takes one prompt per step either way
     assert float(tp8.rate_req_s) == pytest.approx(float(tp1.rate_req_s), rel=1e-9)
+
+
+def test_kv_budget_follows_each_engines_memory_fraction_convention():
+    """What the memory fraction is a fraction of, by hand (u = 0.9, HBM = 100 GB, weights
+    60 GB, activations and runtime 5 GB of which 2 GB the runtime reserve):
+    TensorRT-LLM (free): 0.9 x (100 - 60 - 5) = 31.5 GB; vLLM (total): 0.9 x 100 - 60 - 5 =
+    25 GB; SGLang (static): 0.9 x 100 - 60 - 2 = 28 GB."""
+    from llm_codesign.serving.memory import RUNTIME_RESERVED_BYTES, kv_budget_bytes
+
+    hw = load_hardware("h100-sxm").with_overrides(hbm_bytes=100e9)
+    assert RUNTIME_RESERVED_BYTES == 2e9
+    got = {
+        budget: float(kv_budget_bytes(hw, ENG.with_overrides(memory_budget=budget), 60e9, 5e9))
+        for budget in ("free", "total", "static")
+    }
+    assert got == pytest.approx({"free": 31.5e9, "total": 25e9, "static": 28e9}, rel=1e-12)
+    with pytest.raises(Exception, match="memory_budget='half'.*allowed: free, total, static"):
+        ENG.with_overrides(memory_budget="half")
+
+
+def test_vllm_gives_its_kv_cache_less_than_a_free_memory_fraction():
+    """vLLM's gpu_memory_utilization is a share of the whole GPU: Qwen3-235B-A22B-FP8 on 4 x
+    H100 TP4 logged 8.11 GiB of KV cache (vllm-project/vllm issue #21348, 2025-07, default
+    0.9), where 0.9 of the memory free after weights would leave over 20 GiB; the model's
+    vLLM budget sits between, and below TensorRT-LLM's for the same engine and plan."""
+    from llm_codesign.serving.memory import memory_fit
+
+    m, hw = load_model("qwen3-235b-a22b"), load_hardware("h100-sxm")
+    p = parse_precision("fp8+fp8_block-w")
+    vllm = load_engine("vllm")
+    args = (np.asarray(4), np.asarray(1), np.asarray(1), np.asarray(False), np.asarray(1))
+    usable = {
+        b: float(memory_fit(m, hw, p, vllm.with_overrides(memory_budget=b), *args, 2048.0)[3])
+        for b in ("free", "total")
+    }
+    gib = 2.0**30
+    assert 8.11 * gib < usable["total"] < usable["free"]
+    assert usable["free"] > 20 * gib
+    assert usable["total"] < 16 * gib
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.sampled_from(["free", "total", "static"]),
+    u=st.floats(0.5, 1.0),
+    weights=st.floats(1e9, 70e9),
+    other=st.floats(2e9, 10e9),
+    more=st.floats(1.0, 2.0),
+)
+def test_kv_budget_grows_with_memory_and_shrinks_with_weights(budget, u, weights, other, more):
+    """More HBM never gives the KV cache less; more weights never give it more."""
+    from llm_codesign.serving.memory import kv_budget_bytes
+
+    hw = load_hardware("h100-sxm")
+    eng = ENG.with_overrides(memory_budget=budget, memory_utilization=u)
+    base = float(kv_budget_bytes(hw, eng, weights, other))
+    bigger = hw.with_overrides(hbm_bytes=hw.hbm_bytes * more)
+    assert float(kv_budget_bytes(bigger, eng, weights, other)) >= base
+    assert float(kv_budget_bytes(hw, eng, weights * more, other)) <= base

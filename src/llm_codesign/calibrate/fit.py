@@ -225,6 +225,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "comm_efficiency",
         "max_num_tokens",
         "memory_utilization",
+        "memory_budget",
         "max_batch_size",
     }
     for name in sorted(keep):
@@ -240,7 +241,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "keep the values of base.yaml (MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels, attention_kernels, expert_balancer and kv_admission state the "
+            "moe_comm, moe_kernels, attention_kernels, expert_balancer, kv_admission and "
+            "memory_budget state the "
             "engine's own behaviour (see kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit

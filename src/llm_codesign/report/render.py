@@ -69,7 +69,9 @@ def clean(obj: Any) -> Any:
 # engine constants add `attention_kernels` (the MLA decode kernel family: `default` or `fa3`).
 # 13: the engine constants in `assumptions` add `expert_balancer` (`none`, `eplb` or `uniform`:
 # the expert load balancer, which sets how unequal expert popularity spreads the EP ranks).
-SCHEMA_VERSION = 13
+# 14: the engine constants in `assumptions` add `memory_budget` (`free`, `total` or `static`:
+# what `memory_utilization` is a fraction of, as TensorRT-LLM, vLLM and SGLang define theirs).
+SCHEMA_VERSION = 14
 
 
 def to_json(obj: Any) -> str:

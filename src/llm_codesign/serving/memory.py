@@ -38,6 +38,29 @@ def kv_context(eng: EngineConstants, isl: Array | float, osl: Array | float) -> 
     return isl_a + (osl_a if eng.kv_admission == "full" else osl_a / 2.0)
 
 
+def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, other: Array) -> Array:
+    """Bytes per GPU the engine gives its KV cache: weights ``w_bytes``, ``other`` the rest it
+    holds besides KV (runtime reserve and activations), ``memory_utilization`` a fraction of
+    what the engine's ``memory_budget`` says:
+
+    * ``free`` (TensorRT-LLM): u x (HBM - weights - other), what is free after the profiling
+      pass (``KvCacheCreator._cal_max_memory``: fraction x (total - peak));
+    * ``total`` (vLLM): u x HBM - weights - other (``gpu_memory_utilization`` x total less
+      the non-KV memory of the profiling run);
+    * ``static`` (SGLang): u x HBM - weights - the runtime reserve (the memory free after
+      loading less total x (1 - ``mem_fraction_static``); activations and CUDA graphs live in
+      that remainder, so ``other`` beyond the reserve does not enter).
+
+    Negative where the weights alone exceed the budget."""
+    total = hw.hbm_bytes
+    u = eng.memory_utilization
+    if eng.memory_budget == "total":
+        return u * total - w_bytes - other
+    if eng.memory_budget == "static":
+        return u * total - w_bytes - RUNTIME_RESERVED_BYTES
+    return (total - w_bytes - other) * u
+
+
 def memory_fit(
     model: ModelSpec,
     hw: HardwareSpec,
@@ -53,8 +76,8 @@ def memory_fit(
     """Per-GPU memory: (weight bytes, KV bytes per sequence of ``context`` tokens, workspace
     bytes, bytes the KV cache may use, max concurrency per replica).
 
-    The engine gives ``memory_utilization`` of the memory left after weights and workspace to
-    the KV cache (TensorRT-LLM kv_cache_free_gpu_memory_fraction). ``context`` is the tokens a
+    The KV cache gets what :func:`kv_budget_bytes` leaves it under the engine's
+    ``memory_budget`` convention. ``context`` is the tokens a
     sequence holds: :func:`kv_context` for in-flight batching (the engine's admission policy),
     the full ISL + OSL for static batches. Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step.
@@ -66,7 +89,7 @@ def memory_fit(
     d = model.hidden_size
     ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
     workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * ffn_local) * 2.0
-    usable = (hw.hbm_bytes - w_bytes - workspace) * eng.memory_utilization
+    usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
 
@@ -101,5 +124,5 @@ def static_batch_fits(
     benchmark reserves the full context per sequence and no chunked-prefill workspace."""
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp)
-    usable = (hw.hbm_bytes - w_bytes - RUNTIME_RESERVED_BYTES) * eng.memory_utilization
+    usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES)
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq

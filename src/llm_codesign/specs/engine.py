@@ -63,6 +63,12 @@ EXPERT_BALANCERS = tuple(EXPERT_POPULARITY_CV)  # none, eplb, uniform
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
 KV_ADMISSION = ("full", "mean")
+# What ``memory_utilization`` is a fraction of (``serving.memory.kv_budget_bytes``): the memory
+# free after weights and the profiled activation peak (TensorRT-LLM
+# kv_cache_free_gpu_mem_fraction), the GPU's total memory for weights, activations and KV
+# (vLLM gpu_memory_utilization), or the total for weights and KV with activations outside
+# (SGLang mem_fraction_static)
+MEMORY_BUDGETS = ("free", "total", "static")
 # renamed constants: old name -> what replaced it (a clear error for old YAML files)
 RENAMED = {
     "mem_efficiency": (
@@ -122,7 +128,13 @@ class EngineConstants:
             experts, as synthetic kernel benchmarks route); it sets how unequal the experts'
             popularity leaves the EP ranks (``EXPERT_POPULARITY_CV``).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
-        memory_utilization: fraction of HBM the engine may use (weights + KV + workspace).
+        memory_utilization: the engine's memory fraction, of what ``memory_budget`` says.
+        memory_budget: what ``memory_utilization`` is a fraction of (``MEMORY_BUDGETS``):
+            ``free``: the memory left after weights and the profiled activation peak, all of
+            it KV (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``); ``total``: the GPU's
+            memory, for weights, activations and KV (vLLM ``gpu_memory_utilization``);
+            ``static``: the GPU's memory, for weights and KV, activations from the rest
+            (SGLang ``mem_fraction_static``). ``serving.memory.kv_budget_bytes``.
         max_batch_size: most sequences an engine schedules at once (bounds offline runs).
         ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
             (all clients start at once); see serving.ttft.
@@ -164,6 +176,7 @@ class EngineConstants:
     expert_balancer: str
     max_num_tokens: int
     memory_utilization: float
+    memory_budget: str
     max_batch_size: int
     ttft_burst: float
     moe_partial_ep: bool
@@ -259,6 +272,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: expert_balancer={c.expert_balancer!r} is not a known expert load "
             "balancer; allowed: " + ", ".join(EXPERT_BALANCERS)
         )
+    if c.memory_budget not in MEMORY_BUDGETS:
+        raise SpecError(
+            f"{where}: memory_budget={c.memory_budget!r} is not a known memory fraction "
+            "convention; allowed: " + ", ".join(MEMORY_BUDGETS)
+        )
     if c.max_num_tokens < 1 or c.max_batch_size < 1:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
@@ -307,6 +325,7 @@ def _from_mapping(
             "attention_kernels",
             "kv_admission",
             "expert_balancer",
+            "memory_budget",
         ):
             kwargs[x.name] = f.str(x.name)
         elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
