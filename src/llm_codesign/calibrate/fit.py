@@ -37,10 +37,12 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     # absorb queueing (coordinate descent is greedy)
     "ttft_burst": (0.0, 1.0, "share of requests in the closed-loop start-up wave"),
     "request_overhead_s": (0.0, 0.2, "fixed latency per request added to TTFT"),
-    # host cost per sequence: the largest measured is vLLM V1's 5-6 ms gap between decode
-    # steps at 256 sequences (vllm issue #10634, 2024-11: 20-23 us each, GIL contention;
-    # reference/moe-comm.md 5); 25 us bounds it
-    "per_seq_overhead_s": (0.0, 25e-6, "host cost per sequence per iteration"),
+    # host cost per sequence: vLLM V1's 5-6 ms gap between decode steps at 256 sequences
+    # (vllm issue #10634, 2024-11: 20-23 us each, GIL contention; reference/moe-comm.md 5);
+    # TensorRT-LLM's PyTorch executor logged a host step of 45.11 ms at 1,536 requests per
+    # rank (NVIDIA/TensorRT-LLM PR #10273, 2025-12: gpt-oss-120b, GB200, attention-DP 2,
+    # C++ scheduler): 29.4 us each; 40 us bounds them
+    "per_seq_overhead_s": (0.0, 40e-6, "host cost per sequence per iteration"),
     "host_overlap": (0.0, 1.0, "share of host work hidden behind GPU work (overlap scheduler)"),
     "step_overhead_s": (20e-6, 20e-3, "fixed cost per engine iteration"),
     "kernel_overhead_s": (0.5e-6, 20e-6, "fixed cost per kernel"),
