@@ -371,3 +371,38 @@ def test_kv_budget_grows_with_memory_and_shrinks_with_weights(budget, u, weights
     bigger = hw.with_overrides(hbm_bytes=hw.hbm_bytes * more)
     assert float(kv_budget_bytes(bigger, eng, weights, other)) >= base
     assert float(kv_budget_bytes(hw, eng, weights * more, other)) <= base
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "prec", "plan"),
+    [
+        ("deepseek-r1", "h200-sxm", "fp8", (8, 1, 8, True, 1)),
+        ("llama-3.1-70b", "h100-sxm", "fp8", (4, 1, 1, False, 1)),
+        ("qwen3-235b-a22b", "h100-sxm", "fp8", (8, 1, 8, False, 1)),
+    ],
+)
+def test_launch_memory_fractions_give_each_engine_the_predicted_kv(model, gpu, prec, plan):
+    """A launch file for another engine states that engine's fraction: the one that gives its
+    KV cache, under its own convention, what the prediction gave (at most 0.001 of the GPU
+    less, never more)."""
+    from llm_codesign.serving.memory import (
+        kv_budget_bytes,
+        memory_fraction_for,
+        weights_and_workspace,
+    )
+
+    m, hw, p = load_model(model), load_hardware(gpu), parse_precision(prec)
+    eng = load_engine("trtllm")
+    tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
+    w, other = weights_and_workspace(m, p, eng, tp, pp, ep, adp, cp)
+    want = float(kv_budget_bytes(hw, eng, w, other))
+    assert memory_fraction_for(m, hw, p, eng, plan, "free") == eng.memory_utilization
+    u = {}
+    for budget in ("total", "static"):
+        u[budget] = memory_fraction_for(m, hw, p, eng, plan, budget)
+        other_engine = eng.with_overrides(memory_budget=budget, memory_utilization=u[budget])
+        got = float(kv_budget_bytes(hw, other_engine, w, other))
+        assert want - 0.001 * hw.hbm_bytes <= got <= want, (budget, u)
+    # a share of the whole GPU holds the weights too: 0.9 of the free memory is more of the
+    # total (1 - 0.1 x free / total); SGLang's leaves the activations outside, so less again
+    assert eng.memory_utilization < u["static"] <= u["total"] < 1.0

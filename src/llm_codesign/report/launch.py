@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from ..explore import MODE_DISAGGREGATED, Frontier
+from ..serving.memory import memory_fraction_for
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
 from .launch_data import (
@@ -48,6 +49,14 @@ class _Ctx:
     spec: int
     max_len: int
 
+    def memory_fraction(self, budget: str, tp: int, pp: int, ep: int, adp: bool, cp: int) -> float:
+        """The engine's memory fraction (``budget``: its convention) that gives the KV cache
+        what the prediction gave it (``serving.memory.memory_fraction_for``)."""
+        fr = self.fr
+        return memory_fraction_for(
+            fr.model, fr.hardware, self.prec, fr.engine, (tp, pp, ep, adp, cp), budget
+        )
+
     @property
     def model_for(self) -> dict[str, str]:
         c = self.ckpt
@@ -76,7 +85,7 @@ def _trtllm_config(
         enable_chunked_prefill=True,
         kv_cache_config={
             "dtype": "fp8" if x.kv_fp8 else "auto",
-            "free_gpu_memory_fraction": round(x.fr.engine.memory_utilization, 3),
+            "free_gpu_memory_fraction": x.memory_fraction("free", tp, pp, ep, adp, cp),
         },
         cuda_graph_config={"enable_padding": True, "max_batch_size": batch},
     )
@@ -151,7 +160,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         f"--max-num-batched-tokens {x.chunk}",
         "--enable-chunked-prefill",
         f"--max-model-len {x.max_len}",
-        f"--gpu-memory-utilization {round(x.fr.engine.memory_utilization, 3)}",
+        f"--gpu-memory-utilization {x.memory_fraction('total', tp, pp, ep, adp, cp)}",
     ]
     if x.kv_fp8:
         v.append("--kv-cache-dtype fp8")
@@ -206,7 +215,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         f"--max-running-requests {batch * (tp if adp else 1)}",
         f"--chunked-prefill-size {x.chunk}",
         f"--context-length {x.max_len}",
-        f"--mem-fraction-static {round(x.fr.engine.memory_utilization, 3)}",
+        f"--mem-fraction-static {x.memory_fraction('static', tp, pp, ep, adp, cp)}",
         f"--cuda-graph-max-bs {batch}",
     ]
     if x.kv_fp8:

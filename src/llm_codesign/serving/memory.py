@@ -7,6 +7,8 @@ own batch); clients beyond the cap queue (serving) and sweeps stop their grids t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
@@ -61,6 +63,51 @@ def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, othe
     return (total - w_bytes - other) * u
 
 
+def weights_and_workspace(
+    model: ModelSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    tp: Array,
+    pp: Array,
+    ep: Array,
+    attention_dp: Array,
+    cp: Array,
+) -> tuple[Array, Array]:
+    """Per-GPU (weight bytes, workspace bytes): the workspace is the runtime reserve plus the
+    activations of one ``max_num_tokens`` step."""
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    d = model.hidden_size
+    ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
+    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * ffn_local) * 2.0
+    return w_bytes, workspace
+
+
+def memory_fraction_for(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: tuple[int, int, int, bool, int],
+    budget: str,
+) -> float:
+    """The memory fraction that gives the KV cache, under another engine's ``budget``
+    convention (``specs.engine.MEMORY_BUDGETS``), the bytes ``eng`` gives it on ``plan``
+    (tp, pp, ep, attention_dp, cp): what a launch file for that engine must say for the
+    predicted batch to fit. Rounded down to 0.001 (never more KV than predicted)."""
+    tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
+    w_bytes, other = weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
+    w, o = float(np.reshape(w_bytes, -1)[0]), float(np.reshape(other, -1)[0])
+    kv = max(float(np.reshape(kv_budget_bytes(hw, eng, w_bytes, other), -1)[0]), 0.0)
+    total = hw.hbm_bytes
+    if budget == "total":
+        u = (kv + w + o) / total
+    elif budget == "static":
+        u = (kv + w + RUNTIME_RESERVED_BYTES) / total
+    else:
+        u = kv / max(total - w - o, 1.0)
+    return min(max(math.floor(u * 1000.0 + 1e-6) / 1000.0, 0.001), 1.0)
+
+
 def memory_fit(
     model: ModelSpec,
     hw: HardwareSpec,
@@ -82,13 +129,10 @@ def memory_fit(
     the full ISL + OSL for static batches. Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step.
     """
-    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(
         model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp
     )
-    d = model.hidden_size
-    ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
-    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * ffn_local) * 2.0
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
