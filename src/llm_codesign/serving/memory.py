@@ -40,6 +40,20 @@ def kv_context(eng: EngineConstants, isl: Array | float, osl: Array | float) -> 
     return isl_a + (osl_a if eng.kv_admission == "full" else osl_a / 2.0)
 
 
+def _budget_terms(
+    hw: HardwareSpec, budget: str, w_bytes: Array, other: Array
+) -> tuple[Array | float, Array | float]:
+    """(a, b) with KV bytes = a x fraction - b under the ``budget`` convention (the one home of
+    the three conventions; :func:`kv_budget_bytes` and :func:`memory_fraction_for` apply it
+    forwards and backwards)."""
+    total = hw.hbm_bytes
+    if budget == "total":
+        return total, w_bytes + other
+    if budget == "static":
+        return total, w_bytes + RUNTIME_RESERVED_BYTES
+    return total - w_bytes - other, 0.0
+
+
 def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, other: Array) -> Array:
     """Bytes per GPU the engine gives its KV cache: weights ``w_bytes``, ``other`` the rest it
     holds besides KV (runtime reserve and activations), ``memory_utilization`` a fraction of
@@ -54,13 +68,8 @@ def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, othe
       that remainder, so ``other`` beyond the reserve does not enter).
 
     Negative where the weights alone exceed the budget."""
-    total = hw.hbm_bytes
-    u = eng.memory_utilization
-    if eng.memory_budget == "total":
-        return u * total - w_bytes - other
-    if eng.memory_budget == "static":
-        return u * total - w_bytes - RUNTIME_RESERVED_BYTES
-    return (total - w_bytes - other) * u
+    a, b = _budget_terms(hw, eng.memory_budget, w_bytes, other)
+    return np.asarray(a * eng.memory_utilization - b)
 
 
 def weights_and_workspace(
@@ -97,14 +106,9 @@ def memory_fraction_for(
     tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
     w_bytes, other = weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
     w, o = float(np.reshape(w_bytes, -1)[0]), float(np.reshape(other, -1)[0])
-    kv = max(float(np.reshape(kv_budget_bytes(hw, eng, w_bytes, other), -1)[0]), 0.0)
-    total = hw.hbm_bytes
-    if budget == "total":
-        u = (kv + w + o) / total
-    elif budget == "static":
-        u = (kv + w + RUNTIME_RESERVED_BYTES) / total
-    else:
-        u = kv / max(total - w - o, 1.0)
+    kv = max(float(np.reshape(kv_budget_bytes(hw, eng, w, o), -1)[0]), 0.0)
+    a, b = _budget_terms(hw, budget, w, o)
+    u = (kv + float(b)) / max(float(a), 1.0)
     return min(max(math.floor(u * 1000.0 + 1e-6) / 1000.0, 0.001), 1.0)
 
 
