@@ -405,3 +405,21 @@ def test_an_unreachable_ray_address_is_a_prompt_one_line_error(small_run, tmp_pa
     spec, _, _ = small_run
     with pytest.raises(SpecError, match="cannot reach Ray at 127.0.0.1:1"):
         run_sweep(spec, tmp_path / "o", executor="ray", ray_address="127.0.0.1:1")
+
+
+def test_a_bare_preset_takes_the_checkpoints_block_weights_as_estimate_does(tmp_path):
+    """DeepSeek-R1's FP8 checkpoint stores 128x128 block-scaled weights: a sweep's ``fp8``
+    cell for it is ``fp8+fp8_block-w``, as ``estimate -p fp8`` and the frontier price it;
+    Llama-3.1-8B has no such checkpoint and keeps ``fp8``."""
+    from llm_codesign import ParallelPlan, estimate
+
+    spec = write_spec(
+        tmp_path,
+        "models: [deepseek-r1, llama-3.1-8b]\nhardware: [h200-sxm]\nprecisions: [fp8]\n"
+        "workloads: [{isl: 512, osl: 128}]\nplans: {num_gpus: 8, max_batch: 8}\n",
+    )
+    cells = load_sweep(spec).cells()
+    got = {c.name: c.precision.id for c in cells}
+    assert got == {"deepseek-r1": "fp8+fp8_block-w", "llama-3.1-8b": "fp8"}
+    e = estimate("deepseek-r1", "h200-sxm", "fp8", ParallelPlan(tp=8, ep=8), explain=False)
+    assert e.precision.id == got["deepseek-r1"]
