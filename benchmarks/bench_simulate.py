@@ -3,8 +3,10 @@ step table's build time apart), and its validation figures on the shipped reques
 against the analytic model.
 
 Run: python benchmarks/bench_simulate.py   (figures go to benchmarks/RESULTS.md by hand)
-     python benchmarks/bench_simulate.py --validation   (also the request-rate rows; the
-     analytic model's figures come from running the same script on the main branch's code)
+     python benchmarks/bench_simulate.py --validation   (also the request-rate rows, through
+     the simulator and, with the same constants, through the analytic model)
+     python benchmarks/bench_simulate.py --validation --seeds 8   (and the simulator's spread
+     over the arrival draws: seeds 0..7 of the Poisson arrivals)
 """
 
 from __future__ import annotations
@@ -101,31 +103,62 @@ def speed() -> None:
         )
 
 
-def validation() -> None:
-    rows = [
-        ln
-        for ln in bundled_data("serving.csv").read_text().splitlines()[1:]
-        if "request rate" in ln
-    ]
-    header = bundled_data("serving.csv").read_text().splitlines()[0]
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "rate.csv"
-        path.write_text("\n".join([header, *rows]) + "\n")
-        t0 = time.perf_counter()
-        report = validate(path)
-        wall = time.perf_counter() - t0
-    recs = report.to_dict()["rows"]
+def _rate_rows_report(seed: int | None = None, simulator: bool = True) -> list[dict]:
+    """serving.csv's request-rate rows through ``validate``: with the simulator (its Poisson
+    arrivals drawn with ``seed``; None: validate's own, seed 0) or, ``simulator=False``, through
+    the analytic model with the same constants."""
+    import functools
+    import importlib
+
+    predict = importlib.import_module("llm_codesign.validate.predict")
+    simulated = importlib.import_module("llm_codesign.validate.simulated")
+    saved = (predict.simulated, simulated.Traffic)
+    if not simulator:
+        predict.simulated = lambda row: False
+    if seed is not None:
+        simulated.Traffic = functools.partial(Traffic, seed=seed)
+    try:
+        text = bundled_data("serving.csv").read_text().splitlines()
+        rows = [ln for ln in text[1:] if "request rate" in ln]
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "rate.csv"
+            path.write_text("\n".join([text[0], *rows]) + "\n")
+            return validate(path).to_dict()["rows"]
+    finally:
+        predict.simulated, simulated.Traffic = saved
+
+
+def _median_abs(recs: list[dict], mode: str, metric: str) -> tuple[int, float, float]:
+    e = np.array([r["error"] for r in recs if r["mode"] == mode and r["metric"] == metric])
+    return len(e), float(np.median(np.abs(e))), float(np.median(e))
+
+
+def validation(seeds: int = 0) -> None:
+    t0 = time.perf_counter()
+    recs = _rate_rows_report()
+    wall = time.perf_counter() - t0
+    analytic = _rate_rows_report(simulator=False)
     print(f"request-rate rows of serving.csv: {len(recs)} priced in {wall:.1f} s")
     for kind, mode in (("QPS", "rate"), ("INF", "concurrency")):
         for metric in ("ttft_ms", "itl_ms", "output_tok_s_total"):
-            e = np.array([r["error"] for r in recs if r["mode"] == mode and r["metric"] == metric])
+            n, med, bias = _median_abs(recs, mode, metric)
+            _, a_med, a_bias = _median_abs(analytic, mode, metric)
             print(
-                f"  {kind} {metric}: {len(e)} rows, median |error| {np.median(np.abs(e)):.1%}, "
-                f"bias {np.median(e):+.1%}"
+                f"  {kind} {metric}: {n} rows, simulator median |error| {med:.1%} (bias "
+                f"{bias:+.1%}); analytic, same constants, {a_med:.1%} ({a_bias:+.1%})"
+            )
+    if seeds:
+        for metric in ("ttft_ms", "itl_ms"):
+            meds = [_median_abs(_rate_rows_report(seed=k), "rate", metric)[1] for k in range(seeds)]
+            print(
+                f"  QPS {metric} over seeds 0-{seeds - 1}: "
+                + ", ".join(f"{m:.2%}" for m in meds)
+                + f"; median {np.median(meds):.2%}"
             )
 
 
 if __name__ == "__main__":
     speed()
     if "--validation" in sys.argv:
-        validation()
+        k = sys.argv.index("--seeds") + 1 if "--seeds" in sys.argv else 0
+        validation(int(sys.argv[k]) if k else 0)
