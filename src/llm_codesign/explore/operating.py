@@ -14,12 +14,12 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
-from ..specs.checkpoint import preset_weights
+from ..specs.checkpoint import preset_precision
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .grid import power_of_two_grid
 from .plans import candidate_plans
 
@@ -173,7 +173,7 @@ def advisor_precision(model: ModelSpec, hw: HardwareSpec, precision: str | None)
     """The precision an advisor (lint, regimes, search) prices: the one given, else
     :func:`default_precision`; a bare preset takes the checkpoint's block-scaled weights
     (DeepSeek's FP8: ``specs.checkpoint.preset_weights``), as estimate and the frontier do."""
-    return parse_precision(preset_weights(model, precision or default_precision(hw))[0])
+    return preset_precision(model, precision or default_precision(hw))
 
 
 def operating_step(

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import SpecError, UnsupportedError
 from ..specs.accuracy import accuracy_for, accuracy_key, passes
-from ..specs.checkpoint import checkpoint_precision, preset_weights
+from ..specs.checkpoint import checkpoint_precision, preset_precision
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision, parse_precision
@@ -35,7 +35,7 @@ def _requested(
     for item in items:
         if isinstance(item, str) and not item:
             raise SpecError("precision list has an empty entry (e.g. 'fp8,,nvfp4')")
-        p = parse_precision(preset_weights(model, item)[0] if isinstance(item, str) else item)
+        p = preset_precision(model, item)
         hw.compute_rate_class(p.compute_class)  # raises UnsupportedError naming the format
         if p.id not in {q.id for q in precs}:
             precs.append(p)
@@ -65,7 +65,7 @@ def choose_precisions(
         candidates: list[Precision] = []
         own = checkpoint_precision(model.config)
         for name in DEFAULT_PRECISIONS:
-            p = parse_precision(preset_weights(model, name)[0])
+            p = preset_precision(model, name)
             if hw.supports(p.compute_class):
                 candidates.append(p)
             else:

@@ -104,9 +104,11 @@ def memory_fraction_for(
     (tp, pp, ep, attention_dp, cp): what a launch file for that engine must say for the
     predicted batch to fit. Rounded down to 0.001 (never more KV than predicted)."""
     tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
-    w_bytes, other = weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
-    w, o = float(np.reshape(w_bytes, -1)[0]), float(np.reshape(other, -1)[0])
-    kv = max(float(np.reshape(kv_budget_bytes(hw, eng, w, o), -1)[0]), 0.0)
+    w, o = (
+        float(np.reshape(x, -1)[0])
+        for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
+    )
+    kv = max(float(kv_budget_bytes(hw, eng, w, o)), 0.0)
     a, b = _budget_terms(hw, budget, w, o)
     u = (kv + float(b)) / max(float(a), 1.0)
     return min(max(math.floor(u * 1000.0 + 1e-6) / 1000.0, 0.001), 1.0)

@@ -30,7 +30,7 @@ from typing import Any
 from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from ._load import read_mapping
 from .model import ModelSpec
-from .precision import PRESETS, parse_precision
+from .precision import PRESETS, Precision, parse_precision
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 # key under which a ModelSpec's config keeps the hf_quant_config.json found next to config.json
@@ -269,6 +269,21 @@ def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     if w.id in BLOCK_SCALED_WEIGHTS and w.element == base.element and w.id != base.id:
         return f"{text}+{w.id}-w", f"{text}: the checkpoint's {w.id} weights ({reading[1]})"
     return precision, ""
+
+
+def preset_precision(spec: ModelSpec, precision: str | Precision) -> Precision:
+    """The precision a text means for this model's checkpoint: :func:`preset_weights` applied,
+    then parsed (a ``Precision`` object is taken as given). The one call estimate's siblings
+    (frontier precisions, the advisors, sweep cells) use.
+
+    Example:
+        >>> from .model import load_model
+        >>> preset_precision(load_model("deepseek-r1"), "fp8").id
+        'fp8+fp8_block-w'
+    """
+    if isinstance(precision, Precision):
+        return precision
+    return parse_precision(preset_weights(spec, precision)[0])
 
 
 def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: Path) -> ModelSpec:

@@ -44,7 +44,7 @@ from ..calibrate import resolve_hardware
 from ..errors import CodesignError, SpecError
 from ..explore.cells import Cell, CellSettings
 from ..specs._load import Fields, read_mapping, shown
-from ..specs.checkpoint import preset_weights
+from ..specs.checkpoint import preset_precision
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -125,7 +125,7 @@ class SweepSpec:
             Cell(
                 m.spec,
                 hw,
-                _checkpoint_weights(m.spec, p),
+                preset_precision(m.spec, p.id),
                 self.engine,
                 w,
                 isl,
@@ -348,10 +348,3 @@ def load_sweep(path: str | Path) -> SweepSpec:
     if spec.size > MAX_CELLS:
         raise SpecError(f"{f.where}: {spec.size:,} cells is more than {MAX_CELLS:,}")
     return spec
-
-
-def _checkpoint_weights(model: ModelSpec, precision: Precision) -> Precision:
-    """``precision`` with the checkpoint's own weight format where ``preset_weights`` gives the
-    bare preset one (DeepSeek-R1's ``fp8`` is ``fp8+fp8_block-w``), else as given."""
-    text, note = preset_weights(model, precision.id)
-    return parse_precision(text) if note else precision
