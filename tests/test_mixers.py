@@ -199,9 +199,11 @@ def test_hybrid_and_sparse_models_save_against_softmax_attention_at_128k():
     assert s["kv_state_bytes_per_sequence"] < 0.3 * s["baseline_kv_state_bytes_per_sequence"]
     assert s["decode_attention_s"] < 0.5 * s["baseline_decode_attention_s"]
     assert s["max_concurrency"] > s["baseline_max_concurrency"]
-    plan = ParallelPlan(tp=8, ep=8, attention_dp=True)  # 4 long sequences per rank
+    # 8 long sequences per rank: the indexer's fixed kernel chain (61 x indexer_overhead_s a
+    # step) is shared by enough sequences for the sparse core's saving to show
+    plan = ParallelPlan(tp=8, ep=8, attention_dp=True)
     e = estimate(
-        "deepseek-v3.2", "h200-sxm", "fp8", plan, Workload(131072, 1024, 32), explain=False
+        "deepseek-v3.2", "h200-sxm", "fp8", plan, Workload(131072, 1024, 64), explain=False
     )
     s = e.mixer_savings
     assert s["decode_attention_s"] < 0.5 * s["baseline_decode_attention_s"]
@@ -309,8 +311,10 @@ def test_minimax_layer_kinds_from_attn_type_list_or_layer_types():
 def test_frontier_moves_with_the_mixers_at_128k():
     """The frontier of a hybrid or sparse model at 128k/1k lies above the same model with
     softmax attention in every layer (less KV per sequence or less attention per token), by at
-    least 10% in area (the margin shrinks as the engine's fixed costs per step and per
-    sequence grow: they are not attention)."""
+    least 5% in area (the margin shrinks as the engine's fixed costs per step and per
+    sequence grow: they are not attention; DSA's indexer adds a fixed kernel chain per layer
+    and step, ``indexer_overhead_s``, that costs more than the sparse core saves at one
+    sequence per GPU)."""
     from llm_codesign import frontier
 
     for model_id in ("qwen3.5-397b-a17b", "deepseek-v3.2"):
@@ -319,7 +323,7 @@ def test_frontier_moves_with_the_mixers_at_128k():
             frontier(spec, "h200-sxm", num_gpus=8, precision="fp8", isl=131072, osl=1024).area
             for spec in (m, m.with_softmax_attention())
         ]
-        assert areas[0] > 1.1 * areas[1] > 0, (model_id, areas)
+        assert areas[0] > 1.05 * areas[1] > 0, (model_id, areas)
 
 
 @pytest.mark.parametrize("model_id", sorted(bundled_models()))
@@ -395,3 +399,39 @@ def test_nemotron_h_pattern_errors_name_the_field():
         model_from_config(cfg | {"hybrid_override_pattern": "M-X" * 17 + "M"}, model_id="n")
     with pytest.raises(SpecError, match="hybrid_override_pattern"):
         model_from_config(cfg | {"hybrid_override_pattern": "M-"}, model_id="n")
+
+
+def test_dsa_indexer_chain_adds_its_fixed_time_per_sparse_layer():
+    """The lightning indexer's kernel chain (engine ``indexer_overhead_s``) costs a fixed time
+    per sparse layer of a step with tokens: GLM-5 (78 sparse layers) on one GPU's step adds
+    exactly 78 x the constant, at any batch and context; a model without DSA adds nothing; a
+    step without tokens launches nothing."""
+    from llm_codesign.serving.step import step_cost
+
+    hw, p = load_hardware("h200-sxm"), parse_precision("fp8")
+    eng = load_engine("sglang")
+    off = eng.with_overrides(indexer_overhead_s=0.0)
+    on = eng.with_overrides(indexer_overhead_s=40e-6)
+    m = load_model("glm-5")
+    sparse_layers = sum(g.count for g in m.layer_groups if g.mixer == "sparse")
+    assert sparse_layers == 78  # architectures.md section 5: 3 dense + 75 MoE, all DSA
+    for seqs, ctx in ((1, 1024), (64, 8192)):
+        s = _decode_step(ctx, seqs=seqs, tp=8)
+        d = step_cost(m, p, hw, on, s).total_s - step_cost(m, p, hw, off, s).total_s
+        assert float(d) == pytest.approx(78 * 40e-6, rel=1e-9)
+    dense = load_model("deepseek-v3")
+    s = _decode_step(1024, seqs=8, tp=8)
+    assert float(step_cost(dense, p, hw, on, s).total_s) == float(
+        step_cost(dense, p, hw, off, s).total_s
+    )
+    idle = _decode_step(1024, seqs=0.0, tp=8)
+    ops = layer_group_ops(m, p, m.layer_groups[-1], idle, 1.0)
+    chain = next(o for o in ops if o.name == "indexer_chain")
+    from llm_codesign.cost import op_time
+
+    assert float(op_time(chain, hw, on, None)[0]) == 0.0
+
+
+def test_indexer_overhead_must_be_a_time():
+    with pytest.raises(SpecError, match="indexer_overhead_s"):
+        load_engine("sglang").with_overrides(indexer_overhead_s=-1e-6)

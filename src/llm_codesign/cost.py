@@ -565,8 +565,8 @@ def op_time(
     if op.kind == "gemm":
         t, c, m = gemm_time(op, hw, eng, memo)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
-    if op.kind == "fixed":  # MoE routing/sort/permute/finalize kernels: a fixed time per layer
-        return np.where(np.asarray(op.m) > 0, eng.moe_layer_overhead_s, 0.0), "overhead"
+    if op.kind == "fixed":  # a kernel chain of fixed time per layer (MoE routing, DSA indexer)
+        return np.where(np.asarray(op.m) > 0, getattr(eng, op.meta["fixed"]), 0.0), "overhead"
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)

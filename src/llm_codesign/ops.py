@@ -36,8 +36,9 @@ class Op:
     """One kind of operation per layer of a group (``layers`` of them on this GPU per step).
 
     kind: ``gemm`` (m, n, k, groups, touched), ``attention`` (flops, bytes, phase),
-    ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size), ``fixed`` (MoE
-    routing kernels), ``permute`` (the bytes around the MoE GEMMs, ``meta["moe_permute"]``).
+    ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size), ``fixed`` (a kernel
+    chain of fixed time per layer, the engine constant named in ``meta["fixed"]``: MoE
+    routing, the DSA indexer), ``permute`` (the bytes around the MoE GEMMs, ``meta["moe_permute"]``).
     """
 
     name: str
@@ -281,6 +282,10 @@ def layer_group_ops(
         q_in = a.q_lora_rank or d
         ops.append(gemm("indexer_q", "attention", t_attn, idx.num_heads * idx.head_dim, q_in))
         ops.append(gemm("indexer_k_w", "attention", t_attn, idx.head_dim + idx.num_heads, d))
+        # the indexer's kernel chain around them (norm, RoPE, quantize, index-K store, logits
+        # metadata, top-k): a fixed time per layer and step (cost.op_time)
+        ops.append(Op("indexer_chain", "attention", "fixed", layers, 0.0, m=t_attn))
+        ops[-1].meta["fixed"] = "indexer_overhead_s"
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k))
 
     # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
@@ -357,6 +362,7 @@ def layer_group_ops(
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))
+        ops[-1].meta["fixed"] = "moe_layer_overhead_s"
         # ... and the bytes the permute and finalize stream, which grow with the tokens, by the
         # engine's kernel path (cost.moe_permute_time; launches counted in moe_routing)
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)

@@ -71,7 +71,10 @@ def clean(obj: Any) -> Any:
 # the expert load balancer, which sets how unequal expert popularity spreads the EP ranks).
 # 14: the engine constants in `assumptions` add `memory_budget` (`free`, `total` or `static`:
 # what `memory_utilization` is a fraction of, as TensorRT-LLM, vLLM and SGLang define theirs).
-SCHEMA_VERSION = 14
+# 15: the engine constants in `assumptions` add `indexer_overhead_s` (the DSA lightning
+# indexer's fixed kernel-chain time per sparse layer and step); op tables of sparse-attention
+# models add the `indexer_chain` op (bound `overhead`).
+SCHEMA_VERSION = 15
 
 
 def to_json(obj: Any) -> str:

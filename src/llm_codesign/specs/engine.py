@@ -119,6 +119,10 @@ class EngineConstants:
             ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
             grouped GEMMs (routing/top-k, sort/align, permute, quantize, finalize).
+        indexer_overhead_s: fixed time per DeepSeek Sparse Attention layer per step of the
+            lightning indexer's kernel chain beyond what its GEMMs and logits cost at the
+            roofline (LayerNorm, RoPE, FP8 quantization, index-K store, paged-logits metadata,
+            top-k selection): measured per engine (``benchmarks/dsa_indexer_report.py``).
         routing_skew: spread of the busiest EP rank's load over that of uniform multinomial
             top-k routing (1 = uniform; real routers without a load balancer are skewed, a
             balancer with redundant experts can do better than uniform, 0 = perfect balance).
@@ -172,6 +176,7 @@ class EngineConstants:
     attention_kernels: str
     kv_admission: str
     moe_layer_overhead_s: float
+    indexer_overhead_s: float
     routing_skew: float
     expert_balancer: str
     max_num_tokens: int
@@ -215,6 +220,7 @@ TIMES = (
     "alltoall_latency_s",
     "network_latency_s",
     "moe_layer_overhead_s",
+    "indexer_overhead_s",
 )
 
 
