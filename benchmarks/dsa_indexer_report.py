@@ -23,7 +23,9 @@ projection GEMMs and the logits over the context, each with the engine's kernel 
 median of the rest is the fixed time of the indexer's kernel chain per layer and step.
 
 Run: python benchmarks/dsa_indexer_report.py SGLANG_DSA.parquet VLLM_DSA.parquet VLLM_MLA.parquet
-(needs pandas and pyarrow; the three files as named above)
+(needs pandas and pyarrow; the three files as named above). ``--gpu=b200`` prices the same
+difference from the b200_sxm tables (sglang/0.5.14, vllm/0.19.0): the check that the Hopper
+figure holds on Blackwell.
 """
 
 from __future__ import annotations
@@ -42,12 +44,14 @@ CONTEXTS = (128, 256, 512, 1024, 1536, 2048)
 INDEXER_OPS = ("indexer_q", "indexer_k_w", "indexer_decode")
 
 
-def priced_indexer_s(model_id: str, engine_id: str, batch: int, ctx: int, tp: int = 8) -> float:
+def priced_indexer_s(
+    model_id: str, engine_id: str, batch: int, ctx: int, gpu: str = "h200-sxm", tp: int = 8
+) -> float:
     """Seconds the model prices for one sparse layer's indexer ops at a decode step of
     ``batch`` sequences at context ``ctx`` (TP ``tp``), kernel overheads included, without the
     fixed chain (``indexer_overhead_s``) being measured here."""
     m = load_model(model_id)
-    hw = load_hardware("h200-sxm")
+    hw = load_hardware(gpu)
     eng = load_engine(engine_id)
     prec = parse_precision("fp8+fp8_block-w")
     g = next(g for g in m.layer_groups if g.mixer == "sparse")
@@ -67,7 +71,9 @@ def _table(df, model: str, op_name: str, heads: int):
     return x.groupby(["batch_size", "step"]).latency.mean()
 
 
-def report(name: str, with_idx, without, model_id: str, engine_id: str) -> float:
+def report(
+    name: str, with_idx, without, model_id: str, engine_id: str, gpu: str = "h200-sxm"
+) -> float:
     rest = []
     diffs = []
     for b in BATCHES:
@@ -75,7 +81,7 @@ def report(name: str, with_idx, without, model_id: str, engine_id: str) -> float
             if (b, c) in with_idx.index and (b, c) in without.index:
                 d = (with_idx[(b, c)] - without[(b, c)]) * 1e-3  # ms -> s
                 diffs.append(d)
-                rest.append(d - priced_indexer_s(model_id, engine_id, b, c))
+                rest.append(d - priced_indexer_s(model_id, engine_id, b, c, gpu))
     med = statistics.median(rest)
     print(
         f"{name}: {len(diffs)} shapes; measured indexer {statistics.median(diffs) * 1e6:.1f} us "
@@ -89,23 +95,27 @@ def report(name: str, with_idx, without, model_id: str, engine_id: str) -> float
 def main() -> None:
     import pandas as pd
 
-    if len(sys.argv) != 4:
+    args = [a for a in sys.argv[1:] if not a.startswith("--gpu=")]
+    gpu = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--gpu=")), "h200-sxm")
+    if len(args) != 3:
         sys.exit(__doc__)
-    sg = pd.read_parquet(sys.argv[1])
-    v_dsa, v_mla = pd.read_parquet(sys.argv[2]), pd.read_parquet(sys.argv[3])
+    sg = pd.read_parquet(args[0])
+    v_dsa, v_mla = pd.read_parquet(args[1]), pd.read_parquet(args[2])
     report(
-        "SGLang 0.5.14, GLM-5-FP8 less GLM-5.2-FP8 without indexer, 8 heads (TP 8)",
+        f"{gpu}: SGLang, GLM-5-FP8 less GLM-5.2-FP8 without indexer, 8 heads (TP 8)",
         _table(sg, "zai-org/GLM-5-FP8", "dsa_generation_module", 8),
         _table(sg, "zai-org/GLM-5.2-FP8", "dsa_generation_module_skip_indexer", 8),
         "glm-5",
         "sglang",
+        gpu,
     )
     report(
-        "vLLM 0.19, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
+        f"{gpu}: vLLM, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
         _table(v_dsa, "deepseek-ai/DeepSeek-V3.2", "dsa_generation_module", 16),
         _table(v_mla, "deepseek-ai/DeepSeek-V3", "mla_generation_module", 16),
         "deepseek-v3.2",
         "vllm",
+        gpu,
     )
 
 
