@@ -25,7 +25,10 @@ median of the rest is the fixed time of the indexer's kernel chain per layer and
 Run: python benchmarks/dsa_indexer_report.py SGLANG_DSA.parquet VLLM_DSA.parquet VLLM_MLA.parquet
 (needs pandas and pyarrow; the three files as named above). ``--gpu=b200`` prices the same
 difference from the b200_sxm tables (sglang/0.5.14, vllm/0.19.0): the check that the Hopper
-figure holds on Blackwell.
+figure holds on Blackwell. ``--trtllm=DSA.parquet,MLA.parquet`` adds TensorRT-LLM's pair
+(``sparse_attention/trtllm/1.3.0rc20/dsa_generation_module_perf.parquet`` and
+``mla/trtllm/1.3.0rc20/mla_generation_module_perf.parquet``; FP8 KV is published for B200
+only).
 """
 
 from __future__ import annotations
@@ -95,8 +98,9 @@ def report(
 def main() -> None:
     import pandas as pd
 
-    args = [a for a in sys.argv[1:] if not a.startswith("--gpu=")]
-    gpu = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--gpu=")), "h200-sxm")
+    opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    gpu = opts.get("gpu", "h200-sxm")
     if len(args) != 3:
         sys.exit(__doc__)
     sg = pd.read_parquet(args[0])
@@ -117,6 +121,16 @@ def main() -> None:
         "vllm",
         gpu,
     )
+    if "trtllm" in opts:  # TensorRT-LLM's DeepSeek-V3.2 and DeepSeek-V3 module tables
+        t_dsa, t_mla = (pd.read_parquet(f) for f in opts["trtllm"].split(","))
+        report(
+            f"{gpu}: TensorRT-LLM, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
+            _table(t_dsa, "deepseek-ai/DeepSeek-V3.2", "dsa_generation_module", 16),
+            _table(t_mla, "deepseek-ai/DeepSeek-V3", "mla_generation_module", 16),
+            "deepseek-v3.2",
+            "trtllm",
+            gpu,
+        )
 
 
 if __name__ == "__main__":
