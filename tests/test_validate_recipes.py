@@ -116,3 +116,51 @@ def test_offline_trtllm_bench_row_is_priced_with_the_recipe(tmp_path):
     ).output_tok_s_per_gpu
     assert got == pytest.approx(float(want), rel=1e-9)
     assert "max_batch_size 384" in rep.rows[0]["note"]
+
+
+IX_ROW = dict(
+    ROW,
+    source_id="inferencex_api_fixture",
+    gpu="H200",
+    precision="fp8/?/fp8",
+    dp="",
+    ep="1",
+    framework="sglang (lmsysorg/sglang:v0.5.12)",
+    concurrency_or_batch="16",
+    metric="ttft_ms",
+    value="300",
+    notes="aggregated single-node; run date 2026-05-20",
+)
+
+
+def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
+    """InferenceX's client (validate.recipes): lengths drawn uniformly on the integers
+    floor(0.8 L) .. L, so mean (819 + 1024) / 2 = 921.5 for 1,024 and (6553 + 8192) / 2 =
+    7372.5 for 8,192; 10 x C requests at concurrency C, the first round in the start-up wave
+    (share 1/10). The row keeps its nominal lengths; the prediction uses the means."""
+    m = map_row(0, IX_ROW)
+    assert (m.isl, m.osl) == (1024, 1024)
+    assert (m.served_isl, m.served_osl) == (921.5, 921.5)
+    assert m.requests == 160 and m.burst_share == pytest.approx(0.1)
+    long = map_row(0, dict(IX_ROW, isl="8192"))
+    assert long.served_isl == 7372.5
+    # another source keeps its nominal lengths and the engine's own start-up share
+    other = map_row(0, dict(IX_ROW, source_id="aic_silicon_sample", framework="sglang 0.5.9"))
+    assert (other.served_isl, other.burst_share) == (1024.0, -1.0)
+    # the prediction is serving.evaluate at the mean lengths with that share
+    rep = validate(_write(tmp_path / "ix.csv", [IX_ROW]))
+    got = rep.rows[0]["predicted"]
+    eng = load_engine("sglang").with_overrides(ttft_burst=0.1)
+    want = evaluate(
+        load_model("deepseek-r1"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8+fp8_block-w"),  # the row's FP8 KV: no BF16 default
+        eng,
+        tp=8,
+        isl=921.5,
+        osl=921.5,
+        concurrency=16,
+        benchmark_burst=True,
+    ).ttft_s
+    assert got == pytest.approx(float(want) * 1e3, rel=1e-9)
+    assert "InferenceX client" in rep.rows[0]["note"]

@@ -38,7 +38,8 @@ class Op:
     kind: ``gemm`` (m, n, k, groups, touched), ``attention`` (flops, bytes, phase),
     ``memory`` (bytes), ``comm`` (collective, bytes per GPU, group size), ``fixed`` (a kernel
     chain of fixed time per layer, the engine constant named in ``meta["fixed"]``: MoE
-    routing, the DSA indexer), ``permute`` (the bytes around the MoE GEMMs, ``meta["moe_permute"]``).
+    routing, the DSA indexer), ``permute`` (the bytes around the MoE GEMMs,
+    ``meta["moe_permute"]``).
     """
 
     name: str

@@ -26,7 +26,13 @@ from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_t
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
-from .recipes import INFERENCEX_ADP_BALANCE, INFERENCEX_SGLANG_KV, INFERENCEX_TRTLLM, TRTLLM_BENCH
+from .recipes import (
+    INFERENCEX_ADP_BALANCE,
+    INFERENCEX_SGLANG_KV,
+    INFERENCEX_TRTLLM,
+    TRTLLM_BENCH,
+    inferencex_client,
+)
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -102,6 +108,22 @@ class MappedRow:
     # the benchmark recipe whose engine limits the row ran with (``validate.recipes``; "": the
     # engine's own limits)
     recipe: str = ""
+    # the client's mean lengths where they differ from the nominal isl/osl (0: nominal), and
+    # its share of requests in the start-up wave (< 0: the engine's ``ttft_burst``); both from
+    # a documented client (``validate.recipes.inferencex_client``)
+    mean_isl: float = 0.0
+    mean_osl: float = 0.0
+    burst_share: float = -1.0
+
+    @property
+    def served_isl(self) -> float:
+        """The mean input length the benchmark sent (the nominal ISL unless stated)."""
+        return self.mean_isl or float(self.isl)
+
+    @property
+    def served_osl(self) -> float:
+        """The mean output length the benchmark asked for (the nominal OSL unless stated)."""
+        return self.mean_osl or float(self.osl)
 
     @property
     def plan_label(self) -> str:
@@ -477,6 +499,13 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             "InferenceX's TensorRT-LLM recipe: attention-DP context balance, timeout_iters "
             f"{INFERENCEX_ADP_BALANCE['adp_balance_timeout_iters']} (validate.recipes)"
         )
+    mean_isl = mean_osl = 0.0
+    burst_share = -1.0
+    if mode == "concurrency" and _inferencex(row):  # its client's lengths and request count
+        mean_isl, mean_osl, n_requests, burst_share, note = inferencex_client(
+            isl, osl, load, pools is not None
+        )
+        notes.append(note)
     spec = speculative(row.get("notes", ""), engine, bool(adp), model)
     if isinstance(spec, str):
         return spec
@@ -522,6 +551,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         offered_rate=offered,
         requests=n_requests,
         recipe=recipe,
+        mean_isl=mean_isl,
+        mean_osl=mean_osl,
+        burst_share=burst_share,
     )
 
 

@@ -101,6 +101,9 @@ def price_key(r: MappedRow) -> tuple[Any, ...]:
         r.offered_rate,
         r.requests,
         r.recipe,
+        r.mean_isl,
+        r.mean_osl,
+        r.burst_share,
     )
 
 
@@ -131,7 +134,7 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     prefill = p.axes("prefill")
     # each scheduling rank of a prefill worker admits max_num_tokens // ISL prompts
     ranks = int(scheduling_ranks(np.asarray(prefill["tp"]), np.asarray(prefill["attention_dp"])))
-    budget = ranks * max(1, eng.max_num_tokens // r.isl)
+    budget = ranks * max(1, int(eng.max_num_tokens // r.served_isl))
     outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
     busy = min(float(p.decode_workers), max(r.load, 1.0))
     return {
@@ -141,8 +144,8 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
         "decode_count": busy,
         "prefill_batch": min(budget, outstanding),
         "concurrency": r.load / busy,
-        "isl": r.isl,
-        "osl": r.osl,
+        "isl": r.served_isl,
+        "osl": r.served_osl,
     }
 
 
@@ -155,7 +158,7 @@ def _predict_disaggregated(
     preds, notes = [float("nan")] * len(rs), [""] * len(rs)
     by_len: dict[tuple[int, int], list[int]] = {}
     for k, r in enumerate(rs):
-        by_len.setdefault((r.isl, r.osl), []).append(k)
+        by_len.setdefault((r.served_isl, r.served_osl), []).append(k)
     for (isl, osl), ks in by_len.items():
         if osl < 2:
             for k in ks:
@@ -290,13 +293,15 @@ def predict_rows(
         # a recipe's scheduler settings apply to its rows alone (``validate.recipes``)
         how = "" if r.recipe == TRTLLM_BENCH else r.recipe
         key = (r.model, r.hardware, r.precision, r.engine, r.spec_tokens, r.spec_acceptance, how)
-        groups.setdefault(key, []).append(j)
-    for (mid, hid, pid, eid, k_spec, a_spec, how), idx in groups.items():
+        groups.setdefault(key + (r.burst_share,), []).append(j)
+    for (mid, hid, pid, eid, k_spec, a_spec, how, wave), idx in groups.items():
         model = load_model(mid)
         hw = (hw_override or {}).get(hid) or load_hardware(hid)
         prec = parse_precision(pid)
         eng = engine_override or (engines or {}).get(eid) or load_engine(eid)
         eng = recipe_behaviour(how, eng)
+        if wave >= 0.0:  # the client's own start-up share (MappedRow.burst_share)
+            eng = eng.with_overrides(ttft_burst=wave)
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
         # request-rate rows and percentile metrics: the request simulator
         sim = [j for j in idx if simulated(rows[j])]
@@ -333,7 +338,8 @@ def predict_rows(
             grid = mode in ("offline", "rate")
             first, u = _distinct(
                 [
-                    (r.tp, r.pp, r.ep, r.attention_dp, r.isl, r.osl) + (() if grid else (r.load,))
+                    (r.tp, r.pp, r.ep, r.attention_dp, r.served_isl, r.served_osl)
+                    + (() if grid else (r.load,))
                     for r in rs
                 ]
             )
@@ -348,7 +354,7 @@ def predict_rows(
                 a(lambda r: r.ep),
                 a(lambda r: r.attention_dp),
             )
-            isl, osl = a(lambda r: r.isl), a(lambda r: r.osl)
+            isl, osl = a(lambda r: r.served_isl), a(lambda r: r.served_osl)
             # per row (the GPU count is not a serving input)
             gpus, osl_row = a(lambda r: r.metric_gpus, rs), osl[u]
             plan = dict(tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl)

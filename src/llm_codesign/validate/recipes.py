@@ -63,6 +63,19 @@ INFERENCEX_SGLANG_KV = (
     "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
     "the checkpoint does not quantize its KV cache; validate.recipes)"
 )
+# InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
+# run_benchmark_serving @ 843c6254; before 2026-01-21 the same flags in each launch script, e.g.
+# benchmarks/dsr1_fp8_h200_slurm.sh @ e06929c7): vLLM's benchmark_serving on the random dataset
+# with --random-range-ratio 0.8 (.github/workflows/benchmark-tmpl.yml), --num-prompts 10 x
+# CONC, --max-concurrency CONC, --request-rate inf, --ignore-eos. Each prompt's input and
+# output length is drawn uniformly from the integers floor(0.8 L) .. L
+# (utils/bench_serving/benchmark_serving.py sample_random_requests; kimbochen/bench_serving
+# before), so the mean is (floor(0.8 L) + L) / 2, about 0.9 L. The run starts its CONC clients
+# at once (the warm-up requests, 2 x CONC since 2026-01-21, finish before it): the first of the
+# ten rounds meets the start-up wave, and the drawn lengths spread the finishing times of that
+# cohort over a fifth of a request's life, so the later rounds arrive staggered.
+INFERENCEX_RANGE_RATIO = 0.8
+INFERENCEX_PROMPTS_PER_CLIENT = 10
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
@@ -144,3 +157,35 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if recipe == INFERENCEX_TRTLLM:
         return replace(eng, **INFERENCEX_ADP_BALANCE)
     return eng
+
+
+def inferencex_mean_length(nominal: int) -> float:
+    """The mean input or output length InferenceX's client draws for a nominal length L: the
+    integers floor(0.8 L) .. L uniformly (``INFERENCEX_RANGE_RATIO``).
+
+    Example:
+        >>> inferencex_mean_length(1024)
+        921.5
+    """
+    return (math.floor(INFERENCEX_RANGE_RATIO * nominal) + nominal) / 2.0
+
+
+def inferencex_client(
+    isl: int, osl: int, clients: float, disaggregated: bool
+) -> tuple[float, float, int, float, str]:
+    """What InferenceX's client sent for a row of nominal lengths ``isl``/``osl`` at
+    concurrency ``clients``: (mean ISL, mean OSL, requests, share of them in the start-up
+    wave, the mapping's note). The share is the first of the ``INFERENCEX_PROMPTS_PER_CLIENT``
+    rounds; the disaggregated model has no start-up wave (-1: not used)."""
+    mean_isl, mean_osl = inferencex_mean_length(isl), inferencex_mean_length(osl)
+    requests = INFERENCEX_PROMPTS_PER_CLIENT * int(clients)
+    share, wave = -1.0, ""
+    if not disaggregated:
+        share = 1.0 / INFERENCEX_PROMPTS_PER_CLIENT
+        wave = f": start-up wave share {share:g}"
+    note = (
+        f"InferenceX client: mean ISL/OSL {mean_isl:g}/{mean_osl:g} (lengths drawn on "
+        f"{INFERENCEX_RANGE_RATIO:g} L .. L), {requests} requests at concurrency "
+        f"{int(clients)}{wave} (validate.recipes)"
+    )
+    return mean_isl, mean_osl, requests, share, note
