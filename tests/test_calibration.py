@@ -639,3 +639,26 @@ def test_errors_are_codesign_errors():
     bad["measurements"] = {}
     with pytest.raises(SpecError, match="holds no measurements"):
         load_profile(bad)
+
+
+@pytest.mark.parametrize("engine_id", ["trtllm", "trtllm-trt", "vllm", "sglang", "generic"])
+def test_writing_a_fit_keeps_every_unfitted_constant(tmp_path, engine_id):
+    """A refit rewrites the engine file: the constants it does not fit (measured or stated
+    behaviour such as vLLM's max_batch_size or the DSA indexer's chain) must survive with their
+    sources, and the fitted ones round to 4 significant digits."""
+    from llm_codesign.calibrate.fit import FIT_SPACE, FitResult, write_engine_yaml
+    from llm_codesign.specs.engine import load_engine
+
+    eng = load_engine(engine_id)
+    path = tmp_path / f"{engine_id}.yaml"
+    write_engine_yaml(FitResult(eng, 0.2, 0.1, 1, []), path, ["x.csv"])
+    back = load_engine(str(path))
+    for name, value in eng.to_dict().items():
+        got = back.to_dict()[name]
+        if name in FIT_SPACE:
+            assert got == pytest.approx(value, rel=5e-4), name
+        elif name != "id":
+            assert got == value, name
+    for name in ("max_batch_size", "indexer_overhead_s"):
+        if name in eng.sources:
+            assert back.sources[name] == eng.sources[name]

@@ -229,6 +229,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "memory_utilization",
         "memory_budget",
         "max_batch_size",
+        "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
     }
     for name in sorted(keep):
         d[name] = getattr(eng, name)
