@@ -243,7 +243,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
-            "are not fitted (base.yaml's values unless the file sources its own) (MoE constants move only where MoE rows exist); "
+            "are not fitted (base.yaml's values unless the file sources its own) "
+            "(MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, attention_kernels, expert_balancer, kv_admission and "
             "memory_budget state the "
             "engine's own behaviour (see kv_admission_source)"
