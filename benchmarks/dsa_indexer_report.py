@@ -95,6 +95,18 @@ def report(
     return med
 
 
+def _deepseek_pair(dsa, mla, engine: str, label: str, gpu: str) -> float:
+    """DeepSeek-V3.2's attention module less DeepSeek-V3's (the same MLA), 16 heads (TP 8)."""
+    return report(
+        f"{gpu}: {label}, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
+        _table(dsa, "deepseek-ai/DeepSeek-V3.2", "dsa_generation_module", 16),
+        _table(mla, "deepseek-ai/DeepSeek-V3", "mla_generation_module", 16),
+        "deepseek-v3.2",
+        engine,
+        gpu,
+    )
+
+
 def main() -> None:
     import pandas as pd
 
@@ -104,7 +116,6 @@ def main() -> None:
     if len(args) != 3:
         sys.exit(__doc__)
     sg = pd.read_parquet(args[0])
-    v_dsa, v_mla = pd.read_parquet(args[1]), pd.read_parquet(args[2])
     report(
         f"{gpu}: SGLang, GLM-5-FP8 less GLM-5.2-FP8 without indexer, 8 heads (TP 8)",
         _table(sg, "zai-org/GLM-5-FP8", "dsa_generation_module", 8),
@@ -113,24 +124,10 @@ def main() -> None:
         "sglang",
         gpu,
     )
-    report(
-        f"{gpu}: vLLM, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
-        _table(v_dsa, "deepseek-ai/DeepSeek-V3.2", "dsa_generation_module", 16),
-        _table(v_mla, "deepseek-ai/DeepSeek-V3", "mla_generation_module", 16),
-        "deepseek-v3.2",
-        "vllm",
-        gpu,
-    )
+    _deepseek_pair(pd.read_parquet(args[1]), pd.read_parquet(args[2]), "vllm", "vLLM", gpu)
     if "trtllm" in opts:  # TensorRT-LLM's DeepSeek-V3.2 and DeepSeek-V3 module tables
         t_dsa, t_mla = (pd.read_parquet(f) for f in opts["trtllm"].split(","))
-        report(
-            f"{gpu}: TensorRT-LLM, DeepSeek-V3.2 less DeepSeek-V3, 16 heads (TP 8)",
-            _table(t_dsa, "deepseek-ai/DeepSeek-V3.2", "dsa_generation_module", 16),
-            _table(t_mla, "deepseek-ai/DeepSeek-V3", "mla_generation_module", 16),
-            "deepseek-v3.2",
-            "trtllm",
-            gpu,
-        )
+        _deepseek_pair(t_dsa, t_mla, "trtllm", "TensorRT-LLM", gpu)
 
 
 if __name__ == "__main__":
