@@ -164,3 +164,34 @@ def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
     ).ttft_s
     assert got == pytest.approx(float(want) * 1e3, rel=1e-9)
     assert "InferenceX client" in rep.rows[0]["note"]
+
+
+def test_aic_harness_of_a_row_and_its_start_up_share():
+    """AIConfigurator's row ids name their harness (validate.recipes.AIC_HARNESSES, checked
+    against the silicon_data_source of every id in AIConfigurator's silicon_sample.csv): the CI
+    database dump ends in ``_cfg<n>``, the dated campaigns start with the date, every other id
+    is the gap-analysis harness. A row at a client concurrency takes its (harness, engine)
+    start-up share; other sources keep the engine's ``ttft_burst``."""
+    from llm_codesign.validate.recipes import AIC_HARNESS_SHARE, aic_harness
+
+    db = "id=minimaxm2_5_b300_vllm_fp8_agg_8192x1024_c128_cfg733; moe_tp=4"
+    dated = "id=2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_500"
+    gap = "id=qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x128_c128_tp2; x"
+    assert aic_harness("aic_silicon_sample", db) == "aic-db-dump"
+    assert aic_harness("aic_silicon_sample", dated) == "aic-dated"
+    assert aic_harness("aic_silicon_sample", gap) == "aic-gap-analysis"
+    assert aic_harness("inferencex_api_fixture", dated) == ""
+    row = dict(
+        ROW,
+        source_id="aic_silicon_sample",
+        dp="",
+        ep="1",
+        framework="sglang 0.5.9",
+        concurrency_or_batch="16",
+        metric="ttft_ms",
+        notes=dated,
+    )
+    m = map_row(0, row)
+    assert m.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
+    assert 0.0 <= m.burst_share <= 1.0 and "aic-dated harness" in m.note
+    assert map_row(0, dict(row, source_id="trtllm_perf_devguide")).burst_share == -1.0

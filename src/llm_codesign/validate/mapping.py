@@ -31,6 +31,7 @@ from .recipes import (
     INFERENCEX_SGLANG_KV,
     INFERENCEX_TRTLLM,
     TRTLLM_BENCH,
+    campaign_share,
     inferencex_client,
 )
 
@@ -108,9 +109,8 @@ class MappedRow:
     # the benchmark recipe whose engine limits the row ran with (``validate.recipes``; "": the
     # engine's own limits)
     recipe: str = ""
-    # the client's mean lengths where they differ from the nominal isl/osl (0: nominal), and
-    # its share of requests in the start-up wave (< 0: the engine's ``ttft_burst``); both from
-    # a documented client (``validate.recipes.inferencex_client``)
+    # the client's mean lengths (0: the nominal isl/osl) and share of requests in the start-up
+    # wave (< 0: the engine's ``ttft_burst``), where its campaign states them (validate.recipes)
     mean_isl: float = 0.0
     mean_osl: float = 0.0
     burst_share: float = -1.0
@@ -500,7 +500,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             f"{INFERENCEX_ADP_BALANCE['adp_balance_timeout_iters']} (validate.recipes)"
         )
     mean_isl = mean_osl = 0.0
-    burst_share = -1.0
+    burst_share, note = campaign_share(row, engine, mode == "concurrency" and pools is None)
+    notes.extend([note] if note else [])
     if mode == "concurrency" and _inferencex(row):  # its client's lengths and request count
         mean_isl, mean_osl, n_requests, burst_share, note = inferencex_client(
             isl, osl, load, pools is not None

@@ -39,6 +39,7 @@ B200).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 from ..specs.engine import EngineConstants
@@ -75,6 +76,32 @@ INFERENCEX_SGLANG_KV = (
 # ten rounds meets the start-up wave, and the drawn lengths spread the finishing times of that
 # cohort over a fifth of a request's life, so the later rounds arrive staggered.
 INFERENCEX_RANGE_RATIO = 0.8
+# AIConfigurator's silicon campaigns (aic_silicon_*.csv; AIConfigurator @095f58a
+# systems/silicon_sample.csv names each row id's ``silicon_data_source``): three benchmark
+# harnesses whose row ids have their own form. Their clients' start-up is not documented, and
+# one harness ran each framework with its own client settings (its SGLang rows meet a start-up
+# wave in nearly every request, its TensorRT-LLM rows in a fifth): the share of requests in the
+# start-up wave is one fitted constant per harness and engine (benchmarks/fit_campaign_shares.py),
+# not one per engine for every source
+AIC_HARNESSES = {
+    # the CI database dump: ids end in the config number
+    "aic-db-dump": r"_cfg\d+$",
+    # dated campaign files: ids start with the date
+    "aic-dated": r"^20\d\d_\d\d_\d\d_",
+    # the gap-analysis harness: every other AIConfigurator id
+    "aic-gap-analysis": r".",
+}
+AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
+    ("aic-db-dump", "trtllm"): 0.55,
+    ("aic-db-dump", "vllm"): 0.25,
+    ("aic-db-dump", "sglang"): 0.2,
+    ("aic-dated", "trtllm"): 0.1,
+    ("aic-dated", "vllm"): 0.2,
+    ("aic-dated", "sglang"): 0.25,
+    ("aic-gap-analysis", "trtllm"): 0.15,
+    ("aic-gap-analysis", "vllm"): 0.2,
+    ("aic-gap-analysis", "sglang"): 0.9,
+}
 INFERENCEX_PROMPTS_PER_CLIENT = 10
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
@@ -189,3 +216,25 @@ def inferencex_client(
         f"{int(clients)}{wave} (validate.recipes)"
     )
     return mean_isl, mean_osl, requests, share, note
+
+
+def aic_harness(source_id: str, notes: str) -> str:
+    """The AIConfigurator harness of a row (``AIC_HARNESSES``), "" for other sources."""
+    if not source_id.lower().startswith("aic_silicon"):
+        return ""
+    m = re.search(r"id=([^;]+)", notes or "")
+    if m is None:
+        return ""
+    row_id = m.group(1).strip()
+    return next(h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id))
+
+
+def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
+    """(start-up wave share, the mapping's note) of an AIConfigurator row of a client
+    concurrency (``closed_loop``) from its harness and engine (``AIC_HARNESS_SHARE``); (-1,
+    "") where none applies (the engine's ``ttft_burst`` then)."""
+    harness = aic_harness(row["source_id"], row.get("notes", ""))
+    if not closed_loop or (harness, engine) not in AIC_HARNESS_SHARE:
+        return -1.0, ""
+    share = AIC_HARNESS_SHARE[(harness, engine)]
+    return share, f"{harness} harness: start-up wave share {share:g} (validate.recipes)"

@@ -1,0 +1,103 @@
+"""Fit the start-up wave share of each AIConfigurator benchmark harness and engine
+(validate.recipes ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
+closed loop's start-up wave, from that harness's TTFT rows of that engine at a client
+concurrency (with the engine's own constants). The objective is the median |log predicted /
+measured| over those rows; the grid is 0, 0.05, ..., 1.
+
+Run: python benchmarks/fit_campaign_shares.py [--write]
+(--write: store the shares in src/llm_codesign/validate/recipes.py; figures go to RESULTS.md)
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from llm_codesign import validate
+from llm_codesign.specs.engine import engine_for_framework
+from llm_codesign.validate import recipes
+
+ROOT = Path(__file__).resolve().parents[1]
+GT = ROOT.parent / "shared" / "groundtruth"
+FILES = ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
+GRID = [round(0.05 * i, 2) for i in range(21)]
+
+
+def _ttft_rows(harness: str, engine: str) -> tuple[list[str], list[dict[str, str]]]:
+    header: list[str] = []
+    rows: list[dict[str, str]] = []
+    for name in FILES:
+        with open(GT / name, newline="") as f:
+            r = csv.DictReader(f)
+            header = list(r.fieldnames or [])
+            for row in r:
+                if (
+                    row["metric"] == "ttft_ms"
+                    and recipes.aic_harness(row["source_id"], row["notes"]) == harness
+                    and engine_for_framework(row["framework"]) == engine
+                ):
+                    rows.append(row)
+    return header, rows
+
+
+def _error(path: Path) -> tuple[float, int]:
+    errs = [
+        abs(math.log(r["predicted"] / r["measured"]))
+        for r in validate(path).rows
+        if r["mode"] == "concurrency" and r["predicted"] > 0
+    ]
+    return statistics.median(errs), len(errs)
+
+
+def main() -> None:
+    best: dict[tuple[str, str], float] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for harness in recipes.AIC_HARNESSES:
+            for engine in ("trtllm", "vllm", "sglang"):
+                header, rows = _ttft_rows(harness, engine)
+                if not rows:
+                    continue
+                path = Path(d) / f"{harness}-{engine}.csv"
+                with open(path, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=header)
+                    w.writeheader()
+                    w.writerows(rows)
+                key = (harness, engine)
+                saved = recipes.AIC_HARNESS_SHARE.get(key)
+                results = []
+                for share in GRID:
+                    recipes.AIC_HARNESS_SHARE[key] = share
+                    err, n = _error(path)
+                    results.append((err, share))
+                if saved is None:
+                    del recipes.AIC_HARNESS_SHARE[key]
+                else:
+                    recipes.AIC_HARNESS_SHARE[key] = saved
+                err, share = min(results)
+                best[key] = share
+                curve = ", ".join(f"{s:g}: {e:.3f}" for e, s in results[::2])
+                print(
+                    f"{harness} {engine}: {n} TTFT rows; best share {share:g} "
+                    f"(median |log err| {err:.3f})"
+                )
+                print(f"  {curve}")
+    if "--write" in sys.argv:
+        p = ROOT / "src" / "llm_codesign" / "validate" / "recipes.py"
+        text = p.read_text()
+        table = ", ".join(f'("{h}", "{e}"): {s:g}' for (h, e), s in best.items())
+        text = re.sub(
+            r"AIC_HARNESS_SHARE: dict\[tuple\[str, str\], float\] = \{[^}]*\}",
+            f"AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {{{table}}}",
+            text,
+        )
+        p.write_text(text)
+        print(f"written: AIC_HARNESS_SHARE = {{{table}}}")
+
+
+if __name__ == "__main__":
+    main()
