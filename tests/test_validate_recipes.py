@@ -195,3 +195,24 @@ def test_aic_harness_of_a_row_and_its_start_up_share():
     assert m.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
     assert 0.0 <= m.burst_share <= 1.0 and "aic-dated harness" in m.note
     assert map_row(0, dict(row, source_id="trtllm_perf_devguide")).burst_share == -1.0
+
+
+def test_client_conventions_keep_to_closed_loop_rows_and_real_ids():
+    """A request-rate INF row (all requests at once) is not a client concurrency: InferenceX's
+    ten rounds and the start-up share do not apply, and its own request count stands. A row id
+    is read only from an ``id=`` field of its own (not ``run_id=``), and a blank id names no
+    harness. A percentile row of InferenceX's client runs the simulator on the lengths it drew
+    (uniform on floor(0.8 L) .. L), not the nominal ones."""
+    from llm_codesign.validate.recipes import aic_harness
+    from llm_codesign.validate.simulated import traffic_of
+
+    inf = map_row(
+        0, dict(IX_ROW, concurrency_or_batch="request rate INF", notes="640 requests at once")
+    )
+    assert (inf.requests, inf.burst_share, inf.mean_isl) == (640, -1.0, 0.0)
+    assert aic_harness("aic_silicon_sample", "id= ; moe_tp=1") == ""
+    assert aic_harness("aic_silicon_sample", "run_id=2024_01_01_x; id=abc_cfg3") == "aic-db-dump"
+    p99 = map_row(0, dict(IX_ROW, metric="ttft_ms_p99"))
+    traffic, _ = traffic_of(p99)
+    assert (traffic.isl.kind, traffic.isl.a, traffic.isl.b) == ("uniform", 819.0, 1024.0)
+    assert traffic.isl.mean == p99.served_isl == 921.5

@@ -109,8 +109,7 @@ class MappedRow:
     # the benchmark recipe whose engine limits the row ran with (``validate.recipes``; "": the
     # engine's own limits)
     recipe: str = ""
-    # the client's mean lengths (0: the nominal isl/osl) and share of requests in the start-up
-    # wave (< 0: the engine's ``ttft_burst``), where its campaign states them (validate.recipes)
+    # client mean lengths (0: nominal) and start-up share (< 0: ttft_burst); validate.recipes
     mean_isl: float = 0.0
     mean_osl: float = 0.0
     burst_share: float = -1.0
@@ -500,9 +499,10 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             f"{INFERENCEX_ADP_BALANCE['adp_balance_timeout_iters']} (validate.recipes)"
         )
     mean_isl = mean_osl = 0.0
-    burst_share, note = campaign_share(row, engine, mode == "concurrency" and pools is None)
+    closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
+    burst_share, note = campaign_share(row, engine, closed and pools is None)
     notes.extend([note] if note else [])
-    if mode == "concurrency" and _inferencex(row):  # its client's lengths and request count
+    if closed and _inferencex(row):  # its client's lengths and request count
         mean_isl, mean_osl, n_requests, burst_share, note = inferencex_client(
             isl, osl, load, pools is not None
         )

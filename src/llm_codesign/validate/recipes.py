@@ -194,7 +194,7 @@ def inferencex_mean_length(nominal: int) -> float:
         >>> inferencex_mean_length(1024)
         921.5
     """
-    return (math.floor(INFERENCEX_RANGE_RATIO * nominal) + nominal) / 2.0
+    return sum(inferencex_lengths(nominal)) / 2.0
 
 
 def inferencex_client(
@@ -222,11 +222,11 @@ def aic_harness(source_id: str, notes: str) -> str:
     """The AIConfigurator harness of a row (``AIC_HARNESSES``), "" for other sources."""
     if not source_id.lower().startswith("aic_silicon"):
         return ""
-    m = re.search(r"id=([^;]+)", notes or "")
+    m = re.search(r"(?:^|[;\s])id=\s*([^;\s]+)", notes or "")
     if m is None:
         return ""
-    row_id = m.group(1).strip()
-    return next(h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id))
+    row_id = m.group(1)
+    return next((h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id)), "")
 
 
 def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
@@ -238,3 +238,9 @@ def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple
         return -1.0, ""
     share = AIC_HARNESS_SHARE[(harness, engine)]
     return share, f"{harness} harness: start-up wave share {share:g} (validate.recipes)"
+
+
+def inferencex_lengths(nominal: int) -> tuple[int, int]:
+    """The integers InferenceX's client draws a length from, floor(0.8 L) .. L
+    (``INFERENCEX_RANGE_RATIO``): the request simulator's uniform length distribution."""
+    return math.floor(INFERENCEX_RANGE_RATIO * nominal), nominal

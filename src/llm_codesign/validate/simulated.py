@@ -22,8 +22,9 @@ from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from ..specs.traffic import Traffic, fixed
+from ..specs.traffic import LengthDist, Traffic, fixed
 from .mapping import MappedRow, split_percentile
+from .recipes import inferencex_lengths
 
 DEFAULT_REQUESTS = 1000  # requests simulated when a row does not state the benchmark's count
 CLOSED_LOOP_ROUNDS = 10  # a closed loop's requests: this many per client (at least the default)
@@ -37,6 +38,11 @@ def simulated(r: MappedRow) -> bool:
 def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     """The traffic a row's benchmark sent, and the replicas it spread over."""
     isl, osl = fixed(r.isl), fixed(r.osl)
+    if r.mean_isl:  # a client that draws its lengths (InferenceX: floor(0.8 L) .. L)
+        isl, osl = (
+            LengthDist("uniform", *map(float, inferencex_lengths(n)), text=f"uniform {n}")
+            for n in (r.isl, r.osl)
+        )
     n = r.requests or DEFAULT_REQUESTS
     replicas = max(r.metric_gpus // max(r.tp * r.pp, 1), 1)
     if r.arrival == "poisson":
