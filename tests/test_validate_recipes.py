@@ -181,16 +181,7 @@ def test_aic_harness_of_a_row_and_its_start_up_share():
     assert aic_harness("aic_silicon_sample", dated) == "aic-dated"
     assert aic_harness("aic_silicon_sample", gap) == "aic-gap-analysis"
     assert aic_harness("inferencex_api_fixture", dated) == ""
-    row = dict(
-        ROW,
-        source_id="aic_silicon_sample",
-        dp="",
-        ep="1",
-        framework="sglang 0.5.9",
-        concurrency_or_batch="16",
-        metric="ttft_ms",
-        notes=dated,
-    )
+    row = dict(IX_ROW, source_id="aic_silicon_sample", framework="sglang 0.5.9", notes=dated)
     m = map_row(0, row)
     assert m.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
     assert 0.0 <= m.burst_share <= 1.0 and "aic-dated harness" in m.note

@@ -70,6 +70,11 @@ class Op:
         return self.gemm_flops() if self.kind == "gemm" else np.asarray(self.flops, dtype=float)
 
 
+def fixed_op(name: str, op_class: str, layers: Array | float, tokens: Array, constant: str) -> Op:
+    """A kernel chain of fixed time per layer with tokens (engine ``constant``; cost.op_time)."""
+    return Op(name, op_class, "fixed", layers, 0.0, m=tokens, meta={"fixed": constant})
+
+
 @dataclass
 class StepShape:
     """The per-replica token mix of one engine step plus the plan axes (all broadcastable)."""
@@ -283,10 +288,8 @@ def layer_group_ops(
         q_in = a.q_lora_rank or d
         ops.append(gemm("indexer_q", "attention", t_attn, idx.num_heads * idx.head_dim, q_in))
         ops.append(gemm("indexer_k_w", "attention", t_attn, idx.head_dim + idx.num_heads, d))
-        # the indexer's kernel chain around them (norm, RoPE, quantize, index-K store, logits
-        # metadata, top-k): a fixed time per layer and step (cost.op_time)
-        ops.append(Op("indexer_chain", "attention", "fixed", layers, 0.0, m=t_attn))
-        ops[-1].meta["fixed"] = "indexer_overhead_s"
+        # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
+        ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, "indexer_overhead_s"))
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k))
 
     # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
@@ -362,8 +365,7 @@ def layer_group_ops(
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
-        ops.append(Op("moe_routing", "ffn", "fixed", layers, 0.0, m=t_all))
-        ops[-1].meta["fixed"] = "moe_layer_overhead_s"
+        ops.append(fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s"))
         # ... and the bytes the permute and finalize stream, which grow with the tokens, by the
         # engine's kernel path (cost.moe_permute_time; launches counted in moe_routing)
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)

@@ -40,7 +40,9 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     isl, osl = fixed(r.isl), fixed(r.osl)
     if r.mean_isl:  # a client that draws its lengths (InferenceX: floor(0.8 L) .. L)
         isl, osl = (
-            LengthDist("uniform", *map(float, inferencex_lengths(n)), text=f"uniform {n}")
+            LengthDist(
+                "uniform", *map(float, inferencex_lengths(n)), text=f"uniform (InferenceX {n})"
+            )
             for n in (r.isl, r.osl)
         )
     n = r.requests or DEFAULT_REQUESTS
