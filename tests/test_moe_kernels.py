@@ -57,6 +57,44 @@ def test_permute_pairs_follow_expert_parallelism():
     assert float(mp["tokens"]) == 4096.0 and float(mp["pairs"]) == pytest.approx(4096.0)
 
 
+def test_triton_path_zero_fills_the_pairs_of_other_ranks_by_hand():
+    """vLLM's fused_moe under expert parallelism without a token dispatch (every rank holds every
+    token): the blocks of pairs routed to another rank's experts write zeros to GEMM1's and
+    GEMM2's outputs, and the activation and moe_sum run over every pair (vllm-project/vllm
+    fused_moe.py ``fused_moe_kernel``: ``off_experts == -1`` -> ``write_zeros_to_output``).
+    Qwen3-30B-A3B (d 2048, expert width 768, gated, top-8 of 128), BF16, TP8 EP8, 4,096 tokens:
+    32,768 pairs, 4,096 of them local, 28,672 zero-filled at 2 x (2 x 1,536 + 768 + 2 x 2,048)
+    bytes each."""
+    _, op = _permute_op("qwen3-30b-a3b", "bf16", 4096.0, tp=8, ep=8)
+    hw = load_hardware("h100-sxm")
+    bw = hbm_bytes_per_s_achieved(hw, BASE)
+    t_d = p_d = 4096.0 * 2048
+    off = 2 * 28672 * (2 * 1536 + 768 + 2 * 2048)
+    triton = BASE.with_overrides(moe_kernels="triton")
+    cutlass = BASE.with_overrides(moe_kernels="cutlass")
+    assert float(moe_permute_time(op, hw, triton)) == pytest.approx((2 * p_d + 2 * t_d + off) / bw)
+    # TensorRT-LLM's runner permutes only its own experts' pairs
+    assert float(moe_permute_time(op, hw, cutlass)) == pytest.approx((2 * t_d + 2 * p_d) / bw)
+    # no expert parallelism: every pair is local, nothing to zero-fill
+    _, op1 = _permute_op("qwen3-30b-a3b", "bf16", 4096.0, tp=8, ep=1)
+    mp = op1.meta["moe_permute"]
+    assert float(mp["pairs"]) == float(mp["pairs_all"]) == 32768.0
+    # attention-DP: an all-gather feeds every token (zero-fills), an all-to-all only the pairs a
+    # rank owns (none)
+    m = load_model("qwen3-30b-a3b")
+    g = next(g for g in m.layer_groups if g.moe)
+    s = step_shape(8, 1, 8, 1, True, isl=4096.0, osl=1, prefill_tokens=4096.0)
+    adp = next(
+        o for o in layer_group_ops(m, parse_precision("bf16"), g, s, 1.0) if o.name == "moe_permute"
+    )
+    gathered = triton.with_overrides(moe_comm="allgather_reducescatter")
+    dispatched = triton.with_overrides(moe_comm="nvlink_one_sided")
+    assert float(moe_permute_time(adp, hw, gathered)) > float(moe_permute_time(adp, hw, dispatched))
+    mp = adp.meta["moe_permute"]
+    plain = (2 * float(mp["pairs"]) + 2 * float(mp["tokens"])) * 2048 / bw
+    assert float(moe_permute_time(adp, hw, dispatched)) == pytest.approx(plain)
+
+
 def test_kernel_path_auto_and_overrides():
     """auto: FlashInfer's CUTLASS fused MoE on Blackwell, Triton fused_moe elsewhere; TensorRT-LLM
     states cutlass; an unknown path is refused with the field and the allowed values."""

@@ -74,6 +74,13 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 #   triton: vLLM/SGLang fused_moe: GEMM1 gathers the tokens through the sorted ids (no copy);
 #     the tokens are quantized once where the activations are narrower than BF16 (2 T d + a T d)
 #     and moe_sum reads the pairs' BF16 outputs and writes the token sums (2 P d + 2 T d).
+#     Fed every token (expert parallelism without a dispatch: no attention-DP, or an
+#     all-gather), the kernel also meets the pairs routed to other GPUs' experts: their blocks
+#     write zeros to GEMM1's and GEMM2's outputs and the activation and moe_sum run over them,
+#     2 (2 w + w / g + 2 d) bytes per such pair, w = GEMM1's width, g its matrices
+#     (vllm-project/vllm fused_moe.py fused_moe_kernel: expert id -1 -> write_zeros_to_output;
+#     the workspace and moe_sum span every top-k slot). AIConfigurator's vLLM 0.19 EP8 modules
+#     (moe_layer.csv, 52 rows): median error -32% without this term, -5.5% with it.
 # Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
 # DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
@@ -554,6 +561,12 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         nbytes = 2.0 * t + a * p
     else:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
+        # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
+        # and GEMM2's outputs), activated and summed like a local one, in BF16
+        fed_all = ~np.asarray(mp["adp"]) | (moe_comm_family(hw, eng) == "allgather_reducescatter")
+        off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
+        w = mp["width"]
+        nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])
     return nbytes / hbm_bytes_per_s_achieved(hw, eng)
 
 
