@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.cost import (
+    ALLREDUCE_LARGE_LATENCY_S,
     MISALIGNED_FACTOR,
     attention_time,
     collective_time,
@@ -166,11 +167,27 @@ def test_misaligned_reduction_dim_penalty_reproduces_swiglu_measurement():
 
 
 def test_allreduce_cost_by_hand():
+    """Inside the NVLink domain the faster of a one-shot kernel (the engine's latency, every
+    peer's whole buffer read: (n - 1) S bytes) and the bandwidth-optimal algorithm
+    (``ALLREDUCE_LARGE_LATENCY_S`` 21.6 us, 2 (n - 1) / n S bytes); H200: 450 GB/s x 0.817."""
     hw = load_hardware("h200-sxm")
-    s = 16.0e6
-    t = float(collective_time("allreduce", np.array(s), np.array(8), hw, ENG))
     bw = 450e9 * hw.scaleup_efficiency.value
-    assert t == pytest.approx(ENG.allreduce_latency_s + 2 * 7 / 8 * s / bw, rel=1e-9)
+    lat = ENG.allreduce_latency_s
+    assert ALLREDUCE_LARGE_LATENCY_S == 21.6e-6
+    s = 16.0e6  # large: the bandwidth-optimal algorithm
+    t = float(collective_time("allreduce", np.array(s), np.array(8), hw, ENG))
+    assert t == pytest.approx(21.6e-6 + 2 * 7 / 8 * s / bw, rel=1e-9)
+    small = 64e3  # small: one-shot, 7 x 64 kB at the engine's latency
+    t_small = float(collective_time("allreduce", np.array(small), np.array(8), hw, ENG))
+    assert t_small == pytest.approx(min(lat + 7 * small / bw, 21.6e-6 + 1.75 * small / bw))
+    assert t_small == pytest.approx(lat + 7 * small / bw)
+    # two GPUs: one-shot moves the same bytes as the ring, at the smaller latency
+    t2 = float(collective_time("allreduce", np.array(s), np.array(2), hw, ENG))
+    assert t2 == pytest.approx(lat + s / bw, rel=1e-9)
+    # the time never falls as the message grows (the two branches meet continuously)
+    sizes = np.geomspace(1e3, 1e9, 200)
+    ts = collective_time("allreduce", sizes, np.full(sizes.shape, 8.0), hw, ENG)
+    assert np.all(np.diff(ts) >= 0)
     assert float(collective_time("allreduce", np.array(s), np.array(1), hw, ENG)) == 0.0
     # beyond the NVLink domain the NIC bandwidth applies and the network latency is added
     t16 = float(collective_time("allreduce", np.array(s), np.array(16), hw, ENG))

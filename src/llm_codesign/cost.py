@@ -472,10 +472,27 @@ def scaleout_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
     return max(hw.scaleout_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency, 1e-9)
 
 
+# All-reduce inside an NVLink domain runs one of two kinds of kernel (TensorRT-LLM's, vLLM's and
+# SGLang's custom all-reduce, NCCL/NVLS): a one-shot kernel, each GPU reading every peer's whole
+# buffer ((n - 1) S bytes over its links) after the engine's small-message latency
+# (``allreduce_latency_s``), or the bandwidth-optimal reduce-scatter + all-gather (2 (n - 1) / n S
+# bytes) after a larger latency, this constant; engines switch to the latter as messages grow.
+# Fit (benchmarks/allreduce_report.py): AIConfigurator's all-reduce tables
+# (ai-dynamo/aiconfigurator @095f58a, systems/data/{h200_sxm,b200_sxm}/comm/{trtllm/1.3.0rc20,
+# vllm/0.19.0,sglang/0.5.14}/custom_allreduce_perf.parquet, BF16, 4 and 8 GPUs): the time less
+# the wire bytes at the hardware file's all-reduce bandwidth, over messages of 2-32 MB (decode
+# steps of 64-1,024 sequences), median 8-38 us per table and group, 21.6 us over all 12. With
+# the latency-plus-bandwidth form alone, those messages were priced 1.5-2x fast (H200, 8 GPUs,
+# 2 MB: 14.6 us against 30.5 us measured).
+ALLREDUCE_LARGE_LATENCY_S = 21.6e-6
+
+
 def collective_time(
     collective: str, nbytes: Array, group: Array, hw: HardwareSpec, eng: EngineConstants
 ) -> Array:
-    """NCCL-style cost: latency + bytes on the wire / link bandwidth (``reference/codesign.md`` B).
+    """NCCL-style cost: latency + bytes on the wire / link bandwidth (``reference/codesign.md`` B);
+    an all-reduce inside the NVLink domain takes the faster of a one-shot kernel and the
+    bandwidth-optimal algorithm (``ALLREDUCE_LARGE_LATENCY_S``).
 
     ``nbytes`` is the per-GPU payload (the full tensor for all-reduce). Inside the NVLink domain
     the per-direction scale-up bandwidth x measured efficiency applies; beyond it the per-GPU
@@ -500,7 +517,11 @@ def collective_time(
         raise AssertionError(collective)
     lat = lat + np.where(inside, 0.0, eng.network_latency_s)
     active = (n > 1) & (nbytes > 0)
-    return np.where(active, lat + wire / bw, 0.0)
+    t = lat + wire / bw
+    if collective == "allreduce":  # inside the domain, the faster of the two algorithms
+        one_shot = eng.allreduce_latency_s + (n - 1.0) * nbytes / bw
+        t = np.where(inside, np.minimum(one_shot, ALLREDUCE_LARGE_LATENCY_S + wire / bw), t)
+    return np.where(active, t, 0.0)
 
 
 def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
