@@ -1,5 +1,5 @@
-"""The all-reduce cost (``cost.collective_time``) against AIConfigurator's measured all-reduce
-tables, and the fit of ``cost.ALLREDUCE_LARGE_LATENCY_S`` (issue 11).
+"""The all-reduce cost (``comm.collective_time``) against AIConfigurator's measured all-reduce
+tables, and the fit of ``comm.ALLREDUCE_LARGE_LATENCY_S`` (issue 11).
 
 Each FILE is an AIConfigurator ``custom_allreduce_perf.parquet`` (ai-dynamo/aiconfigurator
 @095f58a, aic-core/src/aiconfigurator_core/systems/data/<gpu>/comm/<framework>/<version>/; columns
@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from llm_codesign import load_engine, load_hardware
-from llm_codesign.cost import collective_time
+from llm_codesign.comm import collective_time
 
 GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300"}
 BANDS = ((0, 256 * 2**10), (256 * 2**10, 2 * 2**20), (2 * 2**20, 32 * 2**20), (32 * 2**20, 2**40))

@@ -6,11 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import load_hardware, load_model, parse_precision
+from llm_codesign.comm import ALLREDUCE_LARGE_LATENCY_S, collective_time
 from llm_codesign.cost import (
-    ALLREDUCE_LARGE_LATENCY_S,
     MISALIGNED_FACTOR,
     attention_time,
-    collective_time,
     gemm_overlap_time,
     gemm_shape_efficiency,
     gemm_time,

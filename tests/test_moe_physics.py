@@ -10,13 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import load_hardware, load_model, parse_precision
-from llm_codesign.cost import (
-    collective_time,
-    gemm_time,
-    moe_comm_family,
-    moe_comm_time,
-    moe_rank_imbalance,
-)
+from llm_codesign.comm import collective_time, moe_comm_family, moe_comm_time
+from llm_codesign.cost import gemm_time, moe_rank_imbalance
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import step_ops, step_shape
 from llm_codesign.serving import evaluate

@@ -420,7 +420,7 @@ def layer_group_ops(
         copies = np.minimum(k_moe * (tp // ep), tp)
         a2a = np.where(multi & adp, t_attn * copies * d, 0.0)
         for name, elem in (("moe_dispatch", prec.activation_bytes), ("moe_combine", comm)):
-            # priced by the engine's kernel family (cost.moe_comm_time); bytes = logical payload
+            # priced by the engine's kernel family (comm.moe_comm_time); bytes = logical payload
             op = Op(
                 name,
                 "communication",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import cost
+from .. import comm, cost
 from ..ops import Op
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec, bundled_hardware
@@ -211,7 +211,7 @@ def compare_profile(
             )
     for coll in ("allreduce", "alltoall"):
         for r in p.rows(coll):
-            t = float(cost.collective_time(coll, r["bytes"], r["ranks"], hw, eng))
+            t = float(comm.collective_time(coll, r["bytes"], r["ranks"], hw, eng))
             factor = (
                 2.0 * (r["ranks"] - 1) / r["ranks"]
                 if coll == "allreduce"

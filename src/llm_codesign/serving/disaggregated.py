@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cost import collective_time
+from ..comm import collective_time
 from ..errors import SpecError
 from ..ops import OP_CLASSES, kv_bytes_per_sequence_per_gpu, step_shape
 from ..specs.engine import EngineConstants

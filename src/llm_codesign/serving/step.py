@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import collective_time, op_time
+from ..comm import collective_time
+from ..cost import op_time
 from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec

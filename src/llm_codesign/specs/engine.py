@@ -38,7 +38,7 @@ from .hardware import ATTENTION_KERNEL_FAMILIES
 # default = the engine used when none is named: TensorRT-LLM's PyTorch runtime
 ENGINES = ("default", "base", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
 DEFAULT_ENGINE = "trtllm"
-# MoE dispatch/combine kernel families (cost.MOE_COMM_KERNELS holds their sourced alpha/beta):
+# MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS holds their sourced alpha/beta):
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
