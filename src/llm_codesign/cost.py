@@ -478,7 +478,8 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
-        fed_all = ~np.asarray(mp["adp"]) | (moe_comm_family(hw, eng) == "allgather_reducescatter")
+        gathered = moe_comm_family(hw, eng) == "allgather_reducescatter"
+        fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathered
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         w = mp["width"]
         nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])
