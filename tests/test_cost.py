@@ -183,6 +183,10 @@ def test_allreduce_cost_by_hand():
     # two GPUs: one-shot moves the same bytes as the ring, at the smaller latency
     t2 = float(collective_time("allreduce", np.array(s), np.array(2), hw, ENG))
     assert t2 == pytest.approx(lat + s / bw, rel=1e-9)
+    # an engine latency above the constant's holds for both algorithms (not capped at 21.6 us)
+    slow = ENG.with_overrides(allreduce_latency_s=60e-6)
+    t_slow = float(collective_time("allreduce", np.array(small), np.array(8), hw, slow))
+    assert t_slow == pytest.approx(60e-6 + 1.75 * small / bw)
     # the time never falls as the message grows (the two branches meet continuously)
     sizes = np.geomspace(1e3, 1e9, 200)
     ts = collective_time("allreduce", sizes, np.full(sizes.shape, 8.0), hw, ENG)

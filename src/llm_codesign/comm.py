@@ -40,14 +40,16 @@ def scaleout_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
 # SGLang's custom all-reduce, NCCL/NVLS): a one-shot kernel, each GPU reading every peer's whole
 # buffer ((n - 1) S bytes over its links) after the engine's small-message latency
 # (``allreduce_latency_s``), or the bandwidth-optimal reduce-scatter + all-gather (2 (n - 1) / n S
-# bytes) after a larger latency, this constant; engines switch to the latter as messages grow.
+# bytes) after a larger latency, this constant (never below the engine's own latency); engines
+# switch to the latter as messages grow.
 # Fit (benchmarks/allreduce_report.py): AIConfigurator's all-reduce tables
 # (ai-dynamo/aiconfigurator @095f58a, systems/data/{h200_sxm,b200_sxm}/comm/{trtllm/1.3.0rc20,
 # vllm/0.19.0,sglang/0.5.14}/custom_allreduce_perf.parquet, BF16, 4 and 8 GPUs): the time less
 # the wire bytes at the hardware file's all-reduce bandwidth, over messages of 2-32 MB (decode
-# steps of 64-1,024 sequences), median 8-38 us per table and group, 21.6 us over all 12. With
-# the latency-plus-bandwidth form alone, those messages were priced 1.5-2x fast (H200, 8 GPUs,
-# 2 MB: 14.6 us against 30.5 us measured).
+# steps of 128-2,048 sequences at hidden size 8,192 in BF16), median 8-38 us per table and
+# group, 21.6 us over all 12. With the latency-plus-bandwidth form alone, those messages were
+# priced 1.5-2x fast (H200, 8 GPUs, 2 MB: 14.6 us against 30.5 us measured). Measured on NVLink
+# (H200, B200) only; other scale-up fabrics (PCIe, xGMI) take it as an assumption.
 ALLREDUCE_LARGE_LATENCY_S = 21.6e-6
 
 
@@ -84,7 +86,8 @@ def collective_time(
     t = lat + wire / bw
     if collective == "allreduce":  # inside the domain, the faster of the two algorithms
         one_shot = eng.allreduce_latency_s + (n - 1.0) * nbytes / bw
-        t = np.where(inside, np.minimum(one_shot, ALLREDUCE_LARGE_LATENCY_S + wire / bw), t)
+        large = max(ALLREDUCE_LARGE_LATENCY_S, eng.allreduce_latency_s) + wire / bw
+        t = np.where(inside, np.minimum(one_shot, large), t)
     return np.where(active, t, 0.0)
 
 

@@ -466,8 +466,10 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
 def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer, by the
     engine's kernel path (the bytes of each path: the comment above
-    ``GROUPED_GEMM_GROUP_ROWS``). ``op.meta["moe_permute"]``: tokens, pairs, hidden size,
-    activation bytes per element."""
+    ``GROUPED_GEMM_GROUP_ROWS``). ``op.meta["moe_permute"]``: tokens, pairs (this GPU's), hidden
+    size, activation bytes per element, and for the triton path's zero-filled pairs: every
+    routed pair (``pairs_all``), attention-DP (``adp``), GEMM1's width and matrices; whether the
+    kernel is fed every token follows the engine's dispatch family (``comm.moe_comm_family``)."""
     mp = op.meta["moe_permute"]
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
