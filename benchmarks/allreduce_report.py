@@ -25,7 +25,7 @@ import re
 import numpy as np
 
 from llm_codesign import load_engine, load_hardware
-from llm_codesign.comm import collective_time
+from llm_codesign.comm import collective_time, scaleup_bytes_per_s
 
 GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300"}
 BANDS = ((0, 256 * 2**10), (256 * 2**10, 2 * 2**20), (2 * 2**20, 32 * 2**20), (32 * 2**20, 2**40))
@@ -45,7 +45,7 @@ def main() -> None:
         if gpu is None:
             raise SystemExit(f"{path}: no GPU of {sorted(GPUS)} in the path")
         hw = load_hardware(GPUS[gpu])
-        bw = hw.scaleup_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
+        bw = scaleup_bytes_per_s(hw, eng)
         d = pd.read_parquet(path)
         for n in sorted(d.num_gpus.unique()):
             # the fastest implementation measured at each size (tables may list two)

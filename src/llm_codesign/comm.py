@@ -30,6 +30,12 @@ Array = np.ndarray
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 
 
+def scaleup_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
+    """Per-GPU bandwidth a collective achieves inside the NVLink domain (per-direction link x
+    measured all-reduce efficiency x the engine's ``comm_efficiency``)."""
+    return hw.scaleup_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
+
+
 def scaleout_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
     """Per-GPU bandwidth a collective achieves across the scale-out network (NIC x measured
     link efficiency x the engine's ``comm_efficiency``; never 0)."""
@@ -68,8 +74,7 @@ def collective_time(
     group = np.asarray(group, dtype=float)
     n = np.maximum(group, 1.0)
     inside = n <= hw.scaleup_domain_size
-    up_bw = hw.scaleup_bytes_per_s * hw.scaleup_efficiency.value * eng.comm_efficiency
-    bw = np.where(inside, up_bw, scaleout_bytes_per_s(hw, eng))
+    bw = np.where(inside, scaleup_bytes_per_s(hw, eng), scaleout_bytes_per_s(hw, eng))
     if collective == "allreduce":
         wire = 2.0 * (n - 1.0) / n * nbytes
         lat = eng.allreduce_latency_s

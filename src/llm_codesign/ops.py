@@ -369,10 +369,10 @@ def layer_group_ops(
         # ... and the bytes the permute and finalize stream, which grow with the tokens, by the
         # engine's kernel path (cost.moe_permute_time; launches counted in moe_routing)
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
-        permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d)}
-        # every routed pair, the GEMM1 width: what a kernel fed every token zero-fills
-        permute.meta["moe_permute"] |= {"act_bytes": ab, "pairs_all": t_all * k, "adp": adp}
-        permute.meta["moe_permute"] |= {"width": mats * fe_local, "mats": float(mats)}
+        # (every routed pair, attention-DP and GEMM1's width: what a kernel fed every token fills)
+        permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d),
+            "act_bytes": ab, "pairs_all": t_all * k, "adp": adp, "width": mats * fe_local,
+            "mats": float(mats)}  # fmt: skip
         ops.append(permute)
         ops.extend([up, down])
         if moe.num_shared:
