@@ -40,6 +40,7 @@ def _ttft_rows(harness: str, engine: str) -> tuple[list[str], list[dict[str, str
                     row["metric"] == "ttft_ms"
                     and recipes.aic_harness(row["source_id"], row["notes"]) == harness
                     and engine_for_framework(row["framework"]) == engine
+                    and not recipes.is_inferencex(row)  # InferenceX's client, not a share
                 ):
                     rows.append(row)
     return header, rows

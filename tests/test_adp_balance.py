@@ -160,15 +160,32 @@ ROW = {
 }
 
 
-def test_inferencex_trtllm_attention_dp_rows_run_with_the_balance():
+def test_inferencex_trtllm_rows_run_with_their_scripts_limits_and_the_balance():
+    """InferenceX's TensorRT-LLM launch scripts (validate.recipes): KV fraction 0.75; without
+    MTP max_num_tokens max(8192, ceil64(CONC + ISL + 64)); with MTP k drafts max_batch_size
+    CONC // TP under attention-DP (else CONC) and max_num_tokens ceil64((k + 1) B + ISL + 64);
+    the attention-DP context balance where attention-DP runs."""
     m = map_row(0, ROW)
-    assert not isinstance(m, str) and m.recipe == INFERENCEX_TRTLLM
+    assert not isinstance(m, str) and m.recipe.startswith(INFERENCEX_TRTLLM)
     assert "context balance" in m.note
     eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
     assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (60, 0)
-    # not InferenceX, not attention-DP, not TensorRT-LLM: no recipe
+    # 256 + 1024 + 64 = 1344 -> 1344, below the script's floor of 8192
+    assert (eng.max_num_tokens, eng.memory_utilization) == (8192, 0.75)
+    assert eng.max_batch_size == load_engine("trtllm").max_batch_size
+    # with MTP (attention-DP: 1 draft): B = 256 // 8 = 32, 2 x 32 + 1024 + 64 = 1152 (a multiple
+    # of 64)
+    mtp = map_row(0, dict(ROW, notes=ROW["notes"].replace("none", "mtp")))
+    eng = recipe_behaviour(mtp.recipe, load_engine("trtllm"))
+    assert (eng.max_batch_size, eng.max_num_tokens, mtp.spec_tokens) == (32, 1152, 1)
+    # TP attention (3 drafts) at 16 clients, ISL 8192: B = 16, 4 x 16 + 8192 + 64 = 8320
+    tp = dict(ROW, dp="", ep="8", concurrency_or_batch="16", isl="8192", notes=mtp.raw["notes"])
+    m = map_row(0, tp)
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert (eng.max_batch_size, eng.max_num_tokens, eng.adp_balance_timeout_iters) == (16, 8320, 0)
+    # not InferenceX, not TensorRT-LLM: no recipe
     other = dict(ROW, source_id="aic_silicon_sample", notes="")
-    for row in (other, dict(ROW, dp=""), dict(ROW, framework="sglang (lmsysorg/sglang:v0.5.9)")):
+    for row in (other, dict(ROW, framework="sglang (lmsysorg/sglang:v0.5.9)")):
         m = map_row(0, row)
         assert not isinstance(m, str) and m.recipe == ""
     assert recipe_behaviour("", BASE) is BASE

@@ -359,3 +359,27 @@ def test_hopper_fp8_block_fused_moe_layers():
     assert statistics.median(abs(e) for e in trt) <= 0.20 and abs(statistics.median(trt)) <= 0.15
     vllm = errs(lambda x: x["framework"] == "vllm" and x["experts"] == x["experts_local"])
     assert len(vllm) >= 8 and statistics.median(abs(e) for e in vllm) <= 0.15
+
+
+def test_collector_clamped_ep_rows_are_skipped_with_their_reason():
+    """AIConfigurator's SGLang EP rows ran the pairs of other GPUs on local expert 0 (its
+    collector clamps their expert ids; SOURCES.md): at 8,192 tokens each takes 0.8-2x the time
+    of the same layer without EP in the same table (a rank's share would take about an
+    eighth). validate skips them, counted with the reason."""
+    path = bundled_data("moe_layer.csv")
+    raw = list(csv.DictReader(path.open(encoding="utf-8")))
+    clamped = [r for r in raw if "remote pairs clamped to local expert 0" in r["notes"]]
+    assert len(clamped) == 18 and all(r["experts"] != r["experts_local"] for r in clamped)
+
+    def shape(r):
+        return (r["dtype"], r["tokens"], r["experts"], r["hidden"], r["expert_intermediate"])
+
+    same = [r for r in raw if r["source_id"] == clamped[0]["source_id"]]
+    whole = {shape(r): float(r["time_us"]) for r in same if r["experts"] == r["experts_local"]}
+    big = [r for r in clamped if r["tokens"] == "8192" and shape(r) in whole]
+    assert len(big) >= 4
+    for r in big:
+        assert 0.8 <= float(r["time_us"]) / whole[shape(r)] <= 2.0, shape(r)
+    rep = validate(path)
+    reason = "remote pairs clamped to a local expert by the collector (SOURCES.md)"
+    assert {"reason": reason, "count": len(clamped)} in rep.skipped

@@ -11,10 +11,13 @@ from llm_codesign.specs.engine import engine_for_framework
 from llm_codesign.validate import (
     MTP_ACCEPTANCE,
     REQUIRED_COLUMNS,
+    bundled_data,
     disaggregated_inputs,
     map_row,
     validate,
 )
+from llm_codesign.validate.mapping import iter_measurements
+from llm_codesign.validate.recipes import aic_inferencex_campaigns, inferencex_campaign_evidence
 
 DISAGG_NOTES = (
     "disaggregated: prefill_gpus=8 (workers=1), decode_gpus=72 (workers=9), "
@@ -247,3 +250,35 @@ def test_malformed_pools_are_counted_not_fatal(tmp_path):
     assert len(rep.rows) == 1
     assert sum(s["count"] for s in rep.skipped) == 2
     assert all(s["reason"].startswith("disaggregated") for s in rep.skipped)
+
+
+def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
+    """Each campaign of ``aic_inferencex_campaigns`` (a data file) has rows equal to InferenceX
+    rows of the bundled tables (same plan, lengths, concurrency, metric) and every such
+    InferenceX row states the campaign's spec method; no other campaign equals any InferenceX
+    row. Its rows map as InferenceX rows (client lengths) with that spec method."""
+    aic = [
+        r
+        for name in ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
+        for r in iter_measurements(bundled_data(name))
+    ]
+    ix = list(iter_measurements(bundled_data("inferencex_hopper.csv")))
+    evidence = inferencex_campaign_evidence(aic, ix)
+    for campaign, counts in evidence.items():
+        methods = {k for k in counts if k != "rows"}
+        if campaign in aic_inferencex_campaigns():
+            assert methods == {aic_inferencex_campaigns()[campaign]}, campaign
+        else:
+            assert not methods, campaign
+    mtp_id = "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c16_tp8_0_ep8_0_1"
+    aic_row = row(
+        source_id="aic_silicon_sample", model="DeepSeek-R1", gpu="H200 SXM", ep="8",
+        framework="trtllm 1.1.0rc2.post2", osl="8192", notes=f"id={mtp_id}; moe_tp=1",
+    )  # fmt: skip
+    m = map_row(0, aic_row)
+    # InferenceX's TensorRT-LLM MTP recipe (3 drafts) and its client's mean lengths (0.9 L)
+    assert m.spec_tokens == 3 and "spec_method=mtp (an InferenceX campaign" in m.note
+    assert (m.mean_isl, m.mean_osl) == (921.5, 7372.5)
+    # another campaign of the same source: its own harness share, no MTP
+    other = dict(aic_row, notes="id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8")
+    assert map_row(0, other).spec_tokens == 0 and map_row(0, other).mean_isl == 0.0

@@ -175,7 +175,7 @@ def test_aic_harness_of_a_row_and_its_start_up_share():
     from llm_codesign.validate.recipes import AIC_HARNESS_SHARE, aic_harness
 
     db = "id=minimaxm2_5_b300_vllm_fp8_agg_8192x1024_c128_cfg733; moe_tp=4"
-    dated = "id=2026_03_25_deepseek_r1_h200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_500"
+    dated = "id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_500"
     gap = "id=qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_sglang_agg_1024x128_c128_tp2; x"
     assert aic_harness("aic_silicon_sample", db) == "aic-db-dump"
     assert aic_harness("aic_silicon_sample", dated) == "aic-dated"

@@ -27,12 +27,13 @@ from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import is_disaggregated, parse_pools, pools_label, speculative
 from .recipes import (
-    INFERENCEX_ADP_BALANCE,
     INFERENCEX_SGLANG_KV,
-    INFERENCEX_TRTLLM,
     TRTLLM_BENCH,
     campaign_share,
     inferencex_client,
+    inferencex_trtllm_recipe,
+    is_inferencex,
+    stated_notes,
 )
 
 REQUIRED_COLUMNS = (
@@ -484,35 +485,35 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         mode = "static" if "static" in fw.lower() else "concurrency"
         load = float(c)
     engine = engine_for_framework(fw)
-    sglang_ix = engine == "sglang" and pools is None and _inferencex(row)
-    if sglang_ix and _kv_unstated(row) and prec.split("+")[0] in ("fp8", "nvfp4"):
+    sglang_ix = engine == "sglang" and pools is None and is_inferencex(row)
+    if sglang_ix and _kv_field(row["precision"]) == "?" and prec.split("+")[0] in ("fp8", "nvfp4"):
         # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
         # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
         own = checkpoint_precision(model.config)
         if own is None or "fp8-kv" not in own[0]:
             prec += "+bf16-kv"
             notes.append(f"KV unstated: BF16, {INFERENCEX_SGLANG_KV}")
-    if engine == "trtllm" and adp and mode == "concurrency" and pools is None and _inferencex(row):
-        recipe = INFERENCEX_TRTLLM
-        notes.append(
-            "InferenceX's TensorRT-LLM recipe: attention-DP context balance, timeout_iters "
-            f"{INFERENCEX_ADP_BALANCE['adp_balance_timeout_iters']} (validate.recipes)"
-        )
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
-    burst_share, note = campaign_share(row, engine, closed and pools is None)
+    ix = is_inferencex(row)
+    burst_share, note = campaign_share(row, engine, closed and pools is None and not ix)
     notes.extend([note] if note else [])
-    if closed and _inferencex(row):  # its client's lengths and request count
+    if closed and ix:  # its client's lengths and request count
         mean_isl, mean_osl, n_requests, burst_share, note = inferencex_client(
             isl, osl, load, pools is not None
         )
         notes.append(note)
-    spec = speculative(row.get("notes", ""), engine, bool(adp), model)
+    stated, said = stated_notes(row)
+    notes.extend([said] if said else [])
+    spec = speculative(stated, engine, bool(adp), model)
     if isinstance(spec, str):
         return spec
     k_spec, a_spec, spec_note = spec
     if spec_note:
         notes.append(spec_note)
+    if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
+        recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec)
+        notes.append(note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
     if pools is not None:
         if k_spec:
@@ -563,18 +564,6 @@ def _kv_field(text: str) -> str:
     ``?`` where the third field is missing or blank."""
     parts = [p.strip().lower() for p in text.split("/")]
     return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
-
-
-def _kv_unstated(row: dict[str, str]) -> bool:
-    """Whether the precision's KV field is missing or ``?``."""
-    return _kv_field(row["precision"]) == "?"
-
-
-def _inferencex(row: dict[str, str]) -> bool:
-    """Whether a row is an InferenceX result (its source id, or a run link in its notes)."""
-    return row["source_id"].lower().startswith("inferencex") or (
-        "SemiAnalysisAI/InferenceX" in row.get("notes", "")
-    )
 
 
 def split_percentile(metric: str) -> tuple[str, float] | None:

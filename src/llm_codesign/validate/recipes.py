@@ -38,9 +38,12 @@ B200).
 
 from __future__ import annotations
 
+import csv
+import functools
 import math
 import re
 from dataclasses import replace
+from importlib import resources
 
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -54,6 +57,13 @@ TRTLLM_BENCH = "trtllm-bench"
 # true, timeout_iters: 60, batching_wait_iters: 0`` (TensorRT-LLM's default is no balance)
 INFERENCEX_TRTLLM = "inferencex-trtllm"
 INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
+# and their engine limits (the same scripts, and their *_slurm.sh forms before 2026-01-22,
+# SemiAnalysisAI/InferenceX b0c4ed21b^): kv_cache_config free_gpu_memory_fraction 0.75; without
+# MTP --max_num_tokens max(8192, ceil64(CONC + ISL + 64)) and the default batch limit; with MTP
+# (k = num_nextn_predict_layers) --max_batch_size B = max(1, CONC // TP) with attention-DP, else
+# CONC, and --max_num_tokens ceil64((k + 1) B + ISL + 64), ISL the nominal input length
+INFERENCEX_TRTLLM_KV_FRACTION = 0.75
+INFERENCEX_TRTLLM_MIN_TOKENS = 8192  # the no-MTP script's floor
 # InferenceX's aggregated SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
 # benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
 # benchmarks/dsr1_fp8_h200.sh @ 1fc5d73) pass no --kv-cache-dtype: SGLang's ``auto`` is the
@@ -97,12 +107,21 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
     ("aic-db-dump", "sglang"): 0.2,
     ("aic-dated", "trtllm"): 0.1,
     ("aic-dated", "vllm"): 0.2,
-    ("aic-dated", "sglang"): 0.25,
+    ("aic-dated", "sglang"): 0.45,
     ("aic-gap-analysis", "trtllm"): 0.15,
     ("aic-gap-analysis", "vllm"): 0.2,
-    ("aic-gap-analysis", "sglang"): 0.9,
+    ("aic-gap-analysis", "sglang"): 0.95,
 }
 INFERENCEX_PROMPTS_PER_CLIENT = 10
+# AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
+# runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
+# ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: rows of the campaign equal rows of
+# ``inferencex_hopper.csv`` (same model, GPU, plan, lengths, concurrency and metric) to 1e-6
+# relative, TPOT and TTFT of one run together, and every matched InferenceX row states that
+# ``spec_method`` (``benchmarks/aic_inferencex_runs.py`` prints the matches;
+# ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
+# mapped as InferenceX rows: its client, its recipes, and that spec method.
+AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
@@ -179,11 +198,55 @@ def recipe_engine(
 
 
 def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
-    """``eng`` with the scheduler settings a recipe states whatever the row's shape (InferenceX's
-    attention-DP context balance); ``eng`` itself for any other recipe."""
-    if recipe == INFERENCEX_TRTLLM:
-        return replace(eng, **INFERENCEX_ADP_BALANCE)
-    return eng
+    """``eng`` with the scheduler settings and limits a recipe states for the row
+    (``inferencex_trtllm_recipe``: InferenceX's TensorRT-LLM limits, and its attention-DP
+    context balance); ``eng`` itself for any other recipe."""
+    name, _, rest = recipe.partition(":")
+    if name != INFERENCEX_TRTLLM:
+        return eng
+    fields = dict(f.split("=", 1) for f in rest.split(":") if "=" in f)
+    over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
+    if fields.get("adp") == "1":
+        over.update(INFERENCEX_ADP_BALANCE)
+    if "batch" in fields:
+        over["max_batch_size"] = int(fields["batch"])
+    if "tokens" in fields:
+        over["max_num_tokens"] = int(fields["tokens"])
+    return replace(eng, **over)
+
+
+def inferencex_trtllm_recipe(
+    clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int
+) -> tuple[str, str]:
+    """(the recipe of an InferenceX TensorRT-LLM aggregated row, the mapping's note): its launch
+    script's limits for ``clients`` concurrent clients at nominal input length ``isl``
+    (``INFERENCEX_TRTLLM_KV_FRACTION``), and the attention-DP balance where it runs attention-DP.
+
+    Example:
+        >>> inferencex_trtllm_recipe(256, 1024, 8, True, 1)[0]
+        'inferencex-trtllm:adp=1:batch=32:tokens=1152'
+    """
+
+    def ceil64(x: int) -> int:
+        return (x + 63) // 64 * 64
+
+    parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}"]
+    if spec_tokens:
+        batch = max(1, clients // tp) if attention_dp else clients
+        tokens = ceil64((spec_tokens + 1) * batch + isl + 64)
+        parts.append(f"batch={batch}")
+        limits = f"max_batch_size {batch}, max_num_tokens {tokens}"
+    else:
+        tokens = max(INFERENCEX_TRTLLM_MIN_TOKENS, ceil64(clients + isl + 64))
+        limits = f"max_num_tokens {tokens}"
+    parts.append(f"tokens={tokens}")
+    note = (
+        f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {INFERENCEX_TRTLLM_KV_FRACTION}"
+    )
+    if attention_dp:
+        timeout = INFERENCEX_ADP_BALANCE["adp_balance_timeout_iters"]
+        note += f", attention-DP context balance (timeout_iters {timeout})"
+    return ":".join(parts), note + " (validate.recipes)"
 
 
 def inferencex_mean_length(nominal: int) -> float:
@@ -220,13 +283,56 @@ def inferencex_client(
 
 def aic_harness(source_id: str, notes: str) -> str:
     """The AIConfigurator harness of a row (``AIC_HARNESSES``), "" for other sources."""
+    row_id = _aic_row_id(source_id, notes)
+    if not row_id:
+        return ""
+    return next((h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id)), "")
+
+
+def _aic_row_id(source_id: str, notes: str) -> str:
+    """The ``id=`` of an AIConfigurator row's notes, "" for other sources or without one."""
     if not source_id.lower().startswith("aic_silicon"):
         return ""
     m = re.search(r"(?:^|[;\s])id=\s*([^;\s]+)", notes or "")
-    if m is None:
-        return ""
-    row_id = m.group(1)
-    return next((h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id)), "")
+    return m.group(1) if m else ""
+
+
+def aic_campaign(source_id: str, notes: str) -> str:
+    """The AIConfigurator campaign of a row (its id less the ``_<isl>x<osl>_c<conc>_...``
+    tail), "" for other sources."""
+    return re.sub(r"_\d+x\d+_c\d+_.*$", "", _aic_row_id(source_id, notes))
+
+
+@functools.cache
+def aic_inferencex_campaigns() -> dict[str, str]:
+    """Campaign -> spec method of the AIConfigurator campaigns that are InferenceX runs
+    (``AIC_INFERENCEX_CAMPAIGNS_FILE``)."""
+    path = resources.files("llm_codesign") / "data" / "validation" / AIC_INFERENCEX_CAMPAIGNS_FILE
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {r["campaign"]: r["spec_method"] for r in csv.DictReader(fh)}
+
+
+def is_inferencex(row: dict[str, str]) -> bool:
+    """Whether a row is an InferenceX result: its source id, a run link in its notes, or an
+    AIConfigurator campaign of InferenceX runs (``aic_inferencex_campaigns``)."""
+    notes = row.get("notes", "")
+    return (
+        row["source_id"].lower().startswith("inferencex")
+        or "SemiAnalysisAI/InferenceX" in notes
+        or aic_campaign(row["source_id"], notes) in aic_inferencex_campaigns()
+    )
+
+
+def stated_notes(row: dict[str, str]) -> tuple[str, str]:
+    """(the row's notes with what its campaign states appended where the notes do not say it,
+    the mapping's note of that: "" where nothing was added). A campaign of InferenceX runs
+    (``aic_inferencex_campaigns``) states the ``spec_method`` of its runs."""
+    notes = row.get("notes", "")
+    method = aic_inferencex_campaigns().get(aic_campaign(row["source_id"], notes))
+    if method is None or re.search(r"spec_method\s*=", notes, re.I):
+        return notes, ""
+    said = f"spec_method={method} (an InferenceX campaign: validate.recipes)"
+    return f"{notes}; {said}", said
 
 
 def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
@@ -244,3 +350,40 @@ def inferencex_lengths(nominal: int) -> tuple[int, int]:
     """The integers InferenceX's client draws a length from, floor(0.8 L) .. L
     (``INFERENCEX_RANGE_RATIO``): the request simulator's uniform length distribution."""
     return math.floor(INFERENCEX_RANGE_RATIO * nominal), nominal
+
+
+def inferencex_campaign_evidence(
+    aic_rows: list[dict[str, str]], inferencex_rows: list[dict[str, str]], rel: float = 1e-6
+) -> dict[str, dict[str, int]]:
+    """Per AIConfigurator campaign (``aic_campaign``): how many of its TTFT/TPOT rows equal an
+    InferenceX row of the same model, GPU, plan, lengths, concurrency and metric to ``rel``,
+    counted by that InferenceX row's ``spec_method`` (the evidence of
+    ``aic_inferencex_campaigns``), plus ``rows``: the campaign's rows of those metrics."""
+
+    from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
+
+    def key(row: dict[str, str]) -> tuple[str | None, ...]:
+        model, gpu = match_model_name(row["model"]), match_gpu_name(row["gpu"])
+        dp = "adp" if "attn-dp" in row["dp"].lower() else ""
+        plan = (row["tp"], row["ep"] or "1", dp)
+        return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
+
+    metrics = ("tpot_ms", "ttft_ms")
+    index: dict[tuple[str | None, ...], list[tuple[float, str]]] = {}
+    for row in inferencex_rows:
+        if row["metric"] in metrics:
+            m = re.search(r"spec_method\s*=\s*([\w.-]+)", row.get("notes", ""), re.I)
+            method = m.group(1).lower() if m else "none"
+            index.setdefault((*key(row), row["metric"]), []).append((float(row["value"]), method))
+    out: dict[str, dict[str, int]] = {}
+    for row in aic_rows:
+        campaign = aic_campaign(row["source_id"], row.get("notes", ""))
+        if not campaign or row["metric"] not in metrics:
+            continue
+        counts = out.setdefault(campaign, {"rows": 0})
+        counts["rows"] += 1
+        value = float(row["value"])
+        for other, method in index.get((*key(row), row["metric"]), []):
+            if abs(other - value) <= rel * abs(value):
+                counts[method] = counts.get(method, 0) + 1
+    return out
