@@ -16,6 +16,7 @@ from llm_codesign.validate import (
     map_row,
     validate,
 )
+from llm_codesign.validate.conventions import MTP_ACCEPTANCE_INFERENCEX
 from llm_codesign.validate.mapping import iter_measurements
 from llm_codesign.validate.recipes import aic_inferencex_campaigns, inferencex_campaign_evidence
 
@@ -276,8 +277,10 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
         framework="trtllm 1.1.0rc2.post2", osl="8192", notes=f"id={mtp_id}; moe_tp=1",
     )  # fmt: skip
     m = map_row(0, aic_row)
-    # InferenceX's TensorRT-LLM MTP recipe (3 drafts) and its client's mean lengths (0.9 L)
+    # InferenceX's TensorRT-LLM MTP recipe (3 drafts), its client's mean lengths (0.9 L) and
+    # the acceptance of its random-token prompts
     assert m.spec_tokens == 3 and "spec_method=mtp (an InferenceX campaign" in m.note
+    assert m.spec_acceptance == MTP_ACCEPTANCE_INFERENCEX and "random data" in m.note
     assert (m.mean_isl, m.mean_osl) == (921.5, 7372.5)
     # another campaign of the same source: its own harness share, no MTP
     other = dict(aic_row, notes="id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8")

@@ -35,6 +35,14 @@ attention-DP. Other engines: 1 (DeepSeek's own setting). Acceptance: ``spec_acce
 the DeepSeek-V3 technical report (arXiv 2412.19437, section 5.4.3) measures 85-90% acceptance of
 the second token (the first draft); the low end is used, and evaluate's closed form applies it
 to every draft position (later drafts are likely accepted less often: optimistic for k > 1).
+InferenceX's client sends random token ids (``--dataset-name random``, with the chat template in
+its TensorRT-LLM MTP script), on which drafts are accepted less often than on text: its rows
+use ``MTP_ACCEPTANCE_INFERENCEX`` = 0.65, a fit (``benchmarks/fit_mtp_acceptance.py``: the
+median |log predicted / measured| of the 34 InferenceX MTP TPOT rows of the shared tables on a
+grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for random-token
+prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
+DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
+gsm8k.
 Disaggregated rows with MTP are skipped: ``evaluate_disaggregated`` has no speculative decoding.
 """
 
@@ -48,6 +56,12 @@ from ..specs.plan import DisaggregatedPlan, ParallelPlan
 
 MTP_ACCEPTANCE = 0.85  # DeepSeek-V3 report section 5.4.3: 85-90% for the second token
 MTP_ACCEPTANCE_SOURCE = "arXiv 2412.19437 s5.4.3 (85-90% on the 2nd token)"
+# InferenceX's random-token prompts (module doc): a fit, within the published random-data range
+MTP_ACCEPTANCE_INFERENCEX = 0.65
+MTP_ACCEPTANCE_INFERENCEX_SOURCE = (
+    "fit on InferenceX's random-token MTP rows (benchmarks/fit_mtp_acceptance.py); "
+    "vLLM PR #41044: 70% first-draft acceptance on random data"
+)
 # (engine, attention_dp) -> draft tokens of the InferenceX MTP recipes (module doc)
 MTP_DRAFT_TOKENS = {
     ("sglang", False): 2,
@@ -150,10 +164,12 @@ def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | st
 
 
 def speculative(
-    notes: str, engine: str, attention_dp: bool, model: ModelSpec
+    notes: str, engine: str, attention_dp: bool, model: ModelSpec, random_prompts: bool = False
 ) -> tuple[int, float, str] | str:
     """(draft tokens, acceptance per draft token, note) of the row's speculative decoding
-    ((0, 0.0, "") without it), or the reason it cannot be mapped (module doc)."""
+    ((0, 0.0, "") without it), or the reason it cannot be mapped (module doc).
+    ``random_prompts``: the client sent random token ids (InferenceX), whose default acceptance
+    is ``MTP_ACCEPTANCE_INFERENCEX``."""
     m = re.search(r"spec_method\s*=\s*([\w.-]+)", notes, re.I)
     method = m.group(1).lower() if m else "none"
     if method in ("none", "off", "no", "false", "disabled"):
@@ -181,6 +197,8 @@ def speculative(
         if not 0.0 <= a <= 1.0:
             return f"MTP acceptance {a} outside [0, 1]"
         a_note = "stated"
+    elif random_prompts:
+        a, a_note = MTP_ACCEPTANCE_INFERENCEX, MTP_ACCEPTANCE_INFERENCEX_SOURCE
     else:
         a, a_note = MTP_ACCEPTANCE, f"assumed, {MTP_ACCEPTANCE_SOURCE}"
     return k, a, f"MTP: {k} draft tokens ({k_note}), acceptance {a:g} per draft ({a_note})"

@@ -505,7 +505,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         notes.append(note)
     stated, said = stated_notes(row)
     notes.extend([said] if said else [])
-    spec = speculative(stated, engine, bool(adp), model)
+    spec = speculative(stated, engine, bool(adp), model, ix)
     if isinstance(spec, str):
         return spec
     k_spec, a_spec, spec_note = spec
