@@ -260,6 +260,42 @@ def test_estimate_prices_a_disaggregated_plan_like_the_frontier():
         DisaggregatedPlan(ParallelPlan(tp=3), ParallelPlan(tp=4)).validate_for(m)
 
 
+def test_a_disaggregated_estimate_with_mtp_speculates_in_the_decode_pool():
+    """MTP in a disaggregated deployment (DeepSeek-R1, 1 TP8 prefill worker, 2 TP8 decode
+    workers): the decode pool's TPOT is (its step verifying 1 + k tokens + k drafts) / the
+    tokens a step yields, by hand from ``pipelined_step`` and ``draft_time``; the prefill pool
+    is untouched; with traffic (the request simulator) speculative decoding is refused."""
+    from llm_codesign import DisaggregatedPlan
+    from llm_codesign.serving import pipelined_step
+    from llm_codesign.serving.step import draft_time
+    from llm_codesign.specs.traffic import Traffic
+
+    plan = DisaggregatedPlan(ParallelPlan(tp=8, ep=8), ParallelPlan(tp=8, ep=8), 1, 2, 4)
+    wl = Workload(1024, 1024, 32)
+    args = ("deepseek-r1", "h200-sxm", "fp8", plan, wl)
+    plain = estimate(*args, explain=False)
+    mtp = estimate(*args, explain=False, spec_tokens=2, spec_acceptance=0.8)
+    m, h, p, eng = (
+        load_model("deepseek-r1"),
+        load_hardware("h200-sxm"),
+        parse_precision("fp8+fp8_block-w"),  # the checkpoint's FP8 (estimate's precision note)
+        load_engine(),
+    )
+
+    def step(query):
+        return pipelined_step(
+            m, p, h, eng, tp=8, pp=1, ep=8, cp=1, attention_dp=False, isl=1024, osl=1024,
+            decode_seqs=32.0, decode_query=query,
+        ).total_s  # fmt: skip
+
+    by_hand = (step(3.0) + draft_time(m, eng, step(1.0), 1, 2)) / (1 + 0.8 + 0.8**2)
+    assert mtp.tpot_ms == pytest.approx(float(by_hand) * 1e3, rel=1e-12)
+    assert mtp.tpot_ms < plain.tpot_ms
+    assert mtp.to_dict()["breakdown"]["prefill"] == plain.to_dict()["breakdown"]["prefill"]
+    with pytest.raises(SpecError, match="disaggregated request simulator takes no speculative"):
+        estimate(*args, spec_tokens=2, spec_acceptance=0.8, traffic=Traffic(clients=4))
+
+
 def test_an_engine_without_partial_expert_parallelism_never_gets_such_a_plan():
     """vLLM runs MoE experts either all expert-parallel or all tensor-parallel over the tp ranks
     (engine constant ``moe_partial_ep`` false): evaluate marks ep=4 x moe_tp=2 infeasible with

@@ -218,9 +218,35 @@ def test_mtp_row_passes_draft_length_and_acceptance(tmp_path):
     assert mtp < plain
 
 
-def test_disaggregated_mtp_is_skipped_with_a_reason():
+def test_disaggregated_mtp_rows_run_the_speculative_decode_pool(tmp_path):
+    """A disaggregated MTP row: the decode pool's layout picks the draft length (TensorRT-LLM,
+    tensor-parallel attention in the decode pool: 3), and the prediction is evaluate_disaggregated
+    with those drafts. Speculation changes the decode pool only: the same prefill, a TPOT per
+    token below the plain pool's (a memory-bound decode step verifies 4 tokens for little more
+    than one), and with no draft accepted never below it."""
     notes = DISAGG_NOTES.replace("spec_method=none", "spec_method=mtp")
-    assert map_row(0, disagg_row(notes=notes)).startswith("disaggregated with MTP")
+    m = map_row(0, disagg_row(notes=notes))
+    assert not isinstance(m, str) and (m.spec_tokens, m.spec_acceptance) == (3, MTP_ACCEPTANCE)
+    rep = validate(write_csv(tmp_path / "d.csv", [disagg_row(notes=notes)]))
+    assert rep.skipped == [] and len(rep.rows) == 1
+    plain = by_hand(True, False, 9, 64, 576 / 9)
+
+    def with_spec(k, a):
+        plan = {"tp": 8, "pp": 1, "ep": 8, "cp": 1, "attention_dp": False}
+        return evaluate_disaggregated(
+            load_model("deepseek-r1"), load_hardware("h200-sxm"),
+            parse_precision("fp8+fp8_block-w"), load_engine("trtllm"),
+            prefill_plan=dict(plan, attention_dp=True), decode_plan=plan, prefill_count=1,
+            decode_count=9, prefill_batch=64, concurrency=576 / 9, isl=1024, osl=1024,
+            spec_tokens=k, spec_acceptance=a,
+        )  # fmt: skip
+
+    mtp = with_spec(3, MTP_ACCEPTANCE)
+    assert rep.rows[0]["predicted"] == pytest.approx(float(mtp.tpot_s) * 1e3, rel=1e-9)
+    assert float(mtp.tpot_s) < 0.6 * float(plain.tpot_s)
+    assert float(with_spec(3, 0.0).tpot_s) > float(plain.tpot_s)
+    for key in plain.prefill_breakdown:
+        assert float(mtp.prefill_breakdown[key]) == float(plain.prefill_breakdown[key])
 
 
 @pytest.mark.parametrize(

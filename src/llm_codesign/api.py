@@ -228,11 +228,12 @@ def estimate(
     plan = plan or ParallelPlan()
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
     if isinstance(plan, DisaggregatedPlan):
-        if num_gpus is not None or spec_tokens:
-            raise SpecError(
-                "a disaggregated plan sets its own GPU count and takes no speculative decoding"
-            )
-        e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain)
+        if num_gpus is not None:
+            raise SpecError("a disaggregated plan sets its own GPU count (num_gpus not allowed)")
+        if spec_tokens and traffic is not None:
+            raise SpecError("the disaggregated request simulator takes no speculative decoding")
+        spec = {"spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance}
+        e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain, spec)
         if traffic is not None:
             sim = simulate_disaggregated(m, hw, prec, eng, traffic, plan)
             e.simulation = simulation_section(sim, traffic)
@@ -470,22 +471,15 @@ def _estimate_disaggregated(
     plan: DisaggregatedPlan,
     wl: Workload,
     explain: bool,
+    spec: dict[str, Any],
 ) -> Estimate:
     plan.validate_for(m)
     r = evaluate_disaggregated(
-        m,
-        hw,
-        prec,
-        eng,
-        prefill_plan=plan.axes("prefill"),
-        decode_plan=plan.axes("decode"),
-        prefill_count=plan.prefill_workers,
-        decode_count=plan.decode_workers,
-        prefill_batch=plan.prefill_batch,
-        concurrency=wl.concurrency,
-        isl=wl.isl,
-        osl=wl.osl,
-    )
+        m, hw, prec, eng, prefill_plan=plan.axes("prefill"), decode_plan=plan.axes("decode"),
+        prefill_count=plan.prefill_workers, decode_count=plan.decode_workers,
+        prefill_batch=plan.prefill_batch, concurrency=wl.concurrency, isl=wl.isl, osl=wl.osl,
+        **spec,
+    )  # fmt: skip
 
     decode = _phase(r.decode_breakdown)
     breakdown = {

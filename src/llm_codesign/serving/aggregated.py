@@ -159,12 +159,8 @@ def _evaluate_running(
 ) -> GridResult:
     """The closed loop with the running batch at most ``batch_limit`` (per configuration;
     None: the memory and engine caps only)."""
-    if not (isinstance(spec_tokens, int) and 0 <= spec_tokens <= 16):
-        raise SpecError(f"spec_tokens must be an integer in 0..16, got {spec_tokens!r}")
-    if not 0.0 <= spec_acceptance <= 1.0:
-        raise SpecError(f"spec_acceptance must lie in [0, 1], got {spec_acceptance!r}")
-    k_spec, a_spec = spec_tokens, float(spec_acceptance)
-    yield_per_step = tokens_per_step(k_spec, a_spec)
+    yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
+    k_spec = spec_tokens
     # hardware support for the precision is a property of the (hw, precision) pair: raise once
     hw.compute_rate_class(prec.compute_class)
     tp, pp, ep, dp, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, dp, cp))

@@ -31,7 +31,14 @@ from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
 from .memory import kv_context, memory_fit, running_kv_bytes, scheduling_ranks
-from .step import lone_prompt_passes, pipelined_step, step_cost
+from .step import (
+    PipelinedStep,
+    draft_time,
+    lone_prompt_passes,
+    pipelined_step,
+    step_cost,
+    tokens_per_step,
+)
 
 Array = np.ndarray
 
@@ -142,26 +149,39 @@ def decode_workers(
     concurrency: Array | float,
     isl: int,
     osl: int,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
 ) -> DecodeWorkers:
-    """Decode workers holding ``concurrency`` sequences each (module doc)."""
+    """Decode workers holding ``concurrency`` sequences each (module doc). With speculative
+    decoding (MTP, as ``serving.evaluate``): a step verifies 1 + k query tokens per sequence and
+    runs k drafts (``step.draft_time``), and yields ``step.tokens_per_step`` tokens."""
     check_decode_length(osl)
+    yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     conc = np.asarray(concurrency, dtype=float)
-    step = pipelined_step(
-        model,
-        prec,
-        hw,
-        eng,
-        tp=tp,
-        pp=pp,
-        ep=ep,
-        cp=cp,
-        attention_dp=attention_dp,
-        isl=isl,
-        osl=osl,
-        decode_seqs=conc,
-    )
-    tpot = step.total_s
+
+    def step_of(query: float) -> PipelinedStep:
+        return pipelined_step(
+            model,
+            prec,
+            hw,
+            eng,
+            tp=tp,
+            pp=pp,
+            ep=ep,
+            cp=cp,
+            attention_dp=attention_dp,
+            isl=isl,
+            osl=osl,
+            decode_seqs=conc,
+            decode_query=query,
+        )
+
+    step = step_of(1.0 + spec_tokens)
+    drafts = 0.0
+    if spec_tokens:
+        drafts = draft_time(model, eng, step_of(1.0).total_s, pp, spec_tokens)
+    tpot = (step.total_s + drafts) / yield_per_step
     w, kv, workspace, _, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl)
     )
@@ -174,7 +194,10 @@ def decode_workers(
         memory_per_gpu_bytes=w + running_kv_bytes(kv, conc, tp, attention_dp) + workspace,
         weight_bytes_per_gpu=w,
         kv_bytes_per_gpu=running_kv_bytes(kv, conc, tp, attention_dp),
-        by_class={c: np.broadcast_to(v, shape) for c, v in step.by_class.items()},
+        by_class={
+            c: np.broadcast_to((v + (drafts if c == "other" else 0.0)) / yield_per_step, shape)
+            for c, v in step.by_class.items()
+        },
     )
 
 
@@ -399,12 +422,16 @@ def evaluate_disaggregated(
     concurrency: Array | int,
     isl: int,
     osl: int,
+    spec_tokens: int = 0,
+    spec_acceptance: float = 0.0,
 ) -> DisaggregatedResult:
     """``prefill_count`` prefill workers (plan ``prefill_plan``: keys tp, pp, ep, cp,
     attention_dp) batching ``prefill_batch`` prompts, feeding ``decode_count`` decode workers
     (``decode_plan``) that each hold ``concurrency`` sequences. Requests/s is the slower pool's
-    rate; TTFT = prefill latency + KV transfer; TPOT the decode step. Throughput per GPU counts
-    both pools. The frontier's disaggregated points are these numbers at the balanced split.
+    rate; TTFT = prefill latency + KV transfer; TPOT the decode step per token it yields
+    (``spec_tokens`` MTP drafts, each accepted with ``spec_acceptance``, as in
+    ``serving.evaluate``). Throughput per GPU counts both pools. The frontier's disaggregated
+    points are these numbers at the balanced split.
 
     Example (one TP4 prefill worker feeding one TP4 decode worker of Llama-3.1-70B):
         >>> from llm_codesign.specs import load_hardware, load_model, parse_precision
@@ -433,7 +460,10 @@ def evaluate_disaggregated(
     pplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in pplan.items()}
     dplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in dplan.items()}
     pw = prefill_workers(model, hw, prec, eng, **pplan, batch=prefill_batch, isl=isl)
-    dw = decode_workers(model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl)
+    dw = decode_workers(
+        model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl,
+        spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,
+    )  # fmt: skip
     gpus = x * pw.gpus + y * dw.gpus
     transfer, inside = kv_transfer_time(model, hw, prec, eng, pw.gpus, dw.gpus, gpus, isl)
     conc = np.asarray(concurrency, dtype=float)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..comm import collective_time
 from ..cost import op_time
+from ..errors import SpecError
 from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -475,7 +476,12 @@ def lone_prompt_passes(eng: EngineConstants, n_chunks: Array, pp: Array) -> Arra
 
 def tokens_per_step(k: int, a: float) -> float:
     """Tokens a decoding sequence yields per step with ``k`` draft tokens (MTP / speculative
-    decoding), each accepted with probability ``a``: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1."""
+    decoding), each accepted with probability ``a``: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1.
+    Raises SpecError unless k is an integer in 0..16 and a lies in [0, 1]."""
+    if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k <= 16):
+        raise SpecError(f"spec_tokens must be an integer in 0..16, got {k!r}")
+    if not 0.0 <= a <= 1.0:
+        raise SpecError(f"spec_acceptance must lie in [0, 1], got {a!r}")
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 

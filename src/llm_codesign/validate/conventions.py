@@ -43,7 +43,12 @@ grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for 
 prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
 DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
 gsm8k.
-Disaggregated rows with MTP are skipped: ``evaluate_disaggregated`` has no speculative decoding.
+Disaggregated rows with MTP are priced by ``evaluate_disaggregated``'s speculative decode pool,
+with the draft length of the decode pool's layout: InferenceX's disaggregated DeepSeek-R1 recipes
+(``benchmarks/multi_node/srt-slurm-recipes/dsr1`` @ 792d8aa4b) run SGLang EAGLE with 2 draft
+steps, and TensorRT-LLM MTP 3 with tensor-parallel attention (``..._tep16_..._mtp3``) and 1 or 2
+with attention-DP (``..._dep16_batch64_..._mtp1``, ``..._dep16_batch32_..._mtp2``): the defaults
+above.
 """
 
 from __future__ import annotations

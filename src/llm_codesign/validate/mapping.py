@@ -516,8 +516,6 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         notes.append(note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
     if pools is not None:
-        if k_spec:
-            return "disaggregated with MTP (evaluate_disaggregated has no speculative decoding)"
         if mode != "concurrency":
             return f"disaggregated row with {mode} load (needs a client concurrency)"
         mode = "disaggregated"

@@ -150,7 +150,12 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
 
 
 def _predict_disaggregated(
-    model: Any, hw: HardwareSpec, prec: Any, eng: EngineConstants, rs: list[MappedRow]
+    model: Any,
+    hw: HardwareSpec,
+    prec: Any,
+    eng: EngineConstants,
+    rs: list[MappedRow],
+    spec: dict[str, Any],
 ) -> tuple[list[float], list[str]]:
     """Predictions (NaN + reason where infeasible) of disaggregated rows, one ISL/OSL pair per
     call (evaluate_disaggregated takes scalar lengths), each distinct (pools, load) priced once,
@@ -189,6 +194,7 @@ def _predict_disaggregated(
             concurrency=col(lambda d: d["concurrency"]),
             isl=isl,
             osl=osl,
+            **spec,
         )
         for k, i in zip(ks, inv.tolist()):
             r = rs[k]
@@ -325,7 +331,7 @@ def predict_rows(
                 continue
             rs = [rows[j] for j in js]
             if mode == "disaggregated":
-                vals, why = _predict_disaggregated(model, hw, prec, eng, rs)
+                vals, why = _predict_disaggregated(model, hw, prec, eng, rs, spec)
                 for j, v, n in zip(js, vals, why):
                     preds[j], notes[j] = v, n
                 continue
