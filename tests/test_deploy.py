@@ -324,3 +324,10 @@ def test_disaggregated_launch_reads_back_through_dynamo(model, gpu, engine, tmp_
 
 def test_mtp_launch_reads_back(tmp_path):
     assert _round_trip("deepseek-r1", "b200", "nvfp4", "trtllm", tmp_path, spec=1) >= 2
+
+
+def test_disaggregated_mtp_launch_reads_back(tmp_path):
+    """A disaggregated frontier with MTP prices its decode pools speculating; the launch files
+    of its points read back (speculative settings included) to the same prediction."""
+    assert _round_trip("deepseek-r1", "b200", "nvfp4", "vllm", tmp_path, disagg=True,
+                       spec=1) >= 2  # fmt: skip

@@ -99,6 +99,8 @@ def disaggregated_points(
         concurrency=conc,
         isl=isl,
         osl=osl,
+        spec_tokens=job.spec_tokens,
+        spec_acceptance=job.spec_acceptance,
     )
     tpot, rate_d, g_d = dw.tpot_s, dw.rate_req_s, dw.gpus
     # only decode configurations near the decode-only frontier (tok/s/user vs requests/s/GPU)

@@ -44,7 +44,7 @@ from .disagg import disaggregated_points
 from .export import StreamingCSV, write_csv
 from .grid import POINTS_PER_OCTAVE, concurrency_grid, grid_count, memory_limit, refine_grid
 from .plans import PlanTable, enumerate_plans
-from .points import FLOAT_COLUMNS, MODE_DISAGGREGATED, Points
+from .points import FLOAT_COLUMNS, Points
 from .precisions import choose_precisions
 from .result import READINGS_AT, Frontier, Targets
 from .runner import Executor, Job, Progress, default_workers, split_tasks
@@ -485,7 +485,7 @@ def _regions_for(job: Job, pts: Points, idx: Array) -> Array:
             osl=job.osl,
             decode_seqs=s["step_decode_seqs"],
             prefill_tokens=s["step_prefill_tokens"],
-            decode_query=np.where(s["mode"] == MODE_DISAGGREGATED, 1.0, 1.0 + job.spec_tokens),
+            decode_query=1.0 + job.spec_tokens,  # both modes speculate (decode pools too)
             detail=True,
         )
         out[sel] = region_of(bound_split(job.model, prec, job.hw, job.eng, step))
