@@ -318,3 +318,33 @@ def test_the_scans_bandwidth_cases_gain_from_bandwidth(case):
     b = evaluate(m, fast, p, eng, **kw)
     slack = 10 * aggregated.FIXED_POINT_TOLERANCE
     assert float(b.output_tok_s_per_gpu) >= float(a.output_tok_s_per_gpu) * (1 - slack)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    case=st.sampled_from([c for c in CASES if c[0] == "deepseek-r1"] + [CASES[2], CASES[5]]),
+    eng=st.sampled_from(ENGINES),
+    conc=st.integers(1, 512),
+    k=st.integers(1, 4),
+    a=st.floats(0.0, 1.0),
+    da=st.floats(0.01, 0.5),
+)
+def test_a_speculating_decode_pool_gains_from_acceptance(case, eng, conc, k, a, da):
+    """A disaggregated decode pool with k drafts: TPOT per token never rises as acceptance
+    rises, and with no draft accepted it is never faster than the pool without drafts (the
+    verify step reads the same weights and at least the same KV, plus the drafts)."""
+    from llm_codesign.serving.disaggregated import decode_workers
+
+    mid, gid, pid, tp, pp, ep, adp = case
+    args = (load_model(mid), load_hardware(gid), parse_precision(pid), load_engine(eng))
+    kw = dict(tp=tp, pp=pp, ep=ep, cp=1, attention_dp=adp, concurrency=float(conc), isl=1024,
+              osl=256)  # fmt: skip
+
+    def tpot(**spec):
+        return float(decode_workers(*args, **kw, **spec).tpot_s)
+
+    lo, hi = a, min(a + da, 1.0)
+    assert tpot(spec_tokens=k, spec_acceptance=hi) <= tpot(spec_tokens=k, spec_acceptance=lo) * (
+        1 + 1e-12
+    )
+    assert tpot(spec_tokens=k, spec_acceptance=0.0) >= tpot() * (1 - 1e-12)
