@@ -2,7 +2,8 @@
 (validate.conventions ``MTP_ACCEPTANCE_INFERENCEX``): every TPOT row at a client concurrency of
 the shared tables that maps to InferenceX's client with MTP (its own rows and the
 AIConfigurator campaigns of its runs), each predicted at acceptance a on a grid of 0.05; the
-objective is the median |log predicted / measured|.
+objective is the median |log predicted / measured|; the median error per engine shows how far
+one acceptance serves both engines' speculative steps.
 
 Run: python benchmarks/fit_mtp_acceptance.py
 """
@@ -31,14 +32,24 @@ def main() -> None:
             m = map_row(i, raw)
             if not isinstance(m, str) and m.spec_tokens and m.mode == "concurrency":
                 rows.append(m)
-    print(f"{len(rows)} InferenceX MTP TPOT rows")
-    print("| acceptance per draft | median abs log error | median error |")
-    print("|---:|---:|---:|")
+    engines = sorted({r.engine for r in rows})
+    counts = ", ".join(f"{e} {sum(r.engine == e for r in rows)}" for e in engines)
+    print(f"{len(rows)} InferenceX MTP TPOT rows ({counts})")
+    head = " | ".join(f"median error, {e}" for e in engines)
+    print(f"| acceptance per draft | median abs log error | median error | {head} |")
+    print("|---:|---:|---:|" + "---:|" * len(engines))
     for a in sorted(set(GRID) | {MTP_ACCEPTANCE, MTP_ACCEPTANCE_INFERENCEX}):
         pred, _ = predict_rows([dataclasses.replace(r, spec_acceptance=a) for r in rows])
         log_err = [abs(math.log(p / r.measured)) for p, r in zip(pred, rows)]
         signed = [p / r.measured - 1.0 for p, r in zip(pred, rows)]
-        print(f"| {a:g} | {statistics.median(log_err):.3f} | {statistics.median(signed):+.1%} |")
+        by = " | ".join(
+            f"{statistics.median(e for e, r in zip(signed, rows) if r.engine == g):+.1%}"
+            for g in engines
+        )
+        print(
+            f"| {a:g} | {statistics.median(log_err):.3f} | {statistics.median(signed):+.1%} "
+            f"| {by} |"
+        )
 
 
 if __name__ == "__main__":
