@@ -311,3 +311,22 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
     # another campaign of the same source: its own harness share, no MTP
     other = dict(aic_row, notes="id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8")
     assert map_row(0, other).spec_tokens == 0 and map_row(0, other).mean_isl == 0.0
+
+
+def test_stated_block_scaled_fp8_weights_are_priced_as_such():
+    """AIConfigurator's notes state the quantization a run used: ``moe_quant=fp8_block`` (an MoE
+    model) or ``gemm_quant=fp8_block`` (a dense one) are 128 x 128 block-scaled FP8 weights,
+    priced as fp8+fp8_block-w; a row stating per-tensor ``fp8`` keeps it, and so does a row
+    that states nothing."""
+    moe = dict(model="Qwen3-235B-A22B-FP8", gpu="H200 SXM", tp="8", ep="8", precision="fp8/fp8/?",
+               framework="trtllm 1.0.0rc3", source_id="aic_silicon_sample")  # fmt: skip
+    m = map_row(0, row(**moe, notes="id=x; moe_tp=1; gemm_quant=fp8_block; moe_quant=fp8_block"))
+    assert m.precision == "fp8+fp8_block-w" and "moe_quant=fp8_block" in m.note
+    assert map_row(0, row(**moe, notes="gemm_quant=fp8; moe_quant=fp8")).precision == "fp8"
+    assert map_row(0, row(**moe, notes="")).precision == "fp8"
+    dense = dict(moe, model="Llama-3.1-8B-Instruct", tp="1", ep="")
+    got = map_row(0, row(**dense, notes="gemm_quant=fp8_block; moe_quant=fp8_block"))
+    assert got.precision == "fp8+fp8_block-w"
+    # a block-scaled checkpoint already priced so (DeepSeek-R1's preset) gains nothing twice
+    ds = dict(moe, model="DeepSeek-R1")
+    assert map_row(0, row(**ds, notes="moe_quant=fp8_block")).precision == "fp8+fp8_block-w"

@@ -43,6 +43,12 @@ grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for 
 prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
 DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
 gsm8k.
+Quantization stated in the notes (AIConfigurator's rows: ``gemm_quant=`` and ``moe_quant=``):
+``fp8_block`` is FP8 with 128 x 128 block-scaled weights (DeepSeek-V3's form), priced as
+``fp8+fp8_block-w``, read from ``moe_quant`` for MoE models (the routed experts hold most of the
+weights and the work) and ``gemm_quant`` for dense ones. A row that states ``fp8`` keeps the
+per-tensor form.
+
 Disaggregated rows with MTP are priced by ``evaluate_disaggregated``'s speculative decode pool,
 with the draft length of the decode pool's layout: InferenceX's disaggregated DeepSeek-R1 recipes
 (``benchmarks/multi_node/srt-slurm-recipes/dsr1`` @ 792d8aa4b) run SGLang EAGLE with 2 draft
@@ -166,6 +172,19 @@ def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | st
             "(num_gpus != x * tp_prefill + y * tp_decode)"
         )
     return pools
+
+
+def stated_block_weights(notes: str, prec: str, moe: bool) -> tuple[str, str]:
+    """(precision, the mapping's note): an FP8 precision gains block-scaled weights
+    (``+fp8_block-w``) where the row's notes say its weights were quantized so (module doc:
+    ``moe_quant=fp8_block`` for an MoE model, ``gemm_quant=fp8_block`` for a dense one)."""
+    key = "moe_quant" if moe else "gemm_quant"
+    m = re.search(rf"(?:^|[;\s]){key}\s*=\s*([\w.]+)", notes)
+    if not m or m.group(1).lower() != "fp8_block" or not prec.startswith("fp8"):
+        return prec, ""
+    if "fp8_block-w" in prec:
+        return prec, ""
+    return "fp8+fp8_block-w" + prec[len("fp8") :], f"{key}=fp8_block: block-scaled FP8 weights"
 
 
 def speculative(

@@ -25,7 +25,13 @@ from ..specs.engine import engine_for_framework
 from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
-from .conventions import is_disaggregated, parse_pools, pools_label, speculative
+from .conventions import (
+    is_disaggregated,
+    parse_pools,
+    pools_label,
+    speculative,
+    stated_block_weights,
+)
 from .recipes import (
     INFERENCEX_SGLANG_KV,
     TRTLLM_BENCH,
@@ -410,6 +416,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
     notes: list[str] = []
+    prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
+    notes.extend([note] if note else [])
     pools: DisaggregatedPlan | None = None
     if is_disaggregated(row):
         parsed = parse_pools(row, model)
