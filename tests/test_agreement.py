@@ -317,3 +317,40 @@ def test_an_engine_without_partial_expert_parallelism_never_gets_such_a_plan():
         t = enumerate_plans(m, hw, 8, partial_ep=eng.moe_partial_ep)
         partial = (t.ep > 1) & (t.ep < t.tp)
         assert bool(np.any(partial & t.valid)) is allowed
+
+
+def test_clients_beyond_a_decode_pools_capacity_queue():
+    """A disaggregated deployment offered more clients than its decode workers hold runs each
+    worker at its capacity (serving.memory.concurrency_cap) and the others wait for a slot: it
+    stays feasible, at least as fast as at the capacity and, its cycle saturated, at the slower
+    pool's rate; the wait lands in TTFT (it used to be declared out of memory)."""
+    from llm_codesign.serving import evaluate_disaggregated
+    from llm_codesign.serving.disaggregated import decode_workers
+
+    m, h, p, eng = (
+        load_model("llama-3.1-70b"),
+        load_hardware("h100-sxm"),
+        parse_precision("fp8"),
+        load_engine(),
+    )
+    plan = {"tp": 2, "pp": 1, "ep": 1, "cp": 1, "attention_dp": False}
+    dw = decode_workers(m, h, p, eng, **plan, concurrency=1e6, isl=4096, osl=1024)
+    cap = float(dw.running)
+    assert cap < 1e6 and cap <= float(dw.max_concurrency)
+
+    def run(clients):
+        return evaluate_disaggregated(
+            m, h, p, eng, prefill_plan=plan, decode_plan=plan, prefill_count=2, decode_count=1,
+            prefill_batch=1, concurrency=clients, isl=4096, osl=1024,
+        )  # fmt: skip
+
+    at, beyond = run(cap), run(2 * cap)
+    assert bool(beyond.feasible) and str(beyond.reason) == ""
+    assert float(beyond.output_tok_s_per_gpu) >= float(at.output_tok_s_per_gpu)
+    assert float(beyond.tpot_s) == pytest.approx(float(at.tpot_s), rel=1e-12)
+    assert float(beyond.ttft_s) > float(at.ttft_s)
+    from llm_codesign.serving.disaggregated import prefill_workers
+
+    pw = prefill_workers(m, h, p, eng, **plan, batch=1, isl=4096)
+    slower = min(2 * float(pw.rate_req_s), float(dw.rate_req_s))
+    assert float(beyond.requests_per_s) == pytest.approx(slower, rel=1e-9)

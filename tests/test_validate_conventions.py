@@ -330,3 +330,18 @@ def test_stated_block_scaled_fp8_weights_are_priced_as_such():
     # a block-scaled checkpoint already priced so (DeepSeek-R1's preset) gains nothing twice
     ds = dict(moe, model="DeepSeek-R1")
     assert map_row(0, row(**ds, notes="moe_quant=fp8_block")).precision == "fp8+fp8_block-w"
+
+
+def test_a_moe_plan_the_notes_contradict_is_skipped_with_the_reason():
+    """AIConfigurator rows whose notes state an MoE tensor-parallel size that does not make the
+    row's plan (moe_tp x ep != tp: ``tp=1``, ``moe_tp=2`` on one GPU) are skipped, not priced as
+    some other plan; a consistent one (tp 8 = moe_tp 1 x ep 8) maps."""
+    base = dict(model="Qwen3-235B-A22B-FP8", gpu="H200 SXM", precision="fp8/fp8/?",
+                framework="vllm 0.12.0", source_id="aic_silicon_sample")  # fmt: skip
+    bad = map_row(0, row(**base, tp="1", ep="1", num_gpus="1", notes="moe_tp=2; moe_quant=fp8"))
+    assert bad == "MoE plan of the notes does not fit the row (moe_tp 2 x ep 1 != tp 1)"
+    good = map_row(0, row(**base, tp="8", ep="8", notes="moe_tp=1; moe_quant=fp8"))
+    assert not isinstance(good, str) and (good.tp, good.ep) == (8, 8)
+    # a dense model's notes are not read for an MoE plan
+    dense = dict(base, model="Llama-3.1-8B-Instruct")
+    assert not isinstance(map_row(0, row(**dense, tp="1", ep="", notes="moe_tp=2")), str)

@@ -8,6 +8,8 @@ these; ``evaluate_disaggregated`` prices one given deployment (``estimate --disa
   (+ the per-request overhead), rate R_p = b / (n_chunks x stage time) requests/s;
 * decode worker: a decode-only step of C sequences at mean context ISL + OSL / 2 (no prefill
   chunks mixed in): TPOT = pp x stage time + PP hops, R_d = C / ((OSL - 1) x TPOT) requests/s;
+  C is at most what the worker holds (``serving.memory.concurrency_cap``): clients beyond it
+  wait for a slot, and the closed loop puts their wait in TTFT;
 * KV transfer: the request's KV bytes over min(g_p, g_d) parallel links, NVLink when both pools
   fit in one scale-up domain, else the scale-out NIC; TTFT = prefill latency + transfer;
 * x prefill : y decode workers, x g_p + y g_d <= N, chosen to maximize
@@ -30,7 +32,13 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
-from .memory import kv_context, memory_fit, running_kv_bytes, scheduling_ranks
+from .memory import (
+    concurrency_cap,
+    kv_context,
+    memory_fit,
+    running_kv_bytes,
+    scheduling_ranks,
+)
 from .step import (
     PipelinedStep,
     draft_time,
@@ -129,6 +137,7 @@ class DecodeWorkers:
     rate_req_s: Array
     gpus: Array
     max_concurrency: Array
+    running: Array
     memory_per_gpu_bytes: Array
     weight_bytes_per_gpu: Array
     kv_bytes_per_gpu: Array
@@ -152,13 +161,19 @@ def decode_workers(
     spec_tokens: int = 0,
     spec_acceptance: float = 0.0,
 ) -> DecodeWorkers:
-    """Decode workers holding ``concurrency`` sequences each (module doc). With speculative
+    """Decode workers offered ``concurrency`` sequences each (module doc): each runs at most
+    what its memory and batch limit hold (``serving.memory.concurrency_cap``, at least one;
+    ``running``), the others wait for a slot, as in ``serving.evaluate``. With speculative
     decoding (MTP, as ``serving.evaluate``): a step verifies 1 + k query tokens per sequence and
     runs k drafts (``step.draft_time``), and yields ``step.tokens_per_step`` tokens."""
     check_decode_length(osl)
     yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
-    conc = np.asarray(concurrency, dtype=float)
+    w, kv, workspace, _, max_conc = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl)
+    )
+    cap = np.maximum(concurrency_cap(eng, max_conc, tp, attention_dp), 1.0)
+    conc = np.minimum(np.asarray(concurrency, dtype=float), cap)
 
     def step_of(query: float) -> PipelinedStep:
         return pipelined_step(
@@ -182,15 +197,13 @@ def decode_workers(
     if spec_tokens:
         drafts = draft_time(model, eng, step_of(1.0).total_s, pp, spec_tokens)
     tpot = (step.total_s + drafts) / yield_per_step
-    w, kv, workspace, _, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl)
-    )
     shape = np.shape(tpot)
     return DecodeWorkers(
         tpot_s=tpot,
         rate_req_s=conc / ((osl - 1.0) * tpot),
         gpus=(tp * pp).astype(float),
         max_concurrency=max_conc,
+        running=np.broadcast_to(conc, shape),
         memory_per_gpu_bytes=w + running_kv_bytes(kv, conc, tp, attention_dp) + workspace,
         weight_bytes_per_gpu=w,
         kv_bytes_per_gpu=running_kv_bytes(kv, conc, tp, attention_dp),
@@ -476,9 +489,11 @@ def evaluate_disaggregated(
         batch_service_s=np.asarray(prefill_batch, dtype=float) / pw.rate_req_s,
         osl=osl,
     )
+    # clients beyond a decode worker's running batch wait for a slot (inside TTFT, by the closed
+    # loop); only a worker that holds no sequence at all does not fit
     fits = pw.fits & (conc <= dw.max_concurrency)
     reason = np.where((reason == "") & ~pw.fits, "prefill_batch_oom", reason)
-    reason = np.where((reason == "") & (conc > dw.max_concurrency), "oom", reason)
+    reason = np.where((reason == "") & (dw.max_concurrency < 1), "oom", reason)
     wide = crosses_domain_without_network(hw, np.maximum(pplan["tp"], dplan["tp"]))
     reason = np.where((reason == "") & wide, NO_SCALEOUT_NETWORK, reason)
     reason, feasible, out, total = pooled_outcome(

@@ -43,6 +43,10 @@ grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for 
 prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
 DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
 gsm8k.
+An MoE row whose notes state ``moe_tp=N`` (AIConfigurator's rows) must have N x ep = tp; a row
+that does not (``tp=1``, ``moe_tp=2`` on one GPU) states no runnable plan and is skipped with
+that reason.
+
 Quantization stated in the notes (AIConfigurator's rows: ``gemm_quant=`` and ``moe_quant=``):
 ``fp8_block`` is FP8 with 128 x 128 block-scaled weights (DeepSeek-V3's form), priced as
 ``fp8+fp8_block-w``, read from ``moe_quant`` for MoE models (the routed experts hold most of the
@@ -172,6 +176,16 @@ def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | st
             "(num_gpus != x * tp_prefill + y * tp_decode)"
         )
     return pools
+
+
+def moe_plan_conflict(notes: str, tp: int, ep: int, moe: bool) -> str:
+    """The reason an MoE row cannot be mapped where its notes state an MoE tensor-parallel size
+    (``moe_tp=``, AIConfigurator's rows) that does not make its plan: the experts are split
+    moe_tp ways times ep ways over the tp GPUs, so moe_tp x ep must equal tp; "" otherwise."""
+    m = re.search(r"(?:^|[;\s])moe_tp\s*=\s*(\d+)", notes)
+    if not moe or m is None or int(m.group(1)) * ep == tp:
+        return ""
+    return f"MoE plan of the notes does not fit the row (moe_tp {m.group(1)} x ep {ep} != tp {tp})"
 
 
 def stated_block_weights(notes: str, prec: str, moe: bool) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from ..specs.model import ModelSpec, load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from .conventions import (
     is_disaggregated,
+    moe_plan_conflict,
     parse_pools,
     pools_label,
     speculative,
@@ -444,6 +445,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             ep, adp = 1, False if not adp else adp
         if not dp and model.moe is not None:
             notes.append("dp blank: tensor-parallel attention")
+        if conflict := moe_plan_conflict(row.get("notes", ""), tp, ep, model.moe is not None):
+            return conflict
     if not (row["pp"] or "").strip():
         notes.insert(0, "pp blank: 1 (no pipeline parallelism)")
     isl, osl = parse_int(row["isl"] or ""), parse_int(row["osl"] or "")
