@@ -40,6 +40,8 @@ def main() -> None:
     print("|---:|---:|---:|" + "---:|" * len(engines))
     for a in sorted(set(GRID) | {MTP_ACCEPTANCE, MTP_ACCEPTANCE_INFERENCEX}):
         pred, _ = predict_rows([dataclasses.replace(r, spec_acceptance=a) for r in rows])
+        if not all(math.isfinite(p) for p in pred):
+            raise SystemExit(f"acceptance {a:g}: a row is not predicted (infeasible)")
         log_err = [abs(math.log(p / r.measured)) for p, r in zip(pred, rows)]
         signed = [p / r.measured - 1.0 for p, r in zip(pred, rows)]
         by = " | ".join(

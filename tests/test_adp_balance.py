@@ -189,6 +189,12 @@ def test_inferencex_trtllm_rows_run_with_their_scripts_limits_and_the_balance():
         m = map_row(0, row)
         assert not isinstance(m, str) and m.recipe == ""
     assert recipe_behaviour("", BASE) is BASE
+    # the bare name is the attention-DP recipe (its balance); a field it does not know, or a
+    # value that is not an integer, is refused rather than ignored
+    assert recipe_behaviour(INFERENCEX_TRTLLM, BASE).adp_balance_timeout_iters == 60
+    for bad in ("batchs=32", "tokens=1.5", "adp=yes"):
+        with pytest.raises(SpecError, match="fields must be adp=, batch=, tokens="):
+            recipe_behaviour(f"{INFERENCEX_TRTLLM}:{bad}", BASE)
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "sixty", 10**6])

@@ -349,6 +349,13 @@ def test_clients_beyond_a_decode_pools_capacity_queue():
     assert float(beyond.output_tok_s_per_gpu) >= float(at.output_tok_s_per_gpu)
     assert float(beyond.tpot_s) == pytest.approx(float(at.tpot_s), rel=1e-12)
     assert float(beyond.ttft_s) > float(at.ttft_s)
+    assert float(beyond.running_concurrency) == cap
+    # an estimate of that deployment says the clients queue and explains the step it runs
+    from llm_codesign import DisaggregatedPlan
+
+    dplan = DisaggregatedPlan(ParallelPlan(tp=2), ParallelPlan(tp=2), 2, 1, 1)
+    e = estimate("llama-3.1-70b", "h100-sxm", "fp8", dplan, Workload(4096, 1024, int(2 * cap)))
+    assert e.running_concurrency == cap and any("queue" in n for n in e.notes)
     from llm_codesign.serving.disaggregated import prefill_workers
 
     pw = prefill_workers(m, h, p, eng, **plan, batch=1, isl=4096)

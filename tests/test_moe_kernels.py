@@ -383,3 +383,18 @@ def test_collector_clamped_ep_rows_are_skipped_with_their_reason():
     rep = validate(path)
     reason = "remote pairs clamped to a local expert by the collector (SOURCES.md)"
     assert {"reason": reason, "count": len(clamped)} in rep.skipped
+
+
+def test_a_kernel_row_without_notes_is_priced(tmp_path):
+    """A moe_layer row that leaves out its trailing notes field is priced like the same row with
+    empty notes (the clamped-pairs check reads no notes as none)."""
+    path = bundled_data("moe_layer.csv")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header, first = lines[0], next(r for r in csv.DictReader(lines) if r["path"] == "triton")
+    cols = header.split(",")
+    short = ",".join(first[c] for c in cols[:-1])  # no notes field at all
+    empty = short + ","
+    (tmp_path / "a.csv").write_text(header + "\n" + short + "\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_text(header + "\n" + empty + "\n", encoding="utf-8")
+    a, b = validate(tmp_path / "a.csv"), validate(tmp_path / "b.csv")
+    assert len(a.rows) == 1 and a.rows[0]["predicted"] == b.rows[0]["predicted"]

@@ -291,6 +291,7 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
     ]
     ix = list(iter_measurements(bundled_data("inferencex_hopper.csv")))
     evidence = inferencex_campaign_evidence(aic, ix)
+    assert set(aic_inferencex_campaigns()) <= set(evidence)  # every listed campaign has rows
     for campaign, counts in evidence.items():
         methods = {k for k in counts if k != "rows"}
         if campaign in aic_inferencex_campaigns():

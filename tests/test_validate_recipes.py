@@ -181,6 +181,14 @@ def test_aic_harness_of_a_row_and_its_start_up_share():
     assert aic_harness("aic_silicon_sample", dated) == "aic-dated"
     assert aic_harness("aic_silicon_sample", gap) == "aic-gap-analysis"
     assert aic_harness("inferencex_api_fixture", dated) == ""
+    from llm_codesign.validate.recipes import aic_campaign
+
+    # the campaign: the id less its lengths-and-concurrency tail (also where the concurrency or
+    # the rest of the tail is missing)
+    for tail in ("_1024x1024_c4_tp8_0_ep1_0_500", "_4000x1000_c_tp4_epnone_1", "_128x128_c8"):
+        assert (
+            aic_campaign("aic_silicon_sample", f"id=2026_03_25_glm_5{tail}") == "2026_03_25_glm_5"
+        )
     row = dict(IX_ROW, source_id="aic_silicon_sample", framework="sglang 0.5.9", notes=dated)
     m = map_row(0, row)
     assert m.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]

@@ -209,8 +209,8 @@ def estimate(
     p50, p90 and p99 of TTFT, TPOT and E2E, throughput and goodput (``simulation_section``).
 
     A :class:`DisaggregatedPlan` prices prefill and decode pools with the physics the frontier
-    uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the sequences
-    each decode worker holds.
+    uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the clients
+    offered to each decode worker (beyond what one holds, they queue: a note says so).
 
     Example:
         >>> e = estimate("llama-3.1-8b", "h200-sxm", "bf16", ParallelPlan(), Workload(1024, 128, 1))
@@ -487,8 +487,16 @@ def _estimate_disaggregated(
         "decode": decode,
         "mixed_step": dict(decode),
     }
-    ops = explain_ops(m, hw, prec, eng, plan.decode, wl) if explain else []
-    return _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    running = _scalar(r.running_concurrency)
+    ops = explain_ops(m, hw, prec, eng, plan.decode, wl, running) if explain else []
+    est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
+    queue = [
+        f"concurrency {wl.concurrency:,} per decode worker exceeds the {running:,.0f} sequences "
+        "one holds (KV cache or max_batch_size): the others queue, and TTFT includes their "
+        "wait; throughput is the capacity's"
+    ]
+    full = est.feasible and running < wl.concurrency - 1e-6
+    return replace(est, notes=est.notes + queue * full, running_concurrency=running)
 
 
 def _phase(d: dict[str, np.ndarray]) -> dict[str, float]:

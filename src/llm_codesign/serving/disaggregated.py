@@ -414,6 +414,7 @@ class DisaggregatedResult:
     weight_bytes_per_gpu: Array
     kv_bytes_per_gpu: Array
     max_concurrency: Array
+    running_concurrency: Array  # sequences each decode worker runs (the others queue)
     fits_in_memory: Array
     feasible: Array
     reason: Array
@@ -440,9 +441,10 @@ def evaluate_disaggregated(
 ) -> DisaggregatedResult:
     """``prefill_count`` prefill workers (plan ``prefill_plan``: keys tp, pp, ep, cp,
     attention_dp) batching ``prefill_batch`` prompts, feeding ``decode_count`` decode workers
-    (``decode_plan``) that each hold ``concurrency`` sequences. Requests/s is the slower pool's
-    rate; TTFT = prefill latency + KV transfer; TPOT the decode step per token it yields
-    (``spec_tokens`` MTP drafts, each accepted with ``spec_acceptance``, as in
+    (``decode_plan``), each offered ``concurrency`` clients and running at most what it holds
+    (``running_concurrency``; the other clients queue, their wait inside TTFT). Requests/s is
+    the slower pool's rate; TTFT = prefill latency + KV transfer; TPOT the decode step per
+    token it yields (``spec_tokens`` MTP drafts, each accepted with ``spec_acceptance``, as in
     ``serving.evaluate``). Throughput per GPU counts both pools. The frontier's disaggregated
     points are these numbers at the balanced split.
 
@@ -512,6 +514,7 @@ def evaluate_disaggregated(
         weight_bytes_per_gpu=dw.weight_bytes_per_gpu,
         kv_bytes_per_gpu=dw.kv_bytes_per_gpu,
         max_concurrency=dw.max_concurrency,
+        running_concurrency=dw.running,
         fits_in_memory=fits,
         feasible=feasible,
         reason=reason,

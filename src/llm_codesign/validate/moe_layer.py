@@ -122,7 +122,7 @@ def validate_moe_layer(
         if not hw.supports(parse_precision(_DTYPES[dtype]).compute_class):
             skipped[f"{dtype} not native on {hid}"] += 1
             continue
-        if CLAMPED_REMOTE_PAIRS in r.get("notes", ""):
+        if CLAMPED_REMOTE_PAIRS in (r.get("notes") or ""):
             skipped["remote pairs clamped to a local expert by the collector (SOURCES.md)"] += 1
             continue
         kernels = r["path"].strip()

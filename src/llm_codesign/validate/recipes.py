@@ -45,6 +45,7 @@ import re
 from dataclasses import replace
 from importlib import resources
 
+from ..errors import SpecError
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -115,11 +116,11 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
 INFERENCEX_PROMPTS_PER_CLIENT = 10
 # AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
 # runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
-# ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: rows of the campaign equal rows of
-# ``inferencex_hopper.csv`` (same model, GPU, plan, lengths, concurrency and metric) to 1e-6
-# relative, TPOT and TTFT of one run together, and every matched InferenceX row states that
-# ``spec_method`` (``benchmarks/aic_inferencex_runs.py`` prints the matches;
-# ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
+# ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: values of the campaign equal
+# values of ``inferencex_hopper.csv`` (same model, GPU, plan, lengths, concurrency and metric)
+# to 1e-6 relative (for the MTP campaign, the TPOT and the TTFT of one run), and every matched
+# InferenceX row states that ``spec_method`` (``benchmarks/aic_inferencex_runs.py`` prints the
+# matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
 # mapped as InferenceX rows: its client, its recipes, and that spec method.
 AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
@@ -204,9 +205,15 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name != INFERENCEX_TRTLLM:
         return eng
-    fields = dict(f.split("=", 1) for f in rest.split(":") if "=" in f)
+    fields = dict(f.partition("=")[::2] for f in rest.split(":") if f)
+    unknown = set(fields) - {"adp", "batch", "tokens"}
+    if unknown or not all(v.isdigit() for v in fields.values()):
+        raise SpecError(
+            f"recipe {recipe!r}: fields must be adp=, batch=, tokens= with integer values "
+            "(validate.recipes.inferencex_trtllm_recipe)"
+        )
     over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
-    if fields.get("adp") == "1":
+    if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
     if "batch" in fields:
         over["max_batch_size"] = int(fields["batch"])
@@ -300,7 +307,7 @@ def _aic_row_id(source_id: str, notes: str) -> str:
 def aic_campaign(source_id: str, notes: str) -> str:
     """The AIConfigurator campaign of a row (its id less the ``_<isl>x<osl>_c<conc>_...``
     tail), "" for other sources."""
-    return re.sub(r"_\d+x\d+_c\d+_.*$", "", _aic_row_id(source_id, notes))
+    return re.sub(r"_\d+x\d+_c\d*(?:_.*)?$", "", _aic_row_id(source_id, notes))
 
 
 @functools.cache
