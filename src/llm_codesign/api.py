@@ -333,17 +333,22 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
     }
 
 
+def _queue_note(clients: float, held: float, who: str) -> str:
+    """The note of clients beyond the sequences ``who`` (a replica, a decode worker) runs."""
+    return (
+        f"concurrency {clients:,.0f} exceeds the {held:,.0f} sequences {who} (KV cache or "
+        f"max_batch_size): {clients - held:,.0f} requests queue, and TTFT includes their wait "
+        "(Little's law); throughput is the capacity's"
+    )
+
+
 def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     """What the numbers mean when not a plain steady state: queueing past the capacity or a
     tuned engine's batch limit, replicas sharing the users, infeasibility."""
     out = []
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
-        out.append(
-            f"concurrency {c:,} exceeds the {cap:,} sequences a replica can run (KV cache or "
-            f"max_batch_size): {c - cap:,} requests queue, and TTFT includes their wait "
-            "(Little's law); throughput is the capacity's"
-        )
+        out.append(_queue_note(c, cap, "a replica can run"))
     if e.feasible and running < min(c, cap or c) - 1e-6:
         out.append(
             f"a tuned engine runs {running:,.0f} of the {c:,} clients at once (its batch limit: "
@@ -480,7 +485,6 @@ def _estimate_disaggregated(
         prefill_batch=plan.prefill_batch, concurrency=wl.concurrency, isl=wl.isl, osl=wl.osl,
         **spec,
     )  # fmt: skip
-
     decode = _phase(r.decode_breakdown)
     breakdown = {
         "prefill": _phase(r.prefill_breakdown),
@@ -490,13 +494,9 @@ def _estimate_disaggregated(
     running = _scalar(r.running_concurrency)
     ops = explain_ops(m, hw, prec, eng, plan.decode, wl, running) if explain else []
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
-    queue = [
-        f"concurrency {wl.concurrency:,} per decode worker exceeds the {running:,.0f} sequences "
-        "one holds (KV cache or max_batch_size): the others queue, and TTFT includes their "
-        "wait; throughput is the capacity's"
-    ]
     full = est.feasible and running < wl.concurrency - 1e-6
-    return replace(est, notes=est.notes + queue * full, running_concurrency=running)
+    queue = [_queue_note(wl.concurrency, running, "a decode worker holds")] * full
+    return replace(est, notes=est.notes + queue, running_concurrency=running)
 
 
 def _phase(d: dict[str, np.ndarray]) -> dict[str, float]:

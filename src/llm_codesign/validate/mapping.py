@@ -496,7 +496,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         mode = "static" if "static" in fw.lower() else "concurrency"
         load = float(c)
     engine = engine_for_framework(fw)
-    sglang_ix = engine == "sglang" and pools is None and is_inferencex(row)
+    ix = is_inferencex(row)
+    sglang_ix = engine == "sglang" and pools is None and ix
     if sglang_ix and _kv_field(row["precision"]) == "?" and prec.split("+")[0] in ("fp8", "nvfp4"):
         # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
         # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
@@ -506,7 +507,6 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             notes.append(f"KV unstated: BF16, {INFERENCEX_SGLANG_KV}")
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
-    ix = is_inferencex(row)
     burst_share, note = campaign_share(row, engine, closed and pools is None and not ix)
     notes.extend([note] if note else [])
     if closed and ix:  # its client's lengths and request count
