@@ -41,7 +41,8 @@ def main() -> None:
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for i, raw in enumerate(read_measurements(bundled_data("serving.csv"))):
         r = map_row(i, raw)
-        if isinstance(r, str) or r.engine != "trtllm" or r.recipe != TRTLLM_BENCH:
+        bench = not isinstance(r, str) and r.recipe.partition(":")[0] == TRTLLM_BENCH
+        if not bench or r.engine != "trtllm":
             continue
         if r.mode != "offline" or not r.metric.startswith("output_tok_s") or r.osl < 2 * r.isl:
             continue

@@ -11,7 +11,14 @@ import pytest
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.serving import evaluate
 from llm_codesign.validate import map_row, validate
-from llm_codesign.validate.recipes import DEFAULT_LIMITS, TRTLLM_BENCH, trtllm_bench_limits
+from llm_codesign.errors import SpecError
+from llm_codesign.validate.recipes import (
+    DEFAULT_LIMITS,
+    TRTLLM_BENCH,
+    recipe_behaviour,
+    trtllm_bench_limits,
+    trtllm_bench_recipe,
+)
 
 
 def limits(model, gpu, prec, tp, isl, osl, pp=1, frac=0.95):
@@ -94,13 +101,25 @@ ROW = dict(
 
 def test_offline_trtllm_bench_row_is_priced_with_the_recipe(tmp_path):
     m = map_row(0, ROW)
-    assert (m.recipe, m.requests) == (TRTLLM_BENCH, 3000)
+    # the developer guide's DeepSeek R1 llm_options.yml sets the attention-DP context balance
+    # (attention_dp_config: batching_wait_iters 0, enable_balance true, timeout_iters 60)
+    assert (m.recipe, m.requests) == (f"{TRTLLM_BENCH}:balance=60:wait=0", 3000)
+    assert "timeout_iters 60" in m.note
+    # another table of the same benchmark, or another model of it: no options beyond the limits
+    assert map_row(0, dict(ROW, source_id="trtllm_perf_v1.0")).recipe == TRTLLM_BENCH
+    assert map_row(0, dict(ROW, model="Qwen3-235B-A22B")).recipe == TRTLLM_BENCH
     # limits stated in the row, or another benchmark: the engine's own limits
     assert map_row(0, dict(ROW, notes="max_batch_size 896")).recipe == ""
     assert map_row(0, dict(ROW, framework="vllm 0.11")).recipe == ""
     rep = validate(_write(tmp_path / "r.csv", [ROW]))
     got = rep.rows[0]["predicted"]
-    eng = replace(load_engine("trtllm"), max_batch_size=384, max_num_tokens=2048)
+    eng = replace(
+        load_engine("trtllm"),
+        max_batch_size=384,
+        max_num_tokens=2048,
+        adp_balance_timeout_iters=60,
+        adp_balance_wait_iters=0,
+    )
     want = evaluate(
         load_model("deepseek-r1"),
         load_hardware("h200-sxm"),
@@ -215,3 +234,26 @@ def test_client_conventions_keep_to_closed_loop_rows_and_real_ids():
     traffic, _ = traffic_of(p99)
     assert (traffic.isl.kind, traffic.isl.a, traffic.isl.b) == ("uniform", 819.0, 1024.0)
     assert traffic.isl.mean == p99.served_isl == 921.5
+
+
+def test_trtllm_bench_options_file_and_recipe_strings():
+    # every listed model is a bundled one and every listed table is a trtllm-bench source
+    from importlib import resources
+
+    path = resources.files("llm_codesign") / "data" / "validation" / "trtllm_bench_options.csv"
+    with path.open(newline="", encoding="utf-8") as fh:
+        listed = list(csv.DictReader(fh))
+    assert listed
+    for r in listed:
+        load_model(r["model"])
+        assert r["source_id"].startswith("trtllm_perf") and "llm_options.yml" in r["source"]
+        recipe, note = trtllm_bench_recipe(r["source_id"], r["model"])
+        assert recipe.startswith(f"{TRTLLM_BENCH}:balance=") and note
+    assert trtllm_bench_recipe("trtllm_perf_v1.0", "deepseek-r1") == (TRTLLM_BENCH, "")
+    base = load_engine("trtllm")
+    assert recipe_behaviour(TRTLLM_BENCH, base) is base
+    eng = recipe_behaviour(f"{TRTLLM_BENCH}:balance=60:wait=2", base)
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (60, 2)
+    for bad in ("balance=60", "balance=x:wait=0", "balance=60:wait=0:tokens=1"):
+        with pytest.raises(SpecError, match="balance= and wait="):
+            recipe_behaviour(f"{TRTLLM_BENCH}:{bad}", base)

@@ -9,7 +9,9 @@ Procedure (documented and repeatable; ``llm-codesign calibrate-fit`` runs it):
      dominate the MoE constants;
   3. coordinate descent over the named constants of ``FIT_SPACE`` in log space within
      physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few
-     sweeps with a shrinking step; deterministic (no randomness).
+     sweeps with a shrinking step; where no step of a sweep helps a constant, steps of a half
+     and a quarter of it (``_finer``: an optimum inside a coarse step is found rather than
+     missed); deterministic (no randomness).
 No constant is per row or per model: every row of an engine shares the same few numbers.
 """
 
@@ -131,18 +133,34 @@ def _descend(
             else:
                 f = factor ** (1.0 / (sweep + 1))
                 cands = [cur * f**j for j in (-2, -1, 1, 2)]
-            cands = [min(max(c, lo), hi) for c in cands]  # every candidate within the bounds
-            for c in cands:
-                if c == cur:
-                    continue
-                trial = eng.with_overrides(**{name: c})
-                val = objective(rows, trial)
-                if val < best - 1e-6:
-                    best, eng = val, trial
-                    history.append((name, c, val))
-                    if progress:
-                        progress(f"sweep {sweep + 1}: {name} = {c:.4g} -> objective {val:.4f}")
+            improved = False
+            for stage in (cands, _finer(name, cur, sweep, factor)):
+                # the coarse steps first; where none of them helps, steps between the current
+                # value and them (an optimum inside a coarse step, e.g. a multiplier near 1)
+                if improved:
+                    break
+                for c in (min(max(c, lo), hi) for c in stage):  # within the bounds
+                    if c == getattr(eng, name):
+                        continue
+                    trial = eng.with_overrides(**{name: c})
+                    val = objective(rows, trial)
+                    if val < best - 1e-6:
+                        best, eng, improved = val, trial, True
+                        history.append((name, c, val))
+                        if progress:
+                            progress(f"sweep {sweep + 1}: {name} = {c:.4g} -> objective {val:.4f}")
     return eng, best, history
+
+
+def _finer(name: str, cur: float, sweep: int, factor: float) -> list[float]:
+    """Candidates between ``cur`` and the coarse steps of ``_descend``: a quarter and a half of
+    the step each way (additive for the shares, multiplicative otherwise; none from 0)."""
+    if name in ("ttft_burst", "host_overlap"):
+        return [cur + d / (sweep + 1) for d in (-0.05, 0.05, -0.025, 0.025)]
+    if cur == 0.0:
+        return []
+    f = factor ** (1.0 / (sweep + 1))
+    return [cur * f**j for j in (-0.5, 0.5, -0.25, 0.25)]
 
 
 def fit_engine(

@@ -35,12 +35,12 @@ from .conventions import (
 )
 from .recipes import (
     INFERENCEX_SGLANG_KV,
-    TRTLLM_BENCH,
     campaign_share,
     inferencex_client,
     inferencex_trtllm_recipe,
     is_inferencex,
     stated_notes,
+    trtllm_bench_recipe,
 )
 
 REQUIRED_COLUMNS = (
@@ -462,9 +462,10 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         n_requests = int(n_req.group(1) or n_req.group(2)) if n_req else 0
         limits = re.search(r"max_batch_size|max_num_tokens", row.get("notes", ""), re.I)
         if "trtllm-bench throughput" in fw.lower() and not limits:
-            recipe = TRTLLM_BENCH
+            recipe, options = trtllm_bench_recipe(row["source_id"], model_id)
             notes.append(
                 "trtllm-bench's own max_batch_size / max_num_tokens (validate.recipes)"
+                + (f"; {options}" if options else "")
                 + (f"; {n_requests} requests at once" if n_requests else "")
             )
     elif cob.startswith("request rate"):

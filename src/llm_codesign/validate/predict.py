@@ -277,8 +277,9 @@ def _predict_recipe_offline(
                     r.osl,
                 )
             )
+            bench = r.recipe.partition(":")[0]
             notes[k] = (
-                f"{r.recipe} limits: max_batch_size {e.max_batch_size}, max_num_tokens "
+                f"{bench} limits: max_batch_size {e.max_batch_size}, max_num_tokens "
                 f"{e.max_num_tokens} per rank; {int(clients[i])} requests"
             )
     return preds, notes

@@ -123,6 +123,10 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
 # mapped as InferenceX rows: its client, its recipes, and that spec method.
 AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
+# options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
+# data/validation/trtllm_bench_options.csv (source id, bundled model id, the attention-DP
+# context balance's timeout_iters and batching_wait_iters, and where the file says so)
+TRTLLM_BENCH_OPTIONS_FILE = "trtllm_bench_options.csv"
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
@@ -192,17 +196,64 @@ def recipe_engine(
 ) -> EngineConstants:
     """``eng`` with the limits the row's benchmark recipe ran with (``eng`` itself without a
     recipe)."""
-    if recipe != TRTLLM_BENCH:
+    if recipe.partition(":")[0] != TRTLLM_BENCH:
         return recipe_behaviour(recipe, eng)
     batch, tokens = trtllm_bench_limits(model, hw, prec, tp, pp, isl, osl)
-    return replace(eng, max_batch_size=batch, max_num_tokens=tokens)
+    return replace(recipe_behaviour(recipe, eng), max_batch_size=batch, max_num_tokens=tokens)
+
+
+def trtllm_bench_recipe(source_id: str, model_id: str) -> tuple[str, str]:
+    """(the recipe of a ``trtllm-bench throughput`` row, the mapping's note of what it adds):
+    ``TRTLLM_BENCH``, with the attention-DP context balance where the table's published
+    ``llm_options.yml`` for that model sets one (``TRTLLM_BENCH_OPTIONS_FILE``).
+
+    Example:
+        >>> trtllm_bench_recipe("trtllm_perf_devguide", "deepseek-r1")[0]
+        'trtllm-bench:balance=60:wait=0'
+    """
+    opts = _trtllm_bench_options().get((source_id.strip().lower(), model_id))
+    if opts is None:
+        return TRTLLM_BENCH, ""
+    timeout, wait = opts
+    note = (
+        f"its llm_options.yml sets the attention-DP context balance (timeout_iters {timeout}, "
+        f"batching_wait_iters {wait}; {TRTLLM_BENCH_OPTIONS_FILE})"
+    )
+    return f"{TRTLLM_BENCH}:balance={timeout}:wait={wait}", note
+
+
+@functools.cache
+def _trtllm_bench_options() -> dict[tuple[str, str], tuple[int, int]]:
+    path = resources.files("llm_codesign") / "data" / "validation" / TRTLLM_BENCH_OPTIONS_FILE
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {
+            (r["source_id"].strip().lower(), r["model"].strip()): (
+                int(r["adp_balance_timeout_iters"]),
+                int(r["adp_balance_wait_iters"]),
+            )
+            for r in csv.DictReader(fh)
+        }
 
 
 def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     """``eng`` with the scheduler settings and limits a recipe states for the row
     (``inferencex_trtllm_recipe``: InferenceX's TensorRT-LLM limits, and its attention-DP
-    context balance); ``eng`` itself for any other recipe."""
+    context balance; ``trtllm_bench_recipe``: the balance its options file sets); ``eng``
+    itself for any other recipe (the bare ``TRTLLM_BENCH``: its limits are
+    ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
+    if name == TRTLLM_BENCH and rest:
+        bench = dict(f.partition("=")[::2] for f in rest.split(":") if f)
+        if set(bench) != {"balance", "wait"} or not all(v.isdigit() for v in bench.values()):
+            raise SpecError(
+                f"recipe {recipe!r}: fields must be balance= and wait= with integer values "
+                "(validate.recipes.trtllm_bench_recipe)"
+            )
+        return replace(
+            eng,
+            adp_balance_timeout_iters=int(bench["balance"]),
+            adp_balance_wait_iters=int(bench["wait"]),
+        )
     if name != INFERENCEX_TRTLLM:
         return eng
     fields = dict(f.partition("=")[::2] for f in rest.split(":") if f)
