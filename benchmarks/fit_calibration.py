@@ -49,6 +49,8 @@ def main() -> None:
             f"== {engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f} in "
             f"{time.time() - t0:.0f} s"
         )
+        for name, value, bound in res.at_bounds:
+            print(f"   at its bound: {name} = {value:.4g} (bound {bound:.4g})")
 
 
 if __name__ == "__main__":

@@ -662,3 +662,38 @@ def test_writing_a_fit_keeps_every_unfitted_constant(tmp_path, engine_id):
     for name in ("max_batch_size", "indexer_overhead_s"):
         if name in eng.sources:
             assert back.sources[name] == eng.sources[name]
+
+
+def test_descent_finds_an_optimum_inside_a_coarse_step(monkeypatch):
+    """The coarse steps of the descent (x 1.6 and its square) straddle a multiplier near 1;
+    the half and quarter steps reach it: from 1.1875 (the range's top) toward an optimum at
+    1.05, where x / 1.6 = 0.742 and the top itself are both worse."""
+    from llm_codesign.calibrate import fit
+
+    def quadratic(rows, eng):
+        return (eng.hbm_efficiency_scale - 1.05) ** 2
+
+    monkeypatch.setattr(fit, "objective", quadratic)
+    start = load_engine("base").with_overrides(hbm_efficiency_scale=1.1875)
+    eng, best, history = fit._descend([], start, ["hbm_efficiency_scale"], 2, None)
+    # first sweep: 1.1875 x 1.6^-0.25 = 1.0557; second: its quarter steps are worse
+    assert eng.hbm_efficiency_scale == pytest.approx(1.1875 * 1.6**-0.25)
+    assert best < (1.1875 - 1.05) ** 2 and history
+    assert fit._finer("host_overlap", 0.5, 1, 1.6) == [0.475, 0.525, 0.4875, 0.5125]
+    assert fit._finer("per_seq_overhead_s", 0.0, 0, 1.6) == []
+
+
+def test_fit_reports_constants_that_end_on_a_bound():
+    from llm_codesign.calibrate.fit import FIT_SPACE, FitResult, at_bound
+
+    lo, hi, _ = FIT_SPACE["routing_skew"]
+    eng = load_engine("base").with_overrides(
+        routing_skew=hi,  # a plausibility bound: reported
+        request_overhead_s=FIT_SPACE["request_overhead_s"][1] * (1 + 2e-4),  # 4-digit rounding
+        host_overlap=0.0,  # a share's end: what the constant means, not reported
+        gemm_scale=1.0,  # the measured ceiling itself: not reported
+    )
+    got = at_bound(eng, ["routing_skew", "request_overhead_s", "host_overlap", "gemm_scale"])
+    assert [n for n, _, _ in got] == ["routing_skew", "request_overhead_s"]
+    res = FitResult(eng, 1.0, 0.5, 10, [], "", ("routing_skew",))
+    assert res.at_bounds == [("routing_skew", hi, hi)]  # only the constants it fitted

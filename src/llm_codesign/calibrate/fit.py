@@ -76,6 +76,31 @@ class FitResult:
     rows: int
     history: list[tuple[str, float, float]]
     refit: str = ""  # the constants a refit from the file's values moved ("": a full fit)
+    fitted: tuple[str, ...] = ()  # the constants the descent varied
+
+    @property
+    def at_bounds(self) -> list[tuple[str, float, float]]:
+        """(name, value, bound) of each fitted constant that ended on a bound of its range
+        (``at_bound``): a sign of physics the model lacks, not a value to trust."""
+        return at_bound(self.engine, list(self.fitted))
+
+
+def at_bound(eng: EngineConstants, names: list[str]) -> list[tuple[str, float, float]]:
+    """(name, value, bound) of the ``FIT_SPACE`` constants of ``names`` (each once) whose value
+    in ``eng`` lies on a bound of its range (within 1e-3 relative: engine files store four
+    significant digits). The 0 and 1 ends of a
+    share (``ttft_burst``, ``host_overlap``) and ``gemm_scale`` 1 (the measured GEMM ceiling
+    itself) are limits of what the constant means, not of a plausible range: not reported."""
+    natural = {("ttft_burst", 0.0), ("ttft_burst", 1.0), ("host_overlap", 0.0)}
+    natural |= {("host_overlap", 1.0), ("gemm_scale", 1.0)}
+    out = []
+    for name in dict.fromkeys(names):
+        lo, hi, _ = FIT_SPACE[name]
+        v = float(getattr(eng, name))
+        for bound in (lo, hi):
+            if abs(v - bound) <= 1e-3 * max(abs(bound), 1e-30) and (name, bound) not in natural:
+                out.append((name, v, bound))
+    return out
 
 
 @cache
@@ -222,7 +247,7 @@ def fit_engine(
         if best2 < best:
             eng, best, history = eng2, best2, history2
     refit = f"{', '.join(names)} from the file's values" if from_current else ""
-    return FitResult(eng, before, best, len(rows), history, refit)
+    return FitResult(eng, before, best, len(rows), history, refit, tuple(names))
 
 
 def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]) -> None:

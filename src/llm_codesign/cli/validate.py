@@ -182,6 +182,12 @@ def calibrate_fit(data, engine, out, sweeps, bands):
     click.echo(
         f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
     )
+    for name, value, bound in res.at_bounds:
+        click.echo(
+            f"warning: {name} = {value:.4g} ended on the bound {bound:.4g} of its range: physics "
+            "the model lacks for these rows, not a value to trust (calibrate.fit.FIT_SPACE)",
+            err=True,
+        )
     if bands:
         run_validation(engines={engine: res.engine}).write_bands(bands)
         click.echo(f"error bands with the fitted {engine} constants: wrote {bands}")
