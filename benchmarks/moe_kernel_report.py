@@ -14,6 +14,12 @@ parallelism and tokens (1,024-16,384, balanced routing), and the share is the on
 predicted time ratio block / per-tensor matches the measured ratio with the least bias; the
 ratio cancels what the two formats share, so per-tensor FP8's own error does not enter. Needs
 pandas and pyarrow.)
+
+     python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]
+(the fit of Hopper's ``efficiency.grouped_gemm.mxfp4``: FILEs are AIConfigurator
+``moe_perf.parquet`` tables holding weight-only MXFP4 modules, ``w4a16_mxfp4``
+(systems/data/{h100,h200}_sxm/moe/trtllm/1.2.0rc5/, h200_sxm/moe/vllm/0.19.0/): the share whose
+predicted module times match the measured ones with the least bias, ``mxfp4_share``.)
 """
 
 from __future__ import annotations
@@ -108,14 +114,74 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
             load_hardware(gpu).grouped_gemm_efficiency.update(table)
 
 
+def mxfp4_share(files: list[str], shares: list[float]) -> None:
+    """Print, per candidate share of ``efficiency.grouped_gemm.mxfp4`` (Hopper), the error of
+    the predicted weight-only MXFP4 module times (``w4a16_mxfp4``: gpt-oss's shapes) against the
+    measured ones, per engine and GPU: no EP, 1,024-16,384 tokens (where the experts are
+    compute-bound), balanced routing. The tables hold no BF16 module of these shapes to pair with,
+    so the times are compared directly. EP 8 modules are left out: vLLM's time as its no-EP ones
+    (1.0766 against 1.0782 ms at 1,024 tokens: its collector computes every expert), and
+    TensorRT-LLM's carry per-token costs the routed rows do not (module docstring)."""
+    import pandas as pd
+
+    from llm_codesign.specs.engine import load_engine
+    from llm_codesign.specs.hardware import Efficiency, load_hardware
+    from llm_codesign.validate.moe_layer import moe_layer_time
+
+    points = []  # (engine, gpu, tokens, experts, ep, top_k, hidden, width, measured s)
+    for f in files:
+        d = pd.read_parquet(f)
+        d = d[(d.distribution == "balanced") & (d.moe_tp_size == 1)]
+        d = d[(d.moe_dtype == "w4a16_mxfp4") & (d.moe_ep_size == 1)]
+        d = d[d.num_tokens.isin([1024, 2048, 4096, 8192, 16384])]
+        if d.empty:
+            continue
+        fw = str(d.framework.iloc[0]).lower()
+        gpu = _GPU[str(d.device.iloc[0])]
+        for r in d.itertuples():
+            shape = (r.num_tokens, r.num_experts, r.moe_ep_size, r.topk, r.hidden_size)
+            points.append((fw, gpu, *(int(x) for x in shape), int(r.inter_size), r.latency / 1e3))
+    print(f"{len(points)} weight-only MXFP4 modules")
+    print("| share | engine | GPU | modules | median abs err | bias |")
+    print("|---:|---|---|---:|---:|---:|")
+    gpus = {p[1] for p in points}
+    saved = {gpu: dict(load_hardware(gpu).grouped_gemm_efficiency) for gpu in gpus}
+    try:
+        for share in shares:
+            for gpu in saved:
+                load_hardware(gpu).grouped_gemm_efficiency["mxfp4"] = Efficiency(share, "fit")
+            errs: dict[tuple[str, str], list[float]] = defaultdict(list)
+            for fw, gpu, tokens, experts, ep, top_k, hidden, width, measured in points:
+                path = "cutlass" if fw == "trtllm" else "triton"
+                eng = load_engine(fw).with_overrides(moe_kernels=path, expert_balancer="uniform")
+                t, _ = moe_layer_time(
+                    gpu, eng, "mxfp4-a16", tokens, experts, experts // ep, top_k, hidden, width
+                )
+                errs[(fw, gpu)].append(t / measured - 1.0)
+            for (fw, gpu), e in sorted(errs.items()):
+                a = [abs(x) for x in e]
+                print(
+                    f"| {share:.2f} | {fw} | {gpu} | {len(e)} | {statistics.median(a):.1%} | "
+                    f"{statistics.median(e):+.1%} |"
+                )
+    finally:
+        for gpu, table in saved.items():  # the process-wide hardware cache
+            load_hardware(gpu).grouped_gemm_efficiency.clear()
+            load_hardware(gpu).grouped_gemm_efficiency.update(table)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--without-permute", action="store_true")
     ap.add_argument("--fp8-block-share", nargs="+", metavar="FILE", default=None)
+    ap.add_argument("--mxfp4-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
     if args.fp8_block_share:
         fp8_block_share(args.fp8_block_share, [float(x) for x in args.shares.split(",")])
+        return
+    if args.mxfp4_share:
+        mxfp4_share(args.mxfp4_share, [float(x) for x in args.shares.split(",")])
         return
     if args.without_permute:
         layer = importlib.import_module("llm_codesign.validate.moe_layer")

@@ -351,7 +351,7 @@ def test_grouped_gemm_may_key_a_block_scaled_weight_format():
     assert hw.grouped_gemm_efficiency_for("fp8", "fp8_block").value == 0.5
     assert hw.grouped_gemm_efficiency_for("fp8", "fp8").value == 1.0
     data["efficiency"]["grouped_gemm"] = {"fp8_channel": {"value": 0.5, "source": "x"}}
-    with pytest.raises(SpecError, match="block-scaled weight format of one; allowed: .*fp8_block"):
+    with pytest.raises(SpecError, match="grouped-GEMM rate of its own; allowed: .*fp8_block"):
         hardware_from_mapping(data, "test.yaml")
     a100 = yaml.safe_load((root / "a100-sxm-80gb.yaml").read_text())
     a100["efficiency"]["grouped_gemm"] = {"fp8_block": {"value": 0.5, "source": "x"}}

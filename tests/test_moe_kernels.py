@@ -398,3 +398,57 @@ def test_a_kernel_row_without_notes_is_priced(tmp_path):
     (tmp_path / "b.csv").write_text(header + "\n" + empty + "\n", encoding="utf-8")
     a, b = validate(tmp_path / "a.csv"), validate(tmp_path / "b.csv")
     assert len(a.rows) == 1 and a.rows[0]["predicted"] == b.rows[0]["predicted"]
+
+
+def test_grouped_mxfp4_share_on_hopper():
+    """Hopper runs gpt-oss's MXFP4 experts weight-only (BF16 activations): its tensor cores take
+    no FP4, so the kernels convert values and block scales to BF16 first, and the rows computed
+    run at no more than 0.65 of the BF16 ceiling (efficiency.grouped_gemm.mxfp4, h100-sxm.yaml
+    and h200-sxm.yaml; AIConfigurator's w4a16_mxfp4 modules). Where the experts are
+    compute-bound (8,192 tokens) the floor sets the time; at 16 tokens the weight stream hides
+    it; Blackwell (FP4 tensor cores, no entry) and dense BF16 GEMMs do not move."""
+    from llm_codesign.cost import gemm_time
+    from llm_codesign.specs.hardware import Efficiency
+
+    m = load_model("gpt-oss-120b")
+    g = next(g for g in m.layer_groups if g.moe)
+
+    def up(tokens: float):
+        s = step_shape(1, 1, 1, 1, False, isl=tokens, osl=1, prefill_tokens=tokens)
+        ops = layer_group_ops(m, parse_precision("mxfp4-a16"), g, s, 1.0)
+        return next(op for op in ops if op.name == "experts_up")
+
+    hw = load_hardware("h200-sxm")
+    assert hw.block_scaled_efficiency("mxfp4").value == 0.65
+    assert load_hardware("h100-sxm").block_scaled_efficiency("mxfp4").value == 0.65
+    assert load_hardware("b200").block_scaled_efficiency("mxfp4") is None
+    saved = hw.grouped_gemm_efficiency.pop("mxfp4")
+    try:
+        without = [float(gemm_time(up(t), hw, BASE)[0]) for t in (16.0, 8192.0, 32768.0)]
+    finally:
+        hw.grouped_gemm_efficiency["mxfp4"] = saved
+    with_share = [float(gemm_time(up(t), hw, BASE)[0]) for t in (16.0, 8192.0, 32768.0)]
+    assert with_share[0] == pytest.approx(without[0], rel=1e-9)  # memory-bound: hidden
+    # compute-bound: the floor, more so with more tokens (1 / 0.65 = 1.54 at most)
+    assert 1.1 < with_share[1] / without[1] < with_share[2] / without[2] <= 1.0 / 0.65
+    hw.grouped_gemm_efficiency["mxfp4"] = Efficiency(1e9, "no floor")
+    try:
+        assert float(gemm_time(up(8192.0), hw, BASE)[0]) == pytest.approx(without[1], rel=1e-9)
+    finally:
+        hw.grouped_gemm_efficiency["mxfp4"] = saved
+
+
+def test_hopper_mxfp4_fused_moe_layers():
+    """The weight-only MXFP4 rows of the kernel table (AIConfigurator: TensorRT-LLM 1.2.0rc5 on
+    H100 and H200, vLLM on H200; gpt-oss-120b's shape, no EP): at 8,192 tokens, where the share
+    binds, every row within 12%."""
+    path = bundled_data("moe_layer.csv")
+    raw = list(csv.DictReader(path.open(encoding="utf-8")))
+    rep = validate(path)
+    errs = [
+        r["error"]
+        for r in rep.rows
+        if raw[r["row"]]["dtype"] == "mxfp4" and int(raw[r["row"]]["tokens"]) == 8192
+    ]
+    assert len(errs) == 3
+    assert max(abs(e) for e in errs) <= 0.12

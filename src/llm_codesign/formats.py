@@ -141,6 +141,12 @@ FORMATS: dict[str, NumberFormat] = {
 # have a measured rate of their own (efficiency.grouped_gemm.<format>; on Hopper the block scales
 # are applied to the FP32 accumulators outside the tensor cores)
 BLOCK_SCALED_WEIGHTS = ("fp8_block",)
+# weight formats whose routed (MoE expert) grouped GEMMs may have a measured rate of their own in
+# a GPU file (efficiency.grouped_gemm.<format>, a floor on the time of the rows computed,
+# cost.gemm_time): the block-scaled formats, and MXFP4 weights where the tensor cores do not take
+# FP4 (Hopper: weight-only kernels convert the E2M1 values and E8M0 block scales to BF16 on the
+# CUDA cores before the MMA)
+GROUPED_WEIGHT_FORMATS = BLOCK_SCALED_WEIGHTS + ("mxfp4",)
 
 
 def get_format(format_id: str) -> NumberFormat:

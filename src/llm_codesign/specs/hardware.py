@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
-from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
+from ..formats import FORMATS, GROUPED_WEIGHT_FORMATS
 from ._load import Fields, existing_file, read_mapping, shown
 
 ARCHITECTURES = (
@@ -168,10 +168,11 @@ class HardwareSpec:
         raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
 
     def block_scaled_efficiency(self, weights: str) -> Efficiency | None:
-        """The ``efficiency.grouped_gemm`` entry of a block-scaled weight format
-        (``formats.BLOCK_SCALED_WEIGHTS``); None for any other format or where not measured."""
+        """The ``efficiency.grouped_gemm`` entry of a weight format with a grouped kernel rate of
+        its own (``formats.GROUPED_WEIGHT_FORMATS``: block-scaled formats, MXFP4 weights where
+        the tensor cores do not take FP4); None for any other format or where not measured."""
         return (
-            self.grouped_gemm_efficiency.get(weights) if weights in BLOCK_SCALED_WEIGHTS else None
+            self.grouped_gemm_efficiency.get(weights) if weights in GROUPED_WEIGHT_FORMATS else None
         )
 
     def grouped_gemm_efficiency_for(self, compute_class: str, weights: str = "") -> Efficiency:
@@ -260,16 +261,22 @@ def _class_efficiencies(
     """An optional per-compute-class mapping of ``efficiency`` ({value, source} per class;
     ``attention_decode`` entries may add the kernel terms of :class:`DecodeKernel`); a class
     the GPU has no peak for is refused with the allowed keys named. ``formats``: weight formats
-    the mapping may also key (``grouped_gemm``: a block-scaled format of a class the GPU has)."""
+    the mapping may also key (``grouped_gemm``: a format of ``formats.GROUPED_WEIGHT_FORMATS``
+    the GPU runs: at its own class, or a 4-bit format weight-only at BF16, as W4A16 kernels do)."""
     if not eff.has(key):
         return {}
     m = eff.mapping(key)
-    allowed = sorted(peaks) + [f for f in formats if FORMATS[f].compute_class in peaks]
+    runs = [
+        f
+        for f in formats
+        if FORMATS[f].compute_class in peaks or (FORMATS[f].element_bits <= 4 and "bf16" in peaks)
+    ]
+    allowed = sorted(peaks) + runs
     for k in m.data:
         if k not in allowed:
             raise SpecError(
                 f"{m.where}: {k!r} is not a compute class of this GPU"
-                + (" or a block-scaled weight format of one" if formats else "")
+                + (" or a weight format with a grouped-GEMM rate of its own" if formats else "")
                 + f"; allowed: {', '.join(allowed)}"
             )
     read = _decode_kernel if key.startswith("attention_decode") else _efficiency
@@ -319,8 +326,8 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "mapping",
         False,
         "per compute class {value, source}: the fraction of that class's GEMM ceiling that "
-        "routed grouped (MoE expert) GEMMs reach; a block-scaled weight format ("
-        + ", ".join(BLOCK_SCALED_WEIGHTS)
+        "routed grouped (MoE expert) GEMMs reach; a weight format ("
+        + ", ".join(GROUPED_WEIGHT_FORMATS)
         + ") may have its own entry: the rate of the rows computed that bounds its GEMMs' time "
         "where they are compute-bound (work off the tensor cores; cost.gemm_time)",
     ),
@@ -425,7 +432,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     gemm_f = eff.mapping("gemm")
     gemm = {k: _efficiency(gemm_f, k) for k in gemm_f.data}
     att = _class_efficiencies(eff, "attention_decode", peaks)
-    grouped = _class_efficiencies(eff, "grouped_gemm", peaks, BLOCK_SCALED_WEIGHTS)
+    grouped = _class_efficiencies(eff, "grouped_gemm", peaks, GROUPED_WEIGHT_FORMATS)
     families = {
         fam: _class_efficiencies(eff, f"attention_decode_{fam}", peaks)
         for fam in ATTENTION_KERNEL_FAMILIES
