@@ -406,7 +406,7 @@ def test_grouped_mxfp4_share_on_hopper():
     run at no more than 0.65 of the BF16 ceiling (efficiency.grouped_gemm.mxfp4, h100-sxm.yaml
     and h200-sxm.yaml; AIConfigurator's w4a16_mxfp4 modules). Where the experts are
     compute-bound (8,192 tokens) the floor sets the time; at 16 tokens the weight stream hides
-    it; Blackwell (FP4 tensor cores, no entry) and dense BF16 GEMMs do not move."""
+    it; Blackwell (FP4 tensor cores) has no entry."""
     from llm_codesign.cost import gemm_time
     from llm_codesign.specs.hardware import Efficiency
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate
 from llm_codesign.validate import map_row, validate
-from llm_codesign.errors import SpecError
 from llm_codesign.validate.recipes import (
     DEFAULT_LIMITS,
     TRTLLM_BENCH,
