@@ -29,6 +29,8 @@ import csv
 import importlib
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -57,8 +59,6 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
     against the measured one, per engine (module docstring)."""
     import pandas as pd
 
-    from llm_codesign.specs.engine import load_engine
-    from llm_codesign.specs.hardware import Efficiency, load_hardware
     from llm_codesign.validate.moe_layer import moe_layer_time
 
     pairs = []  # (engine, gpu, hidden, experts, ep, tokens, measured ratio)
@@ -86,30 +86,52 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
     print(f"{len(pairs)} pairs of block-scaled and per-tensor FP8 modules")
     print("| share | engine | pairs | median abs err of the ratio | bias |")
     print("|---:|---|---:|---:|---:|")
-    saved = {}
-    for gpu in {p[1] for p in pairs}:
-        saved[gpu] = dict(load_hardware(gpu).grouped_gemm_efficiency)
+
+    def errors() -> dict[tuple[str, ...], list[float]]:
+        errs: dict[tuple[str, ...], list[float]] = defaultdict(list)
+        for fw, gpu, hidden, inter, experts, top_k, ep, tokens, ratio in pairs:
+            shape = (tokens, experts, experts // ep, top_k, hidden, inter)
+            tb, _ = moe_layer_time(gpu, _kernel_engine(fw), "fp8_block", *shape)
+            tf, _ = moe_layer_time(gpu, _kernel_engine(fw), "fp8", *shape)
+            errs[(fw,)].append(tb / tf / ratio - 1.0)
+        return errs
+
+    _share_scan("fp8_block", shares, {p[1] for p in pairs}, errors)
+
+
+def _kernel_engine(fw: str) -> Any:
+    """The engine constants that price an AIConfigurator module of framework ``fw``: its MoE
+    kernel path, balanced routing (equally popular experts, as validate.moe_layer does)."""
+    from llm_codesign.specs.engine import load_engine
+
+    path = "cutlass" if fw == "trtllm" else "triton"
+    return load_engine(fw).with_overrides(moe_kernels=path, expert_balancer="uniform")
+
+
+def _share_scan(
+    fmt: str,
+    shares: list[float],
+    gpus: set[str],
+    errors: Callable[[], dict[tuple[str, ...], list[float]]],
+) -> None:
+    """For each candidate share of ``efficiency.grouped_gemm.<fmt>`` on ``gpus``, print a row of
+    median |error| and bias per key of ``errors()``; the process-wide hardware cache is
+    restored after."""
+    from llm_codesign.specs.hardware import Efficiency, load_hardware
+
+    saved = {gpu: dict(load_hardware(gpu).grouped_gemm_efficiency) for gpu in gpus}
     try:
         for share in shares:
             for gpu in saved:
-                load_hardware(gpu).grouped_gemm_efficiency["fp8_block"] = Efficiency(share, "fit")
-            errs: dict[str, list[float]] = defaultdict(list)
-            for fw, gpu, hidden, inter, experts, top_k, ep, tokens, ratio in pairs:
-                path = "cutlass" if fw == "trtllm" else "triton"
-                # balanced routing: equally popular experts (validate.moe_layer does the same)
-                eng = load_engine(fw).with_overrides(moe_kernels=path, expert_balancer="uniform")
-                shape = (tokens, experts, experts // ep, top_k, hidden, inter)
-                tb, _ = moe_layer_time(gpu, eng, "fp8_block", *shape)
-                tf, _ = moe_layer_time(gpu, eng, "fp8", *shape)
-                errs[fw].append(tb / tf / ratio - 1.0)
-            for fw, e in sorted(errs.items()):
+                load_hardware(gpu).grouped_gemm_efficiency[fmt] = Efficiency(share, "fit")
+            for key, e in sorted(errors().items()):
                 a = [abs(x) for x in e]
                 print(
-                    f"| {share:.2f} | {fw} | {len(e)} | {statistics.median(a):.1%} | "
+                    f"| {share:.2f} | {' | '.join(key)} | {len(e)} | {statistics.median(a):.1%} | "
                     f"{statistics.median(e):+.1%} |"
                 )
     finally:
-        for gpu, table in saved.items():  # the process-wide hardware cache
+        for gpu, table in saved.items():
             load_hardware(gpu).grouped_gemm_efficiency.clear()
             load_hardware(gpu).grouped_gemm_efficiency.update(table)
 
@@ -124,8 +146,6 @@ def mxfp4_share(files: list[str], shares: list[float]) -> None:
     TensorRT-LLM's carry per-token costs the routed rows do not (module docstring)."""
     import pandas as pd
 
-    from llm_codesign.specs.engine import load_engine
-    from llm_codesign.specs.hardware import Efficiency, load_hardware
     from llm_codesign.validate.moe_layer import moe_layer_time
 
     points = []  # (engine, gpu, tokens, experts, ep, top_k, hidden, width, measured s)
@@ -144,30 +164,16 @@ def mxfp4_share(files: list[str], shares: list[float]) -> None:
     print(f"{len(points)} weight-only MXFP4 modules")
     print("| share | engine | GPU | modules | median abs err | bias |")
     print("|---:|---|---|---:|---:|---:|")
-    gpus = {p[1] for p in points}
-    saved = {gpu: dict(load_hardware(gpu).grouped_gemm_efficiency) for gpu in gpus}
-    try:
-        for share in shares:
-            for gpu in saved:
-                load_hardware(gpu).grouped_gemm_efficiency["mxfp4"] = Efficiency(share, "fit")
-            errs: dict[tuple[str, str], list[float]] = defaultdict(list)
-            for fw, gpu, tokens, experts, ep, top_k, hidden, width, measured in points:
-                path = "cutlass" if fw == "trtllm" else "triton"
-                eng = load_engine(fw).with_overrides(moe_kernels=path, expert_balancer="uniform")
-                t, _ = moe_layer_time(
-                    gpu, eng, "mxfp4-a16", tokens, experts, experts // ep, top_k, hidden, width
-                )
-                errs[(fw, gpu)].append(t / measured - 1.0)
-            for (fw, gpu), e in sorted(errs.items()):
-                a = [abs(x) for x in e]
-                print(
-                    f"| {share:.2f} | {fw} | {gpu} | {len(e)} | {statistics.median(a):.1%} | "
-                    f"{statistics.median(e):+.1%} |"
-                )
-    finally:
-        for gpu, table in saved.items():  # the process-wide hardware cache
-            load_hardware(gpu).grouped_gemm_efficiency.clear()
-            load_hardware(gpu).grouped_gemm_efficiency.update(table)
+
+    def errors() -> dict[tuple[str, ...], list[float]]:
+        errs: dict[tuple[str, ...], list[float]] = defaultdict(list)
+        for fw, gpu, tokens, experts, ep, top_k, hidden, width, measured in points:
+            shape = (tokens, experts, experts // ep, top_k, hidden, width)
+            t, _ = moe_layer_time(gpu, _kernel_engine(fw), "mxfp4-a16", *shape)
+            errs[(fw, gpu)].append(t / measured - 1.0)
+        return errs
+
+    _share_scan("mxfp4", shares, {p[1] for p in points}, errors)
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ per kernel path, the path an engine runs, and whole fused-MoE layers against pub
 from __future__ import annotations
 
 import csv
+import functools
 import statistics
 
 import numpy as np
@@ -19,6 +20,19 @@ from llm_codesign.validate import bundled_data, validate
 from llm_codesign.validate.moe_layer import moe_layer_time
 
 BASE = load_engine("base")
+
+
+@functools.cache
+def _layer_table() -> tuple[list[dict[str, str]], list[dict]]:
+    """The kernel table's rows and their validation records (priced once per test session)."""
+    path = bundled_data("moe_layer.csv")
+    return list(csv.DictReader(path.open(encoding="utf-8"))), validate(path).rows
+
+
+def _layer_errors(dtype: str, keep=lambda row: True) -> list[float]:
+    """The relative errors of the kernel table's ``dtype`` rows that ``keep`` accepts."""
+    raw, records = _layer_table()
+    return [r["error"] for r in records if raw[r["row"]]["dtype"] == dtype and keep(raw[r["row"]])]
 
 
 def _permute_op(model: str, prec: str, tokens: float, tp: int = 1, ep: int = 1):
@@ -265,14 +279,7 @@ def test_blackwell_fp4_fused_moe_layers():
     (AIConfigurator) and FlashInfer's CUTLASS fused MoE on B300 (sglang PR #40105) at 1k tokens
     and more: within 15% at the median with the grouped share, where the dense FP4 ceiling
     prices them 1.4-2.9x too fast at 8k tokens."""
-    path = bundled_data("moe_layer.csv")
-    raw = list(csv.DictReader(path.open(encoding="utf-8")))
-    rep = validate(path)
-    errs = [
-        r["error"]
-        for r in rep.rows
-        if raw[r["row"]]["dtype"] == "nvfp4" and int(raw[r["row"]]["tokens"]) >= 1024
-    ]
+    errs = _layer_errors("nvfp4", lambda x: int(x["tokens"]) >= 1024)
     assert len(errs) == 17
     assert statistics.median(abs(e) for e in errs) <= 0.15
     assert abs(statistics.median(errs)) <= 0.05
@@ -341,18 +348,9 @@ def test_hopper_fp8_block_fused_moe_layers():
     and more they ran 1.1-2.0x slower than the per-tensor FP8 modules of the same shape; priced
     with the block share, TensorRT-LLM's rows without expert parallelism and with EP 8 are within
     20% at the median with a bias within 15%, and vLLM's rows without EP within 15%."""
-    path = bundled_data("moe_layer.csv")
-    raw = list(csv.DictReader(path.open(encoding="utf-8")))
-    rep = validate(path)
 
     def errs(keep) -> list[float]:
-        return [
-            r["error"]
-            for r in rep.rows
-            if raw[r["row"]]["dtype"] == "fp8_block"
-            and int(raw[r["row"]]["tokens"]) >= 1024
-            and keep(raw[r["row"]])
-        ]
+        return _layer_errors("fp8_block", lambda x: int(x["tokens"]) >= 1024 and keep(x))
 
     trt = errs(lambda x: x["framework"] == "trtllm")
     assert len(trt) == 60
@@ -442,13 +440,6 @@ def test_hopper_mxfp4_fused_moe_layers():
     """The weight-only MXFP4 rows of the kernel table (AIConfigurator: TensorRT-LLM 1.2.0rc5 on
     H100 and H200, vLLM on H200; gpt-oss-120b's shape, no EP): at 8,192 tokens, where the share
     binds, every row within 12%."""
-    path = bundled_data("moe_layer.csv")
-    raw = list(csv.DictReader(path.open(encoding="utf-8")))
-    rep = validate(path)
-    errs = [
-        r["error"]
-        for r in rep.rows
-        if raw[r["row"]]["dtype"] == "mxfp4" and int(raw[r["row"]]["tokens"]) == 8192
-    ]
+    errs = _layer_errors("mxfp4", lambda x: int(x["tokens"]) == 8192)
     assert len(errs) == 3
     assert max(abs(e) for e in errs) <= 0.12
