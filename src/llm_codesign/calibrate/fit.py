@@ -88,9 +88,9 @@ class FitResult:
 def at_bound(eng: EngineConstants, names: list[str]) -> list[tuple[str, float, float]]:
     """(name, value, bound) of the ``FIT_SPACE`` constants of ``names`` (each once) whose value
     in ``eng`` lies on a bound of its range (within 1e-3 relative: engine files store four
-    significant digits). The 0 and 1 ends of a
-    share (``ttft_burst``, ``host_overlap``) and ``gemm_scale`` 1 (the measured GEMM ceiling
-    itself) are limits of what the constant means, not of a plausible range: not reported."""
+    significant digits). The 0 and 1 ends of a share (``ttft_burst``, ``host_overlap``) and
+    ``gemm_scale`` 1 (the measured GEMM ceiling itself) are limits of what the constant means,
+    not of a plausible range: not reported."""
     natural = {("ttft_burst", 0.0), ("ttft_burst", 1.0), ("host_overlap", 0.0)}
     natural |= {("host_overlap", 1.0), ("gemm_scale", 1.0)}
     out = []
@@ -178,8 +178,9 @@ def _descend(
 
 
 def _finer(name: str, cur: float, sweep: int, factor: float) -> list[float]:
-    """Candidates between ``cur`` and the coarse steps of ``_descend``: a quarter and a half of
-    the step each way (additive for the shares, multiplicative otherwise; none from 0)."""
+    """Candidates between ``cur`` and the coarse steps of ``_descend``: a half and a quarter of
+    the smallest coarse step each way (added to the shares, whose smallest step is 0.1 / (sweep
+    + 1); powers of the factor for the other constants; none from 0)."""
     if name in ("ttft_burst", "host_overlap"):
         return [cur + d / (sweep + 1) for d in (-0.05, 0.05, -0.025, 0.025)]
     if cur == 0.0:
