@@ -695,5 +695,8 @@ def test_fit_reports_constants_that_end_on_a_bound():
     )
     got = at_bound(eng, ["routing_skew", "request_overhead_s", "host_overlap", "gemm_scale"])
     assert [n for n, _, _ in got] == ["routing_skew", "request_overhead_s"]
+    # a cost at its lower bound 0 (none shown by the rows) is what the constant means: the base
+    # engine's host terms are 0 and none is reported
+    assert at_bound(load_engine("base"), ["request_overhead_s", "per_seq_overhead_s"]) == []
     res = FitResult(eng, 1.0, 0.5, 10, [], "", ("routing_skew",))
     assert res.at_bounds == [("routing_skew", hi, hi)]  # only the constants it fitted

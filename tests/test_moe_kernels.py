@@ -417,9 +417,11 @@ def test_grouped_mxfp4_share_on_hopper():
         return next(op for op in ops if op.name == "experts_up")
 
     hw = load_hardware("h200-sxm")
-    assert hw.block_scaled_efficiency("mxfp4").value == 0.65
-    assert load_hardware("h100-sxm").block_scaled_efficiency("mxfp4").value == 0.65
-    assert load_hardware("b200").block_scaled_efficiency("mxfp4") is None
+    assert hw.block_scaled_efficiency("mxfp4", "bf16").value == 0.65
+    assert load_hardware("h100-sxm").block_scaled_efficiency("mxfp4", "bf16").value == 0.65
+    # measured for the weight-only BF16 kernels only: not for MXFP4 weights with FP8 math
+    assert hw.block_scaled_efficiency("mxfp4", "fp8") is None
+    assert load_hardware("b200").block_scaled_efficiency("mxfp4", "bf16") is None
     saved = hw.grouped_gemm_efficiency.pop("mxfp4")
     try:
         without = [float(gemm_time(up(t), hw, BASE)[0]) for t in (16.0, 8192.0, 32768.0)]
@@ -443,3 +445,34 @@ def test_hopper_mxfp4_fused_moe_layers():
     errs = _layer_errors("mxfp4", lambda x: int(x["tokens"]) == 8192)
     assert len(errs) == 3
     assert max(abs(e) for e in errs) <= 0.12
+
+
+def test_an_mxfp4_key_on_a_gpu_with_fp4_tensor_cores_is_the_class_share_once():
+    """On Blackwell ``grouped_gemm.mxfp4`` names the FP4 class's grouped share (its tensor cores
+    take MXFP4): it prices the routed GEMMs once, as a class share, and is no weight-only floor,
+    neither for native MXFP4 math nor for weight-only runs there."""
+    from importlib import resources
+
+    from llm_codesign.cost import gemm_time
+    from llm_codesign.specs.hardware import hardware_from_mapping
+
+    root = resources.files("llm_codesign") / "data" / "hardware"
+    data = yaml.safe_load((root / "b200.yaml").read_text())
+    data["efficiency"]["grouped_gemm"]["mxfp4"] = {"value": 0.5, "source": "x"}
+    hw = hardware_from_mapping(data, "test.yaml")
+    assert hw.block_scaled_efficiency("mxfp4", "mxfp4") is None
+    assert hw.block_scaled_efficiency("mxfp4", "bf16") is None
+    assert hw.grouped_gemm_efficiency_for("mxfp4", "mxfp4").value == 0.5
+    plain = hardware_from_mapping(yaml.safe_load((root / "b200.yaml").read_text()), "b200.yaml")
+    m = load_model("gpt-oss-120b")
+    g = next(g for g in m.layer_groups if g.moe)
+    s = step_shape(1, 1, 1, 1, False, isl=32768, osl=1, prefill_tokens=32768.0)
+    up = next(
+        op
+        for op in layer_group_ops(m, parse_precision("mxfp4"), g, s, 1.0)
+        if op.name == "experts_up"
+    )
+    with_key, without = (float(gemm_time(up, h, BASE)[1]) for h in (hw, plain))
+    # the share once: the math at half the rate (each group's fixed rows stay at the dense
+    # ceiling), not at a quarter as a class share and a floor of the same 0.5 would give
+    assert 1.9 * without < with_key <= without / 0.5

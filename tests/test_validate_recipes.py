@@ -245,7 +245,7 @@ def test_trtllm_bench_options_file_and_recipe_strings():
         listed = list(csv.DictReader(fh))
     assert listed
     for r in listed:
-        load_model(r["model"])
+        assert load_model(r["model"]).id == r["model"]  # bundled ids, as rows map to them
         assert r["source_id"].startswith("trtllm_perf") and "llm_options.yml" in r["source"]
         recipe, note = trtllm_bench_recipe(r["source_id"], r["model"])
         assert recipe.startswith(f"{TRTLLM_BENCH}:balance=") and note
@@ -254,6 +254,14 @@ def test_trtllm_bench_options_file_and_recipe_strings():
     assert recipe_behaviour(TRTLLM_BENCH, base) is base
     eng = recipe_behaviour(f"{TRTLLM_BENCH}:balance=60:wait=2", base)
     assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (60, 2)
-    for bad in ("balance=60", "balance=x:wait=0", "balance=60:wait=0:tokens=1"):
+    for bad in (
+        "balance=60",
+        "balance=x:wait=0",
+        "balance=60:wait=0:tokens=1",
+        "balance=60:wait=0:balance=7",  # a repeated key
+        "balance=60::wait=0",  # an empty field
+        "balance=60:wait=0:",
+        "balance=\u00b2:wait=0",  # a digit Python's isdigit() takes and int() refuses
+    ):
         with pytest.raises(SpecError, match="balance= and wait="):
             recipe_behaviour(f"{TRTLLM_BENCH}:{bad}", base)

@@ -353,10 +353,11 @@ def gemm_time(
         )
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
-    # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per block-scaled weight
-    # format, work off the tensor cores (Hopper's FP8 block rescaling on the CUDA cores)
+    # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
+    # off the tensor cores (Hopper's FP8 block rescaling, and its conversion of MXFP4 weights to
+    # BF16, on the CUDA cores)
     share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
-    scaled = hw.block_scaled_efficiency(moe.get("weights", "")) if routed else None
+    scaled = hw.block_scaled_efficiency(moe.get("weights", ""), rate_class) if routed else None
     block = scaled.value if scaled is not None else 1.0
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
@@ -379,10 +380,10 @@ def gemm_time(
         groups_s = np.asarray(op.groups) * 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
     t = gemm_overlap_time(compute + groups_s, memory)
     if block < 1.0:
-        # the block rescaling (on the rows computed, not the tiles' padding) bounds the time where
-        # the GEMM is compute-bound and hides under the weight stream where it is not:
-        # block-scaled modules at 1-512 tokens time as the per-tensor ones (AIConfigurator,
-        # moe_layer.csv)
+        # the work off the tensor cores (on the rows computed, not the tiles' padding) bounds the
+        # time where the GEMM is compute-bound and hides under the weight stream where it is not:
+        # block-scaled modules at 1-512 tokens time as the per-tensor ones, weight-only MXFP4
+        # ones below about 1,024 tokens as the unbounded model (AIConfigurator, moe_layer.csv)
         slow = np.where(covered, compute, flops / (peak * ceiling * share * block))
         t = np.where(covered, t, np.maximum(t, slow + groups_s))
         compute = slow

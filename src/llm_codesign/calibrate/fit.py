@@ -88,17 +88,18 @@ class FitResult:
 def at_bound(eng: EngineConstants, names: list[str]) -> list[tuple[str, float, float]]:
     """(name, value, bound) of the ``FIT_SPACE`` constants of ``names`` (each once) whose value
     in ``eng`` lies on a bound of its range (within 1e-3 relative: engine files store four
-    significant digits). The 0 and 1 ends of a share (``ttft_burst``, ``host_overlap``) and
-    ``gemm_scale`` 1 (the measured GEMM ceiling itself) are limits of what the constant means,
-    not of a plausible range: not reported."""
-    natural = {("ttft_burst", 0.0), ("ttft_burst", 1.0), ("host_overlap", 0.0)}
-    natural |= {("host_overlap", 1.0), ("gemm_scale", 1.0)}
+    significant digits). The 0 and 1 ends of a share (``ttft_burst``, ``host_overlap``),
+    ``gemm_scale`` 1 (the measured GEMM ceiling itself) and a lower bound of 0 (a cost the rows
+    show none of, e.g. ``request_overhead_s`` where no row times a first token) are limits of
+    what the constant means, not of a plausible range: not reported."""
+    natural = {("ttft_burst", 1.0), ("host_overlap", 1.0), ("gemm_scale", 1.0)}
     out = []
     for name in dict.fromkeys(names):
         lo, hi, _ = FIT_SPACE[name]
         v = float(getattr(eng, name))
         for bound in (lo, hi):
-            if abs(v - bound) <= 1e-3 * max(abs(bound), 1e-30) and (name, bound) not in natural:
+            meaning = bound == 0.0 or (name, bound) in natural
+            if abs(v - bound) <= 1e-3 * max(abs(bound), 1e-30) and not meaning:
                 out.append((name, v, bound))
     return out
 

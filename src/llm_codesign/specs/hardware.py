@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
-from ..formats import FORMATS, GROUPED_WEIGHT_FORMATS
+from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS, GROUPED_WEIGHT_FORMATS
 from ._load import Fields, existing_file, read_mapping, shown
 
 ARCHITECTURES = (
@@ -167,22 +167,32 @@ class HardwareSpec:
                 return fallback
         raise UnsupportedError(f"{self.id}: no tensor-core class to emulate {compute_class}")
 
-    def block_scaled_efficiency(self, weights: str) -> Efficiency | None:
+    def block_scaled_efficiency(self, weights: str, rate_class: str = "") -> Efficiency | None:
         """The ``efficiency.grouped_gemm`` entry of a weight format with a grouped kernel rate of
-        its own (``formats.GROUPED_WEIGHT_FORMATS``: block-scaled formats, MXFP4 weights where
-        the tensor cores do not take FP4); None for any other format or where not measured."""
-        return (
-            self.grouped_gemm_efficiency.get(weights) if weights in GROUPED_WEIGHT_FORMATS else None
-        )
+        its own (``formats.GROUPED_WEIGHT_FORMATS``), for GEMMs at ``rate_class``: a block-scaled
+        format's (``fp8_block``) at any class; a weight-only format's (``mxfp4``) only where the
+        tensor cores do not take it (its class is none of this GPU's: there the same key is the
+        class's share) and the GEMMs run at BF16 (the W4A16 kernels measured). None for any
+        other format, class or GPU, or where not measured."""
+        entry = self.grouped_gemm_efficiency.get(weights)
+        if weights in BLOCK_SCALED_WEIGHTS:
+            return entry
+        if entry is None or weights not in GROUPED_WEIGHT_FORMATS:
+            return None
+        native = FORMATS[weights].compute_class in self.peak_flops_per_s
+        return entry if not native and rate_class == "bf16" else None
 
     def grouped_gemm_efficiency_for(self, compute_class: str, weights: str = "") -> Efficiency:
         """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
         (``efficiency.grouped_gemm``): the entry of their weight format where the file measured
-        one (block-scaled formats such as ``fp8_block``, whose scales Hopper's tensor cores do
-        not apply; ``cost.gemm_time`` takes it as a floor on the rows' time), else the class's (the
+        one (``block_scaled_efficiency``: block-scaled formats such as ``fp8_block``, whose
+        scales Hopper's tensor cores do not apply, and MXFP4 weights run weight-only at BF16;
+        ``cost.gemm_time`` takes it as a floor on the rows' time), else the class's (the
         grouped kernel's math rate); 1 where no grouped kernel was measured."""
-        return self.block_scaled_efficiency(weights) or self.grouped_gemm_efficiency.get(
-            compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
+        return self.block_scaled_efficiency(weights, compute_class) or (
+            self.grouped_gemm_efficiency.get(
+                compute_class, Efficiency(1.0, "no grouped-GEMM measurement: the dense ceiling")
+            )
         )
 
     def gemm_efficiency_for(self, compute_class: str) -> Efficiency:
@@ -271,7 +281,7 @@ def _class_efficiencies(
         for f in formats
         if FORMATS[f].compute_class in peaks or (FORMATS[f].element_bits <= 4 and "bf16" in peaks)
     ]
-    allowed = sorted(peaks) + runs
+    allowed = list(dict.fromkeys(sorted(peaks) + runs))  # (a native 4-bit class: one key)
     for k in m.data:
         if k not in allowed:
             raise SpecError(

@@ -243,12 +243,10 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
     if name == TRTLLM_BENCH and rest:
-        bench = dict(f.partition("=")[::2] for f in rest.split(":") if f)
-        if set(bench) != {"balance", "wait"} or not all(v.isdigit() for v in bench.values()):
-            raise SpecError(
-                f"recipe {recipe!r}: fields must be balance= and wait= with integer values "
-                "(validate.recipes.trtllm_bench_recipe)"
-            )
+        hint = "fields must be balance= and wait= with integer values"
+        bench = _recipe_fields(recipe, rest, hint, "trtllm_bench_recipe")
+        if set(bench) != {"balance", "wait"}:
+            raise SpecError(f"recipe {recipe!r}: {hint} (validate.recipes.trtllm_bench_recipe)")
         return replace(
             eng,
             adp_balance_timeout_iters=int(bench["balance"]),
@@ -256,13 +254,10 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    fields = dict(f.partition("=")[::2] for f in rest.split(":") if f)
-    unknown = set(fields) - {"adp", "batch", "tokens"}
-    if unknown or not all(v.isdigit() for v in fields.values()):
-        raise SpecError(
-            f"recipe {recipe!r}: fields must be adp=, batch=, tokens= with integer values "
-            "(validate.recipes.inferencex_trtllm_recipe)"
-        )
+    hint = "fields must be adp=, batch=, tokens= with integer values"
+    fields = _recipe_fields(recipe, rest, hint, "inferencex_trtllm_recipe")
+    if set(fields) - {"adp", "batch", "tokens"}:
+        raise SpecError(f"recipe {recipe!r}: {hint} (validate.recipes.inferencex_trtllm_recipe)")
     over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
@@ -271,6 +266,21 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if "tokens" in fields:
         over["max_num_tokens"] = int(fields["tokens"])
     return replace(eng, **over)
+
+
+def _recipe_fields(recipe: str, rest: str, hint: str, maker: str) -> dict[str, str]:
+    """The ``key=value`` fields after a recipe's name, each key once, each value a whole number
+    in ASCII digits; a ``SpecError`` naming the recipe, the rule and its maker otherwise (an
+    empty field, a repeated key, another value)."""
+    parts = rest.split(":") if rest else []
+    pairs = [f.partition("=") for f in parts]
+    keys = [k for k, _, _ in pairs]
+    good = all(k and eq and re.fullmatch(r"[0-9]+", v) is not None for k, eq, v in pairs) and len(
+        set(keys)
+    ) == len(keys)
+    if not good:
+        raise SpecError(f"recipe {recipe!r}: {hint}, each once (validate.recipes.{maker})")
+    return {k: v for k, _, v in pairs}
 
 
 def inferencex_trtllm_recipe(
