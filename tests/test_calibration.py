@@ -700,3 +700,26 @@ def test_fit_reports_constants_that_end_on_a_bound():
     assert at_bound(load_engine("base"), ["request_overhead_s", "per_seq_overhead_s"]) == []
     res = FitResult(eng, 1.0, 0.5, 10, [], "", ("routing_skew",))
     assert res.at_bounds == [("routing_skew", hi, hi)]  # only the constants it fitted
+
+
+def test_calibrate_fit_warns_of_constants_on_a_bound(tmp_path, monkeypatch):
+    """calibrate-fit writes the fitted engine and names, on stderr, each fitted constant that
+    ended on a bound of its range (the fit itself is replaced: its wiring is what is tested)."""
+    import importlib
+
+    from llm_codesign.calibrate.fit import FIT_SPACE, FitResult
+
+    cli_validate = importlib.import_module("llm_codesign.cli.validate")
+    hi = FIT_SPACE["routing_skew"][1]
+    eng = load_engine("vllm").with_overrides(routing_skew=hi)
+    fake = FitResult(eng, 0.2, 0.1, 7, [("routing_skew", hi, 0.1)], "", ("routing_skew",))
+    monkeypatch.setattr(cli_validate, "fit_engine", lambda *a, **k: fake)
+    data = tmp_path / "rows.csv"
+    data.write_text("x\n")
+    out = tmp_path / "fit.yaml"
+    r = CliRunner().invoke(
+        main, ["calibrate-fit", "--data", str(data), "--engine", "vllm", "--out", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    assert out.exists() and "objective 0.2000 -> 0.1000" in r.output
+    assert f"warning: routing_skew = {hi:.4g} ended on the bound" in r.output
