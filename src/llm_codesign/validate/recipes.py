@@ -243,10 +243,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
     if name == TRTLLM_BENCH and rest:
-        hint = "fields must be balance= and wait= with integer values"
-        bench = _recipe_fields(recipe, rest, hint, "trtllm_bench_recipe")
-        if set(bench) != {"balance", "wait"}:
-            raise SpecError(f"recipe {recipe!r}: {hint} (validate.recipes.trtllm_bench_recipe)")
+        bench = _recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
         return replace(
             eng,
             adp_balance_timeout_iters=int(bench["balance"]),
@@ -254,10 +251,8 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    hint = "fields must be adp=, batch=, tokens= with integer values"
-    fields = _recipe_fields(recipe, rest, hint, "inferencex_trtllm_recipe")
-    if set(fields) - {"adp", "batch", "tokens"}:
-        raise SpecError(f"recipe {recipe!r}: {hint} (validate.recipes.inferencex_trtllm_recipe)")
+    keys = ("adp", "batch", "tokens")
+    fields = _recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
     over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
@@ -268,18 +263,23 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     return replace(eng, **over)
 
 
-def _recipe_fields(recipe: str, rest: str, hint: str, maker: str) -> dict[str, str]:
-    """The ``key=value`` fields after a recipe's name, each key once, each value a whole number
-    in ASCII digits; a ``SpecError`` naming the recipe, the rule and its maker otherwise (an
-    empty field, a repeated key, another value)."""
-    parts = rest.split(":") if rest else []
-    pairs = [f.partition("=") for f in parts]
-    keys = [k for k, _, _ in pairs]
-    good = all(k and eq and re.fullmatch(r"[0-9]+", v) is not None for k, eq, v in pairs) and len(
-        set(keys)
-    ) == len(keys)
-    if not good:
-        raise SpecError(f"recipe {recipe!r}: {hint}, each once (validate.recipes.{maker})")
+def _recipe_fields(
+    recipe: str, rest: str, keys: tuple[str, ...], every: bool, maker: str
+) -> dict[str, str]:
+    """The ``key=value`` fields after a recipe's name: keys of ``keys`` (each of them where
+    ``every``), each once, each value a whole number in ASCII digits; a ``SpecError`` naming
+    the recipe, the rule and its maker otherwise (an empty field, an unknown or repeated key,
+    another value)."""
+    pairs = [f.partition("=") for f in rest.split(":")] if rest else []
+    found = [k for k, _, _ in pairs]
+    values_ok = all(eq and re.fullmatch(r"[0-9]+", v) for _, eq, v in pairs)
+    keys_ok = len(set(found)) == len(found) and set(found) <= set(keys)
+    if not (values_ok and keys_ok and (set(found) == set(keys) or not every)):
+        shown = (" and " if every else ", ").join(f"{k}=" for k in keys)
+        raise SpecError(
+            f"recipe {recipe!r}: fields must be {shown} with integer values, each once "
+            f"(validate.recipes.{maker})"
+        )
     return {k: v for k, _, v in pairs}
 
 
