@@ -391,9 +391,10 @@ def test_profile_changes_predictions(h200_path):
     assert over.to_dict()["assumptions"]["hbm_efficiency"]["value"] == pytest.approx(
         4.3e12 / 4.8e12
     )
+    bundled = load_hardware("h200-sxm").hbm_efficiency
     assert base.to_dict()["assumptions"]["hbm_efficiency"] == {
-        "value": 0.80,
-        "source": load_hardware("h200-sxm").hbm_efficiency.source,
+        "value": bundled.value,
+        "source": bundled.source,
     }
 
 
