@@ -1,0 +1,90 @@
+"""How fast GQA decode attention reads an FP8 KV cache on each GPU, by engine and kernel, from
+AIConfigurator's measured decode attention tables (ai-dynamo/aiconfigurator @095f58a,
+aic-core/src/aiconfigurator_core/systems/data/<gpu>/attention/<engine>/<version>/generation_attention_perf.parquet).
+An analysis the model does not use yet (benchmarks/RESULTS.md, stop 39).
+
+Each table times the same GQA decode shapes (batch, context, heads, KV heads, head dim 128)
+with a BF16 and an FP8 KV cache. Per kernel of a table, over the shapes that read at least
+128 Mi cache elements (K and V): the BF16 bytes / time / datasheet and the FP8 elements / time
+(medians). On Hopper the FlashAttention kernels read an FP8 cache at about 2e12 elements/s on
+both H100 and H200, although H200 streams 1.43x the bytes: they are bound by turning FP8 into
+the math format, not by HBM, and an FP8 cache decodes only ~10% faster than a BF16 one on H200.
+Kernels that move more bytes than the datasheet allows are left out (measurement errors).
+
+Run: python benchmarks/fp8_kv_decode_report.py FILE_OR_DIR... (parquet files, or folders
+searched for decode attention tables; needs pandas and pyarrow)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hbm_fraction_report import DEVICES  # noqa: E402
+
+from llm_codesign.specs.hardware import load_hardware  # noqa: E402
+
+MIN_ELEMENTS = 128 * 2**20  # cache elements read per call: large enough to stream
+Rates = dict[tuple[str, str, str], list[float]]
+
+
+def _kernel(gpu: str, fw: str, ver: str, kernel: str, d: Any, rates: Rates) -> None:
+    """Print one kernel of one table and record its FP8 rate under (GPU, engine, kernel)."""
+    peak = load_hardware(gpu).hbm_bytes_per_s
+    ctx = d.isl + (d.step if "step" in d.columns else 0)
+    elements = d.batch_size * ctx * d.num_key_value_heads * d.head_dim * 2.0  # K and V
+    seconds = d.latency * 1e-3
+    dtype = d.kv_cache_dtype.astype(str)
+    big = elements >= MIN_ELEMENTS
+    bf16 = big & (dtype == "bfloat16")
+    fp8 = big & dtype.str.contains("fp8")
+    if bf16.sum() < 10 or fp8.sum() < 10:
+        return
+    bf16_frac = float((elements[bf16] * 2.0 / seconds[bf16]).median() / peak)
+    rate = float((elements[fp8] / seconds[fp8]).median())
+    ok = bf16_frac <= 1.0 and rate <= peak
+    if ok:
+        rates[(gpu, fw, kernel)].append(rate)
+    print(
+        f"| {gpu} | {fw} | {ver} | {kernel} | {int(fp8.sum())} | {bf16_frac:.3f} | "
+        f"{rate / 1e12:.2f}e12 | {rate / peak:.3f}{'' if ok else ' (left out)'} |"
+    )
+
+
+def main() -> None:
+    import pandas as pd
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+", help="generation_attention_perf.parquet files or folders")
+    args = ap.parse_args()
+    files: list[Path] = []
+    for p in map(Path, args.paths):
+        files.extend(sorted(p.rglob("*.parquet")) if p.is_dir() else [p])
+    rates: Rates = defaultdict(list)
+    print("| GPU | engine | version | kernel | FP8 shapes | BF16 fraction | FP8 elements/s |")
+    print("|---|---|---|---|---:|---:|---:|")
+    need = {"kv_cache_dtype", "batch_size", "isl", "num_key_value_heads", "head_dim", "latency"}
+    for f in files:
+        d = pd.read_parquet(f)
+        if not need <= set(d.columns) or str(d.device.iloc[0]) not in DEVICES:
+            continue
+        gpu = DEVICES[str(d.device.iloc[0])]
+        fw, ver = str(d.framework.iloc[0]).lower(), str(d.version.iloc[0])
+        for kernel, k in d.groupby("kernel_source"):
+            _kernel(gpu, fw, ver, str(kernel), k, rates)
+    print()
+    print("| GPU | engine | kernel | tables | median FP8 elements/s | of datasheet bytes/s |")
+    print("|---|---|---|---:|---:|---:|")
+    for (gpu, fw, kernel), r in sorted(rates.items()):
+        med = statistics.median(r)
+        frac = med / load_hardware(gpu).hbm_bytes_per_s
+        print(f"| {gpu} | {fw} | {kernel} | {len(r)} | {med / 1e12:.2f}e12 | {frac:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
