@@ -9,9 +9,11 @@
   on the device :mod:`.device` finds and describes; :mod:`.collectives` runs the all-reduce and
   all-to-all ones over one process per GPU;
 * :mod:`.fit`: the engine-constant fit on published measurements (``calibrate-fit``).
+* :mod:`.streaming`: the HBM bandwidth streaming kernels sustain, fitted from published kernel
+  timings (the hardware files' ``efficiency.hbm``).
 
-The names below come from the first three; import ``device``, ``microbench``, ``collectives``
-and ``fit`` by name (``from llm_codesign.calibrate import fit``): ``fit`` reads measurements
+The names below come from the first three; import ``device``, ``microbench``, ``collectives``,
+``fit`` and ``streaming`` by name (``from llm_codesign.calibrate import fit``): ``fit`` reads measurements
 through :mod:`llm_codesign.validate`, which itself overlays profiles from here.
 """
 
