@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hbm_fraction_report import DEVICES  # noqa: E402
+from hbm_fraction_report import parquet_files  # noqa: E402
 
 from llm_codesign.specs.hardware import load_hardware  # noqa: E402
+from llm_codesign.validate import match_gpu_name  # noqa: E402
 
 MIN_ELEMENTS = 128 * 2**20  # cache elements read per call: large enough to stream
 Rates = dict[tuple[str, str, str], list[float]]
@@ -52,7 +53,7 @@ def _kernel(gpu: str, fw: str, ver: str, kernel: str, d: Any, rates: Rates) -> N
         rates[(gpu, fw, kernel)].append(rate)
     print(
         f"| {gpu} | {fw} | {ver} | {kernel} | {int(fp8.sum())} | {bf16_frac:.3f} | "
-        f"{rate / 1e12:.2f}e12 | {rate / peak:.3f}{'' if ok else ' (left out)'} |"
+        f"{rate / 1e12:.2f}e12{'' if ok else ' (left out: above the datasheet)'} |"
     )
 
 
@@ -62,20 +63,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+", help="generation_attention_perf.parquet files or folders")
     args = ap.parse_args()
-    files: list[Path] = []
-    for p in map(Path, args.paths):
-        files.extend(sorted(p.rglob("*.parquet")) if p.is_dir() else [p])
+    files = parquet_files(args.paths)
     rates: Rates = defaultdict(list)
     print("| GPU | engine | version | kernel | FP8 shapes | BF16 fraction | FP8 elements/s |")
     print("|---|---|---|---|---:|---:|---:|")
     need = {"kv_cache_dtype", "batch_size", "isl", "num_key_value_heads", "head_dim", "latency"}
+    need |= {"device", "framework", "version", "kernel_source"}
     for f in files:
         d = pd.read_parquet(f)
-        if not need <= set(d.columns) or str(d.device.iloc[0]) not in DEVICES:
-            continue
-        gpu = DEVICES[str(d.device.iloc[0])]
-        fw, ver = str(d.framework.iloc[0]).lower(), str(d.version.iloc[0])
-        for kernel, k in d.groupby("kernel_source"):
+        if not need <= set(d.columns) or d.empty:
+            continue  # not a decode attention table
+        for (device, kernel), k in d.groupby(["device", "kernel_source"]):
+            gpu = match_gpu_name(str(device))
+            if gpu is None:
+                print(f"(skipped {f}: device {device!r} is not a bundled GPU)")
+                continue
+            fw, ver = str(k.framework.iloc[0]).lower(), str(k.version.iloc[0])
             _kernel(gpu, fw, ver, str(kernel), k, rates)
     print()
     print("| GPU | engine | kernel | tables | median FP8 elements/s | of datasheet bytes/s |")

@@ -19,7 +19,7 @@ def test_fit_recovers_bandwidth_and_fixed_latency_by_hand():
     assert fit.bytes_per_s == pytest.approx(4.0e12, rel=1e-9)
     assert fit.fixed_s == pytest.approx(4e-6, rel=1e-6)
     assert fit.fraction == pytest.approx(4.0 / 4.8, rel=1e-9)
-    assert (fit.kernels, fit.dropped) == (8, 0)
+    assert (fit.kernels, fit.invalid, fit.too_fast) == (8, 0, 0)
 
 
 def test_kernels_faster_than_the_datasheet_are_left_out():
@@ -27,22 +27,41 @@ def test_kernels_faster_than_the_datasheet_are_left_out():
     seconds = 3e-6 + nbytes / 3.0e12
     seconds[3] = nbytes[3] / 9.0e12  # faster than the 4.8 TB/s datasheet: a bad row
     fit = streaming_fit(nbytes, seconds, 4.8e12)
-    assert fit.dropped == 1 and fit.kernels == 9
+    assert (fit.too_fast, fit.invalid, fit.kernels) == (1, 0, 9)
     assert fit.bytes_per_s == pytest.approx(3.0e12, rel=1e-9)
 
 
+def test_rows_without_a_finite_positive_size_or_time_are_counted_apart():
+    nbytes = np.linspace(64, 1024, 12) * 2**20
+    seconds = 3e-6 + nbytes / 3.0e12
+    seconds[0], seconds[1], nbytes[2] = np.nan, -1.0, np.inf
+    fit = streaming_fit(nbytes, seconds, 4.8e12)
+    assert (fit.invalid, fit.too_fast, fit.kernels, fit.dropped) == (3, 0, 9, 3)
+    assert fit.bytes_per_s == pytest.approx(3.0e12, rel=1e-9)
+
+
+SIZES = np.linspace(1e8, 1e9, 10)
+
+
 @pytest.mark.parametrize(
-    ("nbytes", "seconds", "needle"),
+    ("nbytes", "seconds", "peak", "needle"),
     [
-        ([1e8] * 3, [1e-4] * 3, f"at least {MIN_KERNELS}"),
-        ([1e8] * 10, [1e-4] * 10, "more than one size"),
-        (np.linspace(1e8, 1e9, 10), np.linspace(1e-3, 1e-4, 10), "do not grow"),
-        ([1e8, 2e8], [1e-4], "same length"),
+        ([1e8] * 3, [1e-4] * 3, 4.8e12, f"at least {MIN_KERNELS} kernels, got 3"),
+        # three NaN times leave 7: the message names why rows were left out
+        (SIZES, [np.nan] * 3 + [1e-3] * 7, 4.8e12, "got 7 .3 with a non-finite"),
+        # 64 and 65 MiB: the slope would be the noise of near-equal sizes
+        (np.r_[[64 * 2**20] * 5, [65 * 2**20] * 5], [2e-5] * 10, 4.8e12, "at least 2x apart"),
+        (SIZES, np.linspace(1e-3, 4e-4, 10), 4.8e12, "do not grow"),
+        # 10 us + bytes / 5 TB/s: every kernel is under the 4.8 TB/s line, the slope is above it
+        (SIZES, 1e-5 + SIZES / 5e12, 4.8e12, "exceeds the datasheet"),
+        (SIZES, SIZES / 3e12, float("inf"), "positive finite"),
+        (SIZES, SIZES / 3e12, 0.0, "positive finite"),
+        ([1e8, 2e8], [1e-4], 4.8e12, "same length"),
     ],
 )
-def test_fit_refuses_what_it_cannot_fit(nbytes, seconds, needle):
+def test_fit_refuses_what_it_cannot_fit(nbytes, seconds, peak, needle):
     with pytest.raises(SpecError, match=needle):
-        streaming_fit(nbytes, seconds, 4.8e12)
+        streaming_fit(nbytes, seconds, peak)
 
 
 # GPUs with AIConfigurator GEMM tables (benchmarks/hbm_fraction_report.py), and the sibling each

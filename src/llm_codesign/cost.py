@@ -288,7 +288,8 @@ def hbm_bytes_per_s_achieved(hw: HardwareSpec, eng: EngineConstants) -> float:
     file's measured fraction (``efficiency.hbm``) x the engine's ``hbm_efficiency_scale``,
     the product capped at 1 (never above the datasheet).
 
-    Example: H200 (4.8e12 B/s, hbm 0.80) with the default engine (scale 1.0) -> 3.84e12 B/s.
+    Example: H200 (4.8e12 B/s, measured hbm 0.835) with the default engine (scale 1.0) ->
+    4.008e12 B/s.
     """
     return hw.hbm_bytes_per_s * min(hw.hbm_efficiency.value * eng.hbm_efficiency_scale, 1.0)
 

@@ -13,8 +13,8 @@
   timings (the hardware files' ``efficiency.hbm``).
 
 The names below come from the first three; import ``device``, ``microbench``, ``collectives``,
-``fit`` and ``streaming`` by name (``from llm_codesign.calibrate import fit``): ``fit`` reads measurements
-through :mod:`llm_codesign.validate`, which itself overlays profiles from here.
+``fit`` and ``streaming`` by name (``from llm_codesign.calibrate import fit``): ``fit`` reads
+measurements through :mod:`llm_codesign.validate`, which itself overlays profiles from here.
 """
 
 from .compare import Comparison, compare_profile

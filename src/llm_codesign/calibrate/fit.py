@@ -56,7 +56,8 @@ FIT_SPACE: dict[str, tuple[float, float, str]] = {
     # beat uniform routing (TB4 with EPLB: 1.4x uniform at EP32; a perfect one: 0)
     "moe_layer_overhead_s": (4e-6, 120e-6, "fixed MoE kernels per layer (routing, sort, ...)"),
     "routing_skew": (0.5, 20.0, "busiest EP rank's spread over uniform routing (TB4: ~19)"),
-    # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80
+    # the old fraction bounds 0.5..0.95 over the bundled GPUs' efficiency.hbm of 0.80 (the files'
+    # unmeasured default when the bounds were set; the measured fractions are 0.79-0.86)
     "hbm_efficiency_scale": (
         0.625,
         1.1875,
