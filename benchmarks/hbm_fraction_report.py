@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -52,11 +53,13 @@ def main() -> None:
     for f in parquet_files(args.paths):
         d = pd.read_parquet(f)
         if not COLUMNS <= set(d.columns) or d.empty:
-            continue  # not a GEMM table
+            missing = ", ".join(sorted(COLUMNS - set(d.columns))) or "no rows"
+            print(f"skipped {f}: not a GEMM table ({missing})", file=sys.stderr)
+            continue
         for device, rows in d.groupby("device"):
             gpu = match_gpu_name(str(device))
             if gpu is None:
-                print(f"(skipped {f}: device {device!r} is not a bundled GPU)")
+                print(f"skipped {f}: device {device!r} is not a bundled GPU", file=sys.stderr)
                 continue
             x = rows[(rows.gemm_dtype == "bfloat16") & (rows.m <= MAX_ROWS)]
             x = x[x.n * x.k * 2.0 >= MIN_WEIGHT_BYTES]
@@ -65,7 +68,7 @@ def main() -> None:
             try:
                 fit = streaming_fit(nbytes.to_numpy(), x.latency.to_numpy() * 1e-3, peak)
             except SpecError as e:
-                print(f"(skipped {f}, {device}: {e})")
+                print(f"skipped {f}, {device}: {e}", file=sys.stderr)
                 continue
             per_gpu[gpu].append(fit.fraction)
             fw, ver = str(rows.framework.iloc[0]).lower(), str(rows.version.iloc[0])
