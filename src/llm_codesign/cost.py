@@ -432,7 +432,10 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
     (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
     kernel: its HBM fraction on the latent cache where measured, plus its time per query head
-    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`)."""
+    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`). A GQA decode op over
+    an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured FP8-cache rate of
+    the engine's GQA decode kernels (``efficiency.fp8_kv_decode``, ``gqa_decode_kernels``):
+    Hopper's FlashAttention kernels are bound by converting FP8, not by HBM."""
     rate_class = attention_rate_class(hw, op.compute_class)
     peak = hw.peak_flops(rate_class)
     if op.phase == "decode":
@@ -442,6 +445,9 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         hbm = eng.attn_decode_efficiency
         if query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
+        elif op.meta.get("fp8_kv"):  # the engine's GQA kernels' measured FP8-cache read rate
+            fp8 = hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
+            hbm = min(hbm, fp8.value) if fp8 is not None else hbm
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * hbm)
         t = np.maximum(compute, memory)
         if query_heads is not None:

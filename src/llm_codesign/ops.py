@@ -307,9 +307,10 @@ def layer_group_ops(
             model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp
         )
         # MLA decode runs the GPU's measured decode kernel, whose time has a part per query
-        # head (cost.attention_time); the other kernels carry no such term
+        # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)
         mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
-        kernels.append(("attention", counts, prec.attention_class, mla))
+        meta = mla or ({"fp8_kv": True} if prec.kv_bytes == 1.0 else {})
+        kernels.append(("attention", counts, prec.attention_class, meta))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)
             kernels.append(("indexer", counts, "fp8", {}))

@@ -263,6 +263,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "moe_comm",
         "moe_kernels",
         "attention_kernels",
+        "gqa_decode_kernels",
         "expert_balancer",
         "kv_admission",
         "moe_partial_ep",
@@ -291,7 +292,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "are not fitted (base.yaml's values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels, attention_kernels, expert_balancer, kv_admission and "
+            "moe_comm, moe_kernels, attention_kernels, gqa_decode_kernels, expert_balancer, "
+            "kv_admission and "
             "memory_budget state the "
             "engine's own behaviour (see kv_admission_source)"
         ),

@@ -74,7 +74,10 @@ def clean(obj: Any) -> Any:
 # 15: the engine constants in `assumptions` add `indexer_overhead_s` (the DSA lightning
 # indexer's fixed kernel-chain time per sparse layer and step); op tables of sparse-attention
 # models add the `indexer_chain` op (bound `overhead`).
-SCHEMA_VERSION = 15
+# 16: the engine constants in `assumptions` add `gqa_decode_kernels` (`default` or
+# `flash_attention`: the GQA decode kernel family, whose measured FP8-cache read rate, the GPU
+# file's `efficiency.fp8_kv_decode`, caps `attn_decode_efficiency` over an FP8 KV cache).
+SCHEMA_VERSION = 16
 
 
 def to_json(obj: Any) -> str:

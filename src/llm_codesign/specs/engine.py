@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError
 from ._load import Fields, existing_file, read_mapping, shown
-from .hardware import ATTENTION_KERNEL_FAMILIES
+from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
 # trtllm-trt = its earlier TensorRT-engine runtime (v0.x: gptSessionBenchmark, trtllm-bench on
@@ -48,6 +48,10 @@ MOE_KERNELS = ("auto", "cutlass", "triton")
 # file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
 # family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
 ATTENTION_KERNELS = ("default", *ATTENTION_KERNEL_FAMILIES)
+# GQA decode-attention kernel family (``cost.attention_time``): ``default`` = none the GPU files
+# measure apart, else a family whose FP8-cache read rate a GPU file may give
+# (``efficiency.fp8_kv_decode``)
+GQA_DECODE_KERNELS = ("default", *GQA_DECODE_KERNEL_FAMILIES)
 # Coefficient of variation of the experts' shares of the routed pairs (their popularity), per
 # load balancer (``EngineConstants.expert_balancer``). TensorRT-LLM's wide-EP blog (TB4 Table 1;
 # moe-comm.md 3: DeepSeek-R1 on 32 x GB200, EP 32, 8 experts per rank, decode) measured the busiest
@@ -115,6 +119,9 @@ class EngineConstants:
         attention_kernels: the MLA decode-attention kernel family the engine runs
             (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
             for that family where it has them, else its default entries.
+        gqa_decode_kernels: the GQA decode-attention kernel family the engine runs
+            (``GQA_DECODE_KERNELS``): a GPU file's measured FP8-cache read rate of that family
+            (``efficiency.fp8_kv_decode``) caps ``attn_decode_efficiency`` over an FP8 cache.
         kv_admission: KV the scheduler holds per running sequence (``KV_ADMISSION``;
             ``serving.memory.kv_context``).
         moe_layer_overhead_s: fixed time per MoE layer per step of the kernels around the
@@ -174,6 +181,7 @@ class EngineConstants:
     moe_comm: str
     moe_kernels: str
     attention_kernels: str
+    gqa_decode_kernels: str
     kv_admission: str
     moe_layer_overhead_s: float
     indexer_overhead_s: float
@@ -273,6 +281,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: attention_kernels={c.attention_kernels!r} is not a known decode-attention "
             "kernel family; allowed: " + ", ".join(ATTENTION_KERNELS)
         )
+    if c.gqa_decode_kernels not in GQA_DECODE_KERNELS:
+        raise SpecError(
+            f"{where}: gqa_decode_kernels={c.gqa_decode_kernels!r} is not a known GQA "
+            "decode-attention kernel family; allowed: " + ", ".join(GQA_DECODE_KERNELS)
+        )
     if c.expert_balancer not in EXPERT_BALANCERS:
         raise SpecError(
             f"{where}: expert_balancer={c.expert_balancer!r} is not a known expert load "
@@ -329,6 +342,7 @@ def _from_mapping(
             "moe_comm",
             "moe_kernels",
             "attention_kernels",
+            "gqa_decode_kernels",
             "kv_admission",
             "expert_balancer",
             "memory_budget",

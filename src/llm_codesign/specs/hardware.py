@@ -90,6 +90,10 @@ _DECODE_KERNEL_KEYS = {"value", "source", "hbm", "per_query_head_s", "per_call_s
 # MLA decode kernel families a GPU file may measure apart from its default entries
 # (``efficiency.attention_decode_<family>``; an engine names its family in ``attention_kernels``)
 ATTENTION_KERNEL_FAMILIES = ("fa3",)
+# GQA decode-attention kernel families a GPU file may measure an FP8-cache read rate for
+# (``efficiency.fp8_kv_decode``; an engine names its family in ``gqa_decode_kernels``):
+# ``flash_attention``, the FlashAttention kernels SGLang and vLLM run on Hopper
+GQA_DECODE_KERNEL_FAMILIES = ("flash_attention",)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,10 @@ class HardwareSpec:
     # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
     # reach where a grouped kernel was measured (classes absent: the dense ceiling)
     grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
+    # GQA decode attention over an FP8 KV cache: per kernel family (``GQA_DECODE_KERNEL_FAMILIES``)
+    # the measured rate it reads the cache at, as a fraction of the datasheet bandwidth at one
+    # byte per element (families absent: the engine's decode fraction alone)
+    fp8_kv_decode: dict[str, Efficiency] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     # free-text GPU names (measurement tables): the chip as it appears in a name lower-cased
     # with spaces and punctuation removed, and the words that make such a name another product
@@ -250,6 +258,16 @@ def _efficiency(f: Fields, key: str) -> Efficiency:
     return Efficiency(value, m.str("source"))
 
 
+def _families(eff: Fields, key: str, families: tuple[str, ...]) -> dict[str, Efficiency]:
+    """An optional mapping of kernel families to {value, source}; another key is refused with
+    the allowed ones named."""
+    if not eff.has(key):
+        return {}
+    m = eff.mapping(key)
+    m.reject_unknown(set(families))
+    return {k: _efficiency(m, k) for k in m.data}
+
+
 def _decode_kernel(f: Fields, key: str) -> DecodeKernel:
     e = _efficiency(f, key)
     m = f.mapping(key)
@@ -330,6 +348,15 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         False,
         "as efficiency.attention_decode, for FlashAttention-3's MLA decode kernel (engines with "
         "attention_kernels: fa3); classes absent use efficiency.attention_decode",
+    ),
+    (
+        "efficiency.fp8_kv_decode",
+        "mapping",
+        False,
+        "per GQA decode kernel family (" + ", ".join(GQA_DECODE_KERNEL_FAMILIES) + ") {value, "
+        "source}: the rate its kernels read an FP8 KV cache at, as a fraction of the datasheet "
+        "bandwidth at one byte per element; it caps the decode fraction of engines whose "
+        "gqa_decode_kernels name the family",
     ),
     (
         "efficiency.grouped_gemm",
@@ -475,6 +502,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         attention_decode_efficiency=att,
         attention_decode_kernels=families,
         grouped_gemm_efficiency=grouped,
+        fp8_kv_decode=_families(eff, "fp8_kv_decode", GQA_DECODE_KERNEL_FAMILIES),
         sources={str(k): str(v) for k, v in (f.data.get("sources") or {}).items()},
         aliases=tuple(f.str_list("aliases", [])),
         **_name_match(f),
