@@ -65,6 +65,34 @@ def test_the_cap_touches_only_gqa_decode_over_an_fp8_cache():
     assert float(memory) == pytest.approx(float(op.bytes) / (8e12 * 0.8), rel=1e-12)
 
 
+def test_only_fp8_caches_are_flagged_not_other_one_byte_formats():
+    assert "fp8_kv" not in _decode_attention("bf16+int8-kv").meta  # integer, same width
+    assert _decode_attention("bf16+mxfp8-kv").meta == {"fp8_kv": True}  # FP8 with block scales
+    for phase_op in step_ops(
+        load_model("llama-3.1-8b"),
+        parse_precision("fp8"),
+        step_shape(1, 1, 1, 1, False, isl=4096, osl=1, decode_seqs=64.0, prefill_tokens=512.0),
+    ):
+        if phase_op.name != "attention_decode":
+            assert "fp8_kv" not in phase_op.meta, phase_op.name  # prefill and the other ops
+
+
+def test_the_estimate_states_the_cap_it_applied():
+    from llm_codesign import api
+    from llm_codesign.specs.plan import ParallelPlan
+    from llm_codesign.specs.workload import Workload
+
+    def cap(precision, engine):
+        e = api.estimate(
+            "llama-3.1-8b", "h200-sxm", precision, ParallelPlan(),
+            Workload(isl=128, osl=32, concurrency=4), engine=engine, explain=False,
+        )  # fmt: skip
+        return e.to_dict()["assumptions"]["fp8_kv_decode"]
+
+    assert cap("fp8", "sglang")["value"] == 0.38
+    assert cap("fp8", "trtllm") is None and cap("bf16", "sglang") is None
+
+
 def test_engines_name_their_gqa_family_and_unknown_ones_are_refused():
     assert load_engine("sglang").gqa_decode_kernels == "flash_attention"
     assert load_engine("vllm").gqa_decode_kernels == "flash_attention"

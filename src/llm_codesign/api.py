@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
-from .cost import attention_rate_class, decode_attention_efficiency
+from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
@@ -122,7 +122,7 @@ class Estimate:
         hw = self.hardware
         rate = hw.compute_rate_class(self.precision.compute_class)
         att = attention_rate_class(hw, self.precision.attention_class)
-
+        fp8 = fp8_kv_decode_rate(hw, self.engine)  # caps GQA decode over an FP8 cache
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
@@ -137,6 +137,7 @@ class Estimate:
             "scaleup_efficiency": asdict(hw.scaleup_efficiency),
             "attention_decode_efficiency": {"compute_class": att}
             | asdict(decode_attention_efficiency(hw, att, self.engine)),
+            "fp8_kv_decode": asdict(fp8) if fp8 and self.precision.kv_fp8 else None,
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),
@@ -284,19 +285,9 @@ def estimate(
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)
     if traffic is not None:
-        est.simulation = simulation_section(
-            simulate(
-                m,
-                hw,
-                prec,
-                eng,
-                traffic,
-                **plan.to_dict(),
-                spec_tokens=spec_tokens,
-                spec_acceptance=spec_acceptance,
-            ),
-            traffic,
-        )
+        run = simulate(m, hw, prec, eng, traffic, **plan.to_dict(), spec_tokens=spec_tokens,
+                       spec_acceptance=spec_acceptance)  # fmt: skip
+        est.simulation = simulation_section(run, traffic)
     return est
 
 

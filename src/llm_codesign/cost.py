@@ -35,7 +35,7 @@ from .comm import collective_time, moe_comm_family, moe_comm_time
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
-from .specs.hardware import DecodeKernel, HardwareSpec
+from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
 
 Array = np.ndarray
 
@@ -428,6 +428,13 @@ def decode_attention_efficiency(
     return DecodeKernel(eng.attn_prefill_efficiency, src)
 
 
+def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | None:
+    """The GPU file's measured rate at which the engine's GQA decode kernels read an FP8 KV cache
+    (``efficiency.fp8_kv_decode`` of the family ``gqa_decode_kernels`` names; a fraction of the
+    datasheet bandwidth at one byte per element), or None where the file measures none."""
+    return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
+
+
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
     """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
     (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
@@ -445,9 +452,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         hbm = eng.attn_decode_efficiency
         if query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
-        elif op.meta.get("fp8_kv"):  # the engine's GQA kernels' measured FP8-cache read rate
-            fp8 = hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
-            hbm = min(hbm, fp8.value) if fp8 is not None else hbm
+        elif op.meta.get("fp8_kv") and (fp8 := fp8_kv_decode_rate(hw, eng)) is not None:
+            hbm = min(hbm, fp8.value)
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * hbm)
         t = np.maximum(compute, memory)
         if query_heads is not None:

@@ -309,7 +309,7 @@ def layer_group_ops(
         # MLA decode runs the GPU's measured decode kernel, whose time has a part per query
         # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)
         mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
-        meta = mla or ({"fp8_kv": True} if prec.kv_bytes == 1.0 else {})
+        meta = mla or ({"fp8_kv": True} if prec.kv_fp8 else {})
         kernels.append(("attention", counts, prec.attention_class, meta))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)

@@ -76,7 +76,9 @@ def clean(obj: Any) -> Any:
 # models add the `indexer_chain` op (bound `overhead`).
 # 16: the engine constants in `assumptions` add `gqa_decode_kernels` (`default` or
 # `flash_attention`: the GQA decode kernel family, whose measured FP8-cache read rate, the GPU
-# file's `efficiency.fp8_kv_decode`, caps `attn_decode_efficiency` over an FP8 KV cache).
+# file's `efficiency.fp8_kv_decode`, caps `attn_decode_efficiency` over an FP8 KV cache), and
+# `assumptions` adds `fp8_kv_decode` ({value, source} of that cap where the cache is FP8 and the
+# GPU file measures the family, else null).
 SCHEMA_VERSION = 16
 
 

@@ -57,13 +57,15 @@ class Precision:
         return wider.compute_class
 
     @property
+    def kv_fp8(self) -> bool:
+        """True when the KV cache holds FP8 elements (E4M3/E5M2, with or without block scales):
+        not an integer format of the same width."""
+        return self.kv_cache.element_bits == 8 and self.kv_cache.element.startswith("e")
+
+    @property
     def attention_class(self) -> str:
         """Attention math runs in FP8 when the KV cache is FP8 (FP8 FMHA), else BF16."""
-        return (
-            "fp8"
-            if self.kv_cache.element_bits == 8 and self.kv_cache.element.startswith("e")
-            else "bf16"
-        )
+        return "fp8" if self.kv_fp8 else "bf16"
 
     def summary(self) -> dict[str, str | float]:
         return {
