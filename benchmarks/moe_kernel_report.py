@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_codesign.validate import bundled_data, validate
+from llm_codesign.validate import bundled_data, match_gpu_name, validate
 
 
 def _class(x: dict[str, str]) -> list[str]:
@@ -51,7 +51,14 @@ def _class(x: dict[str, str]) -> list[str]:
 
 # the shapes of data/validation/moe_layer.csv: (hidden, expert intermediate, experts, top_k)
 _SHAPES = ((7168, 2048, 256, 8), (4096, 1536, 128, 8), (2048, 768, 128, 8))
-_GPU = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200-sxm"}
+
+
+def _gpu(device: object) -> str:
+    """The bundled GPU id of a table's ``device`` (``validate.match_gpu_name``)."""
+    gpu = match_gpu_name(str(device))
+    if gpu is None:
+        raise SystemExit(f"device {device!r} is not a bundled GPU")
+    return gpu
 
 
 def fp8_block_share(files: list[str], shares: list[float]) -> None:
@@ -66,7 +73,7 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
         d = pd.read_parquet(f)
         d = d[(d.distribution == "balanced") & (d.moe_tp_size == 1)]
         fw = str(d.framework.iloc[0]).lower()
-        gpu = _GPU[str(d.device.iloc[0])]
+        gpu = _gpu(d.device.iloc[0])
         for hidden, inter, experts, top_k in _SHAPES:
             for ep in (1, 8):
                 for tokens in (1024, 2048, 4096, 8192, 16384):
@@ -158,7 +165,7 @@ def mxfp4_share(files: list[str], shares: list[float]) -> None:
         if d.empty:
             continue
         fw = str(d.framework.iloc[0]).lower()
-        gpu = _GPU[str(d.device.iloc[0])]
+        gpu = _gpu(d.device.iloc[0])
         for r in d.itertuples():
             shape = (r.num_tokens, r.num_experts, r.moe_ep_size, r.topk, r.hidden_size)
             points.append((fw, gpu, *(int(x) for x in shape), int(r.inter_size), r.latency / 1e3))

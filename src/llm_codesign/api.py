@@ -122,7 +122,8 @@ class Estimate:
         hw = self.hardware
         rate = hw.compute_rate_class(self.precision.compute_class)
         att = attention_rate_class(hw, self.precision.attention_class)
-        fp8 = fp8_kv_decode_rate(hw, self.engine)  # caps GQA decode over an FP8 cache
+        # the measured rate capping GQA decode over an FP8 cache (None: no FP8 cache, or none)
+        fp8 = fp8_kv_decode_rate(hw, self.engine) if self.precision.kv_fp8 else None
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
@@ -137,7 +138,7 @@ class Estimate:
             "scaleup_efficiency": asdict(hw.scaleup_efficiency),
             "attention_decode_efficiency": {"compute_class": att}
             | asdict(decode_attention_efficiency(hw, att, self.engine)),
-            "fp8_kv_decode": asdict(fp8) if fp8 and self.precision.kv_fp8 else None,
+            "fp8_kv_decode": asdict(fp8) if fp8 else None,
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),

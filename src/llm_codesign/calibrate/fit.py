@@ -293,9 +293,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "are not fitted (base.yaml's values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, attention_kernels, gqa_decode_kernels, expert_balancer, "
-            "kv_admission and "
-            "memory_budget state the "
-            "engine's own behaviour (see kv_admission_source)"
+            "kv_admission and memory_budget state the engine's own behaviour (see "
+            "kv_admission_source)"
         ),
         # the sources of the engine's stated behaviour survive a refit
         **{k: v for k, v in eng.sources.items() if k.endswith("_source") or k in keep},
