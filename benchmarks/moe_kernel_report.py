@@ -15,6 +15,14 @@ predicted time ratio block / per-tensor matches the measured ratio with the leas
 ratio cancels what the two formats share, so per-tensor FP8's own error does not enter. Needs
 pandas and pyarrow.)
 
+     python benchmarks/moe_kernel_report.py --fixed-cost ENGINE FILE...
+(the MoE layer's fixed cost beyond the per-kernel charges, ``moe_layer_overhead_s``, as the
+kernel tables measure it: FILEs are AIConfigurator ``moe_perf.parquet`` tables; at 1 and 2 tokens
+(balanced routing, moe_tp 1: each pair on its own expert, as random routing nearly always puts
+it) every module is priced with ENGINE's constants, its kernel path the table's and no fixed
+MoE cost, and the measured time less the priced one is the fixed cost; medians per table, expert
+parallelism and format, then over the tables.)
+
      python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]
 (the fit of Hopper's ``efficiency.grouped_gemm.mxfp4``: FILEs are AIConfigurator
 ``moe_perf.parquet`` tables holding weight-only MXFP4 modules, ``w4a16_mxfp4``
@@ -106,6 +114,66 @@ def fp8_block_share(files: list[str], shares: list[float]) -> None:
     _share_scan("fp8_block", shares, {p[1] for p in pairs}, errors)
 
 
+# AIConfigurator moe_dtype -> the precision label ``validate.moe_layer`` prices it with
+_AIC_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "w4a16_mxfp4": "mxfp4"}
+
+
+def fixed_cost(engine: str, files: list[str]) -> None:
+    """Print the fixed MoE-layer cost the tables measure beyond ``engine``'s per-kernel charges
+    (module docstring): per table, expert parallelism and format, then the median over tables."""
+    import pandas as pd
+
+    from llm_codesign.validate.moe_layer import moe_layer_time
+
+    per: dict[tuple[str, str], list[float]] = defaultdict(list)  # (EP?, dtype) -> table medians
+    print(f"| table | EP | format | modules | fixed cost beyond {engine}'s kernels (us) |")
+    print("|---|---|---|---:|---:|")
+    for f in files:
+        d = pd.read_parquet(f)
+        d = d[(d.distribution == "balanced") & (d.moe_tp_size == 1) & (d.num_tokens <= 2)]
+        d = d[d.moe_dtype.isin(list(_AIC_DTYPES))]
+        if d.empty:
+            continue
+        fw = str(d.framework.iloc[0]).lower()
+        gpu = _gpu(d.device.iloc[0])
+        eng = _kernel_engine(fw).with_overrides(**_engine_constants(engine))
+        rest: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for r in d.itertuples():
+            shape = (
+                int(r.num_tokens),
+                int(r.num_experts),
+                int(r.num_experts) // int(r.moe_ep_size),
+            )
+            dims = (int(r.topk), int(r.hidden_size), int(r.inter_size))
+            t, _ = moe_layer_time(gpu, eng, _AIC_DTYPES[str(r.moe_dtype)], *shape, *dims)
+            ep = "EP" if r.moe_ep_size > 1 else "no EP"
+            rest[(ep, str(r.moe_dtype))].append(float(r.latency) * 1e-3 - t)
+        for (ep, dtype), v in sorted(rest.items()):
+            med = statistics.median(v) * 1e6
+            per[(ep, dtype)].append(med)
+            print(f"| {fw} {d.version.iloc[0]} {gpu} | {ep} | {dtype} | {len(v)} | {med:.1f} |")
+    print("\n| EP | format | tables | median over tables (us) | range (us) |")
+    print("|---|---|---:|---:|---|")
+    for (ep, dtype), v in sorted(per.items()):
+        print(
+            f"| {ep} | {dtype} | {len(v)} | {statistics.median(v):.1f} | "
+            f"{min(v):.1f} .. {max(v):.1f} |"
+        )
+
+
+def _engine_constants(engine: str) -> dict[str, float]:
+    """``engine``'s per-kernel and HBM constants, and no fixed MoE cost (what is measured)."""
+    from llm_codesign.specs.engine import load_engine
+
+    e = load_engine(engine)
+    return {
+        "kernel_overhead_s": e.kernel_overhead_s,
+        "hbm_efficiency_scale": e.hbm_efficiency_scale,
+        "gemm_scale": e.gemm_scale,
+        "moe_layer_overhead_s": 0.0,
+    }
+
+
 def _kernel_engine(fw: str) -> Any:
     """The engine constants that price an AIConfigurator module of framework ``fw``: its MoE
     kernel path, balanced routing (equally popular experts, as validate.moe_layer does)."""
@@ -189,10 +257,14 @@ def main() -> None:
     ap.add_argument("--without-permute", action="store_true")
     ap.add_argument("--fp8-block-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--mxfp4-share", nargs="+", metavar="FILE", default=None)
+    ap.add_argument("--fixed-cost", nargs="+", metavar="ENGINE FILE", default=None)
     ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
     if args.fp8_block_share:
         fp8_block_share(args.fp8_block_share, [float(x) for x in args.shares.split(",")])
+        return
+    if args.fixed_cost:
+        fixed_cost(args.fixed_cost[0], args.fixed_cost[1:])
         return
     if args.mxfp4_share:
         mxfp4_share(args.mxfp4_share, [float(x) for x in args.shares.split(",")])
