@@ -268,6 +268,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "kv_admission",
         "moe_partial_ep",
         "pp_prefill_overlap",
+        "recurrent_state_overlap",
         "adp_balance_timeout_iters",
         "adp_balance_wait_iters",
         "network_latency_s",

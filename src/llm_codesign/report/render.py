@@ -79,7 +79,9 @@ def clean(obj: Any) -> Any:
 # file's `efficiency.fp8_kv_decode`, caps `attn_decode_efficiency` over an FP8 KV cache), and
 # `assumptions` adds `fp8_kv_decode` ({value, source} of that cap where the cache is FP8 and the
 # GPU file measures the family, else null).
-SCHEMA_VERSION = 16
+# 17: the engine constants in `assumptions` add `recurrent_state_overlap` (false: the engine
+# runs models with recurrent-state token mixers without its overlap scheduler, SGLang).
+SCHEMA_VERSION = 17
 
 
 def to_json(obj: Any) -> str:

@@ -92,7 +92,8 @@ def step_cost(
     # share of it behind the GPU work of the step
     gpu = sum(by_class.values())
     host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs * s.host_seq_share
-    by_class["other"] = by_class["other"] + host - eng.host_overlap * np.minimum(gpu, host)
+    hidden = host_overlap_share(model, eng, s.decode_query) * np.minimum(gpu, host)
+    by_class["other"] = by_class["other"] + host - hidden
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
 
@@ -485,16 +486,33 @@ def tokens_per_step(k: int, a: float) -> float:
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
+def host_overlap_share(
+    model: ModelSpec, eng: EngineConstants, decode_query: Array | float
+) -> Array:
+    """Share of a step's host work the engine's overlap scheduler hides behind its GPU work:
+    ``host_overlap``, or 0 for a model with recurrent-state token mixers (``linear`` in
+    ``ModelSpec.mixers``) on an engine that runs those without the overlap scheduler
+    (``EngineConstants.recurrent_state_overlap`` false: SGLang, which keeps its radix cache
+    and drops the overlap for them), except in steps that verify speculative drafts
+    (``decode_query`` > 1: SGLang drops the radix cache instead and keeps the overlap)."""
+    if eng.recurrent_state_overlap or "linear" not in model.mixers:
+        return eng.host_overlap
+    return np.where(np.asarray(decode_query, dtype=float) > 1.0, eng.host_overlap, 0.0)
+
+
 def draft_time(
     model: ModelSpec, eng: EngineConstants, plain_s: Array, pp: Array, k_spec: int
 ) -> Array:
     """Seconds of ``k_spec`` speculative draft tokens (MTP) per step: each one layer-equivalent
-    of the plain decode step ``plain_s`` (one query token per sequence) without its fixed step
-    overhead, times the MTP layers (DeepSeek's MTP module is one transformer block)."""
+    of the plain decode step ``plain_s`` (one query token per sequence) without the fixed step
+    overhead it shows (the share the overlap scheduler leaves in it,
+    :func:`host_overlap_share` of a one-token step), times the MTP layers (DeepSeek's MTP
+    module is one transformer block)."""
     if k_spec == 0:
         return np.zeros(np.shape(plain_s))
     pp_f = np.asarray(pp, dtype=float)
-    per_layer = plain_s / pp_f - eng.step_overhead_s / pp_f
+    shown = eng.step_overhead_s * (1.0 - host_overlap_share(model, eng, 1.0))
+    per_layer = np.maximum(plain_s / pp_f - shown / pp_f, 0.0)
     return k_spec * max(model.num_mtp_layers, 1) * per_layer * pp_f / model.num_layers
 
 

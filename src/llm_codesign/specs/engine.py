@@ -155,6 +155,11 @@ class EngineConstants:
         pp_prefill_overlap: under pipeline parallelism the engine runs the chunks of one prompt
             in successive micro-batches without waiting for the previous chunk to leave the
             last stage (a lone prompt of n chunks takes n + pp - 1 stage times, else n x pp).
+        recurrent_state_overlap: the engine keeps its overlap scheduler (``host_overlap``) for
+            models with recurrent-state token mixers (linear attention, SSMs: ``linear`` in
+            ``ModelSpec.mixers``); false: it runs such models without it, its host work
+            in series with the GPU's (SGLang with its radix cache on; ``serving.step
+            .host_overlap_share``).
         adp_balance_timeout_iters: TensorRT-LLM's attention-DP context balance
             (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
             attention-DP rank decodes, a context request waits until every rank holds one, at
@@ -194,6 +199,7 @@ class EngineConstants:
     ttft_burst: float
     moe_partial_ep: bool
     pp_prefill_overlap: bool
+    recurrent_state_overlap: bool
     adp_balance_timeout_iters: int
     adp_balance_wait_iters: int
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -348,7 +354,7 @@ def _from_mapping(
             "memory_budget",
         ):
             kwargs[x.name] = f.str(x.name)
-        elif x.name in ("moe_partial_ep", "pp_prefill_overlap"):
+        elif x.name in ("moe_partial_ep", "pp_prefill_overlap", "recurrent_state_overlap"):
             kwargs[x.name] = f.bool(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)

@@ -1,0 +1,69 @@
+"""SGLang runs models with recurrent-state token mixers (Gated DeltaNet, SSMs) without its
+overlap scheduler (``EngineConstants.recurrent_state_overlap``): their host work adds to the
+step in full, except in steps that verify speculative drafts (issue 11)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.errors import SpecError
+from llm_codesign.ops import step_shape
+from llm_codesign.serving.step import draft_time, host_overlap_share, step_cost
+from llm_codesign.specs.engine import engine_from_mapping
+
+
+def test_the_share_is_zero_only_for_recurrent_models_on_an_engine_that_drops_the_overlap():
+    sg = load_engine("sglang")
+    hybrid, plain = load_model("qwen3.5-397b-a17b"), load_model("deepseek-r1")
+    assert not sg.recurrent_state_overlap and "linear" in hybrid.mixers
+    assert float(host_overlap_share(hybrid, sg, 1.0)) == 0.0
+    # speculative verify steps (more than one query token a sequence) keep the overlap
+    assert float(host_overlap_share(hybrid, sg, 3.0)) == sg.host_overlap
+    got = host_overlap_share(hybrid, sg, np.array([1.0, 2.0]))
+    assert list(got) == [0.0, sg.host_overlap]
+    assert host_overlap_share(plain, sg, 1.0) == sg.host_overlap
+    for name in ("trtllm", "vllm", "trtllm-trt", "generic"):
+        eng = load_engine(name)
+        assert eng.recurrent_state_overlap
+        assert host_overlap_share(hybrid, eng, 1.0) == eng.host_overlap
+
+
+def test_a_hybrid_step_on_sglang_carries_its_host_work_in_full():
+    """Same step, overlap dropped or kept: the difference is host_overlap x min(gpu, host)."""
+    m, hw, p = load_model("qwen3.5-397b-a17b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    off = load_engine("sglang")
+    on = dataclasses.replace(off, recurrent_state_overlap=True)
+    s = step_shape(8, 1, 8, 1, False, isl=1024.0, osl=1024.0, decode_seqs=16.0)
+    t_off, t_on = step_cost(m, p, hw, off, s), step_cost(m, p, hw, on, s)
+    seqs = 16.0  # one scheduling rank (tensor-parallel attention), one stage
+    host = off.step_overhead_s + off.per_seq_overhead_s * seqs
+    gpu = float(t_on.total_s) - host + off.host_overlap * min(float(t_on.total_s), host)
+    # t_on = gpu + host - ov x min(gpu, host); t_off = gpu + host
+    assert float(t_off.total_s) == pytest.approx(gpu + host, rel=1e-9)
+    hidden = off.host_overlap * min(gpu, host)
+    assert float(t_off.total_s) - float(t_on.total_s) == pytest.approx(hidden, rel=1e-9)
+
+
+def test_drafts_exclude_only_the_step_overhead_the_step_shows():
+    """A draft token is one layer-equivalent of the one-token step less the fixed step overhead
+    that step carries: the share the overlap scheduler leaves in it."""
+    m = load_model("deepseek-r1")
+    sg = load_engine("sglang")
+    plain = 0.010
+    shown = sg.step_overhead_s * (1.0 - sg.host_overlap)
+    want = 2 * max(m.num_mtp_layers, 1) * (plain - shown) / m.num_layers
+    assert float(draft_time(m, sg, np.array(plain), np.array(1.0), 2)) == pytest.approx(want)
+    # a hybrid model on SGLang shows all of it in a one-token step
+    h = load_model("qwen3.5-397b-a17b")
+    want_h = 1 * max(h.num_mtp_layers, 1) * (plain - sg.step_overhead_s) / h.num_layers
+    assert float(draft_time(h, sg, np.array(plain), np.array(1.0), 1)) == pytest.approx(want_h)
+
+
+def test_the_flag_must_be_a_boolean():
+    data = {"id": "x", "recurrent_state_overlap": "sometimes"}
+    with pytest.raises(SpecError, match="recurrent_state_overlap"):
+        engine_from_mapping(data, "engine.yaml", base=load_engine("base"))
