@@ -19,9 +19,11 @@ pandas and pyarrow.)
 (the MoE layer's fixed cost beyond the per-kernel charges, ``moe_layer_overhead_s``, as the
 kernel tables measure it: FILEs are AIConfigurator ``moe_perf.parquet`` tables; at 1 and 2 tokens
 (balanced routing, moe_tp 1: each pair on its own expert, as random routing nearly always puts
-it) every module is priced with ENGINE's constants, its kernel path the table's and no fixed
-MoE cost, and the measured time less the priced one is the fixed cost; medians per table, expert
-parallelism and format, then over the tables.)
+it) every module is priced with ENGINE's per-kernel, HBM and GEMM constants
+(``kernel_overhead_s``, ``hbm_efficiency_scale``, ``gemm_scale``; the table's framework's engine
+for the rest, its kernel path), no fixed MoE cost, and the measured time less the priced one is
+the fixed cost: medians per table, expert parallelism and format, then over the tables, and
+over the BF16 and per-tensor FP8 tables pooled.)
 
      python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]
 (the fit of Hopper's ``efficiency.grouped_gemm.mxfp4``: FILEs are AIConfigurator
@@ -152,11 +154,15 @@ def fixed_cost(engine: str, files: list[str]) -> None:
             med = statistics.median(v) * 1e6
             per[(ep, dtype)].append(med)
             print(f"| {fw} {d.version.iloc[0]} {gpu} | {ep} | {dtype} | {len(v)} | {med:.1f} |")
+    for ep in ("EP", "no EP"):  # BF16 and per-tensor FP8 tables pooled
+        pooled = per.get((ep, "bfloat16"), []) + per.get((ep, "fp8"), [])
+        if pooled:
+            per[(ep, "bfloat16 + fp8 (pooled)")] = pooled
     print("\n| EP | format | tables | median over tables (us) | range (us) |")
     print("|---|---|---:|---:|---|")
     for (ep, dtype), v in sorted(per.items()):
         print(
-            f"| {ep} | {dtype} | {len(v)} | {statistics.median(v):.1f} | "
+            f"| {ep} | {dtype} | {len(v)} | {statistics.median(v):.2f} | "
             f"{min(v):.1f} .. {max(v):.1f} |"
         )
 
@@ -257,13 +263,15 @@ def main() -> None:
     ap.add_argument("--without-permute", action="store_true")
     ap.add_argument("--fp8-block-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--mxfp4-share", nargs="+", metavar="FILE", default=None)
-    ap.add_argument("--fixed-cost", nargs="+", metavar="ENGINE FILE", default=None)
+    ap.add_argument("--fixed-cost", nargs="+", metavar=("ENGINE", "FILE"), default=None)
     ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
     if args.fp8_block_share:
         fp8_block_share(args.fp8_block_share, [float(x) for x in args.shares.split(",")])
         return
     if args.fixed_cost:
+        if len(args.fixed_cost) < 2:
+            ap.error("--fixed-cost takes an engine id and at least one moe_perf.parquet file")
         fixed_cost(args.fixed_cost[0], args.fixed_cost[1:])
         return
     if args.mxfp4_share:

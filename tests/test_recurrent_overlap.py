@@ -12,7 +12,14 @@ import pytest
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import step_shape
-from llm_codesign.serving.step import draft_time, host_overlap_share, step_cost
+from llm_codesign.report import read_deployment
+from llm_codesign.serving import evaluate
+from llm_codesign.serving.step import (
+    draft_time,
+    host_overlap_share,
+    speculating_engine,
+    step_cost,
+)
 from llm_codesign.specs.engine import engine_from_mapping
 
 
@@ -20,16 +27,50 @@ def test_the_share_is_zero_only_for_recurrent_models_on_an_engine_that_drops_the
     sg = load_engine("sglang")
     hybrid, plain = load_model("qwen3.5-397b-a17b"), load_model("deepseek-r1")
     assert not sg.recurrent_state_overlap and "linear" in hybrid.mixers
-    assert float(host_overlap_share(hybrid, sg, 1.0)) == 0.0
-    # speculative verify steps (more than one query token a sequence) keep the overlap
-    assert float(host_overlap_share(hybrid, sg, 3.0)) == sg.host_overlap
-    got = host_overlap_share(hybrid, sg, np.array([1.0, 2.0]))
-    assert list(got) == [0.0, sg.host_overlap]
-    assert host_overlap_share(plain, sg, 1.0) == sg.host_overlap
+    assert host_overlap_share(hybrid, sg) == 0.0
+    assert host_overlap_share(plain, sg) == sg.host_overlap
     for name in ("trtllm", "vllm", "trtllm-trt", "generic"):
         eng = load_engine(name)
         assert eng.recurrent_state_overlap
-        assert host_overlap_share(hybrid, eng, 1.0) == eng.host_overlap
+        assert host_overlap_share(hybrid, eng) == eng.host_overlap
+
+
+def test_a_configuration_that_speculates_keeps_the_overlap():
+    """SGLang drops its radix cache, not its overlap, when it speculates: with drafts the
+    hybrid prices as with the overlap kept; without, the two differ."""
+    sg = load_engine("sglang")
+    assert speculating_engine(sg, 0) is sg
+    assert speculating_engine(sg, 2).recurrent_state_overlap
+    trt = load_engine("trtllm")
+    assert speculating_engine(trt, 3) is trt
+    m, hw, p = load_model("qwen3.5-397b-a17b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    kept = sg.with_overrides(recurrent_state_overlap=True)
+    kw = dict(tp=8, ep=8, isl=1024, osl=1024, concurrency=4)
+    for k, a in ((0, 0.0), (2, 0.7)):
+        off = evaluate(m, hw, p, sg, spec_tokens=k, spec_acceptance=a, **kw)
+        on = evaluate(m, hw, p, kept, spec_tokens=k, spec_acceptance=a, **kw)
+        if k:
+            assert float(off.tpot_s) == float(on.tpot_s) and float(off.ttft_s) == float(on.ttft_s)
+        else:
+            assert float(off.tpot_s) > float(on.tpot_s) and float(off.ttft_s) > float(on.ttft_s)
+
+
+def test_a_launch_without_the_radix_cache_keeps_the_overlap():
+    """--disable-radix-cache keeps SGLang's overlap scheduler for a recurrent-state model (and
+    is listed as not priced for any other)."""
+    hw = load_hardware("h200-sxm")
+    cmd = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-397B-A17B-FP8 --tp 8"
+    base = read_deployment([cmd], hw)
+    off = read_deployment([cmd + " --disable-radix-cache"], hw)
+    assert base.engine_constants.recurrent_state_overlap is False
+    assert off.engine_constants.recurrent_state_overlap is True
+    assert any(x["setting"] == "--disable-radix-cache" for x in off.mapped)
+    dense = read_deployment(
+        ["python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
+         "--disable-radix-cache"], hw,
+    )  # fmt: skip
+    assert dense.engine_constants.recurrent_state_overlap is False
+    assert any(x["setting"] == "--disable-radix-cache" for x in dense.ignored)
 
 
 def test_a_hybrid_step_on_sglang_carries_its_host_work_in_full():

@@ -197,6 +197,12 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             sv.replicas *= dp
             note(by["dp"], f"plan dp={dp} replicas")
         ep = ep or 1
+        if "radix_off" in by and as_bool(by["radix_off"]):
+            if "linear" in m.mixers:  # SGLang keeps its overlap scheduler without a radix cache
+                sv.engine["recurrent_state_overlap"] = True
+                note(by["radix_off"], "engine recurrent_state_overlap=true (overlap scheduler on)")
+            else:
+                skip(by["radix_off"], "prefix caching: random prompts share no prefix, no hits")
         for name in ("moe_a2a", "deepep"):
             if name in by and (name == "deepep" and as_bool(by[name])):
                 raise SpecError(

@@ -43,6 +43,7 @@ from .step import (
     draft_time,
     lone_prompt_passes,
     pipelined_step,
+    speculating_engine,
     step_cost,
     tokens_per_step,
 )
@@ -120,6 +121,7 @@ def evaluate(
     Admission (``serving.admission``): the batch limit of a tuned engine; for a deployment (not
     ``benchmark_burst``: limits as the benchmark set them) the best round limit below C too.
     """
+    eng = speculating_engine(eng, spec_tokens)
     kw = dict(
         tp=tp,
         pp=pp,

@@ -44,6 +44,7 @@ from .step import (
     draft_time,
     lone_prompt_passes,
     pipelined_step,
+    speculating_engine,
     step_cost,
     tokens_per_step,
 )
@@ -459,6 +460,7 @@ def evaluate_disaggregated(
         >>> int(r.num_gpus), bool(r.feasible)
         (8, True)
     """
+    eng = speculating_engine(eng, spec_tokens)
     keys = ("tp", "pp", "ep", "cp", "attention_dp")
     pplan = {k: np.asarray(prefill_plan[k]) for k in keys}
     dplan = {k: np.asarray(decode_plan[k]) for k in keys}

@@ -55,7 +55,7 @@ from .admission import admitted
 from .aggregated import _evaluate_running
 from .sim_stats import summarize_run
 from .sim_table import Engine, engine_for
-from .step import PROMPT_BUDGET_FLOOR, tokens_per_step
+from .step import PROMPT_BUDGET_FLOOR, speculating_engine, tokens_per_step
 
 Array = np.ndarray
 
@@ -161,6 +161,7 @@ def simulate(
         100
     """
     hw.compute_rate_class(prec.compute_class)
+    eng = speculating_engine(eng, spec_tokens)
     wall = time.perf_counter()
     reqs = traffic.requests()
     n = len(reqs.isl)

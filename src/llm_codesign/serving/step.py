@@ -92,7 +92,7 @@ def step_cost(
     # share of it behind the GPU work of the step
     gpu = sum(by_class.values())
     host = eng.step_overhead_s / s.pp + eng.per_seq_overhead_s * seqs * s.host_seq_share
-    hidden = host_overlap_share(model, eng, s.decode_query) * np.minimum(gpu, host)
+    hidden = host_overlap_share(model, eng) * np.minimum(gpu, host)
     by_class["other"] = by_class["other"] + host - hidden
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
@@ -486,18 +486,26 @@ def tokens_per_step(k: int, a: float) -> float:
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
-def host_overlap_share(
-    model: ModelSpec, eng: EngineConstants, decode_query: Array | float
-) -> Array:
+def host_overlap_share(model: ModelSpec, eng: EngineConstants) -> float:
     """Share of a step's host work the engine's overlap scheduler hides behind its GPU work:
     ``host_overlap``, or 0 for a model with recurrent-state token mixers (``linear`` in
     ``ModelSpec.mixers``) on an engine that runs those without the overlap scheduler
     (``EngineConstants.recurrent_state_overlap`` false: SGLang, which keeps its radix cache
-    and drops the overlap for them), except in steps that verify speculative drafts
-    (``decode_query`` > 1: SGLang drops the radix cache instead and keeps the overlap)."""
+    and drops the overlap for them; a configuration that speculates keeps it,
+    :func:`speculating_engine`)."""
     if eng.recurrent_state_overlap or "linear" not in model.mixers:
         return eng.host_overlap
-    return np.where(np.asarray(decode_query, dtype=float) > 1.0, eng.host_overlap, 0.0)
+    return 0.0
+
+
+def speculating_engine(eng: EngineConstants, spec_tokens: int) -> EngineConstants:
+    """The engine a configuration with ``spec_tokens`` speculative drafts runs: one that drops
+    its overlap scheduler for recurrent-state models keeps it when it speculates (SGLang drops
+    the radix cache instead: ``recurrent_state_overlap`` true). Read by the entry points that
+    take ``spec_tokens`` (``evaluate``, ``evaluate_disaggregated``, ``simulate``)."""
+    if spec_tokens and not eng.recurrent_state_overlap:
+        return eng.with_overrides(recurrent_state_overlap=True)
+    return eng
 
 
 def draft_time(
@@ -505,13 +513,13 @@ def draft_time(
 ) -> Array:
     """Seconds of ``k_spec`` speculative draft tokens (MTP) per step: each one layer-equivalent
     of the plain decode step ``plain_s`` (one query token per sequence) without the fixed step
-    overhead it shows (the share the overlap scheduler leaves in it,
-    :func:`host_overlap_share` of a one-token step), times the MTP layers (DeepSeek's MTP
-    module is one transformer block)."""
+    overhead it shows (the share the overlap scheduler leaves in it, 1 - :func:`host_overlap_share`;
+    exact where the step's GPU work is at least its host work), times the MTP layers
+    (DeepSeek's MTP module is one transformer block)."""
     if k_spec == 0:
         return np.zeros(np.shape(plain_s))
     pp_f = np.asarray(pp, dtype=float)
-    shown = eng.step_overhead_s * (1.0 - host_overlap_share(model, eng, 1.0))
+    shown = eng.step_overhead_s * (1.0 - host_overlap_share(model, eng))
     per_layer = np.maximum(plain_s / pp_f - shown / pp_f, 0.0)
     return k_spec * max(model.num_mtp_layers, 1) * per_layer * pp_f / model.num_layers
 
