@@ -108,3 +108,18 @@ def test_the_flag_must_be_a_boolean():
     data = {"id": "x", "recurrent_state_overlap": "sometimes"}
     with pytest.raises(SpecError, match="recurrent_state_overlap"):
         engine_from_mapping(data, "engine.yaml", base=load_engine("base"))
+
+
+def test_the_estimate_says_when_the_overlap_is_off():
+    from llm_codesign import ParallelPlan, estimate
+
+    plan = ParallelPlan(tp=8, ep=8)
+    kw = dict(explain=False)
+    notes = estimate("qwen3.5-397b-a17b", "h200-sxm", "fp8", plan, engine="sglang", **kw).notes
+    assert any("without its overlap scheduler" in n and "--disable-radix-cache" in n for n in notes)
+    spec = estimate("qwen3.5-397b-a17b", "h200-sxm", "fp8", plan, engine="sglang",
+                    spec_tokens=2, spec_acceptance=0.7, **kw).notes  # fmt: skip
+    trt = estimate("qwen3.5-397b-a17b", "h200-sxm", "fp8", plan, engine="trtllm", **kw).notes
+    dense = estimate("deepseek-r1", "h200-sxm", "fp8", ParallelPlan(tp=8), engine="sglang", **kw)
+    for other in (spec, trt, dense.notes):
+        assert not any("overlap scheduler" in n for n in other)

@@ -25,7 +25,7 @@ from .serving import (
 )
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
-from .serving.step import adp_balance_wait, tokens_per_step
+from .serving.step import adp_balance_wait, overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision, preset_weights
 from .specs.engine import EngineConstants, load_engine
@@ -281,7 +281,8 @@ def estimate(
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
         notes=_notes(est, plan, running)
-        + _balance_notes(r, eng, plan, wl, est, spec_tokens, spec_acceptance),  # fmt: skip
+        + _balance_notes(r, eng, plan, wl, est, spec_tokens, spec_acceptance)
+        + overlap_note(m, eng, spec_tokens),  # fmt: skip
         running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)

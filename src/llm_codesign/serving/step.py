@@ -508,6 +508,19 @@ def speculating_engine(eng: EngineConstants, spec_tokens: int) -> EngineConstant
     return eng
 
 
+def overlap_note(model: ModelSpec, eng: EngineConstants, spec_tokens: int) -> list[str]:
+    """An estimate's note where the engine runs this model without its overlap scheduler
+    (:func:`host_overlap_share` 0 for the engine a configuration with ``spec_tokens`` runs)."""
+    if spec_tokens or host_overlap_share(model, eng) == eng.host_overlap:
+        return []
+    return [
+        f"engine {eng.id} runs {model.id} (recurrent-state token mixers) without its overlap "
+        f"scheduler while its radix cache is on: {eng.step_overhead_s * 1e3:.2g} ms of host "
+        f"work a step plus {eng.per_seq_overhead_s * 1e6:.3g} us per sequence add to the "
+        "GPU's instead of hiding behind it (a launch with --disable-radix-cache keeps it)"
+    ]
+
+
 def draft_time(
     model: ModelSpec, eng: EngineConstants, plain_s: Array, pp: Array, k_spec: int
 ) -> Array:
