@@ -123,3 +123,20 @@ def test_the_estimate_says_when_the_overlap_is_off():
     dense = estimate("deepseek-r1", "h200-sxm", "fp8", ParallelPlan(tp=8), engine="sglang", **kw)
     for other in (spec, trt, dense.notes):
         assert not any("overlap scheduler" in n for n in other)
+
+
+def test_launch_files_run_sglang_as_priced():
+    """An SGLang launch of a recurrent-state model adds --disable-radix-cache where the pricing
+    kept the overlap scheduler, and says what the radix cache costs where it did not."""
+    from llm_codesign import frontier
+    from llm_codesign.report import launch_settings
+
+    hw = load_hardware("h200-sxm")
+    kw = dict(num_gpus=8, isl=1024, osl=256, precision=["fp8"], points_per_octave=1,
+              refine=False, workers=1, progress=False)  # fmt: skip
+    for engine, flag in (("sglang", 0), ("trtllm", 1)):
+        f = frontier("qwen3.5-397b-a17b", hw, engine=engine, **kw)
+        text = str(launch_settings(f, int(f.best)))
+        assert "python -m sglang.launch_server" in text
+        assert ("'--disable-radix-cache'" in text) == bool(flag)  # an argument, not the note
+        assert ("radix cache is on" in text) == (not flag)

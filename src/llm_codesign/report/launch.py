@@ -233,6 +233,20 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         ]
     if cp > 1:
         notes.append("SGLang: no Helix/KV-parallel decode; nearest is the same tp without cp")
+    if "linear" in m.mixers and not (x.spec and mtp_layers(m)):
+        # SGLang runs recurrent-state models without its overlap scheduler while its radix cache
+        # is on (EngineConstants.recurrent_state_overlap): launch as the estimate priced it
+        if x.fr.engine.recurrent_state_overlap:
+            s.append("--disable-radix-cache")
+            notes.append(
+                "SGLang: --disable-radix-cache keeps the overlap scheduler for this model's "
+                "recurrent state (as priced; no prefix caching)"
+            )
+        else:
+            notes.append(
+                "SGLang runs this model without its overlap scheduler while its radix cache is "
+                "on (as priced); --disable-radix-cache keeps it where prompts share no prefix"
+            )
     return s
 
 
