@@ -17,6 +17,7 @@ from llm_codesign.serving import evaluate
 from llm_codesign.serving.step import (
     draft_time,
     host_overlap_share,
+    runs_without_overlap,
     speculating_engine,
     step_cost,
 )
@@ -27,6 +28,8 @@ def test_the_share_is_zero_only_for_recurrent_models_on_an_engine_that_drops_the
     sg = load_engine("sglang")
     hybrid, plain = load_model("qwen3.5-397b-a17b"), load_model("deepseek-r1")
     assert not sg.recurrent_state_overlap and "linear" in hybrid.mixers
+    assert hybrid.has_recurrent_state and not plain.has_recurrent_state
+    assert runs_without_overlap(hybrid, sg) and not runs_without_overlap(plain, sg)
     assert host_overlap_share(hybrid, sg) == 0.0
     assert host_overlap_share(plain, sg) == sg.host_overlap
     for name in ("trtllm", "vllm", "trtllm-trt", "generic"):

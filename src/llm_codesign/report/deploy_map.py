@@ -198,7 +198,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by["dp"], f"plan dp={dp} replicas")
         ep = ep or 1
         if "radix_off" in by and as_bool(by["radix_off"]):
-            if "linear" in m.mixers:  # SGLang keeps its overlap scheduler without a radix cache
+            if m.has_recurrent_state:  # SGLang keeps its overlap without a radix cache
                 sv.engine["recurrent_state_overlap"] = True
                 note(by["radix_off"], "engine recurrent_state_overlap=true (overlap scheduler on)")
             else:

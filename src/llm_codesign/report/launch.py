@@ -20,6 +20,7 @@ import yaml
 
 from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.memory import memory_fraction_for
+from ..serving.step import runs_without_overlap
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
 from .launch_data import (
@@ -233,10 +234,10 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         ]
     if cp > 1:
         notes.append("SGLang: no Helix/KV-parallel decode; nearest is the same tp without cp")
-    if "linear" in m.mixers and not (x.spec and mtp_layers(m)):
+    if m.has_recurrent_state and not (x.spec and mtp_layers(m)):
         # SGLang runs recurrent-state models without its overlap scheduler while its radix cache
-        # is on (EngineConstants.recurrent_state_overlap): launch as the estimate priced it
-        if x.fr.engine.recurrent_state_overlap:
+        # is on (serving.step.runs_without_overlap): launch as the estimate priced it
+        if not runs_without_overlap(m, x.fr.engine):
             s.append("--disable-radix-cache")
             notes.append(
                 "SGLang: --disable-radix-cache keeps the overlap scheduler for this model's "

@@ -486,16 +486,18 @@ def tokens_per_step(k: int, a: float) -> float:
     return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
+def runs_without_overlap(model: ModelSpec, eng: EngineConstants) -> bool:
+    """The engine runs this model without its overlap scheduler: a model with recurrent state
+    (``ModelSpec.has_recurrent_state``) on an engine whose ``recurrent_state_overlap`` is false
+    (SGLang, which keeps its radix cache and drops the overlap for them; a configuration that
+    speculates keeps it, :func:`speculating_engine`)."""
+    return not eng.recurrent_state_overlap and model.has_recurrent_state
+
+
 def host_overlap_share(model: ModelSpec, eng: EngineConstants) -> float:
     """Share of a step's host work the engine's overlap scheduler hides behind its GPU work:
-    ``host_overlap``, or 0 for a model with recurrent-state token mixers (``linear`` in
-    ``ModelSpec.mixers``) on an engine that runs those without the overlap scheduler
-    (``EngineConstants.recurrent_state_overlap`` false: SGLang, which keeps its radix cache
-    and drops the overlap for them; a configuration that speculates keeps it,
-    :func:`speculating_engine`)."""
-    if eng.recurrent_state_overlap or "linear" not in model.mixers:
-        return eng.host_overlap
-    return 0.0
+    ``host_overlap``, or 0 where :func:`runs_without_overlap`."""
+    return 0.0 if runs_without_overlap(model, eng) else eng.host_overlap
 
 
 def speculating_engine(eng: EngineConstants, spec_tokens: int) -> EngineConstants:
@@ -509,9 +511,9 @@ def speculating_engine(eng: EngineConstants, spec_tokens: int) -> EngineConstant
 
 
 def overlap_note(model: ModelSpec, eng: EngineConstants, spec_tokens: int) -> list[str]:
-    """An estimate's note where the engine runs this model without its overlap scheduler
-    (:func:`host_overlap_share` 0 for the engine a configuration with ``spec_tokens`` runs)."""
-    if spec_tokens or host_overlap_share(model, eng) == eng.host_overlap:
+    """An estimate's note where the engine a configuration with ``spec_tokens`` runs has no
+    overlap scheduler for this model (:func:`runs_without_overlap`)."""
+    if spec_tokens or not runs_without_overlap(model, eng):
         return []
     return [
         f"engine {eng.id} runs {model.id} (recurrent-state token mixers) without its overlap "

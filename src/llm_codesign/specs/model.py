@@ -388,6 +388,12 @@ class ModelSpec:
         have = {g.mixer for g in self.layer_groups}
         return tuple(m for m in MIXERS if m in have)
 
+    @property
+    def has_recurrent_state(self) -> bool:
+        """Some layer keeps a fixed recurrent state per sequence (a ``linear`` token mixer:
+        linear attention, Gated DeltaNet, SSMs)."""
+        return any(g.mixer == "linear" for g in self.layer_groups)
+
     def layer_kinds(self) -> list[LayerGroup]:
         """Each layer's group in model order (the config's pattern); grouped by kind when the
         order is unknown or no longer matches the groups (a variant that regrouped layers)."""
