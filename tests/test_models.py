@@ -57,6 +57,7 @@ PUBLISHED = {
     "phi-4": (14.7e9, 14.7e9, 0.1e9, "microsoft/phi-4 on Hugging Face: 14.7B"),
     "phi-3-mini-4k": (3.82e9, 3.82e9, 0.01e9, "Phi-3 report / card: phi-3-mini 3.8B (3.82B)"),
     "glm-4.5": (355e9, 32e9, 1e9, "GLM-4.5 report Table 1: 355B total, 32B activated"),
+    "glm-4.6": (355e9, 32e9, 1e9, "architectures.md s5: GLM-4.5 shape (report Table 1: 355B, 32B)"),
     "glm-4.5-air": (106e9, 12e9, 1e9, "GLM-4.5 report Table 1: Air 106B total, 12B activated"),
 }
 

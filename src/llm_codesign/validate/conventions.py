@@ -1,5 +1,6 @@
 """Table conventions that ``mapping`` applies to a row: documented defaults for blank plan
-fields, disaggregated prefill/decode pools, and MTP speculative decoding.
+fields, disaggregated prefill/decode pools, MTP speculative decoding, and which precision preset
+a ``weights/activations/kv`` text names on a given GPU (``map_precision``).
 
 Blank fields (SOURCES.md, ``inferencex_hopper.csv``; applied to every source and said in the
 row's note): a blank ``pp`` is 1 (no pipeline parallelism); a blank ``dp`` is tensor-parallel
@@ -66,6 +67,8 @@ from __future__ import annotations
 import re
 
 from ..errors import SpecError
+from ..specs.checkpoint import preset_weights
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
 
@@ -240,3 +243,59 @@ def speculative(
     else:
         a, a_note = MTP_ACCEPTANCE, f"assumed, {MTP_ACCEPTANCE_SOURCE}"
     return k, a, f"MTP: {k} draft tokens ({k_note}), acceptance {a:g} per draft ({a_note})"
+
+
+def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
+    """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
+
+    Rules: fp4 = NVFP4 on NVIDIA Blackwell (MXFP4 on a GPU with MXFP4 but no NVFP4: AMD's
+    MI355X), except gpt-oss whose checkpoints are MXFP4: W4A8 (MXFP8 activations) where the GPU
+    has an MXFP8 tensor-core path (Blackwell, MI355X), else weight-only W4A16 (Hopper, Ampere,
+    Ada, MI300X/MI325X: the engines convert the 4-bit weights to BF16); mxfp4 = MXFP4 where the
+    GPU runs it; fp8 = FP8 (gpt-oss there too: MXFP4 weights, FP8 KV), with the checkpoint's
+    block-scaled FP8 weights where its own checkpoint is block-scaled (DeepSeek-V3/R1,
+    MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a format
+    stated for Hopper apart ("(Hopper: auto)") applies on Hopper, ``auto`` being the
+    checkpoint's own (BF16 where it does not quantize its KV).
+    """
+    parts = [p.strip().lower() for p in text.split("/")]
+    w = parts[0] if parts else ""
+    kv = kv_field(text)
+    hopper = hw.architecture in ("hopper", "ampere", "ada")
+    # a KV format the table names for Hopper apart ("fp8 on Blackwell (Hopper: auto)", the
+    # TensorRT-LLM developer guide's gpt-oss options: "dtype: fp8  # Hopper: use auto"); "auto"
+    # is the checkpoint's own, the model's dtype where the checkpoint does not quantize its KV
+    for_hopper = re.search(r"\(hopper:\s*([a-z0-9]+)\)", text.lower())
+    if hopper and for_hopper:
+        kv = for_hopper.group(1)
+    if model.model_type == "gpt_oss":
+        base = "mxfp4-a8" if hw.supports("mxfp8") else "mxfp4-a16"
+        fp8_kv = kv == "fp8" or (not (hopper and for_hopper) and "fp8" in text.lower())
+        return base + ("+fp8-kv" if fp8_kv else "")
+    if w in ("fp4", "nvfp4"):
+        base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
+    elif w == "mxfp4":  # an MXFP4 checkpoint (AMD's Quark exports: weights and activations)
+        base = "mxfp4" if hw.supports("mxfp4") else None
+    elif w in ("fp8", "bf16", "fp16"):
+        base = w
+    elif w in ("int4", "w4a16"):
+        base = "w4a16"
+    else:
+        return None
+    if base is None:
+        return None
+    # the published FP8 checkpoint of the model is block-scaled (DeepSeek-V3/R1, MiniMax-M2.5:
+    # 128x128 weight blocks), and that is what an "fp8" row of it ran
+    block = preset_weights(model, base)[0][len(base) :]
+    if kv == "fp8" and base in ("bf16", "fp16", "w4a16"):
+        base += "+fp8-kv"
+    if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4"):
+        base += f"+{kv}-kv"
+    return base + block
+
+
+def kv_field(text: str) -> str:
+    """The KV format a ``weights/activations/kv`` precision names (its first word, lower case),
+    ``?`` where the third field is missing or blank."""
+    parts = [p.strip().lower() for p in text.split("/")]
+    return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"

@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.checkpoint import checkpoint_precision, preset_weights
+from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import engine_for_framework
-from ..specs.hardware import HardwareSpec, hardware_alias_table, hardware_chip_table, load_hardware
-from ..specs.model import ModelSpec, load_model, model_alias_table
+from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_hardware
+from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
+from ..specs.precision import parse_precision
 from .conventions import (
     is_disaggregated,
+    kv_field,
+    map_precision,
     moe_plan_conflict,
     parse_pools,
     pools_label,
@@ -238,50 +241,6 @@ def kernel_row(
     return measured, [int(v) for v in values if v is not None], hid
 
 
-def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
-    """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
-
-    Rules: fp4 = NVFP4 on NVIDIA Blackwell, except gpt-oss whose checkpoints are MXFP4 (W4A8 on
-    Blackwell, weight-only W4A16 on Hopper); fp8 = FP8 (gpt-oss on Hopper: MXFP4 weights, BF16
-    compute, FP8 KV), with the checkpoint's block-scaled FP8 weights where its own checkpoint
-    is block-scaled (DeepSeek-V3/R1, MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8
-    third field sets FP8 KV; a format stated for Hopper apart ("(Hopper: auto)") applies on
-    Hopper, ``auto`` being the checkpoint's own (BF16 where it does not quantize its KV).
-    """
-    parts = [p.strip().lower() for p in text.split("/")]
-    w = parts[0] if parts else ""
-    kv = _kv_field(text)
-    hopper = hw.architecture in ("hopper", "ampere", "ada")
-    # a KV format the table names for Hopper apart ("fp8 on Blackwell (Hopper: auto)", the
-    # TensorRT-LLM developer guide's gpt-oss options: "dtype: fp8  # Hopper: use auto"); "auto"
-    # is the checkpoint's own, the model's dtype where the checkpoint does not quantize its KV
-    for_hopper = re.search(r"\(hopper:\s*([a-z0-9]+)\)", text.lower())
-    if hopper and for_hopper:
-        kv = for_hopper.group(1)
-    if model.model_type == "gpt_oss":
-        base = "mxfp4-a16" if hopper else "mxfp4-a8"
-        fp8_kv = kv == "fp8" or (not (hopper and for_hopper) and "fp8" in text.lower())
-        return base + ("+fp8-kv" if fp8_kv else "")
-    if w in ("fp4", "nvfp4"):
-        base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
-    elif w in ("fp8", "bf16", "fp16"):
-        base = w
-    elif w in ("int4", "w4a16"):
-        base = "w4a16"
-    else:
-        return None
-    if base is None:
-        return None
-    # the published FP8 checkpoint of the model is block-scaled (DeepSeek-V3/R1, MiniMax-M2.5:
-    # 128x128 weight blocks), and that is what an "fp8" row of it ran
-    block = preset_weights(model, base)[0][len(base) :]
-    if kv == "fp8" and base in ("bf16", "fp16", "w4a16"):
-        base += "+fp8-kv"
-    if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4"):
-        base += f"+{kv}-kv"
-    return base + block
-
-
 # checkpoint-variant suffixes that do not change the architecture
 # a request rate: a decimal number (exponent allowed: 1e3) then its unit, in symbols or words
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
@@ -289,9 +248,12 @@ _RATE = re.compile(
     rf"(?<![\w.])({_NUMBER})\s*(?:qps|rps|req/s|requests?/s|requests? per second)\b", re.I
 )
 
-_MODEL_SUFFIXES = re.compile(
-    r"(-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|awq|gptq|int4|int8|w4a16|w8a8|bf16|fp16|dynamic|"
-    r"v0\.\d|0528|2507|2501|2412|thinking|reasoning))+$"
+# (one at a time from the end: ``amd/DeepSeek-R1-0528-MXFP4-v2`` -> ``deepseek-r1``, while
+# ``DeepSeek-V2-Chat`` stops at ``deepseek-v2``, a bundled id, before its ``-v2`` is read as a
+# checkpoint revision)
+_MODEL_SUFFIX = re.compile(
+    r"-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|mxfp8|awq|gptq|int4|int8|w4a16|w8a8|bf16|"
+    r"fp16|dynamic|v0\.\d|v\d+|preview|0528|2507|2501|2412|thinking|reasoning)$"
 )
 
 
@@ -303,11 +265,13 @@ def match_model_name(name: str) -> str | None:
     text = name.strip().lower()
     if text in table:
         return table[text]
-    base = text.rsplit("/", 1)[-1]
-    for candidate in (base, _MODEL_SUFFIXES.sub("", base)):
-        if candidate in table:
-            return table[candidate]
-    return None
+    candidate = text.rsplit("/", 1)[-1]
+    while candidate not in table:
+        suffix = _MODEL_SUFFIX.search(candidate)
+        if suffix is None:
+            return None
+        candidate = candidate[: suffix.start()]
+    return table[candidate]
 
 
 def match_gpu_name(name: str) -> str | None:
@@ -416,6 +380,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     prec = map_precision(model, hw, row["precision"])
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
+    if not hw.supports(parse_precision(prec).compute_class):
+        return f"precision not runnable: {row['precision'].strip()} ({prec}) on {hw_id}"
     notes: list[str] = []
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
@@ -499,7 +465,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     engine = engine_for_framework(fw)
     ix = is_inferencex(row)
     sglang_ix = engine == "sglang" and pools is None and ix
-    if sglang_ix and _kv_field(row["precision"]) == "?" and prec.split("+")[0] in ("fp8", "nvfp4"):
+    if sglang_ix and kv_field(row["precision"]) == "?" and prec.split("+")[0] in ("fp8", "nvfp4"):
         # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
         # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
         own = checkpoint_precision(model.config)
@@ -567,13 +533,6 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         mean_osl=mean_osl,
         burst_share=burst_share,
     )
-
-
-def _kv_field(text: str) -> str:
-    """The KV format a ``weights/activations/kv`` precision names (its first word, lower case),
-    ``?`` where the third field is missing or blank."""
-    parts = [p.strip().lower() for p in text.split("/")]
-    return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
 
 
 def split_percentile(metric: str) -> tuple[str, float] | None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import CodesignError
 from ..explore import POINTS_PER_OCTAVE, concurrency_grid
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
 from ..serving.memory import scheduling_ranks
@@ -310,151 +311,174 @@ def predict_rows(
         if wave >= 0.0:  # the client's own start-up share (MappedRow.burst_share)
             eng = eng.with_overrides(ttft_burst=wave)
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
-        # request-rate rows and percentile metrics: the request simulator
-        sim = [j for j in idx if simulated(rows[j])]
-        if sim:
-            vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
-            for j, v, n in zip(sim, vals, why):
-                preds[j], notes[j] = v, n
-            idx = [j for j in idx if not simulated(rows[j])]
-        # offline rows of a benchmark recipe: its own engine limits and request count
-        rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
-        if rec:
-            vals, why = _predict_recipe_offline(model, hw, prec, eng, [rows[j] for j in rec], spec)
-            for j, v, n in zip(rec, vals, why):
-                preds[j], notes[j] = v, n
-            done = set(rec)
-            idx = [j for j in idx if j not in done]
-        sub = [rows[j] for j in idx]
-        for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
-            js = [j for j, r in zip(idx, sub) if r.mode == mode]
-            if not js:
-                continue
-            rs = [rows[j] for j in js]
-            if mode == "disaggregated":
-                vals, why = _predict_disaggregated(model, hw, prec, eng, rs, spec)
-                for j, v, n in zip(js, vals, why):
-                    preds[j], notes[j] = v, n
-                continue
-            if mode == "static" and k_spec:
-                for j in js:
-                    notes[j] = "speculative decoding is not modelled for static batches"
-                continue
-            # the serving inputs; offline and rate rows share a concurrency grid whatever
-            # their load (the rate picks its point on the grid afterwards)
-            grid = mode in ("offline", "rate")
-            first, u = _distinct(
-                [
-                    (r.tp, r.pp, r.ep, r.attention_dp, r.served_isl, r.served_osl)
-                    + (() if grid else (r.load,))
-                    for r in rs
-                ]
-            )
-            us = [rs[i] for i in first]
+        try:
+            _predict_group(rows, idx, model, hw, prec, eng, spec, preds, notes)
+        except CodesignError as err:
+            # one group's inputs the model refuses (a plan the GPU cannot hold, a format it
+            # cannot run): its rows are counted with the reason; the other rows are priced
+            for j in idx:
+                if not np.isfinite(preds[j]):
+                    notes[j] = f"not priced: {err}"
+    return preds, notes
 
-            def a(f: Any, rs: list[MappedRow] = us) -> np.ndarray:
-                return np.array([f(r) for r in rs])
 
-            tp, pp, ep, adp = (
-                a(lambda r: r.tp),
-                a(lambda r: r.pp),
-                a(lambda r: r.ep),
-                a(lambda r: r.attention_dp),
-            )
-            isl, osl = a(lambda r: r.served_isl), a(lambda r: r.served_osl)
-            # per row (the GPU count is not a serving input)
-            gpus, osl_row = a(lambda r: r.metric_gpus, rs), osl[u]
-            plan = dict(tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl)
-            if mode == "static":
-                out = evaluate_static(model, hw, prec, eng, **plan, batch=a(lambda r: r.load))
-                values = {
-                    m: _metric_value(
-                        m,
-                        out["output_tok_s_per_gpu"][u],
-                        out["total_tok_s_per_gpu"][u],
-                        out["ttft_s"][u],
-                        out["tpot_s"][u],
-                        gpus,
-                        osl_row,
-                    )
-                    for m in {r.metric for r in rs}
-                }
-                for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
-                    if out["feasible"][i]:
-                        preds[j] = values[r.metric][k]
-                    else:
-                        notes[j] = str(out["reason"][i])
-                continue
-            if mode == "concurrency":
-                out = evaluate(
-                    model,
-                    hw,
-                    prec,
-                    eng,
-                    **plan,
-                    concurrency=a(lambda r: r.load),
-                    benchmark_burst=True,
-                    **spec,
+def _predict_group(
+    rows: list[MappedRow],
+    idx: list[int],
+    model: Any,
+    hw: HardwareSpec,
+    prec: Any,
+    eng: EngineConstants,
+    spec: dict[str, Any],
+    preds: np.ndarray,
+    notes: list[str],
+) -> None:
+    """Price the rows ``idx`` of one (model, GPU, precision, engine, speculation) group into
+    ``preds`` and ``notes`` (``predict_rows``)."""
+    # request-rate rows and percentile metrics: the request simulator
+    sim = [j for j in idx if simulated(rows[j])]
+    if sim:
+        vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
+        for j, v, n in zip(sim, vals, why):
+            preds[j], notes[j] = v, n
+        idx = [j for j in idx if not simulated(rows[j])]
+    # offline rows of a benchmark recipe: its own engine limits and request count
+    rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
+    if rec:
+        vals, why = _predict_recipe_offline(model, hw, prec, eng, [rows[j] for j in rec], spec)
+        for j, v, n in zip(rec, vals, why):
+            preds[j], notes[j] = v, n
+        done = set(rec)
+        idx = [j for j in idx if j not in done]
+    sub = [rows[j] for j in idx]
+    for mode in ("concurrency", "static", "offline", "rate", "disaggregated"):
+        js = [j for j, r in zip(idx, sub) if r.mode == mode]
+        if not js:
+            continue
+        rs = [rows[j] for j in js]
+        if mode == "disaggregated":
+            vals, why = _predict_disaggregated(model, hw, prec, eng, rs, spec)
+            for j, v, n in zip(js, vals, why):
+                preds[j], notes[j] = v, n
+            continue
+        if mode == "static" and spec["spec_tokens"]:
+            for j in js:
+                notes[j] = "speculative decoding is not modelled for static batches"
+            continue
+        # the serving inputs; offline and rate rows share a concurrency grid whatever
+        # their load (the rate picks its point on the grid afterwards)
+        grid = mode in ("offline", "rate")
+        first, u = _distinct(
+            [
+                (r.tp, r.pp, r.ep, r.attention_dp, r.served_isl, r.served_osl)
+                + (() if grid else (r.load,))
+                for r in rs
+            ]
+        )
+        us = [rs[i] for i in first]
+
+        def a(f: Any, rs: list[MappedRow] = us) -> np.ndarray:
+            return np.array([f(r) for r in rs])
+
+        tp, pp, ep, adp = (
+            a(lambda r: r.tp),
+            a(lambda r: r.pp),
+            a(lambda r: r.ep),
+            a(lambda r: r.attention_dp),
+        )
+        isl, osl = a(lambda r: r.served_isl), a(lambda r: r.served_osl)
+        # per row (the GPU count is not a serving input)
+        gpus, osl_row = a(lambda r: r.metric_gpus, rs), osl[u]
+        plan = dict(tp=tp, pp=pp, ep=ep, attention_dp=adp, isl=isl, osl=osl)
+        if mode == "static":
+            out = evaluate_static(model, hw, prec, eng, **plan, batch=a(lambda r: r.load))
+            values = {
+                m: _metric_value(
+                    m,
+                    out["output_tok_s_per_gpu"][u],
+                    out["total_tok_s_per_gpu"][u],
+                    out["ttft_s"][u],
+                    out["tpot_s"][u],
+                    gpus,
+                    osl_row,
                 )
-                for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
-                    v = _metric_value(
-                        r.metric,
-                        out.output_tok_s_per_gpu[i],
-                        out.total_tok_s_per_gpu[i],
-                        out.ttft_s[i],
-                        out.tpot_s[i],
-                        gpus[k],
-                        osl_row[k],
-                    )
-                    if out.feasible[i]:
-                        preds[j] = float(v)
-                    else:
-                        notes[j] = str(out.reason[i])
-                continue
-            # offline / rate: a concurrency grid per distinct input
-            g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
+                for m in {r.metric for r in rs}
+            }
+            for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
+                if out["feasible"][i]:
+                    preds[j] = values[r.metric][k]
+                else:
+                    notes[j] = str(out["reason"][i])
+            continue
+        if mode == "concurrency":
             out = evaluate(
                 model,
                 hw,
                 prec,
                 eng,
-                tp=tp[:, None],
-                pp=pp[:, None],
-                ep=ep[:, None],
-                attention_dp=adp[:, None],
-                isl=isl[:, None],
-                osl=osl[:, None],
-                concurrency=g,
-                benchmark_burst=mode == "offline",
+                **plan,
+                concurrency=a(lambda r: r.load),
+                benchmark_burst=True,
                 **spec,
             )
-            thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
             for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
-                if not np.any(np.isfinite(thr[i])):
-                    notes[j] = str(out.reason[i, 0])
-                    continue
-                if mode == "offline":
-                    b = int(np.argmax(thr[i]))
-                else:
-                    req_rate = out.output_tok_s_per_gpu[i] * r.tp * r.pp / r.osl
-                    ok = np.where(out.feasible[i] & (req_rate >= r.load * 0.999))[0]
-                    b = int(ok[0]) if len(ok) else int(np.argmax(thr[i]))
-                    if len(ok) == 0:
-                        notes[j] = "rate above predicted capacity (saturated)"
                 v = _metric_value(
                     r.metric,
-                    out.output_tok_s_per_gpu[i, b],
-                    out.total_tok_s_per_gpu[i, b],
-                    out.ttft_s[i, b],
-                    out.tpot_s[i, b],
+                    out.output_tok_s_per_gpu[i],
+                    out.total_tok_s_per_gpu[i],
+                    out.ttft_s[i],
+                    out.tpot_s[i],
                     gpus[k],
                     osl_row[k],
                 )
-                if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
-                    # below saturation the delivered throughput is the offered rate
-                    per_gpu = r.load * r.osl / (r.tp * r.pp)
-                    v = _metric_value(
-                        r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k]
-                    )
-                preds[j] = float(v)
-    return preds, notes
+                if out.feasible[i]:
+                    preds[j] = float(v)
+                else:
+                    notes[j] = str(out.reason[i])
+            continue
+        # offline / rate: a concurrency grid per distinct input
+        g = CONCURRENCY_GRID[CONCURRENCY_GRID <= eng.max_batch_size][None, :]
+        out = evaluate(
+            model,
+            hw,
+            prec,
+            eng,
+            tp=tp[:, None],
+            pp=pp[:, None],
+            ep=ep[:, None],
+            attention_dp=adp[:, None],
+            isl=isl[:, None],
+            osl=osl[:, None],
+            concurrency=g,
+            benchmark_burst=mode == "offline",
+            **spec,
+        )
+        thr = np.where(out.feasible, out.output_tok_s_per_gpu, -np.inf)
+        for k, (j, r, i) in enumerate(zip(js, rs, u.tolist())):
+            if not np.any(np.isfinite(thr[i])):
+                notes[j] = str(out.reason[i, 0])
+                continue
+            if mode == "offline":
+                b = int(np.argmax(thr[i]))
+            else:
+                req_rate = out.output_tok_s_per_gpu[i] * r.tp * r.pp / r.osl
+                ok = np.where(out.feasible[i] & (req_rate >= r.load * 0.999))[0]
+                b = int(ok[0]) if len(ok) else int(np.argmax(thr[i]))
+                if len(ok) == 0:
+                    notes[j] = "rate above predicted capacity (saturated)"
+            v = _metric_value(
+                r.metric,
+                out.output_tok_s_per_gpu[i, b],
+                out.total_tok_s_per_gpu[i, b],
+                out.ttft_s[i, b],
+                out.tpot_s[i, b],
+                gpus[k],
+                osl_row[k],
+            )
+            if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
+                # below saturation the delivered throughput is the offered rate
+                per_gpu = r.load * r.osl / (r.tp * r.pp)
+                v = _metric_value(
+                    r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k]
+                )
+            preds[j] = float(v)

@@ -1,0 +1,113 @@
+"""Rows of the forms published tables use for GPUs beyond the calibration sets (AMD Instinct,
+Blackwell), as the held-out measurements state them: every row is priced or skipped with a
+reason, never a crash, and the precision a row maps to is one its GPU runs."""
+
+import csv
+import dataclasses
+import itertools
+
+import numpy as np
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.serving import evaluate
+from llm_codesign.validate import REQUIRED_COLUMNS, map_row, match_model_name, validate
+from llm_codesign.validate.predict import predict_rows
+
+
+def row(**kw):
+    base = dict(
+        source_id="inferencex_api_fixture",
+        model="DeepSeek-R1-0528",
+        gpu="MI355X",
+        num_gpus="8",
+        precision="fp8/?/?",
+        tp="8",
+        pp="",
+        ep="1",
+        dp="",
+        framework="sglang (lmsysorg/sglang:v0.5.12-rocm700-mi35x)",
+        isl="1024",
+        osl="1024",
+        concurrency_or_batch="16",
+        metric="tpot_ms",
+        value="30",
+        notes="aggregated single-node; spec_method=none",
+    )
+    base.update(kw)
+    return base
+
+
+def test_gpt_oss_w4a8_only_where_the_gpu_has_an_mxfp8_path():
+    # W4A8 needs MXFP8 x MXFP4 tensor-core math: Blackwell and CDNA4 (MI355X) have it; Hopper and
+    # CDNA3 (MI300X, MI325X) do not, and run the MXFP4 weights weight-only at BF16
+    expect = {
+        "B200": "mxfp4-a8",
+        "MI355X": "mxfp4-a8",
+        "H100 SXM": "mxfp4-a16",
+        "MI300X": "mxfp4-a16",
+        "MI325X": "mxfp4-a16",
+    }
+    for gpu, prec in expect.items():
+        m = map_row(0, row(model="gpt-oss-120b", gpu=gpu, precision="fp4/?/?"))
+        assert m.precision == prec, (gpu, m.precision)
+        hw = load_hardware(m.hardware)
+        assert hw.supports(parse_precision(m.precision).compute_class)
+
+
+def test_mxfp4_checkpoints_map_where_the_gpu_runs_mxfp4():
+    m = map_row(0, row(model="amd/DeepSeek-R1-0528-MXFP4-v2", precision="mxfp4/?/?"))
+    assert (m.model, m.precision) == ("deepseek-r1", "mxfp4")
+    # (no FP4 path on CDNA3: skipped with the reason, not priced at a rate the GPU lacks)
+    skipped = map_row(0, row(gpu="MI300X", precision="mxfp4/?/?"))
+    assert isinstance(skipped, str) and skipped.startswith("precision not runnable")
+
+
+def test_checkpoint_revision_suffixes_are_read_one_at_a_time():
+    assert match_model_name("amd/DeepSeek-R1-0528-MXFP4-Preview") == "deepseek-r1"
+    assert match_model_name("nvidia/DeepSeek-R1-0528-FP4-v2") == "deepseek-r1"
+    # a bundled id that ends like a revision stays itself
+    assert match_model_name("deepseek-ai/DeepSeek-V2-Chat") == "deepseek-v2"
+    assert match_model_name("foo-v2") is None
+
+
+def test_amd_multi_node_plans_have_a_scale_out_network():
+    # one 400 Gb/s NIC per GPU (AMD's multi-node recipes): a 2-node plan is priced
+    m, p = load_model("deepseek-r1"), parse_precision("fp8")
+    for gpu in ("mi300x", "mi325x", "mi355x"):
+        hw = load_hardware(gpu)
+        assert hw.scaleout_bytes_per_s == 50e9
+        r = evaluate(
+            m, hw, p, load_engine("sglang"), tp=16, ep=16, isl=1024, osl=1024, concurrency=64
+        )
+        assert bool(r.feasible) and np.isfinite(r.tpot_s)
+
+
+def test_varied_rows_are_priced_or_skipped_never_raised(tmp_path):
+    gpus = ("MI355X", "MI300X", "MI325X", "B200", "GB200", "B300", "H100 SXM", "L40S", "A100 SXM")
+    precisions = ("fp4/?/?", "mxfp4/?/?", "nvfp4/?/?", "fp8/?/?", "bf16/bf16/bf16", "int4/int4/?")
+    models = ("DeepSeek-R1-0528", "gpt-oss-120b", "Qwen3-235B-A22B", "Llama-3.1-70B")
+    plans = (("8", "1", ""), ("16", "16", ""), ("8", "8", "attn-DP8"))
+    rows = [
+        row(model=mo, gpu=g, precision=p, tp=tp, ep=ep, dp=dp, num_gpus=tp)
+        for g, p, mo, (tp, ep, dp) in itertools.product(gpus, precisions, models, plans)
+    ]
+    path = tmp_path / "other_gpus.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(REQUIRED_COLUMNS) + ["notes"])
+        w.writeheader()
+        w.writerows(rows)
+    rep = validate(path)
+    skipped = sum(s["count"] for s in rep.skipped)
+    assert len(rep.rows) + skipped == len(rows)
+    assert len(rep.rows) > len(rows) // 3  # most GPU x precision pairs run
+    assert all(s["reason"] for s in rep.skipped)
+
+
+def test_a_group_the_model_refuses_is_counted_and_the_others_priced():
+    good = map_row(0, row(gpu="B200", framework="trt", precision="fp8/?/?"))
+    # a row past the mapping's checks with a format its GPU cannot run (as a caller's own
+    # MappedRow may be): that group is not priced, with the reason; the other group is
+    bad = dataclasses.replace(good, hardware="h100-sxm", precision="nvfp4")
+    preds, notes = predict_rows([good, bad])
+    assert np.isfinite(preds[0]) and not notes[0].startswith("not priced")
+    assert np.isnan(preds[1]) and notes[1].startswith("not priced") and "nvfp4" in notes[1]
