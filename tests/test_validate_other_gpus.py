@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 
 import numpy as np
+from test_validate_conventions import row as ix_row
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.serving import evaluate
@@ -15,26 +16,9 @@ from llm_codesign.validate.predict import predict_rows
 
 
 def row(**kw):
-    base = dict(
-        source_id="inferencex_api_fixture",
-        model="DeepSeek-R1-0528",
-        gpu="MI355X",
-        num_gpus="8",
-        precision="fp8/?/?",
-        tp="8",
-        pp="",
-        ep="1",
-        dp="",
-        framework="sglang (lmsysorg/sglang:v0.5.12-rocm700-mi35x)",
-        isl="1024",
-        osl="1024",
-        concurrency_or_batch="16",
-        metric="tpot_ms",
-        value="30",
-        notes="aggregated single-node; spec_method=none",
-    )
-    base.update(kw)
-    return base
+    """An InferenceX-form row (``test_validate_conventions.row``) on an MI355X by default."""
+    base = dict(gpu="MI355X", framework="sglang (lmsysorg/sglang:v0.5.12-rocm700-mi35x)")
+    return ix_row(**(base | kw))
 
 
 def test_gpt_oss_w4a8_only_where_the_gpu_has_an_mxfp8_path():
