@@ -240,3 +240,39 @@ def test_specs_import_nothing_above_specs():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert "llm_codesign.specs.hardware" in out and all(m.startswith(allowed) for m in out), out
+
+
+def test_the_default_engine_runs_on_the_gpus_vendor():
+    from llm_codesign.specs.engine import ENGINE_VENDORS, load_engine
+
+    # TensorRT-LLM is CUDA only: an AMD GPU gets vLLM when no engine is named; NVIDIA keeps
+    # TensorRT-LLM (and no GPU changes what an explicit runnable engine is)
+    assert load_engine(None, load_hardware("mi355x")).id == "vllm"
+    assert load_engine("default", load_hardware("mi300x")).id == "vllm"
+    assert load_engine(None, load_hardware("h200-sxm")).id == "trtllm"
+    assert load_engine(None).id == "trtllm"
+    assert load_engine("sglang", load_hardware("mi325x")).id == "sglang"
+    for engine, vendors in ENGINE_VENDORS.items():
+        for gpu in ("mi355x", "b200"):
+            hw = load_hardware(gpu)
+            if hw.vendor in vendors:
+                assert load_engine(engine, hw).id == engine
+            else:
+                with pytest.raises(UnsupportedError, match="use one of vllm, sglang"):
+                    load_engine(engine, hw)
+
+
+def test_estimate_on_an_amd_gpu_names_an_engine_that_runs_there():
+    from llm_codesign import estimate
+
+    e = estimate("llama-3.1-8b", "mi300x", "bf16", ParallelPlan(), Workload(1024, 128, 4))
+    assert e.engine.id == "vllm" and e.tpot_ms > 0
+    with pytest.raises(UnsupportedError, match="trtllm runs on nvidia GPUs only"):
+        estimate(
+            "llama-3.1-8b",
+            "mi300x",
+            "bf16",
+            ParallelPlan(),
+            Workload(1024, 128, 4),
+            engine="trtllm",
+        )

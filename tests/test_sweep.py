@@ -423,3 +423,21 @@ def test_a_bare_preset_takes_the_checkpoints_block_weights_as_estimate_does(tmp_
     assert got == {"deepseek-r1": "fp8+fp8_block-w", "llama-3.1-8b": "fp8"}
     e = estimate("deepseek-r1", "h200-sxm", "fp8", ParallelPlan(tp=8, ep=8), explain=False)
     assert e.precision.id == got["deepseek-r1"]
+
+
+def test_each_gpu_runs_its_vendors_engine(tmp_path):
+    # no engine named: each GPU takes its vendor's default (TensorRT-LLM is CUDA only); an
+    # engine named for a GPU that cannot run it is refused with the field named
+    text = """
+models: [llama-3.1-8b]
+hardware: [h200-sxm, mi355x]
+precisions: [fp8]
+workloads: [{name: chat, isl: 1024, osl: 256}]
+"""
+    spec = load_sweep(write_spec(tmp_path, text))
+    assert {c.hardware.id: c.engine.id for c in spec.cells()} == {
+        "h200-sxm": "trtllm",
+        "mi355x": "vllm",
+    }
+    with pytest.raises(SpecError, match="field 'engine': engine trtllm runs on nvidia"):
+        load_sweep(write_spec(tmp_path, text + "engine: trtllm\n", "named.yaml"))

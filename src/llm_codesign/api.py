@@ -224,7 +224,7 @@ def estimate(
     hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
     precision, note = default_precision(m) if precision is None else preset_weights(m, precision)
     prec = parse_precision(precision)
-    eng = load_engine(engine)
+    eng = load_engine(engine, hw)
     if hw.profile_source:  # a calibration profile also measured attention and latencies
         eng = calibrated_engine(eng, hw)
     plan = plan or ParallelPlan()

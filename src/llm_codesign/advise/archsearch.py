@@ -511,7 +511,7 @@ def search(
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
-    eng = load_engine(engine)
+    eng = load_engine(engine, hw)
     space = space or SearchSpace()
     if not 0 <= param_tolerance < 1:  # NaN fails too
         raise SpecError(f"param_tolerance={param_tolerance} must lie in [0, 1)")

@@ -113,7 +113,7 @@ def lint(
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
-    eng = load_engine(engine)
+    eng = load_engine(engine, hw)
     wls = [parse_workload(w) for w in (workloads or DEFAULT_WORKLOADS)]
     if not wls:
         raise SpecError("lint: at least one workload is required")

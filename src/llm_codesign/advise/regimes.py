@@ -199,7 +199,7 @@ def regimes(
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
-    eng = load_engine(engine)
+    eng = load_engine(engine, hw)
     for name, v in (
         ("short_isl", short_isl),
         ("long_isl", long_isl),

@@ -178,7 +178,10 @@ def frontier_options(f: Callable) -> Callable:
             click.option(
                 "--engine",
                 default=None,
-                help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
+                help=(
+                    "trtllm, vllm, sglang, generic, base or a constants YAML (default: trtllm on "
+                    "NVIDIA GPUs, vllm on AMD)"
+                ),
             ),
             click.option(
                 "--ttft-ms",

@@ -195,7 +195,7 @@ def frontier(
     t0 = time.perf_counter()
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    eng = load_engine(engine)
+    eng = load_engine(engine, hw)
     for name, v in (
         ("num_gpus", num_gpus),
         ("isl", isl),

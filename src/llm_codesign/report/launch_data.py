@@ -16,12 +16,13 @@ import yaml
 
 from ..errors import DataFileError
 from ..specs.accuracy import accuracy_key, native_key
+from ..specs.engine import ENGINE_VENDORS
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 
-# engines and the GPU vendors they run on (TensorRT-LLM: CUDA only; vLLM, SGLang: CUDA and ROCm)
-ENGINE_VENDORS = {"trtllm": ("nvidia",), "vllm": ("nvidia", "amd"), "sglang": ("nvidia", "amd")}
+# the engines launch files are written for (each where its vendors' GPUs are: ENGINE_VENDORS)
+LAUNCH_ENGINES = ("trtllm", "vllm", "sglang")
 
 
 def _read(name: str) -> dict[str, Any]:
@@ -91,7 +92,7 @@ def gpus_per_node(hw: HardwareSpec) -> int:
 
 def engines_for(hw: HardwareSpec) -> list[str]:
     """Engines that run on this GPU's vendor."""
-    return [e for e, vendors in ENGINE_VENDORS.items() if hw.vendor.lower() in vendors]
+    return [e for e in LAUNCH_ENGINES if hw.vendor.lower() in ENGINE_VENDORS[e]]
 
 
 def hf_id(model: ModelSpec) -> str:

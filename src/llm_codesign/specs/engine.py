@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, UnknownIdError
+from ..errors import SpecError, UnknownIdError, UnsupportedError
 from ._load import Fields, existing_file, read_mapping, shown
 from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 
@@ -38,6 +38,18 @@ from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 # default = the engine used when none is named: TensorRT-LLM's PyTorch runtime
 ENGINES = ("default", "base", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
 DEFAULT_ENGINE = "trtllm"
+# the GPU vendors each serving engine runs on: TensorRT-LLM is CUDA only (both runtimes); vLLM
+# and SGLang ship CUDA and ROCm builds. base and generic are not one engine: any GPU
+ENGINE_VENDORS = {
+    "trtllm": ("nvidia",),
+    "trtllm-trt": ("nvidia",),
+    "vllm": ("nvidia", "amd"),
+    "sglang": ("nvidia", "amd"),
+}
+# the engine used when none is named, by the GPU's vendor: TensorRT-LLM on NVIDIA; on AMD vLLM,
+# the engine of AMD's own inference benchmarks (rocm.docs.amd.com "vLLM inference performance
+# testing", with its rocm/vllm images). Other vendors (a CPU calibration profile): DEFAULT_ENGINE
+DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
 # MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS holds their sourced alpha/beta):
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
@@ -379,15 +391,29 @@ def _bundled(engine_id: str) -> EngineConstants:
     return _from_mapping(data, path.name, _bundled("base"))
 
 
-def load_engine(engine: str | Path | EngineConstants | None = None) -> EngineConstants:
-    """Resolve engine constants: None or ``default`` -> ``DEFAULT_ENGINE`` (TensorRT-LLM); an
-    engine id; or a YAML path."""
+def load_engine(
+    engine: str | Path | EngineConstants | None = None, hardware: Any = None
+) -> EngineConstants:
+    """Resolve engine constants: None or ``default`` -> ``DEFAULT_ENGINE`` (TensorRT-LLM), or
+    with ``hardware`` (a ``HardwareSpec``) its vendor's default (``DEFAULT_ENGINE_BY_VENDOR``:
+    vLLM on AMD); an engine id; or a YAML path. With ``hardware``, a bundled engine that does
+    not run on its vendor's GPUs (``ENGINE_VENDORS``: TensorRT-LLM on an AMD GPU) is refused,
+    naming the engines that do."""
     if isinstance(engine, EngineConstants):
         return engine
+    vendor = str(getattr(hardware, "vendor", "")).lower()
     if engine is None or str(engine) == "default":
-        return _bundled(DEFAULT_ENGINE)
+        return _bundled(DEFAULT_ENGINE_BY_VENDOR.get(vendor, DEFAULT_ENGINE))
     text = str(engine)
     if text in ENGINES:
+        runs_on = ENGINE_VENDORS.get(text)
+        gpu_vendors = {v for vs in ENGINE_VENDORS.values() for v in vs}
+        if runs_on is not None and vendor in gpu_vendors and vendor not in runs_on:
+            others = [e for e, vs in ENGINE_VENDORS.items() if vendor in vs]
+            raise UnsupportedError(
+                f"engine {text} runs on {', '.join(runs_on)} GPUs only; {hardware.id} is "
+                f"{vendor}: use one of {', '.join(others)} (or generic, base, a YAML path)"
+            )
         return _bundled(text)
     path = existing_file(text)
     if path is not None:

@@ -22,7 +22,7 @@ Schema (``examples/sweep.yaml``)::
     plans: {num_gpus: 8, max_pp: 1, helix: true, attention_dp: true, disagg: false,
             points_per_octave: 4, max_batch: null, refine: false}
     targets: {ttft_ms: 500, tpot_ms: 50, min_tok_s_per_user: 20}  # optional
-    engine: trtllm                  # optional
+    engine: trtllm                  # optional (default: each GPU vendor's, specs.engine)
     emulate: false                  # run formats a GPU lacks at the nearest native rate
     output: {points: true}          # false: frontier and summary only
 
@@ -112,7 +112,7 @@ class SweepSpec:
     hardware: tuple[HardwareSpec, ...]
     precisions: tuple[Precision, ...]
     workloads: tuple[tuple[str, int, int], ...]  # (name, isl, osl)
-    engine: EngineConstants
+    engine: EngineConstants | None  # None: each GPU's vendor default (trtllm, vllm on AMD)
     settings: CellSettings
     write_points: bool = True
     source: str = ""
@@ -126,7 +126,7 @@ class SweepSpec:
                 m.spec,
                 hw,
                 preset_precision(m.spec, p.id),
-                self.engine,
+                self.engine or load_engine(None, hw),
                 w,
                 isl,
                 osl,
@@ -157,7 +157,9 @@ class SweepSpec:
             "hardware": [h.id for h in self.hardware],
             "precisions": [p.id for p in self.precisions],
             "workloads": [{"name": w, "isl": i, "osl": o} for w, i, o in self.workloads],
-            "engine": self.engine.id,
+            "engine": self.engine.id
+            if self.engine is not None
+            else ", ".join(f"{h.id} {load_engine(None, h).id}" for h in self.hardware),
             "settings": self.settings.to_dict(),
             "output": {"points": self.write_points},
         }
@@ -327,11 +329,14 @@ def load_sweep(path: str | Path) -> SweepSpec:
     precisions = _ids(f, "precisions", parse_precision)
     workloads = _workloads(f)
     engine_name = f.str("engine", "") or None
-    engine = _loaded(
-        f"{f.where}: field 'engine'",
-        load_engine,
-        None if engine_name is None else _resolve(base_dir, engine_name),
-    )
+    named = None if engine_name is None else _resolve(base_dir, engine_name)
+    # the engine each GPU runs (one that runs on its vendor's GPUs): one for every cell where
+    # they agree, else each GPU's own (None)
+    per_gpu = [
+        _loaded(f"{f.where}: field 'engine'", lambda e, h=h: load_engine(e, h), named)
+        for h in hardware
+    ]
+    engine = per_gpu[0] if len({e.id for e in per_gpu}) == 1 else None
     settings = _settings(f)
     out = f.mapping("output", required=False)
     out.reject_unknown(OUTPUT_KEYS)
