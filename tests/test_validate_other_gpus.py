@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 
 import numpy as np
+import pytest
 from test_validate_conventions import row as ix_row
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
@@ -95,3 +96,35 @@ def test_a_group_the_model_refuses_is_counted_and_the_others_priced():
     preds, notes = predict_rows([good, bad])
     assert np.isfinite(preds[0]) and not notes[0].startswith("not priced")
     assert np.isnan(preds[1]) and notes[1].startswith("not priced") and "nvfp4" in notes[1]
+
+
+@pytest.mark.parametrize(
+    "dp,tp,ep,expect",
+    [
+        # NVIDIA's plan labels: DEP = attention-DP with EP over the group, TEP = TP attention
+        ("DEP8", "8", "", (8, 8, True)),
+        ("TEP8", "8", "", (8, 8, False)),
+        ("DEP4", "", "", (4, 4, True)),  # the label states the group: a blank tp takes it
+        # attention-DP spelled as a flag
+        ("attn-DP8", "8", "", (8, 8, True)),
+        ("true", "8", "", (8, 8, True)),
+        ("dpattn=true", "8", "", (8, 8, True)),
+        ("enable_attention_dp: false", "8", "", (8, 1, False)),
+        ("2", "8", "", (8, 1, False)),  # a replica count: tensor-parallel attention
+    ],
+)
+def test_attention_dp_forms_of_the_dp_field(dp, tp, ep, expect):
+    m = map_row(0, row(gpu="B200", framework="trt", dp=dp, tp=tp, ep=ep))
+    assert (m.tp, m.ep, m.attention_dp) == expect
+
+
+@pytest.mark.parametrize(
+    "dp,tp,reason",
+    [
+        ("DEP8", "4", "states a group of 8"),  # a label that contradicts the row's tp
+        ("dp8", "8", "dp not understood"),  # replicas or attention-DP: not guessed
+    ],
+)
+def test_dp_fields_that_do_not_state_a_plan_are_skipped(dp, tp, reason):
+    m = map_row(0, row(gpu="B200", framework="trt", dp=dp, tp=tp))
+    assert isinstance(m, str) and reason in m

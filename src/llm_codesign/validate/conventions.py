@@ -5,7 +5,15 @@ a ``weights/activations/kv`` text names on a given GPU (``map_precision``).
 Blank fields (SOURCES.md, ``inferencex_hopper.csv``; applied to every source and said in the
 row's note): a blank ``pp`` is 1 (no pipeline parallelism); a blank ``dp`` is tensor-parallel
 attention; ``attn-DP`` in ``dp`` is attention-DP over the tp group. A blank ``tp`` has no
-default: the row is skipped ("plan not stated").
+default: the row is skipped ("plan not stated"), unless a DEP/TEP label states the group.
+
+The ``dp`` field of an aggregated row (``attention_dp_field``), in the forms published tables
+use: blank or a replica count (tensor-parallel attention); ``attn-DP`` or ``attn-DP<N>``; a flag
+(``true``/``false``, ``adp``, ``dpattn=true``, ``enable_attention_dp: true``); or NVIDIA's plan
+labels ``DEP<N>`` (attention-DP over N GPUs with EP N: TensorRT-LLM's and Dynamo's recipe names)
+and ``TEP<N>`` (tensor-parallel attention over N with EP N). A label's N is the tp group: a
+blank ``tp`` takes it, a different ``tp`` is a conflict, and a blank ``ep`` of a DEP/TEP label is
+N. Any other text is not guessed: the row is skipped with the text named.
 
 Disaggregated rows state one plan per pool: ``tp`` = ``P:tp<a>/D:tp<b>``, ``ep`` =
 ``P:ep<a>/D:ep<b>`` (blank: 1, or the pool's tp with attention-DP, as for aggregated rows),
@@ -299,3 +307,38 @@ def kv_field(text: str) -> str:
     ``?`` where the third field is missing or blank."""
     parts = [p.strip().lower() for p in text.split("/")]
     return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
+
+
+_DP_FLAG = re.compile(
+    r"(?:attn|attention)[-_ ]?dp|dp[-_ ]?(?:attn|attention)|adp|enable_attention_dp", re.I
+)
+
+
+def attention_dp_field(text: str) -> tuple[bool, int, str] | str:
+    """(attention-DP, the group size the label states or 0, "DEP"/"TEP"/"" for an NVIDIA plan
+    label) of an aggregated row's ``dp`` field (module doc), or why it is not understood.
+
+    Example:
+        >>> attention_dp_field("DEP8"), attention_dp_field("attn-DP4"), attention_dp_field("")
+        ((True, 8, 'DEP'), (True, 4, ''), (False, 0, ''))
+    """
+    t = text.strip().lower()
+    if not t or re.fullmatch(r"\d+", t):
+        return False, 0, ""  # blank or a replica count: tensor-parallel attention
+    if label := re.fullmatch(r"(dep|tep)\s*(\d+)", t):
+        return label.group(1) == "dep", int(label.group(2)), label.group(1).upper()
+    if t in ("true", "yes", "on"):
+        return True, 0, ""
+    if t in ("false", "no", "off", "none"):
+        return False, 0, ""
+    flag = _DP_FLAG.match(t)
+    if flag:
+        rest = t[flag.end() :]
+        if re.match(r"\s*[=:]\s*(false|no|off|0)\b", rest):
+            return False, 0, ""
+        size = re.match(r"\s*(\d+)", rest)
+        return True, int(size.group(1)) if size else 0, ""
+    return (
+        f"dp not understood: {text.strip()[:40]!r} (blank, a replica count, attn-DP<N>, DEP<N>, "
+        "TEP<N> or a true/false flag)"
+    )

@@ -27,6 +27,7 @@ from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import parse_precision
 from .conventions import (
+    attention_dp_field,
     is_disaggregated,
     kv_field,
     map_precision,
@@ -396,17 +397,26 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         if not row["dp"].strip():
             notes.append("dp blank: tensor-parallel attention")
     else:
-        if not (row["tp"] or "").strip():
+        dp = row["dp"].strip()
+        read = attention_dp_field(dp)
+        if isinstance(read, str):
+            return read
+        adp, group, label = read
+        if not (row["tp"] or "").strip() and not group:
             return "plan not stated (tp blank)"
-        tp = parse_int(row["tp"] or "")
+        tp = parse_int(row["tp"] or "") if (row["tp"] or "").strip() else group
         pp = parse_int(row["pp"] or "") if (row["pp"] or "").strip() else 1
         if tp is None or pp is None:
             return "plan not a number (tp/pp)"
-        dp = row["dp"].strip()
-        adp = dp.lower().startswith("attn-dp")
+        if group and group != tp:
+            return f"dp {dp!r} states a group of {group}, the row's tp is {tp}"
+        if label and not (row["tp"] or "").strip():
+            notes.append(f"tp blank: {dp}'s group of {group}")
         ep = parse_int(row["ep"] or "") or 1
-        if adp and not row["ep"].strip() and model.moe is not None:
-            ep = tp  # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP)
+        if (adp or label) and not row["ep"].strip() and model.moe is not None:
+            # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP); a TEP label
+            # states EP over the group too
+            ep = tp
         if model.moe is None:
             ep, adp = 1, False if not adp else adp
         if not dp and model.moe is not None:
