@@ -346,3 +346,38 @@ def test_a_moe_plan_the_notes_contradict_is_skipped_with_the_reason():
     # a dense model's notes are not read for an MoE plan
     dense = dict(base, model="Llama-3.1-8B-Instruct")
     assert not isinstance(map_row(0, row(**dense, tp="1", ep="", notes="moe_tp=2")), str)
+
+
+def test_input_per_node_and_pool_rates_follow_from_the_same_prediction():
+    # the shared tables' phase-specific prefill/decode rates and per-node metrics (SOURCES.md):
+    # every throughput metric is the same closed loop read another way, checked by hand here
+    from llm_codesign.validate import metric_class
+    from llm_codesign.validate.predict import predict_rows
+
+    names = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "input_tok_s_per_gpu")
+    names += ("output_tok_s_per_node", "input_tok_s")
+    agg = [map_row(0, row(metric=m, concurrency_or_batch="64")) for m in names]
+    v = dict(zip(names, predict_rows(agg)[0]))
+    assert v["input_tok_s_per_gpu"] == pytest.approx(
+        v["total_tok_s_per_gpu"] - v["output_tok_s_per_gpu"]
+    )
+    assert v["output_tok_s_per_node"] == pytest.approx(8 * v["output_tok_s_per_gpu"])  # HGX
+    assert v["input_tok_s"] == pytest.approx(8 * v["input_tok_s_per_gpu"])  # the TP8 group
+    gb = map_row(0, row(gpu="GB200", framework="trt", metric="output_tok_s_per_node"))
+    gb_gpu = map_row(0, row(gpu="GB200", framework="trt", metric="output_tok_s_per_gpu"))
+    per_node, per_gpu = predict_rows([gb, gb_gpu])[0]
+    assert per_node == pytest.approx(4 * per_gpu)  # an NVL72 compute tray holds 4 GPUs
+    # a pool's rate: output over the 72 decode GPUs, prompts over the 8 prefill GPUs
+    pools = ("output_tok_s_per_gpu", "total_tok_s_per_gpu", "decode_tok_s_per_gpu")
+    pools += ("prefill_tok_s_per_gpu", "decode_tok_s_per_node")
+    dis = [map_row(0, disagg_row(metric=m)) for m in pools]
+    d = dict(zip(pools, predict_rows(dis)[0]))
+    assert d["decode_tok_s_per_gpu"] * 72 == pytest.approx(d["output_tok_s_per_gpu"] * 80)
+    assert d["prefill_tok_s_per_gpu"] * 8 == pytest.approx(
+        (d["total_tok_s_per_gpu"] - d["output_tok_s_per_gpu"]) * 80
+    )
+    assert d["decode_tok_s_per_node"] == pytest.approx(8 * d["decode_tok_s_per_gpu"])
+    assert all(metric_class(m) == "throughput" for m in names + pools)
+    # a pool's rate on a row without pools names no pool: skipped with the reason
+    why = map_row(0, row(metric="decode_tok_s_per_gpu"))
+    assert isinstance(why, str) and "pool's rate" in why

@@ -73,6 +73,7 @@ above.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..errors import SpecError
 from ..specs.checkpoint import preset_weights
@@ -342,3 +343,43 @@ def attention_dp_field(text: str) -> tuple[bool, int, str] | str:
         f"dp not understood: {text.strip()[:40]!r} (blank, a replica count, attn-DP<N>, DEP<N>, "
         "TEP<N> or a true/false flag)"
     )
+
+
+# throughput metrics, ``<kind>_tok_s[_<scope>]`` (the shared tables' SOURCES.md: totals, per GPU,
+# and phase-specific prefill/decode rates per node or per GPU). kind: ``output``, ``total``
+# (input + output), ``input`` (prompt tokens), ``prefill`` / ``decode`` (a disaggregated pool's
+# own rate: prompt tokens over the prefill pool, output tokens over the decode pool); scope: the
+# whole group (``_total`` or none), ``_per_gpu``, ``_per_node`` (the GPUs one node of that GPU
+# holds: ``report.launch_data.gpus_per_node``, 8 on HGX, 4 on a GB200 NVL72 tray)
+_THROUGHPUT = re.compile(
+    r"(output|total|input|prefill|decode)_tok_s(?:_(total|per_gpu|per_node))?", re.I
+)
+POOL_KINDS = ("prefill", "decode")
+
+
+def throughput_metric(metric: str) -> tuple[str, str] | None:
+    """(kind, scope) of a throughput metric name (``_THROUGHPUT``), None for any other metric.
+
+    Example:
+        >>> throughput_metric("total_tok_s"), throughput_metric("decode_tok_s_per_node")
+        (('total', 'total'), ('decode', 'per_node'))
+    """
+    m = _THROUGHPUT.fullmatch(metric.strip())
+    return (m.group(1).lower(), (m.group(2) or "total").lower()) if m else None
+
+
+def throughput_value(
+    metric: str, out_per_gpu: Any, in_per_gpu: Any, gpus: Any, node_gpus: float
+) -> Any:
+    """A throughput metric from the output and input (prompt) tokens per second per GPU over
+    ``gpus`` GPUs; for a pool's rate (``prefill_``, ``decode_``) the caller passes that pool's
+    rates and GPUs."""
+    kind, scope = throughput_metric(metric) or ("", "")
+    rate = {
+        "output": out_per_gpu,
+        "decode": out_per_gpu,
+        "input": in_per_gpu,
+        "prefill": in_per_gpu,
+        "total": out_per_gpu + in_per_gpu,
+    }[kind]
+    return rate * {"total": gpus, "per_gpu": 1.0, "per_node": node_gpus}[scope]

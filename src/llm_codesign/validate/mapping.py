@@ -27,6 +27,7 @@ from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import parse_precision
 from .conventions import (
+    POOL_KINDS,
     attention_dp_field,
     is_disaggregated,
     kv_field,
@@ -36,6 +37,7 @@ from .conventions import (
     pools_label,
     speculative,
     stated_block_weights,
+    throughput_metric,
 )
 from .recipes import (
     INFERENCEX_SGLANG_KV,
@@ -354,7 +356,7 @@ def _metric_and_value(row: dict[str, str]) -> tuple[str, float] | str:
     if None in row:
         return "long row (more cells than columns)"
     metric = row["metric"].strip()
-    if metric not in METRICS and split_percentile(metric) is None:
+    if metric not in METRICS and split_percentile(metric) is None and not throughput_metric(metric):
         return f"unsupported metric {metric}"
     try:
         measured = float(row["value"])
@@ -503,6 +505,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec)
         notes.append(note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
+    pool_rate = (throughput_metric(metric) or ("", ""))[0] in POOL_KINDS
+    if pool_rate and pools is None:
+        return f"{metric}: a prefill or decode pool's rate, on a row with no disaggregated pools"
     if pools is not None:
         if mode != "concurrency":
             return f"disaggregated row with {mode} load (needs a client concurrency)"
@@ -559,7 +564,7 @@ def metric_class(metric: str) -> str:
     percentile metric is in its base metric's class)."""
     pct = split_percentile(metric)
     metric = pct[0] if pct else metric
-    if metric in THROUGHPUT_METRICS:
+    if metric in THROUGHPUT_METRICS or throughput_metric(metric):
         return "throughput"
     if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):
         return "tpot"

@@ -31,13 +31,15 @@ import numpy as np
 
 from ..errors import CodesignError
 from ..explore import POINTS_PER_OCTAVE, concurrency_grid
+from ..report.launch_data import gpus_per_node
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
 from ..serving.memory import scheduling_ranks
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
-from .mapping import THROUGHPUT_METRICS, MappedRow
+from .conventions import POOL_KINDS, throughput_metric, throughput_value
+from .mapping import MappedRow, metric_class
 from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
 
@@ -54,17 +56,12 @@ def _metric_value(
     tpot: Array,
     gpus: Array,
     osl: Array | float = 1.0,
+    node_gpus: float = 8.0,
 ) -> Array:
     if metric == "request_latency_ms":  # first token, then OSL - 1 decode steps
         return (ttft + np.maximum(np.asarray(osl, dtype=float) - 1.0, 0.0) * tpot) * 1e3
-    if metric == "output_tok_s_per_gpu":
-        return per_gpu_out
-    if metric == "output_tok_s_total":
-        return per_gpu_out * gpus
-    if metric == "total_tok_s_per_gpu":
-        return per_gpu_total
-    if metric == "total_tok_s":
-        return per_gpu_total * gpus
+    if throughput_metric(metric):  # (an aggregated replica's pools are its own GPUs)
+        return throughput_value(metric, per_gpu_out, per_gpu_total - per_gpu_out, gpus, node_gpus)
     if metric == "ttft_ms":
         return ttft * 1e3
     if metric in ("tpot_ms", "itl_ms"):
@@ -162,6 +159,7 @@ def _predict_disaggregated(
     call (evaluate_disaggregated takes scalar lengths), each distinct (pools, load) priced once,
     plans and counts vectorized."""
     preds, notes = [float("nan")] * len(rs), [""] * len(rs)
+    node = float(gpus_per_node(hw))
     by_len: dict[tuple[int, int], list[int]] = {}
     for k, r in enumerate(rs):
         by_len.setdefault((r.served_isl, r.served_osl), []).append(k)
@@ -205,6 +203,17 @@ def _predict_disaggregated(
             # per-GPU metrics over the GPUs the row divides by (all, or the decode pool's; idle
             # decode workers included)
             total_gpus = float(out.num_gpus[i])
+            kind = (throughput_metric(r.metric) or ("", ""))[0]
+            if kind in POOL_KINDS and r.pools is not None:
+                # a pool's own rate: prompt tokens over the prefill GPUs, output tokens over the
+                # decode GPUs
+                pool = float(r.pools.decode_gpus)
+                if kind == "prefill":
+                    pool = float(r.pools.num_gpus - r.pools.decode_gpus)
+                out_s = out.output_tok_s_per_gpu[i] * total_gpus
+                in_s = out.total_tok_s_per_gpu[i] * total_gpus - out_s
+                preds[k] = float(throughput_value(r.metric, out_s / pool, in_s / pool, pool, node))
+                continue
             preds[k] = float(
                 _metric_value(
                     r.metric,
@@ -214,6 +223,7 @@ def _predict_disaggregated(
                     out.tpot_s[i],
                     r.metric_gpus,
                     osl,
+                    node,
                 )
             )
     return preds, notes
@@ -276,6 +286,7 @@ def _predict_recipe_offline(
                     out.tpot_s[i],
                     r.metric_gpus,
                     r.osl,
+                    gpus_per_node(hw),
                 )
             )
             bench = r.recipe.partition(":")[0]
@@ -335,6 +346,7 @@ def _predict_group(
 ) -> None:
     """Price the rows ``idx`` of one (model, GPU, precision, engine, speculation) group into
     ``preds`` and ``notes`` (``predict_rows``)."""
+    node = float(gpus_per_node(hw))  # per-node metrics: the GPUs one node holds
     # request-rate rows and percentile metrics: the request simulator
     sim = [j for j in idx if simulated(rows[j])]
     if sim:
@@ -401,6 +413,7 @@ def _predict_group(
                     out["tpot_s"][u],
                     gpus,
                     osl_row,
+                    node,
                 )
                 for m in {r.metric for r in rs}
             }
@@ -430,6 +443,7 @@ def _predict_group(
                     out.tpot_s[i],
                     gpus[k],
                     osl_row[k],
+                    node,
                 )
                 if out.feasible[i]:
                     preds[j] = float(v)
@@ -474,11 +488,18 @@ def _predict_group(
                 out.tpot_s[i, b],
                 gpus[k],
                 osl_row[k],
+                node,
             )
-            if mode == "rate" and r.metric in THROUGHPUT_METRICS and not notes[j]:
+            if mode == "rate" and metric_class(r.metric) == "throughput" and not notes[j]:
                 # below saturation the delivered throughput is the offered rate
                 per_gpu = r.load * r.osl / (r.tp * r.pp)
                 v = _metric_value(
-                    r.metric, per_gpu, per_gpu * (r.isl + r.osl) / r.osl, 0.0, 1.0, gpus[k]
+                    r.metric,
+                    per_gpu,
+                    per_gpu * (r.isl + r.osl) / r.osl,
+                    0.0,
+                    1.0,
+                    gpus[k],
+                    node_gpus=node,
                 )
             preds[j] = float(v)

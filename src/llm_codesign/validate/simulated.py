@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from ..report.launch_data import gpus_per_node
 from ..serving.simulate import simulate
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from ..specs.traffic import LengthDist, Traffic, fixed
+from .conventions import throughput_value
 from .mapping import MappedRow, split_percentile
 from .recipes import inferencex_lengths
 
@@ -58,7 +60,7 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     return Traffic(clients=clients, num_requests=n, isl=isl, osl=osl), 1
 
 
-def _value(metric: str, res: Any, warm: int, gpus: int) -> float:
+def _value(metric: str, res: Any, warm: int, gpus: int, node_gpus: float) -> float:
     pct = split_percentile(metric)
     base, q = pct if pct else (metric, None)
     s = res.summary
@@ -77,13 +79,8 @@ def _value(metric: str, res: Any, warm: int, gpus: int) -> float:
         if base == "tok_s_per_user":
             return float(1.0 / np.mean(x))
         return float((np.mean(x) if q is None else np.percentile(x, q)) * 1e3)
-    per_gpu = {
-        "output_tok_s_per_gpu": s["output_tok_s_per_gpu"],
-        "output_tok_s_total": s["output_tok_s_per_gpu"],
-        "total_tok_s_per_gpu": s["total_tok_s_per_gpu"],
-        "total_tok_s": s["total_tok_s_per_gpu"],
-    }[base]
-    return float(per_gpu * (gpus if base.endswith(("_total", "_tok_s")) else 1))
+    out = s["output_tok_s_per_gpu"]
+    return float(throughput_value(base, out, s["total_tok_s_per_gpu"] - out, gpus, node_gpus))
 
 
 def predict_simulated(
@@ -130,7 +127,7 @@ def predict_simulated(
             continue
         res, warm, gpus = run
         # per-GPU metrics are the run's; totals scale to the row's GPUs
-        v = _value(r.metric, res, warm, r.metric_gpus)
+        v = _value(r.metric, res, warm, r.metric_gpus, gpus_per_node(hw))
         vals.append(v)
         notes.append(f"simulated ({traffic.arrival}, {traffic.count} requests, seed 0)")
     return vals, notes
