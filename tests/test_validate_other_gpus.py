@@ -111,6 +111,12 @@ def test_a_group_the_model_refuses_is_counted_and_the_others_priced():
         ("dpattn=true", "8", "", (8, 8, True)),
         ("enable_attention_dp: false", "8", "", (8, 1, False)),
         ("2", "8", "", (8, 1, False)),  # a replica count: tensor-parallel attention
+        # negations after a space or inside the text, and SGLang's own spelling
+        ("adp false", "8", "", (8, 1, False)),
+        ("attn-DP (enable_attention_dp: false)", "8", "", (8, 1, False)),
+        ("enable-dp-attention", "8", "", (8, 8, True)),
+        ("attn-DP 4 replicas", "8", "", (8, 8, True)),  # a count apart from the flag: no group
+        ("attn-DP4", "", "", (4, 4, True)),
     ],
 )
 def test_attention_dp_forms_of_the_dp_field(dp, tp, ep, expect):
@@ -123,8 +129,31 @@ def test_attention_dp_forms_of_the_dp_field(dp, tp, ep, expect):
     [
         ("DEP8", "4", "states a group of 8"),  # a label that contradicts the row's tp
         ("dp8", "8", "dp not understood"),  # replicas or attention-DP: not guessed
+        ("adpx", "8", "dp not understood"),  # a flag ends at a word boundary
     ],
 )
 def test_dp_fields_that_do_not_state_a_plan_are_skipped(dp, tp, reason):
     m = map_row(0, row(gpu="B200", framework="trt", dp=dp, tp=tp))
     assert isinstance(m, str) and reason in m
+
+
+def test_a_dep_label_and_a_different_ep_are_a_conflict():
+    m = map_row(0, row(gpu="B200", framework="trt", dp="DEP8", tp="8", ep="1"))
+    assert isinstance(m, str) and "states EP 8" in m
+
+
+def test_stated_kv_and_activation_formats_are_kept():
+    # a BF16 KV stated with MXFP4 weights stays BF16 (twice the KV bytes of the FP8 default)
+    assert map_row(0, row(precision="fp4/fp4/bf16")).precision == "mxfp4+bf16-kv"  # MI355X
+    b200 = {"gpu": "B200", "framework": "trt", "model": "gpt-oss-120b"}
+    # gpt-oss: "mxfp8" is not an FP8 KV, and 16-bit activations are the weight-only path
+    assert map_row(0, row(**b200, precision="mxfp4/mxfp8/bf16")).precision == "mxfp4-a8"
+    assert map_row(0, row(**b200, precision="mxfp4/bf16/bf16")).precision == "mxfp4-a16"
+
+
+def test_validate_refuses_an_engine_on_a_gpu_it_does_not_run_on():
+    # a TensorRT-LLM row on an AMD GPU (or validate --engine trtllm over AMD rows): counted with
+    # the reason, not priced with constants of an engine that does not run there
+    trt = map_row(0, row(framework="trt (nvcr.io/nvidia/tensorrt-llm)"))
+    preds, notes = predict_rows([trt])
+    assert np.isnan(preds[0]) and "runs on nvidia GPUs only" in notes[0]

@@ -98,7 +98,10 @@ DISAGG_OPTIONS = (
 @click.option(
     "--engine",
     default=None,
-    help="trtllm, vllm, sglang, base or a constants YAML (default: trtllm)",
+    help=(
+        "trtllm, vllm, sglang, generic, base or a constants YAML (default: trtllm on NVIDIA "
+        "GPUs, vllm on AMD)"
+    ),
 )
 @click.option(
     "--prefill-workers",

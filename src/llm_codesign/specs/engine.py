@@ -6,7 +6,8 @@ Each bundled file ``data/engines/<engine>.yaml`` states every value's meaning an
 ``data/engines/base.yaml`` is the one home of the base values: it must give every constant,
 and any engine file (bundled or a user's YAML) gives the constants it changes on top of it.
 ``base`` itself is the sourced physics without host costs (for analysis); the default engine,
-when none is named, is a real one: TensorRT-LLM's PyTorch runtime (``trtllm``), fitted on
+when none is named, is a real one that runs on the GPU: TensorRT-LLM's PyTorch runtime
+(``trtllm``) on NVIDIA GPUs, vLLM on AMD ones (``DEFAULT_ENGINE_BY_VENDOR``), fitted on
 measurements.
 
 Example:
@@ -35,7 +36,8 @@ from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 # generic = fitted on every framework's rows pooled: the engine of a measurement whose
 # framework has no fit of its own
 # base = the sourced physics values every engine file builds on (no host costs; not an engine)
-# default = the engine used when none is named: TensorRT-LLM's PyTorch runtime
+# default = the engine used when none is named: TensorRT-LLM's PyTorch runtime (on AMD GPUs,
+# DEFAULT_ENGINE_BY_VENDOR's vLLM)
 ENGINES = ("default", "base", "generic", "trtllm", "trtllm-trt", "vllm", "sglang")
 DEFAULT_ENGINE = "trtllm"
 # the GPU vendors each serving engine runs on: TensorRT-LLM is CUDA only (both runtimes); vLLM
@@ -406,14 +408,8 @@ def load_engine(
         return _bundled(DEFAULT_ENGINE_BY_VENDOR.get(vendor, DEFAULT_ENGINE))
     text = str(engine)
     if text in ENGINES:
-        runs_on = ENGINE_VENDORS.get(text)
-        gpu_vendors = {v for vs in ENGINE_VENDORS.values() for v in vs}
-        if runs_on is not None and vendor in gpu_vendors and vendor not in runs_on:
-            others = [e for e, vs in ENGINE_VENDORS.items() if vendor in vs]
-            raise UnsupportedError(
-                f"engine {text} runs on {', '.join(runs_on)} GPUs only; {hardware.id} is "
-                f"{vendor}: use one of {', '.join(others)} (or generic, base, a YAML path)"
-            )
+        if hardware is not None:
+            check_engine_runs_on(text, hardware)
         return _bundled(text)
     path = existing_file(text)
     if path is not None:
@@ -421,6 +417,21 @@ def load_engine(
     raise UnknownIdError(
         f"unknown engine {shown(text)!r}; allowed: {', '.join(ENGINES)} or a YAML path"
     )
+
+
+def check_engine_runs_on(engine_id: str, hardware: Any) -> None:
+    """Refuse a bundled engine on a GPU whose vendor it does not run on (``ENGINE_VENDORS``:
+    TensorRT-LLM on an AMD GPU), naming the engines that do. Engines that are not one runtime
+    (base, generic, a user's YAML) and GPUs of no known vendor (a CPU calibration profile) pass."""
+    vendor = str(getattr(hardware, "vendor", "")).lower()
+    runs_on = ENGINE_VENDORS.get(engine_id)
+    gpu_vendors = {v for vs in ENGINE_VENDORS.values() for v in vs}
+    if runs_on is not None and vendor in gpu_vendors and vendor not in runs_on:
+        others = [e for e, vs in ENGINE_VENDORS.items() if vendor in vs]
+        raise UnsupportedError(
+            f"engine {engine_id} runs on {', '.join(runs_on)} GPUs only; {hardware.id} is "
+            f"{vendor}: use one of {', '.join(others)} (or generic, base, a YAML path)"
+        )
 
 
 def engine_for_framework(framework: str) -> str:

@@ -5,15 +5,17 @@ a ``weights/activations/kv`` text names on a given GPU (``map_precision``).
 Blank fields (SOURCES.md, ``inferencex_hopper.csv``; applied to every source and said in the
 row's note): a blank ``pp`` is 1 (no pipeline parallelism); a blank ``dp`` is tensor-parallel
 attention; ``attn-DP`` in ``dp`` is attention-DP over the tp group. A blank ``tp`` has no
-default: the row is skipped ("plan not stated"), unless a DEP/TEP label states the group.
+default: the row is skipped ("plan not stated"), unless the ``dp`` field states the group
+(``DEP<N>``, ``TEP<N>``, ``attn-DP<N>``).
 
 The ``dp`` field of an aggregated row (``attention_dp_field``), in the forms published tables
 use: blank or a replica count (tensor-parallel attention); ``attn-DP`` or ``attn-DP<N>``; a flag
 (``true``/``false``, ``adp``, ``dpattn=true``, ``enable_attention_dp: true``); or NVIDIA's plan
 labels ``DEP<N>`` (attention-DP over N GPUs with EP N: TensorRT-LLM's and Dynamo's recipe names)
-and ``TEP<N>`` (tensor-parallel attention over N with EP N). A label's N is the tp group: a
-blank ``tp`` takes it, a different ``tp`` is a conflict, and a blank ``ep`` of a DEP/TEP label is
-N. Any other text is not guessed: the row is skipped with the text named.
+and ``TEP<N>`` (tensor-parallel attention over N with EP N). A stated N (a label's, or
+``attn-DP<N>``'s) is the tp group: a blank ``tp`` takes it and a different ``tp`` is a conflict;
+a DEP/TEP label's EP is N (a blank ``ep`` takes it, a different one is a conflict). Any other
+text is not guessed: the row is skipped with the text named.
 
 Disaggregated rows state one plan per pool: ``tp`` = ``P:tp<a>/D:tp<b>``, ``ep`` =
 ``P:ep<a>/D:ep<b>`` (blank: 1, or the pool's tp with attention-DP, as for aggregated rows),
@@ -259,8 +261,9 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell (MXFP4 on a GPU with MXFP4 but no NVFP4: AMD's
     MI355X), except gpt-oss whose checkpoints are MXFP4: W4A8 (MXFP8 activations) where the GPU
-    has an MXFP8 tensor-core path (Blackwell, MI355X), else weight-only W4A16 (Hopper, Ampere,
-    Ada, MI300X/MI325X: the engines convert the 4-bit weights to BF16); mxfp4 = MXFP4 where the
+    has an MXFP8 tensor-core path (Blackwell, MI355X) and the text does not state 16-bit
+    activations, else weight-only W4A16 (Hopper, Ampere, Ada, MI300X/MI325X: the engines convert
+    the 4-bit weights to BF16); mxfp4 = MXFP4 where the
     GPU runs it; fp8 = FP8 (gpt-oss there too: MXFP4 weights, FP8 KV), with the checkpoint's
     block-scaled FP8 weights where its own checkpoint is block-scaled (DeepSeek-V3/R1,
     MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a format
@@ -278,8 +281,13 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     if hopper and for_hopper:
         kv = for_hopper.group(1)
     if model.model_type == "gpt_oss":
-        base = "mxfp4-a8" if hw.supports("mxfp8") else "mxfp4-a16"
-        fp8_kv = kv == "fp8" or (not (hopper and for_hopper) and "fp8" in text.lower())
+        act = parts[1].split()[0] if len(parts) > 1 and parts[1] else "?"
+        w4a8 = hw.supports("mxfp8") and act not in ("bf16", "fp16")  # 16-bit stated: W4A16
+        base = "mxfp4-a8" if w4a8 else "mxfp4-a16"
+        # the KV field where it names a format; else FP8 anywhere in the text (an "fp8" row of
+        # gpt-oss: MXFP4 weights, FP8 KV), not inside "mxfp8"
+        stated = kv != "?"
+        fp8_kv = kv == "fp8" if stated else bool(re.search(r"(?<!mx)fp8", text.lower()))
         return base + ("+fp8-kv" if fp8_kv else "")
     if w in ("fp4", "nvfp4"):
         base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
@@ -298,7 +306,7 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     block = preset_weights(model, base)[0][len(base) :]
     if kv == "fp8" and base in ("bf16", "fp16", "w4a16"):
         base += "+fp8-kv"
-    if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4"):
+    if kv in ("bf16", "fp16") and base in ("fp8", "nvfp4", "mxfp4"):
         base += f"+{kv}-kv"
     return base + block
 
@@ -310,8 +318,11 @@ def kv_field(text: str) -> str:
     return parts[2].split()[0] if len(parts) > 2 and parts[2] else "?"
 
 
+# attention-DP flags as engines and tables spell them (TensorRT-LLM enable_attention_dp, SGLang
+# --enable-dp-attention, InferenceX dpattn), ending at a word boundary
 _DP_FLAG = re.compile(
-    r"(?:attn|attention)[-_ ]?dp|dp[-_ ]?(?:attn|attention)|adp|enable_attention_dp", re.I
+    r"(?:enable[-_ ]?)?(?:(?:attn|attention)[-_ ]?dp|dp[-_ ]?(?:attn|attention))(?![a-z])|adp\b",
+    re.I,
 )
 
 
@@ -335,10 +346,16 @@ def attention_dp_field(text: str) -> tuple[bool, int, str] | str:
     flag = _DP_FLAG.match(t)
     if flag:
         rest = t[flag.end() :]
-        if re.match(r"\s*[=:]\s*(false|no|off|0)\b", rest):
+        # a value after the flag (attn-DP8, attn-dp=8, enable_attention_dp: false, adp off), else
+        # the first true/false in the text after it ("attn-DP (... enable_attention_dp: true)")
+        value = re.match(r"\s*[=:]?\s*(\d+|true|false|yes|no|on|off)\b", rest)
+        said = value.group(1) if value else ""
+        if not said and (word := re.search(r"\b(true|false)\b", rest)):
+            said = word.group(1)
+        if said in ("false", "no", "off", "0"):
             return False, 0, ""
-        size = re.match(r"\s*(\d+)", rest)
-        return True, int(size.group(1)) if size else 0, ""
+        size = int(said) if said.isdigit() and not re.match(r"\s", rest) else 0
+        return True, size if size > 1 else 0, ""
     return (
         f"dp not understood: {text.strip()[:40]!r} (blank, a replica count, attn-DP<N>, DEP<N>, "
         "TEP<N> or a true/false flag)"

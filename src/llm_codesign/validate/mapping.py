@@ -412,9 +412,11 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             return "plan not a number (tp/pp)"
         if group and group != tp:
             return f"dp {dp!r} states a group of {group}, the row's tp is {tp}"
-        if label and not (row["tp"] or "").strip():
+        if group and not (row["tp"] or "").strip():
             notes.append(f"tp blank: {dp}'s group of {group}")
         ep = parse_int(row["ep"] or "") or 1
+        if label and row["ep"].strip() and ep != group:
+            return f"dp {dp!r} states EP {group}, the row's ep is {ep}"
         if (adp or label) and not row["ep"].strip() and model.moe is not None:
             # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP); a TEP label
             # states EP over the group too

@@ -34,7 +34,7 @@ from ..explore import POINTS_PER_OCTAVE, concurrency_grid
 from ..report.launch_data import gpus_per_node
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
 from ..serving.memory import scheduling_ranks
-from ..specs.engine import EngineConstants, load_engine
+from ..specs.engine import EngineConstants, check_engine_runs_on, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
@@ -55,8 +55,8 @@ def _metric_value(
     ttft: Array,
     tpot: Array,
     gpus: Array,
-    osl: Array | float = 1.0,
-    node_gpus: float = 8.0,
+    osl: Array | float,
+    node_gpus: float,
 ) -> Array:
     if metric == "request_latency_ms":  # first token, then OSL - 1 decode steps
         return (ttft + np.maximum(np.asarray(osl, dtype=float) - 1.0, 0.0) * tpot) * 1e3
@@ -207,9 +207,7 @@ def _predict_disaggregated(
             if kind in POOL_KINDS and r.pools is not None:
                 # a pool's own rate: prompt tokens over the prefill GPUs, output tokens over the
                 # decode GPUs
-                pool = float(r.pools.decode_gpus)
-                if kind == "prefill":
-                    pool = float(r.pools.num_gpus - r.pools.decode_gpus)
+                pool = float(r.pools.prefill_gpus if kind == "prefill" else r.pools.decode_gpus)
                 out_s = out.output_tok_s_per_gpu[i] * total_gpus
                 in_s = out.total_tok_s_per_gpu[i] * total_gpus - out_s
                 preds[k] = float(throughput_value(r.metric, out_s / pool, in_s / pool, pool, node))
@@ -323,12 +321,13 @@ def predict_rows(
             eng = eng.with_overrides(ttft_burst=wave)
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
         try:
+            check_engine_runs_on(eng.id, hw)
             _predict_group(rows, idx, model, hw, prec, eng, spec, preds, notes)
         except CodesignError as err:
             # one group's inputs the model refuses (a plan the GPU cannot hold, a format it
             # cannot run): its rows are counted with the reason; the other rows are priced
             for j in idx:
-                if not np.isfinite(preds[j]):
+                if not np.isfinite(preds[j]) and not notes[j]:
                     notes[j] = f"not priced: {err}"
     return preds, notes
 
@@ -500,6 +499,7 @@ def _predict_group(
                     0.0,
                     1.0,
                     gpus[k],
-                    node_gpus=node,
+                    r.osl,
+                    node,
                 )
             preds[j] = float(v)

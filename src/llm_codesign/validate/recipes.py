@@ -50,6 +50,7 @@ from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
+from .conventions import attention_dp_field
 
 TRTLLM_BENCH = "trtllm-bench"
 # InferenceX's TensorRT-LLM aggregated DeepSeek-R1 runs (SemiAnalysisAI/InferenceX
@@ -432,7 +433,8 @@ def inferencex_campaign_evidence(
 
     def key(row: dict[str, str]) -> tuple[str | None, ...]:
         model, gpu = match_model_name(row["model"]), match_gpu_name(row["gpu"])
-        dp = "adp" if "attn-dp" in row["dp"].lower() else ""
+        read = attention_dp_field(row["dp"])
+        dp = "adp" if not isinstance(read, str) and read[0] else ""
         plan = (row["tp"], row["ep"] or "1", dp)
         return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
 
