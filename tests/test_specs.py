@@ -276,3 +276,14 @@ def test_estimate_on_an_amd_gpu_names_an_engine_that_runs_there():
             Workload(1024, 128, 4),
             engine="trtllm",
         )
+
+
+def test_a_deployment_read_for_an_amd_gpu_keeps_to_engines_that_run_there():
+    from llm_codesign import estimate
+    from llm_codesign.specs.engine import load_engine
+
+    # constants already loaded (a deployment's engine, a caller's object) are checked too
+    with pytest.raises(UnsupportedError, match="trtllm runs on nvidia GPUs only"):
+        load_engine(load_engine("trtllm"), load_hardware("mi355x"))
+    e = estimate("llama-3.1-8b", "mi355x", "bf16", engine=load_engine("sglang"))
+    assert e.engine.id == "sglang"

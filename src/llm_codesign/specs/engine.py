@@ -402,6 +402,8 @@ def load_engine(
     not run on its vendor's GPUs (``ENGINE_VENDORS``: TensorRT-LLM on an AMD GPU) is refused,
     naming the engines that do."""
     if isinstance(engine, EngineConstants):
+        if hardware is not None:  # (read from a deployment, or a caller's constants)
+            check_engine_runs_on(engine.id, hardware)
         return engine
     vendor = str(getattr(hardware, "vendor", "")).lower()
     if engine is None or str(engine) == "default":
