@@ -566,7 +566,7 @@ def metric_class(metric: str) -> str:
     percentile metric is in its base metric's class)."""
     pct = split_percentile(metric)
     metric = pct[0] if pct else metric
-    if metric in THROUGHPUT_METRICS or throughput_metric(metric):
+    if throughput_metric(metric):
         return "throughput"
     if metric in ("tpot_ms", "itl_ms", "tok_s_per_user"):
         return "tpot"

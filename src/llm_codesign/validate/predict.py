@@ -38,7 +38,7 @@ from ..specs.engine import EngineConstants, check_engine_runs_on, load_engine
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
-from .conventions import POOL_KINDS, throughput_metric, throughput_value
+from .conventions import throughput_metric, throughput_value
 from .mapping import MappedRow, metric_class
 from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
@@ -60,7 +60,7 @@ def _metric_value(
 ) -> Array:
     if metric == "request_latency_ms":  # first token, then OSL - 1 decode steps
         return (ttft + np.maximum(np.asarray(osl, dtype=float) - 1.0, 0.0) * tpot) * 1e3
-    if throughput_metric(metric):  # (an aggregated replica's pools are its own GPUs)
+    if throughput_metric(metric):
         return throughput_value(metric, per_gpu_out, per_gpu_total - per_gpu_out, gpus, node_gpus)
     if metric == "ttft_ms":
         return ttft * 1e3
@@ -154,12 +154,12 @@ def _predict_disaggregated(
     eng: EngineConstants,
     rs: list[MappedRow],
     spec: dict[str, Any],
+    node: float,
 ) -> tuple[list[float], list[str]]:
     """Predictions (NaN + reason where infeasible) of disaggregated rows, one ISL/OSL pair per
     call (evaluate_disaggregated takes scalar lengths), each distinct (pools, load) priced once,
-    plans and counts vectorized."""
+    plans and counts vectorized; ``node``: the GPUs one node holds (per-node metrics)."""
     preds, notes = [float("nan")] * len(rs), [""] * len(rs)
-    node = float(gpus_per_node(hw))
     by_len: dict[tuple[int, int], list[int]] = {}
     for k, r in enumerate(rs):
         by_len.setdefault((r.served_isl, r.served_osl), []).append(k)
@@ -202,24 +202,21 @@ def _predict_disaggregated(
                 continue
             # per-GPU metrics over the GPUs the row divides by (all, or the decode pool's; idle
             # decode workers included)
+            # (a pool's own rate divides by that pool: prompts by the prefill GPUs, output by
+            # the decode GPUs)
             total_gpus = float(out.num_gpus[i])
             kind = (throughput_metric(r.metric) or ("", ""))[0]
-            if kind in POOL_KINDS and r.pools is not None:
-                # a pool's own rate: prompt tokens over the prefill GPUs, output tokens over the
-                # decode GPUs
-                pool = float(r.pools.prefill_gpus if kind == "prefill" else r.pools.decode_gpus)
-                out_s = out.output_tok_s_per_gpu[i] * total_gpus
-                in_s = out.total_tok_s_per_gpu[i] * total_gpus - out_s
-                preds[k] = float(throughput_value(r.metric, out_s / pool, in_s / pool, pool, node))
-                continue
+            gpus = {"prefill": r.pools.prefill_gpus, "decode": r.pools.decode_gpus}.get(
+                kind, r.metric_gpus
+            )
             preds[k] = float(
                 _metric_value(
                     r.metric,
-                    out.output_tok_s_per_gpu[i] * total_gpus / r.metric_gpus,
-                    out.total_tok_s_per_gpu[i] * total_gpus / r.metric_gpus,
+                    out.output_tok_s_per_gpu[i] * total_gpus / gpus,
+                    out.total_tok_s_per_gpu[i] * total_gpus / gpus,
                     out.ttft_s[i],
                     out.tpot_s[i],
-                    r.metric_gpus,
+                    gpus,
                     osl,
                     node,
                 )
@@ -234,6 +231,7 @@ def _predict_recipe_offline(
     eng: EngineConstants,
     rs: list[MappedRow],
     spec: dict[str, Any],
+    node: float,
 ) -> tuple[list[float], list[str]]:
     """Offline rows whose benchmark chose its own engine limits (``MappedRow.recipe``,
     ``validate.recipes``): each priced with those limits at the benchmark's request count,
@@ -284,7 +282,7 @@ def _predict_recipe_offline(
                     out.tpot_s[i],
                     r.metric_gpus,
                     r.osl,
-                    gpus_per_node(hw),
+                    node,
                 )
             )
             bench = r.recipe.partition(":")[0]
@@ -356,7 +354,9 @@ def _predict_group(
     # offline rows of a benchmark recipe: its own engine limits and request count
     rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
     if rec:
-        vals, why = _predict_recipe_offline(model, hw, prec, eng, [rows[j] for j in rec], spec)
+        vals, why = _predict_recipe_offline(
+            model, hw, prec, eng, [rows[j] for j in rec], spec, node
+        )
         for j, v, n in zip(rec, vals, why):
             preds[j], notes[j] = v, n
         done = set(rec)
@@ -368,7 +368,7 @@ def _predict_group(
             continue
         rs = [rows[j] for j in js]
         if mode == "disaggregated":
-            vals, why = _predict_disaggregated(model, hw, prec, eng, rs, spec)
+            vals, why = _predict_disaggregated(model, hw, prec, eng, rs, spec, node)
             for j, v, n in zip(js, vals, why):
                 preds[j], notes[j] = v, n
             continue
