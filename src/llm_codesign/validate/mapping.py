@@ -404,15 +404,16 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         if isinstance(read, str):
             return read
         adp, group, label = read
-        if not (row["tp"] or "").strip() and not group:
+        tp_text = (row["tp"] or "").strip()
+        if not tp_text and not group:
             return "plan not stated (tp blank)"
-        tp = parse_int(row["tp"] or "") if (row["tp"] or "").strip() else group
+        tp = parse_int(tp_text) if tp_text else group
         pp = parse_int(row["pp"] or "") if (row["pp"] or "").strip() else 1
         if tp is None or pp is None:
             return "plan not a number (tp/pp)"
         if group and group != tp:
             return f"dp {dp!r} states a group of {group}, the row's tp is {tp}"
-        if group and not (row["tp"] or "").strip():
+        if group and not tp_text:
             notes.append(f"tp blank: {dp}'s group of {group}")
         ep = parse_int(row["ep"] or "") or 1
         if label and row["ep"].strip() and ep != group:
