@@ -36,6 +36,7 @@ from llm_codesign.ops import Op
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.workload import Workload
+from llm_codesign.validate import bundled_data
 
 ENG = load_engine("base").with_overrides(id="test")
 H200_GRID = [(m, n, k) for m in (1, 64, 1024, 8192) for n, k in ((4096, 4096), (8192, 8192))] + [
@@ -676,7 +677,9 @@ def test_descent_finds_an_optimum_inside_a_coarse_step(monkeypatch):
 
     monkeypatch.setattr(fit, "objective", quadratic)
     start = load_engine("base").with_overrides(hbm_efficiency_scale=1.1875)
-    eng, best, history = fit._descend([], start, ["hbm_efficiency_scale"], 2, None)
+    eng, best, history = fit._descend(
+        [], start, ["hbm_efficiency_scale"], 2, None, fit.fit_bounds([])
+    )
     # first sweep: 1.1875 x 1.6^-0.25 = 1.0557; second: its quarter steps are worse
     assert eng.hbm_efficiency_scale == pytest.approx(1.1875 * 1.6**-0.25)
     assert best < (1.1875 - 1.05) ** 2 and history
@@ -701,6 +704,37 @@ def test_fit_reports_constants_that_end_on_a_bound():
     assert at_bound(load_engine("base"), ["request_overhead_s", "per_seq_overhead_s"]) == []
     res = FitResult(eng, 1.0, 0.5, 10, [], "", ("routing_skew",))
     assert res.at_bounds == [("routing_skew", hi, hi)]  # only the constants it fitted
+
+
+def test_host_cost_ceiling_is_the_fastest_measured_rate_per_scheduler():
+    """A scheduler delivers under 1 / c output tokens per second with a host cost of c per
+    sequence and iteration: the fastest TensorRT-LLM row of serving.csv, gpt-oss-20b on one
+    GB200 at 56,528 output tokens/s (NVIDIA's perf-overview table), caps c at 17.7 us; rows with
+    speculative drafts, pools or pipeline stages do not count; fit_bounds takes the cap."""
+    from llm_codesign.calibrate.fit import FIT_SPACE, fit_bounds, host_cost_ceiling, load_rows
+
+    rows = load_rows([bundled_data("serving.csv")], "trtllm")
+    assert host_cost_ceiling(rows) == pytest.approx(1.0 / 56528.0)
+    assert fit_bounds(rows)["per_seq_overhead_s"] == (0.0, pytest.approx(1.0 / 56528.0))
+    drafted = [r for r in rows if r.spec_tokens or r.pools or r.pp != 1]
+    assert host_cost_ceiling(drafted) is None
+    assert fit_bounds([])["per_seq_overhead_s"] == FIT_SPACE["per_seq_overhead_s"][:2]
+
+
+@pytest.mark.parametrize("engine", ["trtllm", "trtllm-trt", "vllm", "sglang", "generic"])
+def test_no_engine_file_caps_a_scheduler_below_a_rate_its_rows_measured(engine):
+    """Every bundled engine's host cost per sequence leaves each scheduler able to deliver the
+    fastest output rate its calibration rows measured (``host_cost_ceiling``): a constant above
+    it would make those rows unreachable on any GPU."""
+    from llm_codesign.calibrate.fit import host_cost_ceiling, load_rows
+
+    files = ("serving.csv", "aic_silicon_dense.csv", "aic_silicon_moe_hopper.csv")
+    rows = load_rows([bundled_data(f) for f in files + ("inferencex_hopper.csv",)], engine)
+    ceiling = host_cost_ceiling(rows)
+    if ceiling is None:
+        pytest.skip(f"no {engine} row measures an output rate")
+    # engine files store four significant digits
+    assert load_engine(engine).per_seq_overhead_s <= ceiling * (1 + 5e-4)
 
 
 def test_calibrate_fit_warns_of_constants_on_a_bound(tmp_path, monkeypatch):

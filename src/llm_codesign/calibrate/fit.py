@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,9 +29,11 @@ import yaml
 
 from ..errors import DataFileError, UnknownIdError
 from ..outputs import write_text
+from ..serving.memory import scheduling_ranks
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
+from ..validate.conventions import throughput_metric
 
 # name -> (lower bound, upper bound, physical meaning)
 FIT_SPACE: dict[str, tuple[float, float, str]] = {
@@ -78,25 +80,70 @@ class FitResult:
     history: list[tuple[str, float, float]]
     refit: str = ""  # the constants a refit from the file's values moved ("": a full fit)
     fitted: tuple[str, ...] = ()  # the constants the descent varied
+    # the ranges the descent used where the rows narrow FIT_SPACE's (``fit_bounds``)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def at_bounds(self) -> list[tuple[str, float, float]]:
         """(name, value, bound) of each fitted constant that ended on a bound of its range
         (``at_bound``): a sign of physics the model lacks, not a value to trust."""
-        return at_bound(self.engine, list(self.fitted))
+        return at_bound(self.engine, list(self.fitted), self.bounds)
 
 
-def at_bound(eng: EngineConstants, names: list[str]) -> list[tuple[str, float, float]]:
+def host_cost_ceiling(rows: list[MappedRow]) -> float | None:
+    """The largest host cost per sequence and iteration (``per_seq_overhead_s``, seconds) the
+    rows allow, or None where none bounds it.
+
+    Each iteration costs every running sequence c seconds of host work on its scheduler and
+    yields it one token (no speculative drafts), and an iteration lasts at least its host work,
+    hidden behind the GPU's or not (``serving.step.step_cost``). A scheduler therefore delivers
+    under 1 / c output tokens per second, whatever the GPU and the batch: c < 1 / the fastest
+    output rate per scheduler that a row measured (per GPU x tp / scheduling ranks). Rows with
+    speculative drafts (more than a token an iteration), disaggregated pools or pipeline stages
+    (a share of the host work per stage) do not bound it.
+
+    Example: gpt-oss-20b on one GB200, TensorRT-LLM, 56,528 output tokens/s (serving.csv):
+    c < 1 / 56,528 = 17.7 us."""
+    fastest = 0.0
+    for r in rows:
+        kind = throughput_metric(r.metric)
+        if r.spec_tokens or r.pools or r.pp != 1 or kind is None or kind[0] != "output":
+            continue
+        if kind[1] not in ("total", "per_gpu") or not r.measured > 0:
+            continue
+        per_gpu = r.measured / max(r.metric_gpus, 1) if kind[1] == "total" else r.measured
+        ranks = float(scheduling_ranks(r.tp, bool(r.attention_dp)))
+        fastest = max(fastest, per_gpu * r.tp / ranks)
+    return 1.0 / fastest if fastest > 0 else None
+
+
+def fit_bounds(rows: list[MappedRow]) -> dict[str, tuple[float, float]]:
+    """The range of each ``FIT_SPACE`` constant for these rows: FIT_SPACE's, with the host
+    cost per sequence capped where a row's measured rate caps it (``host_cost_ceiling``)."""
+    bounds = {name: (lo, hi) for name, (lo, hi, _) in FIT_SPACE.items()}
+    ceiling = host_cost_ceiling(rows)
+    if ceiling is not None:
+        lo, hi = bounds["per_seq_overhead_s"]
+        bounds["per_seq_overhead_s"] = (lo, min(hi, ceiling))
+    return bounds
+
+
+def at_bound(
+    eng: EngineConstants,
+    names: list[str],
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> list[tuple[str, float, float]]:
     """(name, value, bound) of the ``FIT_SPACE`` constants of ``names`` (each once) whose value
     in ``eng`` lies on a bound of its range (within 1e-3 relative: engine files store four
     significant digits). The 0 and 1 ends of a share (``ttft_burst``, ``host_overlap``),
     ``gemm_scale`` 1 (the measured GEMM ceiling itself) and a lower bound of 0 (a cost the rows
     show none of, e.g. ``request_overhead_s`` where no row times a first token) are limits of
-    what the constant means, not of a plausible range: not reported."""
+    what the constant means, not of a plausible range: not reported. ``bounds``: the ranges
+    the fit used where they differ from FIT_SPACE's (``fit_bounds``)."""
     natural = {("ttft_burst", 1.0), ("host_overlap", 1.0), ("gemm_scale", 1.0)}
     out = []
     for name in dict.fromkeys(names):
-        lo, hi, _ = FIT_SPACE[name]
+        lo, hi = (bounds or {}).get(name, FIT_SPACE[name][:2])
         v = float(getattr(eng, name))
         for bound in (lo, hi):
             meaning = bound == 0.0 or (name, bound) in natural
@@ -139,14 +186,15 @@ def _descend(
     names: list[str],
     sweeps: int,
     progress: Callable[[str], None] | None,
+    bounds: dict[str, tuple[float, float]],
 ) -> tuple[EngineConstants, float, list[tuple[str, float, float]]]:
-    """Coordinate descent from ``eng`` (module doc, step 3)."""
+    """Coordinate descent from ``eng`` (module doc, step 3) within ``bounds``."""
     best = objective(rows, eng)
     history: list[tuple[str, float, float]] = []
     factor = 1.6
     for sweep in range(sweeps):
         for name in names:
-            lo, hi, _ = FIT_SPACE[name]
+            lo, hi = bounds[name]
             cur = getattr(eng, name)
             if name == "per_seq_overhead_s" and cur == 0.0:
                 cands = [2e-6, 8e-6, 20e-6, 50e-6]
@@ -191,6 +239,10 @@ def _finer(name: str, cur: float, sweep: int, factor: float) -> list[float]:
     return [cur * f**j for j in (-0.5, 0.5, -0.25, 0.25)]
 
 
+def _clip(value: float, bounds: tuple[float, float]) -> float:
+    return min(max(value, bounds[0]), bounds[1])
+
+
 def fit_engine(
     paths: list[str | Path],
     engine_id: str,
@@ -223,15 +275,15 @@ def fit_engine(
         current = load_engine(engine_id)
     except UnknownIdError:
         current = base.with_overrides(id=engine_id)
-    start = current.with_overrides(
-        id=engine_id, **{name: getattr(base, name) for name in FIT_SPACE}
-    )
-    # the file's values held within today's bounds (a bound tightened since it was fitted)
+    # the file's values held within today's bounds (a bound tightened since it was fitted, or
+    # one the rows set: ``fit_bounds``)
+    bounds = fit_bounds(rows)
     held = current.with_overrides(
-        **{
-            name: min(max(getattr(current, name), FIT_SPACE[name][0]), FIT_SPACE[name][1])
-            for name in FIT_SPACE
-        }
+        **{name: _clip(getattr(current, name), bounds[name]) for name in FIT_SPACE}
+    )
+    start = current.with_overrides(
+        id=engine_id,
+        **{name: _clip(getattr(base, name), bounds[name]) for name in FIT_SPACE},
     )
     if from_current:
         start = held
@@ -242,15 +294,28 @@ def fit_engine(
             "nothing to fit"
         )
     names = params or list(FIT_SPACE)
-    eng, best, history = _descend(rows, start, names, sweeps, progress)
+    eng, best, history = _descend(rows, start, names, sweeps, progress, bounds)
     if held.id == engine_id and held != start and not from_current:
         if progress:
             progress("second start: the engine file's current values")
-        eng2, best2, history2 = _descend(rows, held, names, sweeps, progress)
+        eng2, best2, history2 = _descend(rows, held, names, sweeps, progress, bounds)
         if best2 < best:
             eng, best, history = eng2, best2, history2
     refit = f"{', '.join(names)} from the file's values" if from_current else ""
-    return FitResult(eng, before, best, len(rows), history, refit, tuple(names))
+    return FitResult(eng, before, best, len(rows), history, refit, tuple(names), bounds)
+
+
+def _meaning(name: str, bounds: dict[str, tuple[float, float]]) -> str:
+    """A fitted constant's meaning for the engine file, with the range the rows set where they
+    narrowed FIT_SPACE's (``fit_bounds``)."""
+    lo, hi, meaning = FIT_SPACE[name]
+    if name == "per_seq_overhead_s" and bounds.get(name, (lo, hi))[1] < hi:
+        cap = bounds[name][1]
+        return (
+            f"{meaning}; at most {cap * 1e6:.4g} us, the inverse of the fastest output rate per "
+            "scheduler a row measured (calibrate.fit.host_cost_ceiling)"
+        )
+    return meaning
 
 
 def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]) -> None:
@@ -288,7 +353,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             + f"{result.rows} rows; objective (mean over metric classes of median |log "
             f"pred/meas|) {result.before:.4f} -> {result.after:.4f}"
         ),
-        **{name: meaning for name, (_, _, meaning) in FIT_SPACE.items()},
+        **{name: _meaning(name, result.bounds) for name in FIT_SPACE},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "are not fitted (base.yaml's values unless the file sources its own) "
