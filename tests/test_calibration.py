@@ -721,6 +721,41 @@ def test_host_cost_ceiling_is_the_fastest_measured_rate_per_scheduler():
     assert fit_bounds([])["per_seq_overhead_s"] == FIT_SPACE["per_seq_overhead_s"][:2]
 
 
+def test_host_cost_ceiling_per_scheduler_by_hand():
+    """The rate per scheduler: a TP8 replica without attention-DP is one scheduler of 8 GPUs (a
+    total over two replicas, 16 GPUs, of 16,000 tokens/s is 1,000 per GPU and 8,000 per
+    scheduler); under attention-DP each GPU schedules its own batch (2,000 per GPU is 2,000 per
+    scheduler); per-node, input-token, speculative and pool rates bound nothing."""
+    from dataclasses import replace
+
+    from llm_codesign.calibrate.fit import host_cost_ceiling, load_rows
+
+    row = load_rows([bundled_data("serving.csv")], "trtllm")[0]
+    tp8 = replace(row, tp=8, pp=1, attention_dp=False, spec_tokens=0, pools=None)
+    total = replace(tp8, metric="output_tok_s_total", measured=16000.0, metric_gpus=16)
+    assert host_cost_ceiling([total]) == pytest.approx(1.0 / 8000.0)
+    dep8 = replace(tp8, attention_dp=True, metric="output_tok_s_per_gpu", measured=2000.0)
+    assert host_cost_ceiling([dep8]) == pytest.approx(1.0 / 2000.0)
+    assert host_cost_ceiling([total, dep8]) == pytest.approx(1.0 / 8000.0)
+    ignored = [
+        replace(total, metric="output_tok_s_per_node"),
+        replace(total, metric="input_tok_s_total"),
+        replace(total, spec_tokens=2),
+        replace(total, pp=2),
+    ]
+    assert host_cost_ceiling(ignored) is None
+
+
+def test_a_capped_constant_is_stored_under_its_cap():
+    """Engine files keep four significant digits; a constant fitted onto its cap is rounded
+    toward zero there, so the file never breaks the bound the rows set."""
+    from llm_codesign.calibrate.fit import _stored
+
+    cap = 1.0 / 68608.45  # 14.5755 us: to four digits 1.458e-05, above the cap
+    assert _stored(cap, (0.0, cap)) == 1.457e-05 <= cap
+    assert _stored(1.23456e-05, (0.0, 1.0)) == 1.235e-05  # under the cap: plain rounding
+
+
 @pytest.mark.parametrize("engine", ["trtllm", "trtllm-trt", "vllm", "sglang", "generic"])
 def test_no_engine_file_caps_a_scheduler_below_a_rate_its_rows_measured(engine):
     """Every bundled engine's host cost per sequence leaves each scheduler able to deliver the

@@ -266,6 +266,8 @@ def fit_engine(
             f"{', '.join(str(p) for p in paths) or 'no data'}: no row maps to engine "
             f"{engine_id!r} (validate reports why rows are skipped); nothing to fit"
         )
+    # the ranges from every row (a subsample could drop the row that caps a constant)
+    bounds = fit_bounds(rows)
     if max_rows is not None and len(rows) > max_rows:
         step = len(rows) / max_rows
         rows = [rows[int(i * step)] for i in range(max_rows)]
@@ -277,7 +279,6 @@ def fit_engine(
         current = base.with_overrides(id=engine_id)
     # the file's values held within today's bounds (a bound tightened since it was fitted, or
     # one the rows set: ``fit_bounds``)
-    bounds = fit_bounds(rows)
     held = current.with_overrides(
         **{name: _clip(getattr(current, name), bounds[name]) for name in FIT_SPACE}
     )
@@ -305,6 +306,17 @@ def fit_engine(
     return FitResult(eng, before, best, len(rows), history, refit, tuple(names), bounds)
 
 
+def _stored(value: float, bounds: tuple[float, float] | None) -> float:
+    """A fitted value at four significant digits, as engine files store them; rounded toward
+    zero where rounding would carry it past the top of the range the rows set (a capped
+    constant stays under its cap)."""
+    v = float(f"{value:.4g}")
+    if bounds is not None and v > bounds[1] >= value > 0:
+        digits = 3 - math.floor(math.log10(value))
+        v = math.floor(value * 10**digits) / 10**digits
+    return v
+
+
 def _meaning(name: str, bounds: dict[str, tuple[float, float]]) -> str:
     """A fitted constant's meaning for the engine file, with the range the rows set where they
     narrowed FIT_SPACE's (``fit_bounds``)."""
@@ -323,7 +335,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     eng = result.engine
     d: dict[str, Any] = {"id": eng.id}
     for name in FIT_SPACE:
-        d[name] = float(f"{getattr(eng, name):.4g}")
+        d[name] = _stored(getattr(eng, name), result.bounds.get(name))
     keep = {
         "moe_comm",
         "moe_kernels",
