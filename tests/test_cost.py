@@ -225,6 +225,47 @@ def test_host_overlap_hides_host_work_behind_gpu_work():
     assert float(half.total_s) == pytest.approx(gpu + host - 0.5 * min(gpu, host), rel=1e-9)
 
 
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200-sxm", "b200", "mi300x"])
+def test_narrow_token_tiles_help_routed_gemms_only_where_few_tokens_reach_an_expert(
+    gpu, monkeypatch
+):
+    """Routed expert GEMMs may tile each expert's tokens 16 or 32 rows wide
+    (cost.GROUPED_TOKEN_TILES): the best over more tile shapes is never worse; at ~1 token per
+    expert (decode) the work issued falls (a 64-row tile for one row wastes 63); from 512 rows
+    per expert the wide tiles win and nothing changes; dense (unrouted) GEMMs never see them."""
+    from llm_codesign import cost
+
+    hw = load_hardware(gpu)
+    rows = np.array([0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 40.0, 100.0, 512.0, 1024.0, 4096.0])
+    args = (rows, 4096.0, 7168.0, 32.0, 2.0, 1.0)
+    narrow = cost.gemm_shape_efficiency(hw, *args, routed=True)
+    dense = cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0)
+    monkeypatch.setattr(cost, "GROUPED_TOKEN_TILES", ())
+    wide = cost.gemm_shape_efficiency(hw, *args, routed=True)
+    assert np.all(narrow >= wide * (1 - 1e-12))
+    assert narrow[1] > 1.5 * wide[1]  # one row per expert: a 16-row tile against a 64-row one
+    big = rows >= 512
+    np.testing.assert_allclose(narrow[big], wide[big], rtol=1e-12)
+    np.testing.assert_array_equal(
+        cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0), dense
+    )
+
+
+def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
+    """fused_moe (the Triton path of vLLM and SGLang on Hopper) tiles few tokens per expert 16
+    or 32 rows wide, except with block-scaled FP8 weights (64); the CUTLASS path keeps its
+    64/128-row tiles."""
+    from llm_codesign.cost import GROUPED_TOKEN_TILES, grouped_token_tiles
+
+    h100, b200 = load_hardware("h100-sxm"), load_hardware("b200")
+    vllm, trt = load_engine("vllm"), load_engine("trtllm")
+    assert grouped_token_tiles(h100, vllm, "fp8") == GROUPED_TOKEN_TILES == (16, 32)
+    assert grouped_token_tiles(h100, vllm, "mxfp4") == GROUPED_TOKEN_TILES
+    assert grouped_token_tiles(h100, vllm, "fp8_block") == ()
+    assert grouped_token_tiles(h100, trt, "fp8") == ()
+    assert grouped_token_tiles(b200, vllm, "nvfp4") == ()  # FlashInfer's CUTLASS MoE on Blackwell
+
+
 def test_expected_row_tiles_is_the_poisson_expectation():
     """E[ceil(X / 64) | X > 0] for X ~ Poisson(mu), summed exactly, against the smooth form the
     grouped GEMMs of routed experts use; a mean of 64 rows is ~1.47 tiles, not 1."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .comm import collective_time, moe_comm_family, moe_comm_time
+from .formats import BLOCK_SCALED_WEIGHTS
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
@@ -97,6 +98,16 @@ SWAP_AB_ROW_STEP = 8.0
 SWAP_AB_MAX_ROWS = 256.0
 SWAP_AB_WEIGHT_TILE = 128.0  # the weight side: two 64-row warpgroup MMAs
 SWAP_AB_EXTRA_SPLITS = 3  # splits into 1..3 more tiles than the fewest are tried too
+# Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe) tile each
+# expert's tokens as narrowly as 16 or 32 rows where few tokens reach an expert, besides the
+# 64/128-row tiles of large batches: fused_moe pads each expert's tokens to BLOCK_SIZE_M
+# (moe_align_block_size), 16 in the default config where the tokens are at most the experts and
+# 16/32 for few tokens in the weight-only configs (vllm-project/vllm,
+# model_executor/layers/fused_moe/fused_moe.py, get_default_config); block-scaled FP8 keeps 64
+# (``grouped_token_tiles``). The weight side of such a tile: SWAP_AB_WEIGHT_TILE. Checked against
+# the measured MoE modules (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512
+# tokens) and the serving rows (benchmarks/RESULTS.md, stop 42).
+GROUPED_TOKEN_TILES = (16, 32)
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -124,15 +135,21 @@ def gemm_shape_efficiency(
     speed_ratio: float,
     elem_bytes: float = 2.0,
     routed: bool = False,
+    token_tiles: tuple[int, ...] | None = None,
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
-    alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM."""
+    alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM. ``token_tiles``:
+    the narrow token tiles a routed GEMM's kernel may use per expert (``grouped_token_tiles``;
+    None: all of ``GROUPED_TOKEN_TILES``)."""
     m = np.maximum(np.asarray(m, dtype=float), 0.0)
     n = np.asarray(n, dtype=float)
     k = np.asarray(k, dtype=float)
     groups = np.asarray(groups, dtype=float)
     cands = _tile_candidates(hw)
     best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
+    if routed:  # narrow token tiles per expert (GROUPED_TOKEN_TILES)
+        narrow = GROUPED_TOKEN_TILES if token_tiles is None else token_tiles
+        cands = cands + [(t, int(SWAP_AB_WEIGHT_TILE), 1) for t in narrow]
     k0 = TILE_OVERHEAD_BF16_K * speed_ratio
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
@@ -349,8 +366,9 @@ def gemm_time(
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
     else:
+        tiles = grouped_token_tiles(hw, eng, moe.get("weights", ""))
         eff = gemm_shape_efficiency(
-            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed=routed
+            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed, tiles
         )
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
@@ -392,6 +410,17 @@ def gemm_time(
     if np.any(covered):  # a measured GEMM's time already holds its own overlap
         t = np.where(covered, np.maximum(compute, memory), t)
     return t, compute, memory
+
+
+def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) -> tuple[int, ...]:
+    """The narrow token tiles (``GROUPED_TOKEN_TILES``) the engine's grouped expert GEMMs use on
+    this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe), except
+    for block-scaled FP8 weights, where fused_moe defaults to 64-row tiles (BLOCK_SIZE_M 64, or
+    DeepGEMM's alignment: fused_moe.py get_default_config); none on the CUTLASS path, whose
+    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42)."""
+    if moe_kernel_path(hw, eng) != "triton" or weights in BLOCK_SCALED_WEIGHTS:
+        return ()
+    return GROUPED_TOKEN_TILES
 
 
 def gemm_overlap_time(compute: Array, memory: Array) -> Array:
