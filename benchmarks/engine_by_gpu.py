@@ -9,11 +9,11 @@ Run: python benchmarks/engine_by_gpu.py trtllm [name=value,name=value ...]
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from moe_report import print_error_table
 
 from llm_codesign import load_model
 from llm_codesign.calibrate.fit import load_rows, objective
@@ -46,12 +46,7 @@ def main() -> None:
                 kind = "dense" if load_model(r.model).moe is None else "moe"
                 groups[(kind, metric_class(r.metric), r.gpu)].append(p / r.measured - 1.0)
         print(f"== {spec or 'engine file'}: objective {objective(rows, eng):.4f}")
-        print("| rows | class | GPU | n | median abs err | bias |")
-        print("|---|---|---|---:|---:|---:|")
-        for (kind, cls, gpu), errs in sorted(groups.items()):
-            med = statistics.median(abs(e) for e in errs) * 100
-            bias = statistics.median(errs) * 100
-            print(f"| {kind} | {cls} | {gpu} | {len(errs)} | {med:.1f}% | {bias:+.1f}% |")
+        print_error_table(("rows", "class", "GPU"), groups)
 
 
 if __name__ == "__main__":

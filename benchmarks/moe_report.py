@@ -51,12 +51,18 @@ def main() -> None:
         }
         for kind, value in keys.items():
             groups[(cls, kind, value)].append(r["error"])
-    print("| metric | by | class | rows | median abs err | bias |")
-    print("|---|---|---|---:|---:|---:|")
-    for (cls, kind, value), errs in sorted(groups.items()):
+    print_error_table(("metric", "by", "class"), groups)
+
+
+def print_error_table(columns: tuple[str, ...], groups: dict[tuple[str, ...], list[float]]) -> None:
+    """A markdown table of relative errors per group: rows, median |error| and median error
+    (the bias), groups sorted by key (also used by engine_by_gpu.py)."""
+    print(f"| {' | '.join(columns)} | rows | median abs err | bias |")
+    print("|" + "---|" * len(columns) + "---:|---:|---:|")
+    for key, errs in sorted(groups.items()):
         med = statistics.median(abs(e) for e in errs) * 100
         bias = statistics.median(errs) * 100
-        print(f"| {cls} | {kind} | {value} | {len(errs)} | {med:.1f}% | {bias:+.1f}% |")
+        print(f"| {' | '.join(key)} | {len(errs)} | {med:.1f}% | {bias:+.1f}% |")
 
 
 if __name__ == "__main__":
