@@ -264,6 +264,7 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     assert grouped_token_tiles(h100, vllm, "fp8_block") == ()
     assert grouped_token_tiles(h100, trt, "fp8") == ()
     assert grouped_token_tiles(b200, vllm, "nvfp4") == ()  # FlashInfer's CUTLASS MoE on Blackwell
+    assert grouped_token_tiles(load_hardware("mi300x"), vllm, "fp8") == ()  # AITER's kernels
 
 
 def test_expected_row_tiles_is_the_poisson_expectation():

@@ -417,8 +417,12 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe), except
     for block-scaled FP8 weights, where fused_moe defaults to 64-row tiles (BLOCK_SIZE_M 64, or
     DeepGEMM's alignment: fused_moe.py get_default_config); none on the CUTLASS path, whose
-    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42)."""
-    if moe_kernel_path(hw, eng) != "triton" or weights in BLOCK_SCALED_WEIGHTS:
+    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
+    nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
+    states."""
+    if hw.vendor != "nvidia" or moe_kernel_path(hw, eng) != "triton":
+        return ()
+    if weights in BLOCK_SCALED_WEIGHTS:
         return ()
     return GROUPED_TOKEN_TILES
 
