@@ -230,22 +230,23 @@ def test_narrow_token_tiles_help_routed_gemms_only_where_few_tokens_reach_an_exp
     gpu, monkeypatch
 ):
     """Routed expert GEMMs may tile each expert's tokens 16 or 32 rows wide
-    (cost.GROUPED_TOKEN_TILES): the best over more tile shapes is never worse; at ~1 token per
-    expert (decode) the work issued falls (a 64-row tile for one row wastes 63); from 512 rows
-    per expert the wide tiles win and nothing changes; dense (unrouted) GEMMs never see them."""
+    (cost.GROUPED_TOKEN_TILES, where ``grouped_token_tiles`` grants them): the best over more
+    tile shapes is never worse; at ~1 token per expert (decode) the work issued falls (a 64-row
+    tile for one row wastes 63); from ~100 rows per expert the wide tiles win and nothing
+    changes; without them (the default) and for dense (unrouted) GEMMs nothing changes."""
     from llm_codesign import cost
 
     hw = load_hardware(gpu)
     rows = np.array([0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 40.0, 100.0, 512.0, 1024.0, 4096.0])
-    args = (rows, 4096.0, 7168.0, 32.0, 2.0, 1.0)
-    narrow = cost.gemm_shape_efficiency(hw, *args, routed=True)
-    dense = cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0)
-    monkeypatch.setattr(cost, "GROUPED_TOKEN_TILES", ())
-    wide = cost.gemm_shape_efficiency(hw, *args, routed=True)
+    args = (rows, 4096.0, 7168.0, 32.0, 2.0, 1.0, True)
+    narrow = cost.gemm_shape_efficiency(hw, *args, cost.GROUPED_TOKEN_TILES)
+    wide = cost.gemm_shape_efficiency(hw, *args)
     assert np.all(narrow >= wide * (1 - 1e-12))
     assert narrow[1] > 1.5 * wide[1]  # one row per expert: a 16-row tile against a 64-row one
-    big = rows >= 512
+    big = rows >= 100
     np.testing.assert_allclose(narrow[big], wide[big], rtol=1e-12)
+    dense = cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0)
+    monkeypatch.setattr(cost, "GROUPED_TOKEN_TILES", ())
     np.testing.assert_array_equal(
         cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0), dense
     )

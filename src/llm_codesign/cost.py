@@ -98,15 +98,18 @@ SWAP_AB_ROW_STEP = 8.0
 SWAP_AB_MAX_ROWS = 256.0
 SWAP_AB_WEIGHT_TILE = 128.0  # the weight side: two 64-row warpgroup MMAs
 SWAP_AB_EXTRA_SPLITS = 3  # splits into 1..3 more tiles than the fewest are tried too
-# Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe) tile each
-# expert's tokens as narrowly as 16 or 32 rows where few tokens reach an expert, besides the
-# 64/128-row tiles of large batches: fused_moe pads each expert's tokens to BLOCK_SIZE_M
-# (moe_align_block_size), 16 in the default config where the tokens are at most the experts and
-# 16/32 for few tokens in the weight-only configs (vllm-project/vllm,
-# model_executor/layers/fused_moe/fused_moe.py, get_default_config); block-scaled FP8 keeps 64
-# (``grouped_token_tiles``). The weight side of such a tile: SWAP_AB_WEIGHT_TILE. Checked against
-# the measured MoE modules (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512
-# tokens) and the serving rows (benchmarks/RESULTS.md, stop 42).
+# Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe, and the
+# Marlin kernels of weight-only formats) tile each expert's tokens as narrowly as 16 or 32 rows
+# where few tokens reach an expert, besides the 64/128-row tiles of large batches: fused_moe
+# pads each expert's tokens to BLOCK_SIZE_M (moe_align_block_size), 16 in the default config
+# where the tokens are at most the experts; Marlin takes the smallest of 8/16/32/48/64 above
+# the tokens per expert (vllm-project/vllm, model_executor/layers/fused_moe/fused_moe.py,
+# get_default_config). Block-scaled FP8 keeps 64 (``grouped_token_tiles``). The weight side of
+# such a tile: SWAP_AB_WEIGHT_TILE. The model picks a tile by efficiency, not by the configs'
+# thresholds: the narrow tiles win up to ~30-70 rows per expert (H100 to MI300X, a DeepSeek
+# expert shape), the wide ones above. Checked against the measured MoE modules
+# (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512 tokens) and the serving rows
+# (benchmarks/RESULTS.md, stop 42).
 GROUPED_TOKEN_TILES = (16, 32)
 
 
@@ -135,12 +138,12 @@ def gemm_shape_efficiency(
     speed_ratio: float,
     elem_bytes: float = 2.0,
     routed: bool = False,
-    token_tiles: tuple[int, ...] | None = None,
+    token_tiles: tuple[int, ...] = (),
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
     alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM. ``token_tiles``:
     the narrow token tiles a routed GEMM's kernel may use per expert (``grouped_token_tiles``;
-    None: all of ``GROUPED_TOKEN_TILES``)."""
+    none unless the caller names them)."""
     m = np.maximum(np.asarray(m, dtype=float), 0.0)
     n = np.asarray(n, dtype=float)
     k = np.asarray(k, dtype=float)
@@ -148,8 +151,7 @@ def gemm_shape_efficiency(
     cands = _tile_candidates(hw)
     best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
     if routed:  # narrow token tiles per expert (GROUPED_TOKEN_TILES)
-        narrow = GROUPED_TOKEN_TILES if token_tiles is None else token_tiles
-        cands = cands + [(t, int(SWAP_AB_WEIGHT_TILE), 1) for t in narrow]
+        cands = cands + [(t, int(SWAP_AB_WEIGHT_TILE), 1) for t in token_tiles]
     k0 = TILE_OVERHEAD_BF16_K * speed_ratio
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
