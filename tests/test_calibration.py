@@ -746,6 +746,27 @@ def test_host_cost_ceiling_per_scheduler_by_hand():
     assert host_cost_ceiling(ignored) is None
 
 
+def test_a_refit_keeps_the_engine_files_history_of_fits(tmp_path):
+    """An engine file's ``sources.fit`` tells how its constants came to be: a refit from the
+    file's values appends its own account to the earlier one; a full fit replaces it."""
+    import yaml
+
+    from llm_codesign.calibrate.fit import FitResult, write_engine_yaml
+
+    eng = load_engine("vllm")
+    earlier = eng.sources["fit"]
+    refit = FitResult(eng, 0.2, 0.1, 7, [], "moe_layer_overhead_s from the file's values")
+    write_engine_yaml(refit, tmp_path / "refit.yaml", ["x.csv"])
+    text = yaml.safe_load((tmp_path / "refit.yaml").read_text())["sources"]["fit"]
+    assert text.startswith(earlier) and "; then llm-codesign calibrate-fit" in text
+    assert text.endswith(
+        "7 rows; objective (mean over metric classes of median |log pred/meas|) 0.2000 -> 0.1000"
+    )
+    write_engine_yaml(FitResult(eng, 0.2, 0.1, 7, []), tmp_path / "full.yaml", ["x.csv"])
+    full = yaml.safe_load((tmp_path / "full.yaml").read_text())["sources"]["fit"]
+    assert earlier not in full and full.startswith("llm-codesign calibrate-fit --engine vllm")
+
+
 def test_a_capped_constant_is_stored_under_its_cap():
     """Engine files keep four significant digits; a constant fitted onto its cap is rounded
     toward zero there, so the file never breaks the bound the rows set."""

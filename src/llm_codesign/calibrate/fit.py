@@ -306,6 +306,20 @@ def fit_engine(
     return FitResult(eng, before, best, len(rows), history, refit, tuple(names), bounds)
 
 
+def _fit_history(result: FitResult, data_files: list[str]) -> str:
+    """The engine file's account of its fit: this fit's procedure, data and objective; a refit
+    from the file's values (``result.refit``) keeps the file's earlier account before it."""
+    eng = result.engine
+    this = (
+        f"llm-codesign calibrate-fit --engine {eng.id} on {', '.join(data_files)}; "
+        + (f"a refit of {result.refit}; " if result.refit else "")
+        + f"{result.rows} rows; objective (mean over metric classes of median |log "
+        f"pred/meas|) {result.before:.4f} -> {result.after:.4f}"
+    )
+    earlier = str(eng.sources.get("fit", "")).strip()
+    return f"{earlier}; then {this}" if result.refit and earlier else this
+
+
 def _stored(value: float, bounds: tuple[float, float] | None) -> float:
     """A fitted value at four significant digits, as engine files store them; rounded toward
     zero where rounding would carry it past the top of the range the rows set (a capped
@@ -359,12 +373,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     for name in sorted(keep):
         d[name] = getattr(eng, name)
     d["sources"] = {
-        "fit": (
-            f"llm-codesign calibrate-fit --engine {eng.id} on {', '.join(data_files)}; "
-            + (f"a refit of {result.refit}; " if result.refit else "")
-            + f"{result.rows} rows; objective (mean over metric classes of median |log "
-            f"pred/meas|) {result.before:.4f} -> {result.after:.4f}"
-        ),
+        "fit": _fit_history(result, data_files),
         **{name: _meaning(name, result.bounds) for name in FIT_SPACE},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
