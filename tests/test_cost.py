@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import load_hardware, load_model, parse_precision
+from llm_codesign import load_hardware, load_model, parse_precision, routing
 from llm_codesign.comm import ALLREDUCE_LARGE_LATENCY_S, collective_time
 from llm_codesign.cost import (
     MISALIGNED_FACTOR,
@@ -250,6 +250,36 @@ def test_narrow_token_tiles_help_routed_gemms_only_where_few_tokens_reach_an_exp
     np.testing.assert_array_equal(
         cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0), dense
     )
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "b200", "l40s", "mi300x"])
+def test_narrow_token_tiles_priced_only_where_they_can_win_give_the_same_numbers(gpu):
+    """gemm_shape_efficiency prices a narrow token tile only where the wide shapes stay under
+    its operand-reuse bound; pricing it everywhere (the definition) gives the same floats."""
+    from llm_codesign import cost
+
+    hw = load_hardware(gpu)
+    rng = np.random.default_rng(3)
+    m = np.concatenate([rng.uniform(0, 300, 3000), np.geomspace(0.01, 8192, 400), [0.0]])
+    for n, k, groups in ((4096.0, 7168.0, 32.0), (1536.0, 2048.0, 8.0), (5760.0, 2880.0, 4.0)):
+        args = (m, n, k, groups, 1.5, 2.0, True)
+        got = cost.gemm_shape_efficiency(hw, *args, cost.GROUPED_TOKEN_TILES)
+        wide = cost.gemm_shape_efficiency(hw, *args)
+        cands = cost._tile_candidates(hw)
+        best_reuse = max(cost._tile_reuse(tm, tn) for tm, tn, _ in cands)
+        k0 = cost.TILE_OVERHEAD_BF16_K * 1.5
+        ref = wide / np.where((k % 8 == 0) & (n % 8 == 0), 1.0, cost.MISALIGNED_FACTOR)
+        for tm in cost.GROUPED_TOKEN_TILES:
+            eff = cost._tile_efficiency(
+                hw, k0, best_reuse, True, m, n, k, groups, float(tm),
+                cost.SWAP_AB_WEIGHT_TILE, 1, routing.expected_row_tiles(m, tm),
+            )  # fmt: skip
+            ref = np.maximum(ref, eff)
+        np.testing.assert_array_equal(got, ref)
+        # one configuration as a scalar, as the MoE layer validation prices it
+        one = cost.gemm_shape_efficiency(hw, 3.0, n, k, groups, 1.5, 2.0, True, (16, 32))
+        two = cost.gemm_shape_efficiency(hw, [3.0, 900.0], n, k, groups, 1.5, 2.0, True, (16, 32))
+        assert one == two[0] > cost.gemm_shape_efficiency(hw, 3.0, n, k, groups, 1.5, 2.0, True)
 
 
 def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():

@@ -129,6 +129,56 @@ def _tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
+def _tile_efficiency(
+    hw: HardwareSpec,
+    k0: float,
+    best_reuse: float,
+    routed: bool,
+    m: Array,
+    n: Array,
+    k: Array,
+    groups: Array,
+    tm: float | Array,
+    tn: float,
+    c: int,
+    m_tiles: Array,
+) -> Array:
+    """Useful over issued work of one tile shape (tm x tn on clusters of c SMs, ``m_tiles`` row
+    tiles per group) x its operand reuse over the best shape's (``gemm_shape_efficiency``)."""
+    slots = max(hw.sm_count // c, 1)
+    # groups (experts) run as one grouped launch: tiles of all groups share the waves
+    # (rows are token counts computed in floating point, e.g. a chunk of max_num_tokens
+    # less the decode rows: a count a rounding error above a tile boundary is on it)
+    tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
+    tiles = np.maximum(tiles, 1e-9)
+
+    def issued_at(t: Array, kk: Array = k) -> Array:
+        # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
+        # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each
+        splits = np.clip(np.floor(slots / t), 1.0, np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0))
+        waves = np.ceil(t * splits / slots - 1e-9)
+        return waves * slots * tm * tn * (kk / splits + k0)
+
+    if routed:
+        # a launch has a whole number of tiles, chosen (splits, waves) on that number: the
+        # expected work over the two whole counts around the expected one (the narrowest
+        # spread with that mean), so a fraction of a tile does not switch the split
+        lo_t = np.maximum(np.floor(tiles), 1.0)
+        w = np.clip(tiles - lo_t, 0.0, 1.0)
+        issued = (1.0 - w) * issued_at(lo_t) + w * issued_at(lo_t + 1.0)
+        few = tiles < 1.0  # under one tile: the fraction itself (priced where it occurs)
+        if np.ndim(tm) > 0 or np.broadcast(tiles, k).shape != few.shape:
+            # (swap-AB widths, or a K, that vary where the tile counts do not)
+            issued = np.where(few, issued_at(tiles), issued)
+        elif np.any(few):
+            issued = np.array(np.broadcast_to(issued, few.shape))
+            issued[few] = issued_at(tiles[few], np.broadcast_to(k, few.shape)[few])
+    else:
+        issued = issued_at(tiles)
+    useful = m * n * np.maximum(groups, 1e-9) * k
+    return useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
+
+
 def gemm_shape_efficiency(
     hw: HardwareSpec,
     m: Array,
@@ -150,8 +200,6 @@ def gemm_shape_efficiency(
     groups = np.asarray(groups, dtype=float)
     cands = _tile_candidates(hw)
     best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
-    if routed:  # narrow token tiles per expert (GROUPED_TOKEN_TILES)
-        cands = cands + [(t, int(SWAP_AB_WEIGHT_TILE), 1) for t in token_tiles]
     k0 = TILE_OVERHEAD_BF16_K * speed_ratio
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
@@ -179,40 +227,25 @@ def gemm_shape_efficiency(
         if tm not in row_tiles:
             row_tiles[tm] = expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9)
     shapes = [(float(tm), float(tn), c, row_tiles[tm]) for tm, tn, c in cands] + swap
+    shape_args = (hw, k0, best_reuse, routed)
     for tm, tn, c, m_tiles in shapes:
-        slots = max(hw.sm_count // c, 1)
-        # groups (experts) run as one grouped launch: tiles of all groups share the waves
-        # (rows are token counts computed in floating point, e.g. a chunk of max_num_tokens
-        # less the decode rows: a count a rounding error above a tile boundary is on it)
-        tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
-        tiles = np.maximum(tiles, 1e-9)
-
-        def issued_at(t: Array, kk: Array = k) -> Array:
-            # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
-            # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each
-            splits = np.clip(np.floor(slots / t), 1.0, np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0))
-            waves = np.ceil(t * splits / slots - 1e-9)
-            return waves * slots * tm * tn * (kk / splits + k0)
-
-        if routed:
-            # a launch has a whole number of tiles, chosen (splits, waves) on that number: the
-            # expected work over the two whole counts around the expected one (the narrowest
-            # spread with that mean), so a fraction of a tile does not switch the split
-            lo_t = np.maximum(np.floor(tiles), 1.0)
-            w = np.clip(tiles - lo_t, 0.0, 1.0)
-            issued = (1.0 - w) * issued_at(lo_t) + w * issued_at(lo_t + 1.0)
-            few = tiles < 1.0  # under one tile: the fraction itself (priced where it occurs)
-            if np.ndim(tm) > 0 or np.broadcast(tiles, k).shape != few.shape:
-                # (swap-AB widths, or a K, that vary where the tile counts do not)
-                issued = np.where(few, issued_at(tiles), issued)
-            elif np.any(few):
-                issued = np.array(np.broadcast_to(issued, few.shape))
-                issued[few] = issued_at(tiles[few], np.broadcast_to(k, few.shape)[few])
-        else:
-            issued = issued_at(tiles)
-        useful = m * n * np.maximum(groups, 1e-9) * k
-        eff = useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
-        best = np.maximum(best, eff)
+        best = np.maximum(best, _tile_efficiency(*shape_args, m, n, k, groups, tm, tn, c, m_tiles))
+    # narrow token tiles of routed GEMMs (``grouped_token_tiles``): a tile shape issues at least
+    # the useful work (to the 1e-9 of its wave count), so its efficiency is at most its operand
+    # reuse over the best one's; it is priced only where the shapes above stay under that (at
+    # decode sizes): the same numbers as everywhere, at a fraction of the row-tile series
+    for tm in token_tiles if routed else ():
+        tn = SWAP_AB_WEIGHT_TILE
+        cap = _tile_reuse(tm, tn) / best_reuse * (1.0 + 1e-6)
+        open_ = np.flatnonzero(best.ravel() < cap)
+        if not open_.size:
+            continue
+        at = [np.broadcast_to(x, best.shape).ravel()[open_] for x in (m, n, k, groups)]
+        m_tiles = expected_row_tiles(at[0], tm, widest=float(np.max(m, initial=0.0)))
+        eff = _tile_efficiency(*shape_args, *at, float(tm), tn, 1, m_tiles)
+        flat = np.array(best, dtype=float).reshape(-1)  # (a copy: best may be a 0-d scalar)
+        flat[open_] = np.maximum(flat[open_], eff)
+        best = flat.reshape(np.shape(best))
     align = 16.0 / elem_bytes
     aligned = (np.mod(k, align) == 0) & (np.mod(n, align) == 0)
     return best * np.where(aligned, 1.0, MISALIGNED_FACTOR)
@@ -422,11 +455,8 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
     nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
     states."""
-    if hw.vendor != "nvidia" or moe_kernel_path(hw, eng) != "triton":
-        return ()
-    if weights in BLOCK_SCALED_WEIGHTS:
-        return ()
-    return GROUPED_TOKEN_TILES
+    triton = hw.vendor == "nvidia" and moe_kernel_path(hw, eng) == "triton"
+    return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
 
 
 def gemm_overlap_time(compute: Array, memory: Array) -> Array:

@@ -26,19 +26,23 @@ def _erfc(x: Array) -> Array:
     return np.where(x >= 0, half, 2.0 - half)
 
 
-def expected_row_tiles(rows: Array, tile: float) -> Array:
+def expected_row_tiles(rows: Array, tile: float, widest: float | None = None) -> Array:
     """E[ceil(X / tile) | X > 0] for a group's row count X ~ Poisson(rows): the tiles a grouped
     GEMM launches per active group when tokens land on experts at random (per-expert counts are
     binomial, ~Poisson). Smooth in the mean, unlike ceil(rows / tile): a mean of 64 rows is
     ~1.5 tiles of 64, half the groups spilling into a second tile. Normal approximation with
     continuity correction for the tail terms P(X > j tile), j >= 1 (each 1 well below the mean,
-    0 well above it)."""
+    0 well above it). ``widest``: the largest row count of the call whose subset ``rows`` is
+    (its spread bounds the series, so a subset sums the same terms as the whole)."""
     mu = np.maximum(np.asarray(rows, dtype=float), 0.0)
     shape = mu.shape
     mu = mu.ravel()
     sigma = np.sqrt(np.maximum(mu, 1e-9))
     full = np.maximum(np.floor((mu - 8.0 * sigma) / tile), 0.0)  # terms j = 1 .. full are ~1
-    width = int(min(np.ceil(16.0 * float(np.max(sigma, initial=0.0)) / tile) + 2, 400))
+    spread = float(np.max(sigma, initial=0.0))
+    if widest is not None:
+        spread = max(spread, float(np.sqrt(max(widest, 1e-9))))
+    width = int(min(np.ceil(16.0 * spread / tile) + 2, 400))
     total = 1.0 + full
     scale = sigma * np.sqrt(2.0)
     # the terms fall as z = (edge - mu) / (sigma sqrt 2) rises with j; from z >= ERFC_NEGLIGIBLE_Z
