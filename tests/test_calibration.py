@@ -725,7 +725,8 @@ def test_host_cost_ceiling_per_scheduler_by_hand():
     """The rate per scheduler: a TP8 replica without attention-DP is one scheduler of 8 GPUs (a
     total over two replicas, 16 GPUs, of 16,000 tokens/s is 1,000 per GPU and 8,000 per
     scheduler); under attention-DP each GPU schedules its own batch (2,000 per GPU is 2,000 per
-    scheduler); per-node, input-token, speculative and pool rates bound nothing."""
+    scheduler; a per-node rate is read per GPU with the node's GPUs); input-token, speculative
+    and pool rates bound nothing."""
     from dataclasses import replace
 
     from llm_codesign.calibrate.fit import host_cost_ceiling, load_rows
@@ -737,8 +738,10 @@ def test_host_cost_ceiling_per_scheduler_by_hand():
     dep8 = replace(tp8, attention_dp=True, metric="output_tok_s_per_gpu", measured=2000.0)
     assert host_cost_ceiling([dep8]) == pytest.approx(1.0 / 2000.0)
     assert host_cost_ceiling([total, dep8]) == pytest.approx(1.0 / 8000.0)
+    # per node: the GPUs one node holds (8 for this B200 row): 64,000 / 8 per GPU, x 8 per TP8
+    node = replace(total, metric="output_tok_s_per_node", measured=64000.0)
+    assert host_cost_ceiling([node]) == pytest.approx(1.0 / 64000.0)
     ignored = [
-        replace(total, metric="output_tok_s_per_node"),
         replace(total, metric="input_tok_s_total"),
         replace(total, spec_tokens=2),
         replace(total, pp=2),

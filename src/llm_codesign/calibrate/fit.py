@@ -29,11 +29,13 @@ import yaml
 
 from ..errors import DataFileError, UnknownIdError
 from ..outputs import write_text
+from ..report.launch_data import gpus_per_node
 from ..serving.memory import scheduling_ranks
 from ..specs.engine import EngineConstants, load_engine
+from ..specs.hardware import load_hardware
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
-from ..validate.conventions import throughput_metric
+from ..validate.conventions import throughput_metric, throughput_value
 
 # name -> (lower bound, upper bound, physical meaning)
 FIT_SPACE: dict[str, tuple[float, float, str]] = {
@@ -98,7 +100,8 @@ def host_cost_ceiling(rows: list[MappedRow]) -> float | None:
     yields it one token (no speculative drafts), and an iteration lasts at least its host work,
     hidden behind the GPU's or not (``serving.step.step_cost``). A scheduler therefore delivers
     under 1 / c output tokens per second, whatever the GPU and the batch: c < 1 / the fastest
-    output rate per scheduler that a row measured (per GPU x tp / scheduling ranks). Rows with
+    output rate per scheduler that a row measured (per GPU x tp / scheduling ranks; a total or
+    per-node rate read per GPU as ``validate.conventions.throughput_value`` writes it). Rows with
     speculative drafts (more than a token an iteration), disaggregated pools or pipeline stages
     (a share of the host work per stage) do not bound it.
 
@@ -109,9 +112,11 @@ def host_cost_ceiling(rows: list[MappedRow]) -> float | None:
         kind = throughput_metric(r.metric)
         if r.spec_tokens or r.pools or r.pp != 1 or kind is None or kind[0] != "output":
             continue
-        if kind[1] not in ("total", "per_gpu") or not r.measured > 0:
+        if not r.measured > 0:
             continue
-        per_gpu = r.measured / max(r.metric_gpus, 1) if kind[1] == "total" else r.measured
+        # the metric of one output token per second per GPU (validate's one conversion)
+        node = float(gpus_per_node(load_hardware(r.hardware)))
+        per_gpu = r.measured / throughput_value(r.metric, 1.0, 0.0, max(r.metric_gpus, 1), node)
         ranks = float(scheduling_ranks(r.tp, bool(r.attention_dp)))
         fastest = max(fastest, per_gpu * r.tp / ranks)
     return 1.0 / fastest if fastest > 0 else None
