@@ -164,3 +164,43 @@ def test_routed_fraction_of_a_tile_with_k_varying_where_rows_do_not():
     for i, tp in enumerate((4, 8)):
         alone = pipelined_step(m, p, hw, eng, tp=tp, **kw).total_s
         np.testing.assert_allclose(both[i], alone, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "model, gpu, prec, engine",
+    [("deepseek-r1", "h200-sxm", "fp8", "trtllm"), ("qwen3-30b-a3b", "h100-sxm", "bf16", "vllm")],
+)
+def test_routed_gemms_sharing_their_rows_give_the_same_floats(
+    monkeypatch, model, gpu, prec, engine
+):
+    """experts_up and experts_down of a layer share the busiest rank's rows and their expected
+    row tiles (``cost.gemm_time``'s memo): the same floats as computing them for each GEMM."""
+    m, hw, p, eng = (
+        load_model(model),
+        load_hardware(gpu),
+        parse_precision(prec),
+        load_engine(engine),
+    )
+    kw = dict(
+        tp=8, ep=np.array([1, 2, 8])[:, None, None], isl=np.array([128, 4096])[:, None],
+        osl=256, concurrency=np.array([1, 9, 64, 300, 2048]),
+    )  # fmt: skip
+    shared = evaluate(m, hw, p, eng, **kw)
+    calls = []
+    real = routing.expected_row_tiles
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(cost, "expected_row_tiles", counted)
+    real_time = cost.gemm_time
+    # each routed GEMM on its own: no memo shared between experts_up and experts_down
+    monkeypatch.setattr(
+        cost, "gemm_time", lambda op, hw_, eng_, memo=None: real_time(op, hw_, eng_)
+    )
+    alone = evaluate(m, hw, p, eng, **kw)
+    assert calls  # the routed series ran
+    assert np.array_equal(shared.feasible, alone.feasible)
+    for name in ("ttft_s", "tpot_s", "output_tok_s_per_gpu", "running_concurrency"):
+        np.testing.assert_array_equal(getattr(shared, name), getattr(alone, name))

@@ -189,11 +189,14 @@ def gemm_shape_efficiency(
     elem_bytes: float = 2.0,
     routed: bool = False,
     token_tiles: tuple[int, ...] = (),
+    row_tiles: dict[float, Array] | None = None,
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
     alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM. ``token_tiles``:
     the narrow token tiles a routed GEMM's kernel may use per expert (``grouped_token_tiles``;
-    none unless the caller names them)."""
+    none unless the caller names them). ``row_tiles``: a routed GEMM's expected row tiles per
+    tile height, shared with other GEMMs of the same rows ``m`` (read where present, filled
+    where not)."""
     m = np.maximum(np.asarray(m, dtype=float), 0.0)
     n = np.asarray(n, dtype=float)
     k = np.asarray(k, dtype=float)
@@ -222,11 +225,11 @@ def gemm_shape_efficiency(
     # ``routed``: each group's rows are random (tokens routed to experts), so the tiles per
     # group are an expectation over that spread (``expected_row_tiles``), not ceil of the mean
     # (a benchmark's fixed rows per group keep the ceil)
-    row_tiles: dict[int, Array] = {}  # per tile height (candidates share heights)
+    tiles_of = row_tiles if routed and row_tiles is not None else {}  # per tile height
     for tm, _, _ in cands:
-        if tm not in row_tiles:
-            row_tiles[tm] = expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9)
-    shapes = [(float(tm), float(tn), c, row_tiles[tm]) for tm, tn, c in cands] + swap
+        if tm not in tiles_of:
+            tiles_of[tm] = expected_row_tiles(m, tm) if routed else np.ceil(m / tm - 1e-9)
+    shapes = [(float(tm), float(tn), c, tiles_of[tm]) for tm, tn, c in cands] + swap
     shape_args = (hw, k0, best_reuse, routed)
     for tm, tn, c, m_tiles in shapes:
         best = np.maximum(best, _tile_efficiency(*shape_args, m, n, k, groups, tm, tn, c, m_tiles))
@@ -387,15 +390,26 @@ def gemm_time(
         peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
+    row_tiles: dict[float, Array] | None = None
     if moe:
-        m = m * moe_rank_imbalance(
-            moe["pairs_per_rank"],
-            moe["ep"],
-            eng.routing_skew,
-            moe["top_k"],
-            moe["experts_local"],
-            EXPERT_POPULARITY_CV[eng.expert_balancer],
-        )
+        # the grouped GEMMs of one MoE layer (experts_up, experts_down) share their rows and
+        # routing (one ``moe`` dict): the busiest rank's rows and the expected row tiles per
+        # tile height are computed once for both (``memo``'s last routed GEMM; the same floats)
+        last = memo.get("routed") if memo is not None else None
+        if last is not None and last[0] is op.m and last[1] is moe and last[2] is eng:
+            m, row_tiles = last[3], last[4]
+        else:
+            m = m * moe_rank_imbalance(
+                moe["pairs_per_rank"],
+                moe["ep"],
+                eng.routing_skew,
+                moe["top_k"],
+                moe["experts_local"],
+                EXPERT_POPULARITY_CV[eng.expert_balancer],
+            )
+            row_tiles = {}
+            if memo is not None:  # (the objects themselves: identity stays valid while held)
+                memo["routed"] = (op.m, moe, eng, m, row_tiles)
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
@@ -403,8 +417,9 @@ def gemm_time(
     else:
         tiles = grouped_token_tiles(hw, eng, moe.get("weights", ""))
         eff = gemm_shape_efficiency(
-            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed, tiles
-        )
+            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed, tiles,
+            row_tiles,
+        )  # fmt: skip
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
