@@ -194,9 +194,8 @@ def gemm_shape_efficiency(
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
     alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM. ``token_tiles``:
     the narrow token tiles a routed GEMM's kernel may use per expert (``grouped_token_tiles``;
-    none unless the caller names them). ``row_tiles``: a routed GEMM's expected row tiles per
-    tile height, shared with other GEMMs of the same rows ``m`` (read where present, filled
-    where not)."""
+    none unless the caller names them). ``row_tiles``: expected row tiles per tile height of
+    routed rows ``m``, shared by the GEMMs of those rows (read where present, else filled)."""
     m = np.maximum(np.asarray(m, dtype=float), 0.0)
     n = np.asarray(n, dtype=float)
     k = np.asarray(k, dtype=float)
@@ -391,25 +390,16 @@ def gemm_time(
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
     row_tiles: dict[float, Array] | None = None
-    if moe:
-        # the grouped GEMMs of one MoE layer (experts_up, experts_down) share their rows and
-        # routing (one ``moe`` dict): the busiest rank's rows and the expected row tiles per
-        # tile height are computed once for both (``memo``'s last routed GEMM; the same floats)
-        last = memo.get("routed") if memo is not None else None
-        if last is not None and last[0] is op.m and last[1] is moe and last[2] is eng:
-            m, row_tiles = last[3], last[4]
-        else:
-            m = m * moe_rank_imbalance(
-                moe["pairs_per_rank"],
-                moe["ep"],
-                eng.routing_skew,
-                moe["top_k"],
-                moe["experts_local"],
-                EXPERT_POPULARITY_CV[eng.expert_balancer],
-            )
-            row_tiles = {}
-            if memo is not None:  # (the objects themselves: identity stays valid while held)
-                memo["routed"] = (op.m, moe, eng, m, row_tiles)
+    if moe:  # experts_up and experts_down share their rows (one ``moe`` dict): the busiest
+        # rank's rows and their row tiles are computed once per layer (``memo``'s last one)
+        last = (memo or {}).get("routed")
+        if last is None or last[0] is not op.m or last[1] is not moe or last[2] is not eng:
+            cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
+            args = (moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"])
+            last = (op.m, moe, eng, m * moe_rank_imbalance(*args, moe["experts_local"], cv), {})
+            if memo is not None:  # (the objects held: their identity stays valid)
+                memo["routed"] = last
+        m, row_tiles = last[3], last[4]
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
