@@ -189,7 +189,7 @@ def gemm_shape_efficiency(
     elem_bytes: float = 2.0,
     routed: bool = False,
     token_tiles: tuple[int, ...] = (),
-    row_tiles: dict[float, Array] | None = None,
+    row_tiles: dict[int, Array] | None = None,
 ) -> Array:
     """Fraction of the sustained ceiling a GEMM of this shape reaches (tile, wave, K overhead,
     alignment), best over tile shapes. 1.0 = a perfectly shaped, large GEMM. ``token_tiles``:
@@ -389,7 +389,7 @@ def gemm_time(
         peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
-    row_tiles: dict[float, Array] | None = None
+    row_tiles: dict[int, Array] | None = None
     if moe:  # experts_up and experts_down share their rows (one ``moe`` dict): the busiest
         # rank's rows and their row tiles are computed once per layer (``memo``'s last one)
         last = (memo or {}).get("routed")

@@ -415,15 +415,16 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             return f"dp {dp!r} states a group of {group}, the row's tp is {tp}"
         if group and not tp_text:
             notes.append(f"tp blank: {dp}'s group of {group}")
-        ep = parse_int(row["ep"] or "") or 1
-        if label and row["ep"].strip() and ep != group:
+        ep_text = (row["ep"] or "").strip()
+        ep = parse_int(ep_text) or 1
+        if label and ep_text and ep != group:
             return f"dp {dp!r} states EP {group}, the row's ep is {ep}"
-        if (adp or label) and not row["ep"].strip() and model.moe is not None:
+        if (adp or label) and not ep_text and model.moe is not None:
             # TRT-LLM MoE configs with attention DP run EP over the tp group (DEP); a TEP label
             # states EP over the group too
             ep = tp
         if model.moe is None:
-            ep, adp = 1, False if not adp else adp
+            ep = 1
         if not dp and model.moe is not None:
             notes.append("dp blank: tensor-parallel attention")
         if conflict := moe_plan_conflict(row.get("notes", ""), tp, ep, model.moe is not None):
