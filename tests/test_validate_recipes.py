@@ -4,16 +4,18 @@ and the offline rows priced with them."""
 
 import csv
 import math
+import re
 from dataclasses import replace
 
 import pytest
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
-from llm_codesign.serving import evaluate
-from llm_codesign.validate import map_row, validate
+from llm_codesign.serving import evaluate, evaluate_disaggregated
+from llm_codesign.validate import disaggregated_inputs, map_row, validate
 from llm_codesign.validate.recipes import (
     DEFAULT_LIMITS,
+    INFERENCEX_DISAGG_LIMITS_FILE,
     TRTLLM_BENCH,
     recipe_behaviour,
     trtllm_bench_limits,
@@ -265,3 +267,111 @@ def test_trtllm_bench_options_file_and_recipe_strings():
     ):
         with pytest.raises(SpecError, match="balance= and wait="):
             recipe_behaviour(f"{TRTLLM_BENCH}:{bad}", base)
+
+
+def _disagg_limits():
+    from importlib import resources
+
+    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_inferencex_disagg_limits_agree_with_their_recipe_names():
+    # the srt-slurm recipe names state the pools and the decode batch (TensorRT-LLM:
+    # ctx<P>_gen<D>_<tep|dep><tp>_batch<B>_eplb0_mtp<k>; SGLang: <P>p<D>d, "dep" for a decode
+    # pool with attention-DP): the table's transcription of each file must say the same
+    rows = _disagg_limits()
+    assert len(rows) >= 40
+    trt = re.compile(r"ctx(\d+)_gen(\d+)_(tep|dep)(\d+)_batch(\d+)_eplb0_mtp(\d+)\.yaml$")
+    sgl = re.compile(r"(\d+)p(\d+)d[-.]")
+    for r in rows:
+        name = r["config_file"].rsplit("/", 1)[-1]
+        if r["framework"] == "dynamo-trt":
+            ctx, gen, kind, tp, batch, mtp = trt.search(name).groups()
+            assert int(r["decode_max_batch"]) == int(batch)
+            assert (r["decode_adp"] == "True") == (kind == "dep")
+            assert int(r["decode_tp"]) == int(tp)
+            assert (r["spec"] == "mtp") == (int(mtp) > 0)
+        else:
+            assert r["framework"] == "dynamo-sglang"
+            ctx, gen = sgl.search(name).groups()
+            assert (r["decode_adp"] == "True") == ("-dep" in name)
+            assert (r["spec"] == "mtp") == name.endswith("-mtp.yaml")
+        assert (int(r["prefill_workers"]), int(r["decode_workers"])) == (int(ctx), int(gen))
+
+
+def test_h100_trtllm_disagg_runs_offer_a_fifth_more_clients_than_decode_slots():
+    # the convention of the H100 TensorRT-LLM recipes (validate.recipes): each decode worker is
+    # offered ceil(1.2 x its slots) clients, slots = max_batch_size x scheduling ranks
+    rows = [r for r in _disagg_limits() if (r["gpu"], r["framework"]) == ("h100", "dynamo-trt")]
+    assert len(rows) == 10
+    for r in rows:
+        ranks = int(r["decode_tp"]) if r["decode_adp"] == "True" else 1
+        slots = int(r["decode_max_batch"]) * ranks
+        assert int(r["concurrency"]) == int(r["decode_workers"]) * math.ceil(1.2 * slots - 1e-9)
+
+
+def _ix_disagg_row(**kw):
+    base = dict(
+        source_id="inferencex_api_fixture",
+        model="DeepSeek-R1-0528",
+        gpu="H100",
+        num_gpus="64",
+        precision="fp8/?/?",
+        tp="P:tp16/D:tp16",
+        pp="",
+        ep="P:ep16/D:ep16",
+        dp="P:dpattn=True/D:dpattn=False",
+        framework="dynamo-trt (nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post3)",
+        isl="1024",
+        osl="1024",
+        concurrency_or_batch="6",
+        metric="tpot_ms",
+        value="14",
+        notes="disaggregated: prefill_gpus=16 (workers=1), decode_gpus=48 (workers=3), "
+        "is_multinode=True; spec_method=none; run date 2026-02-08",
+    )
+    base.update(kw)
+    return base
+
+
+def test_inferencex_disaggregated_row_runs_its_recipes_pool_limits():
+    m = map_row(0, _ix_disagg_row())
+    assert m.recipe == "inferencex-disagg:decode=1:prefill=2:tokens=2048"
+    assert "ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml" in m.note
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert (eng.max_batch_size, eng.max_num_tokens) == (1, 2048)
+    # the prefill worker's 16 attention-DP ranks hold 2 prompts each (2048 // 921.5 mean
+    # tokens, and the recipe's max_batch_size 2): 32, at most the 6 outstanding prompts
+    assert disaggregated_inputs(m, eng)["prefill_batch"] == 6
+    # pools or a concurrency the runs did not use: the engine's own limits, said so
+    other = map_row(0, _ix_disagg_row(concurrency_or_batch="7"))
+    assert other.recipe == "" and "no InferenceX recipe" in other.note
+    with pytest.raises(SpecError, match="inferencex_disagg_recipe"):
+        recipe_behaviour("inferencex-disagg:decode=1:prefill=2", load_engine("trtllm"))
+
+
+def test_decode_batch_limit_makes_clients_wait_a_whole_decode():
+    # 3 decode workers of one sequence each (max_batch_size 1), 6 closed-loop clients: 3
+    # decode while 3 wait. Decode-bound, requests/s X = 3 / ((OSL - 1) TPOT), and by Little's
+    # law each cycle lasts 6 / X = 2 (OSL - 1) TPOT, so TTFT = (OSL - 1) TPOT: a client waits
+    # for another client's whole decode
+    plan = {"tp": 8, "pp": 1, "ep": 1, "cp": 1, "attention_dp": False}
+    eng = replace(load_engine("trtllm"), max_batch_size=1)
+    r = evaluate_disaggregated(
+        load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("fp8"), eng,
+        prefill_plan=plan, decode_plan=plan, prefill_count=1, decode_count=3, prefill_batch=1,
+        concurrency=2, isl=1024, osl=1024,
+    )  # fmt: skip
+    decode_s = 1023 * float(r.tpot_s)
+    assert float(r.running_concurrency) == 1.0
+    assert float(r.requests_per_s) == pytest.approx(3 / decode_s, rel=1e-9)
+    assert float(r.ttft_s) == pytest.approx(decode_s, rel=1e-6)
+    # the same pool without the limit runs both clients of each worker: no wait beyond prefill
+    free = evaluate_disaggregated(
+        load_model("llama-3.1-70b"), load_hardware("h200-sxm"), parse_precision("fp8"),
+        load_engine("trtllm"), prefill_plan=plan, decode_plan=plan, prefill_count=1,
+        decode_count=3, prefill_batch=1, concurrency=2, isl=1024, osl=1024,
+    )  # fmt: skip
+    assert float(free.running_concurrency) == 2.0 and float(free.ttft_s) < 0.1 * decode_s

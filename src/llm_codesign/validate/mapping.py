@@ -43,6 +43,7 @@ from .recipes import (
     INFERENCEX_SGLANG_KV,
     campaign_share,
     inferencex_client,
+    inferencex_disagg_recipe,
     inferencex_trtllm_recipe,
     is_inferencex,
     stated_notes,
@@ -507,6 +508,11 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         notes.append(spec_note)
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
         recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec)
+        notes.append(note)
+    if pools is not None and ix and mode == "concurrency":
+        recipe, note = inferencex_disagg_recipe(
+            row["gpu"], fw, isl, osl, int(load), k_spec > 0, pools
+        )
         notes.append(note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
     pool_rate = (throughput_metric(metric) or ("", ""))[0] in POOL_KINDS

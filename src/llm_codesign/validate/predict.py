@@ -40,7 +40,7 @@ from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .conventions import throughput_metric, throughput_value
 from .mapping import MappedRow, metric_class
-from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
+from .recipes import TRTLLM_BENCH, disagg_prefill_batch, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
 
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here
@@ -133,6 +133,8 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     # each scheduling rank of a prefill worker admits max_num_tokens // ISL prompts
     ranks = int(scheduling_ranks(np.asarray(prefill["tp"]), np.asarray(prefill["attention_dp"])))
     budget = ranks * max(1, int(eng.max_num_tokens // r.served_isl))
+    if (cap := disagg_prefill_batch(r.recipe)) is not None:  # the recipe's prefill batch
+        budget = min(budget, ranks * cap)
     outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
     busy = min(float(p.decode_workers), max(r.load, 1.0))
     return {

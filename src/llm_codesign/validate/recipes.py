@@ -49,6 +49,7 @@ from ..errors import SpecError
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
+from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import Precision
 from .conventions import attention_dp_field
 
@@ -115,6 +116,19 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
     ("aic-gap-analysis", "sglang"): 0.95,
 }
 INFERENCEX_PROMPTS_PER_CLIENT = 10
+# InferenceX's disaggregated DeepSeek-R1 runs on H100/H200 (Dynamo + TensorRT-LLM or SGLang):
+# SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml names one srt-slurm recipe per
+# pools and concurrency (``CONFIG_FILE=``; ishandhanani/srt-slurm sa-submission-q1-2026, vendored
+# under benchmarks/multi_node/srt-slurm-recipes). The recipes cap each decode rank's batch,
+# often below the client concurrency (the H100 TensorRT-LLM runs offer ceil(1.2 x the slots)
+# clients per decode worker), so the surplus clients wait for a slot, and the prefill worker's
+# batch and token budget. data/validation/inferencex_disagg_limits.csv holds, per row
+# configuration, the decode ``max_batch_size`` per scheduling rank (SGLang: max-running-requests
+# // dp-size), the prefill ``max_batch_size`` per rank and ``max_num_tokens`` (SGLang:
+# chunked-prefill-size), and the recipe file and master-config commit they were read from
+# (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
+INFERENCEX_DISAGG = "inferencex-disagg"
+INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
 # runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
 # ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: values of the campaign equal
@@ -243,6 +257,11 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     itself for any other recipe (the bare ``TRTLLM_BENCH``: its limits are
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
+    if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
+        pools = _recipe_fields(recipe, rest, _DISAGG_KEYS, True, "inferencex_disagg_recipe")
+        return replace(
+            eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"])
+        )
     if name == TRTLLM_BENCH and rest:
         bench = _recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
         return replace(
@@ -457,3 +476,74 @@ def inferencex_campaign_evidence(
             if abs(other - value) <= rel * abs(value):
                 counts[method] = counts.get(method, 0) + 1
     return out
+
+
+_DISAGG_KEYS = ("decode", "prefill", "tokens")
+
+
+@functools.cache
+def _inferencex_disagg_limits() -> dict[tuple[object, ...], tuple[int, int, int, str]]:
+    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
+    out: dict[tuple[object, ...], tuple[int, int, int, str]] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            ints = [int(r[f]) for f in ("isl", "osl", "concurrency")]
+            pools = [
+                (
+                    int(r[f"{p}_workers"]),
+                    int(r[f"{p}_tp"]),
+                    int(r[f"{p}_ep"]),
+                    r[f"{p}_adp"] == "True",
+                )
+                for p in ("prefill", "decode")
+            ]
+            key = (r["gpu"], r["framework"], *ints, r["spec"] == "mtp", *pools)
+            limits = (int(r["decode_max_batch"]), int(r["prefill_max_batch"]))
+            out[key] = (*limits, int(r["prefill_max_tokens"]), r["config_file"])
+    return out
+
+
+def inferencex_disagg_recipe(
+    gpu: str, framework: str, isl: int, osl: int, clients: int, spec: bool, pools: DisaggregatedPlan
+) -> tuple[str, str]:
+    """(the recipe of an InferenceX disaggregated row, the mapping's note): the pool limits of
+    the srt-slurm recipe the run named (``INFERENCEX_DISAGG_LIMITS_FILE``), or ("", a note)
+    where the table has no such run (the engine's own limits then).
+
+    Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
+        >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
+        >>> pools = DisaggregatedPlan(ParallelPlan(tp=16, ep=16, attention_dp=True),
+        ...     ParallelPlan(tp=16, ep=16), 1, 3)
+        >>> inferencex_disagg_recipe("H100", "dynamo-trt (image)", 1024, 1024, 6, False, pools)[0]
+        'inferencex-disagg:decode=1:prefill=2:tokens=2048'
+    """
+    sides = [
+        (n, p.tp, p.ep, p.attention_dp)
+        for n, p in ((pools.prefill_workers, pools.prefill), (pools.decode_workers, pools.decode))
+    ]
+    fw = framework.split()[0].lower() if framework.split() else ""
+    key = (gpu.strip().lower(), fw, isl, osl, clients, spec, *sides)
+    found = _inferencex_disagg_limits().get(key)
+    if found is None:
+        return "", (
+            f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
+            "engine's own batch limits (validate.recipes)"
+        )
+    decode, prefill, tokens, path = found
+    recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
+    note = (
+        f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
+        f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
+    )
+    return recipe, note
+
+
+def disagg_prefill_batch(recipe: str) -> int | None:
+    """The prefill pool's batch limit per scheduling rank an ``inferencex_disagg_recipe``
+    states (None for any other recipe)."""
+    name, _, rest = recipe.partition(":")
+    if name != INFERENCEX_DISAGG:
+        return None
+    return int(
+        _recipe_fields(recipe, rest, _DISAGG_KEYS, True, "inferencex_disagg_recipe")["prefill"]
+    )
