@@ -1,23 +1,31 @@
-"""Which recipe each disaggregated InferenceX row ran, and the batch limits it set (issue 11).
+"""Which recipe each disaggregated InferenceX run named, and the batch limits it set (issue 11).
 
-InferenceX's disaggregated DeepSeek-R1 runs on H100/H200 (``inferencex_hopper.csv``) name one
-recipe per (pools, concurrency) in ``.github/configs/nvidia-master.yaml`` (``CONFIG_FILE=`` in
-the prefill pool's ``additional-settings``, a file of ishandhanani/srt-slurm, branch
-sa-submission-q1-2026, vendored into InferenceX under ``benchmarks/multi_node/srt-slurm-recipes``).
-This script reads a git clone of SemiAnalysisAI/InferenceX, takes the master config of each
-row's run date, finds the entry whose pools, lengths, speculative method and concurrency list
-match the row, reads the recipe it names, and prints the limits as the bundled table
-``data/validation/inferencex_disagg_limits.csv`` holds them:
+InferenceX's disaggregated runs (Dynamo with TensorRT-LLM, SGLang or vLLM) name one recipe per
+(model, precision, GPU, lengths, speculative method, pools, concurrency) in its NVIDIA master
+config (``.github/configs/nvidia-master.yaml``, later ``configs/nvidia-master.yaml``:
+``CONFIG_FILE=`` in a pool's ``additional-settings``, a file of the srt-slurm repositories
+(ishandhanani/srt-slurm, NVIDIA/srt-slurm), vendored into InferenceX under
+``benchmarks/multi_node/srt-slurm-recipes``). This script reads a git clone of
+SemiAnalysisAI/InferenceX, walks every version of the master config since 2026-01-01, reads the
+recipe each disaggregated search space names (its first vendored version) and writes the limits,
+with the dates the master config named that recipe for that run, to the bundled table
+``data/validation/inferencex_disagg_limits.csv``:
 
 * decode_max_batch: sequences one decode scheduling rank runs at once: TensorRT-LLM's
   ``max_batch_size`` (per attention-DP rank where the pool runs attention-DP), SGLang's
-  ``max-running-requests`` // ``dp-size`` (SGLang's scheduler splits it over its DP ranks,
-  sgl-project/sglang python/sglang/srt/managers/scheduler.py ``per_dp_max_running_requests``);
-* prefill_max_batch / prefill_max_tokens: the prefill worker's ``max_batch_size`` and
-  ``max_num_tokens`` (SGLang: ``max-running-requests`` // ``dp-size`` and ``chunked-prefill-size``).
+  ``max-running-requests`` // ``dp-size`` (its scheduler splits it over its DP ranks,
+  sgl-project/sglang python/sglang/srt/managers/scheduler.py ``per_dp_max_running_requests``),
+  vLLM's ``max-num-seqs`` (per engine, one per DP rank);
+* prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
+  (token budget: ``max_num_tokens``; SGLang ``chunked-prefill-size``; vLLM
+  ``max-num-batched-tokens``).
+
+A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
+``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
+cannot be read (not vendored, another format) are left out: those rows keep the engine's limits.
 
 Run: python benchmarks/inferencex_disagg_recipes.py --repo PATH_TO_INFERENCEX_GIT [--write]
-(``--write``: replace the bundled table; without it, print the table and the unmatched rows)
+(``--write``: replace the bundled table; without it, print a summary)
 """
 
 from __future__ import annotations
@@ -25,24 +33,28 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import re
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import yaml
 
+from llm_codesign.validate.mapping import match_model_name
+
 ROOT = Path(__file__).resolve().parents[1]
-GT = ROOT.parent / "shared" / "groundtruth" / "inferencex_hopper.csv"
 OUT = ROOT / "src" / "llm_codesign" / "data" / "validation" / "inferencex_disagg_limits.csv"
 VENDORED = "benchmarks/multi_node/srt-slurm-recipes"
+MASTERS = (".github/configs/nvidia-master.yaml", "configs/nvidia-master.yaml")
+SINCE = "2026-01-01"
 FIELDS = (
-    "gpu", "framework", "isl", "osl", "spec", "concurrency",
+    "model", "precision", "gpu", "framework", "isl", "osl", "spec", "concurrency",
     "prefill_workers", "prefill_tp", "prefill_ep", "prefill_adp",
     "decode_workers", "decode_tp", "decode_ep", "decode_adp",
     "decode_max_batch", "prefill_max_batch", "prefill_max_tokens",
-    "config_file", "master_commit",
+    "config_file", "first_seen", "last_seen",
 )  # fmt: skip
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def git(repo: str, *args: str) -> str:
@@ -51,91 +63,68 @@ def git(repo: str, *args: str) -> str:
     ).stdout
 
 
-def row_configs() -> dict[tuple, str]:
-    """Distinct disaggregated row configurations of the shared file -> run date."""
-    out: dict[tuple, str] = {}
-    with GT.open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            n = r["notes"]
-            if "disaggregated" not in n:
-                continue
-            m = re.search(
-                r"prefill_gpus=(\d+) \(workers=(\d+)\), decode_gpus=(\d+) \(workers=(\d+)\)", n
-            )
-            assert m, n
-            spec = re.search(r"spec_method=(\w+)", n).group(1)
-            date = re.search(r"run date (\S+);", n).group(1)
-            ptp, dtp = (int(v) for v in re.findall(r"tp(\d+)", r["tp"]))
-            pep, dep = (int(v) for v in re.findall(r"ep(\d+)", r["ep"]))
-            padp, dadp = (v == "True" for v in re.findall(r"dpattn=(\w+)", r["dp"]))
-            fw = r["framework"].split()[0]
-            key = (
-                r["gpu"].lower(), fw, int(r["isl"]), int(r["osl"]), spec,
-                int(float(r["concurrency_or_batch"])),
-                int(m.group(2)), ptp, pep, padp, int(m.group(4)), dtp, dep, dadp,
-            )  # fmt: skip
-            out[key] = date
+def vendored_index(repo: str) -> dict[str, str]:
+    """Vendored recipe path -> the commit that first added it."""
+    out: dict[str, str] = {}
+    commit = ""
+    log = git(repo, "log", "--all", "--reverse", "--format=C %H", "--name-only", "--", VENDORED)
+    for line in log.splitlines():
+        if line.startswith("C "):
+            commit = line[2:]
+        elif line.strip():
+            out.setdefault(line.strip(), commit)
     return out
 
 
-def master(repo: str, date: str) -> tuple[str, dict]:
-    commit = git(
-        repo, "log", "-1", "--format=%H", f"--before={date}T23:59:59", "main", "--",
-        ".github/configs/nvidia-master.yaml",
-    ).strip()  # fmt: skip
-    text = git(repo, "show", f"{commit}:.github/configs/nvidia-master.yaml")
-    return commit, yaml.safe_load(text)
+def versions(repo: str) -> list[tuple[str, str, str]]:
+    """(commit, date, path) of every master-config version on main since SINCE, oldest first."""
+    out = []
+    for path in MASTERS:
+        log = git(repo, "log", "main", "--format=%H %cs", f"--since={SINCE}", "--", path)
+        out += [(*line.split(), path) for line in log.splitlines()]
+    return sorted(out, key=lambda v: v[1])
 
 
-def config_files(entry: dict, key: tuple) -> list[str]:
-    """The recipes of the master entry's search spaces with the row's lengths, speculative
-    method and pools (their concurrency is checked against the recipe itself: ``main``)."""
-    gpu, fw, isl, osl, spec, conc, pw, ptp, pep, padp, dw, dtp, dep, dadp = key
-    found = []
-    for seq in entry.get("seq-len-configs", []):
-        if (seq["isl"], seq["osl"]) != (isl, osl):
-            continue
-        for s in seq["search-space"]:
-            p, d = s["prefill"], s["decode"]
-            if (s.get("spec-decoding", "none") or "none") != spec:
-                continue
-            want = ((pw, ptp, pep, padp), (dw, dtp, dep, dadp))
-            got = tuple(
-                (x["num-worker"], x["tp"], x["ep"], bool(x.get("dp-attn", False))) for x in (p, d)
-            )
-            if got != want:
-                continue
-            for pool in (p, d):
-                for setting in pool.get("additional-settings", []) or []:
-                    if setting.startswith("CONFIG_FILE="):
-                        found.append((setting.split("=", 1)[1], s["conc-list"]))
-    return found
+def limits(rec: dict) -> tuple[int, int, int] | None:
+    be = rec.get("backend") or {}
+
+    def pool(cfg: dict, batch: str, tokens: str, split_dp: bool) -> tuple[int, int]:
+        dp = int(cfg.get("dp-size", 1) or 1) if split_dp else 1
+        return int(cfg[batch]) // dp, int(cfg[tokens])
+
+    try:
+        if "trtllm_config" in be:
+            p, d = be["trtllm_config"]["prefill"], be["trtllm_config"]["decode"]
+            pb, pt = pool(p, "max_batch_size", "max_num_tokens", False)
+            db, _ = pool(d, "max_batch_size", "max_num_tokens", False)
+        elif "sglang_config" in be:
+            p, d = be["sglang_config"]["prefill"], be["sglang_config"]["decode"]
+            pb, pt = pool(p, "max-running-requests", "chunked-prefill-size", True)
+            db = int(d["max-running-requests"]) // int(d.get("dp-size", 1) or 1)
+        elif "vllm_config" in be:
+            p, d = be["vllm_config"]["prefill"], be["vllm_config"]["decode"]
+            pb, pt = pool(p, "max-num-seqs", "max-num-batched-tokens", False)
+            db = int(d["max-num-seqs"])
+        else:
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return db, pb, pt
 
 
-def recipe(repo: str, path: str) -> dict | None:
-    """The vendored recipe (its first version, the closest to the run), by its srt-slurm path."""
-    tail = path.removeprefix("recipes/")
-    for cand in (f"{VENDORED}/dsr1/{tail}", f"{VENDORED}/{tail}"):
-        commits = git(repo, "log", "--all", "--format=%H", "--", cand).split()
-        for c in reversed(commits):  # oldest first; a deleting commit has no blob
-            try:
-                return yaml.safe_load(git(repo, "show", f"{c}:{cand}"))
-            except subprocess.CalledProcessError:
-                continue
+def search_spaces(entry: dict):
+    seqs = entry.get("seq-len-configs") or (entry.get("scenarios") or {}).get("fixed-seq-len")
+    for seq in seqs or []:
+        for s in seq.get("search-space", []):
+            yield int(seq["isl"]), int(seq["osl"]), s
+
+
+def config_file(space: dict) -> str | None:
+    for pool in (space["prefill"], space["decode"]):
+        for setting in pool.get("additional-settings", []) or []:
+            if isinstance(setting, str) and setting.startswith("CONFIG_FILE="):
+                return setting.split("=", 1)[1].strip()
     return None
-
-
-def limits(rec: dict) -> tuple[int, int, int]:
-    be = rec["backend"]
-    if "trtllm_config" in be:
-        p, d = be["trtllm_config"]["prefill"], be["trtllm_config"]["decode"]
-        return int(d["max_batch_size"]), int(p["max_batch_size"]), int(p["max_num_tokens"])
-    p, d = be["sglang_config"]["prefill"], be["sglang_config"]["decode"]
-
-    def per_rank(c: dict) -> int:
-        return int(c["max-running-requests"]) // int(c.get("dp-size", 1) or 1)
-
-    return per_rank(d), per_rank(p), int(p["chunked-prefill-size"])
 
 
 def main() -> None:
@@ -143,34 +132,85 @@ def main() -> None:
     ap.add_argument("--repo", required=True, help="git dir of SemiAnalysisAI/InferenceX")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    rows, missing = [], []
-    for key, date in sorted(row_configs().items()):
-        commit, cfg = master(args.repo, date)
-        name = f"dsr1-fp8-{key[0]}-{key[1]}"
-        conc = key[5]
-        hits = set()
-        for path, conc_list in config_files(cfg.get(name, {}), key):
-            rec = recipe(args.repo, path)
-            if rec is None:
-                continue
-            ran = {int(c) for c in str(rec["benchmark"]["concurrencies"]).split("x")}
-            if conc in ran or conc in conc_list:
-                hits.add((limits(rec), path))
-        if len({h[0] for h in hits}) != 1:
-            missing.append((key, date, sorted(hits)))
+    index = vendored_index(args.repo)
+    by_tail: dict[str, list[str]] = defaultdict(list)
+    for path in index:
+        parts = path[len(VENDORED) + 1 :].split("/")
+        for i in range(len(parts)):
+            by_tail["/".join(parts[i:])].append(path)
+    recipe_cache: dict[str, tuple[int, int, int] | None] = {}
+
+    def recipe_limits(cfg_file: str, prefix: str) -> tuple[tuple[int, int, int] | None, set]:
+        tail = cfg_file.removeprefix("recipes/")
+        cands = by_tail.get(tail, [])
+        if len(cands) > 1:
+            cands = [c for c in cands if f"/{prefix}/" in c] or cands
+        if len(cands) != 1:
+            return None, set()
+        path = cands[0]
+        if path not in recipe_cache:
+            try:
+                rec = yaml.load(git(args.repo, "show", f"{index[path]}:{path}"), Loader=Loader)
+            except (subprocess.CalledProcessError, yaml.YAMLError):
+                rec = None
+            recipe_cache[path] = (limits(rec), rec) if isinstance(rec, dict) else (None, None)
+        lim, rec = recipe_cache[path]
+        ran = set()
+        if rec:
+            text = str((rec.get("benchmark") or {}).get("concurrencies", ""))
+            ran = {int(c) for c in text.replace(" ", "x").split("x") if c.isdigit()}
+        return lim, ran
+
+    seen: dict[tuple, dict[tuple, list[str]]] = defaultdict(lambda: defaultdict(list))
+    models: dict[str, str | None] = {}
+    for commit, date, path in versions(args.repo):
+        try:
+            cfg = yaml.load(git(args.repo, "show", f"{commit}:{path}"), Loader=Loader)
+        except (subprocess.CalledProcessError, yaml.YAMLError):
             continue
-        lim, path = sorted(hits)[0]
-        rows.append(key + lim + (path, commit[:12]))
+        for name, e in (cfg or {}).items():
+            if not isinstance(e, dict) or not e.get("disagg"):
+                continue
+            hf = str(e.get("model", ""))
+            if hf not in models:
+                models[hf] = match_model_name(hf.split("/")[-1])
+            model = models[hf]
+            parts = name.split("-")
+            if model is None or len(parts) < 4:
+                continue
+            prec, gpu, fw = parts[1], parts[2], str(e.get("framework", ""))
+            for isl, osl, s in search_spaces(e):
+                cfg_file = config_file(s)
+                if not cfg_file:
+                    continue
+                lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
+                if lim is None:
+                    continue
+                spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"
+                pools = tuple(
+                    (int(x["num-worker"]), int(x["tp"]), int(x["ep"]), bool(x.get("dp-attn")))
+                    for x in (s["prefill"], s["decode"])
+                )
+                for conc in set(int(c) for c in s.get("conc-list", [])) | ran:
+                    key = (model, prec, gpu, fw, isl, osl, spec, conc, *pools)
+                    seen[key][(*lim, cfg_file)].append(date)
+    rows = []
+    for key, values in sorted(seen.items(), key=lambda kv: str(kv[0])):
+        model, prec, gpu, fw, isl, osl, spec, conc, p, d = key
+        for value, dates in values.items():
+            rows.append(
+                (model, prec, gpu, fw, isl, osl, spec, conc, *p, *d, *value, min(dates), max(dates))
+            )
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(FIELDS)
     w.writerows(rows)
     if args.write:
         OUT.write_text(buf.getvalue(), encoding="utf-8")
-    else:
+    keys = {r[:16] for r in rows}
+    print(f"{len(rows)} rows, {len(keys)} keys, {len(recipe_cache)} recipes read", file=sys.stderr)
+    if not args.write:
         sys.stdout.write(buf.getvalue())
-    for m in missing:
-        print("unmatched:", *m, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -280,13 +280,16 @@ def _disagg_limits():
 def test_inferencex_disagg_limits_agree_with_their_recipe_names():
     # the srt-slurm recipe names state the pools and the decode batch (TensorRT-LLM:
     # ctx<P>_gen<D>_<tep|dep><tp>_batch<B>_eplb0_mtp<k>; SGLang: <P>p<D>d, "dep" for a decode
-    # pool with attention-DP): the table's transcription of each file must say the same
-    rows = _disagg_limits()
-    assert len(rows) >= 40
+    # pool with attention-DP): for the Hopper runs of the calibration set, the table's
+    # transcription of each file and of the master config's pools must say the same (a few
+    # Blackwell files disagree with their own names; the table keeps what the files set)
+    rows = [r for r in _disagg_limits() if r["gpu"] in ("h100", "h200")]
+    assert len(_disagg_limits()) > 500 and len(rows) >= 200
     trt = re.compile(r"ctx(\d+)_gen(\d+)_(tep|dep)(\d+)_batch(\d+)_eplb0_mtp(\d+)\.yaml$")
     sgl = re.compile(r"(\d+)p(\d+)d[-.]")
     for r in rows:
         name = r["config_file"].rsplit("/", 1)[-1]
+        assert r["model"] == "deepseek-r1" and r["precision"] == "fp8"
         if r["framework"] == "dynamo-trt":
             ctx, gen, kind, tp, batch, mtp = trt.search(name).groups()
             assert int(r["decode_max_batch"]) == int(batch)
@@ -297,15 +300,16 @@ def test_inferencex_disagg_limits_agree_with_their_recipe_names():
             assert r["framework"] == "dynamo-sglang"
             ctx, gen = sgl.search(name).groups()
             assert (r["decode_adp"] == "True") == ("-dep" in name)
-            assert (r["spec"] == "mtp") == name.endswith("-mtp.yaml")
+            assert (r["spec"] == "mtp") == ("-mtp" in name or "/mtp/" in r["config_file"])
         assert (int(r["prefill_workers"]), int(r["decode_workers"])) == (int(ctx), int(gen))
+        assert r["first_seen"] <= r["last_seen"]
 
 
 def test_h100_trtllm_disagg_runs_offer_a_fifth_more_clients_than_decode_slots():
     # the convention of the H100 TensorRT-LLM recipes (validate.recipes): each decode worker is
     # offered ceil(1.2 x its slots) clients, slots = max_batch_size x scheduling ranks
     rows = [r for r in _disagg_limits() if (r["gpu"], r["framework"]) == ("h100", "dynamo-trt")]
-    assert len(rows) == 10
+    assert len(rows) >= 20
     for r in rows:
         ranks = int(r["decode_tp"]) if r["decode_adp"] == "True" else 1
         slots = int(r["decode_max_batch"]) * ranks

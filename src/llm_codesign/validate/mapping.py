@@ -511,7 +511,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":
         recipe, note = inferencex_disagg_recipe(
-            row["gpu"], fw, isl, osl, int(load), k_spec > 0, pools
+            row, model_id, isl, osl, int(load), k_spec > 0, pools
         )
         notes.append(note)
     gpus = parse_int(row["num_gpus"] or "") or tp * pp

@@ -116,16 +116,17 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
     ("aic-gap-analysis", "sglang"): 0.95,
 }
 INFERENCEX_PROMPTS_PER_CLIENT = 10
-# InferenceX's disaggregated DeepSeek-R1 runs on H100/H200 (Dynamo + TensorRT-LLM or SGLang):
-# SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml names one srt-slurm recipe per
-# pools and concurrency (``CONFIG_FILE=``; ishandhanani/srt-slurm sa-submission-q1-2026, vendored
-# under benchmarks/multi_node/srt-slurm-recipes). The recipes cap each decode rank's batch,
-# often below the client concurrency (the H100 TensorRT-LLM runs offer ceil(1.2 x the slots)
-# clients per decode worker), so the surplus clients wait for a slot, and the prefill worker's
-# batch and token budget. data/validation/inferencex_disagg_limits.csv holds, per row
-# configuration, the decode ``max_batch_size`` per scheduling rank (SGLang: max-running-requests
-# // dp-size), the prefill ``max_batch_size`` per rank and ``max_num_tokens`` (SGLang:
-# chunked-prefill-size), and the recipe file and master-config commit they were read from
+# InferenceX's disaggregated runs (Dynamo with TensorRT-LLM, SGLang or vLLM): its NVIDIA master
+# config (SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml, later
+# configs/nvidia-master.yaml) names one srt-slurm recipe per model, precision, GPU, lengths,
+# speculative method, pools and concurrency (``CONFIG_FILE=``; ishandhanani/srt-slurm and
+# NVIDIA/srt-slurm, vendored under benchmarks/multi_node/srt-slurm-recipes). The recipes cap each
+# decode rank's batch, often below the client concurrency (the H100 TensorRT-LLM runs offer
+# ceil(1.2 x the slots) clients per decode worker), so the surplus clients wait for a slot, and
+# the prefill worker's batch and token budget. data/validation/inferencex_disagg_limits.csv holds,
+# per run and master-config version since 2026-01-01 (its first and last dates), the decode
+# batch per scheduling rank (TensorRT-LLM max_batch_size, SGLang max-running-requests // dp-size,
+# vLLM max-num-seqs), the prefill batch per rank and token budget, and the recipe file
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
@@ -482,12 +483,13 @@ _DISAGG_KEYS = ("decode", "prefill", "tokens")
 
 
 @functools.cache
-def _inferencex_disagg_limits() -> dict[tuple[object, ...], tuple[int, int, int, str]]:
+def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int, int, int, str]]]:
+    """Run key -> [(first date the master config named the recipe, decode batch, prefill
+    batch, prefill tokens, recipe file)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
     path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
-    out: dict[tuple[object, ...], tuple[int, int, int, str]] = {}
+    out: dict[tuple[object, ...], list[tuple[str, int, int, int, str]]] = {}
     with path.open(newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            ints = [int(r[f]) for f in ("isl", "osl", "concurrency")]
             pools = [
                 (
                     int(r[f"{p}_workers"]),
@@ -497,39 +499,52 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], tuple[int, int, int,
                 )
                 for p in ("prefill", "decode")
             ]
-            key = (r["gpu"], r["framework"], *ints, r["spec"] == "mtp", *pools)
+            run = (r["model"], r["precision"], r["gpu"], r["framework"])
+            lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
             limits = (int(r["decode_max_batch"]), int(r["prefill_max_batch"]))
-            out[key] = (*limits, int(r["prefill_max_tokens"]), r["config_file"])
+            out.setdefault((*run, *lengths, *pools), []).append(
+                (r["first_seen"], *limits, int(r["prefill_max_tokens"]), r["config_file"])
+            )
     return out
 
 
 def inferencex_disagg_recipe(
-    gpu: str, framework: str, isl: int, osl: int, clients: int, spec: bool, pools: DisaggregatedPlan
-) -> tuple[str, str]:
+    row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, spec: bool,
+    pools: DisaggregatedPlan,
+) -> tuple[str, str]:  # fmt: skip
     """(the recipe of an InferenceX disaggregated row, the mapping's note): the pool limits of
-    the srt-slurm recipe the run named (``INFERENCEX_DISAGG_LIMITS_FILE``), or ("", a note)
-    where the table has no such run (the engine's own limits then).
+    the recipe the master config named for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the
+    version in force on the row's ``run date`` where its notes state one, else only where every
+    version agrees), or ("", a note) where the table has none (the engine's own limits then).
 
     Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
         >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
         >>> pools = DisaggregatedPlan(ParallelPlan(tp=16, ep=16, attention_dp=True),
         ...     ParallelPlan(tp=16, ep=16), 1, 3)
-        >>> inferencex_disagg_recipe("H100", "dynamo-trt (image)", 1024, 1024, 6, False, pools)[0]
+        >>> row = {"gpu": "H100", "framework": "dynamo-trt (image)", "precision": "fp8/?/?",
+        ...     "notes": "run date 2026-02-08"}
+        >>> inferencex_disagg_recipe(row, "deepseek-r1", 1024, 1024, 6, False, pools)[0]
         'inferencex-disagg:decode=1:prefill=2:tokens=2048'
     """
     sides = [
         (n, p.tp, p.ep, p.attention_dp)
         for n, p in ((pools.prefill_workers, pools.prefill), (pools.decode_workers, pools.decode))
     ]
-    fw = framework.split()[0].lower() if framework.split() else ""
-    key = (gpu.strip().lower(), fw, isl, osl, clients, spec, *sides)
-    found = _inferencex_disagg_limits().get(key)
-    if found is None:
+    words = row.get("framework", "").split()
+    prec = row.get("precision", "").split("/")[0].strip().lower()
+    run = (model_id, prec, row.get("gpu", "").strip().lower(), words[0].lower() if words else "")
+    found = sorted(_inferencex_disagg_limits().get((*run, isl, osl, clients, spec, *sides), []))
+    date = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
+    if date:  # the version in force that day
+        found = [f for f in found if f[0] <= date.group(1)][-1:]
+    elif len({f[1:4] for f in found}) > 1:  # versions that disagree, and no date to choose
+        found = []
+    if not found:
         return "", (
             f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
             "engine's own batch limits (validate.recipes)"
         )
-    decode, prefill, tokens, path = found
+    _, decode, prefill, tokens, path = found[-1]
     recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
     note = (
         f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
