@@ -197,6 +197,32 @@ def test_inferencex_trtllm_rows_run_with_their_scripts_limits_and_the_balance():
             recipe_behaviour(f"{INFERENCEX_TRTLLM}:{bad}", BASE)
 
 
+def test_inferencex_trtllm_runs_before_the_scripts_changed():
+    """Runs before 2026-01-21 had no 8192-token floor (ceil64(CONC + ISL + 64) alone), and the
+    H200 DeepSeek-R1 script chose EP and attention-DP itself before 2025-11-03: EP = TP, and
+    attention-DP above 32 clients at 8k/1k (above 64 at 1k/1k), whatever the API's ep/dp say."""
+    old = dict(ROW, ep="1", dp="", notes=ROW["notes"].replace("2026-05-17", "2025-11-02"))
+    # 1k/1k at 64 clients: TP attention, EP 8; 64 + 1024 + 64 = 1152 tokens, no floor
+    m = map_row(0, dict(old, concurrency_or_batch="64"))
+    assert (m.ep, m.attention_dp) == (8, False) and "its script chose EP 8" in m.note
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert eng.max_num_tokens == 1152 and eng.adp_balance_timeout_iters == 0
+    # 8k/1k at 64 clients: attention-DP with its balance; 64 + 8192 + 64 = 8320
+    m = map_row(0, dict(old, concurrency_or_batch="64", isl="8192"))
+    assert (m.ep, m.attention_dp) == (8, True)
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert eng.max_num_tokens == 8320 and eng.adp_balance_timeout_iters == 60
+    # from 2025-11-03 the row's own plan; from 2026-01-21 the floor
+    dec = dict(
+        old, concurrency_or_batch="64", notes=old["notes"].replace("2025-11-02", "2025-12-15")
+    )
+    m = map_row(0, dec)
+    assert (m.ep, m.attention_dp) == (1, False) and "script chose" not in m.note
+    assert recipe_behaviour(m.recipe, load_engine("trtllm")).max_num_tokens == 1152
+    m = map_row(0, dict(dec, notes=old["notes"].replace("2025-11-02", "2026-01-21")))
+    assert recipe_behaviour(m.recipe, load_engine("trtllm")).max_num_tokens == 8192
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, True, "sixty", 10**6])
 def test_balance_fields_are_checked(value):
     with pytest.raises(SpecError, match="adp_balance_timeout_iters"):

@@ -39,13 +39,15 @@ from .conventions import (
     stated_block_weights,
     throughput_metric,
 )
+from .disagg_recipes import inferencex_disagg_recipe
 from .recipes import (
     INFERENCEX_SGLANG_KV,
     campaign_share,
     inferencex_client,
-    inferencex_disagg_recipe,
     inferencex_trtllm_recipe,
+    inferencex_trtllm_script_plan,
     is_inferencex,
+    run_date,
     stated_notes,
     trtllm_bench_recipe,
 )
@@ -507,7 +509,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if spec_note:
         notes.append(spec_note)
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
-        recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec)
+        ep, adp, said = inferencex_trtllm_script_plan(row, model_id, isl, int(load), tp, ep, adp)
+        notes.extend([said] if said else [])
+        recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec, run_date(row))
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":
         recipe, note = inferencex_disagg_recipe(

@@ -39,8 +39,9 @@ from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .conventions import throughput_metric, throughput_value
+from .disagg_recipes import disagg_prefill_batch
 from .mapping import MappedRow, metric_class
-from .recipes import TRTLLM_BENCH, disagg_prefill_batch, recipe_behaviour, recipe_engine
+from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
 
 OFFLINE_MAX_BATCH = 4096  # trtllm-bench caps max_batch_size well below this; the grid stops here

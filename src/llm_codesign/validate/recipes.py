@@ -49,7 +49,6 @@ from ..errors import SpecError
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import Precision
 from .conventions import attention_dp_field
 
@@ -67,6 +66,13 @@ INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_ite
 # CONC, and --max_num_tokens ceil64((k + 1) B + ISL + 64), ISL the nominal input length
 INFERENCEX_TRTLLM_KV_FRACTION = 0.75
 INFERENCEX_TRTLLM_MIN_TOKENS = 8192  # the no-MTP script's floor
+# ... which the scripts gained on 2026-01-21 (SemiAnalysisAI/InferenceX 64af5a771, H200 and B200,
+# FP8 and FP4 alike): a run before it had ceil64(CONC + ISL + 64) tokens
+INFERENCEX_TRTLLM_FLOOR_SINCE = "2026-01-21"
+# Until a date, some scripts chose EP and attention-DP themselves (EP = TP, attention-DP above a
+# client count; ISL 8192 and up: the long-prompt count) and the API's ep / dp of those runs are
+# its defaults (1, blank): data/validation/inferencex_trtllm_script_plans.csv, with each source
+INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # InferenceX's aggregated SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
 # benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
 # benchmarks/dsr1_fp8_h200.sh @ 1fc5d73) pass no --kv-cache-dtype: SGLang's ``auto`` is the
@@ -259,12 +265,12 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
-        pools = _recipe_fields(recipe, rest, _DISAGG_KEYS, True, "inferencex_disagg_recipe")
+        pools = recipe_fields(recipe, rest, DISAGG_RECIPE_KEYS, True, "inferencex_disagg_recipe")
         return replace(
             eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"])
         )
     if name == TRTLLM_BENCH and rest:
-        bench = _recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
+        bench = recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
         return replace(
             eng,
             adp_balance_timeout_iters=int(bench["balance"]),
@@ -273,7 +279,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if name != INFERENCEX_TRTLLM:
         return eng
     keys = ("adp", "batch", "tokens")
-    fields = _recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
+    fields = recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
     over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
@@ -284,7 +290,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     return replace(eng, **over)
 
 
-def _recipe_fields(
+def recipe_fields(
     recipe: str, rest: str, keys: tuple[str, ...], every: bool, maker: str
 ) -> dict[str, str]:
     """The ``key=value`` fields after a recipe's name: keys of ``keys`` (each of them where
@@ -304,12 +310,45 @@ def _recipe_fields(
     return {k: v for k, _, v in pairs}
 
 
+def run_date(row: dict[str, str]) -> str:
+    """The ``run date YYYY-MM-DD`` an InferenceX row's notes state ("" where none)."""
+    m = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
+    return m.group(1) if m else ""
+
+
+@functools.cache
+def _script_plans() -> dict[tuple[str, str], tuple[str, int, int]]:
+    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_SCRIPT_PLANS_FILE
+    with path.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    cols = ("until", "adp_above_clients", "adp_above_clients_long_prompt")
+    return {(r["gpu"], r["model"]): (r[cols[0]], int(r[cols[1]]), int(r[cols[2]])) for r in rows}
+
+
+def inferencex_trtllm_script_plan(
+    row: dict[str, str], model_id: str, isl: int, clients: int, tp: int, ep: int, adp: bool
+) -> tuple[int, bool, str]:
+    """(ep, attention-DP, the mapping's note) an InferenceX TensorRT-LLM aggregated run used:
+    the row's own, or its script's choice for a run before that script's date
+    (``INFERENCEX_SCRIPT_PLANS_FILE``)."""
+    date, gpu = run_date(row), row.get("gpu", "").strip().lower()
+    until, above, above_long = _script_plans().get((gpu, model_id), ("", 0, 0))
+    if not (date and date < until):
+        return ep, adp, ""
+    script_adp = clients > (above_long if isl >= 8192 else above)
+    said = f"its script chose EP {tp} and attention-DP {script_adp} itself"
+    note = f"run of {date}: {said} ({INFERENCEX_SCRIPT_PLANS_FILE})"
+    return tp, script_adp, note
+
+
 def inferencex_trtllm_recipe(
-    clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int
+    clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int, date: str = ""
 ) -> tuple[str, str]:
     """(the recipe of an InferenceX TensorRT-LLM aggregated row, the mapping's note): its launch
     script's limits for ``clients`` concurrent clients at nominal input length ``isl``
-    (``INFERENCEX_TRTLLM_KV_FRACTION``), and the attention-DP balance where it runs attention-DP.
+    (``INFERENCEX_TRTLLM_KV_FRACTION``; without MTP, the token floor only for runs from
+    ``INFERENCEX_TRTLLM_FLOOR_SINCE`` on, or of no stated ``date``), and the attention-DP
+    balance where it runs attention-DP.
 
     Example:
         >>> inferencex_trtllm_recipe(256, 1024, 8, True, 1)[0]
@@ -326,7 +365,10 @@ def inferencex_trtllm_recipe(
         parts.append(f"batch={batch}")
         limits = f"max_batch_size {batch}, max_num_tokens {tokens}"
     else:
-        tokens = max(INFERENCEX_TRTLLM_MIN_TOKENS, ceil64(clients + isl + 64))
+        floor = (
+            INFERENCEX_TRTLLM_MIN_TOKENS if date >= INFERENCEX_TRTLLM_FLOOR_SINCE or not date else 0
+        )
+        tokens = max(floor, ceil64(clients + isl + 64))
         limits = f"max_num_tokens {tokens}"
     parts.append(f"tokens={tokens}")
     note = (
@@ -479,86 +521,4 @@ def inferencex_campaign_evidence(
     return out
 
 
-_DISAGG_KEYS = ("decode", "prefill", "tokens")
-
-
-@functools.cache
-def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int, int, int, str]]]:
-    """Run key -> [(first date the master config named the recipe, decode batch, prefill
-    batch, prefill tokens, recipe file)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
-    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
-    out: dict[tuple[object, ...], list[tuple[str, int, int, int, str]]] = {}
-    with path.open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            pools = [
-                (
-                    int(r[f"{p}_workers"]),
-                    int(r[f"{p}_tp"]),
-                    int(r[f"{p}_ep"]),
-                    r[f"{p}_adp"] == "True",
-                )
-                for p in ("prefill", "decode")
-            ]
-            run = (r["model"], r["precision"], r["gpu"], r["framework"])
-            lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
-            limits = (int(r["decode_max_batch"]), int(r["prefill_max_batch"]))
-            out.setdefault((*run, *lengths, *pools), []).append(
-                (r["first_seen"], *limits, int(r["prefill_max_tokens"]), r["config_file"])
-            )
-    return out
-
-
-def inferencex_disagg_recipe(
-    row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, spec: bool,
-    pools: DisaggregatedPlan,
-) -> tuple[str, str]:  # fmt: skip
-    """(the recipe of an InferenceX disaggregated row, the mapping's note): the pool limits of
-    the recipe the master config named for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the
-    version in force on the row's ``run date`` where its notes state one, else only where every
-    version agrees), or ("", a note) where the table has none (the engine's own limits then).
-
-    Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
-        >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
-        >>> pools = DisaggregatedPlan(ParallelPlan(tp=16, ep=16, attention_dp=True),
-        ...     ParallelPlan(tp=16, ep=16), 1, 3)
-        >>> row = {"gpu": "H100", "framework": "dynamo-trt (image)", "precision": "fp8/?/?",
-        ...     "notes": "run date 2026-02-08"}
-        >>> inferencex_disagg_recipe(row, "deepseek-r1", 1024, 1024, 6, False, pools)[0]
-        'inferencex-disagg:decode=1:prefill=2:tokens=2048'
-    """
-    sides = [
-        (n, p.tp, p.ep, p.attention_dp)
-        for n, p in ((pools.prefill_workers, pools.prefill), (pools.decode_workers, pools.decode))
-    ]
-    words = row.get("framework", "").split()
-    prec = row.get("precision", "").split("/")[0].strip().lower()
-    run = (model_id, prec, row.get("gpu", "").strip().lower(), words[0].lower() if words else "")
-    found = sorted(_inferencex_disagg_limits().get((*run, isl, osl, clients, spec, *sides), []))
-    date = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
-    if date:  # the version in force that day
-        found = [f for f in found if f[0] <= date.group(1)][-1:]
-    elif len({f[1:4] for f in found}) > 1:  # versions that disagree, and no date to choose
-        found = []
-    if not found:
-        return "", (
-            f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
-            "engine's own batch limits (validate.recipes)"
-        )
-    _, decode, prefill, tokens, path = found[-1]
-    recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
-    note = (
-        f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
-        f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
-    )
-    return recipe, note
-
-
-def disagg_prefill_batch(recipe: str) -> int | None:
-    """The prefill pool's batch limit per scheduling rank an ``inferencex_disagg_recipe``
-    states (None for any other recipe)."""
-    name, _, rest = recipe.partition(":")
-    if name != INFERENCEX_DISAGG:
-        return None
-    return int(
-        _recipe_fields(recipe, rest, _DISAGG_KEYS, True, "inferencex_disagg_recipe")["prefill"]
-    )
+DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")

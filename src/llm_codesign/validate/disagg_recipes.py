@@ -1,0 +1,100 @@
+"""The pool limits of InferenceX's disaggregated runs (``validate.recipes``: the recipe each run
+named, ``INFERENCEX_DISAGG_LIMITS_FILE``): the recipe string of a row, and the prefill batch it
+states (the decode batch and the prefill token budget are ``recipes.recipe_behaviour``'s)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+from importlib import resources
+
+from ..specs.plan import DisaggregatedPlan
+from .recipes import (
+    DISAGG_RECIPE_KEYS,
+    INFERENCEX_DISAGG,
+    INFERENCEX_DISAGG_LIMITS_FILE,
+    recipe_fields,
+    run_date,
+)
+
+
+@functools.cache
+def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int, int, int, str]]]:
+    """Run key -> [(first date the master config named the recipe, decode batch, prefill
+    batch, prefill tokens, recipe file)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
+    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
+    out: dict[tuple[object, ...], list[tuple[str, int, int, int, str]]] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            pools = [
+                (
+                    int(r[f"{p}_workers"]),
+                    int(r[f"{p}_tp"]),
+                    int(r[f"{p}_ep"]),
+                    r[f"{p}_adp"] == "True",
+                )
+                for p in ("prefill", "decode")
+            ]
+            run = (r["model"], r["precision"], r["gpu"], r["framework"])
+            lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
+            limits = (int(r["decode_max_batch"]), int(r["prefill_max_batch"]))
+            out.setdefault((*run, *lengths, *pools), []).append(
+                (r["first_seen"], *limits, int(r["prefill_max_tokens"]), r["config_file"])
+            )
+    return out
+
+
+def inferencex_disagg_recipe(
+    row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, spec: bool,
+    pools: DisaggregatedPlan,
+) -> tuple[str, str]:  # fmt: skip
+    """(the recipe of an InferenceX disaggregated row, the mapping's note): the pool limits of
+    the recipe the master config named for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the
+    version in force on the row's ``run date`` where its notes state one, else only where every
+    version agrees), or ("", a note) where the table has none (the engine's own limits then).
+
+    Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
+        >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
+        >>> pools = DisaggregatedPlan(ParallelPlan(tp=16, ep=16, attention_dp=True),
+        ...     ParallelPlan(tp=16, ep=16), 1, 3)
+        >>> row = {"gpu": "H100", "framework": "dynamo-trt (image)", "precision": "fp8/?/?",
+        ...     "notes": "run date 2026-02-08"}
+        >>> inferencex_disagg_recipe(row, "deepseek-r1", 1024, 1024, 6, False, pools)[0]
+        'inferencex-disagg:decode=1:prefill=2:tokens=2048'
+    """
+    sides = [
+        (n, p.tp, p.ep, p.attention_dp)
+        for n, p in ((pools.prefill_workers, pools.prefill), (pools.decode_workers, pools.decode))
+    ]
+    words = row.get("framework", "").split()
+    prec = row.get("precision", "").split("/")[0].strip().lower()
+    run = (model_id, prec, row.get("gpu", "").strip().lower(), words[0].lower() if words else "")
+    found = sorted(_inferencex_disagg_limits().get((*run, isl, osl, clients, spec, *sides), []))
+    date = run_date(row)
+    if date:  # the version in force that day
+        found = [f for f in found if f[0] <= date][-1:]
+    elif len({f[1:4] for f in found}) > 1:  # versions that disagree, and no date to choose
+        found = []
+    if not found:
+        return "", (
+            f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
+            "engine's own batch limits (validate.recipes)"
+        )
+    _, decode, prefill, tokens, path = found[-1]
+    recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
+    note = (
+        f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
+        f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
+    )
+    return recipe, note
+
+
+def disagg_prefill_batch(recipe: str) -> int | None:
+    """The prefill pool's batch limit per scheduling rank an ``inferencex_disagg_recipe``
+    states (None for any other recipe)."""
+    name, _, rest = recipe.partition(":")
+    if name != INFERENCEX_DISAGG:
+        return None
+    return int(
+        recipe_fields(recipe, rest, DISAGG_RECIPE_KEYS, True, "inferencex_disagg_recipe")["prefill"]
+    )
