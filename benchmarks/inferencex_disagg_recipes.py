@@ -6,8 +6,10 @@ config (``.github/configs/nvidia-master.yaml``, later ``configs/nvidia-master.ya
 ``CONFIG_FILE=`` in a pool's ``additional-settings``, a file of the srt-slurm repositories
 (ishandhanani/srt-slurm, NVIDIA/srt-slurm), vendored into InferenceX under
 ``benchmarks/multi_node/srt-slurm-recipes``). This script reads a git clone of
-SemiAnalysisAI/InferenceX, walks every version of the master config since 2026-01-01, reads the
-recipe each disaggregated search space names (its first vendored version) and writes the limits,
+SemiAnalysisAI/InferenceX, walks every version of the master config since 2025-09-01, reads the
+recipe each disaggregated search space names (its first vendored version; before the recipe
+files, the limits the master config states as settings: DECODE_MAX_BATCH_SIZE,
+PREFILL_MAX_BATCH_SIZE, PREFILL_MAX_NUM_TOKENS) and writes the limits,
 with the dates the master config named that recipe for that run, to the bundled table
 ``data/validation/inferencex_disagg_limits.csv``:
 
@@ -46,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "llm_codesign" / "data" / "validation" / "inferencex_disagg_limits.csv"
 VENDORED = "benchmarks/multi_node/srt-slurm-recipes"
 MASTERS = (".github/configs/nvidia-master.yaml", "configs/nvidia-master.yaml")
-SINCE = "2026-01-01"
+SINCE = "2025-09-01"
 FIELDS = (
     "model", "precision", "gpu", "framework", "isl", "osl", "spec", "concurrency",
     "prefill_workers", "prefill_tp", "prefill_ep", "prefill_adp",
@@ -127,6 +129,19 @@ def config_file(space: dict) -> str | None:
     return None
 
 
+def stated_limits(space: dict) -> tuple[int, int, int] | None:
+    """The limits a search space states as settings (the master config's form before the
+    recipe files: DECODE_MAX_BATCH_SIZE, PREFILL_MAX_BATCH_SIZE, PREFILL_MAX_NUM_TOKENS)."""
+    said = {}
+    for pool in (space["prefill"], space["decode"]):
+        for setting in pool.get("additional-settings", []) or []:
+            key, eq, value = str(setting).partition("=")
+            if eq and value.strip().isdigit():
+                said[key.strip()] = int(value)
+    keys = ("DECODE_MAX_BATCH_SIZE", "PREFILL_MAX_BATCH_SIZE", "PREFILL_MAX_NUM_TOKENS")
+    return tuple(said[k] for k in keys) if all(k in said for k in keys) else None  # type: ignore[return-value]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", required=True, help="git dir of SemiAnalysisAI/InferenceX")
@@ -181,9 +196,10 @@ def main() -> None:
             prec, gpu, fw = parts[1], parts[2], str(e.get("framework", ""))
             for isl, osl, s in search_spaces(e):
                 cfg_file = config_file(s)
-                if not cfg_file:
-                    continue
-                lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
+                if cfg_file:
+                    lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
+                else:  # the earlier form: the limits as settings of the master config itself
+                    lim, ran, cfg_file = stated_limits(s), set(), f"{path} ({name} settings)"
                 if lim is None:
                     continue
                 spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"

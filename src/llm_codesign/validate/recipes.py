@@ -130,9 +130,10 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # decode rank's batch, often below the client concurrency (the H100 TensorRT-LLM runs offer
 # ceil(1.2 x the slots) clients per decode worker), so the surplus clients wait for a slot, and
 # the prefill worker's batch and token budget. data/validation/inferencex_disagg_limits.csv holds,
-# per run and master-config version since 2026-01-01 (its first and last dates), the decode
+# per run and master-config version since 2025-09-01 (its first and last dates), the decode
 # batch per scheduling rank (TensorRT-LLM max_batch_size, SGLang max-running-requests // dp-size,
-# vLLM max-num-seqs), the prefill batch per rank and token budget, and the recipe file
+# vLLM max-num-seqs), the prefill batch per rank and token budget, and the recipe file (or the
+# master config's own settings before the recipe files)
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
