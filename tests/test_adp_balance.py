@@ -221,6 +221,14 @@ def test_inferencex_trtllm_runs_before_the_scripts_changed():
     assert recipe_behaviour(m.recipe, load_engine("trtllm")).max_num_tokens == 1152
     m = map_row(0, dict(dec, notes=old["notes"].replace("2025-11-02", "2026-01-21")))
     assert recipe_behaviour(m.recipe, load_engine("trtllm")).max_num_tokens == 8192
+    # the B200 FP4 script of the same era: EP over 8 clients at TP 8 (1k/1k), attention-DP from
+    # 256; its KV fraction is 0.8 (inferencex_trtllm_kv_fractions.csv), H200's 0.75
+    b200 = dict(old, gpu="B200", precision="fp4/?/?", notes=old["notes"].replace("11-02", "10-20"))
+    for clients, plan in (("8", (1, False)), ("16", (8, False)), ("256", (8, True))):
+        m = map_row(0, dict(b200, concurrency_or_batch=clients))
+        assert (m.ep, m.attention_dp) == plan
+    assert recipe_behaviour(m.recipe, load_engine("trtllm")).memory_utilization == 0.8
+    assert "KV fraction 0.8" in m.note and "KV fraction 0.75" in map_row(0, dec).note
 
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "sixty", 10**6])

@@ -509,9 +509,13 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if spec_note:
         notes.append(spec_note)
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
-        ep, adp, said = inferencex_trtllm_script_plan(row, model_id, isl, int(load), tp, ep, adp)
+        ep, adp, said = inferencex_trtllm_script_plan(
+            row, model_id, isl, osl, int(load), tp, ep, adp
+        )
         notes.extend([said] if said else [])
-        recipe, note = inferencex_trtllm_recipe(int(load), isl, tp, adp, k_spec, run_date(row))
+        recipe, note = inferencex_trtllm_recipe(
+            int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"]
+        )
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":
         recipe, note = inferencex_disagg_recipe(

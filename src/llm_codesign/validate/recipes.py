@@ -64,14 +64,17 @@ INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_ite
 # MTP --max_num_tokens max(8192, ceil64(CONC + ISL + 64)) and the default batch limit; with MTP
 # (k = num_nextn_predict_layers) --max_batch_size B = max(1, CONC // TP) with attention-DP, else
 # CONC, and --max_num_tokens ceil64((k + 1) B + ISL + 64), ISL the nominal input length
-INFERENCEX_TRTLLM_KV_FRACTION = 0.75
+INFERENCEX_TRTLLM_KV_FRACTION = 0.75  # H200's, and the fraction of a GPU the file below omits
+# each GPU's own fraction in its scripts: data/validation/inferencex_trtllm_kv_fractions.csv
+INFERENCEX_TRTLLM_KV_FILE = "inferencex_trtllm_kv_fractions.csv"
 INFERENCEX_TRTLLM_MIN_TOKENS = 8192  # the no-MTP script's floor
 # ... which the scripts gained on 2026-01-21 (SemiAnalysisAI/InferenceX 64af5a771, H200 and B200,
 # FP8 and FP4 alike): a run before it had ceil64(CONC + ISL + 64) tokens
 INFERENCEX_TRTLLM_FLOOR_SINCE = "2026-01-21"
-# Until a date, some scripts chose EP and attention-DP themselves (EP = TP, attention-DP above a
-# client count; ISL 8192 and up: the long-prompt count) and the API's ep / dp of those runs are
-# its defaults (1, blank): data/validation/inferencex_trtllm_script_plans.csv, with each source
+# Between two dates (2025-09-18 .. 2025-11-03, until InferenceX 17d5e204f made them inputs of
+# the search space) the DeepSeek-R1 scripts chose EP and attention-DP themselves, by GPU,
+# precision, TP, lengths and client count, and the API's ep / dp of those runs are its defaults
+# (1, blank): data/validation/inferencex_trtllm_script_plans.csv, each rule with its script
 INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # InferenceX's aggregated SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
 # benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
@@ -279,9 +282,10 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    keys = ("adp", "batch", "tokens")
+    keys = ("adp", "batch", "tokens", "kv")
     fields = recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
-    over: dict[str, float | int] = {"memory_utilization": INFERENCEX_TRTLLM_KV_FRACTION}
+    kv = int(fields["kv"]) / 100.0 if "kv" in fields else INFERENCEX_TRTLLM_KV_FRACTION
+    over: dict[str, float | int] = {"memory_utilization": kv}
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
     if "batch" in fields:
@@ -318,38 +322,50 @@ def run_date(row: dict[str, str]) -> str:
 
 
 @functools.cache
-def _script_plans() -> dict[tuple[str, str], tuple[str, int, int]]:
+def _script_plans() -> list[dict[str, str]]:
     path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_SCRIPT_PLANS_FILE
     with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    cols = ("until", "adp_above_clients", "adp_above_clients_long_prompt")
-    return {(r["gpu"], r["model"]): (r[cols[0]], int(r[cols[1]]), int(r[cols[2]])) for r in rows}
+        return list(csv.DictReader(fh))
 
 
 def inferencex_trtllm_script_plan(
-    row: dict[str, str], model_id: str, isl: int, clients: int, tp: int, ep: int, adp: bool
-) -> tuple[int, bool, str]:
+    row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, tp: int, ep: int,
+    adp: bool,
+) -> tuple[int, bool, str]:  # fmt: skip
     """(ep, attention-DP, the mapping's note) an InferenceX TensorRT-LLM aggregated run used:
-    the row's own, or its script's choice for a run before that script's date
-    (``INFERENCEX_SCRIPT_PLANS_FILE``)."""
+    its script's own choice for a run between a rule's dates (``INFERENCEX_SCRIPT_PLANS_FILE``:
+    EP = TP above one client count, attention-DP above another), else the row's own."""
     date, gpu = run_date(row), row.get("gpu", "").strip().lower()
-    until, above, above_long = _script_plans().get((gpu, model_id), ("", 0, 0))
-    if not (date and date < until):
-        return ep, adp, ""
-    script_adp = clients > (above_long if isl >= 8192 else above)
-    said = f"its script chose EP {tp} and attention-DP {script_adp} itself"
-    note = f"run of {date}: {said} ({INFERENCEX_SCRIPT_PLANS_FILE})"
-    return tp, script_adp, note
+    prec = row.get("precision", "").split("/")[0].strip().lower()
+    for r in _script_plans():
+        key = (r["gpu"], r["model"], r["precision"], int(r["isl"]), int(r["osl"]))
+        if key != (gpu, model_id, prec, isl, osl) or not r["since"] <= date < r["until"]:
+            continue
+        if r["tp"] and int(r["tp"]) != tp:
+            continue
+        ep = tp if clients > int(r["ep_above_clients"]) else 1
+        adp = clients > int(r["adp_above_clients"])
+        said = f"its script chose EP {ep} and attention-DP {adp} itself"
+        return ep, adp, f"run of {date}: {said} ({INFERENCEX_SCRIPT_PLANS_FILE})"
+    return ep, adp, ""
+
+
+@functools.cache
+def _kv_fractions() -> dict[str, float]:
+    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_TRTLLM_KV_FILE
+    with path.open(newline="", encoding="utf-8") as fh:
+        return {r["gpu"]: float(r["kv_fraction"]) for r in csv.DictReader(fh)}
 
 
 def inferencex_trtllm_recipe(
-    clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int, date: str = ""
-) -> tuple[str, str]:
+    clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int, date: str = "",
+    gpu: str = "",
+) -> tuple[str, str]:  # fmt: skip
     """(the recipe of an InferenceX TensorRT-LLM aggregated row, the mapping's note): its launch
-    script's limits for ``clients`` concurrent clients at nominal input length ``isl``
-    (``INFERENCEX_TRTLLM_KV_FRACTION``; without MTP, the token floor only for runs from
-    ``INFERENCEX_TRTLLM_FLOOR_SINCE`` on, or of no stated ``date``), and the attention-DP
-    balance where it runs attention-DP.
+    script's limits for ``clients`` concurrent clients at nominal input length ``isl`` (the
+    ``gpu``'s KV fraction, ``INFERENCEX_TRTLLM_KV_FILE``; without MTP, the token floor only for
+    runs from ``INFERENCEX_TRTLLM_FLOOR_SINCE`` on, or of no stated ``date``), and the
+    attention-DP balance where it runs attention-DP.
 
     Example:
         >>> inferencex_trtllm_recipe(256, 1024, 8, True, 1)[0]
@@ -359,6 +375,7 @@ def inferencex_trtllm_recipe(
     def ceil64(x: int) -> int:
         return (x + 63) // 64 * 64
 
+    kv = _kv_fractions().get(gpu.strip().lower(), INFERENCEX_TRTLLM_KV_FRACTION)
     parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}"]
     if spec_tokens:
         batch = max(1, clients // tp) if attention_dp else clients
@@ -372,9 +389,9 @@ def inferencex_trtllm_recipe(
         tokens = max(floor, ceil64(clients + isl + 64))
         limits = f"max_num_tokens {tokens}"
     parts.append(f"tokens={tokens}")
-    note = (
-        f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {INFERENCEX_TRTLLM_KV_FRACTION}"
-    )
+    if kv != INFERENCEX_TRTLLM_KV_FRACTION:
+        parts.append(f"kv={round(kv * 100)}")
+    note = f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {kv:g}"
     if attention_dp:
         timeout = INFERENCEX_ADP_BALANCE["adp_balance_timeout_iters"]
         note += f", attention-DP context balance (timeout_iters {timeout})"
