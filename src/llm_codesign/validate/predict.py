@@ -127,7 +127,9 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     workers, C busy workers of one sequence each: a sequence's step is never a fraction of one,
     and the idle workers still count in the per-GPU metrics, see ``_predict_disaggregated``),
     and prefill batches of max_num_tokens // ISL prompts per scheduling rank (at least 1, at
-    most the ceil(C / x) the clients can have outstanding per prefill worker)."""
+    most the recipe's prefill batch per rank where the row names one,
+    ``validate.disagg_recipes``, and the ceil(C / x) the clients can have outstanding per
+    prefill worker)."""
     p = r.pools
     assert p is not None
     prefill = p.axes("prefill")
