@@ -87,31 +87,32 @@ def versions(repo: str) -> list[tuple[str, str, str]]:
     return sorted(out, key=lambda v: v[1])
 
 
+# per backend: (its config key, the batch key, the prefill token-budget key, whether the batch
+# is the whole server's, split over its DP ranks)
+BACKENDS = (
+    ("trtllm_config", "max_batch_size", "max_num_tokens", False),
+    ("sglang_config", "max-running-requests", "chunked-prefill-size", True),
+    ("vllm_config", "max-num-seqs", "max-num-batched-tokens", False),
+)
+
+
 def limits(rec: dict) -> tuple[int, int, int] | None:
+    """(decode batch per scheduling rank, prefill batch per rank, prefill token budget) a
+    recipe sets (module doc), None for a recipe of another form."""
     be = rec.get("backend") or {}
 
-    def pool(cfg: dict, batch: str, tokens: str, split_dp: bool) -> tuple[int, int]:
-        dp = int(cfg.get("dp-size", 1) or 1) if split_dp else 1
-        return int(cfg[batch]) // dp, int(cfg[tokens])
+    def per_rank(cfg: dict, batch: str, split_dp: bool) -> int:
+        return int(cfg[batch]) // (int(cfg.get("dp-size", 1) or 1) if split_dp else 1)
 
-    try:
-        if "trtllm_config" in be:
-            p, d = be["trtllm_config"]["prefill"], be["trtllm_config"]["decode"]
-            pb, pt = pool(p, "max_batch_size", "max_num_tokens", False)
-            db, _ = pool(d, "max_batch_size", "max_num_tokens", False)
-        elif "sglang_config" in be:
-            p, d = be["sglang_config"]["prefill"], be["sglang_config"]["decode"]
-            pb, pt = pool(p, "max-running-requests", "chunked-prefill-size", True)
-            db = int(d["max-running-requests"]) // int(d.get("dp-size", 1) or 1)
-        elif "vllm_config" in be:
-            p, d = be["vllm_config"]["prefill"], be["vllm_config"]["decode"]
-            pb, pt = pool(p, "max-num-seqs", "max-num-batched-tokens", False)
-            db = int(d["max-num-seqs"])
-        else:
+    for key, batch, tokens, split_dp in BACKENDS:
+        if key not in be:
+            continue
+        try:
+            p, d = be[key]["prefill"], be[key]["decode"]
+            return per_rank(d, batch, split_dp), per_rank(p, batch, split_dp), int(p[tokens])
+        except (KeyError, TypeError, ValueError):
             return None
-    except (KeyError, TypeError, ValueError):
-        return None
-    return db, pb, pt
+    return None
 
 
 def search_spaces(entry: dict):

@@ -17,6 +17,7 @@ from llm_codesign.validate.recipes import (
     DEFAULT_LIMITS,
     INFERENCEX_DISAGG_LIMITS_FILE,
     TRTLLM_BENCH,
+    bundled_rows,
     recipe_behaviour,
     trtllm_bench_limits,
     trtllm_bench_recipe,
@@ -270,11 +271,7 @@ def test_trtllm_bench_options_file_and_recipe_strings():
 
 
 def _disagg_limits():
-    from importlib import resources
-
-    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
-    with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    return bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE)
 
 
 def test_inferencex_disagg_limits_agree_with_their_recipe_names():
@@ -317,27 +314,26 @@ def test_h100_trtllm_disagg_runs_offer_a_fifth_more_clients_than_decode_slots():
 
 
 def _ix_disagg_row(**kw):
-    base = dict(
-        source_id="inferencex_api_fixture",
-        model="DeepSeek-R1-0528",
-        gpu="H100",
-        num_gpus="64",
-        precision="fp8/?/?",
-        tp="P:tp16/D:tp16",
-        pp="",
-        ep="P:ep16/D:ep16",
-        dp="P:dpattn=True/D:dpattn=False",
-        framework="dynamo-trt (nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post3)",
-        isl="1024",
-        osl="1024",
-        concurrency_or_batch="6",
-        metric="tpot_ms",
-        value="14",
-        notes="disaggregated: prefill_gpus=16 (workers=1), decode_gpus=48 (workers=3), "
-        "is_multinode=True; spec_method=none; run date 2026-02-08",
+    # InferenceX's H100 TensorRT-LLM run of 6 clients on 3 decode workers (a fixture row)
+    return (
+        dict(
+            ROW,
+            source_id="inferencex_api_fixture",
+            gpu="H100",
+            num_gpus="64",
+            precision="fp8/?/?",
+            tp="P:tp16/D:tp16",
+            pp="",
+            ep="P:ep16/D:ep16",
+            dp="P:dpattn=True/D:dpattn=False",
+            framework="dynamo-trt (nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post3)",
+            concurrency_or_batch="6",
+            metric="tpot_ms",
+            notes="disaggregated: prefill_gpus=16 (workers=1), decode_gpus=48 (workers=3), "
+            "is_multinode=True; spec_method=none; run date 2026-02-08",
+        )
+        | kw
     )
-    base.update(kw)
-    return base
 
 
 def test_inferencex_disaggregated_row_runs_its_recipes_pool_limits():

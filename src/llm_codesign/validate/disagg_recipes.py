@@ -4,17 +4,17 @@ states (the decode batch and the prefill token budget are ``recipes.recipe_behav
 
 from __future__ import annotations
 
-import csv
 import functools
-from importlib import resources
 
 from ..specs.plan import DisaggregatedPlan
 from .recipes import (
     DISAGG_RECIPE_KEYS,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
+    bundled_rows,
     recipe_fields,
     run_date,
+    run_gpu_precision,
 )
 
 
@@ -22,25 +22,20 @@ from .recipes import (
 def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int, int, int, str]]]:
     """Run key -> [(first date the master config named the recipe, decode batch, prefill
     batch, prefill tokens, recipe file)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
-    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_DISAGG_LIMITS_FILE
     out: dict[tuple[object, ...], list[tuple[str, int, int, int, str]]] = {}
-    with path.open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            pools = [
-                (
-                    int(r[f"{p}_workers"]),
-                    int(r[f"{p}_tp"]),
-                    int(r[f"{p}_ep"]),
-                    r[f"{p}_adp"] == "True",
-                )
-                for p in ("prefill", "decode")
-            ]
-            run = (r["model"], r["precision"], r["gpu"], r["framework"])
-            lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
-            limits = (int(r["decode_max_batch"]), int(r["prefill_max_batch"]))
-            out.setdefault((*run, *lengths, *pools), []).append(
-                (r["first_seen"], *limits, int(r["prefill_max_tokens"]), r["config_file"])
-            )
+    for r in bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE):
+        pools = [
+            (int(r[f"{p}_workers"]), int(r[f"{p}_tp"]), int(r[f"{p}_ep"]), r[f"{p}_adp"] == "True")
+            for p in ("prefill", "decode")
+        ]
+        run = (r["model"], r["precision"], r["gpu"], r["framework"])
+        lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
+        limits = (
+            int(r[k]) for k in ("decode_max_batch", "prefill_max_batch", "prefill_max_tokens")
+        )
+        out.setdefault((*run, *lengths, *pools), []).append(
+            (r["first_seen"], *limits, r["config_file"])
+        )
     return out
 
 
@@ -67,8 +62,8 @@ def inferencex_disagg_recipe(
         for n, p in ((pools.prefill_workers, pools.prefill), (pools.decode_workers, pools.decode))
     ]
     words = row.get("framework", "").split()
-    prec = row.get("precision", "").split("/")[0].strip().lower()
-    run = (model_id, prec, row.get("gpu", "").strip().lower(), words[0].lower() if words else "")
+    gpu, prec = run_gpu_precision(row)
+    run = (model_id, prec, gpu, words[0].lower() if words else "")
     found = sorted(_inferencex_disagg_limits().get((*run, isl, osl, clients, spec, *sides), []))
     date = run_date(row)
     if date:  # the version in force that day

@@ -139,6 +139,7 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # master config's own settings before the recipe files)
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
+DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each required
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
 # runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
@@ -160,6 +161,13 @@ DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints th
 # formats the rule tunes (its bytes per element, FP8 1, NVFP4 0.5, BF16/FP16 2, are the
 # formats' own element sizes)
 _TUNED = ("fp8", "fp8_block", "nvfp4", "bf16", "fp16")
+
+
+def bundled_rows(name: str) -> list[dict[str, str]]:
+    """The rows of a bundled table under ``data/validation`` (the recipe tables named above)."""
+    path = resources.files("llm_codesign") / "data" / "validation" / name
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
 def _round_batch(b: float) -> int:
@@ -250,15 +258,13 @@ def trtllm_bench_recipe(source_id: str, model_id: str) -> tuple[str, str]:
 
 @functools.cache
 def _trtllm_bench_options() -> dict[tuple[str, str], tuple[int, int]]:
-    path = resources.files("llm_codesign") / "data" / "validation" / TRTLLM_BENCH_OPTIONS_FILE
-    with path.open(newline="", encoding="utf-8") as fh:
-        return {
-            (r["source_id"].strip().lower(), r["model"].strip()): (
-                int(r["adp_balance_timeout_iters"]),
-                int(r["adp_balance_wait_iters"]),
-            )
-            for r in csv.DictReader(fh)
-        }
+    return {
+        (r["source_id"].strip().lower(), r["model"].strip()): (
+            int(r["adp_balance_timeout_iters"]),
+            int(r["adp_balance_wait_iters"]),
+        )
+        for r in bundled_rows(TRTLLM_BENCH_OPTIONS_FILE)
+    }
 
 
 def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
@@ -321,11 +327,17 @@ def run_date(row: dict[str, str]) -> str:
     return m.group(1) if m else ""
 
 
+def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:
+    """(GPU, precision) of an InferenceX row as its master config and scripts name them: the
+    ``gpu`` field and the precision field's first part, lower case ("h100", "fp8")."""
+    return row.get("gpu", "").strip().lower(), row.get("precision", "").split("/")[
+        0
+    ].strip().lower()
+
+
 @functools.cache
 def _script_plans() -> list[dict[str, str]]:
-    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_SCRIPT_PLANS_FILE
-    with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    return bundled_rows(INFERENCEX_SCRIPT_PLANS_FILE)
 
 
 def inferencex_trtllm_script_plan(
@@ -335,8 +347,7 @@ def inferencex_trtllm_script_plan(
     """(ep, attention-DP, the mapping's note) an InferenceX TensorRT-LLM aggregated run used:
     its script's own choice for a run between a rule's dates (``INFERENCEX_SCRIPT_PLANS_FILE``:
     EP = TP above one client count, attention-DP above another), else the row's own."""
-    date, gpu = run_date(row), row.get("gpu", "").strip().lower()
-    prec = row.get("precision", "").split("/")[0].strip().lower()
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
     for r in _script_plans():
         key = (r["gpu"], r["model"], r["precision"], int(r["isl"]), int(r["osl"]))
         if key != (gpu, model_id, prec, isl, osl) or not r["since"] <= date < r["until"]:
@@ -352,9 +363,7 @@ def inferencex_trtllm_script_plan(
 
 @functools.cache
 def _kv_fractions() -> dict[str, float]:
-    path = resources.files("llm_codesign") / "data" / "validation" / INFERENCEX_TRTLLM_KV_FILE
-    with path.open(newline="", encoding="utf-8") as fh:
-        return {r["gpu"]: float(r["kv_fraction"]) for r in csv.DictReader(fh)}
+    return {r["gpu"]: float(r["kv_fraction"]) for r in bundled_rows(INFERENCEX_TRTLLM_KV_FILE)}
 
 
 def inferencex_trtllm_recipe(
@@ -456,9 +465,7 @@ def aic_campaign(source_id: str, notes: str) -> str:
 def aic_inferencex_campaigns() -> dict[str, str]:
     """Campaign -> spec method of the AIConfigurator campaigns that are InferenceX runs
     (``AIC_INFERENCEX_CAMPAIGNS_FILE``)."""
-    path = resources.files("llm_codesign") / "data" / "validation" / AIC_INFERENCEX_CAMPAIGNS_FILE
-    with path.open(newline="", encoding="utf-8") as fh:
-        return {r["campaign"]: r["spec_method"] for r in csv.DictReader(fh)}
+    return {r["campaign"]: r["spec_method"] for r in bundled_rows(AIC_INFERENCEX_CAMPAIGNS_FILE)}
 
 
 def is_inferencex(row: dict[str, str]) -> bool:
@@ -537,6 +544,3 @@ def inferencex_campaign_evidence(
             if abs(other - value) <= rel * abs(value):
                 counts[method] = counts.get(method, 0) + 1
     return out
-
-
-DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")
