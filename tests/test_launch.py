@@ -160,11 +160,16 @@ def test_llama_70b_h200_fp8_tp2_names_an_fp8_checkpoint():
 
 def test_gpt_oss_h100_serves_its_mxfp4_checkpoint():
     f = frontier("gpt-oss-120b", "h100-sxm", 8, workers=1)
-    s = launch_settings(f, _point(f, tp=2, precision="mxfp4-a16"))
+    s = launch_settings(f, _point(f, tp=2, ep=2, precision="mxfp4-a16"))
     assert s["checkpoint"]["id"] == "openai/gpt-oss-120b" and s["checkpoint"]["how"] == "native"
     assert "--quantization" not in s["vllm"] and "--quantization" not in s["sglang"]
+    # TensorRT-LLM's gpt-oss support matrix: on Hopper the TRITON backend, which takes EP but
+    # not TP; a tensor-parallel MoE runs CUTLASS (the backend the estimate prices there too)
     assert yaml.safe_load(s["trtllm"]["config_yaml"])["moe_config"]["backend"] == "TRITON"
     _check_flags_and_yaml(s)
+    tp_moe = launch_settings(f, _point(f, tp=2, ep=1, precision="mxfp4-a16"))
+    cfg = yaml.safe_load(tp_moe["trtllm"]["config_yaml"])
+    assert cfg["moe_tensor_parallel_size"] == 2 and cfg["moe_config"]["backend"] == "CUTLASS"
     # FP8 of an MXFP4 checkpoint: no published one, so a quantization step and its output path
     s8 = launch_settings(f, _point(f, tp=2, precision="fp8"))
     assert s8["checkpoint"]["how"] == "quantize" and s8["checkpoint"]["step"]

@@ -476,3 +476,39 @@ def test_an_mxfp4_key_on_a_gpu_with_fp4_tensor_cores_is_the_class_share_once():
     # the share once: the math at half the rate (each group's fixed rows stay at the dense
     # ceiling), not at a quarter as a class share and a floor of the same 0.5 would give
     assert 1.9 * without < with_key <= without / 0.5
+
+
+def test_weight_only_experts_run_the_engines_weight_only_path_without_moe_tp():
+    """TensorRT-LLM runs MXFP4 experts on Hopper on its TRITON backend, which takes EP but not
+    TP (its gpt-oss README's support matrix): the path applies to weight-only experts (MXFP4 on
+    a GPU without FP4 tensor cores) at MoE TP 1 only; Blackwell (native MXFP4), other weight
+    formats and engines without a weight-only path keep their own."""
+    from llm_codesign.cost import weight_only_path, weight_only_tiles
+
+    h200, b200 = load_hardware("h200-sxm"), load_hardware("b200")
+    trt = load_engine("trtllm")
+    assert weight_only_path(h200, trt, "mxfp4") == "triton"
+    assert weight_only_path(h200, trt, "mxfp4", moe_tp=2) is None
+    assert weight_only_path(b200, trt, "mxfp4") is None  # Blackwell takes MXFP4 natively
+    assert weight_only_path(h200, trt, "fp8_block") is None
+    assert weight_only_path(h200, load_engine("vllm"), "mxfp4") is None  # already Triton
+    assert weight_only_tiles(h200, trt, "mxfp4")  # the narrow token tiles
+    assert h200.runs_weight_only("mxfp4") and not b200.runs_weight_only("mxfp4")
+    with pytest.raises(SpecError, match="moe_kernels_weight_only='cuda' is not a known"):
+        trt.with_overrides(moe_kernels_weight_only="cuda")
+
+
+@pytest.mark.parametrize("tp,ep,changes", [(1, 1, True), (2, 2, True), (2, 1, False)])
+def test_weight_only_path_prices_only_moe_without_tensor_parallelism(tp, ep, changes):
+    """gpt-oss-120b MXFP4 on H200 with TensorRT-LLM: its narrow-tile grouped GEMMs never make a
+    decode step slower than the CUTLASS runner's full tiles (the tile is picked by efficiency),
+    and a tensor-parallel MoE (tp 2, ep 1) is priced as before."""
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    trt = load_engine("trtllm")
+    same = trt.with_overrides(moe_kernels_weight_only="same")
+    kw = dict(plan=ParallelPlan(tp=tp, ep=ep), workload=Workload(1024, 1024, 32))
+    own = estimate("gpt-oss-120b", "h200-sxm", "mxfp4-a16", engine=trt, **kw)
+    cutlass = estimate("gpt-oss-120b", "h200-sxm", "mxfp4-a16", engine=same, **kw)
+    assert own.tpot_ms <= cutlass.tpot_ms * (1 + 1e-12)
+    assert (own.tpot_ms < cutlass.tpot_ms * 0.99) == changes

@@ -405,11 +405,21 @@ def gemm_time(
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
     else:
-        tiles = grouped_token_tiles(hw, eng, moe.get("weights", ""))
+        weights = moe.get("weights", "")
+        ratio = _speed_ratio(hw, rate_class)
+        tiles = grouped_token_tiles(hw, eng, weights)
         eff = gemm_shape_efficiency(
-            hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem, routed, tiles,
-            row_tiles,
-        )  # fmt: skip
+            hw, m, op.n, op.k, op.groups, ratio, elem, routed, tiles, row_tiles
+        )
+        alone = weight_only_tiles(hw, eng, weights)
+        if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
+            eff = np.where(
+                np.asarray(moe.get("moe_tp", 1), dtype=float) <= 1.0,
+                gemm_shape_efficiency(
+                    hw, m, op.n, op.k, op.groups, ratio, elem, routed, alone, row_tiles
+                ),
+                eff,
+            )
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
@@ -462,6 +472,35 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     states."""
     triton = hw.vendor == "nvidia" and moe_kernel_path(hw, eng) == "triton"
     return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
+
+
+def weight_only_path(
+    hw: HardwareSpec, eng: EngineConstants, weights: str, moe_tp: int = 1
+) -> str | None:
+    """The MoE path the engine runs for experts this GPU runs weight-only
+    (``EngineConstants.moe_kernels_weight_only``; ``HardwareSpec.runs_weight_only``: MXFP4 on
+    Hopper), at ``moe_tp`` MoE tensor parallelism; None where it runs its ``moe_kernels`` path
+    for them. The path takes EP but not TP (TensorRT-LLM's TRITON backend: its gpt-oss README's
+    MoE support matrix), so a tensor-parallel MoE keeps ``moe_kernels``. Read by the cost model
+    (``weight_only_tiles``) and by the TensorRT-LLM launch file's MoE backend."""
+    path = eng.moe_kernels_weight_only
+    if path in ("same", eng.moe_kernels) or not hw.runs_weight_only(weights) or moe_tp > 1:
+        return None
+    return path
+
+
+def weight_only_tiles(
+    hw: HardwareSpec, eng: EngineConstants, weights: str
+) -> tuple[int, ...] | None:
+    """The token tiles of ``weight_only_path`` where the MoE is not tensor-parallel (``gemm_time``
+    takes them where the op's ``moe_tp`` is 1); None where the engine keeps its own path.
+    TensorRT-LLM's TRITON backend runs Triton grouped GEMMs (``GROUPED_TOKEN_TILES``: narrow
+    token tiles at a few rows per expert) where its CUTLASS runner pads each expert's rows to a
+    full tile."""
+    path = weight_only_path(hw, eng, weights)
+    if path is None:
+        return None
+    return GROUPED_TOKEN_TILES if path == "triton" and hw.vendor == "nvidia" else ()
 
 
 def gemm_overlap_time(compute: Array, memory: Array) -> Array:

@@ -91,7 +91,9 @@ def _trtllm_config(
         cuda_graph_config={"enable_padding": True, "max_batch_size": batch},
     )
     if m.moe:
-        cfg["moe_config"] = {"backend": trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp)}
+        cfg["moe_config"] = {
+            "backend": trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp, tp // ep)
+        }
     eng = x.fr.engine
     if adp and not role and eng.adp_balance_timeout_iters > 0:  # the engine's context balance
         cfg["attention_dp_config"] = {

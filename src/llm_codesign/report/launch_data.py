@@ -14,9 +14,10 @@ from typing import Any
 
 import yaml
 
+from ..cost import weight_only_path
 from ..errors import DataFileError
 from ..specs.accuracy import accuracy_key, native_key
-from ..specs.engine import ENGINE_VENDORS
+from ..specs.engine import ENGINE_VENDORS, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -211,14 +212,21 @@ def _method(key: str) -> str:
     return {"nvfp4": "modelopt_fp4", "fp8": "fp8", "mxfp4-w": "mxfp4"}.get(key, "")
 
 
-def trtllm_moe_backend(hw: HardwareSpec, prec: Precision, ep: int, adp: bool) -> str:
+def trtllm_moe_backend(
+    hw: HardwareSpec, prec: Precision, ep: int, adp: bool, moe_tp: int = 1
+) -> str:
     """TensorRT-LLM ``moe_config.backend`` by GPU and weight format, from the deployment guides'
     support matrices (DeepSeek-R1: Hopper FP8 CUTLASS; Blackwell EP<=8 NVFP4 CUTLASS or TRTLLM,
-    FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM, Hopper TRITON)."""
+    FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM; Hopper TRITON where the
+    MoE is not tensor-parallel, which TRITON does not take, else CUTLASS: the engine's weight-only
+    path, ``cost.weight_only_path``, the same rule the estimate prices)."""
     key = accuracy_key(prec)
     blackwell = hw.architecture.startswith("blackwell")
     if key in ("mxfp4-w", "mxfp4"):
-        return "TRTLLM" if blackwell else "TRITON"
+        if blackwell:
+            return "TRTLLM"
+        path = weight_only_path(hw, load_engine("trtllm"), prec.weights.id, moe_tp)
+        return "TRITON" if path == "triton" else "CUTLASS"
     if ep > 8 and blackwell:
         return "WIDEEP"
     if blackwell and key == "nvfp4":

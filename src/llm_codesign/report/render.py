@@ -81,7 +81,10 @@ def clean(obj: Any) -> Any:
 # GPU file measures the family, else null).
 # 17: the engine constants in `assumptions` add `recurrent_state_overlap` (false: the engine
 # runs models with recurrent-state token mixers without its overlap scheduler, SGLang).
-SCHEMA_VERSION = 17
+# 18: the engine constants in `assumptions` add `moe_kernels_weight_only` (`same`, `cutlass` or
+# `triton`: the grouped GEMMs' path for experts the GPU runs weight-only, MXFP4 on Hopper, where
+# the MoE is not tensor-parallel; TensorRT-LLM: `triton`, its TRITON MoE backend).
+SCHEMA_VERSION = 18
 
 
 def to_json(obj: Any) -> str:

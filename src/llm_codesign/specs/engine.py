@@ -58,6 +58,9 @@ DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams)
 MOE_KERNELS = ("auto", "cutlass", "triton")
+# the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``): ``same`` = the
+# engine's ``moe_kernels``
+WEIGHT_ONLY_MOE_KERNELS = ("same", "cutlass", "triton")
 # MLA decode-attention kernel family (cost.decode_attention_efficiency): ``default`` = the GPU
 # file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
 # family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
@@ -130,6 +133,10 @@ class EngineConstants:
         moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
         moe_kernels: the MoE kernel path around the grouped GEMMs (``MOE_KERNELS``;
             ``cost.moe_kernel_path``): what the permute and finalize stream per token.
+        moe_kernels_weight_only: the grouped GEMMs' path for experts the GPU runs weight-only
+            (``HardwareSpec.runs_weight_only``: MXFP4 on Hopper), where the MoE is not
+            tensor-parallel (``WEIGHT_ONLY_MOE_KERNELS``; ``cost.weight_only_tiles``):
+            ``same`` keeps ``moe_kernels``.
         attention_kernels: the MLA decode-attention kernel family the engine runs
             (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
             for that family where it has them, else its default entries.
@@ -199,6 +206,7 @@ class EngineConstants:
     comm_efficiency: float
     moe_comm: str
     moe_kernels: str
+    moe_kernels_weight_only: str
     attention_kernels: str
     gqa_decode_kernels: str
     kv_admission: str
@@ -296,6 +304,11 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: moe_kernels={c.moe_kernels!r} is not a known MoE kernel path; allowed: "
             + ", ".join(MOE_KERNELS)
         )
+    if c.moe_kernels_weight_only not in WEIGHT_ONLY_MOE_KERNELS:
+        raise SpecError(
+            f"{where}: moe_kernels_weight_only={c.moe_kernels_weight_only!r} is not a known "
+            "weight-only MoE kernel path; allowed: " + ", ".join(WEIGHT_ONLY_MOE_KERNELS)
+        )
     if c.attention_kernels not in ATTENTION_KERNELS:
         raise SpecError(
             f"{where}: attention_kernels={c.attention_kernels!r} is not a known decode-attention "
@@ -361,6 +374,7 @@ def _from_mapping(
         elif x.name in (
             "moe_comm",
             "moe_kernels",
+            "moe_kernels_weight_only",
             "attention_kernels",
             "gqa_decode_kernels",
             "kv_admission",

@@ -185,10 +185,17 @@ class HardwareSpec:
         entry = self.grouped_gemm_efficiency.get(weights)
         if weights in BLOCK_SCALED_WEIGHTS:
             return entry
-        if entry is None or weights not in GROUPED_WEIGHT_FORMATS:
+        if entry is None:
             return None
-        native = FORMATS[weights].compute_class in self.peak_flops_per_s
-        return entry if not native and rate_class == "bf16" else None
+        return entry if self.runs_weight_only(weights) and rate_class == "bf16" else None
+
+    def runs_weight_only(self, weights: str) -> bool:
+        """Whether this GPU runs experts of a grouped weight-only format (``mxfp4``) weight-only:
+        its tensor cores do not take the format's class, so its GEMMs convert the weights and
+        run at BF16 (MXFP4 on Hopper and CDNA3; Blackwell and CDNA4 take it natively)."""
+        if weights not in GROUPED_WEIGHT_FORMATS:
+            return False
+        return FORMATS[weights].compute_class not in self.peak_flops_per_s
 
     def grouped_gemm_efficiency_for(self, compute_class: str, weights: str = "") -> Efficiency:
         """Fraction of the dense GEMM ceiling that routed grouped GEMMs of a class reach
