@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "mixers": 2,
     "cost": 3,
     "comm": 3,
+    "moe_kernels": 3,
     # calibration profiles replace default efficiencies (DESIGN.md puts them with cost); the
     # microbenchmarks, device probing and the engine fit are interfaces
     "calibrate": 3,

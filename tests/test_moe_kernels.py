@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_kernel_path, moe_permute_time, op_time
+from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_permute_time, op_time
 from llm_codesign.errors import SpecError
+from llm_codesign.moe_kernels import moe_kernel_path, weight_only_path, weight_only_tiles
 from llm_codesign.ops import MOE_LAYER_OPS, layer_group_ops, step_shape
 from llm_codesign.validate import bundled_data, validate
 from llm_codesign.validate.moe_layer import moe_layer_time
@@ -483,8 +484,6 @@ def test_weight_only_experts_run_the_engines_weight_only_path_without_moe_tp():
     TP (its gpt-oss README's support matrix): the path applies to weight-only experts (MXFP4 on
     a GPU without FP4 tensor cores) at MoE TP 1 only; Blackwell (native MXFP4), other weight
     formats and engines without a weight-only path keep their own."""
-    from llm_codesign.cost import weight_only_path, weight_only_tiles
-
     h200, b200 = load_hardware("h200-sxm"), load_hardware("b200")
     trt = load_engine("trtllm")
     assert weight_only_path(h200, trt, "mxfp4") == "triton"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .comm import collective_time, moe_comm_family, moe_comm_time
-from .formats import BLOCK_SCALED_WEIGHTS
+from .moe_kernels import grouped_token_tiles, moe_kernel_path, weight_only_tiles
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
@@ -98,19 +98,6 @@ SWAP_AB_ROW_STEP = 8.0
 SWAP_AB_MAX_ROWS = 256.0
 SWAP_AB_WEIGHT_TILE = 128.0  # the weight side: two 64-row warpgroup MMAs
 SWAP_AB_EXTRA_SPLITS = 3  # splits into 1..3 more tiles than the fewest are tried too
-# Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe, and the
-# Marlin kernels of weight-only formats) tile each expert's tokens as narrowly as 16 or 32 rows
-# where few tokens reach an expert, besides the 64/128-row tiles of large batches: fused_moe
-# pads each expert's tokens to BLOCK_SIZE_M (moe_align_block_size), 16 in the default config
-# where the tokens are at most the experts; Marlin takes the smallest of 8/16/32/48/64 above
-# the tokens per expert (vllm-project/vllm, model_executor/layers/fused_moe/fused_moe.py,
-# get_default_config). Block-scaled FP8 keeps 64 (``grouped_token_tiles``). The weight side of
-# such a tile: SWAP_AB_WEIGHT_TILE. The model picks a tile by efficiency, not by the configs'
-# thresholds: the narrow tiles win up to ~30-70 rows per expert (H100 to MI300X, a DeepSeek
-# expert shape), the wide ones above. Checked against the measured MoE modules
-# (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512 tokens) and the serving rows
-# (benchmarks/RESULTS.md, stop 42).
-GROUPED_TOKEN_TILES = (16, 32)
 
 
 def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
@@ -462,47 +449,6 @@ def gemm_time(
     return t, compute, memory
 
 
-def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) -> tuple[int, ...]:
-    """The narrow token tiles (``GROUPED_TOKEN_TILES``) the engine's grouped expert GEMMs use on
-    this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe), except
-    for block-scaled FP8 weights, where fused_moe defaults to 64-row tiles (BLOCK_SIZE_M 64, or
-    DeepGEMM's alignment: fused_moe.py get_default_config); none on the CUTLASS path, whose
-    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
-    nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
-    states."""
-    triton = hw.vendor == "nvidia" and moe_kernel_path(hw, eng) == "triton"
-    return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
-
-
-def weight_only_path(
-    hw: HardwareSpec, eng: EngineConstants, weights: str, moe_tp: int = 1
-) -> str | None:
-    """The MoE path the engine runs for experts this GPU runs weight-only
-    (``EngineConstants.moe_kernels_weight_only``; ``HardwareSpec.runs_weight_only``: MXFP4 on
-    Hopper), at ``moe_tp`` MoE tensor parallelism; None where it runs its ``moe_kernels`` path
-    for them. The path takes EP but not TP (TensorRT-LLM's TRITON backend: its gpt-oss README's
-    MoE support matrix), so a tensor-parallel MoE keeps ``moe_kernels``. Read by the cost model
-    (``weight_only_tiles``) and by the TensorRT-LLM launch file's MoE backend."""
-    path = eng.moe_kernels_weight_only
-    if path in ("same", eng.moe_kernels) or not hw.runs_weight_only(weights) or moe_tp > 1:
-        return None
-    return path
-
-
-def weight_only_tiles(
-    hw: HardwareSpec, eng: EngineConstants, weights: str
-) -> tuple[int, ...] | None:
-    """The token tiles of ``weight_only_path`` where the MoE is not tensor-parallel (``gemm_time``
-    takes them where the op's ``moe_tp`` is 1); None where the engine keeps its own path.
-    TensorRT-LLM's TRITON backend runs Triton grouped GEMMs (``GROUPED_TOKEN_TILES``: narrow
-    token tiles at a few rows per expert) where its CUTLASS runner pads each expert's rows to a
-    full tile."""
-    path = weight_only_path(hw, eng, weights)
-    if path is None:
-        return None
-    return GROUPED_TOKEN_TILES if path == "triton" and hw.vendor == "nvidia" else ()
-
-
 def gemm_overlap_time(compute: Array, memory: Array) -> Array:
     """A GEMM's time from its compute and memory times: (c^3 + m^3)^(1/3) (the fitted
     exponent 3, module constants), between max(compute, memory) and 2^(1/3) x max at the
@@ -576,14 +522,6 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
 
 def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     return np.asarray(op.bytes, dtype=float) / hbm_bytes_per_s_achieved(hw, eng)
-
-
-def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
-    """The MoE kernel path the engine runs on this hardware (``auto``: cutlass on Blackwell
-    GPUs, where vLLM and SGLang run FlashInfer's CUTLASS/TRTLLM-gen fused MoE, else triton)."""
-    if eng.moe_kernels != "auto":
-        return eng.moe_kernels
-    return "cutlass" if hw.architecture.startswith("blackwell") else "triton"
 
 
 def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:

@@ -364,7 +364,7 @@ def layer_group_ops(
             "experts_local": experts_local,
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
-            "moe_tp": moe_tp,  # (cost.weight_only_tiles: a path that takes EP but not TP)
+            "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)
         }
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s"))

@@ -358,6 +358,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     keep = {
         "moe_comm",
         "moe_kernels",
+        "moe_kernels_weight_only",
         "attention_kernels",
         "gqa_decode_kernels",
         "expert_balancer",
@@ -384,7 +385,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "network latency, comm efficiency, max_num_tokens, max_batch_size, memory utilization "
             "are not fitted (base.yaml's values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels, attention_kernels, gqa_decode_kernels, expert_balancer, "
+            "moe_comm, moe_kernels, moe_kernels_weight_only, attention_kernels, "
+            "gqa_decode_kernels, expert_balancer, "
             "kv_admission and memory_budget state the engine's own behaviour (see "
             "kv_admission_source)"
         ),

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from ..cost import weight_only_path
 from ..errors import DataFileError
+from ..moe_kernels import weight_only_path
 from ..specs.accuracy import accuracy_key, native_key
 from ..specs.engine import ENGINE_VENDORS, load_engine
 from ..specs.hardware import HardwareSpec
@@ -219,7 +219,7 @@ def trtllm_moe_backend(
     support matrices (DeepSeek-R1: Hopper FP8 CUTLASS; Blackwell EP<=8 NVFP4 CUTLASS or TRTLLM,
     FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM; Hopper TRITON where the
     MoE is not tensor-parallel, which TRITON does not take, else CUTLASS: the engine's weight-only
-    path, ``cost.weight_only_path``, the same rule the estimate prices)."""
+    path, ``moe_kernels.weight_only_path``, the same rule the estimate prices)."""
     key = accuracy_key(prec)
     blackwell = hw.architecture.startswith("blackwell")
     if key in ("mxfp4-w", "mxfp4"):

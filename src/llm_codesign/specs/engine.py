@@ -132,10 +132,10 @@ class EngineConstants:
         comm_efficiency: multiplier on the hardware's measured link efficiency.
         moe_comm: MoE dispatch/combine kernel family (``MOE_COMM``).
         moe_kernels: the MoE kernel path around the grouped GEMMs (``MOE_KERNELS``;
-            ``cost.moe_kernel_path``): what the permute and finalize stream per token.
+            ``moe_kernels.moe_kernel_path``): what the permute and finalize stream per token.
         moe_kernels_weight_only: the grouped GEMMs' path for experts the GPU runs weight-only
             (``HardwareSpec.runs_weight_only``: MXFP4 on Hopper), where the MoE is not
-            tensor-parallel (``WEIGHT_ONLY_MOE_KERNELS``; ``cost.weight_only_tiles``):
+            tensor-parallel (``WEIGHT_ONLY_MOE_KERNELS``; ``moe_kernels.weight_only_tiles``):
             ``same`` keeps ``moe_kernels``.
         attention_kernels: the MLA decode-attention kernel family the engine runs
             (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
