@@ -230,23 +230,23 @@ def test_narrow_token_tiles_help_routed_gemms_only_where_few_tokens_reach_an_exp
     gpu, monkeypatch
 ):
     """Routed expert GEMMs may tile each expert's tokens 16 or 32 rows wide
-    (cost.GROUPED_TOKEN_TILES, where ``grouped_token_tiles`` grants them): the best over more
+    (moe_kernels.GROUPED_TOKEN_TILES, where ``grouped_token_tiles`` grants them): the best over more
     tile shapes is never worse; at ~1 token per expert (decode) the work issued falls (a 64-row
     tile for one row wastes 63); from ~100 rows per expert the wide tiles win and nothing
     changes; without them (the default) and for dense (unrouted) GEMMs nothing changes."""
-    from llm_codesign import cost
+    from llm_codesign import cost, moe_kernels
 
     hw = load_hardware(gpu)
     rows = np.array([0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 40.0, 100.0, 512.0, 1024.0, 4096.0])
     args = (rows, 4096.0, 7168.0, 32.0, 2.0, 1.0, True)
-    narrow = cost.gemm_shape_efficiency(hw, *args, cost.GROUPED_TOKEN_TILES)
+    narrow = cost.gemm_shape_efficiency(hw, *args, moe_kernels.GROUPED_TOKEN_TILES)
     wide = cost.gemm_shape_efficiency(hw, *args)
     assert np.all(narrow >= wide * (1 - 1e-12))
     assert narrow[1] > 1.5 * wide[1]  # one row per expert: a 16-row tile against a 64-row one
     big = rows >= 100
     np.testing.assert_allclose(narrow[big], wide[big], rtol=1e-12)
     dense = cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0)
-    monkeypatch.setattr(cost, "GROUPED_TOKEN_TILES", ())
+    monkeypatch.setattr(moe_kernels, "GROUPED_TOKEN_TILES", ())
     np.testing.assert_array_equal(
         cost.gemm_shape_efficiency(hw, rows, 4096.0, 7168.0, 1.0, 2.0, 1.0), dense
     )
@@ -256,20 +256,20 @@ def test_narrow_token_tiles_help_routed_gemms_only_where_few_tokens_reach_an_exp
 def test_narrow_token_tiles_priced_only_where_they_can_win_give_the_same_numbers(gpu):
     """gemm_shape_efficiency prices a narrow token tile only where the wide shapes stay under
     its operand-reuse bound; pricing it everywhere (the definition) gives the same floats."""
-    from llm_codesign import cost
+    from llm_codesign import cost, moe_kernels
 
     hw = load_hardware(gpu)
     rng = np.random.default_rng(3)
     m = np.concatenate([rng.uniform(0, 300, 3000), np.geomspace(0.01, 8192, 400), [0.0]])
     for n, k, groups in ((4096.0, 7168.0, 32.0), (1536.0, 2048.0, 8.0), (5760.0, 2880.0, 4.0)):
         args = (m, n, k, groups, 1.5, 2.0, True)
-        got = cost.gemm_shape_efficiency(hw, *args, cost.GROUPED_TOKEN_TILES)
+        got = cost.gemm_shape_efficiency(hw, *args, moe_kernels.GROUPED_TOKEN_TILES)
         wide = cost.gemm_shape_efficiency(hw, *args)
         cands = cost._tile_candidates(hw)
         best_reuse = max(cost._tile_reuse(tm, tn) for tm, tn, _ in cands)
         k0 = cost.TILE_OVERHEAD_BF16_K * 1.5
         ref = wide / np.where((k % 8 == 0) & (n % 8 == 0), 1.0, cost.MISALIGNED_FACTOR)
-        for tm in cost.GROUPED_TOKEN_TILES:
+        for tm in moe_kernels.GROUPED_TOKEN_TILES:
             eff = cost._tile_efficiency(
                 hw, k0, best_reuse, True, m, n, k, groups, float(tm),
                 cost.SWAP_AB_WEIGHT_TILE, 1, routing.expected_row_tiles(m, tm),
@@ -286,7 +286,7 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     """fused_moe (the Triton path of vLLM and SGLang on Hopper) tiles few tokens per expert 16
     or 32 rows wide, except with block-scaled FP8 weights (64); the CUTLASS path keeps its
     64/128-row tiles."""
-    from llm_codesign.cost import GROUPED_TOKEN_TILES, grouped_token_tiles
+    from llm_codesign.moe_kernels import GROUPED_TOKEN_TILES, grouped_token_tiles
 
     h100, b200 = load_hardware("h100-sxm"), load_hardware("b200")
     vllm, trt = load_engine("vllm"), load_engine("trtllm")
