@@ -331,3 +331,19 @@ def test_disaggregated_mtp_launch_reads_back(tmp_path):
     of its points read back (speculative settings included) to the same prediction."""
     assert _round_trip("deepseek-r1", "b200", "nvfp4", "vllm", tmp_path, disagg=True,
                        spec=1) >= 2  # fmt: skip
+
+
+@pytest.mark.parametrize("backend,path", [("CUTLASS", "same"), ("TRITON", "triton")])
+def test_trtllm_moe_backend_sets_the_weight_only_path(tmp_path, backend, path):
+    """moe_config.backend is priced: on Hopper MXFP4 experts run TRITON's Triton kernels or the
+    CUTLASS runner (the engine's moe_kernels_weight_only), which moves the estimate."""
+    opts = tmp_path / "extra.yaml"
+    opts.write_text(f"moe_config:\n  backend: {backend}\n")
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "trtllm-serve openai/gpt-oss-120b --tp_size 1 --backend pytorch "
+        f"--extra_llm_api_options {opts}\n"
+    )
+    dep = read_deployment([str(script)], load_hardware("h200-sxm"))
+    assert dep.engine_constants.moe_kernels_weight_only == path
+    assert any("moe_config.backend" in m["setting"] for m in dep.mapped)

@@ -14,11 +14,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from llm_codesign import frontier, load_hardware
+from llm_codesign import frontier, load_engine, load_hardware, parse_precision
 from llm_codesign.cli import main
 from llm_codesign.explore import MODE_DISAGGREGATED
 from llm_codesign.report import launch_files, launch_settings, write_launch_dir
-from llm_codesign.report.launch_data import allowed, command_flags, flag_table
+from llm_codesign.report.launch_data import allowed, command_flags, flag_table, trtllm_moe_backend
 
 
 def _point(f, *, tp, ep=None, adp=None, pp=1, precision=None, mode=0):
@@ -170,6 +170,11 @@ def test_gpt_oss_h100_serves_its_mxfp4_checkpoint():
     tp_moe = launch_settings(f, _point(f, tp=2, ep=1, precision="mxfp4-a16"))
     cfg = yaml.safe_load(tp_moe["trtllm"]["config_yaml"])
     assert cfg["moe_tensor_parallel_size"] == 2 and cfg["moe_config"]["backend"] == "CUTLASS"
+    # an engine priced on CUTLASS for these experts writes CUTLASS (the launch follows the estimate)
+    same = load_engine("trtllm").with_overrides(moe_kernels_weight_only="same")
+    hw, prec = load_hardware("h100-sxm"), parse_precision("mxfp4-a16")
+    assert trtllm_moe_backend(hw, prec, 2, False, 1, same) == "CUTLASS"
+    assert trtllm_moe_backend(hw, prec, 2, False, 1) == "TRITON"
     # FP8 of an MXFP4 checkpoint: no published one, so a quantization step and its output path
     s8 = launch_settings(f, _point(f, tp=2, precision="fp8"))
     assert s8["checkpoint"]["how"] == "quantize" and s8["checkpoint"]["step"]

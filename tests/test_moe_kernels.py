@@ -15,7 +15,12 @@ import yaml
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_permute_time, op_time
 from llm_codesign.errors import SpecError
-from llm_codesign.moe_kernels import moe_kernel_path, weight_only_path, weight_only_tiles
+from llm_codesign.moe_kernels import (
+    moe_kernel_path,
+    takes_weight_only_path,
+    weight_only_path,
+    weight_only_tiles,
+)
 from llm_codesign.ops import MOE_LAYER_OPS, layer_group_ops, step_shape
 from llm_codesign.validate import bundled_data, validate
 from llm_codesign.validate.moe_layer import moe_layer_time
@@ -487,12 +492,13 @@ def test_weight_only_experts_run_the_engines_weight_only_path_without_moe_tp():
     h200, b200 = load_hardware("h200-sxm"), load_hardware("b200")
     trt = load_engine("trtllm")
     assert weight_only_path(h200, trt, "mxfp4") == "triton"
-    assert weight_only_path(h200, trt, "mxfp4", moe_tp=2) is None
+    np.testing.assert_array_equal(takes_weight_only_path(np.array([1, 2, 8])), [True, False, False])
     assert weight_only_path(b200, trt, "mxfp4") is None  # Blackwell takes MXFP4 natively
     assert weight_only_path(h200, trt, "fp8_block") is None
     assert weight_only_path(h200, load_engine("vllm"), "mxfp4") is None  # already Triton
     assert weight_only_tiles(h200, trt, "mxfp4")  # the narrow token tiles
     assert h200.runs_weight_only("mxfp4") and not b200.runs_weight_only("mxfp4")
+    assert not load_hardware("a100-sxm-80gb").runs_weight_only("fp8_block")  # block-scaled
     with pytest.raises(SpecError, match="moe_kernels_weight_only='cuda' is not a known"):
         trt.with_overrides(moe_kernels_weight_only="cuda")
 

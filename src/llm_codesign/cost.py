@@ -32,7 +32,12 @@ from __future__ import annotations
 import numpy as np
 
 from .comm import collective_time, moe_comm_family, moe_comm_time
-from .moe_kernels import grouped_token_tiles, moe_kernel_path, weight_only_tiles
+from .moe_kernels import (
+    grouped_token_tiles,
+    moe_kernel_path,
+    takes_weight_only_path,
+    weight_only_tiles,
+)
 from .ops import Op
 from .routing import expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
@@ -52,7 +57,7 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 
 
 # The MoE kernels around the grouped GEMMs that stream bytes growing with the tokens, per kernel
-# path (``specs.engine.MOE_KERNELS``, :func:`moe_kernel_path`); the GEMMs' own operands and
+# path (``specs.engine.MOE_KERNELS``, ``moe_kernels.moe_kernel_path``); the GEMMs' own operands and
 # outputs are the GEMMs', and the launches are in ``moe_layer_overhead_s``. Bytes per layer, with
 # T tokens through the layer on this GPU, P = T x top_k / ep routed (token, local expert) pairs,
 # d the hidden size and a the activation format's bytes per element:
@@ -399,9 +404,10 @@ def gemm_time(
             hw, m, op.n, op.k, op.groups, ratio, elem, routed, tiles, row_tiles
         )
         alone = weight_only_tiles(hw, eng, weights)
-        if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
+        takes = takes_weight_only_path(moe.get("moe_tp", 1))
+        if alone is not None and np.any(takes):  # where the MoE is not tensor-parallel
             eff = np.where(
-                np.asarray(moe.get("moe_tp", 1), dtype=float) <= 1.0,
+                takes,
                 gemm_shape_efficiency(
                     hw, m, op.n, op.k, op.groups, ratio, elem, routed, alone, row_tiles
                 ),

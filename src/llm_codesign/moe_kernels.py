@@ -5,6 +5,10 @@ are tiled (``cost.gemm_time``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .formats import BLOCK_SCALED_WEIGHTS
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
@@ -36,29 +40,41 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
 
 
-def weight_only_path(
-    hw: HardwareSpec, eng: EngineConstants, weights: str, moe_tp: int = 1
-) -> str | None:
+def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:
     """The MoE path the engine runs for experts this GPU runs weight-only
-    (``EngineConstants.moe_kernels_weight_only``; ``HardwareSpec.runs_weight_only``: MXFP4 on
-    Hopper), at ``moe_tp`` MoE tensor parallelism; None where it runs its ``moe_kernels`` path
-    for them. The path takes EP but not TP (TensorRT-LLM's TRITON backend: its gpt-oss README's
-    MoE support matrix), so a tensor-parallel MoE keeps ``moe_kernels``. Read by the cost model
-    (``weight_only_tiles``) and by the TensorRT-LLM launch file's MoE backend."""
+    (``EngineConstants.moe_kernels_weight_only``; ``HardwareSpec.runs_weight_only``: MXFP4 on a
+    GPU whose tensor cores do not take FP4, Hopper among them), where the MoE is not
+    tensor-parallel (``takes_weight_only_path``); None where the engine runs its own
+    ``moe_kernel_path`` for them. Read by the cost model (``weight_only_tiles``) and by the
+    TensorRT-LLM launch file's MoE backend.
+
+    Example: TensorRT-LLM (``triton``) with MXFP4 experts on H200 -> "triton"; on B200 (native
+    FP4) or with FP8 experts -> None; vLLM (``same``) -> None."""
     path = eng.moe_kernels_weight_only
-    if path in ("same", eng.moe_kernels) or not hw.runs_weight_only(weights) or moe_tp > 1:
+    if path in ("same", moe_kernel_path(hw, eng)) or not hw.runs_weight_only(weights):
         return None
     return path
+
+
+def takes_weight_only_path(moe_tp: Any) -> Any:
+    """Where a weight-only path applies (bool, elementwise over ``moe_tp``): only without MoE
+    tensor parallelism, as TensorRT-LLM's TRITON backend takes EP but not TP (its gpt-oss
+    README's MoE support matrix); a tensor-parallel MoE keeps the engine's own path.
+
+    Example: moe_tp 1 -> True; moe_tp 2 (tp 2, ep 1) -> False."""
+    return np.asarray(moe_tp, dtype=float) <= 1.0
 
 
 def weight_only_tiles(
     hw: HardwareSpec, eng: EngineConstants, weights: str
 ) -> tuple[int, ...] | None:
-    """The token tiles of ``weight_only_path`` where the MoE is not tensor-parallel (``gemm_time``
-    takes them where the op's ``moe_tp`` is 1); None where the engine keeps its own path.
-    TensorRT-LLM's TRITON backend runs Triton grouped GEMMs (``GROUPED_TOKEN_TILES``: narrow
-    token tiles at a few rows per expert) where its CUTLASS runner pads each expert's rows to a
-    full tile."""
+    """The token tiles of ``weight_only_path``, which ``cost.gemm_time`` takes where
+    ``takes_weight_only_path`` holds for the op's ``moe_tp``; None where the engine keeps its
+    own path. TensorRT-LLM's TRITON backend runs Triton grouped GEMMs (``GROUPED_TOKEN_TILES``:
+    narrow token tiles at a few rows per expert) where its CUTLASS runner pads each expert's
+    rows to a full tile. Only the grouped GEMMs' tiles follow it: the permute and finalize
+    bytes stay those of the engine's ``moe_kernel_path`` (``cost.moe_permute_time``), the
+    TRITON backend's own not being measured here."""
     path = weight_only_path(hw, eng, weights)
     if path is None:
         return None

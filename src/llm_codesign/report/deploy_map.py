@@ -37,6 +37,7 @@ from .deploy_values import (
     as_int,
     bench_workload,
     server_precision,
+    trtllm_moe_backend_engine,
 )
 from .launch_data import mtp_layers
 
@@ -156,6 +157,10 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         if "backend" in by:
             as_choice(by["backend"], list(TRTLLM_BACKENDS))
             note(by["backend"], f"engine {TRTLLM_BACKENDS[str(by['backend'].value).lower()]}")
+        if "moe_backend" in by:
+            over, said = trtllm_moe_backend_engine(by["moe_backend"])
+            sv.engine.update(over)
+            note(by["moe_backend"], said)
         if "overlap_off" in by and as_bool(by["overlap_off"]):
             if src.role == "prefill":
                 skip(by["overlap_off"], "a prefill worker runs one step per batch: no overlap")

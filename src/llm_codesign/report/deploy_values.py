@@ -213,3 +213,24 @@ def bench_workload(
             "estimate prices the full OSL"
         )
     return out, mapped
+
+
+# TensorRT-LLM's MoE backends (``moe_config.backend``, read in lower case)
+TRTLLM_MOE_BACKENDS = ("cutlass", "triton", "trtllm", "deepgemm", "wideep", "cutedsl")
+
+
+def trtllm_moe_backend_engine(s: Setting) -> tuple[dict[str, str], str]:
+    """(engine overrides, the mapping's note) of TensorRT-LLM's ``moe_config.backend``: TRITON
+    runs weight-only experts (MXFP4 on Hopper) on its Triton kernels where the MoE is not
+    tensor-parallel, CUTLASS on its CUTLASS runner (the engine's ``moe_kernels_weight_only``:
+    ``moe_kernels.weight_only_path``); the other backends run formats the tensor cores take,
+    whose grouped GEMMs are priced by shape and format.
+
+    Example: TRITON -> ({"moe_kernels_weight_only": "triton"}, ...); WIDEEP -> ({}, ...)."""
+    v = as_choice(s, list(TRTLLM_MOE_BACKENDS))
+    if v in ("triton", "cutlass"):
+        path = "triton" if v == "triton" else "same"
+        return {"moe_kernels_weight_only": path}, (
+            f"engine moe_kernels_weight_only={path} (weight-only experts run {v.upper()})"
+        )
+    return {}, f"{v.upper()}: its grouped GEMMs are priced by shape and format"

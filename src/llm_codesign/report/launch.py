@@ -90,11 +90,10 @@ def _trtllm_config(
         },
         cuda_graph_config={"enable_padding": True, "max_batch_size": batch},
     )
-    if m.moe:
-        cfg["moe_config"] = {
-            "backend": trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp, tp // ep)
-        }
     eng = x.fr.engine
+    if m.moe:  # (the backend the estimate priced with this engine)
+        backend = trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp, tp // ep, eng)
+        cfg["moe_config"] = {"backend": backend}
     if adp and not role and eng.adp_balance_timeout_iters > 0:  # the engine's context balance
         cfg["attention_dp_config"] = {
             "enable_balance": True,

@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 
 from ..errors import DataFileError
-from ..moe_kernels import weight_only_path
+from ..moe_kernels import takes_weight_only_path, weight_only_path
 from ..specs.accuracy import accuracy_key, native_key
-from ..specs.engine import ENGINE_VENDORS, load_engine
+from ..specs.engine import ENGINE_VENDORS, EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -213,20 +213,26 @@ def _method(key: str) -> str:
 
 
 def trtllm_moe_backend(
-    hw: HardwareSpec, prec: Precision, ep: int, adp: bool, moe_tp: int = 1
+    hw: HardwareSpec,
+    prec: Precision,
+    ep: int,
+    adp: bool,
+    moe_tp: int = 1,
+    engine: EngineConstants | None = None,
 ) -> str:
     """TensorRT-LLM ``moe_config.backend`` by GPU and weight format, from the deployment guides'
     support matrices (DeepSeek-R1: Hopper FP8 CUTLASS; Blackwell EP<=8 NVFP4 CUTLASS or TRTLLM,
     FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM; Hopper TRITON where the
-    MoE is not tensor-parallel, which TRITON does not take, else CUTLASS: the engine's weight-only
-    path, ``moe_kernels.weight_only_path``, the same rule the estimate prices)."""
+    MoE is not tensor-parallel, which TRITON does not take, else CUTLASS: ``engine``'s weight-only
+    path, ``moe_kernels.weight_only_path``, the rule the estimate priced)."""
     key = accuracy_key(prec)
     blackwell = hw.architecture.startswith("blackwell")
     if key in ("mxfp4-w", "mxfp4"):
         if blackwell:
             return "TRTLLM"
-        path = weight_only_path(hw, load_engine("trtllm"), prec.weights.id, moe_tp)
-        return "TRITON" if path == "triton" else "CUTLASS"
+        eng = engine or load_engine("trtllm")  # the engine the estimate priced
+        path = weight_only_path(hw, eng, prec.weights.id)
+        return "TRITON" if path == "triton" and takes_weight_only_path(moe_tp) else "CUTLASS"
     if ep > 8 and blackwell:
         return "WIDEEP"
     if blackwell and key == "nvfp4":

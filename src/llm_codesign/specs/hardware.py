@@ -190,10 +190,11 @@ class HardwareSpec:
         return entry if self.runs_weight_only(weights) and rate_class == "bf16" else None
 
     def runs_weight_only(self, weights: str) -> bool:
-        """Whether this GPU runs experts of a grouped weight-only format (``mxfp4``) weight-only:
-        its tensor cores do not take the format's class, so its GEMMs convert the weights and
-        run at BF16 (MXFP4 on Hopper and CDNA3; Blackwell and CDNA4 take it natively)."""
-        if weights not in GROUPED_WEIGHT_FORMATS:
+        """Whether this GPU runs experts of a grouped weight-only format (``mxfp4``; not the
+        block-scaled ones, ``fp8_block``) weight-only: its tensor cores do not take the format's
+        class, so its GEMMs convert the weights and run at BF16 (MXFP4 on Hopper, Ampere, Ada
+        and CDNA3; Blackwell and CDNA4 take it natively)."""
+        if weights not in GROUPED_WEIGHT_FORMATS or weights in BLOCK_SCALED_WEIGHTS:
             return False
         return FORMATS[weights].compute_class not in self.peak_flops_per_s
 

@@ -138,8 +138,11 @@ def validate_moe_layer(
             continue
         base = forced or load_engine(r["framework"].strip() or None)
         # the tables route tokens evenly over the experts (balanced or random gating): no
-        # expert is more popular than another
-        eng = base.with_overrides(moe_kernels=kernels, expert_balancer="uniform")
+        # expert is more popular than another; the row's path is the kernels it timed, weight-only
+        # experts included (moe_kernels_weight_only "same")
+        eng = base.with_overrides(
+            moe_kernels=kernels, moe_kernels_weight_only="same", expert_balancer="uniform"
+        )
         t, parts = moe_layer_time(hid, eng, dtype, tokens, experts, local, top_k, hidden, inter)
         predicted = t * 1e6
         gemm = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0)
