@@ -404,15 +404,13 @@ def gemm_time(
             hw, m, op.n, op.k, op.groups, ratio, elem, routed, tiles, row_tiles
         )
         alone = weight_only_tiles(hw, eng, weights)
-        takes = takes_weight_only_path(moe.get("moe_tp", 1))
-        if alone is not None and np.any(takes):  # where the MoE is not tensor-parallel
-            eff = np.where(
-                takes,
-                gemm_shape_efficiency(
+        if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
+            takes = takes_weight_only_path(moe.get("moe_tp", 1))
+            if np.any(takes):
+                own = gemm_shape_efficiency(
                     hw, m, op.n, op.k, op.groups, ratio, elem, routed, alone, row_tiles
-                ),
-                eff,
-            )
+                )
+                eff = np.where(takes, own, eff)
     flops = 2.0 * m * op.n * op.k * op.groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work

@@ -36,7 +36,13 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
     nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
     states."""
-    triton = hw.vendor == "nvidia" and moe_kernel_path(hw, eng) == "triton"
+    return _path_tiles(hw, moe_kernel_path(hw, eng), weights)
+
+
+def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
+    """The narrow token tiles a kernel ``path`` gives ``weights`` on this GPU: the Triton path's
+    on NVIDIA GPUs, for every format but the block-scaled ones (``grouped_token_tiles``)."""
+    triton = hw.vendor == "nvidia" and path == "triton"
     return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
 
 
@@ -76,9 +82,7 @@ def weight_only_tiles(
     bytes stay those of the engine's ``moe_kernel_path`` (``cost.moe_permute_time``), the
     TRITON backend's own not being measured here."""
     path = weight_only_path(hw, eng, weights)
-    if path is None:
-        return None
-    return GROUPED_TOKEN_TILES if path == "triton" and hw.vendor == "nvidia" else ()
+    return None if path is None else _path_tiles(hw, path, weights)
 
 
 def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
