@@ -450,3 +450,61 @@ def test_estimate_states_the_decode_attention_fraction_it_used():
     e = api.estimate("deepseek-r1", "h20", "fp8", ParallelPlan(tp=8), wl, explain=False)
     a = e.assumptions()["attention_decode_efficiency"]
     assert a["value"] == e.engine.attn_prefill_efficiency and "engine constant" in a["source"]
+
+
+def test_amd_gemm_kernels_time_as_kernels_that_do_not_split_k():
+    # AITER's tuned BF16 GEMMs on gfx950 (MI355X; data/validation/aiter_gemm.csv, the tuner's
+    # best kernel per shape): with 65-2,048 rows (too few 256 x 256 tiles to fill 256 CUs) they
+    # run as kernels that leave K whole (the file's gemm_tile.split_k: false); priced as if they
+    # split K across the idle CUs (NVIDIA's cuBLAS / CUTLASS), they would be ~40% faster
+    import csv
+    import dataclasses
+
+    from llm_codesign.validate import bundled_data
+
+    hw = load_hardware("mi355x")
+    assert not hw.gemm_split_k and load_hardware("h200-sxm").gemm_split_k
+    eng = load_engine("vllm")
+    rows = [
+        r
+        for r in csv.DictReader(bundled_data("aiter_gemm.csv").open())
+        if r["gpu"] == "MI355X" and 65 <= int(r["m"]) <= 2048
+    ]
+    assert len(rows) > 1000
+
+    def errors(spec):
+        out = []
+        for r in rows:
+            op = Op(
+                "g", "ffn", "gemm", 1.0, m=float(r["m"]), n=float(r["n"]), k=float(r["k"]),
+                w_bytes=2.0, a_bytes=2.0, compute_class="bf16",
+            )  # fmt: skip
+            t = float(gemm_time(op, spec, eng)[0]) + eng.kernel_overhead_s
+            out.append(t / (float(r["time_us"]) * 1e-6) - 1.0)
+        return np.array(out)
+
+    bundled = errors(hw)
+    split = errors(dataclasses.replace(hw, gemm_split_k=True))
+    assert abs(np.median(bundled)) <= 0.10 and np.median(np.abs(bundled)) <= 0.35
+    assert np.median(split) <= -0.30
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(1, 8192),
+    n=st.sampled_from([512, 1024, 2880, 4096, 7168, 14336]),
+    k=st.sampled_from([256, 1024, 2048, 7168, 16384]),
+)
+def test_a_gemm_without_split_k_is_never_faster(m, n, k):
+    # leaving K whole can only issue more work per tile than splitting it across idle SMs
+    import dataclasses
+
+    for gpu in ("h200-sxm", "mi355x"):
+        hw = load_hardware(gpu)
+        op = Op(
+            "g", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k),
+            w_bytes=2.0, a_bytes=2.0, compute_class="bf16",
+        )  # fmt: skip
+        whole = float(gemm_time(op, dataclasses.replace(hw, gemm_split_k=False), ENG)[0])
+        split = float(gemm_time(op, dataclasses.replace(hw, gemm_split_k=True), ENG)[0])
+        assert whole >= split * (1.0 - 1e-9)

@@ -1,11 +1,15 @@
 """Hardware, precision, plan and workload specs."""
 
+import csv
+
 import pytest
 import yaml
 
 from llm_codesign import ParallelPlan, Workload, load_hardware, load_model, parse_precision
+from llm_codesign.calibrate.streaming import streaming_fit
 from llm_codesign.errors import SpecError, UnknownIdError, UnsupportedError
 from llm_codesign.specs.hardware import bundled_hardware
+from llm_codesign.validate import bundled_data
 
 REQUIRED_GPUS = [
     "a100-sxm-80gb",
@@ -297,11 +301,29 @@ def test_amd_hbm_fractions_follow_their_published_measurements():
     read = 4199.0 / 5300.0
     assert load_hardware("mi300x").hbm_efficiency.value == pytest.approx(read, abs=5e-4)
     base = 3910.62 / 5300.0
-    for gpu, memcopy, peak in (("mi325x", 4287.31, 6000.0), ("mi355x", 5690.42, 8000.0)):
-        hw = load_hardware(gpu)
-        assert hw.hbm_bytes_per_s == pytest.approx(peak * 1e9)
-        assert hw.hbm_efficiency.value == pytest.approx(read * (memcopy / peak) / base, abs=5e-4)
-        assert "ASSUMPTION" not in hw.hbm_efficiency.source
+    hw = load_hardware("mi325x")
+    assert hw.hbm_bytes_per_s == pytest.approx(6000.0e9)
+    assert hw.hbm_efficiency.value == pytest.approx(read * (4287.31 / 6000.0) / base, abs=5e-4)
+    # MI355X's own weight streams: AITER's tuned BF16 GEMMs of at most 4 rows and at least
+    # 32 MiB of weights on gfx950 (data/validation/aiter_gemm.csv), t = t0 + bytes / B
+    rows = [
+        r
+        for r in csv.DictReader(bundled_data("aiter_gemm.csv").open())
+        if r["gpu"] == "MI355X" and r["dtype"] == "bf16" and int(r["m"]) <= 4
+    ]
+    shapes = [(int(r["m"]), int(r["n"]), int(r["k"]), float(r["time_us"])) for r in rows]
+    streams = [(m, n, k, us) for m, n, k, us in shapes if 2 * n * k >= 32 * 2**20]
+    nbytes = [2.0 * n * k + 2.0 * m * (n + k) for m, n, k, _ in streams]
+    fit = streaming_fit(nbytes, [us * 1e-6 for *_, us in streams], 8.0e12)
+    hw = load_hardware("mi355x")
+    assert fit.kernels >= 90
+    assert hw.hbm_efficiency.value == pytest.approx(fit.fraction, abs=5e-4)
+    for gpu in ("mi300x", "mi325x", "mi355x"):
+        assert "ASSUMPTION" not in load_hardware(gpu).hbm_efficiency.source
+    # MI355X's FP8 and MXFP4 ceilings: the best of AITER's tuned shapes, 2,997 of 5,000 and
+    # 5,806 of 10,100 TFLOPS (benchmarks/aiter_kernel_report.py)
+    assert hw.gemm_efficiency_for("fp8").value == pytest.approx(2997.0 / 5000.0, abs=5e-4)
+    assert hw.gemm_efficiency_for("mxfp4").value == pytest.approx(5806.0 / 10100.0, abs=5e-4)
     # MI300X's FP8 GEMM ceiling: hipBLASLt's best measured 1,159.5 TFLOPS of 2,614.9
     fp8 = load_hardware("mi300x").gemm_efficiency_for("fp8")
     assert fp8.value == pytest.approx(1159.54 / 2614.9, abs=5e-4)

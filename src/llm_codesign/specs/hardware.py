@@ -37,30 +37,11 @@ ARCHITECTURES = (
 )
 COMPUTE_CLASSES = ("tf32", "bf16", "fp16", "fp8", "mxfp8", "fp6", "mxfp6", "int8", "nvfp4", "mxfp4")
 
-_TOP_KEYS = {
-    "id",
-    "name",
-    "vendor",
-    "architecture",
-    "aliases",
-    "sources",
-    "peak_flops_per_s",
-    "peak_flops_source",
-    "hbm_bytes",
-    "hbm_bytes_per_s",
-    "memory_source",
-    "l2_bytes",
-    "sm_count",
-    "boost_clock_hz",
-    "tdp_w",
-    "scaleup",
-    "scaleout_bytes_per_s",
-    "scaleout_source",
-    "gemm_tile",
-    "efficiency",
-    "notes",
-    "name_match",
-}
+_TOP_KEYS = set(
+    "id name vendor architecture aliases sources peak_flops_per_s peak_flops_source hbm_bytes "
+    "hbm_bytes_per_s memory_source l2_bytes sm_count boost_clock_hz tdp_w scaleup "
+    "scaleout_bytes_per_s scaleout_source gemm_tile efficiency notes name_match".split()
+)
 _CHIP = re.compile(r"[a-z0-9]+")
 
 
@@ -132,6 +113,7 @@ class HardwareSpec:
     # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
     # reach where a grouped kernel was measured (classes absent: the dense ceiling)
     grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
+    gemm_split_k: bool = True  # GEMMs of too few tiles split K over idle SMs (gemm_tile.split_k)
     # GQA decode attention over an FP8 KV cache: per kernel family (``GQA_DECODE_KERNEL_FAMILIES``)
     # the measured rate it reads the cache at, as a fraction of the datasheet bandwidth at one
     # byte per element (families absent: the engine's decode fraction alone)
@@ -380,6 +362,7 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
     ("l2_bytes", "number", False, "L2 cache bytes"),
     ("boost_clock_hz", "number", False, "boost clock"),
     ("gemm_tile.cluster_sms", "int", False, "SMs a tile spans (2 on Blackwell 2-SM MMA)"),
+    ("gemm_tile.split_k", "bool", False, "GEMMs of too few tiles split K (default true)"),
     ("aliases", "list", False, "other names in measurement tables"),
     ("sources", "mapping", False, "citation keys used in the *_source fields"),
 )
@@ -393,6 +376,7 @@ _KINDS = {
     "int": (int,),
     "mapping": (dict,),
     "list": (list, tuple),
+    "bool": (bool,),
 }
 
 
@@ -415,8 +399,7 @@ def hardware_problems(data: Any) -> list[str]:
                 node = float(node)
             except ValueError:
                 pass
-        bad_type = not isinstance(node, _KINDS[kind]) or isinstance(node, bool)
-        if bad_type:
+        if not isinstance(node, _KINDS[kind]) or isinstance(node, bool) != (kind == "bool"):
             out.append(f"{path}: expected {kind}, got {type(node).__name__} {node!r}")
     unknown = sorted(set(data) - _TOP_KEYS)
     out += [
@@ -504,6 +487,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         tile_m=tile.int("m"),
         tile_n=tile.int("n"),
         tile_cluster_sms=tile.int("cluster_sms", 1),
+        gemm_split_k=tile.bool("split_k", True),
         gemm_efficiency=gemm,
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),

@@ -1,0 +1,261 @@
+"""AMD GEMM kernels as AITER measured them, against the cost model (the AMD hardware files).
+
+ROCm/aiter ships the results of its GEMM tuner: ``aiter/configs/*tuned_gemm*.csv`` and
+``aiter/configs/model_configs/*tuned_gemm*.csv``, one row per shape (M, N, K) and GPU (``gfx``,
+``cu_num``) with the best kernel's device time ``us`` (the tuner's ``perftest``: torch profiler
+device time per call, argument copies rotated past the caches). Formats by file name: ``bf16``
+(BF16), ``a8w8`` (FP8, per-token / per-channel scales), ``a8w8_blockscale`` (FP8 with 1x128 /
+128x128 block scales), ``a4w4`` (MXFP4); batched GEMMs are left out. GPUs by (gfx, CUs):
+gfx942 with 304 CUs is MI300X or MI325X (the same die; priced as MI300X), gfx950 with 256 CUs
+MI355X or MI350X (priced as MI355X, whose MAMF BF16 1,565 TFLOPS the tables' best BF16 rate
+matches); other GPUs are counted and skipped. A shape timed in several files counts once.
+
+Three tables:
+1. the HBM stream: BF16 GEMMs of at most 4 rows and at least 32 MiB of weights,
+   t = t0 + bytes / B (``calibrate.streaming.streaming_fit``), B over the datasheet;
+2. the best rate each format reaches, over the datasheet peak (the GEMM ceiling fraction);
+3. predicted / measured - 1 by rows M, for the BF16 and FP8 GEMMs, with the bundled hardware
+   file (its GEMM kernels do not split K: ``gemm_tile.split_k``) and with split-K allowed (the
+   NVIDIA kernels' behaviour), each time plus the engine's per-kernel cost. The block-scaled
+   FP8 GEMMs are priced as FP8 (their kernels' ceiling is lower, table 2, so they read slow at
+   every M): what they show is how the error changes with M.
+
+Run: python benchmarks/aiter_kernel_report.py AITER_CLONE (or its aiter/configs folder)
+[--write-table src/llm_codesign/data/validation/aiter_gemm.csv: the rows the tests read]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import statistics
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from llm_codesign.calibrate.streaming import streaming_fit
+from llm_codesign.cost import gemm_time
+from llm_codesign.ops import Op
+from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.hardware import HardwareSpec, load_hardware
+
+GPUS = {("gfx942", "304"): "mi300x", ("gfx950", "256"): "mi355x"}
+# format by file name, most specific first: (name part, format, compute class, weight bytes
+# per element with scales, activation bytes)
+FORMATS = (
+    ("a8w8_blockscale", "fp8 block", "fp8", 1.0 + 4.0 / (128 * 128), 1.0 + 4.0 / 128),
+    ("a4w4", "mxfp4", "mxfp4", 0.5 + 1.0 / 32, 0.5 + 1.0 / 32),
+    ("a8w8", "fp8", "fp8", 1.0, 1.0),
+    ("bf16", "bf16", "bf16", 2.0, 2.0),
+)
+MAX_STREAM_ROWS = 4
+MIN_STREAM_BYTES = 32 * 2**20
+BUCKETS = ((16, "M 1-16"), (64, "M 17-64"), (256, "M 65-256"), (2048, "M 257-2048"))
+
+
+GPU_NAMES = {"mi300x": "MI300X", "mi355x": "MI355X"}
+# the rows --write-table copies (data/validation/aiter_gemm.csv): every BF16 GEMM of gfx950 and
+# every per-token FP8 GEMM of gfx942 (the block-scaled ones are priced as FP8, table 3)
+TABLE_FORMATS = {("mi355x", "bf16"), ("mi300x", "fp8")}
+TABLE_COLUMNS = (
+    "source_id,gpu,kernel,dtype,m,n,k,batch_or_groups,tflops,time_us,bandwidth_gb_s,notes"
+).split(",")
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    gpu: str
+    fmt: str
+    cls: str
+    w_bytes: float
+    a_bytes: float
+    m: int
+    n: int
+    k: int
+    seconds: float
+    kernel: str = ""
+    where: str = ""
+
+
+def read_kernels(root: Path) -> tuple[list[Kernel], Counter[str]]:
+    files = sorted(p for p in root.rglob("*tuned*gemm*.csv") if "untuned" not in p.name)
+    seen: dict[tuple, Kernel] = {}
+    skipped: Counter[str] = Counter()
+    for path in files:
+        if "batched" in path.name:
+            skipped["batched GEMM table"] += 1
+            continue
+        fmt = next((f for f in FORMATS if f[0] in path.name), None)
+        if fmt is None:
+            skipped[f"format not read: {path.name}"] += 1
+            continue
+        with path.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                gpu = GPUS.get((r.get("gfx", ""), r.get("cu_num", "")))
+                if gpu is None:
+                    skipped[f"gpu {r.get('gfx')} with {r.get('cu_num')} CUs"] += 1
+                    continue
+                try:
+                    m, n, k = int(r["M"]), int(r["N"]), int(r["K"])
+                    us = float(r["us"])
+                except (KeyError, ValueError):
+                    skipped["no shape or time"] += 1
+                    continue
+                if not us > 0.0:
+                    skipped["no time (failed tuning)"] += 1
+                    continue
+                key = (gpu, fmt[1], m, n, k)
+                if key not in seen:
+                    where = f"{r['gfx']} {r['cu_num']} CUs; {path.name}; {r.get('libtype', '')}"
+                    seen[key] = Kernel(
+                        gpu, fmt[1], fmt[2], fmt[3], fmt[4], m, n, k, us * 1e-6,
+                        r.get("kernelName", ""), where,
+                    )  # fmt: skip
+    return list(seen.values()), skipped
+
+
+def stream_table(kernels: list[Kernel]) -> None:
+    print("\n| GPU | BF16 streams | B TB/s | datasheet TB/s | B / datasheet | t0 us |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for gpu in sorted({x.gpu for x in kernels}):
+        hw = load_hardware(gpu)
+        rows = [
+            x
+            for x in kernels
+            if x.gpu == gpu
+            and x.fmt == "bf16"
+            and x.m <= MAX_STREAM_ROWS
+            and x.n * x.k * x.w_bytes >= MIN_STREAM_BYTES
+        ]
+        if len(rows) < 8:
+            print(f"| {gpu} | {len(rows)} | too few streams to fit | | | |")
+            continue
+        nbytes = [x.n * x.k * x.w_bytes + x.m * (x.k + x.n) * 2.0 for x in rows]
+        fit = streaming_fit(nbytes, [x.seconds for x in rows], hw.hbm_bytes_per_s)
+        print(
+            f"| {gpu} | {fit.kernels} | {fit.bytes_per_s / 1e12:.2f} | "
+            f"{hw.hbm_bytes_per_s / 1e12:.1f} | {fit.fraction:.3f} | {fit.fixed_s * 1e6:.1f} |"
+        )
+
+
+def ceiling_table(kernels: list[Kernel]) -> None:
+    print("\n| GPU | format | kernels | best TFLOPS | shape (M x N x K) | / datasheet peak |")
+    print("|---|---|---:|---:|---|---:|")
+    for gpu, fmt in sorted({(x.gpu, x.fmt) for x in kernels}):
+        hw = load_hardware(gpu)
+        rows = [x for x in kernels if x.gpu == gpu and x.fmt == fmt]
+        best = max(rows, key=lambda x: x.m * x.n * x.k / x.seconds)
+        rate = 2.0 * best.m * best.n * best.k / best.seconds
+        cls = best.cls if hw.supports(best.cls) else "fp8"
+        print(
+            f"| {gpu} | {fmt} | {len(rows)} | {rate / 1e12:,.0f} | "
+            f"{best.m} x {best.n} x {best.k} | {rate / hw.peak_flops(cls):.3f} |"
+        )
+
+
+def _predicted(x: Kernel, hw: HardwareSpec, overhead_s: float, engine) -> float:  # noqa: ANN001
+    op = Op(
+        "gemm",
+        "ffn",
+        "gemm",
+        1.0,
+        m=float(x.m),
+        n=float(x.n),
+        k=float(x.k),
+        groups=1.0,
+        touched=1.0,
+        w_bytes=x.w_bytes,
+        a_bytes=x.a_bytes,
+        o_bytes=2.0,
+        compute_class=x.cls,
+    )
+    t, _, _ = gemm_time(op, hw, engine)
+    return float(t) + overhead_s
+
+
+def error_table(kernels: list[Kernel]) -> None:
+    eng = load_engine("vllm")
+    errs: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for x in kernels:
+        if x.fmt == "mxfp4":
+            continue
+        hw = load_hardware(x.gpu)
+        bucket = next((b for top, b in BUCKETS if x.m <= top), "M > 2048")
+        for label, spec in (
+            ("bundled", hw),
+            ("split-K allowed", dataclasses.replace(hw, gemm_split_k=True)),
+        ):
+            e = _predicted(x, spec, eng.kernel_overhead_s, eng) / x.seconds - 1.0
+            for b in (bucket, "all"):
+                errs[(x.gpu, x.fmt, b, label)].append(e)
+    print("\n| GPU | format | rows M | kernels | bundled: median error | median abs | ", end="")
+    print("split-K allowed: median error | median abs |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    keys = sorted({k[:3] for k in errs})
+    order = [b for _, b in BUCKETS] + ["M > 2048", "all"]
+    for gpu, fmt, bucket in sorted(keys, key=lambda k: (k[0], k[1], order.index(k[2]))):
+        a, b = errs[(gpu, fmt, bucket, "bundled")], errs[(gpu, fmt, bucket, "split-K allowed")]
+        print(
+            f"| {gpu} | {fmt} | {bucket} | {len(a)} | {statistics.median(a):+.1%} | "
+            f"{statistics.median(map(abs, a)):.1%} | {statistics.median(b):+.1%} | "
+            f"{statistics.median(map(abs, b)):.1%} |"
+        )
+
+
+def write_table(kernels: list[Kernel], out: Path, commit: str) -> int:
+    """The kernels of ``TABLE_FORMATS`` as a GEMM table (data/validation/gemm.csv's columns):
+    the time as published, TFLOPS = 2 M N K / time."""
+    rows = sorted(
+        (x for x in kernels if (x.gpu, x.fmt) in TABLE_FORMATS),
+        key=lambda x: (x.gpu, x.fmt, x.n, x.k, x.m),
+    )
+    with out.open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(TABLE_COLUMNS)
+        for x in rows:
+            us = x.seconds * 1e6
+            w.writerow(
+                [
+                    "aiter_tuned_gemm",
+                    GPU_NAMES[x.gpu],
+                    x.kernel,
+                    x.fmt,
+                    x.m,
+                    x.n,
+                    x.k,
+                    "",
+                    f"{2.0 * x.m * x.n * x.k / x.seconds / 1e12:.4g}",
+                    f"{us:.4f}".rstrip("0").rstrip("."),
+                    "",
+                    f"ROCm/aiter @{commit}; {x.where}",
+                ]
+            )
+    return len(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aiter", help="a clone of ROCm/aiter, or its aiter/configs folder")
+    ap.add_argument("--write-table", type=Path, help="write the GEMM table (aiter_gemm.csv)")
+    ap.add_argument("--commit", default="e4048607", help="the clone's commit, for the notes")
+    args = ap.parse_args()
+    root = Path(args.aiter)
+    if (root / "aiter" / "configs").is_dir():
+        root = root / "aiter" / "configs"
+    kernels, skipped = read_kernels(root)
+    if not kernels:
+        raise SystemExit(f"no AITER tuned GEMM rows of a known GPU under {root}")
+    counts = Counter((x.gpu, x.fmt) for x in kernels)
+    print("kernels read:", ", ".join(f"{g} {f} {n}" for (g, f), n in sorted(counts.items())))
+    print("skipped:", ", ".join(f"{why} {n}" for why, n in skipped.most_common()) or "none")
+    if args.write_table:
+        n = write_table(kernels, args.write_table, args.commit)
+        print(f"wrote {n} rows to {args.write_table}")
+        return
+    stream_table(kernels)
+    ceiling_table(kernels)
+    error_table(kernels)
+
+
+if __name__ == "__main__":
+    main()
