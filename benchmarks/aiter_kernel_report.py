@@ -20,8 +20,22 @@ Three tables:
    FP8 GEMMs are priced as FP8 (their kernels' ceiling is lower, table 2, so they read slow at
    every M): what they show is how the error changes with M.
 
+Fused MoE (``--moe``): the MoE tuner's tables (``*tuned_fmoe*.csv``;
+csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py) time the two grouped GEMM stages (or one
+fused stage) of a layer, ``us``, with the tokens routed at random (top-k of Gaussian scores
+over ``expert`` experts, all on the GPU) and the sorting and activation quantization done
+before the timed region. Formats: BF16, per-token FP8, block-scaled FP8 (1x128 / 128x128),
+MXFP4 weights and activations. A result the table repeats at several token counts (the tuner
+copying one tuned row) is left out. Each row is priced as the model's two grouped GEMMs
+(``validate.moe_layer.moe_layer_time``'s experts_up and experts_down, the Triton path's
+gathered rows and token tiles) plus two kernels' fixed cost; the scan prints, per GPU and
+format, the bias at 1,024 tokens or more (where the GEMMs are compute-bound) for candidate
+grouped shares of the class's dense ceiling (``efficiency.grouped_gemm``), and the bundled
+file's.
+
 Run: python benchmarks/aiter_kernel_report.py AITER_CLONE (or its aiter/configs folder)
 [--write-table src/llm_codesign/data/validation/aiter_gemm.csv: the rows the tests read]
+[--moe [--write-moe-table src/llm_codesign/data/validation/aiter_moe.csv]]
 """
 
 from __future__ import annotations
@@ -37,7 +51,7 @@ from llm_codesign.calibrate.streaming import streaming_fit
 from llm_codesign.cost import gemm_time
 from llm_codesign.ops import Op
 from llm_codesign.specs.engine import load_engine
-from llm_codesign.specs.hardware import HardwareSpec, load_hardware
+from llm_codesign.specs.hardware import Efficiency, HardwareSpec, load_hardware
 
 GPUS = {("gfx942", "304"): "mi300x", ("gfx950", "256"): "mi355x"}
 # format by file name, most specific first: (name part, format, compute class, weight bytes
@@ -233,15 +247,135 @@ def write_table(kernels: list[Kernel], out: Path, commit: str) -> int:
     return len(rows)
 
 
+MOE_FORMATS = {  # (q_type, activation, weight) -> the precision that prices it
+    ("QuantType.No", "bfloat16", "bfloat16"): "bf16",
+    ("QuantType.per_Token", "float8", "float8"): "fp8",
+    ("QuantType.per_1x128", "float8", "float8"): "fp8_block",
+    ("QuantType.per_1x32", "float4", "float4"): "mxfp4",
+}
+# (MXFP4 weights and activations: "mxfp4+mxfp4-w", as validate.moe_layer reads "mxfp4" as W4A16)
+MOE_PRECISIONS = {
+    "bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8+fp8_block-w", "mxfp4": "mxfp4+mxfp4-w"
+}  # fmt: skip
+MOE_COLUMNS = (
+    "source_id,gpu,dtype,tokens,experts,top_k,hidden,expert_intermediate,time_us,block_m,notes"
+).split(",")
+SHARES = (1.0, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
+COMPUTE_BOUND_TOKENS = 1024
+
+
+def read_moe(root: Path) -> list[dict[str, str]]:
+    """The fused-MoE rows of known GPUs and formats, results repeated over token counts out."""
+    rows = []
+    for path in sorted(p for p in root.rglob("*tuned_fmoe*.csv") if "untuned" not in p.name):
+        with path.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                gpu = GPUS.get((("gfx942", "gfx950")[r["cu_num"] == "256"], r["cu_num"]))
+                act = next((t for t in ("bfloat16", "float8", "float4") if t in r["q_dtype_a"]), "")
+                wt = next((t for t in ("bfloat16", "float8", "float4") if t in r["q_dtype_w"]), "")
+                fmt = MOE_FORMATS.get((r["q_type"], act, wt))
+                try:
+                    us = float(r["us"])
+                except ValueError:
+                    us = 0.0
+                if gpu is None or fmt is None or not us > 0.0:
+                    continue
+                shape = ("model_dim", "inter_dim", "expert", "topk")
+                rows.append({
+                    "gpu": gpu, "dtype": fmt, "tokens": r["token"], "time_us": r["us"],
+                    **{k: r[k] for k in shape}, "block_m": r["block_m"], "file": path.name,
+                })  # fmt: skip
+    key = ("gpu", "dtype", "model_dim", "inter_dim", "expert", "topk")
+    repeats = Counter(tuple(r[k] for k in key) + (r["time_us"],) for r in rows)
+    seen: set[tuple] = set()
+    out = []
+    for r in rows:
+        shape = tuple(r[k] for k in key)
+        if repeats[shape + (r["time_us"],)] > 1 or shape + (r["tokens"],) in seen:
+            continue
+        seen.add(shape + (r["tokens"],))
+        out.append(r)
+    return out
+
+
+def moe_error(r: dict[str, str], hw: HardwareSpec) -> float:
+    """Predicted / measured - 1 of one fused-MoE row: the model's two grouped GEMMs."""
+    import importlib
+
+    moe_layer = importlib.import_module("llm_codesign.validate.moe_layer")
+    eng = load_engine("sglang").with_overrides(
+        moe_kernels="triton", moe_kernels_weight_only="same", expert_balancer="uniform"
+    )
+    experts, top_k = int(r["expert"]), int(r["topk"])
+    real = moe_layer.load_hardware
+    moe_layer.load_hardware = lambda _id: hw
+    try:
+        _, parts = moe_layer.moe_layer_time(
+            hw.id, eng, MOE_PRECISIONS[r["dtype"]], int(r["tokens"]), experts, experts, top_k,
+            int(r["model_dim"]), int(r["inter_dim"]),
+        )  # fmt: skip
+    finally:
+        moe_layer.load_hardware = real
+    t = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0) + 2 * eng.kernel_overhead_s
+    return t / (float(r["time_us"]) * 1e-6) - 1.0
+
+
+def moe_table(rows: list[dict[str, str]]) -> None:
+    print("\n| GPU | format | rows >= 1,024 tokens | bundled share | bundled bias | ", end="")
+    print(" | ".join(f"share {s:g}" for s in SHARES) + " |")
+    print("|---|---|---:|---:|---:|" + "---:|" * len(SHARES))
+    for gpu, fmt in sorted({(r["gpu"], r["dtype"]) for r in rows}):
+        big = [
+            r for r in rows
+            if (r["gpu"], r["dtype"]) == (gpu, fmt) and int(r["tokens"]) >= COMPUTE_BOUND_TOKENS
+        ]  # fmt: skip
+        if not big:
+            continue
+        hw = load_hardware(gpu)
+        cls = "fp8" if fmt == "fp8_block" else fmt
+        own = hw.grouped_gemm_efficiency_for(cls).value
+        cells = []
+        for share in SHARES:
+            shares = dict(hw.grouped_gemm_efficiency) | {cls: Efficiency(share, "scan")}
+            spec = dataclasses.replace(hw, grouped_gemm_efficiency=shares)
+            cells.append(f"{statistics.median(moe_error(r, spec) for r in big):+.1%}")
+        bias = statistics.median(moe_error(r, hw) for r in big)
+        print(f"| {gpu} | {fmt} | {len(big)} | {own:g} | {bias:+.1%} | " + " | ".join(cells) + " |")
+
+
+def write_moe_table(rows: list[dict[str, str]], out: Path, commit: str) -> int:
+    with out.open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(MOE_COLUMNS)
+        for r in rows:
+            w.writerow([
+                "aiter_tuned_fmoe", GPU_NAMES[r["gpu"]], r["dtype"], r["tokens"], r["expert"],
+                r["topk"], r["model_dim"], r["inter_dim"], r["time_us"], r["block_m"],
+                f"ROCm/aiter @{commit}; {r['file']}",
+            ])  # fmt: skip
+    return len(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("aiter", help="a clone of ROCm/aiter, or its aiter/configs folder")
     ap.add_argument("--write-table", type=Path, help="write the GEMM table (aiter_gemm.csv)")
     ap.add_argument("--commit", default="e4048607", help="the clone's commit, for the notes")
+    ap.add_argument("--moe", action="store_true", help="the fused-MoE tables instead")
+    ap.add_argument("--write-moe-table", type=Path, help="with --moe: write aiter_moe.csv")
     args = ap.parse_args()
     root = Path(args.aiter)
     if (root / "aiter" / "configs").is_dir():
         root = root / "aiter" / "configs"
+    if args.moe:
+        rows = read_moe(root)
+        print("fused-MoE rows read:", len(rows))
+        if args.write_moe_table:
+            n = write_moe_table(rows, args.write_moe_table, args.commit)
+            print(f"wrote {n} rows to {args.write_moe_table}")
+        else:
+            moe_table(rows)
+        return
     kernels, skipped = read_kernels(root)
     if not kernels:
         raise SystemExit(f"no AITER tuned GEMM rows of a known GPU under {root}")
