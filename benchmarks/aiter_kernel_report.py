@@ -197,7 +197,7 @@ def error_table(kernels: list[Kernel]) -> None:
         bucket = next((b for top, b in BUCKETS if x.m <= top), "M > 2048")
         for label, spec in (
             ("bundled", hw),
-            ("split-K allowed", dataclasses.replace(hw, gemm_split_k=True)),
+            ("split-K allowed", dataclasses.replace(hw, split_k_rows=None)),
         ):
             e = _predicted(x, spec, eng.kernel_overhead_s, eng) / x.seconds - 1.0
             for b in (bucket, "all"):

@@ -455,15 +455,16 @@ def test_estimate_states_the_decode_attention_fraction_it_used():
 def test_amd_gemm_kernels_time_as_kernels_that_do_not_split_k():
     # AITER's tuned BF16 GEMMs on gfx950 (MI355X; data/validation/aiter_gemm.csv, the tuner's
     # best kernel per shape): with 65-2,048 rows (too few 256 x 256 tiles to fill 256 CUs) they
-    # run as kernels that leave K whole (the file's gemm_tile.split_k: false); priced as if they
-    # split K across the idle CUs (NVIDIA's cuBLAS / CUTLASS), they would be ~40% faster
+    # run as kernels that leave K whole (only row tiles of 16 or fewer split K: the file's
+    # gemm_tile.split_k_rows); priced as if every tile split K across the idle CUs (NVIDIA's
+    # cuBLAS / CUTLASS), they would be ~40% faster
     import csv
     import dataclasses
 
     from llm_codesign.validate import bundled_data
 
     hw = load_hardware("mi355x")
-    assert not hw.gemm_split_k and load_hardware("h200-sxm").gemm_split_k
+    assert hw.split_k_rows == 16 and load_hardware("h200-sxm").split_k_rows is None
     eng = load_engine("vllm")
     rows = [
         r
@@ -484,7 +485,7 @@ def test_amd_gemm_kernels_time_as_kernels_that_do_not_split_k():
         return np.array(out)
 
     bundled = errors(hw)
-    split = errors(dataclasses.replace(hw, gemm_split_k=True))
+    split = errors(dataclasses.replace(hw, split_k_rows=None))
     assert abs(np.median(bundled)) <= 0.10 and np.median(np.abs(bundled)) <= 0.35
     assert np.median(split) <= -0.30
 
@@ -496,7 +497,8 @@ def test_amd_gemm_kernels_time_as_kernels_that_do_not_split_k():
     k=st.sampled_from([256, 1024, 2048, 7168, 16384]),
 )
 def test_a_gemm_without_split_k_is_never_faster(m, n, k):
-    # leaving K whole can only issue more work per tile than splitting it across idle SMs
+    # leaving K whole (no row tile narrow enough to split) can only issue more work per tile
+    # than splitting it across idle SMs
     import dataclasses
 
     for gpu in ("h200-sxm", "mi355x"):
@@ -505,8 +507,8 @@ def test_a_gemm_without_split_k_is_never_faster(m, n, k):
             "g", "ffn", "gemm", 1.0, m=float(m), n=float(n), k=float(k),
             w_bytes=2.0, a_bytes=2.0, compute_class="bf16",
         )  # fmt: skip
-        whole = float(gemm_time(op, dataclasses.replace(hw, gemm_split_k=False), ENG)[0])
-        split = float(gemm_time(op, dataclasses.replace(hw, gemm_split_k=True), ENG)[0])
+        whole = float(gemm_time(op, dataclasses.replace(hw, split_k_rows=1), ENG)[0])
+        split = float(gemm_time(op, dataclasses.replace(hw, split_k_rows=None), ENG)[0])
         assert whole >= split * (1.0 - 1e-9)
 
 

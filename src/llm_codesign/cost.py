@@ -147,8 +147,11 @@ def _tile_efficiency(
     def issued_at(t: Array, kk: Array = k) -> Array:
         # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
         # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each;
-        # none where the GPU's kernels do not (``HardwareSpec.gemm_split_k``)
-        most = np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0) if hw.gemm_split_k else 1.0
+        # a dense GEMM's row tiles wider than the GPU's split-K kernels' do not split
+        # (``HardwareSpec.split_k_rows``; routed grouped GEMMs fill the GPU as if they did)
+        most = np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0)
+        if hw.split_k_rows is not None and not routed:
+            most = np.where(np.asarray(tm) <= hw.split_k_rows, most, 1.0)
         splits = np.clip(np.floor(slots / t), 1.0, most)
         waves = np.ceil(t * splits / slots - 1e-9)
         return waves * slots * tm * tn * (kk / splits + k0)
@@ -305,7 +308,7 @@ def _unrouted_efficiency(
     j_max = int(np.max(j, initial=0.0))
     per_row = np.zeros(0) if single else np.zeros(m.size)
     for c, (nc, kc, gc) in enumerate(combos):
-        gpu = (hw.tile_m, hw.tile_n, hw.tile_cluster_sms, hw.sm_count, hw.gemm_split_k)
+        gpu = (hw.tile_m, hw.tile_n, hw.tile_cluster_sms, hw.sm_count, hw.split_k_rows)
         tkey = (gpu, nc, kc, gc, speed_ratio, elem_bytes)
         table = _EFF_TABLES.get(tkey)
         if table is None or table.size <= j_max:

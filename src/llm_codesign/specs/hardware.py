@@ -113,7 +113,7 @@ class HardwareSpec:
     # routed grouped (MoE expert) GEMMs: the fraction of the class's dense GEMM ceiling they
     # reach where a grouped kernel was measured (classes absent: the dense ceiling)
     grouped_gemm_efficiency: dict[str, Efficiency] = field(default_factory=dict)
-    gemm_split_k: bool = True  # GEMMs of too few tiles split K over idle SMs (gemm_tile.split_k)
+    split_k_rows: int | None = None  # widest row tile whose GEMMs split K (None: any)
     # GQA decode attention over an FP8 KV cache: per kernel family (``GQA_DECODE_KERNEL_FAMILIES``)
     # the measured rate it reads the cache at, as a fraction of the datasheet bandwidth at one
     # byte per element (families absent: the engine's decode fraction alone)
@@ -362,7 +362,7 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
     ("l2_bytes", "number", False, "L2 cache bytes"),
     ("boost_clock_hz", "number", False, "boost clock"),
     ("gemm_tile.cluster_sms", "int", False, "SMs a tile spans (2 on Blackwell 2-SM MMA)"),
-    ("gemm_tile.split_k", "bool", False, "GEMMs of too few tiles split K (default true)"),
+    ("gemm_tile.split_k_rows", "int", False, "widest row tile of split-K GEMMs (default: any)"),
     ("aliases", "list", False, "other names in measurement tables"),
     ("sources", "mapping", False, "citation keys used in the *_source fields"),
 )
@@ -376,7 +376,6 @@ _KINDS = {
     "int": (int,),
     "mapping": (dict,),
     "list": (list, tuple),
-    "bool": (bool,),
 }
 
 
@@ -399,7 +398,7 @@ def hardware_problems(data: Any) -> list[str]:
                 node = float(node)
             except ValueError:
                 pass
-        if not isinstance(node, _KINDS[kind]) or isinstance(node, bool) != (kind == "bool"):
+        if not isinstance(node, _KINDS[kind]) or isinstance(node, bool):
             out.append(f"{path}: expected {kind}, got {type(node).__name__} {node!r}")
     unknown = sorted(set(data) - _TOP_KEYS)
     out += [
@@ -487,7 +486,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
         tile_m=tile.int("m"),
         tile_n=tile.int("n"),
         tile_cluster_sms=tile.int("cluster_sms", 1),
-        gemm_split_k=tile.bool("split_k", True),
+        split_k_rows=tile.int("split_k_rows") if tile.has("split_k_rows") else None,
         gemm_efficiency=gemm,
         hbm_efficiency=_efficiency(eff, "hbm"),
         scaleup_efficiency=_efficiency(eff, "scaleup"),
