@@ -188,6 +188,29 @@ def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
     assert "InferenceX client" in rep.rows[0]["note"]
 
 
+def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date():
+    """An InferenceX aggregated SGLang row that leaves its KV format unstated takes the one its
+    launch script set in the version in force on its run date (data/validation/
+    inferencex_sglang_kv.csv, from the scripts' history): the H200 DeepSeek-R1 scripts never
+    pass --kv-cache-dtype (auto: BF16 for DeepSeek-R1's FP8 checkpoint), the B200 ones pass
+    fp8_e4m3, and MI355X's FP8 script passes it from its version of 2026-03-05 on."""
+    row = dict(IX_ROW, precision="fp8/?/?", notes="spec_method=none; run date 2026-05-20")
+    h200 = map_row(0, row)
+    assert h200.precision.endswith("+bf16-kv") and "no --kv-cache-dtype (auto)" in h200.note
+    b200 = map_row(0, dict(row, gpu="B200"))
+    assert parse_precision(b200.precision).kv_fp8 and "fp8_e4m3" in b200.note
+    old = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-02-01"))
+    new = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-04-01"))
+    assert old.precision.endswith("+bf16-kv") and parse_precision(new.precision).kv_fp8
+    assert "2026-03-05" in new.note
+    # a run before the table's first version of its script, or without a run date, keeps the
+    # BF16 default with its general note; a KV format the row states is kept
+    early = map_row(0, dict(row, gpu="B200", notes="spec_method=none; run date 2025-08-01"))
+    assert early.precision.endswith("+bf16-kv") and "launch scripts pass no" in early.note
+    stated = map_row(0, dict(row, gpu="H200", precision="fp8/?/fp8"))
+    assert parse_precision(stated.precision).kv_fp8
+
+
 def test_aic_harness_of_a_row_and_its_start_up_share():
     """AIConfigurator's row ids name their harness (validate.recipes.AIC_HARNESSES, checked
     against the silicon_data_source of every id in AIConfigurator's silicon_sample.csv): the CI

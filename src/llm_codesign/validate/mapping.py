@@ -41,9 +41,11 @@ from .conventions import (
 )
 from .disagg_recipes import inferencex_disagg_recipe
 from .recipes import (
+    FP8_KV_PRESETS,
     INFERENCEX_SGLANG_KV,
     campaign_share,
     inferencex_client,
+    inferencex_sglang_kv,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
     is_inferencex,
@@ -484,13 +486,17 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     engine = engine_for_framework(fw)
     ix = is_inferencex(row)
     sglang_ix = engine == "sglang" and pools is None and ix
-    if sglang_ix and kv_field(row["precision"]) == "?" and prec.split("+")[0] in ("fp8", "nvfp4"):
-        # InferenceX's SGLang launches keep --kv-cache-dtype auto: the model's dtype unless the
-        # checkpoint quantizes its KV cache (validate.recipes.INFERENCEX_SGLANG_KV)
+    kv, said = inferencex_sglang_kv(row, model.id) if sglang_ix else ("", "")
+    if kv == "fp8" and kv_field(row["precision"]) == "?":  # the script's FP8 cache
+        prec += "" if parse_precision(prec).kv_fp8 else "+fp8-kv"
+        notes.append(f"KV unstated: FP8, {said}")
+    elif sglang_ix and kv_field(row["precision"]) == "?" and prec.split("+")[0] in FP8_KV_PRESETS:
+        # --kv-cache-dtype auto: the model's dtype unless the checkpoint quantizes its KV cache
+        # (validate.recipes.INFERENCEX_SGLANG_KV)
         own = checkpoint_precision(model.config)
         if own is None or "fp8-kv" not in own[0]:
             prec += "+bf16-kv"
-            notes.append(f"KV unstated: BF16, {INFERENCEX_SGLANG_KV}")
+            notes.append(f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}")
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
     burst_share, note = campaign_share(row, engine, closed and pools is None and not ix)

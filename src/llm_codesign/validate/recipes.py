@@ -86,6 +86,14 @@ INFERENCEX_SGLANG_KV = (
     "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
     "the checkpoint does not quantize its KV cache; validate.recipes)"
 )
+# Which of its aggregated SGLang runs passed --kv-cache-dtype fp8_e4m3, by GPU, model, precision,
+# speculative method and the version of the launch script in force on the run date
+# (benchmarks/inferencex_sglang_kv.py over the scripts' history): the H200 DeepSeek-R1 and GLM-5
+# scripts never did, the Blackwell ones always, the AMD DeepSeek-R1 ones from 2026-01-23 (MI300X,
+# MI325X) or 2026-03-05 (MI355X FP8)
+INFERENCEX_SGLANG_KV_FILE = "inferencex_sglang_kv.csv"
+# the precision presets whose KV cache is FP8 (an ``auto`` run's BF16 cache replaces it)
+FP8_KV_PRESETS = ("fp8", "nvfp4", "mxfp4")
 # InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
 # run_benchmark_serving @ 843c6254; before 2026-01-21 the same flags in each launch script, e.g.
 # benchmarks/dsr1_fp8_h200_slurm.sh @ e06929c7): vLLM's benchmark_serving on the random dataset
@@ -325,6 +333,31 @@ def run_date(row: dict[str, str]) -> str:
     """The ``run date YYYY-MM-DD`` an InferenceX row's notes state ("" where none)."""
     m = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
     return m.group(1) if m else ""
+
+
+@functools.cache
+def _sglang_kv() -> list[dict[str, str]]:
+    return bundled_rows(INFERENCEX_SGLANG_KV_FILE)
+
+
+def inferencex_sglang_kv(row: dict[str, str], model_id: str) -> tuple[str, str]:
+    """("fp8" or "auto", the note) of the KV cache an InferenceX aggregated SGLang run's launch
+    script set: the latest version of its script (GPU, model, precision, speculative method)
+    committed on or before the run date (``INFERENCEX_SGLANG_KV_FILE``); ("", "") where the
+    table has none (no run date, or a run before the script's first version there)."""
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
+    prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
+    method = re.search(r"spec_method=(\w+)", row.get("notes", ""))
+    spec = "none" if method is None or method.group(1) == "none" else "mtp"
+    key = (gpu, model_id, prec, spec)
+    found = [r for r in _sglang_kv() if (r["gpu"], r["model"], r["precision"], r["spec"]) == key]
+    found = [r for r in found if date and r["since"] <= date]
+    if not found:
+        return "", ""
+    r = max(found, key=lambda r: r["since"])
+    flag = "--kv-cache-dtype fp8_e4m3" if r["kv"] == "fp8" else "no --kv-cache-dtype (auto)"
+    where = f"{r['script']} @{r['commit']}, {r['since']}"
+    return r["kv"], f"run of {date}: its launch script passed {flag} ({where})"
 
 
 def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:
