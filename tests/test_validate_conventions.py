@@ -166,6 +166,9 @@ def test_framework_labels_map_to_engines():
     assert engine_for_framework("dynamo-trt (nvcr.io/x/tensorrtllm-runtime:0.8.1)") == "trtllm"
     assert engine_for_framework("dynamo-sglang (lmsysorg/sglang:v0.5.8-cu130)") == "sglang"
     assert engine_for_framework("TensorRT-LLM v0.17 (TRT engine)") == "trtllm-trt"
+    # AMD's ATOM is vLLM-like (ROCm/ATOM README): vLLM's constants, not the pooled fit
+    assert engine_for_framework("atom (rocm/atom:rocm7.1.1-ubuntu24.04)") == "vllm"
+    assert engine_for_framework("atomic-llm 1.0") == "generic"
 
 
 def test_mtp_row_passes_draft_length_and_acceptance(tmp_path):

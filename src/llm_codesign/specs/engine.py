@@ -454,9 +454,10 @@ def engine_for_framework(framework: str) -> str:
     """Map a measurement's framework text to an engine id (``trtllm``, ``trtllm-trt``, ``vllm``,
     ``sglang``; ``generic`` for any other framework). ``dynamo-sglang`` is SGLang; ``trt`` and
     ``dynamo-trt`` (InferenceX's labels for trtllm-serve and Dynamo's TensorRT-LLM runtime) are
-    TensorRT-LLM's PyTorch runtime."""
+    TensorRT-LLM's PyTorch runtime; AMD's ATOM, "a lightweight vLLM-like implementation"
+    (ROCm/ATOM README) that also runs as vLLM's out-of-tree platform plugin, takes vLLM's."""
     t = framework.lower().strip()
-    if "vllm" in t:
+    if "vllm" in t or re.match(r"atom\b", t):
         return "vllm"
     if "sglang" in t:
         return "sglang"
