@@ -17,7 +17,14 @@ bytes; peak is the GPU file's FP8 peak for an FP8 cache (FP8 attention), else BF
 (value, hbm) on a grid (steps 0.005 and 0.01) the two times follow by non-negative least squares
 on the relative error; the pair with the least squared relative error is kept.
 
-Run: python benchmarks/mla_decode_report.py [--parquet FILE ...]
+--table GPU [GPU ...]: the same fit over the shipped table's rows of those GPUs (the AMD
+files' terms: AITER's measured MLA decode kernels, ROCm/aiter PRs #2039 and #3072; FP8 Q and
+KV, 128 query heads; batch 8 or more, as the AIConfigurator grid). Their rows are compute-bound
+(128 query heads per latent KV) and do not measure the HBM fraction: the fit leaves the latent
+stream at the datasheet (never binding), and the GPU file leaves ``hbm`` unset (the engine's
+decode fraction).
+
+Run: python benchmarks/mla_decode_report.py [--parquet FILE ... | --table GPU ...]
 """
 
 from __future__ import annotations
@@ -58,14 +65,22 @@ def report_table() -> None:
 
 
 def fit(
-    flops: np.ndarray, nbytes: np.ndarray, qh: np.ndarray, y: np.ndarray, peak: float, bw: float
+    flops: np.ndarray,
+    nbytes: np.ndarray,
+    qh: np.ndarray,
+    y: np.ndarray,
+    peak: float,
+    bw: float,
+    hbm_grid: np.ndarray | None = None,
 ):
-    """(value, hbm, per_call_s, per_query_head_s, relative errors) of the least-squares fit."""
+    """(value, hbm, per_call_s, per_query_head_s, relative errors) of the least-squares fit
+    (``hbm_grid``: the HBM fractions tried; default 0.05 .. 1 in steps of 0.01)."""
     best = None
     feats = np.stack([np.ones_like(y), qh], axis=1) / y[:, None]
+    grid = np.arange(0.05, 1.0001, 0.01) if hbm_grid is None else hbm_grid
     for value in np.arange(0.05, 1.0001, 0.005):
         compute = flops / (peak * value)
-        for hbm in np.arange(0.05, 1.0001, 0.01):
+        for hbm in grid:
             base = np.maximum(compute, nbytes / (bw * hbm))
             rest = (y - base) / y
             coef, *_ = np.linalg.lstsq(feats, rest, rcond=None)
@@ -115,11 +130,52 @@ def fit_parquet(path: str) -> None:
         )
 
 
+def fit_table(gpus: list[str]) -> None:
+    import csv
+
+    from llm_codesign.validate import match_gpu_name
+
+    with bundled_data("mla_decode.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for name in gpus:
+        hw = load_hardware(name)
+        for kv in ("bf16", "fp8"):
+            g = [
+                r for r in rows
+                if match_gpu_name(r["gpu"]) == hw.id and r["kv_cache_dtype"] == kv
+                and int(r["batch"]) >= 8
+            ]  # fmt: skip
+            if not g:
+                continue
+            fp8 = kv == "fp8"
+            peak = hw.peak_flops("fp8" if fp8 else "bf16")
+            b, ctx, h = (
+                np.array([float(r[c]) for r in g]) for c in ("batch", "context", "num_heads")
+            )
+            flops = 2.0 * b * ctx * h * (KV_LATENT + V_LATENT)
+            nbytes = b * ctx * KV_LATENT * (1.0 if fp8 else 2.0)
+            y = np.array([float(r["time_us"]) for r in g]) * 1e-6
+            # 128 query heads per latent KV: compute-bound rows, which do not measure the HBM
+            # fraction (the fit keeps the latent stream at the datasheet: never binding)
+            value, _, call, qhead, err = fit(
+                flops, nbytes, b * h, y, peak, hw.hbm_bytes_per_s, np.array([1.0])
+            )
+            print(
+                f"{hw.id} table KV {kv}: {len(g)} points; value {value:.3f} "
+                f"({value * peak / 1e12:.0f} TFLOPS), per_query_head_s "
+                f"{qhead * 1e9:.2f}e-9, per_call_s {call * 1e6:.1f}e-6; median |error| "
+                f"{np.median(np.abs(err)):.1%}, p90 {np.quantile(np.abs(err), 0.9):.1%}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parquet", nargs="*", default=None)
+    ap.add_argument("--table", nargs="*", default=None, help="fit the shipped rows of GPUs")
     args = ap.parse_args()
-    if args.parquet:
+    if args.table:
+        fit_table(args.table)
+    elif args.parquet:
         for p in args.parquet:
             fit_parquet(p)
     else:
