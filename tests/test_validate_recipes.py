@@ -191,14 +191,14 @@ def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
 def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date():
     """An InferenceX aggregated SGLang row that leaves its KV format unstated takes the one its
     launch script set in the version in force on its run date (data/validation/
-    inferencex_sglang_kv.csv, from the scripts' history): the H200 DeepSeek-R1 scripts never
+    inferencex_kv.csv, from the scripts' history): the H200 DeepSeek-R1 scripts never
     pass --kv-cache-dtype (auto: BF16 for DeepSeek-R1's FP8 checkpoint), the B200 ones pass
     fp8_e4m3, and MI355X's FP8 script passes it from its version of 2026-03-05 on."""
     row = dict(IX_ROW, precision="fp8/?/?", notes="spec_method=none; run date 2026-05-20")
     h200 = map_row(0, row)
     assert h200.precision.endswith("+bf16-kv") and "no --kv-cache-dtype (auto)" in h200.note
     b200 = map_row(0, dict(row, gpu="B200"))
-    assert parse_precision(b200.precision).kv_fp8 and "fp8_e4m3" in b200.note
+    assert parse_precision(b200.precision).kv_fp8 and "--kv-cache-dtype fp8 " in b200.note
     old = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-02-01"))
     new = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-04-01"))
     assert old.precision.endswith("+bf16-kv") and parse_precision(new.precision).kv_fp8
@@ -209,6 +209,15 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
     assert early.precision.endswith("+bf16-kv") and "launch scripts pass no" in early.note
     stated = map_row(0, dict(row, gpu="H200", precision="fp8/?/fp8"))
     assert parse_precision(stated.precision).kv_fp8
+    # vLLM's scripts too: MiniMax-M2.5 FP8 on H100 passes none (auto: BF16), on B200 fp8 from
+    # its version of 2026-04-03; a vLLM row the table does not cover keeps its preset's cache
+    vllm = dict(row, model="MiniMax-M2.5", framework="vllm (vllm/vllm-openai:v0.18.0)")
+    h100 = map_row(0, dict(vllm, gpu="H100"))
+    assert h100.precision.endswith("+bf16-kv") and "no --kv-cache-dtype (auto)" in h100.note
+    b200 = map_row(0, dict(vllm, gpu="B200"))
+    assert parse_precision(b200.precision).kv_fp8 and "2026-04-03" in b200.note
+    early = map_row(0, dict(vllm, gpu="B200", notes="spec_method=none; run date 2025-08-01"))
+    assert parse_precision(early.precision).kv_fp8 and "KV unstated" not in early.note
 
 
 def test_aic_harness_of_a_row_and_its_start_up_share():

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import engine_for_framework
 from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import load_model, model_alias_table
@@ -41,11 +40,9 @@ from .conventions import (
 )
 from .disagg_recipes import inferencex_disagg_recipe
 from .recipes import (
-    FP8_KV_PRESETS,
-    INFERENCEX_SGLANG_KV,
     campaign_share,
     inferencex_client,
-    inferencex_sglang_kv,
+    inferencex_kv_precision,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
     is_inferencex,
@@ -485,18 +482,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         load = float(c)
     engine = engine_for_framework(fw)
     ix = is_inferencex(row)
-    sglang_ix = engine == "sglang" and pools is None and ix
-    kv, said = inferencex_sglang_kv(row, model.id) if sglang_ix else ("", "")
-    if kv == "fp8" and kv_field(row["precision"]) == "?":  # the script's FP8 cache
-        prec += "" if parse_precision(prec).kv_fp8 else "+fp8-kv"
-        notes.append(f"KV unstated: FP8, {said}")
-    elif sglang_ix and kv_field(row["precision"]) == "?" and prec.split("+")[0] in FP8_KV_PRESETS:
-        # --kv-cache-dtype auto: the model's dtype unless the checkpoint quantizes its KV cache
-        # (validate.recipes.INFERENCEX_SGLANG_KV)
-        own = checkpoint_precision(model.config)
-        if own is None or "fp8-kv" not in own[0]:
-            prec += "+bf16-kv"
-            notes.append(f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}")
+    if engine in ("sglang", "vllm") and pools is None and ix and kv_field(row["precision"]) == "?":
+        kv_prec, said = inferencex_kv_precision(row, model, engine, prec)  # its script's cache
+        prec, notes = (kv_prec, [*notes, said]) if kv_prec else (prec, notes)
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
     burst_share, note = campaign_share(row, engine, closed and pools is None and not ix)

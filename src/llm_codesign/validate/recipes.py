@@ -46,10 +46,11 @@ from dataclasses import replace
 from importlib import resources
 
 from ..errors import SpecError
+from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import Precision
+from ..specs.precision import Precision, parse_precision
 from .conventions import attention_dp_field
 
 TRTLLM_BENCH = "trtllm-bench"
@@ -86,12 +87,9 @@ INFERENCEX_SGLANG_KV = (
     "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
     "the checkpoint does not quantize its KV cache; validate.recipes)"
 )
-# Which of its aggregated SGLang runs passed --kv-cache-dtype fp8_e4m3, by GPU, model, precision,
-# speculative method and the version of the launch script in force on the run date
-# (benchmarks/inferencex_sglang_kv.py over the scripts' history): the H200 DeepSeek-R1 and GLM-5
-# scripts never did, the Blackwell ones always, the AMD DeepSeek-R1 ones from 2026-01-23 (MI300X,
-# MI325X) or 2026-03-05 (MI355X FP8)
-INFERENCEX_SGLANG_KV_FILE = "inferencex_sglang_kv.csv"
+# the KV format each version of its aggregated SGLang / vLLM launch scripts set, by engine, GPU,
+# model, precision, speculative method and date (benchmarks/inferencex_kv.py; SOURCES.md)
+INFERENCEX_KV_FILE = "inferencex_kv.csv"
 # the precision presets whose KV cache is FP8 (an ``auto`` run's BF16 cache replaces it)
 FP8_KV_PRESETS = ("fp8", "nvfp4", "mxfp4")
 # InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
@@ -171,8 +169,10 @@ DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints th
 _TUNED = ("fp8", "fp8_block", "nvfp4", "bf16", "fp16")
 
 
+@functools.cache
 def bundled_rows(name: str) -> list[dict[str, str]]:
-    """The rows of a bundled table under ``data/validation`` (the recipe tables named above)."""
+    """The rows of a bundled table under ``data/validation`` (the recipe tables named above;
+    read once: callers do not modify them)."""
     path = resources.files("llm_codesign") / "data" / "validation" / name
     with path.open(newline="", encoding="utf-8") as fh:
         return list(csv.DictReader(fh))
@@ -335,29 +335,48 @@ def run_date(row: dict[str, str]) -> str:
     return m.group(1) if m else ""
 
 
-@functools.cache
-def _sglang_kv() -> list[dict[str, str]]:
-    return bundled_rows(INFERENCEX_SGLANG_KV_FILE)
-
-
-def inferencex_sglang_kv(row: dict[str, str], model_id: str) -> tuple[str, str]:
-    """("fp8" or "auto", the note) of the KV cache an InferenceX aggregated SGLang run's launch
-    script set: the latest version of its script (GPU, model, precision, speculative method)
-    committed on or before the run date (``INFERENCEX_SGLANG_KV_FILE``); ("", "") where the
+def inferencex_kv(row: dict[str, str], model_id: str, engine: str) -> tuple[str, str]:
+    """("fp8", "bf16" or "auto", the note) of the KV cache an InferenceX aggregated run's launch
+    script set: the latest version of its script (engine, GPU, model, precision, speculative
+    method) committed on or before the run date (``INFERENCEX_KV_FILE``); ("", "") where the
     table has none (no run date, or a run before the script's first version there)."""
     date, (gpu, prec) = run_date(row), run_gpu_precision(row)
     prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
     method = re.search(r"spec_method=(\w+)", row.get("notes", ""))
     spec = "none" if method is None or method.group(1) == "none" else "mtp"
-    key = (gpu, model_id, prec, spec)
-    found = [r for r in _sglang_kv() if (r["gpu"], r["model"], r["precision"], r["spec"]) == key]
+    key = (engine, gpu, model_id, prec, spec)
+    found = [
+        r
+        for r in bundled_rows(INFERENCEX_KV_FILE)
+        if (r["engine"], r["gpu"], r["model"], r["precision"], r["spec"]) == key
+    ]
     found = [r for r in found if date and r["since"] <= date]
     if not found:
         return "", ""
     r = max(found, key=lambda r: r["since"])
-    flag = "--kv-cache-dtype fp8_e4m3" if r["kv"] == "fp8" else "no --kv-cache-dtype (auto)"
+    flag = f"--kv-cache-dtype {r['kv']}" if r["kv"] != "auto" else "no --kv-cache-dtype (auto)"
     where = f"{r['script']} @{r['commit']}, {r['since']}"
     return r["kv"], f"run of {date}: its launch script passed {flag} ({where})"
+
+
+def inferencex_kv_precision(
+    row: dict[str, str], model: ModelSpec, engine: str, prec: str
+) -> tuple[str, str]:
+    """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
+    format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
+    passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
+    and the preset's cache is FP8; an SGLang row the table does not cover keeps that auto rule
+    (``INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing changes."""
+    kv, said = inferencex_kv(row, model.id, engine)
+    if kv == "fp8":
+        fp8 = parse_precision(prec).kv_fp8
+        return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
+    if (not kv and engine != "sglang") or prec.split("+")[0] not in FP8_KV_PRESETS:
+        return "", ""
+    own = checkpoint_precision(model.config)
+    if kv != "bf16" and own is not None and "fp8-kv" in own[0]:
+        return "", ""  # auto: the checkpoint's own FP8 cache
+    return prec + "+bf16-kv", f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}"
 
 
 def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:

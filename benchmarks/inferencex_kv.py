@@ -1,19 +1,20 @@
-"""The KV cache format of InferenceX's aggregated SGLang runs, read from the launch scripts'
-history: ``data/validation/inferencex_sglang_kv.csv`` (``validate.recipes.inferencex_sglang_kv``).
+"""The KV cache format of InferenceX's aggregated SGLang and vLLM runs, read from the launch
+scripts' history: ``data/validation/inferencex_kv.csv`` (``validate.recipes.inferencex_kv``).
 
-InferenceX runs each aggregated SGLang configuration with a launch script named for the model,
+InferenceX runs each aggregated configuration with a launch script named for the model,
 precision and GPU (``benchmarks/[single_node/[fixed_seq_len/]]<model>_<precision>_<gpu>
-[_docker|_slurm|_sglang][_mtp].sh``; DeepSeek-R1, GLM-5, Qwen3.5, Kimi-K2.5, MiniMax-M2.5,
-gpt-oss). Some pass ``--kv-cache-dtype fp8_e4m3`` (an FP8 cache), the others none (SGLang's
-``auto``: the model's own dtype, BF16, unless the checkpoint quantizes its cache). This walks
-the scripts' versions on the clone's current branch (``git log HEAD``, commit dates), reads the
-flag of each version that launches ``sglang.launch_server`` (TensorRT-LLM, vLLM, ATOM,
-disaggregated and Dynamo scripts are other files), and writes one row per version that changed
-the value for a (GPU, model, precision, speculative method): a run uses the latest version
+[_docker|_slurm|_sglang|_vllm][_mtp].sh``; DeepSeek-R1, GLM-5, Qwen3.5, Kimi-K2.5,
+MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8 cache), the
+others none (the engines' ``auto``: the model's own dtype, BF16, unless the checkpoint
+quantizes its cache). This walks the scripts' versions on the clone's current branch (``git
+log HEAD``, commit dates), reads the flag of each version that launches
+``sglang.launch_server`` or ``vllm serve`` (TensorRT-LLM, ATOM, disaggregated and Dynamo
+scripts are other files), and writes one row per version that changed the value for an
+(engine, GPU, model, precision, speculative method): a run uses the latest version
 committed on or before its run date. Agentic, speed-test, multi-node and deprecated folders are
 other benchmarks and are left out.
 
-Run: python benchmarks/inferencex_sglang_kv.py INFERENCEX_CLONE [--write FILE]
+Run: python benchmarks/inferencex_kv.py INFERENCEX_CLONE [--write FILE]
 (the shipped table: SemiAnalysisAI/InferenceX @ 843c6254)
 """
 
@@ -34,14 +35,16 @@ MODELS = {
     "gptoss": "gpt-oss-120b",
 }
 SCRIPT = re.compile(
-    r"(?P<model>dsr1|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|gptoss)_(?P<prec>fp8|fp4|bf16)_"
+    r"(?P<model>dsr1|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|gptoss)_(?P<prec>fp8|fp4|int4|bf16)_"
     r"(?P<gpu>h100|h200|b200|b300|gb200|gb300|mi300x|mi325x|mi355x)(?P<rest>[a-z0-9_-]*)\.sh$"
 )
-OTHER_ENGINES = ("trt", "vllm", "atom", "disagg", "dynamo", "llm-d", "monitor", "replay")
+OTHER_ENGINES = ("trt", "atom", "disagg", "dynamo", "llm-d", "monitor", "replay")
+# the engine a script launches, by what it runs
+LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 # other benchmarks (agentic traces, speed tests, multi-node) and retired copies
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
-COLUMNS = ("gpu", "model", "precision", "spec", "since", "kv", "script", "commit")
+COLUMNS = ("engine", "gpu", "model", "precision", "spec", "since", "kv", "script", "commit")
 
 
 def versions(clone: Path) -> list[dict[str, str]]:
@@ -64,16 +67,18 @@ def versions(clone: Path) -> list[dict[str, str]]:
             ["git", "-C", str(clone), "show", f"{commit}:{line.strip()}"],
             capture_output=True, text=True,
         ).stdout  # fmt: skip
-        if "sglang.launch_server" not in text:
+        engine = next((e for cmd, e in LAUNCHERS if cmd in text), None)
+        if engine is None:
             continue  # deleted in this commit, or another engine's script
         flag = KV_FLAG.search(text)
         kv = flag.group(1) if flag else "auto"
         if kv.startswith("$"):
             continue  # set from the environment: not readable from the script
+        kv = "fp8" if kv.startswith("fp8") else "bf16" if kv in ("bf16", "bfloat16") else kv
         spec = "mtp" if "mtp" in m["rest"] or "--speculative-algorithm" in text else "none"
         out.append({
-            "gpu": m["gpu"], "model": MODELS[m["model"]], "precision": m["prec"], "spec": spec,
-            "since": date, "kv": "fp8" if kv.startswith("fp8") else kv,
+            "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
+            "precision": m["prec"], "spec": spec, "since": date, "kv": kv,
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
@@ -82,7 +87,7 @@ def versions(clone: Path) -> list[dict[str, str]]:
 def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     """Per (GPU, model, precision, spec), the versions whose value differs from the one before
     (oldest first; on one date, the day's last commit)."""
-    key = ("gpu", "model", "precision", "spec")
+    key = ("engine", "gpu", "model", "precision", "spec")
     rows = sorted(rows, key=lambda r: (*(r[k] for k in key), r["since"]))
     last_of_day: dict[tuple, dict[str, str]] = {}
     for r in rows:  # git log is newest first: the first row seen per day is the day's last
