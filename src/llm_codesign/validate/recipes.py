@@ -90,8 +90,6 @@ INFERENCEX_SGLANG_KV = (
 # the KV format each version of its aggregated SGLang / vLLM launch scripts set, by engine, GPU,
 # model, precision, speculative method and date (benchmarks/inferencex_kv.py; SOURCES.md)
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
-# the precision presets whose KV cache is FP8 (an ``auto`` run's BF16 cache replaces it)
-FP8_KV_PRESETS = ("fp8", "nvfp4", "mxfp4")
 # InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
 # run_benchmark_serving @ 843c6254; before 2026-01-21 the same flags in each launch script, e.g.
 # benchmarks/dsr1_fp8_h200_slurm.sh @ e06929c7): vLLM's benchmark_serving on the random dataset
@@ -365,13 +363,13 @@ def inferencex_kv_precision(
     """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
     format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
     passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
-    and the preset's cache is FP8; an SGLang row the table does not cover keeps that auto rule
+    where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto rule
     (``INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing changes."""
     kv, said = inferencex_kv(row, model.id, engine)
+    fp8 = parse_precision(prec).kv_fp8
     if kv == "fp8":
-        fp8 = parse_precision(prec).kv_fp8
         return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
-    if (not kv and engine != "sglang") or prec.split("+")[0] not in FP8_KV_PRESETS:
+    if (not kv and engine != "sglang") or not fp8:
         return "", ""
     own = checkpoint_precision(model.config)
     if kv != "bf16" and own is not None and "fp8-kv" in own[0]:
