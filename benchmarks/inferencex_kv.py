@@ -10,7 +10,9 @@ quantizes its cache). This walks the scripts' versions on the clone's current br
 log HEAD``, commit dates), reads the flag of each version that launches
 ``sglang.launch_server`` or ``vllm serve`` (TensorRT-LLM, ATOM, disaggregated and Dynamo
 scripts are other files), and writes one row per version that changed the value for an
-(engine, GPU, model, precision, speculative method): a run uses the latest version
+(engine, GPU, model, precision, speculative method), with the draft tokens a speculating
+script proposes per step (``--speculative-num-steps``, or the variable it names): a run uses
+the latest version
 committed on or before its run date. Agentic, speed-test, multi-node and deprecated folders are
 other benchmarks and are left out.
 
@@ -44,7 +46,19 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 # other benchmarks (agentic traces, speed tests, multi-node) and retired copies
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
-COLUMNS = ("engine", "gpu", "model", "precision", "spec", "since", "kv", "script", "commit")
+STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
+COLUMNS = (
+    "engine",
+    "gpu",
+    "model",
+    "precision",
+    "spec",
+    "since",
+    "kv",
+    "draft",
+    "script",
+    "commit",
+)
 
 
 def versions(clone: Path) -> list[dict[str, str]]:
@@ -76,17 +90,22 @@ def versions(clone: Path) -> list[dict[str, str]]:
             continue  # set from the environment: not readable from the script
         kv = "fp8" if kv.startswith("fp8") else "bf16" if kv in ("bf16", "bfloat16") else kv
         spec = "mtp" if "mtp" in m["rest"] or "--speculative-algorithm" in text else "none"
+        draft = ""  # the draft tokens a step proposes: --speculative-num-steps, or its variable
+        steps = STEPS_FLAG.search(text) if spec == "mtp" else None
+        if steps and not steps.group(1).isdigit():
+            steps = re.search(rf"\b{steps.group(1)}=\"?(\d+)", text)
+        draft = steps.group(1) if steps else ""
         out.append({
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
-            "precision": m["prec"], "spec": spec, "since": date, "kv": kv,
+            "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
 
 
 def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
-    """Per (GPU, model, precision, spec), the versions whose value differs from the one before
-    (oldest first; on one date, the day's last commit)."""
+    """Per (engine, GPU, model, precision, spec), the versions whose KV format or draft length
+    differs from the one before (oldest first; on one date, the day's last commit)."""
     key = ("engine", "gpu", "model", "precision", "spec")
     rows = sorted(rows, key=lambda r: (*(r[k] for k in key), r["since"]))
     last_of_day: dict[tuple, dict[str, str]] = {}
@@ -95,7 +114,8 @@ def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for k in sorted(last_of_day):
         r = last_of_day[k]
-        if out and all(out[-1][c] == r[c] for c in key) and out[-1]["kv"] == r["kv"]:
+        same = all(out[-1][c] == r[c] for c in (*key, "kv", "draft")) if out else False
+        if same:
             continue
         out.append(r)
     return out

@@ -198,7 +198,7 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
     h200 = map_row(0, row)
     assert h200.precision.endswith("+bf16-kv") and "no --kv-cache-dtype (auto)" in h200.note
     b200 = map_row(0, dict(row, gpu="B200"))
-    assert parse_precision(b200.precision).kv_fp8 and "--kv-cache-dtype fp8 " in b200.note
+    assert parse_precision(b200.precision).kv_fp8 and "passed --kv-cache-dtype fp8;" in b200.note
     old = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-02-01"))
     new = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-04-01"))
     assert old.precision.endswith("+bf16-kv") and parse_precision(new.precision).kv_fp8
@@ -218,6 +218,14 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
     assert parse_precision(b200.precision).kv_fp8 and "2026-04-03" in b200.note
     early = map_row(0, dict(vllm, gpu="B200", notes="spec_method=none; run date 2025-08-01"))
     assert parse_precision(early.precision).kv_fp8 and "KV unstated" not in early.note
+    # an MTP row takes the draft length its script proposed: 2 on B200, 3 on MI355X
+    mtp = dict(row, notes="spec_method=mtp; run date 2026-06-01")
+    assert map_row(0, dict(mtp, gpu="B200")).spec_tokens == 2
+    amd = map_row(0, dict(mtp, gpu="MI355X"))
+    assert amd.spec_tokens == 3 and "--speculative-num-steps 3" in amd.note
+    assert (
+        map_row(0, dict(mtp, gpu="MI355X", notes=mtp["notes"] + "; spec_tokens=1")).spec_tokens == 1
+    )
 
 
 def test_aic_harness_of_a_row_and_its_start_up_share():

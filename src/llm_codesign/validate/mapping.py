@@ -39,10 +39,10 @@ from .conventions import (
     throughput_metric,
 )
 from .disagg_recipes import inferencex_disagg_recipe
+from .launch_scripts import inferencex_draft, inferencex_kv_precision
 from .recipes import (
     campaign_share,
     inferencex_client,
-    inferencex_kv_precision,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
     is_inferencex,
@@ -500,6 +500,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if isinstance(spec, str):
         return spec
     k_spec, a_spec, spec_note = spec
+    k_ix, said = inferencex_draft(row, model.id, engine) if ix and pools is None else (0, "")
+    if k_spec and k_ix and "(stated)" not in spec_note:  # the draft length its script set
+        k_spec, spec_note = k_ix, spec_note.replace(spec_note.split(", acceptance")[0], said)
     if spec_note:
         notes.append(spec_note)
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:

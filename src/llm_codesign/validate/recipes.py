@@ -46,11 +46,10 @@ from dataclasses import replace
 from importlib import resources
 
 from ..errors import SpecError
-from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .conventions import attention_dp_field
 
 TRTLLM_BENCH = "trtllm-bench"
@@ -87,9 +86,6 @@ INFERENCEX_SGLANG_KV = (
     "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
     "the checkpoint does not quantize its KV cache; validate.recipes)"
 )
-# the KV format each version of its aggregated SGLang / vLLM launch scripts set, by engine, GPU,
-# model, precision, speculative method and date (benchmarks/inferencex_kv.py; SOURCES.md)
-INFERENCEX_KV_FILE = "inferencex_kv.csv"
 # InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
 # run_benchmark_serving @ 843c6254; before 2026-01-21 the same flags in each launch script, e.g.
 # benchmarks/dsr1_fp8_h200_slurm.sh @ e06929c7): vLLM's benchmark_serving on the random dataset
@@ -331,50 +327,6 @@ def run_date(row: dict[str, str]) -> str:
     """The ``run date YYYY-MM-DD`` an InferenceX row's notes state ("" where none)."""
     m = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
     return m.group(1) if m else ""
-
-
-def inferencex_kv(row: dict[str, str], model_id: str, engine: str) -> tuple[str, str]:
-    """("fp8", "bf16" or "auto", the note) of the KV cache an InferenceX aggregated run's launch
-    script set: the latest version of its script (engine, GPU, model, precision, speculative
-    method) committed on or before the run date (``INFERENCEX_KV_FILE``); ("", "") where the
-    table has none (no run date, or a run before the script's first version there)."""
-    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
-    prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
-    method = re.search(r"spec_method=(\w+)", row.get("notes", ""))
-    spec = "none" if method is None or method.group(1) == "none" else "mtp"
-    key = (engine, gpu, model_id, prec, spec)
-    found = [
-        r
-        for r in bundled_rows(INFERENCEX_KV_FILE)
-        if (r["engine"], r["gpu"], r["model"], r["precision"], r["spec"]) == key
-    ]
-    found = [r for r in found if date and r["since"] <= date]
-    if not found:
-        return "", ""
-    r = max(found, key=lambda r: r["since"])
-    flag = f"--kv-cache-dtype {r['kv']}" if r["kv"] != "auto" else "no --kv-cache-dtype (auto)"
-    where = f"{r['script']} @{r['commit']}, {r['since']}"
-    return r["kv"], f"run of {date}: its launch script passed {flag} ({where})"
-
-
-def inferencex_kv_precision(
-    row: dict[str, str], model: ModelSpec, engine: str, prec: str
-) -> tuple[str, str]:
-    """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
-    format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
-    passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
-    where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto rule
-    (``INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing changes."""
-    kv, said = inferencex_kv(row, model.id, engine)
-    fp8 = parse_precision(prec).kv_fp8
-    if kv == "fp8":
-        return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
-    if (not kv and engine != "sglang") or not fp8:
-        return "", ""
-    own = checkpoint_precision(model.config)
-    if kv != "bf16" and own is not None and "fp8-kv" in own[0]:
-        return "", ""  # auto: the checkpoint's own FP8 cache
-    return prec + "+bf16-kv", f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}"
 
 
 def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:

@@ -1,0 +1,75 @@
+"""What InferenceX's aggregated SGLang and vLLM launch scripts set that its result rows do not
+state: the KV cache format (``--kv-cache-dtype``) and, where a script speculates, the draft
+tokens a step proposes (``--speculative-num-steps``), for the version of the script in force on
+a row's run date (``data/validation/inferencex_kv.csv``, written by
+``benchmarks/inferencex_kv.py`` from the scripts' history; SOURCES.md)."""
+
+from __future__ import annotations
+
+import re
+
+from ..specs.checkpoint import checkpoint_precision
+from ..specs.model import ModelSpec
+from ..specs.precision import parse_precision
+from .recipes import INFERENCEX_SGLANG_KV, bundled_rows, run_date, run_gpu_precision
+
+INFERENCEX_KV_FILE = "inferencex_kv.csv"
+
+
+def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> dict[str, str] | None:
+    """The table's row of the script version an InferenceX aggregated run used: the latest
+    version of its script (engine, GPU, model, precision, speculative method) committed on or
+    before the run date; None where the table has none (no run date, or a run before the
+    script's first version there)."""
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
+    prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
+    method = re.search(r"spec_method=(\w+)", row.get("notes", ""))
+    spec = "none" if method is None or method.group(1) == "none" else "mtp"
+    key = (engine, gpu, model_id, prec, spec)
+    cols = ("engine", "gpu", "model", "precision", "spec")
+    found = [
+        r
+        for r in bundled_rows(INFERENCEX_KV_FILE)
+        if tuple(r[c] for c in cols) == key and date and r["since"] <= date
+    ]
+    return max(found, key=lambda r: r["since"]) if found else None
+
+
+def _where(row: dict[str, str], r: dict[str, str]) -> str:
+    return f"run of {run_date(row)}: its launch script {r['script']} @{r['commit']} ({r['since']})"
+
+
+def inferencex_kv_precision(
+    row: dict[str, str], model: ModelSpec, engine: str, prec: str
+) -> tuple[str, str]:
+    """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
+    format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
+    passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
+    where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto
+    rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing
+    changes."""
+    r = inferencex_script(row, model.id, engine)
+    kv = r["kv"] if r else ""
+    said = ""
+    if r:
+        flag = f"--kv-cache-dtype {kv}" if kv != "auto" else "no --kv-cache-dtype (auto)"
+        said = f"{_where(row, r)} passed {flag}"
+    fp8 = parse_precision(prec).kv_fp8
+    if kv == "fp8":
+        return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
+    if (not kv and engine != "sglang") or not fp8:
+        return "", ""
+    own = checkpoint_precision(model.config)
+    if kv != "bf16" and own is not None and "fp8-kv" in own[0]:
+        return "", ""  # auto: the checkpoint's own FP8 cache
+    return prec + "+bf16-kv", f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}"
+
+
+def inferencex_draft(row: dict[str, str], model_id: str, engine: str) -> tuple[int, str]:
+    """(draft tokens per step, note) an InferenceX aggregated MTP run's script proposed
+    (``--speculative-num-steps``); (0, "") where the table does not say."""
+    r = inferencex_script(row, model_id, engine)
+    if r is None or not r["draft"].isdigit():
+        return 0, ""
+    k = int(r["draft"])
+    return k, f"{k} draft tokens: {_where(row, r)} passed --speculative-num-steps {k}"
