@@ -15,10 +15,10 @@ Three tables:
    t = t0 + bytes / B (``calibrate.streaming.streaming_fit``), B over the datasheet;
 2. the best rate each format reaches, over the datasheet peak (the GEMM ceiling fraction);
 3. predicted / measured - 1 by rows M, for the BF16 and FP8 GEMMs, with the bundled hardware
-   file (its GEMM kernels do not split K: ``gemm_tile.split_k``) and with split-K allowed (the
-   NVIDIA kernels' behaviour), each time plus the engine's per-kernel cost. The block-scaled
-   FP8 GEMMs are priced as FP8 (their kernels' ceiling is lower, table 2, so they read slow at
-   every M): what they show is how the error changes with M.
+   file (only row tiles of 16 or fewer split K: ``gemm_tile.split_k_rows``) and with split-K
+   allowed (the NVIDIA kernels' behaviour), each time plus the engine's per-kernel cost. The
+   block-scaled FP8 GEMMs are priced as FP8 (their kernels' ceiling is lower, table 2, so they
+   read slow at every M): what they show is how the error changes with M.
 
 Fused MoE (``--moe``): the MoE tuner's tables (``*tuned_fmoe*.csv``;
 csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py) time the two grouped GEMM stages (or one
@@ -286,12 +286,14 @@ def read_moe(root: Path) -> list[dict[str, str]]:
                     **{k: r[k] for k in shape}, "block_m": r["block_m"], "file": path.name,
                 })  # fmt: skip
     key = ("gpu", "dtype", "model_dim", "inter_dim", "expert", "topk")
-    repeats = Counter(tuple(r[k] for k in key) + (r["time_us"],) for r in rows)
+    counts: dict[tuple, set[str]] = defaultdict(set)  # token counts a (shape, time) stands at
+    for r in rows:
+        counts[tuple(r[k] for k in key) + (r["time_us"],)].add(r["tokens"])
     seen: set[tuple] = set()
     out = []
     for r in rows:
         shape = tuple(r[k] for k in key)
-        if repeats[shape + (r["time_us"],)] > 1 or shape + (r["tokens"],) in seen:
+        if len(counts[shape + (r["time_us"],)]) > 1 or shape + (r["tokens"],) in seen:
             continue
         seen.add(shape + (r["tokens"],))
         out.append(r)

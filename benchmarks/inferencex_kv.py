@@ -1,5 +1,5 @@
 """The KV cache format of InferenceX's aggregated SGLang and vLLM runs, read from the launch
-scripts' history: ``data/validation/inferencex_kv.csv`` (``validate.recipes.inferencex_kv``).
+scripts' history: ``data/validation/inferencex_kv.csv`` (``validate.launch_scripts``).
 
 InferenceX runs each aggregated configuration with a launch script named for the model,
 precision and GPU (``benchmarks/[single_node/[fixed_seq_len/]]<model>_<precision>_<gpu>
@@ -7,7 +7,8 @@ precision and GPU (``benchmarks/[single_node/[fixed_seq_len/]]<model>_<precision
 MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8 cache), the
 others none (the engines' ``auto``: the model's own dtype, BF16, unless the checkpoint
 quantizes its cache). This walks the scripts' versions on the clone's current branch (``git
-log HEAD``, commit dates), reads the flag of each version that launches
+log --first-parent -m HEAD``: the commits as they landed on it, a merge as of its own date;
+dates in UTC, as the runs' dates), reads the flag of each version that launches
 ``sglang.launch_server`` or ``vllm serve`` (TensorRT-LLM, ATOM, disaggregated and Dynamo
 scripts are other files), and writes one row per version that changed the value for an
 (engine, GPU, model, precision, speculative method), with the draft tokens a speculating
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -63,9 +65,9 @@ COLUMNS = (
 
 def versions(clone: Path) -> list[dict[str, str]]:
     log = subprocess.run(
-        ["git", "-C", str(clone), "log", "--format=C %H %cd", "--date=short", "--name-only",
-         "HEAD", "--", "benchmarks/*.sh"],
-        capture_output=True, text=True, check=True,
+        ["git", "-C", str(clone), "log", "--first-parent", "-m", "--format=C %H %cd",
+         "--date=format-local:%Y-%m-%d", "--name-only", "HEAD", "--", "benchmarks/*.sh"],
+        capture_output=True, text=True, check=True, env={**os.environ, "TZ": "UTC"},
     ).stdout  # fmt: skip
     out, commit, date = [], "", ""
     for line in log.splitlines():

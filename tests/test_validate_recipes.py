@@ -206,7 +206,7 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
     # a run before the table's first version of its script, or without a run date, keeps the
     # BF16 default with its general note; a KV format the row states is kept
     early = map_row(0, dict(row, gpu="B200", notes="spec_method=none; run date 2025-08-01"))
-    assert early.precision.endswith("+bf16-kv") and "launch scripts pass no" in early.note
+    assert early.precision.endswith("+bf16-kv") and "does not cover" in early.note
     stated = map_row(0, dict(row, gpu="H200", precision="fp8/?/fp8"))
     assert parse_precision(stated.precision).kv_fp8
     # vLLM's scripts too: MiniMax-M2.5 FP8 on H100 passes none (auto: BF16), on B200 fp8 from
@@ -218,6 +218,13 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
     assert parse_precision(b200.precision).kv_fp8 and "2026-04-03" in b200.note
     early = map_row(0, dict(vllm, gpu="B200", notes="spec_method=none; run date 2025-08-01"))
     assert parse_precision(early.precision).kv_fp8 and "KV unstated" not in early.note
+    # ATOM's runs are priced with vLLM's constants but are not vLLM's scripts: their preset
+    atom = map_row(0, dict(vllm, gpu="H100", framework="atom (rocm/atom:rocm7.1.1)"))
+    assert atom.engine == "vllm" and "KV unstated" not in atom.note
+    # a version committed on the run date is in force that day (MI355X FP8: 2026-03-05)
+    day = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-03-05"))
+    before = map_row(0, dict(row, gpu="MI355X", notes="spec_method=none; run date 2026-03-04"))
+    assert parse_precision(day.precision).kv_fp8 and before.precision.endswith("+bf16-kv")
     # an MTP row takes the draft length its script proposed: 2 on B200, 3 on MI355X
     mtp = dict(row, notes="spec_method=mtp; run date 2026-06-01")
     assert map_row(0, dict(mtp, gpu="B200")).spec_tokens == 2

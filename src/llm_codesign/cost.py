@@ -147,11 +147,12 @@ def _tile_efficiency(
     def issued_at(t: Array, kk: Array = k) -> Array:
         # split-K: too few output tiles to fill the GPU -> split K across idle SMs (cuBLAS
         # and CUTLASS stream-K / split-K kernels), keeping at least SPLIT_K_MIN of K each;
-        # a dense GEMM's row tiles wider than the GPU's split-K kernels' do not split
-        # (``HardwareSpec.split_k_rows``; routed grouped GEMMs fill the GPU as if they did)
+        # a dense GEMM's (one group) row tiles wider than the GPU's split-K kernels' do not
+        # split (``HardwareSpec.split_k_rows``; grouped and batched GEMMs keep splitting)
         most = np.maximum(np.floor(kk / SPLIT_K_MIN), 1.0)
         if hw.split_k_rows is not None and not routed:
-            most = np.where(np.asarray(tm) <= hw.split_k_rows, most, 1.0)
+            whole = (np.asarray(tm) > hw.split_k_rows) & (np.asarray(groups) <= 1.0)
+            most = np.where(whole, 1.0, most)
         splits = np.clip(np.floor(slots / t), 1.0, most)
         waves = np.ceil(t * splits / slots - 1e-9)
         return waves * slots * tm * tn * (kk / splits + k0)

@@ -11,7 +11,13 @@ import re
 from ..specs.checkpoint import checkpoint_precision
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
-from .recipes import INFERENCEX_SGLANG_KV, bundled_rows, run_date, run_gpu_precision
+from .recipes import (
+    INFERENCEX_SGLANG_KV,
+    bundled_rows,
+    run_date,
+    run_gpu_precision,
+    stated_notes,
+)
 
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
 
@@ -19,12 +25,13 @@ INFERENCEX_KV_FILE = "inferencex_kv.csv"
 def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> dict[str, str] | None:
     """The table's row of the script version an InferenceX aggregated run used: the latest
     version of its script (engine, GPU, model, precision, speculative method) committed on or
-    before the run date; None where the table has none (no run date, or a run before the
-    script's first version there)."""
+    before the run date (a version committed that day is in force); None where the table has
+    none (no run date, or a run before the script's first version there). ``engine`` names
+    the launcher: ``sglang``, ``vllm``, or any other (``atom``), which the table has none of."""
     date, (gpu, prec) = run_date(row), run_gpu_precision(row)
     prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
-    method = re.search(r"spec_method=(\w+)", row.get("notes", ""))
-    spec = "none" if method is None or method.group(1) == "none" else "mtp"
+    method = re.search(r"spec_method\s*=\s*(\w+)", stated_notes(row)[0], re.I)
+    spec = "none" if method is None or method.group(1).lower() == "none" else "mtp"
     key = (engine, gpu, model_id, prec, spec)
     cols = ("engine", "gpu", "model", "precision", "spec")
     found = [

@@ -482,8 +482,10 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         load = float(c)
     engine = engine_for_framework(fw)
     ix = is_inferencex(row)
+    # its launch scripts (ATOM's are not vLLM's, whose constants engine_for_framework gives it)
+    launcher = "atom" if re.match(r"atom\b", fw.lower().strip()) else engine
     if engine in ("sglang", "vllm") and pools is None and ix and kv_field(row["precision"]) == "?":
-        kv_prec, said = inferencex_kv_precision(row, model, engine, prec)  # its script's cache
+        kv_prec, said = inferencex_kv_precision(row, model, launcher, prec)  # its script's cache
         prec, notes = (kv_prec, [*notes, said]) if kv_prec else (prec, notes)
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
@@ -500,7 +502,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if isinstance(spec, str):
         return spec
     k_spec, a_spec, spec_note = spec
-    k_ix, said = inferencex_draft(row, model.id, engine) if ix and pools is None else (0, "")
+    k_ix, said = inferencex_draft(row, model.id, launcher) if ix and pools is None else (0, "")
     if k_spec and k_ix and "(stated)" not in spec_note:  # the draft length its script set
         k_spec, spec_note = k_ix, spec_note.replace(spec_note.split(", acceptance")[0], said)
     if spec_note:

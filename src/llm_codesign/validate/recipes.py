@@ -42,8 +42,10 @@ import csv
 import functools
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
+from types import MappingProxyType
 
 from ..errors import SpecError
 from ..specs.engine import EngineConstants
@@ -76,15 +78,16 @@ INFERENCEX_TRTLLM_FLOOR_SINCE = "2026-01-21"
 # precision, TP, lengths and client count, and the API's ep / dp of those runs are its defaults
 # (1, blank): data/validation/inferencex_trtllm_script_plans.csv, each rule with its script
 INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
-# InferenceX's aggregated SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
+# InferenceX's aggregated H200 SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
 # benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
 # benchmarks/dsr1_fp8_h200.sh @ 1fc5d73) pass no --kv-cache-dtype: SGLang's ``auto`` is the
 # model's dtype unless the checkpoint quantizes its KV cache. Its TensorRT-LLM scripts set
 # kv_cache_config dtype fp8 (dsr1_fp8_h200_trt.sh @ 1fc5d73), which the precision's FP8 cache
 # already is. Other rows that leave the KV unstated keep their precision's cache.
 INFERENCEX_SGLANG_KV = (
-    "InferenceX's SGLang launch scripts pass no --kv-cache-dtype (auto: the model's dtype where "
-    "the checkpoint does not quantize its KV cache; validate.recipes)"
+    "a run the table of InferenceX's launch scripts does not cover takes SGLang's default, no "
+    "--kv-cache-dtype (auto: the model's dtype where the checkpoint does not quantize its KV "
+    "cache; validate.launch_scripts)"
 )
 # InferenceX's benchmark client (SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh
 # run_benchmark_serving @ 843c6254; before 2026-01-21 the same flags in each launch script, e.g.
@@ -164,12 +167,12 @@ _TUNED = ("fp8", "fp8_block", "nvfp4", "bf16", "fp16")
 
 
 @functools.cache
-def bundled_rows(name: str) -> list[dict[str, str]]:
-    """The rows of a bundled table under ``data/validation`` (the recipe tables named above;
-    read once: callers do not modify them)."""
+def bundled_rows(name: str) -> tuple[Mapping[str, str], ...]:
+    """The rows of a bundled table under ``data/validation`` (the recipe tables named above),
+    read once and read-only."""
     path = resources.files("llm_codesign") / "data" / "validation" / name
     with path.open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+        return tuple(MappingProxyType(r) for r in csv.DictReader(fh))
 
 
 def _round_batch(b: float) -> int:
@@ -337,8 +340,7 @@ def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:
     ].strip().lower()
 
 
-@functools.cache
-def _script_plans() -> list[dict[str, str]]:
+def _script_plans() -> tuple[Mapping[str, str], ...]:
     return bundled_rows(INFERENCEX_SCRIPT_PLANS_FILE)
 
 
