@@ -50,7 +50,7 @@ from pathlib import Path
 from llm_codesign.calibrate.streaming import streaming_fit
 from llm_codesign.cost import gemm_time
 from llm_codesign.ops import Op
-from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.engine import EngineConstants, load_engine
 from llm_codesign.specs.hardware import Efficiency, HardwareSpec, load_hardware
 
 GPUS = {("gfx942", "304"): "mi300x", ("gfx950", "256"): "mi355x"}
@@ -68,6 +68,7 @@ BUCKETS = ((16, "M 1-16"), (64, "M 17-64"), (256, "M 65-256"), (2048, "M 257-204
 
 
 GPU_NAMES = {"mi300x": "MI300X", "mi355x": "MI355X"}
+MOE_GPUS = {cu: gpu for (_, cu), gpu in GPUS.items()}
 # the rows --write-table copies (data/validation/aiter_gemm.csv): every BF16 GEMM of gfx950 and
 # every per-token FP8 GEMM of gfx942 (the block-scaled ones are priced as FP8, table 3)
 TABLE_FORMATS = {("mi355x", "bf16"), ("mi300x", "fp8")}
@@ -270,7 +271,7 @@ def read_moe(root: Path) -> list[dict[str, str]]:
     for path in sorted(p for p in root.rglob("*tuned_fmoe*.csv") if "untuned" not in p.name):
         with path.open(newline="") as fh:
             for r in csv.DictReader(fh):
-                gpu = GPUS.get((("gfx942", "gfx950")[r["cu_num"] == "256"], r["cu_num"]))
+                gpu = MOE_GPUS.get(r["cu_num"])  # (the MoE tables name no gfx)
                 act = next((t for t in ("bfloat16", "float8", "float4") if t in r["q_dtype_a"]), "")
                 wt = next((t for t in ("bfloat16", "float8", "float4") if t in r["q_dtype_w"]), "")
                 fmt = MOE_FORMATS.get((r["q_type"], act, wt))
@@ -300,24 +301,17 @@ def read_moe(root: Path) -> list[dict[str, str]]:
     return out
 
 
-def moe_error(r: dict[str, str], hw: HardwareSpec) -> float:
-    """Predicted / measured - 1 of one fused-MoE row: the model's two grouped GEMMs."""
+def moe_error(r: dict[str, str], hw: HardwareSpec, eng: EngineConstants) -> float:
+    """Predicted / measured - 1 of one fused-MoE row: the model's two grouped GEMMs (the
+    Triton path's gathered rows and token tiles, every expert equally popular)."""
     import importlib
 
     moe_layer = importlib.import_module("llm_codesign.validate.moe_layer")
-    eng = load_engine("sglang").with_overrides(
-        moe_kernels="triton", moe_kernels_weight_only="same", expert_balancer="uniform"
-    )
     experts, top_k = int(r["expert"]), int(r["topk"])
-    real = moe_layer.load_hardware
-    moe_layer.load_hardware = lambda _id: hw
-    try:
-        _, parts = moe_layer.moe_layer_time(
-            hw.id, eng, MOE_PRECISIONS[r["dtype"]], int(r["tokens"]), experts, experts, top_k,
-            int(r["model_dim"]), int(r["inter_dim"]),
-        )  # fmt: skip
-    finally:
-        moe_layer.load_hardware = real
+    _, parts = moe_layer.moe_layer_time(
+        hw, eng, MOE_PRECISIONS[r["dtype"]], int(r["tokens"]), experts, experts, top_k,
+        int(r["model_dim"]), int(r["inter_dim"]),
+    )  # fmt: skip
     t = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0) + 2 * eng.kernel_overhead_s
     return t / (float(r["time_us"]) * 1e-6) - 1.0
 
@@ -334,14 +328,17 @@ def moe_table(rows: list[dict[str, str]]) -> None:
         if not big:
             continue
         hw = load_hardware(gpu)
+        eng = load_engine("sglang").with_overrides(
+            moe_kernels="triton", moe_kernels_weight_only="same", expert_balancer="uniform"
+        )
         cls = "fp8" if fmt == "fp8_block" else fmt
         own = hw.grouped_gemm_efficiency_for(cls).value
         cells = []
         for share in SHARES:
             shares = dict(hw.grouped_gemm_efficiency) | {cls: Efficiency(share, "scan")}
             spec = dataclasses.replace(hw, grouped_gemm_efficiency=shares)
-            cells.append(f"{statistics.median(moe_error(r, spec) for r in big):+.1%}")
-        bias = statistics.median(moe_error(r, hw) for r in big)
+            cells.append(f"{statistics.median(moe_error(r, spec, eng) for r in big):+.1%}")
+        bias = statistics.median(moe_error(r, hw, eng) for r in big)
         print(f"| {gpu} | {fmt} | {len(big)} | {own:g} | {bias:+.1%} | " + " | ".join(cells) + " |")
 
 

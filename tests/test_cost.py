@@ -519,7 +519,7 @@ def test_a_gemm_without_split_k_is_never_faster(m, n, k):
         assert whole >= split * (1.0 - 1e-9)
 
 
-def test_amd_grouped_gemm_shares_reproduce_aiters_fused_moe_kernels(monkeypatch):
+def test_amd_grouped_gemm_shares_reproduce_aiters_fused_moe_kernels():
     # AITER's fused-MoE tuner tables on gfx950 (MI355X; data/validation/aiter_moe.csv: the two
     # grouped GEMM stages, random top-k routing): at 1,024 tokens or more (compute-bound) the
     # grouped GEMMs reach a share of the dense ceiling (efficiency.grouped_gemm: BF16 0.65, FP8
@@ -545,13 +545,12 @@ def test_amd_grouped_gemm_shares_reproduce_aiters_fused_moe_kernels(monkeypatch)
     dense = dataclasses.replace(hw, grouped_gemm_efficiency={})
 
     def bias(spec, cls):
-        monkeypatch.setattr(moe_layer, "load_hardware", lambda _id: spec)
         errs = []
         for r in rows:
             if r["dtype"].split("_")[0] != cls:
                 continue
             _, parts = moe_layer.moe_layer_time(
-                "mi355x", eng, precision[r["dtype"]], int(r["tokens"]), int(r["experts"]),
+                spec, eng, precision[r["dtype"]], int(r["tokens"]), int(r["experts"]),
                 int(r["experts"]), int(r["top_k"]), int(r["hidden"]),
                 int(r["expert_intermediate"]),
             )  # fmt: skip

@@ -450,6 +450,10 @@ def check_engine_runs_on(engine_id: str, hardware: Any) -> None:
         )
 
 
+# AMD's ATOM engine's framework label ("atom", "ATOM (image)")
+ATOM_FRAMEWORK = re.compile(r"atom\b")
+
+
 def engine_for_framework(framework: str) -> str:
     """Map a measurement's framework text to an engine id (``trtllm``, ``trtllm-trt``, ``vllm``,
     ``sglang``; ``generic`` for any other framework). ``dynamo-sglang`` is SGLang; ``trt`` and
@@ -457,7 +461,7 @@ def engine_for_framework(framework: str) -> str:
     TensorRT-LLM's PyTorch runtime; AMD's ATOM, "a lightweight vLLM-like implementation"
     (ROCm/ATOM README) that also runs as vLLM's out-of-tree platform plugin, takes vLLM's."""
     t = framework.lower().strip()
-    if "vllm" in t or re.match(r"atom\b", t):
+    if "vllm" in t or ATOM_FRAMEWORK.match(t):
         return "vllm"
     if "sglang" in t:
         return "sglang"

@@ -216,12 +216,18 @@ def stated_block_weights(notes: str, prec: str, moe: bool) -> tuple[str, str]:
 
 
 def speculative(
-    notes: str, engine: str, attention_dp: bool, model: ModelSpec, random_prompts: bool = False
+    notes: str,
+    engine: str,
+    attention_dp: bool,
+    model: ModelSpec,
+    random_prompts: bool = False,
+    draft: tuple[int, str] = (0, ""),
 ) -> tuple[int, float, str] | str:
     """(draft tokens, acceptance per draft token, note) of the row's speculative decoding
     ((0, 0.0, "") without it), or the reason it cannot be mapped (module doc).
     ``random_prompts``: the client sent random token ids (InferenceX), whose default acceptance
-    is ``MTP_ACCEPTANCE_INFERENCEX``."""
+    is ``MTP_ACCEPTANCE_INFERENCEX``. ``draft``: (draft tokens, where from) of the run's own
+    launch script, the draft length where the notes state none (else the engine recipe's)."""
     m = re.search(r"spec_method\s*=\s*([\w.-]+)", notes, re.I)
     method = m.group(1).lower() if m else "none"
     if method in ("none", "off", "no", "false", "disabled"):
@@ -236,6 +242,8 @@ def speculative(
     a_m = re.search(r"(?:spec_acceptance|acceptance(?:_rate)?)\s*=\s*([\d.]+)", notes, re.I)
     if k_m:
         k, k_note = int(k_m.group(1)), "stated"
+    elif draft[0]:
+        k, k_note = draft
     else:
         k = MTP_DRAFT_TOKENS.get((engine, attention_dp), MTP_DRAFT_TOKENS_FALLBACK)
         k_note = f"default of the {engine} MTP recipe"

@@ -7,6 +7,7 @@ a row's run date (``data/validation/inferencex_kv.csv``, written by
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from ..specs.checkpoint import checkpoint_precision
 from ..specs.model import ModelSpec
@@ -22,7 +23,7 @@ from .recipes import (
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
 
 
-def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> dict[str, str] | None:
+def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mapping[str, str] | None:
     """The table's row of the script version an InferenceX aggregated run used: the latest
     version of its script (engine, GPU, model, precision, speculative method) committed on or
     before the run date (a version committed that day is in force); None where the table has
@@ -42,20 +43,20 @@ def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> dict[s
     return max(found, key=lambda r: r["since"]) if found else None
 
 
-def _where(row: dict[str, str], r: dict[str, str]) -> str:
+def _where(row: dict[str, str], r: Mapping[str, str]) -> str:
     return f"run of {run_date(row)}: its launch script {r['script']} @{r['commit']} ({r['since']})"
 
 
 def inferencex_kv_precision(
-    row: dict[str, str], model: ModelSpec, engine: str, prec: str
+    script: Mapping[str, str] | None, row: dict[str, str], model: ModelSpec, engine: str, prec: str
 ) -> tuple[str, str]:
     """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
     format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
     passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
     where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto
     rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing
-    changes."""
-    r = inferencex_script(row, model.id, engine)
+    changes. ``script``: the row's ``inferencex_script``."""
+    r = script
     kv = r["kv"] if r else ""
     said = ""
     if r:
@@ -72,11 +73,12 @@ def inferencex_kv_precision(
     return prec + "+bf16-kv", f"KV unstated: BF16, {said or INFERENCEX_SGLANG_KV}"
 
 
-def inferencex_draft(row: dict[str, str], model_id: str, engine: str) -> tuple[int, str]:
-    """(draft tokens per step, note) an InferenceX aggregated MTP run's script proposed
-    (``--speculative-num-steps``); (0, "") where the table does not say."""
-    r = inferencex_script(row, model_id, engine)
+def inferencex_draft(script: Mapping[str, str] | None, row: dict[str, str]) -> tuple[int, str]:
+    """(draft tokens per step, the note's source) an InferenceX aggregated MTP run's script
+    proposed (``--speculative-num-steps``; ``script``: the row's ``inferencex_script``); (0, "")
+    where the table does not say."""
+    r = script
     if r is None or not r["draft"].isdigit():
         return 0, ""
     k = int(r["draft"])
-    return k, f"{k} draft tokens: {_where(row, r)} passed --speculative-num-steps {k}"
+    return k, f"{_where(row, r)} passed --speculative-num-steps {k}"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.engine import engine_for_framework
+from ..specs.engine import ATOM_FRAMEWORK, engine_for_framework
 from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
@@ -39,7 +39,7 @@ from .conventions import (
     throughput_metric,
 )
 from .disagg_recipes import inferencex_disagg_recipe
-from .launch_scripts import inferencex_draft, inferencex_kv_precision
+from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
 from .recipes import (
     campaign_share,
     inferencex_client,
@@ -482,10 +482,11 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         load = float(c)
     engine = engine_for_framework(fw)
     ix = is_inferencex(row)
-    # its launch scripts (ATOM's are not vLLM's, whose constants engine_for_framework gives it)
-    launcher = "atom" if re.match(r"atom\b", fw.lower().strip()) else engine
+    # its launch script (ATOM's are not vLLM's, whose constants engine_for_framework gives it)
+    launcher = "atom" if ATOM_FRAMEWORK.match(fw.lower().strip()) else engine
+    script = inferencex_script(row, model.id, launcher) if ix and pools is None else None
     if engine in ("sglang", "vllm") and pools is None and ix and kv_field(row["precision"]) == "?":
-        kv_prec, said = inferencex_kv_precision(row, model, launcher, prec)  # its script's cache
+        kv_prec, said = inferencex_kv_precision(script, row, model, launcher, prec)
         prec, notes = (kv_prec, [*notes, said]) if kv_prec else (prec, notes)
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
@@ -498,13 +499,10 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         notes.append(note)
     stated, said = stated_notes(row)
     notes.extend([said] if said else [])
-    spec = speculative(stated, engine, bool(adp), model, ix)
+    spec = speculative(stated, engine, bool(adp), model, ix, inferencex_draft(script, row))
     if isinstance(spec, str):
         return spec
     k_spec, a_spec, spec_note = spec
-    k_ix, said = inferencex_draft(row, model.id, launcher) if ix and pools is None else (0, "")
-    if k_spec and k_ix and "(stated)" not in spec_note:  # the draft length its script set
-        k_spec, spec_note = k_ix, spec_note.replace(spec_note.split(", acceptance")[0], said)
     if spec_note:
         notes.append(spec_note)
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:

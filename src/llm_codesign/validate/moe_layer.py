@@ -16,7 +16,7 @@ import numpy as np
 from ..cost import op_time
 from ..ops import MOE_LAYER_OPS, layer_group_ops, step_shape
 from ..specs.engine import MOE_KERNELS, EngineConstants, load_engine
-from ..specs.hardware import load_hardware
+from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import ModelSpec, MoESpec, bundled_models
 from ..specs.precision import parse_precision
 from .mapping import has_columns, kernel_row, read_measurements
@@ -65,7 +65,7 @@ def _template() -> ModelSpec:
 
 
 def moe_layer_time(
-    hw_id: str,
+    hw_id: str | HardwareSpec,
     eng: EngineConstants,
     dtype: str,
     tokens: int,

@@ -340,10 +340,6 @@ def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:
     ].strip().lower()
 
 
-def _script_plans() -> tuple[Mapping[str, str], ...]:
-    return bundled_rows(INFERENCEX_SCRIPT_PLANS_FILE)
-
-
 def inferencex_trtllm_script_plan(
     row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, tp: int, ep: int,
     adp: bool,
@@ -352,7 +348,7 @@ def inferencex_trtllm_script_plan(
     its script's own choice for a run between a rule's dates (``INFERENCEX_SCRIPT_PLANS_FILE``:
     EP = TP above one client count, attention-DP above another), else the row's own."""
     date, (gpu, prec) = run_date(row), run_gpu_precision(row)
-    for r in _script_plans():
+    for r in bundled_rows(INFERENCEX_SCRIPT_PLANS_FILE):
         key = (r["gpu"], r["model"], r["precision"], int(r["isl"]), int(r["osl"]))
         if key != (gpu, model_id, prec, isl, osl) or not r["since"] <= date < r["until"]:
             continue
