@@ -25,6 +25,12 @@ for the rest, its kernel path), no fixed MoE cost, and the measured time less th
 the fixed cost: medians per table, expert parallelism and format, then over the tables, and
 over the BF16 and per-tensor FP8 tables pooled.)
 
+     python benchmarks/moe_kernel_report.py --trtllm-gen-fixed
+(the fit of ``moe_kernels.TRTLLM_GEN_LAYER_S``, the TRTLLM-Gen path's fixed chain per MoE layer:
+each bundled row of that path (TensorRT-LLM tech blog 24's TRTLLM-Gen column, source
+``trtllm_blog24``) priced with its engine's constants, its measured time less the rest of the
+priced layer is the chain's time; the median over the rows, and the median error at that value.)
+
      python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]
 (the fit of Hopper's ``efficiency.grouped_gemm.mxfp4``: FILEs are AIConfigurator
 ``moe_perf.parquet`` tables holding weight-only MXFP4 modules, ``w4a16_mxfp4``
@@ -167,6 +173,37 @@ def fixed_cost(engine: str, files: list[str]) -> None:
         )
 
 
+def trtllm_gen_fixed() -> None:
+    """Print the TRTLLM-Gen path's fixed chain per MoE layer that its bundled rows measure
+    (module docstring)."""
+    from llm_codesign.moe_kernels import TRTLLM_GEN_LAYER_S
+    from llm_codesign.specs.engine import load_engine
+    from llm_codesign.validate.moe_layer import moe_layer_time
+
+    path = bundled_data("moe_layer.csv")
+    rows = [r for r in csv.DictReader(path.open(encoding="utf-8")) if r["path"] == "trtllm_gen"]
+    implied: list[tuple[float, float, float]] = []  # (measured, priced without the chain, chain)
+    for r in rows:
+        eng = load_engine(r["framework"]).with_overrides(
+            moe_kernels="trtllm_gen", expert_balancer="uniform"
+        )
+        gpu = match_gpu_name(r["gpu"])
+        dims = [int(r[k]) for k in ("tokens", "experts", "experts_local", "top_k", "hidden")]
+        t, parts = moe_layer_time(gpu, eng, r["dtype"], *dims, int(r["expert_intermediate"]))
+        rest = t - parts["moe_routing"]
+        measured = float(r["time_us"]) * 1e-6
+        implied.append((measured, rest, measured - rest))
+        print(f"tokens {r['tokens']:>4}: measured {measured * 1e6:6.1f} us, the layer without")
+        print(f"  the chain {rest * 1e6:6.1f} us, chain {(measured - rest) * 1e6:5.1f} us")
+    fit = statistics.median(c for _, _, c in implied)
+    for label, value in (("median", fit), ("bundled", TRTLLM_GEN_LAYER_S)):
+        errs = [(rest + value) / m - 1.0 for m, rest, _ in implied]
+        print(
+            f"{label} chain {value * 1e6:.1f} us over {len(implied)} rows: median error "
+            f"{statistics.median(errs):+.1%}, median abs {statistics.median(map(abs, errs)):.1%}"
+        )
+
+
 def _engine_constants(engine: str) -> dict[str, float]:
     """``engine``'s per-kernel and HBM constants, and no fixed MoE cost (what is measured)."""
     from llm_codesign.specs.engine import load_engine
@@ -264,6 +301,7 @@ def main() -> None:
     ap.add_argument("--fp8-block-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--mxfp4-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--fixed-cost", nargs="+", metavar=("ENGINE", "FILE"), default=None)
+    ap.add_argument("--trtllm-gen-fixed", action="store_true")
     ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
     if args.fp8_block_share:
@@ -273,6 +311,9 @@ def main() -> None:
         if len(args.fixed_cost) < 2:
             ap.error("--fixed-cost takes an engine id and at least one moe_perf.parquet file")
         fixed_cost(args.fixed_cost[0], args.fixed_cost[1:])
+        return
+    if args.trtllm_gen_fixed:
+        trtllm_gen_fixed()
         return
     if args.mxfp4_share:
         mxfp4_share(args.mxfp4_share, [float(x) for x in args.shares.split(",")])

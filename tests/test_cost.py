@@ -284,8 +284,9 @@ def test_narrow_token_tiles_priced_only_where_they_can_win_give_the_same_numbers
 
 def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     """fused_moe (the Triton path of vLLM and SGLang on Hopper) tiles few tokens per expert 16
-    or 32 rows wide, except with block-scaled FP8 weights (64); the CUTLASS path keeps its
-    64/128-row tiles."""
+    or 32 rows wide, except with block-scaled FP8 weights (64); TRTLLM-Gen (vLLM and SGLang on
+    B200, B300) in every format; the CUTLASS path keeps its 64/128-row tiles (TensorRT-LLM,
+    and FlashInfer's CUTLASS MoE on the workstation Blackwell)."""
     from llm_codesign.moe_kernels import GROUPED_TOKEN_TILES, grouped_token_tiles
 
     h100, b200 = load_hardware("h100-sxm"), load_hardware("b200")
@@ -294,7 +295,10 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     assert grouped_token_tiles(h100, vllm, "mxfp4") == GROUPED_TOKEN_TILES
     assert grouped_token_tiles(h100, vllm, "fp8_block") == ()
     assert grouped_token_tiles(h100, trt, "fp8") == ()
-    assert grouped_token_tiles(b200, vllm, "nvfp4") == ()  # FlashInfer's CUTLASS MoE on Blackwell
+    assert grouped_token_tiles(b200, vllm, "nvfp4") == GROUPED_TOKEN_TILES  # TRTLLM-Gen
+    assert grouped_token_tiles(b200, vllm, "fp8_block") == GROUPED_TOKEN_TILES
+    assert grouped_token_tiles(b200, trt, "nvfp4") == ()
+    assert grouped_token_tiles(load_hardware("rtx-pro-6000"), vllm, "nvfp4") == ()
     assert grouped_token_tiles(load_hardware("mi300x"), vllm, "fp8") == ()  # AITER's kernels
 
 

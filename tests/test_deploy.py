@@ -146,6 +146,8 @@ def test_dynamo_disaggregated_example():
          "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 4",
          "--speculative-eagle-topk"),
         ("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --backend _autodeploy", "--backend"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
+         "--moe-runner-backend deep_gemm", "--moe-runner-backend"),
     ],
 )  # fmt: skip
 def test_unmappable_settings_exit_2_with_one_line(command, named):
@@ -347,3 +349,43 @@ def test_trtllm_moe_backend_sets_the_weight_only_path(tmp_path, backend, path):
     dep = read_deployment([str(script)], load_hardware("h200-sxm"))
     assert dep.engine_constants.moe_kernels_weight_only == path
     assert any("moe_config.backend" in m["setting"] for m in dep.mapped)
+
+
+def test_trtllm_moe_backend_trtllm_runs_the_trtllm_gen_path(tmp_path):
+    """moe_config.backend TRTLLM prices TensorRT-LLM's TRTLLM-Gen fused MoE (moe_kernels
+    trtllm_gen); on B200 its narrow token tiles and own fixed chain make a TP8 decode step of
+    DeepSeek-R1 NVFP4 faster than the CUTLASS runner the engine prices by default."""
+    paths, tpot = {}, {}
+    for backend in ("TRTLLM", "CUTLASS"):
+        opts = tmp_path / f"{backend}.yaml"
+        opts.write_text(f"moe_config:\n  backend: {backend}\n")
+        script = tmp_path / f"{backend}.sh"
+        script.write_text(
+            "trtllm-serve nvidia/DeepSeek-R1-0528-FP4-v2 --tp_size 8 --ep_size 1 "
+            f"--backend pytorch --extra_llm_api_options {opts}\n"
+        )
+        paths[backend] = read_deployment([str(script)], load_hardware("b200")).engine_constants
+        args = ["estimate", "-g", "b200", "--from", str(script), "-c", "4", "--json"]
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        tpot[backend] = json.loads(r.output)["tpot_ms"]
+    assert paths["TRTLLM"].moe_kernels == "trtllm_gen"
+    assert paths["CUTLASS"].moe_kernels == "cutlass"
+    assert tpot["TRTLLM"] < tpot["CUTLASS"]
+
+
+@pytest.mark.parametrize(
+    ("runner", "path"),
+    [("flashinfer_trtllm", "trtllm_gen"), ("flashinfer_cutlass", "cutlass"), ("triton", "triton"),
+     ("auto", "auto")],
+)  # fmt: skip
+def test_sglang_moe_runner_backend_sets_the_kernel_path(runner, path):
+    """SGLang's --moe-runner-backend is priced: FlashInfer's TRTLLM-Gen runner (what InferenceX's
+    Blackwell SGLang scripts pass), its CUTLASS one, or fused_moe's Triton kernels."""
+    cmd = (
+        "python -m sglang.launch_server --model-path nvidia/DeepSeek-R1-0528-FP4-v2 --tp 8 "
+        f"--quantization modelopt_fp4 --moe-runner-backend {runner}"
+    )
+    dep = read_deployment([cmd], load_hardware("b200"))
+    assert dep.engine_constants.moe_kernels == path
+    assert any("--moe-runner-backend" in m["setting"] for m in dep.mapped)

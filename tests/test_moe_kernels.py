@@ -16,6 +16,7 @@ from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_permute_time, op_time
 from llm_codesign.errors import SpecError
 from llm_codesign.moe_kernels import (
+    TRTLLM_GEN_LAYER_S,
     moe_kernel_path,
     takes_weight_only_path,
     weight_only_path,
@@ -116,14 +117,22 @@ def test_triton_path_zero_fills_the_pairs_of_other_ranks_by_hand():
 
 
 def test_kernel_path_auto_and_overrides():
-    """auto: FlashInfer's CUTLASS fused MoE on Blackwell, Triton fused_moe elsewhere; TensorRT-LLM
-    states cutlass; an unknown path is refused with the field and the allowed values."""
-    assert moe_kernel_path(load_hardware("b200"), BASE) == "cutlass"
+    """auto: FlashInfer's TRTLLM-Gen fused MoE on the datacenter Blackwell GPUs (SM100/SM103),
+    FlashInfer's CUTLASS one on the workstation Blackwell (SM120), Triton fused_moe elsewhere;
+    TensorRT-LLM states cutlass; trtllm_gen asked for where its kernels do not exist runs the
+    MoE runner (cutlass); an unknown path is refused with the field and the allowed values."""
+    for gpu in ("b200", "gb200", "b300", "gb300"):
+        assert moe_kernel_path(load_hardware(gpu), BASE) == "trtllm_gen"
     assert moe_kernel_path(load_hardware("rtx-pro-6000"), BASE) == "cutlass"
     assert moe_kernel_path(load_hardware("h200-sxm"), BASE) == "triton"
     assert moe_kernel_path(load_hardware("mi300x"), BASE) == "triton"
     for eng in ("trtllm", "trtllm-trt"):
         assert moe_kernel_path(load_hardware("h200-sxm"), load_engine(eng)) == "cutlass"
+        assert moe_kernel_path(load_hardware("b200"), load_engine(eng)) == "cutlass"
+    gen = BASE.with_overrides(moe_kernels="trtllm_gen")
+    assert moe_kernel_path(load_hardware("b300"), gen) == "trtllm_gen"
+    for gpu in ("h200-sxm", "rtx-pro-6000", "mi355x"):
+        assert moe_kernel_path(load_hardware(gpu), gen) == "cutlass"
     assert load_engine("vllm").moe_kernels == "auto"
     with pytest.raises(SpecError, match="moe_kernels='fast' is not a known MoE kernel path"):
         BASE.with_overrides(moe_kernels="fast")
@@ -132,8 +141,52 @@ def test_kernel_path_auto_and_overrides():
 def test_engine_file_with_an_unknown_kernel_path_is_refused(tmp_path):
     p = tmp_path / "eng.yaml"
     p.write_text(yaml.safe_dump({"id": "bad", "moe_kernels": "cuda"}))
-    with pytest.raises(SpecError, match="allowed: auto, cutlass, triton"):
+    with pytest.raises(SpecError, match="allowed: auto, cutlass, triton, trtllm_gen"):
         load_engine(str(p))
+
+
+def _blog24_layer(eng, tokens: int) -> tuple[float, dict[str, float]]:
+    """One TP8 rank's DeepSeek-V3 NVFP4 MoE layer on B200 (TensorRT-LLM tech blog 24's shape:
+    256 experts on the GPU, each 2048 / 8 = 256 wide, top-8, hidden 7168)."""
+    return moe_layer_time("b200", eng, "nvfp4", tokens, 256, 256, 8, 7168, 256)
+
+
+def test_trtllm_gen_layer_has_its_own_fixed_chain_and_narrow_token_tiles():
+    """The TRTLLM-Gen path charges its library's fixed chain (TRTLLM_GEN_LAYER_S) in place of the
+    engine's moe_layer_overhead_s, tiles an expert's few tokens narrowly where CUTLASS pads them
+    to a wide tile, and streams the triton path's bytes around its GEMMs without zero-filled
+    pairs (it is fed only its own)."""
+    trt = load_engine("trtllm").with_overrides(expert_balancer="uniform")
+    gen = trt.with_overrides(moe_kernels="trtllm_gen")
+    _, parts = _blog24_layer(gen, 1)
+    assert parts["moe_routing"] == pytest.approx(TRTLLM_GEN_LAYER_S)
+    _, parts = _blog24_layer(trt, 1)
+    assert parts["moe_routing"] == pytest.approx(trt.moe_layer_overhead_s)
+    # at a few tokens per expert the narrow tiles beat the padded wide ones, for both GEMMs
+    _, g = _blog24_layer(gen, 128)
+    _, c = _blog24_layer(trt, 128)
+    assert g["experts_up"] < c["experts_up"] and g["experts_down"] < c["experts_down"]
+    # the path exists on SM100/SM103 only: on H200 the same constants price CUTLASS's layer
+    h = moe_layer_time("h200-sxm", gen, "fp8", 128, 256, 256, 8, 7168, 256)
+    assert h == moe_layer_time("h200-sxm", trt, "fp8", 128, 256, 256, 8, 7168, 256)
+
+
+def test_trtllm_gen_layer_against_the_published_modules():
+    """Tech blog 24's TRTLLM-Gen column (B200, TP8; moe_layer.csv, trtllm_blog24): the measured
+    module is 26.8 us at one token, 161.9 us at 128 and 186.9 us at 384, against 96.8, 335.7 and
+    368.1 us for CUTLASS. The priced TRTLLM-Gen layer is within 15% at each and under half the
+    measured CUTLASS time at 128 and 384 tokens (a property of the kernels the blog shows:
+    TRTLLM-Gen's narrow token tiles, not a value read off the model)."""
+    gen = load_engine("trtllm").with_overrides(moe_kernels="trtllm_gen", expert_balancer="uniform")
+    for tokens, measured, cutlass in (
+        (1, 26.8e-6, 96.8e-6),
+        (128, 161.9e-6, 335.7e-6),
+        (384, 186.9e-6, 368.1e-6),
+    ):
+        t, _ = _blog24_layer(gen, tokens)
+        assert t == pytest.approx(measured, rel=0.15)
+        if tokens > 1:
+            assert t < 0.6 * cutlass
 
 
 def test_dense_models_have_no_moe_kernels_and_keep_their_elementwise_kernels():
@@ -226,7 +279,7 @@ def test_moe_layer_table_errors_name_the_problem(tmp_path):
     assert len(rep.rows) == 1 and rep.rows[0]["source_id"] == "a"
     reasons = {s["reason"] for s in rep.skipped}
     assert "unknown gpu nope" in reasons
-    assert "path cuda (allowed: auto, cutlass, triton)" in reasons
+    assert "path cuda (allowed: auto, cutlass, triton, trtllm_gen)" in reasons
     assert any("experts_local must divide" in x for x in reasons)
     assert "nvfp4 not native on h100-sxm" in reasons
 
@@ -281,12 +334,12 @@ def test_grouped_fp4_share_on_blackwell_by_hand():
 
 
 def test_blackwell_fp4_fused_moe_layers():
-    """The FP4 rows of the kernel table: TensorRT-LLM 1.2's CUTLASS NVFP4 module on B200
-    (AIConfigurator) and FlashInfer's CUTLASS fused MoE on B300 (sglang PR #40105) at 1k tokens
-    and more: within 15% at the median with the grouped share, where the dense FP4 ceiling
-    prices them 1.4-2.9x too fast at 8k tokens."""
-    errs = _layer_errors("nvfp4", lambda x: int(x["tokens"]) >= 1024)
-    assert len(errs) == 17
+    """The CUTLASS FP4 rows of the kernel table: TensorRT-LLM 1.2's CUTLASS NVFP4 module on B200
+    (AIConfigurator) and FlashInfer's CUTLASS fused MoE on B300 (sglang PR #40105, flashinfer PR
+    #4985) at 1k tokens and more: within 15% at the median with the grouped share, where the
+    dense FP4 ceiling prices them 1.4-2.9x too fast at 8k tokens."""
+    errs = _layer_errors("nvfp4", lambda x: int(x["tokens"]) >= 1024 and x["path"] == "cutlass")
+    assert len(errs) == 20
     assert statistics.median(abs(e) for e in errs) <= 0.15
     assert abs(statistics.median(errs)) <= 0.05
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from .comm import collective_time, moe_comm_family, moe_comm_time
 from .moe_kernels import (
+    TRTLLM_GEN_LAYER_S,
     grouped_token_tiles,
     moe_kernel_path,
     takes_weight_only_path,
@@ -75,7 +76,9 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #     2 (2 w + w / g + 2 d) bytes per such pair, w = GEMM1's width, g its matrices
 #     (vllm-project/vllm fused_moe.py fused_moe_kernel: expert id -1 -> write_zeros_to_output;
 #     the workspace and moe_sum span every top-k slot). AIConfigurator's vLLM 0.19 EP8 modules
-#     (moe_layer.csv, 52 rows): median error -32% without this term, -5.5% with it.
+#     (moe_layer.csv, 52 rows): median error -32% without this term, -5.5% with it;
+#   trtllm_gen: TRTLLM-Gen gathers the tokens by its routing kernel's permutation and sums the
+#     pairs in a finalize, as triton's base bytes; fed only its own pairs (moe_kernels.py).
 # Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
 # DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
@@ -545,10 +548,12 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
     a = mp["act_bytes"]
-    if moe_kernel_path(hw, eng) == "cutlass":
+    path = moe_kernel_path(hw, eng)
+    if path == "cutlass":
         nbytes = 2.0 * t + a * p
     else:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
+    if path == "triton":
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
         gathered = moe_comm_family(hw, eng) == "allgather_reducescatter"
@@ -568,7 +573,10 @@ def op_time(
         t, c, m = gemm_time(op, hw, eng, memo)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "fixed":  # a kernel chain of fixed time per layer (MoE routing, DSA indexer)
-        return np.where(np.asarray(op.m) > 0, getattr(eng, op.meta["fixed"]), 0.0), "overhead"
+        fixed = getattr(eng, op.meta["fixed"])
+        if op.meta["fixed"] == "moe_layer_overhead_s" and moe_kernel_path(hw, eng) == "trtllm_gen":
+            fixed = TRTLLM_GEN_LAYER_S  # the fused MoE library's own chain, not the engine's
+        return np.where(np.asarray(op.m) > 0, fixed, 0.0), "overhead"
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)

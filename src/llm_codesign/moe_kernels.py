@@ -26,6 +26,25 @@ from .specs.hardware import HardwareSpec
 # (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512 tokens) and the serving rows
 # (benchmarks/RESULTS.md, stop 42).
 GROUPED_TOKEN_TILES = (16, 32)
+# The trtllm_gen path: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell (SM100/SM103), which
+# FlashInfer ships and SGLang (``--moe-runner-backend flashinfer_trtllm``), vLLM (its first NVFP4
+# MoE choice, FLASHINFER_TRTLLM: vllm-project/vllm fused_moe/oracle/nvfp4.py
+# select_nvfp4_moe_backend) and TensorRT-LLM's ``moe_config.backend: TRTLLM`` run. Its batched
+# GEMMs put an expert's tokens on the MMA's N side, so a few tokens per expert take a narrow tile
+# (``GROUPED_TOKEN_TILES``), and the routing, the permutation and the finalize run inside its
+# own kernels. Measured whole modules (data/validation/moe_layer.csv): TensorRT-LLM tech blog
+# 24 ("MoE as Dense GEMM", source trtllm_blog24), one B200, DeepSeek-V3 NVFP4 at TP8: 26.8 us at
+# one token, 161.9 at 128, 186.9 at 384, against TensorRT-LLM CUTLASS's 96.8, 335.7 and 368.1;
+# FlashInfer PR #4985 (flashinfer_pr4985), one B300, the same MoE with 32 local experts (EP8):
+# 26 us at one token, 144 at 128, 164 at 512, against FlashInfer CUTLASS's 48, 164 and 179, and
+# 295-309 us at 1,024-4,096 tokens (a tactic the model does not price: -14% to -44% there). Its
+# fixed chain per layer (in place of the engine's ``moe_layer_overhead_s``: those kernels are
+# this library's, not the engine's), beyond the per-kernel charges: the median over the 27 rows
+# of each row's time less the rest of its priced layer under TensorRT-LLM's constants, 11.3 us
+# (``benchmarks/moe_kernel_report.py --trtllm-gen-fixed``).
+TRTLLM_GEN_LAYER_S = 11.3e-6
+# the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
+TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 
 
 def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) -> tuple[int, ...]:
@@ -42,6 +61,8 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
 def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
     """The narrow token tiles a kernel ``path`` gives ``weights`` on this GPU: the Triton path's
     on NVIDIA GPUs, for every format but the block-scaled ones (``grouped_token_tiles``)."""
+    if path == "trtllm_gen":  # its batched GEMMs tile tokens narrowly in every format
+        return GROUPED_TOKEN_TILES
     triton = hw.vendor == "nvidia" and path == "triton"
     return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
 
@@ -86,8 +107,20 @@ def weight_only_tiles(
 
 
 def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
-    """The MoE kernel path the engine runs on this hardware (``auto``: cutlass on Blackwell
-    GPUs, where vLLM and SGLang run FlashInfer's CUTLASS/TRTLLM-gen fused MoE, else triton)."""
-    if eng.moe_kernels != "auto":
-        return eng.moe_kernels
-    return "cutlass" if hw.architecture.startswith("blackwell") else "triton"
+    """The MoE kernel path the engine runs on this hardware: ``auto`` is trtllm_gen on NVIDIA's
+    datacenter Blackwell GPUs (SM100/SM103: B200, GB200, B300, GB300), where SGLang and vLLM run
+    FlashInfer's TRTLLM-Gen fused MoE (``TRTLLM_GEN_LAYER_S``), cutlass on the workstation
+    Blackwell (SM120, FlashInfer's cutlass_fused_moe), else triton (their fused_moe);
+    trtllm_gen exists on SM100/SM103 only, elsewhere the engine's MoE runner, cutlass, runs.
+
+    Example: SGLang (auto) on B200 -> "trtllm_gen", on H200 -> "triton"; TensorRT-LLM
+    (cutlass) -> "cutlass" everywhere."""
+    arch = hw.architecture if hw.vendor == "nvidia" else ""
+    datacenter = arch in TRTLLM_GEN_ARCHITECTURES
+    if eng.moe_kernels == "auto":
+        if datacenter:
+            return "trtllm_gen"
+        return "cutlass" if arch.startswith("blackwell") else "triton"
+    if eng.moe_kernels == "trtllm_gen" and not datacenter:
+        return "cutlass"
+    return eng.moe_kernels

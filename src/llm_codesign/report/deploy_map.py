@@ -37,6 +37,7 @@ from .deploy_values import (
     as_int,
     bench_workload,
     server_precision,
+    sglang_moe_runner_engine,
     trtllm_moe_backend_engine,
 )
 from .launch_data import mtp_layers
@@ -217,6 +218,10 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             if name == "moe_a2a" and name in by:
                 as_choice(by[name], ["none"])
                 note(by[name], "MoE dispatch all-gather/reduce-scatter (engine moe_comm auto)")
+        if "moe_runner" in by:
+            over, said = sglang_moe_runner_engine(by["moe_runner"])
+            sv.engine.update(over)
+            note(by["moe_runner"], said)
     if "ep" in by:
         note(by["ep"], f"plan ep={ep}")
     sv.tp, sv.pp, sv.ep, sv.cp, sv.attention_dp = tp, pp, ep, cp, adp

@@ -223,8 +223,10 @@ def trtllm_moe_backend_engine(s: Setting) -> tuple[dict[str, str], str]:
     """(engine overrides, the mapping's note) of TensorRT-LLM's ``moe_config.backend``: TRITON
     runs weight-only experts (MXFP4 on Hopper) on its Triton kernels where the MoE is not
     tensor-parallel, CUTLASS on its CUTLASS runner (the engine's ``moe_kernels_weight_only``:
-    ``moe_kernels.weight_only_path``); the other backends run formats the tensor cores take,
-    whose grouped GEMMs are priced by shape and format.
+    ``moe_kernels.weight_only_path``); TRTLLM runs the TRTLLM-Gen fused MoE (``moe_kernels``
+    trtllm_gen: on SM100/SM103, elsewhere the CUTLASS runner, ``moe_kernels.moe_kernel_path``);
+    the other backends run formats the tensor cores take, whose grouped GEMMs are priced by
+    shape and format.
 
     Example: TRITON -> ({"moe_kernels_weight_only": "triton"}, ...); WIDEEP -> ({}, ...)."""
     v = as_choice(s, list(TRTLLM_MOE_BACKENDS))
@@ -233,4 +235,26 @@ def trtllm_moe_backend_engine(s: Setting) -> tuple[dict[str, str], str]:
         return {"moe_kernels_weight_only": path}, (
             f"engine moe_kernels_weight_only={path} (weight-only experts run {v.upper()})"
         )
+    if v == "trtllm":
+        return {"moe_kernels": "trtllm_gen"}, "engine moe_kernels=trtllm_gen (TRTLLM-Gen MoE)"
     return {}, f"{v.upper()}: its grouped GEMMs are priced by shape and format"
+
+
+# SGLang's ``--moe-runner-backend`` -> the MoE kernel path (``EngineConstants.moe_kernels``)
+SGLANG_MOE_RUNNERS = {
+    "auto": "auto",
+    "triton": "triton",
+    "flashinfer_trtllm": "trtllm_gen",
+    "flashinfer_cutlass": "cutlass",
+    "cutlass": "cutlass",
+}
+
+
+def sglang_moe_runner_engine(s: Setting) -> tuple[dict[str, str], str]:
+    """(engine overrides, the mapping's note) of SGLang's ``--moe-runner-backend``: the kernel
+    path it runs (``SGLANG_MOE_RUNNERS``); a runner with no path of its own in the model
+    (DeepGEMM, the CuTe DSL kernels) is refused with the allowed values.
+
+    Example: flashinfer_trtllm -> ({"moe_kernels": "trtllm_gen"}, ...)."""
+    path = SGLANG_MOE_RUNNERS[as_choice(s, list(SGLANG_MOE_RUNNERS))]
+    return {"moe_kernels": path}, f"engine moe_kernels={path}"

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..errors import DataFileError
-from ..moe_kernels import takes_weight_only_path, weight_only_path
+from ..moe_kernels import moe_kernel_path, takes_weight_only_path, weight_only_path
 from ..specs.accuracy import accuracy_key, native_key
 from ..specs.engine import ENGINE_VENDORS, EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
@@ -222,21 +222,25 @@ def trtllm_moe_backend(
 ) -> str:
     """TensorRT-LLM ``moe_config.backend`` by GPU and weight format, from the deployment guides'
     support matrices (DeepSeek-R1: Hopper FP8 CUTLASS; Blackwell EP<=8 NVFP4 CUTLASS or TRTLLM,
-    FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM; Hopper TRITON where the
-    MoE is not tensor-parallel, which TRITON does not take, else CUTLASS: ``engine``'s weight-only
-    path, ``moe_kernels.weight_only_path``, the rule the estimate priced)."""
+    FP8 DEEPGEMM; NVL72 EP>8 WIDEEP. gpt-oss MXFP4: Blackwell TRTLLM or CUTLASS, the backend
+    its perf-overview runs set; Hopper TRITON where the MoE is not tensor-parallel, which TRITON
+    does not take, else CUTLASS), choosing between two the one the estimate priced: ``engine``'s
+    MoE kernel path (TRTLLM where it is TRTLLM-Gen's, ``moe_kernels.moe_kernel_path``) and
+    weight-only path (``moe_kernels.weight_only_path``). ``adp`` is kept for callers: the guides
+    pair attention-DP with CUTLASS, which the TensorRT-LLM engine prices."""
     key = accuracy_key(prec)
     blackwell = hw.architecture.startswith("blackwell")
+    eng = engine or load_engine("trtllm")  # the engine the estimate priced
+    gen = "TRTLLM" if moe_kernel_path(hw, eng) == "trtllm_gen" else "CUTLASS"
     if key in ("mxfp4-w", "mxfp4"):
         if blackwell:
-            return "TRTLLM"
-        eng = engine or load_engine("trtllm")  # the engine the estimate priced
+            return gen
         path = weight_only_path(hw, eng, prec.weights.id)
         return "TRITON" if path == "triton" and takes_weight_only_path(moe_tp) else "CUTLASS"
     if ep > 8 and blackwell:
         return "WIDEEP"
     if blackwell and key == "nvfp4":
-        return "CUTLASS" if adp else "TRTLLM"
+        return gen
     if blackwell and key == "fp8" and prec.weights.id == "fp8_block":
         return "DEEPGEMM"
     return "CUTLASS"

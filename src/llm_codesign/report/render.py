@@ -84,7 +84,10 @@ def clean(obj: Any) -> Any:
 # 18: the engine constants in `assumptions` add `moe_kernels_weight_only` (`same`, `cutlass` or
 # `triton`: the grouped GEMMs' path for experts the GPU runs weight-only, MXFP4 on Hopper, where
 # the MoE is not tensor-parallel; TensorRT-LLM: `triton`, its TRITON MoE backend).
-SCHEMA_VERSION = 18
+# 19: the engine constants' `moe_kernels` may be `trtllm_gen` (TensorRT-LLM's TRTLLM-Gen fused
+# MoE on SM100/SM103: SGLang's flashinfer_trtllm runner, TensorRT-LLM's TRTLLM backend, read by
+# `estimate --from`); `auto` now prices it for SGLang and vLLM on those GPUs.
+SCHEMA_VERSION = 19
 
 
 def to_json(obj: Any) -> str:

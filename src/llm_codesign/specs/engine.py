@@ -56,8 +56,9 @@ DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
 # auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
 # all-gather + reduce-scatter
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
-# MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams)
-MOE_KERNELS = ("auto", "cutlass", "triton")
+# MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams;
+# trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S)
+MOE_KERNELS = ("auto", "cutlass", "triton", "trtllm_gen")
 # the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``): ``same`` = the
 # engine's ``moe_kernels``
 WEIGHT_ONLY_MOE_KERNELS = ("same", "cutlass", "triton")
