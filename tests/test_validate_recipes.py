@@ -18,6 +18,8 @@ from llm_codesign.validate.recipes import (
     INFERENCEX_DISAGG_LIMITS_FILE,
     TRTLLM_BENCH,
     bundled_rows,
+    inferencex_trtllm_moe,
+    inferencex_trtllm_recipe,
     recipe_behaviour,
     trtllm_bench_limits,
     trtllm_bench_recipe,
@@ -422,3 +424,26 @@ def test_decode_batch_limit_makes_clients_wait_a_whole_decode():
         decode_count=3, prefill_batch=1, concurrency=2, isl=1024, osl=1024,
     )  # fmt: skip
     assert float(free.running_concurrency) == 2.0 and float(free.ttft_s) < 0.1 * decode_s
+
+
+def test_inferencex_trtllm_blackwell_runs_take_the_trtllm_moe_backend():
+    """InferenceX's TensorRT-LLM DeepSeek-R1 scripts on B200/B300 set moe_config.backend TRTLLM
+    without attention-DP (FP4 from 2025-09-17; FP8 from 2026-01-29, its MTP form from
+    2026-02-05; DEEPGEMM before), which the recipe prices as the TRTLLM-Gen path; Hopper runs,
+    attention-DP runs and older FP8 runs keep the engine's CUTLASS runner."""
+    b200, b300, h200 = (load_hardware(g) for g in ("b200", "b300", "h200-sxm"))
+    assert inferencex_trtllm_moe(b200, "nvfp4", False, 0, "2026-05-01")
+    assert inferencex_trtllm_moe(b300, "nvfp4", False, 3, "")  # undated: the current scripts
+    assert not inferencex_trtllm_moe(b200, "nvfp4", True, 0, "2026-05-01")
+    assert not inferencex_trtllm_moe(b200, "nvfp4", False, 0, "2025-09-16")
+    assert not inferencex_trtllm_moe(h200, "fp8_block", False, 0, "2026-05-01")
+    assert not inferencex_trtllm_moe(b200, "fp8_block", False, 0, "2026-01-28")
+    assert inferencex_trtllm_moe(b200, "fp8_block", False, 0, "2026-01-29")
+    assert not inferencex_trtllm_moe(b200, "fp8_block", False, 1, "2026-02-04")
+    assert inferencex_trtllm_moe(b200, "fp8_block", False, 1, "2026-02-05")
+    recipe, note = inferencex_trtllm_recipe(16, 1024, 8, False, 0, "2026-05-01", "B200", True)
+    assert recipe.endswith(":moe=1") and "MoE backend TRTLLM" in note
+    base = load_engine("trtllm")
+    assert recipe_behaviour(recipe, base).moe_kernels == "trtllm_gen"
+    plain, _ = inferencex_trtllm_recipe(16, 1024, 8, False, 0, "2026-05-01", "B200")
+    assert recipe_behaviour(plain, base).moe_kernels == "cutlass"

@@ -43,6 +43,7 @@ from .launch_scripts import inferencex_draft, inferencex_kv_precision, inference
 from .recipes import (
     campaign_share,
     inferencex_client,
+    inferencex_trtllm_moe,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
     is_inferencex,
@@ -510,8 +511,11 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model_id, isl, osl, int(load), tp, ep, adp
         )
         notes.extend([said] if said else [])
+        gen = inferencex_trtllm_moe(
+            hw, parse_precision(prec).weights.id, adp, k_spec, run_date(row)
+        )
         recipe, note = inferencex_trtllm_recipe(
-            int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"]
+            int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"], gen
         )
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":

@@ -48,6 +48,7 @@ from importlib import resources
 from types import MappingProxyType
 
 from ..errors import SpecError
+from ..moe_kernels import TRTLLM_GEN_ARCHITECTURES
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -78,6 +79,31 @@ INFERENCEX_TRTLLM_FLOOR_SINCE = "2026-01-21"
 # precision, TP, lengths and client count, and the API's ep / dp of those runs are its defaults
 # (1, blank): data/validation/inferencex_trtllm_script_plans.csv, each rule with its script
 INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
+# ... and their MoE backend on SM100/SM103 (B200, B300): ``moe_config.backend: TRTLLM``, the
+# TRTLLM-Gen fused MoE (moe_kernels trtllm_gen), for a run without attention-DP; CUTLASS (FP4)
+# or DEEPGEMM (FP8) with it (benchmarks/single_node/fixed_seq_len/dsr1_fp4_b200_trt.sh,
+# dsr1_fp8_b200_trt.sh and their _mtp forms @ 1b234994f). FP4: every version from 2025-09-17
+# (c93f6ac82; CUTLASS before); until 2026-02-03 (6eecc0e66) the no-MTP script chose CUTLASS by
+# client count instead (256 clients or more at 1k/1k and 1k/8k, more than 32 at 8k/1k), where
+# its runs used attention-DP: the attention-DP test stands for it. FP8: DEEPGEMM until TRTLLM
+# entered the scripts, 2026-01-29 (ec7bafaae; the MTP form 2026-02-05, 5d517074c)
+INFERENCEX_TRTLLM_GEN_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-01-29"}
+INFERENCEX_TRTLLM_GEN_MTP_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-02-05"}
+
+
+def inferencex_trtllm_moe(
+    hw: HardwareSpec, weights: str, attention_dp: bool, spec_tokens: int, date: str
+) -> bool:
+    """Whether an InferenceX TensorRT-LLM aggregated run of ``weights`` experts on ``hw``
+    ran the TRTLLM MoE backend (``INFERENCEX_TRTLLM_GEN_SINCE``; a run of no stated ``date``
+    takes the current scripts'), which the TRTLLM-Gen path prices where it exists."""
+    since = (INFERENCEX_TRTLLM_GEN_MTP_SINCE if spec_tokens else INFERENCEX_TRTLLM_GEN_SINCE).get(
+        weights
+    )
+    datacenter = hw.vendor == "nvidia" and hw.architecture in TRTLLM_GEN_ARCHITECTURES
+    return datacenter and since is not None and not attention_dp and (not date or date >= since)
+
+
 # InferenceX's aggregated H200 SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
 # benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200.sh @ 8eec0d4, dsr1_fp8_h200_mtp.sh @ bdf931e;
 # benchmarks/dsr1_fp8_h200.sh @ 1fc5d73) pass no --kv-cache-dtype: SGLang's ``auto`` is the
@@ -293,10 +319,12 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    keys = ("adp", "batch", "tokens", "kv")
+    keys = ("adp", "batch", "tokens", "kv", "moe")
     fields = recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
     kv = int(fields["kv"]) / 100.0 if "kv" in fields else INFERENCEX_TRTLLM_KV_FRACTION
-    over: dict[str, float | int] = {"memory_utilization": kv}
+    over: dict[str, float | int | str] = {"memory_utilization": kv}
+    if fields.get("moe") == "1":
+        over["moe_kernels"] = "trtllm_gen"
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
     if "batch" in fields:
@@ -368,13 +396,14 @@ def _kv_fractions() -> dict[str, float]:
 
 def inferencex_trtllm_recipe(
     clients: int, isl: int, tp: int, attention_dp: bool, spec_tokens: int, date: str = "",
-    gpu: str = "",
+    gpu: str = "", trtllm_gen: bool = False,
 ) -> tuple[str, str]:  # fmt: skip
     """(the recipe of an InferenceX TensorRT-LLM aggregated row, the mapping's note): its launch
     script's limits for ``clients`` concurrent clients at nominal input length ``isl`` (the
     ``gpu``'s KV fraction, ``INFERENCEX_TRTLLM_KV_FILE``; without MTP, the token floor only for
-    runs from ``INFERENCEX_TRTLLM_FLOOR_SINCE`` on, or of no stated ``date``), and the
-    attention-DP balance where it runs attention-DP.
+    runs from ``INFERENCEX_TRTLLM_FLOOR_SINCE`` on, or of no stated ``date``), the
+    attention-DP balance where it runs attention-DP, and the TRTLLM MoE backend where it ran
+    it (``trtllm_gen``: ``inferencex_trtllm_moe``).
 
     Example:
         >>> inferencex_trtllm_recipe(256, 1024, 8, True, 1)[0]
@@ -401,6 +430,9 @@ def inferencex_trtllm_recipe(
     if kv != INFERENCEX_TRTLLM_KV_FRACTION:
         parts.append(f"kv={round(kv * 100)}")
     note = f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {kv:g}"
+    if trtllm_gen:
+        parts.append("moe=1")
+        note += ", MoE backend TRTLLM (TRTLLM-Gen)"
     if attention_dp:
         timeout = INFERENCEX_ADP_BALANCE["adp_balance_timeout_iters"]
         note += f", attention-DP context balance (timeout_iters {timeout})"
