@@ -570,3 +570,20 @@ def test_weight_only_path_prices_only_moe_without_tensor_parallelism(tp, ep, cha
     cutlass = estimate("gpt-oss-120b", "h200-sxm", "mxfp4-a16", engine=same, **kw)
     assert own.tpot_ms <= cutlass.tpot_ms * (1 + 1e-12)
     assert (own.tpot_ms < cutlass.tpot_ms * 0.99) == changes
+
+
+def test_estimate_states_the_moe_kernel_path_it_priced():
+    """The estimate's assumptions name the fused-MoE kernels it priced (the engine's
+    moe_kernels resolved on the GPU): SGLang's TRTLLM-Gen on B200, its Triton fused_moe on
+    H200, TensorRT-LLM's CUTLASS runner on both; none for a dense model."""
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    def path(model: str, gpu: str, engine: str) -> str | None:
+        plan = ParallelPlan(tp=8)
+        e = estimate(model, gpu, "fp8", plan, Workload(1024, 1024, 4), engine=engine)
+        return e.assumptions()["moe_kernel_path"]
+
+    assert path("deepseek-r1", "b200", "sglang") == "trtllm_gen"
+    assert path("deepseek-r1", "h200-sxm", "sglang") == "triton"
+    assert path("deepseek-r1", "b200", "trtllm") == "cutlass"
+    assert path("llama-3.1-70b", "b200", "sglang") is None

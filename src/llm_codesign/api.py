@@ -13,6 +13,7 @@ from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
+from .moe_kernels import moe_kernel_path
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import (
     DisaggregatedResult,
@@ -139,6 +140,8 @@ class Estimate:
             "attention_decode_efficiency": {"compute_class": att}
             | asdict(decode_attention_efficiency(hw, att, self.engine)),
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
+            # the fused-MoE kernels priced (the engine's moe_kernels resolved on this GPU)
+            "moe_kernel_path": moe_kernel_path(hw, self.engine) if self.model.moe else None,
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),

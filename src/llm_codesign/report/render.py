@@ -86,7 +86,9 @@ def clean(obj: Any) -> Any:
 # the MoE is not tensor-parallel; TensorRT-LLM: `triton`, its TRITON MoE backend).
 # 19: the engine constants' `moe_kernels` may be `trtllm_gen` (TensorRT-LLM's TRTLLM-Gen fused
 # MoE on SM100/SM103: SGLang's flashinfer_trtllm runner, TensorRT-LLM's TRTLLM backend, read by
-# `estimate --from`); `auto` now prices it for SGLang and vLLM on those GPUs.
+# `estimate --from`); `auto` now prices it for SGLang and vLLM on those GPUs; `assumptions` adds
+# `moe_kernel_path` (the path priced: `cutlass`, `triton` or `trtllm_gen`; null for a dense
+# model).
 SCHEMA_VERSION = 19
 
 
