@@ -28,7 +28,8 @@ over the BF16 and per-tensor FP8 tables pooled.)
      python benchmarks/moe_kernel_report.py --trtllm-gen-fixed
 (the fit of ``moe_kernels.TRTLLM_GEN_LAYER_S``, the TRTLLM-Gen path's fixed chain per MoE layer:
 each bundled row of that path (TensorRT-LLM tech blog 24's TRTLLM-Gen column, source
-``trtllm_blog24``) priced with its engine's constants, its measured time less the rest of the
+``trtllm_blog24``; FlashInfer PR #4985's TRTLLM NVFP4 column, ``flashinfer_pr4985``) priced with
+its engine's constants, its measured time less the rest of the
 priced layer is the chain's time; the median over the rows, and the median error at that value.)
 
      python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]

@@ -173,8 +173,8 @@ def test_gpt_oss_h100_serves_its_mxfp4_checkpoint():
     # an engine priced on CUTLASS for these experts writes CUTLASS (the launch follows the estimate)
     same = load_engine("trtllm").with_overrides(moe_kernels_weight_only="same")
     hw, prec = load_hardware("h100-sxm"), parse_precision("mxfp4-a16")
-    assert trtllm_moe_backend(hw, prec, 2, False, 1, same) == "CUTLASS"
-    assert trtllm_moe_backend(hw, prec, 2, False, 1) == "TRITON"
+    assert trtllm_moe_backend(hw, prec, 2, 1, same) == "CUTLASS"
+    assert trtllm_moe_backend(hw, prec, 2, 1) == "TRITON"
     # FP8 of an MXFP4 checkpoint: no published one, so a quantization step and its output path
     s8 = launch_settings(f, _point(f, tp=2, precision="fp8"))
     assert s8["checkpoint"]["how"] == "quantize" and s8["checkpoint"]["step"]

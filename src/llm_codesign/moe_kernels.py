@@ -47,6 +47,12 @@ TRTLLM_GEN_LAYER_S = 11.3e-6
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 
 
+def runs_trtllm_gen(hw: HardwareSpec) -> bool:
+    """Whether the TRTLLM-Gen kernels exist for this GPU (``TRTLLM_GEN_ARCHITECTURES``: NVIDIA's
+    datacenter Blackwell, SM100/SM103)."""
+    return hw.vendor == "nvidia" and hw.architecture in TRTLLM_GEN_ARCHITECTURES
+
+
 def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) -> tuple[int, ...]:
     """The narrow token tiles (``GROUPED_TOKEN_TILES``) the engine's grouped expert GEMMs use on
     this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe), except
@@ -115,12 +121,12 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
 
     Example: SGLang (auto) on B200 -> "trtllm_gen", on H200 -> "triton"; TensorRT-LLM
     (cutlass) -> "cutlass" everywhere."""
-    arch = hw.architecture if hw.vendor == "nvidia" else ""
-    datacenter = arch in TRTLLM_GEN_ARCHITECTURES
+    gen = runs_trtllm_gen(hw)
     if eng.moe_kernels == "auto":
-        if datacenter:
+        if gen:
             return "trtllm_gen"
-        return "cutlass" if arch.startswith("blackwell") else "triton"
-    if eng.moe_kernels == "trtllm_gen" and not datacenter:
+        blackwell = hw.vendor == "nvidia" and hw.architecture.startswith("blackwell")
+        return "cutlass" if blackwell else "triton"
+    if eng.moe_kernels == "trtllm_gen" and not gen:
         return "cutlass"
     return eng.moe_kernels

@@ -92,7 +92,7 @@ def _trtllm_config(
     )
     eng = x.fr.engine
     if m.moe:  # (the backend the estimate priced with this engine)
-        backend = trtllm_moe_backend(x.fr.hardware, x.prec, ep, adp, tp // ep, eng)
+        backend = trtllm_moe_backend(x.fr.hardware, x.prec, ep, tp // ep, eng)
         cfg["moe_config"] = {"backend": backend}
     if adp and not role and eng.adp_balance_timeout_iters > 0:  # the engine's context balance
         cfg["attention_dp_config"] = {

@@ -216,7 +216,6 @@ def trtllm_moe_backend(
     hw: HardwareSpec,
     prec: Precision,
     ep: int,
-    adp: bool,
     moe_tp: int = 1,
     engine: EngineConstants | None = None,
 ) -> str:
@@ -226,8 +225,8 @@ def trtllm_moe_backend(
     its perf-overview runs set; Hopper TRITON where the MoE is not tensor-parallel, which TRITON
     does not take, else CUTLASS), choosing between two the one the estimate priced: ``engine``'s
     MoE kernel path (TRTLLM where it is TRTLLM-Gen's, ``moe_kernels.moe_kernel_path``) and
-    weight-only path (``moe_kernels.weight_only_path``). ``adp`` is kept for callers: the guides
-    pair attention-DP with CUTLASS, which the TensorRT-LLM engine prices."""
+    weight-only path (``moe_kernels.weight_only_path``). The guides pair attention-DP with
+    CUTLASS, which the TensorRT-LLM engine prices."""
     key = accuracy_key(prec)
     blackwell = hw.architecture.startswith("blackwell")
     eng = engine or load_engine("trtllm")  # the engine the estimate priced

@@ -48,7 +48,7 @@ from importlib import resources
 from types import MappingProxyType
 
 from ..errors import SpecError
-from ..moe_kernels import TRTLLM_GEN_ARCHITECTURES
+from ..moe_kernels import runs_trtllm_gen
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -102,8 +102,8 @@ def inferencex_trtllm_moe(
     since = (INFERENCEX_TRTLLM_GEN_MTP_SINCE if spec_tokens else INFERENCEX_TRTLLM_GEN_SINCE).get(
         weights
     )
-    datacenter = hw.vendor == "nvidia" and hw.architecture in TRTLLM_GEN_ARCHITECTURES
-    return datacenter and since is not None and not attention_dp and (not date or date >= since)
+    ran = since is not None and not attention_dp and (not date or date >= since)
+    return ran and runs_trtllm_gen(hw)
 
 
 # InferenceX's aggregated H200 SGLang DeepSeek-R1 scripts (SemiAnalysisAI/InferenceX
