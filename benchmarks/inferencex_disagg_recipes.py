@@ -20,7 +20,10 @@ with the dates the master config named that recipe for that run, to the bundled 
   vLLM's ``max-num-seqs`` (per engine, one per DP rank);
 * prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
   (token budget: ``max_num_tokens``; SGLang ``chunked-prefill-size``; vLLM
-  ``max-num-batched-tokens``).
+  ``max-num-batched-tokens``);
+* decode_moe_comm: the MoE dispatch/combine family the decode pool runs (``decode_moe_comm``:
+  SGLang's ``moe-a2a-backend`` and ``deepep-mode``, vLLM's ``all2all-backend``; blank for
+  TensorRT-LLM, which chooses its own, and for the master config's settings form).
 
 A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
 ``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
@@ -42,6 +45,7 @@ from pathlib import Path
 
 import yaml
 
+from llm_codesign.report.launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, VLLM_A2A
 from llm_codesign.validate.mapping import match_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +57,7 @@ FIELDS = (
     "model", "precision", "gpu", "framework", "isl", "osl", "spec", "concurrency",
     "prefill_workers", "prefill_tp", "prefill_ep", "prefill_adp",
     "decode_workers", "decode_tp", "decode_ep", "decode_adp",
-    "decode_max_batch", "prefill_max_batch", "prefill_max_tokens",
+    "decode_max_batch", "prefill_max_batch", "prefill_max_tokens", "decode_moe_comm",
     "config_file", "first_seen", "last_seen",
 )  # fmt: skip
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -115,6 +119,25 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
     return None
 
 
+def decode_moe_comm(rec: dict | None) -> str:
+    """The MoE dispatch/combine family the recipe's decode pool runs
+    (``EngineConstants.moe_comm``): SGLang's ``moe-a2a-backend`` (older ``enable-deepep-moe``)
+    with ``deepep-mode``, vLLM's ``all2all-backend`` (the tables of
+    ``report.launch_data``; absent: the engine's all-gather), "" for TensorRT-LLM (its own
+    choice) or a backend the model has no family for."""
+    be = (rec or {}).get("backend") or {}
+    sg = ((be.get("sglang_config") or {}).get("decode")) or {}
+    vl = ((be.get("vllm_config") or {}).get("decode")) or {}
+    if "sglang_config" in be:
+        a2a = str(sg.get("moe-a2a-backend", "deepep" if sg.get("enable-deepep-moe") else "none"))
+        family = SGLANG_A2A.get(a2a, "")
+        mode = str(sg.get("deepep-mode", "auto"))
+        return SGLANG_DEEPEP_MODES.get(mode, "") if family == "deepep" else family
+    if "vllm_config" in be:
+        return VLLM_A2A.get(str(vl.get("all2all-backend", "allgather_reducescatter")), "")
+    return ""
+
+
 def search_spaces(entry: dict):
     seqs = entry.get("seq-len-configs") or (entry.get("scenarios") or {}).get("fixed-seq-len")
     for seq in seqs or []:
@@ -154,9 +177,9 @@ def main() -> None:
         parts = path[len(VENDORED) + 1 :].split("/")
         for i in range(len(parts)):
             by_tail["/".join(parts[i:])].append(path)
-    recipe_cache: dict[str, tuple[int, int, int] | None] = {}
+    recipe_cache: dict[str, tuple] = {}
 
-    def recipe_limits(cfg_file: str, prefix: str) -> tuple[tuple[int, int, int] | None, set]:
+    def recipe_limits(cfg_file: str, prefix: str) -> tuple[tuple | None, set]:
         tail = cfg_file.removeprefix("recipes/")
         cands = by_tail.get(tail, [])
         if len(cands) > 1:
@@ -171,6 +194,7 @@ def main() -> None:
                 rec = None
             recipe_cache[path] = (limits(rec), rec) if isinstance(rec, dict) else (None, None)
         lim, rec = recipe_cache[path]
+        lim = (*lim, decode_moe_comm(rec)) if lim else None
         ran = set()
         if rec:
             text = str((rec.get("benchmark") or {}).get("concurrencies", ""))
@@ -201,6 +225,7 @@ def main() -> None:
                     lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
                 else:  # the earlier form: the limits as settings of the master config itself
                     lim, ran, cfg_file = stated_limits(s), set(), f"{path} ({name} settings)"
+                    lim = (*lim, "") if lim else None  # no dispatch backend stated
                 if lim is None:
                     continue
                 spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from llm_codesign import estimate, frontier, load_hardware
+from llm_codesign import estimate, frontier, load_engine, load_hardware
 from llm_codesign.cli import main
 from llm_codesign.explore import MODE_DISAGGREGATED
 from llm_codesign.report import launch_settings, read_deployment, write_launch_dir
@@ -148,6 +148,12 @@ def test_dynamo_disaggregated_example():
         ("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --backend _autodeploy", "--backend"),
         ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
          "--moe-runner-backend deep_gemm", "--moe-runner-backend"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
+         "--enable-dp-attention --moe-a2a-backend mooncake", "--moe-a2a-backend"),
+        ("vllm serve deepseek-ai/DeepSeek-R1 -dp 8 --enable-expert-parallel "
+         "--all2all-backend pplx", "--all2all-backend"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
+         "--enable-dp-attention --moe-a2a-backend deepep --deepep-mode turbo", "--deepep-mode"),
     ],
 )  # fmt: skip
 def test_unmappable_settings_exit_2_with_one_line(command, named):
@@ -246,11 +252,12 @@ GRID = [
 ]
 
 
-def _round_trip(model, gpu, precisions, engine, tmp_path, *, disagg=False, spec=0):
+def _round_trip(model, gpu, precisions, engine, tmp_path, *, disagg=False, spec=0, over=None):
     hw = load_hardware(gpu)
     f = frontier(
         model, hw, num_gpus=8, isl=1024, osl=256, precision=precisions.split(","),
-        engine=engine, points_per_octave=1, refine=False, workers=1, progress=False,
+        engine=load_engine(engine).with_overrides(**over) if over else engine,
+        points_per_octave=1, refine=False, workers=1, progress=False,
         disagg=disagg, spec_tokens=spec, spec_acceptance=0.7 if spec else 0.0,
     )  # fmt: skip
     c = f.points.cols
@@ -324,6 +331,20 @@ def test_disaggregated_launch_reads_back_through_dynamo(model, gpu, engine, tmp_
                        disagg=True) >= 2  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("gpu", "engine", "family"),
+    [("h200-sxm", "sglang", "deepep"), ("h200-sxm", "sglang", "deepep_low_latency"),
+     ("h200-sxm", "vllm", "deepep_normal"), ("gb200", "sglang", None), ("gb200", "vllm", None)],
+)  # fmt: skip
+def test_moe_dispatch_family_launch_reads_back(gpu, engine, family, tmp_path):
+    """Launch files run the MoE dispatch/combine kernels the estimate priced (DeepEP's modes;
+    on an NVL72 rack ``auto``'s NVLink one-sided all-to-all: SGLang --moe-a2a-backend
+    flashinfer, vLLM --all2all-backend flashinfer_nvlink_one_sided) and read back to it."""
+    over = {"moe_comm": family} if family else None
+    precision = "fp8" if gpu == "h200-sxm" else "nvfp4"
+    assert _round_trip("deepseek-r1", gpu, precision, engine, tmp_path, over=over) >= 2
+
+
 def test_mtp_launch_reads_back(tmp_path):
     assert _round_trip("deepseek-r1", "b200", "nvfp4", "trtllm", tmp_path, spec=1) >= 2
 
@@ -389,3 +410,60 @@ def test_sglang_moe_runner_backend_sets_the_kernel_path(runner, path):
     dep = read_deployment([cmd], load_hardware("b200"))
     assert dep.engine_constants.moe_kernels == path
     assert any("--moe-runner-backend" in m["setting"] for m in dep.mapped)
+
+
+@pytest.mark.parametrize(
+    ("flags", "family"),
+    [
+        ("--moe-a2a-backend deepep", "deepep"),
+        ("--moe-a2a-backend deepep --deepep-mode low_latency", "deepep_low_latency"),
+        ("--moe-a2a-backend deepep --deepep-mode normal", "deepep_normal"),
+        ("--enable-deepep-moe --deepep-mode low_latency", "deepep_low_latency"),
+        ("--moe-a2a-backend flashinfer", "nvlink_one_sided"),
+        ("--moe-a2a-backend none", "allgather_reducescatter"),
+    ],
+)
+def test_sglang_moe_a2a_backend_sets_the_dispatch_family(flags, family):
+    """SGLang's --moe-a2a-backend (and --deepep-mode) is priced as the dispatch/combine kernel
+    family it runs (the GB200 wide-EP recipes of InferenceX pass deepep low_latency)."""
+    cmd = (
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 "
+        f"--enable-dp-attention --ep 16 {flags}"
+    )
+    dep = read_deployment([cmd], load_hardware("h200-sxm"))
+    assert dep.engine_constants.moe_comm == family
+    said = [m for m in dep.mapped if f"moe_comm={family}" in m["maps_to"]]
+    assert said and all("--" in m["setting"] for m in said)
+
+
+@pytest.mark.parametrize(
+    ("backend", "family"),
+    [
+        ("deepep_low_latency", "deepep_low_latency"),
+        ("deepep_high_throughput", "deepep_normal"),
+        ("flashinfer_nvlink_one_sided", "nvlink_one_sided"),
+        ("allgather_reducescatter", "allgather_reducescatter"),
+    ],
+)
+def test_vllm_all2all_backend_sets_the_dispatch_family(backend, family):
+    cmd = (
+        "vllm serve deepseek-ai/DeepSeek-R1 --data-parallel-size 16 --enable-expert-parallel "
+        f"--all2all-backend {backend}"
+    )
+    dep = read_deployment([cmd], load_hardware("h200-sxm"))
+    assert dep.engine_constants.moe_comm == family
+
+
+def test_deepep_moves_a_multi_node_estimate():
+    """DeepEP's low-latency kernels across two H200 nodes are priced by DeepEP's own RDMA
+    figures, not the engine's all-gather: the same deployment predicts a different TPOT."""
+    base = (
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 16 --dp 16 "
+        "--enable-dp-attention --ep 16"
+    )
+    hw = load_hardware("h200-sxm")
+    tpot = {}
+    for flags in ("", " --moe-a2a-backend deepep --deepep-mode low_latency"):
+        dep = read_deployment([base + flags], hw)
+        tpot[flags] = estimate(hardware=hw, **dep.estimate_args()).tpot_ms
+    assert len(set(tpot.values())) == 2

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
+from .comm import moe_comm_family
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
@@ -142,6 +143,8 @@ class Estimate:
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
             # the fused-MoE kernels priced (the engine's moe_kernels resolved on this GPU)
             "moe_kernel_path": moe_kernel_path(hw, self.engine) if self.model.moe else None,
+            # the MoE dispatch/combine kernels priced for attention-DP ranks
+            "moe_dispatch": moe_comm_family(hw, self.engine) if self.model.moe else None,
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),

@@ -28,6 +28,26 @@ Array = np.ndarray
 #   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
 #   measured bus efficiency (collective_time).
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
+# DeepEP V1 (deepseek-ai/DeepEP docs/legacy.md, bundled as gemm.csv source deepep_v1_legacy):
+# time = alpha + max(NVLink bytes / (f_nvlink x the scale-up link per direction), network bytes
+# / (f_rdma x the NIC)), a rank's bytes split by where their destinations sit: itself (free),
+# the other GPUs of its NVLink domain, other nodes (``deepep_time``). Fit by
+# benchmarks/moe_comm_report.py --fit on DeepEP's H800 tables (NVLink 200 GB/s per direction,
+# 8 GPUs a node, CX7 400 Gb/s = 50 GB/s; hidden 7168, top-8, FP8 dispatch, BF16 combine):
+# low_latency (decode; CUDA-graph safe): one message per (token, expert), top_k a token, no
+#   deduplication; 128 tokens a rank, EP 8-256, 12 rows: alpha 30.3 us dispatch, 23.7 us
+#   combine, f_nvlink 0.70 (DeepEP quotes "~160 GB/s NVLink maximum" = 0.80), f_rdma 0.86;
+#   median |error| 1.8%, worst -6.8%.
+# normal (prefill; not CUDA-graph safe): a token once per destination rank over NVLink, once
+#   per destination node over the network (DeepEP forwards inside the node; its RDMA bytes count
+#   the token's own node too, hence f_rdma above 1); 4096 tokens, EP 8 (NVLink) and 16-64
+#   (RDMA), 8 rows of published bandwidth: f_nvlink 0.80, f_rdma 1.09; median |error| 6.6%,
+#   worst -11.8%. alpha is not published (4096-token rows are 1-6 ms): the low-latency
+#   dispatch's, an assumption.
+DEEPEP_LOW_LATENCY = {"alpha_dispatch": 30.3e-6, "alpha_combine": 23.7e-6, "nvlink": 0.70,
+                      "rdma": 0.86}  # fmt: skip
+DEEPEP_NORMAL = {"alpha_dispatch": 30.3e-6, "alpha_combine": 30.3e-6, "nvlink": 0.80, "rdma": 1.09}
+DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORMAL}
 
 
 def scaleup_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
@@ -98,10 +118,53 @@ def collective_time(
 
 def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
     """The dispatch/combine kernel family the engine uses on this hardware (``auto``: NVLink
-    one-sided in a multi-node NVLink domain, else all-gather + reduce-scatter)."""
+    one-sided in a multi-node NVLink domain, else all-gather + reduce-scatter; ``deepep``:
+    DeepEP's normal kernels in a step with prompt tokens, its low-latency ones otherwise)."""
     if eng.moe_comm != "auto":
         return eng.moe_comm
     return "nvlink_one_sided" if hw.scaleup_domain_size > 8 else "allgather_reducescatter"
+
+
+def deepep_time(
+    mode: str,
+    dispatch: bool,
+    tokens: Array,
+    top_k: Array | float,
+    payload: float,
+    group: Array,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    constants: dict[str, float] | None = None,
+) -> Array:
+    """Seconds of one DeepEP dispatch (or combine) of ``tokens`` tokens per rank over ``group``
+    EP ranks, ``payload`` bytes per token copy, in ``mode`` deepep_low_latency or deepep_normal
+    (``DEEPEP``: alpha + the slower of the NVLink and network legs). Destinations spread evenly
+    over the ranks (uniform routing): low_latency sends top_k copies per token, 1/group of them
+    to the rank itself; normal sends a token once to each distinct rank, G (1 - (1 - 1/G)^k) of
+    them, and once to each distinct node over the network (nodes of the NVLink domain's size).
+
+    Example (closed form): low_latency dispatch of 128 tokens, top-8, 7168 FP8 bytes, EP 8
+    inside one H800 node (200 GB/s per direction): 30.3 us + 128 x 8 x 7168 x 7/8 B / (0.70 x
+    200 GB/s) = 76.2 us (DeepEP publishes 77 us). ``constants`` replaces the mode's ``DEEPEP``
+    entry (the fit's trials)."""
+    c = DEEPEP[mode] if constants is None else constants
+    g = np.maximum(np.asarray(group, dtype=float), 1.0)
+    s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
+    t = np.asarray(tokens, dtype=float) * payload
+    k = np.asarray(top_k, dtype=float)
+    nvl_bw = hw.scaleup_bytes_per_s * c["nvlink"] * eng.comm_efficiency
+    net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
+    if mode == "deepep_low_latency":
+        nvl = t * k * (s - 1.0) / g
+        net = t * k * (g - s) / g
+    else:
+        nvl = t * g * -np.expm1(k * np.log1p(-1.0 / np.maximum(g, 1.0 + 1e-9)))
+        nodes = np.maximum(g / s, 1.0)
+        spread = -np.expm1(k * np.log1p(-1.0 / np.maximum(nodes, 1.0 + 1e-9)))
+        net = np.where(nodes > 1.0, t * nodes * spread, 0.0)
+    alpha = c["alpha_dispatch"] if dispatch else c["alpha_combine"]
+    # alpha is DeepEP's own, measured over NVLink and RDMA alike (no engine network latency)
+    return np.where((g > 1) & (t > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
 
 
 def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
@@ -109,15 +172,30 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     combine (BF16) of attention-DP ranks, by the engine's kernel family.
 
     ``op.meta``: tokens on this rank, tokens of all ranks, copies per token (experts' owners,
-    at most the group), bytes per token element of the payload, hidden size, group size."""
+    at most the group), the router's top-k, whether the step carries prompt tokens, bytes per
+    token element of the payload, hidden size, group size."""
     mt = op.meta["moe_comm"]
     group = np.maximum(np.asarray(op.group_size, dtype=float), 1.0)
     family = moe_comm_family(hw, eng)
     dispatch = op.collective == "moe_dispatch"
+    gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
     if family == "allgather_reducescatter":
-        gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
-        coll = "allgather" if dispatch else "reducescatter"
-        return collective_time(coll, gathered, group, hw, eng)
+        return collective_time(
+            "allgather" if dispatch else "reducescatter", gathered, group, hw, eng
+        )
+    if family.startswith("deepep"):
+        # DeepEP routes tokens to whole experts (ep = the group: SGLang sets ep to tp with it);
+        # experts sliced over moe_tp GPUs are fed by the all-gather
+        payload = mt["hidden"] * mt["elem_bytes"]
+        args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
+        if family == "deepep":
+            prompt = np.asarray(mt["prompt"], dtype=bool)
+            t = np.where(prompt, deepep_time("deepep_normal", *args), 0.0)
+            t = t + np.where(prompt, 0.0, deepep_time("deepep_low_latency", *args))
+        else:
+            t = deepep_time(family, *args)
+        ag = collective_time("allgather" if dispatch else "reducescatter", gathered, group, hw, eng)
+        return np.where(np.asarray(mt["pure_ep"], dtype=bool), t, ag)
     floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]
     logical = logical * mt["elem_bytes"]

@@ -374,7 +374,7 @@ def layer_group_ops(
         # (every routed pair, attention-DP and GEMM1's width: what a kernel fed every token fills)
         permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d),
             "act_bytes": ab, "pairs_all": t_all * k, "adp": adp, "width": mats * fe_local,
-            "mats": float(mats)}  # fmt: skip
+            "mats": float(mats), "pure_ep": ep == tp}  # fmt: skip
         ops.append(permute)
         ops.extend([up, down])
         if moe.num_shared:
@@ -415,9 +415,8 @@ def layer_group_ops(
             )
         )
     if g.moe:
-        # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k
-        # owners, each expert sliced over moe_tp GPUs) and back: at most all tp GPUs (then it is
-        # an all-gather + reduce-scatter)
+        # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k owners,
+        # each sliced over moe_tp GPUs) and back: at most all tp GPUs (an all-gather)
         k_moe = model.moe.top_k if model.moe else 1
         copies = np.minimum(k_moe * (tp // ep), tp)
         a2a = np.where(multi & adp, t_attn * copies * d, 0.0)
@@ -437,35 +436,25 @@ def layer_group_ops(
                 "tokens_rank": np.where(multi & adp, t_attn, 0.0),
                 "tokens_all": np.where(multi & adp, t_all, 0.0),
                 "copies": copies,
+                "top_k": k_moe * (tp // ep),  # pairs a token sends without deduplication
+                "pure_ep": ep == tp,  # experts whole on their ranks (no moe_tp slicing)
+                "prompt": s.prefill_tokens > 0,  # the step carries prompt tokens
                 "hidden": float(d),
                 "elem_bytes": float(elem),
             }
             ops.append(op)
-        ops.append(
-            Op(
-                "allreduce_moe",
-                "communication",
-                "comm",
-                layers,
-                1.0,
-                bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
-                collective="allreduce",
-                group_size=tp,
-            )
+    ops.append(
+        Op(
+            "allreduce_moe" if g.moe else "allreduce_ffn",
+            "communication",
+            "comm",
+            layers,
+            1.0,
+            bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
+            collective="allreduce",
+            group_size=tp,
         )
-    else:
-        ops.append(
-            Op(
-                "allreduce_ffn",
-                "communication",
-                "comm",
-                layers,
-                1.0,
-                bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
-                collective="allreduce",
-                group_size=tp,
-            )
-        )
+    )
     if np.any(np.asarray(cp) > 1):
         # Helix: exchange partial attention outputs + softmax stats across the KV-parallel group
         helix = np.where(cp > 1, seqs_local * a.num_heads / atp * (a.v_head_dim + 2) * 2.0, 0.0)

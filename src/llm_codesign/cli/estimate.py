@@ -391,6 +391,9 @@ def estimate(
     share = a["grouped_gemm_efficiency"]["value"]
     grouped = f" (MoE expert GEMMs x {share:.2f})" if e.model.moe and share < 1 else ""
     grouped += f", MoE kernels {a['moe_kernel_path']}" if a["moe_kernel_path"] else ""
+    pools = [getattr(e.plan, k, e.plan) for k in ("prefill", "decode")]
+    adp = e.model.moe and any(p.attention_dp and p.tp > 1 for p in pools)
+    grouped += f", MoE dispatch {a['moe_dispatch']}" if adp else ""
     c.print(
         f"assumptions: peak {a['peak_flops_per_s'] / 1e12:.0f} TFLOP/s ({a['compute_class']}), "
         f"GEMM efficiency {a['gemm_efficiency']['value']:.3f}{grouped} "

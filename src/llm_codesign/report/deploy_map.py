@@ -36,11 +36,12 @@ from .deploy_values import (
     as_float,
     as_int,
     bench_workload,
+    read_moe_a2a,
     server_precision,
     sglang_moe_runner_engine,
     trtllm_moe_backend_engine,
 )
-from .launch_data import mtp_layers
+from .launch_data import SGLANG_A2A, VLLM_A2A, mtp_layers
 
 
 @dataclass
@@ -184,6 +185,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             sv.replicas *= dp
             note(by["dp"], f"plan dp={dp} replicas (a dense model has no attention DP)")
         ep = tp if (expert and moe) else 1
+        sv.engine.update(read_moe_a2a(by, VLLM_A2A, note, skip))
         if "expert_parallel" in by:
             if moe:
                 note(by["expert_parallel"], f"plan ep={ep}")
@@ -209,21 +211,17 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
                 note(by["radix_off"], "engine recurrent_state_overlap=true (overlap scheduler on)")
             else:
                 skip(by["radix_off"], "prefix caching: random prompts share no prefix, no hits")
-        for name in ("moe_a2a", "deepep"):
-            if name in by and (name == "deepep" and as_bool(by[name])):
-                raise SpecError(
-                    f"{by[name].origin}: DeepEP dispatch is not a MoE kernel family the model "
-                    "prices; allowed: drop it (all-gather/reduce-scatter dispatch)"
-                )
-            if name == "moe_a2a" and name in by:
-                as_choice(by[name], ["none"])
-                note(by[name], "MoE dispatch all-gather/reduce-scatter (engine moe_comm auto)")
+        sv.engine.update(read_moe_a2a(by, SGLANG_A2A, note, skip))
         if "moe_runner" in by:
             over, said = sglang_moe_runner_engine(by["moe_runner"])
             sv.engine.update(over)
             note(by["moe_runner"], said)
     if "ep" in by:
         note(by["ep"], f"plan ep={ep}")
+    a2a = by.get("moe_a2a") or by.get("all2all") or by.get("deepep")
+    if a2a is not None and not adp and sv.engine.get("moe_comm", "").startswith("deepep"):
+        raise SpecError(f"{a2a.origin}: DeepEP without attention-DP is not priced; allowed: "
+                        "attention-DP (--enable-dp-attention, vLLM -dp)")  # fmt: skip
     sv.tp, sv.pp, sv.ep, sv.cp, sv.attention_dp = tp, pp, ep, cp, adp
     ranks = tp if adp else 1
     if "max_batch" in by:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import SpecError
@@ -16,7 +16,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
 from .deploy_read import Setting, Source
-from .launch_data import checkpoint_for
+from .launch_data import SGLANG_DEEPEP_MODES, checkpoint_for
 
 # weight formats `--quantization` names (vLLM, SGLang) -> accuracy key; '' = the checkpoint's own
 QUANTIZATION = {
@@ -258,3 +258,31 @@ def sglang_moe_runner_engine(s: Setting) -> tuple[dict[str, str], str]:
     Example: flashinfer_trtllm -> ({"moe_kernels": "trtllm_gen"}, ...)."""
     path = SGLANG_MOE_RUNNERS[as_choice(s, list(SGLANG_MOE_RUNNERS))]
     return {"moe_kernels": path}, f"engine moe_kernels={path}"
+
+
+def read_moe_a2a(
+    by: dict[str, Setting], table: dict[str, str], note: Callable, skip: Callable
+) -> dict[str, str]:
+    """Engine overrides of a server's MoE all-to-all settings, each noted (``note``) or skipped
+    with its reason (``skip``): SGLang's ``--moe-a2a-backend`` (``moe_a2a``), the older switch
+    ``--enable-deepep-moe`` (``deepep``) and ``--deepep-mode``, or vLLM's ``--all2all-backend``
+    (``all2all``); ``table`` maps the engine's backends to the kernel family priced
+    (``EngineConstants.moe_comm``). A backend the model has no family for (pplx, mori, mooncake,
+    ...) is refused with the allowed values.
+
+    Example: --moe-a2a-backend deepep --deepep-mode low_latency -> {"moe_comm":
+    "deepep_low_latency"}."""
+    a2a = by.get("moe_a2a") or by.get("all2all")
+    if a2a is None and not ("deepep" in by and as_bool(by["deepep"])):
+        if "deepep_mode" in by:
+            skip(by["deepep_mode"], "DeepEP's mode without --moe-a2a-backend deepep: unused")
+        return {}
+    family = table[as_choice(a2a, list(table))] if a2a is not None else "deepep"
+    mode = by.get("deepep_mode")
+    if mode is not None and family == "deepep":
+        family = SGLANG_DEEPEP_MODES[as_choice(mode, list(SGLANG_DEEPEP_MODES))]
+        note(mode, f"engine moe_comm={family}")
+    elif mode is not None:
+        skip(mode, "DeepEP's mode without --moe-a2a-backend deepep: unused")
+    note(a2a or by["deepep"], f"engine moe_comm={family}")
+    return {"moe_comm": family}

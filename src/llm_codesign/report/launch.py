@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..comm import moe_comm_family
 from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.memory import memory_fraction_for
 from ..serving.step import runs_without_overlap
@@ -27,6 +28,7 @@ from .launch_data import (
     checkpoint_for,
     engines_for,
     gpus_per_node,
+    moe_a2a_flags,
     mtp_layers,
     trtllm_moe_backend,
 )
@@ -139,6 +141,16 @@ def _trtllm(x: _Ctx, tp, pp, ep, adp, cp, batch, role, port) -> dict[str, Any]:
     }
 
 
+def _a2a(x: _Ctx, target: str, adp: bool, notes: list[str]) -> list[str]:
+    """The MoE all-to-all flags that run the dispatch/combine family the estimate priced for
+    attention-DP ranks (``comm.moe_comm_family``; ``launch_data.moe_a2a_flags``)."""
+    if not adp:
+        return []
+    flags, note = moe_a2a_flags(target, moe_comm_family(x.fr.hardware, x.fr.engine))
+    notes += [note] if note else []
+    return flags
+
+
 def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[str]:
     m = x.fr.model
     v: list[str] = []
@@ -148,6 +160,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         v.append(f"--tensor-parallel-size {tp}")
     if m.moe and ep == tp and ep > 1:
         v.append("--enable-expert-parallel")
+        v += _a2a(x, "vllm", adp, notes)  # ep == tp
     elif m.moe and bool(partial_moe_ep(tp, ep)):
         notes.append(
             f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
@@ -211,6 +224,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         s += [f"--dp {tp}", "--enable-dp-attention"]
     if m.moe and ep > 1:
         s.append(f"--ep {ep}")
+        s += _a2a(x, "sglang", adp and ep == tp, notes)
     if pp > 1:
         s.append(f"--pp-size {pp}")
     s += [

@@ -245,6 +245,59 @@ def trtllm_moe_backend(
     return "CUTLASS"
 
 
+# MoE dispatch/combine backends -> the kernel family priced (``EngineConstants.moe_comm``; read
+# by report.deploy_values.read_moe_a2a, written by moe_a2a_flags). SGLang --moe-a2a-backend
+# (python/sglang/srt/server_args.py): none all-gathers the attention-DP ranks' tokens;
+# flashinfer runs FlashInfer's trtllm_moe_alltoall.MoeAlltoAll (TensorRT-LLM's NVLink one-sided
+# all-to-all); deepep with --deepep-mode auto (normal kernels for a batch with prompt tokens,
+# low-latency ones otherwise), normal or low_latency.
+SGLANG_A2A = {
+    "none": "allgather_reducescatter",
+    "flashinfer": "nvlink_one_sided",
+    "deepep": "deepep",
+}
+SGLANG_DEEPEP_MODES = {
+    "auto": "deepep",
+    "normal": "deepep_normal",
+    "low_latency": "deepep_low_latency",
+}
+# vLLM --all2all-backend (vllm/config/parallel.py All2AllBackend)
+VLLM_A2A = {
+    "allgather_reducescatter": "allgather_reducescatter",
+    "flashinfer_nvlink_one_sided": "nvlink_one_sided",
+    "deepep_high_throughput": "deepep_normal",
+    "deepep_low_latency": "deepep_low_latency",
+}
+
+
+def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
+    """(flags, note) that make engine ``target`` (sglang, vllm) run MoE dispatch/combine
+    family ``family`` (``comm.moe_comm_family``): the inverse of ``SGLANG_A2A`` /
+    ``VLLM_A2A``, nothing for the engine's own default (all-gather). vLLM runs one DeepEP kernel
+    set a server: for ``deepep`` (normal kernels in steps with prompt tokens) it gets the
+    low-latency one, with a note.
+
+    Example: ("sglang", "deepep_low_latency") -> (["--moe-a2a-backend deepep", "--deepep-mode
+    low_latency"], "")."""
+    if family == "allgather_reducescatter":
+        return [], ""
+    if target == "sglang":
+        if family == "nvlink_one_sided":
+            return ["--moe-a2a-backend flashinfer"], ""
+        mode = {v: k for k, v in SGLANG_DEEPEP_MODES.items()}[family]
+        return ["--moe-a2a-backend deepep", f"--deepep-mode {mode}"], ""
+    note = ""
+    if family == "deepep":
+        family, note = (
+            "deepep_low_latency",
+            (
+                "vLLM runs one DeepEP kernel set a server: the low-latency one here, where the "
+                "estimate priced DeepEP's normal kernels in steps with prompt tokens"
+            ),
+        )
+    return [f"--all2all-backend {({v: k for k, v in VLLM_A2A.items()})[family]}"], note
+
+
 def mtp_layers(model: ModelSpec) -> int:
     """Multi-token-prediction layers the checkpoint ships (DeepSeek-V3/R1: 1), else 0."""
     return int(model.config.get("num_nextn_predict_layers") or 0)

@@ -89,7 +89,12 @@ def clean(obj: Any) -> Any:
 # `estimate --from`); `auto` now prices it for SGLang and vLLM on those GPUs; `assumptions` adds
 # `moe_kernel_path` (the path priced: `cutlass`, `triton` or `trtllm_gen`; null for a dense
 # model).
-SCHEMA_VERSION = 19
+# 20: the engine constants' `moe_comm` may be `deepep`, `deepep_low_latency` or `deepep_normal`
+# (DeepEP's kernels, comm.deepep_time; SGLang --moe-a2a-backend deepep / --deepep-mode, vLLM
+# --all2all-backend, read by `estimate --from` and written by the launch files); `assumptions`
+# adds `moe_dispatch` (the dispatch/combine family priced for attention-DP ranks:
+# `allgather_reducescatter`, `nvlink_one_sided` or a DeepEP one; null for a dense model).
+SCHEMA_VERSION = 20
 
 
 def to_json(obj: Any) -> str:

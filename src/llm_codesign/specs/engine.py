@@ -52,10 +52,18 @@ ENGINE_VENDORS = {
 # the engine of AMD's own inference benchmarks (rocm.docs.amd.com "vLLM inference performance
 # testing", with its rocm/vllm images). Other vendors (a CPU calibration profile): DEFAULT_ENGINE
 DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
-# MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS holds their sourced alpha/beta):
-# auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200 NVL72), else
-# all-gather + reduce-scatter
-MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided")
+# MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS and comm.DEEPEP hold their sourced
+# alpha/beta): auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200
+# NVL72), else all-gather + reduce-scatter; DeepEP's low-latency or normal kernels, or deepep =
+# both as SGLang's --deepep-mode auto runs them (normal in a step with prompt tokens)
+MOE_COMM = (
+    "auto",
+    "allgather_reducescatter",
+    "nvlink_one_sided",
+    "deepep",
+    "deepep_low_latency",
+    "deepep_normal",
+)
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams;
 # trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S)
 MOE_KERNELS = ("auto", "cutlass", "triton", "trtllm_gen")

@@ -8,6 +8,7 @@ import functools
 
 from ..specs.plan import DisaggregatedPlan
 from .recipes import (
+    DISAGG_RECIPE_A2A,
     DISAGG_RECIPE_KEYS,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
@@ -19,10 +20,11 @@ from .recipes import (
 
 
 @functools.cache
-def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int, int, int, str]]]:
+def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
     """Run key -> [(first date the master config named the recipe, decode batch, prefill
-    batch, prefill tokens, recipe file)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
-    out: dict[tuple[object, ...], list[tuple[str, int, int, int, str]]] = {}
+    batch, prefill tokens, recipe file, the decode pool's MoE dispatch family or "")]
+    (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
+    out: dict[tuple[object, ...], list[tuple]] = {}
     for r in bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE):
         pools = [
             (int(r[f"{p}_workers"]), int(r[f"{p}_tp"]), int(r[f"{p}_ep"]), r[f"{p}_adp"] == "True")
@@ -34,7 +36,7 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple[str, int,
             int(r[k]) for k in ("decode_max_batch", "prefill_max_batch", "prefill_max_tokens")
         )
         out.setdefault((*run, *lengths, *pools), []).append(
-            (r["first_seen"], *limits, r["config_file"])
+            (r["first_seen"], *limits, r["config_file"], r["decode_moe_comm"])
         )
     return out
 
@@ -75,12 +77,16 @@ def inferencex_disagg_recipe(
             f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
             "engine's own batch limits (validate.recipes)"
         )
-    _, decode, prefill, tokens, path = found[-1]
+    _, decode, prefill, tokens, path, comm = found[-1]
     recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
     note = (
         f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
         f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
     )
+    if comm:  # DeepEP's modes as deepep (recipes.DISAGG_RECIPE_A2A)
+        family = "deepep" if comm.startswith("deepep") else comm
+        recipe += f":a2a={DISAGG_RECIPE_A2A.index(family)}"
+        note += f"; its decode pool's MoE dispatch {comm}, priced as engine moe_comm {family}"
     return recipe, note
 
 
@@ -90,6 +96,6 @@ def disagg_prefill_batch(recipe: str) -> int | None:
     name, _, rest = recipe.partition(":")
     if name != INFERENCEX_DISAGG:
         return None
-    return int(
-        recipe_fields(recipe, rest, DISAGG_RECIPE_KEYS, True, "inferencex_disagg_recipe")["prefill"]
-    )
+    keys = (*DISAGG_RECIPE_KEYS, "a2a")
+    fields = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
+    return int(fields["prefill"])

@@ -171,6 +171,11 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
 DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each required
+# and its optional a2a=i: the decode pool's MoE dispatch/combine family (the table's
+# decode_moe_comm), DISAGG_RECIPE_A2A[i], DeepEP's modes as deepep: one engine prices both pools,
+# and deepep gives the prefill pool's steps DeepEP's normal kernels, the decode pool's its
+# low-latency ones (a prefill pool the recipe leaves on its all-gather then runs DeepEP's)
+DISAGG_RECIPE_A2A = ("allgather_reducescatter", "nvlink_one_sided", "deepep")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
 # runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
@@ -308,9 +313,14 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
-        pools = recipe_fields(recipe, rest, DISAGG_RECIPE_KEYS, True, "inferencex_disagg_recipe")
+        keys = (*DISAGG_RECIPE_KEYS, "a2a")
+        pools = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
+        i = int(pools.get("a2a", -1))
+        if i >= len(DISAGG_RECIPE_A2A):
+            raise SpecError(f"recipe {recipe!r}: a2a= must be below {len(DISAGG_RECIPE_A2A)}")
+        a2a = {"moe_comm": DISAGG_RECIPE_A2A[i]} if i >= 0 else {}
         return replace(
-            eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"])
+            eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"]), **a2a
         )
     if name == TRTLLM_BENCH and rest:
         bench = recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
@@ -337,17 +347,18 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
 
 
 def recipe_fields(
-    recipe: str, rest: str, keys: tuple[str, ...], every: bool, maker: str
+    recipe: str, rest: str, keys: tuple[str, ...], every: bool | tuple[str, ...], maker: str
 ) -> dict[str, str]:
     """The ``key=value`` fields after a recipe's name: keys of ``keys`` (each of them where
-    ``every``), each once, each value a whole number in ASCII digits; a ``SpecError`` naming
-    the recipe, the rule and its maker otherwise (an empty field, an unknown or repeated key,
-    another value)."""
+    ``every`` is true, those it names where it is a tuple), each once, each value a whole
+    number in ASCII digits; a ``SpecError`` naming the recipe, the rule and its maker otherwise
+    (an empty field, an unknown or repeated key, another value)."""
     pairs = [f.partition("=") for f in rest.split(":")] if rest else []
     found = [k for k, _, _ in pairs]
     values_ok = all(eq and re.fullmatch(r"[0-9]+", v) for _, eq, v in pairs)
     keys_ok = len(set(found)) == len(found) and set(found) <= set(keys)
-    if not (values_ok and keys_ok and (set(found) == set(keys) or not every)):
+    need = set(keys) if every is True else set(every or ())
+    if not (values_ok and keys_ok and need <= set(found)):
         shown = (" and " if every else ", ").join(f"{k}=" for k in keys)
         raise SpecError(
             f"recipe {recipe!r}: fields must be {shown} with integer values, each once "

@@ -1,0 +1,150 @@
+"""DeepEP's dispatch and combine as the model prices them (``comm.deepep_time``) against DeepEP's
+published H800 tables (issue 11), and the fit of the low-latency constants.
+
+Rows: ``data/validation/gemm.csv`` source ``deepep_v1_legacy`` (deepseek-ai/DeepEP
+``docs/legacy.md``): the low-latency table (128 tokens per rank, hidden 7168, top-8, FP8 dispatch
+and BF16 combine, EP 8-256: latency in us) and the normal table (4096 tokens, bottleneck
+bandwidth in GB/s, EP 8 over NVLink and 16-64 over RDMA). The H800: NVLink 400 GB/s
+bidirectional = 200 GB/s per direction, 8 GPUs per NVLink domain, one CX7 400 Gb/s NIC (50
+GB/s) per GPU. Payload per token copy: hidden x the format's bytes (FP8 1, BF16 2); DeepEP's
+own byte counts add the FP8 scales and a 16-byte header (7,408 bytes a copy), which the fitted
+link fractions absorb.
+
+The normal rows are bandwidths; their time is DeepEP's own bytes over that bandwidth: NVLink
+(intranode) a token once per destination rank, the network (internode) once per destination
+node; routing over the test's 256 experts with top-8 taken as uniform.
+
+Run: python benchmarks/moe_comm_report.py          (the bundled constants against the tables)
+     python benchmarks/moe_comm_report.py --fit    (refit the low-latency alpha and fractions)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from llm_codesign.comm import DEEPEP, deepep_time
+from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.hardware import load_hardware
+
+GEMM_CSV = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/validation/gemm.csv"
+HIDDEN, TOP_K = 7168, 8
+# H800 SXM: NVLink 400 GB/s bidirectional (DeepEP's legacy.md: "~160 GB/s NVLink maximum
+# bandwidth" achieved), CX7 InfiniBand 400 Gb/s
+H800 = {"scaleup_bytes_per_s": 200e9, "scaleout_bytes_per_s": 50e9, "scaleup_domain_size": 8}
+
+
+def h800():
+    return load_hardware("h100-sxm").with_overrides(**H800)
+
+
+def published() -> list[dict]:
+    """The DeepEP V1 rows of gemm.csv: mode, direction, EP, tokens and the published time (s)."""
+    rows = []
+    with open(GEMM_CSV, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["source_id"] != "deepep_v1_legacy":
+                continue
+            kern = r["kernel"]
+            ep = int(r["batch_or_groups"].removeprefix("EP"))
+            dispatch = "dispatch" in kern
+            elem = 1.0 if dispatch else 2.0
+            if "low-latency" in kern:
+                rows.append(dict(mode="deepep_low_latency", dispatch=dispatch, ep=ep,
+                                 tokens=128, elem=elem, t=float(r["time_us"]) * 1e-6))  # fmt: skip
+                continue
+            # normal: DeepEP's bytes over its bandwidth (the convention in the docstring)
+            nodes = max(ep // 8, 1)
+            dest = nodes if ep > 8 else ep
+            copies = dest * (1.0 - (1.0 - 1.0 / dest) ** TOP_K)
+            nbytes = 4096 * copies * HIDDEN * elem
+            rows.append(dict(mode="deepep_normal", dispatch=dispatch, ep=ep, tokens=4096,
+                             elem=elem, t=nbytes / (float(r["bandwidth_gb_s"]) * 1e9)))  # fmt: skip
+    return rows
+
+
+def priced(r: dict, hw, eng, constants=None) -> float:
+    tokens, ep = np.array(r["tokens"]), np.array(r["ep"])
+    payload = HIDDEN * r["elem"]
+    return float(
+        deepep_time(r["mode"], r["dispatch"], tokens, TOP_K, payload, ep, hw, eng, constants)
+    )
+
+
+def fit(rows: list[dict], hw, eng) -> dict[str, float]:
+    """Least squares on log time over the low-latency rows: alpha (dispatch, combine) on a 0.2
+    us grid, the two link fractions on a 0.01 grid."""
+    ll = [r for r in rows if r["mode"] == "deepep_low_latency"]
+    best = (math.inf, {})
+    for fn, fr in itertools.product(np.arange(0.60, 1.01, 0.01), np.arange(0.60, 1.01, 0.01)):
+        c = {"nvlink": float(fn), "rdma": float(fr), "alpha_dispatch": 0.0, "alpha_combine": 0.0}
+        sse = 0.0
+        for name, dispatch in (("alpha_dispatch", True), ("alpha_combine", False)):
+            sub = [r for r in ll if r["dispatch"] == dispatch]
+            wire = [priced(r, hw, eng, c) for r in sub]  # the time less alpha
+            a0 = statistics.median(r["t"] - w for r, w in zip(sub, wire))
+            trials = [max(a0 + d * 0.2e-6, 0.0) for d in range(-50, 51)]
+            errs = [sum(math.log((w + a) / r["t"]) ** 2 for r, w in zip(sub, wire))
+                    for a in trials]  # fmt: skip
+            i = int(np.argmin(errs))
+            c[name] = trials[i]
+            sse += errs[i]
+        if sse < best[0]:
+            best = (sse, c)
+    return best[1]
+
+
+def fit_normal(rows: list[dict], hw, eng, alpha: float) -> dict[str, float]:
+    """The normal kernels' link fractions, each on a 0.01 grid by least squares on log time
+    (NVLink from the intranode rows, the network from the internode ones), alpha given."""
+    nm = [r for r in rows if r["mode"] == "deepep_normal"]
+    c = {"alpha_dispatch": alpha, "alpha_combine": alpha, "nvlink": 0.8, "rdma": 0.9}
+    for key, sub in (("nvlink", [r for r in nm if r["ep"] <= 8]),
+                     ("rdma", [r for r in nm if r["ep"] > 8])):  # fmt: skip
+        grid = np.arange(0.50, 1.51, 0.01)
+        sse = [sum(math.log(priced(r, hw, eng, {**c, key: float(f)}) / r["t"]) ** 2 for r in sub)
+               for f in grid]  # fmt: skip
+        c[key] = float(grid[int(np.argmin(sse))])
+    return c
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fit", action="store_true", help="refit the low-latency constants")
+    args = ap.parse_args()
+    hw, eng = h800(), load_engine("base").with_overrides(comm_efficiency=1.0)
+    rows = published()
+    constants = dict(DEEPEP)
+    if args.fit:
+        c = fit(rows, hw, eng)
+        constants["deepep_low_latency"] = c
+        print(f"fit, low latency: alpha dispatch {c['alpha_dispatch'] * 1e6:.1f} us, combine "
+              f"{c['alpha_combine'] * 1e6:.1f} us, f_nvlink {c['nvlink']:.2f}, "
+              f"f_rdma {c['rdma']:.2f}")  # fmt: skip
+        n = fit_normal(rows, hw, eng, c["alpha_dispatch"])
+        constants["deepep_normal"] = n
+        print(f"fit, normal (alpha = the low-latency dispatch's): f_nvlink {n['nvlink']:.2f}, "
+              f"f_rdma {n['rdma']:.2f}")  # fmt: skip
+    print("| mode | op | EP | tokens/rank | published us | priced us | error |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    errs: dict[str, list[float]] = {}
+    for r in rows:
+        p = priced(r, hw, eng, constants[r["mode"]])
+        e = p / r["t"] - 1.0
+        errs.setdefault(r["mode"], []).append(e)
+        op = "dispatch" if r["dispatch"] else "combine"
+        print(f"| {r['mode']} | {op} | {r['ep']} | {r['tokens']} | {r['t'] * 1e6:.1f} | "
+              f"{p * 1e6:.1f} | {e:+.1%} |")  # fmt: skip
+    for mode, es in errs.items():
+        print(f"{mode}: {len(es)} rows, median |error| {statistics.median(map(abs, es)):.1%}, "
+              f"worst {max(es, key=abs):+.1%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
