@@ -31,7 +31,8 @@ from llm_codesign.serving import aggregated, evaluate
 MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-r1", "gpt-oss-120b")
 GPUS = ("h100-sxm", "h200-sxm", "b200")
 PRECISIONS = ("bf16", "fp8")
-ENGINES = ("trtllm", "vllm", "sglang")
+# engine[:moe_comm]: an engine with another MoE dispatch family (DeepEP's kernels)
+ENGINES = ("trtllm", "vllm", "sglang", "sglang:deepep")
 PLANS = ((1, 1, 1, False), (2, 1, 1, False), (8, 1, 8, True), (4, 2, 1, False), (8, 1, 1, False))
 ISL = (128, 1024, 8192)
 OSL = (1, 2, 4, 16, 64, 128, 1024)
@@ -81,7 +82,9 @@ def scan(models=MODELS, gpus=GPUS, precisions=PRECISIONS, engines=ENGINES) -> di
                 worst[kind] = (r, where)
 
     for mid, gid, pid, eid in itertools.product(models, gpus, precisions, engines):
-        m, hw, p, eng = load_model(mid), load_hardware(gid), parse_precision(pid), load_engine(eid)
+        m, hw, p = load_model(mid), load_hardware(gid), parse_precision(pid)
+        name, _, family = eid.partition(":")
+        eng = load_engine(name).with_overrides(**({"moe_comm": family} if family else {}))
         if not hw.supports(p.compute_class):
             continue
         fast = dataclasses.replace(hw, hbm_bytes_per_s=hw.hbm_bytes_per_s * 1.25)

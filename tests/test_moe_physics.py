@@ -70,6 +70,88 @@ def test_allgather_reducescatter_is_the_nccl_pair_on_all_tokens():
     assert float(moe_comm_time(op_c, hw, BASE)) == pytest.approx(float(want_c))
 
 
+# H800 as DeepEP's tables describe it: NVLink 400 GB/s bidirectional (200 per direction), 8
+# GPUs a node, one CX7 400 Gb/s NIC per GPU
+H800 = {"scaleup_bytes_per_s": 200e9, "scaleout_bytes_per_s": 50e9, "scaleup_domain_size": 8}
+
+
+def test_deepep_low_latency_closed_form():
+    """128 tokens a rank, top-8, FP8 (1 byte) of hidden 7168, EP 8 inside one H800 node: by
+    hand, 30.3 us + 128 x 8 x 7168 x 7/8 B / (0.70 x 200 GB/s) = 76.18 us; at EP 16 the network
+    leg (half the copies leave the node, 0.86 x 50 GB/s) is the slower one: 30.3 us + 128 x 8
+    x 7168 / 2 B / 43 GB/s = 115.65 us."""
+    hw = load_hardware("h100-sxm").with_overrides(**H800)
+    eng = BASE.with_overrides(comm_efficiency=1.0)
+    op, _ = _moe_op("moe_dispatch", "h100-sxm", "fp8", 128)
+    low = eng.with_overrides(moe_comm="deepep_low_latency")
+    assert float(moe_comm_time(op, hw, low)) * 1e6 == pytest.approx(76.18, abs=0.01)
+    op16, _ = _moe_op("moe_dispatch", "h100-sxm", "fp8", 128, tp=16, ep=16)
+    assert float(moe_comm_time(op16, hw, low)) * 1e6 == pytest.approx(115.65, abs=0.01)
+
+
+# pplx-garden docs/fabric-lib.md @2446003 (arXiv 2510.27656), "Decode (128 tokens)", the DeepEP
+# column on ConnectX-7 (Hopper nodes of 8 GPUs): EP -> (dispatch us, combine us). Not used in
+# the fit (DeepEP's own H800 table is), so an out-of-sample check of the network leg.
+GARDEN_DEEPEP_CX7 = {16: (123.9, 203.0), 32: (159.1, 285.0), 64: (177.9, 325.0)}
+
+
+@pytest.mark.parametrize("ep", sorted(GARDEN_DEEPEP_CX7))
+def test_deepep_low_latency_predicts_pplx_garden_measurements(ep):
+    eng = BASE.with_overrides(moe_comm="deepep_low_latency", comm_efficiency=1.0)
+    for i, name in enumerate(("moe_dispatch", "moe_combine")):
+        op, hw = _moe_op(name, "h100-sxm", "fp8", 128, tp=ep, ep=ep)
+        t = float(moe_comm_time(op, hw, eng)) * 1e6
+        assert t == pytest.approx(GARDEN_DEEPEP_CX7[ep][i], rel=0.10), (name, t)
+
+
+def test_deepep_auto_is_normal_with_prompt_tokens_and_low_latency_without():
+    """SGLang's --deepep-mode auto: the normal kernels for a batch with prompt tokens, the
+    low-latency ones for a decode-only batch; DeepEP only where experts are whole on their
+    ranks (ep = tp), else the all-gather feeds the sliced experts."""
+    hw = load_hardware("h200-sxm")
+    fam = {f: BASE.with_overrides(moe_comm=f) for f in ("deepep", "deepep_low_latency",
+                                                        "deepep_normal")}  # fmt: skip
+    s = step_shape(16, 1, 16, 1, True, isl=1024, osl=1024, decode_seqs=512, prefill_tokens=4096)
+    op = next(o for o in step_ops(R1, parse_precision("fp8"), s) if o.name == "moe_dispatch")
+    assert float(moe_comm_time(op, hw, fam["deepep"])) == float(
+        moe_comm_time(op, hw, fam["deepep_normal"])
+    )
+    dec, _ = _moe_op("moe_dispatch", "h200-sxm", "fp8", 32, tp=16, ep=16)
+    assert float(moe_comm_time(dec, hw, fam["deepep"])) == float(
+        moe_comm_time(dec, hw, fam["deepep_low_latency"])
+    )
+    sliced, _ = _moe_op("moe_dispatch", "h200-sxm", "fp8", 32, tp=16, ep=8)
+    gathered = BASE.with_overrides(moe_comm="allgather_reducescatter")
+    assert float(moe_comm_time(sliced, hw, fam["deepep"])) == float(
+        moe_comm_time(sliced, hw, gathered)
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    tokens=st.integers(1, 4096),
+    ep=st.sampled_from([2, 4, 8, 16, 32, 64]),
+    mode=st.sampled_from(["deepep_low_latency", "deepep_normal"]),
+    nvl=st.floats(100e9, 1000e9),
+    nic=st.floats(12.5e9, 100e9),
+    more=st.floats(1.0, 4.0),
+)
+def test_deepep_time_monotone(tokens, ep, mode, nvl, nic, more):
+    """More tokens never take less time; faster links (NVLink or NIC) never take more; a
+    dispatch never beats its fixed alpha."""
+    from llm_codesign.comm import DEEPEP, deepep_time
+
+    hw = load_hardware("h100-sxm").with_overrides(scaleup_bytes_per_s=nvl, scaleout_bytes_per_s=nic)
+    faster = hw.with_overrides(scaleup_bytes_per_s=nvl * more, scaleout_bytes_per_s=nic * more)
+
+    def t(n, h):
+        return float(deepep_time(mode, True, np.array(float(n)), 8, 7168.0, np.array(ep), h, BASE))
+
+    assert t(tokens, hw) >= DEEPEP[mode]["alpha_dispatch"]
+    assert t(tokens + 1, hw) >= t(tokens, hw)
+    assert t(tokens, faster) <= t(tokens, hw) * (1 + 1e-12)
+
+
 def test_rank_imbalance_closed_form():
     # 1024 pairs per rank over 8 ranks, uniform routing: 1 + sqrt(2 ln 8 / 1024)
     assert float(moe_rank_imbalance(1024.0, 8, 1.0, 8, 32)) == pytest.approx(

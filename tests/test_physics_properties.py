@@ -38,17 +38,24 @@ CASES = [
     ("qwen3-30b-a3b", "h100-sxm", "bf16", 1, 1, 1, False),
     ("qwen3-30b-a3b", "b200", "nvfp4", 2, 1, 2, False),
     ("deepseek-r1", "h200-sxm", "fp8", 8, 1, 8, True),
+    ("deepseek-r1", "h200-sxm", "fp8", 16, 1, 16, True),
     ("gpt-oss-120b", "b200", "mxfp4", 2, 1, 2, False),
 ]
-ENGINES = ("trtllm", "vllm", "sglang", "base")
+# engine[:moe_comm]: an engine with another MoE dispatch family (DeepEP's kernels)
+ENGINES = ("trtllm", "vllm", "sglang", "base", "sglang:deepep")
 OSL = st.one_of(st.integers(1, 16), st.integers(17, 2048))
 ISL = st.integers(16, 16384)
 CONC = st.integers(1, 1024)
 
 
+def _engine(eng_id):
+    name, _, family = eng_id.partition(":")
+    return load_engine(name).with_overrides(**({"moe_comm": family} if family else {}))
+
+
 def _run(case, eng_id, isl, osl, conc, hw=None, iterations=None):
     mid, gid, pid, tp, pp, ep, adp = case
-    m, p, eng = load_model(mid), parse_precision(pid), load_engine(eng_id)
+    m, p, eng = load_model(mid), parse_precision(pid), _engine(eng_id)
     hw = hw or load_hardware(gid)
     old = aggregated.FIXED_POINT_ITERATIONS
     if iterations is not None:
@@ -103,7 +110,7 @@ def test_roofline_little_and_convergence(case, eng, isl, osl, conc):
 def test_clients_beyond_the_cap_queue(case, eng, isl, osl):
     _, _, _, r = _run(case, eng, isl, osl, 1)
     cap = float(np.floor(r.max_concurrency))
-    cap = min(cap, float(load_engine(eng).max_batch_size) * (case[3] if case[6] else 1))
+    cap = min(cap, float(_engine(eng).max_batch_size) * (case[3] if case[6] else 1))
     if not 1 <= cap <= 1e5:
         return
     _, _, _, at = _run(case, eng, isl, osl, np.array([cap, cap + 1, 2 * cap + 7]))
@@ -336,7 +343,7 @@ def test_a_speculating_decode_pool_gains_from_acceptance(case, eng, conc, k, a, 
     from llm_codesign.serving.disaggregated import decode_workers
 
     mid, gid, pid, tp, pp, ep, adp = case
-    args = (load_model(mid), load_hardware(gid), parse_precision(pid), load_engine(eng))
+    args = (load_model(mid), load_hardware(gid), parse_precision(pid), _engine(eng))
     kw = dict(tp=tp, pp=pp, ep=ep, cp=1, attention_dp=adp, concurrency=float(conc), isl=1024,
               osl=256)  # fmt: skip
 

@@ -166,8 +166,10 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # the prefill worker's batch and token budget. data/validation/inferencex_disagg_limits.csv holds,
 # per run and master-config version since 2025-09-01 (its first and last dates), the decode
 # batch per scheduling rank (TensorRT-LLM max_batch_size, SGLang max-running-requests // dp-size,
-# vLLM max-num-seqs), the prefill batch per rank and token budget, and the recipe file (or the
-# master config's own settings before the recipe files)
+# vLLM max-num-seqs), the prefill batch per rank and token budget, the decode pool's MoE
+# dispatch family (decode_moe_comm: SGLang moe-a2a-backend / deepep-mode, vLLM all2all-backend;
+# blank for TensorRT-LLM's own choice) and the recipe file (or the master config's own settings
+# before the recipe files)
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
 DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each required
