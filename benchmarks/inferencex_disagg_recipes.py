@@ -21,9 +21,10 @@ with the dates the master config named that recipe for that run, to the bundled 
 * prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
   (token budget: ``max_num_tokens``; SGLang ``chunked-prefill-size``; vLLM
   ``max-num-batched-tokens``);
-* decode_moe_comm: the MoE dispatch/combine family the decode pool runs (``decode_moe_comm``:
-  SGLang's ``moe-a2a-backend`` and ``deepep-mode``, vLLM's ``all2all-backend``; blank for
-  TensorRT-LLM, which chooses its own, and for the master config's settings form).
+* decode_moe_comm / prefill_moe_comm: the MoE dispatch/combine family each pool runs
+  (``pool_moe_comm``: SGLang's ``moe-a2a-backend`` and ``deepep-mode``, vLLM's
+  ``all2all-backend``; blank for TensorRT-LLM, which chooses its own, and for the master
+  config's settings form).
 
 A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
 ``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
@@ -58,6 +59,7 @@ FIELDS = (
     "prefill_workers", "prefill_tp", "prefill_ep", "prefill_adp",
     "decode_workers", "decode_tp", "decode_ep", "decode_adp",
     "decode_max_batch", "prefill_max_batch", "prefill_max_tokens", "decode_moe_comm",
+    "prefill_moe_comm",
     "config_file", "first_seen", "last_seen",
 )  # fmt: skip
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -119,15 +121,15 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
     return None
 
 
-def decode_moe_comm(rec: dict | None) -> str:
-    """The MoE dispatch/combine family the recipe's decode pool runs
+def pool_moe_comm(rec: dict | None, pool: str) -> str:
+    """The MoE dispatch/combine family the recipe's ``pool`` (prefill, decode) runs
     (``EngineConstants.moe_comm``): SGLang's ``moe-a2a-backend`` (older ``enable-deepep-moe``)
     with ``deepep-mode``, vLLM's ``all2all-backend`` (the tables of
     ``report.launch_data``; absent: the engine's all-gather), "" for TensorRT-LLM (its own
     choice) or a backend the model has no family for."""
     be = (rec or {}).get("backend") or {}
-    sg = ((be.get("sglang_config") or {}).get("decode")) or {}
-    vl = ((be.get("vllm_config") or {}).get("decode")) or {}
+    sg = ((be.get("sglang_config") or {}).get(pool)) or {}
+    vl = ((be.get("vllm_config") or {}).get(pool)) or {}
     if "sglang_config" in be:
         a2a = str(sg.get("moe-a2a-backend", "deepep" if sg.get("enable-deepep-moe") else "none"))
         family = SGLANG_A2A.get(a2a, "")
@@ -194,7 +196,7 @@ def main() -> None:
                 rec = None
             recipe_cache[path] = (limits(rec), rec) if isinstance(rec, dict) else (None, None)
         lim, rec = recipe_cache[path]
-        lim = (*lim, decode_moe_comm(rec)) if lim else None
+        lim = (*lim, pool_moe_comm(rec, "decode"), pool_moe_comm(rec, "prefill")) if lim else None
         ran = set()
         if rec:
             text = str((rec.get("benchmark") or {}).get("concurrencies", ""))
@@ -225,7 +227,7 @@ def main() -> None:
                     lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
                 else:  # the earlier form: the limits as settings of the master config itself
                     lim, ran, cfg_file = stated_limits(s), set(), f"{path} ({name} settings)"
-                    lim = (*lim, "") if lim else None  # no dispatch backend stated
+                    lim = (*lim, "", "") if lim else None  # no dispatch backend stated
                 if lim is None:
                     continue
                 spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"

@@ -13,6 +13,7 @@ from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate, evaluate_disaggregated
 from llm_codesign.validate import disaggregated_inputs, map_row, validate
+from llm_codesign.validate.disagg_recipes import disagg_prefill_engine
 from llm_codesign.validate.recipes import (
     DEFAULT_LIMITS,
     INFERENCEX_DISAGG_LIMITS_FILE,
@@ -447,3 +448,24 @@ def test_inferencex_trtllm_blackwell_runs_take_the_trtllm_moe_backend():
     assert recipe_behaviour(recipe, base).moe_kernels == "trtllm_gen"
     plain, _ = inferencex_trtllm_recipe(16, 1024, 8, False, 0, "2026-05-01", "B200")
     assert recipe_behaviour(plain, base).moe_kernels == "cutlass"
+
+
+def test_inferencex_disaggregated_row_runs_its_recipes_moe_dispatch_per_pool():
+    """InferenceX's GB200 SGLang mid-curve recipe (recipes/gb200-fp4/1k1k/mid-curve.yaml)
+    decodes on 32 attention-DP ranks with DeepEP's low-latency kernels (moe-a2a-backend deepep,
+    deepep-mode low_latency) and prefills on 4-rank pools that leave SGLang's all-gather on:
+    each pool's engine prices its own family."""
+    row = _ix_disagg_row(
+        gpu="GB200", num_gpus="48", precision="fp4/?/?", tp="P:tp4/D:tp32", ep="P:ep4/D:ep32",
+        dp="P:dpattn=True/D:dpattn=True", concurrency_or_batch="2048",
+        framework="dynamo-sglang (lmsysorg/sglang:v0.5.8)",
+        notes="disaggregated: prefill_gpus=16 (workers=4), decode_gpus=32 (workers=1), "
+        "is_multinode=True; spec_method=none; run date 2026-03-01",
+    )  # fmt: skip
+    m = map_row(0, row)
+    assert "mid-curve.yaml" in m.note and "decode pool MoE dispatch deepep_low_latency" in m.note
+    eng = recipe_behaviour(m.recipe, load_engine("sglang"))
+    assert eng.moe_comm == "deepep_low_latency"
+    assert disagg_prefill_engine(m.recipe, eng).moe_comm == "allgather_reducescatter"
+    with pytest.raises(SpecError, match="a2a"):
+        recipe_behaviour("inferencex-disagg:decode=1:prefill=2:tokens=8:a2a=9", eng)

@@ -439,6 +439,7 @@ def evaluate_disaggregated(
     osl: int,
     spec_tokens: int = 0,
     spec_acceptance: float = 0.0,
+    prefill_engine: EngineConstants | None = None,
 ) -> DisaggregatedResult:
     """``prefill_count`` prefill workers (plan ``prefill_plan``: keys tp, pp, ep, cp,
     attention_dp) batching ``prefill_batch`` prompts, feeding ``decode_count`` decode workers
@@ -446,7 +447,8 @@ def evaluate_disaggregated(
     (``running_concurrency``; the other clients queue, their wait inside TTFT). Requests/s is
     the slower pool's rate; TTFT = prefill latency + KV transfer; TPOT the decode step per
     token it yields (``spec_tokens`` MTP drafts, each accepted with ``spec_acceptance``, as in
-    ``serving.evaluate``). Throughput per GPU counts both pools. The frontier's disaggregated
+    ``serving.evaluate``). Throughput per GPU counts both pools. ``prefill_engine`` prices the
+    prefill workers where their engine settings differ from ``eng``'s. The frontier's disaggregated
     points are these numbers at the balanced split.
 
     Example (one TP4 prefill worker feeding one TP4 decode worker of Llama-3.1-70B):
@@ -461,6 +463,8 @@ def evaluate_disaggregated(
         (8, True)
     """
     eng = speculating_engine(eng, spec_tokens)
+    # the prefill pool's own engine where its settings differ (a recipe's MoE dispatch family)
+    peng = eng if prefill_engine is None else speculating_engine(prefill_engine, spec_tokens)
     keys = ("tp", "pp", "ep", "cp", "attention_dp")
     pplan = {k: np.asarray(prefill_plan[k]) for k in keys}
     dplan = {k: np.asarray(decode_plan[k]) for k in keys}
@@ -476,7 +480,7 @@ def evaluate_disaggregated(
     ok = reason == ""
     pplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in pplan.items()}
     dplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in dplan.items()}
-    pw = prefill_workers(model, hw, prec, eng, **pplan, batch=prefill_batch, isl=isl)
+    pw = prefill_workers(model, hw, prec, peng, **pplan, batch=prefill_batch, isl=isl)
     dw = decode_workers(
         model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl,
         spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import functools
 
+from ..specs.engine import EngineConstants
 from ..specs.plan import DisaggregatedPlan
 from .recipes import (
     DISAGG_RECIPE_A2A,
-    DISAGG_RECIPE_KEYS,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
     bundled_rows,
-    recipe_fields,
+    disagg_recipe_fields,
     run_date,
     run_gpu_precision,
 )
@@ -22,8 +22,8 @@ from .recipes import (
 @functools.cache
 def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
     """Run key -> [(first date the master config named the recipe, decode batch, prefill
-    batch, prefill tokens, recipe file, the decode pool's MoE dispatch family or "")]
-    (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
+    batch, prefill tokens, recipe file, the decode and the prefill pool's MoE dispatch family
+    or "")] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
     out: dict[tuple[object, ...], list[tuple]] = {}
     for r in bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE):
         pools = [
@@ -36,7 +36,13 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
             int(r[k]) for k in ("decode_max_batch", "prefill_max_batch", "prefill_max_tokens")
         )
         out.setdefault((*run, *lengths, *pools), []).append(
-            (r["first_seen"], *limits, r["config_file"], r["decode_moe_comm"])
+            (
+                r["first_seen"],
+                *limits,
+                r["config_file"],
+                r["decode_moe_comm"],
+                r["prefill_moe_comm"],
+            )
         )
     return out
 
@@ -77,16 +83,16 @@ def inferencex_disagg_recipe(
             f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
             "engine's own batch limits (validate.recipes)"
         )
-    _, decode, prefill, tokens, path, comm = found[-1]
+    _, decode, prefill, tokens, path, comm, pcomm = found[-1]
     recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
     note = (
         f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
         f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
     )
-    if comm:  # DeepEP's modes as deepep (recipes.DISAGG_RECIPE_A2A)
-        family = "deepep" if comm.startswith("deepep") else comm
-        recipe += f":a2a={DISAGG_RECIPE_A2A.index(family)}"
-        note += f"; its decode pool's MoE dispatch {comm}, priced as engine moe_comm {family}"
+    for key, family, pool in (("a2a", comm, "decode"), ("pa2a", pcomm, "prefill")):
+        if family:  # the pool's MoE dispatch family (recipes.DISAGG_RECIPE_A2A)
+            recipe += f":{key}={DISAGG_RECIPE_A2A.index(family)}"
+            note += f"; {pool} pool MoE dispatch {family}"
     return recipe, note
 
 
@@ -96,6 +102,17 @@ def disagg_prefill_batch(recipe: str) -> int | None:
     name, _, rest = recipe.partition(":")
     if name != INFERENCEX_DISAGG:
         return None
-    keys = (*DISAGG_RECIPE_KEYS, "a2a")
-    fields = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
-    return int(fields["prefill"])
+    return int(disagg_recipe_fields(recipe, rest)["prefill"])
+
+
+def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
+    """The engine of the prefill pool an ``inferencex_disagg_recipe`` describes: ``eng`` (the
+    decode pool's, ``recipes.recipe_behaviour``) with the prefill pool's MoE dispatch family
+    where the recipe states one (``pa2a``), else ``eng``."""
+    name, _, rest = recipe.partition(":")
+    if name != INFERENCEX_DISAGG:
+        return eng
+    fields = disagg_recipe_fields(recipe, rest)
+    if "pa2a" not in fields:
+        return eng
+    return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])

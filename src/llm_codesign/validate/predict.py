@@ -39,7 +39,7 @@ from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
 from .conventions import throughput_metric, throughput_value
-from .disagg_recipes import disagg_prefill_batch
+from .disagg_recipes import disagg_prefill_batch, disagg_prefill_engine
 from .mapping import MappedRow, metric_class
 from .recipes import TRTLLM_BENCH, recipe_behaviour, recipe_engine
 from .simulated import predict_simulated, simulated
@@ -191,6 +191,7 @@ def _predict_disaggregated(
             hw,
             prec,
             eng,
+            prefill_engine=disagg_prefill_engine(rs[0].recipe, eng),  # one recipe a group
             **plans,
             prefill_count=col(lambda d: d["prefill_count"]),
             decode_count=col(lambda d: d["decode_count"]),

@@ -49,7 +49,7 @@ from types import MappingProxyType
 
 from ..errors import SpecError
 from ..moe_kernels import runs_trtllm_gen
-from ..specs.engine import EngineConstants
+from ..specs.engine import MOE_COMM, EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -173,11 +173,11 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # (benchmarks/inferencex_disagg_recipes.py writes it from a clone of InferenceX)
 INFERENCEX_DISAGG = "inferencex-disagg"
 DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each required
-# and its optional a2a=i: the decode pool's MoE dispatch/combine family (the table's
-# decode_moe_comm), DISAGG_RECIPE_A2A[i], DeepEP's modes as deepep: one engine prices both pools,
-# and deepep gives the prefill pool's steps DeepEP's normal kernels, the decode pool's its
-# low-latency ones (a prefill pool the recipe leaves on its all-gather then runs DeepEP's)
-DISAGG_RECIPE_A2A = ("allgather_reducescatter", "nvlink_one_sided", "deepep")
+# and its optional a2a=i and pa2a=j: the decode and the prefill pool's MoE dispatch/combine
+# family (the table's decode_moe_comm, prefill_moe_comm), DISAGG_RECIPE_A2A[i] (the decode
+# pool's engine, recipe_behaviour; the prefill pool's, disagg_recipes.disagg_prefill_engine)
+DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
+DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
 # runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
@@ -315,12 +315,8 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
-        keys = (*DISAGG_RECIPE_KEYS, "a2a")
-        pools = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
-        i = int(pools.get("a2a", -1))
-        if i >= len(DISAGG_RECIPE_A2A):
-            raise SpecError(f"recipe {recipe!r}: a2a= must be below {len(DISAGG_RECIPE_A2A)}")
-        a2a = {"moe_comm": DISAGG_RECIPE_A2A[i]} if i >= 0 else {}
+        pools = disagg_recipe_fields(recipe, rest)
+        a2a = {"moe_comm": DISAGG_RECIPE_A2A[int(pools["a2a"])]} if "a2a" in pools else {}
         return replace(
             eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"]), **a2a
         )
@@ -346,6 +342,17 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if "tokens" in fields:
         over["max_num_tokens"] = int(fields["tokens"])
     return replace(eng, **over)
+
+
+def disagg_recipe_fields(recipe: str, rest: str) -> dict[str, str]:
+    """The fields of an ``inferencex_disagg_recipe`` (``DISAGG_RECIPE_KEYS``, each required;
+    ``DISAGG_RECIPE_OPTIONAL``, each an index into ``DISAGG_RECIPE_A2A``)."""
+    keys = (*DISAGG_RECIPE_KEYS, *DISAGG_RECIPE_OPTIONAL)
+    out = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
+    for k in DISAGG_RECIPE_OPTIONAL:
+        if k in out and int(out[k]) >= len(DISAGG_RECIPE_A2A):
+            raise SpecError(f"recipe {recipe!r}: {k}= must be below {len(DISAGG_RECIPE_A2A)}")
+    return out
 
 
 def recipe_fields(
