@@ -14,8 +14,13 @@ The normal rows are bandwidths; their time is DeepEP's own bytes over that bandw
 (intranode) a token once per destination rank, the network (internode) once per destination
 node; routing over the test's 256 experts with top-8 taken as uniform.
 
+The normal kernels' SM bound (``comm.DEEPEP_NORMAL``: a token copy takes one SM c + its bytes at
+r): DeepEP's rows in NVIDIA's Hybrid-EP tables (gemm.csv ``deepep_hybrid_ep_readme``; B200 EP 8
+at 16-48 SMs, GB200 EP 8/16/24 at 16-32 SMs, 4096 tokens, uniform routing over 8 local experts a
+rank), fit on the B200 rows of at most 32 SMs.
+
 Run: python benchmarks/moe_comm_report.py          (the bundled constants against the tables)
-     python benchmarks/moe_comm_report.py --fit    (refit the low-latency alpha and fractions)
+     python benchmarks/moe_comm_report.py --fit    (refit alpha, the link fractions, the SM rate)
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ def fit_normal(rows: list[dict], hw, eng, alpha: float) -> dict[str, float]:
     """The normal kernels' link fractions, each on a 0.01 grid by least squares on log time
     (NVLink from the intranode rows, the network from the internode ones), alpha given."""
     nm = [r for r in rows if r["mode"] == "deepep_normal"]
-    c = {"alpha_dispatch": alpha, "alpha_combine": alpha, "nvlink": 0.8, "rdma": 0.9}
+    c = {**DEEPEP["deepep_normal"], "alpha_dispatch": alpha, "alpha_combine": alpha}
     for key, sub in (("nvlink", [r for r in nm if r["ep"] <= 8]),
                      ("rdma", [r for r in nm if r["ep"] > 8])):  # fmt: skip
         grid = np.arange(0.50, 1.51, 0.01)
@@ -112,6 +117,39 @@ def fit_normal(rows: list[dict], hw, eng, alpha: float) -> dict[str, float]:
                for f in grid]  # fmt: skip
         c[key] = float(grid[int(np.argmin(sse))])
     return c
+
+
+def sm_rows() -> list[dict]:
+    """DeepEP's normal kernels by SM count (gemm.csv source deepep_hybrid_ep_readme): GPU, EP,
+    SMs, direction, payload bytes a token copy in the model's convention (hidden x the
+    format's bytes) and the published seconds a copy takes one SM, SMs x (time - alpha) /
+    copies, the time being DeepEP's algorithm bytes (with FP8's scales) over the bandwidth."""
+    out = []
+    alpha = DEEPEP["deepep_normal"]["alpha_dispatch"]
+    with open(GEMM_CSV, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["source_id"] != "deepep_hybrid_ep_readme":
+                continue
+            ep = int(r["batch_or_groups"].removeprefix("EP"))
+            sms = int(r["kernel"].split(", ")[1].split()[0])
+            fp8 = r["dtype"] == "fp8"
+            copies = 4096 * ep * (1.0 - (1.0 - 1.0 / ep) ** TOP_K)
+            algo = HIDDEN * (1.0 + 4.0 / 128.0) if fp8 else HIDDEN * 2.0
+            t = copies * algo / (float(r["bandwidth_gb_s"]) * 1e9)
+            out.append(dict(gpu=r["gpu"], ep=ep, sms=sms, dispatch="dispatch" in r["kernel"],
+                            payload=HIDDEN * (1.0 if fp8 else 2.0), t=t,
+                            tau=sms * max(t - alpha, 0.0) / copies))  # fmt: skip
+    return out
+
+
+def fit_sm(rows: list[dict]) -> dict[str, float]:
+    """Seconds a token copy takes one SM = c (dispatch or combine) + payload / r, least squares
+    over the B200 rows of at most 32 SMs (past that the NVLink leg binds: BF16 dispatch stays
+    at 629-646 GB/s from 36 to 48 SMs)."""
+    fit = [r for r in rows if r["gpu"] == "B200" and r["sms"] <= 32]
+    a = np.array([[float(r["dispatch"]), float(not r["dispatch"]), r["payload"]] for r in fit])
+    c_d, c_c, inv_r = np.linalg.lstsq(a, np.array([r["tau"] for r in fit]), rcond=None)[0]
+    return {"sm_dispatch_s": float(c_d), "sm_combine_s": float(c_c), "sm_bytes_per_s": 1 / inv_r}
 
 
 def main() -> None:
@@ -141,6 +179,27 @@ def main() -> None:
         op = "dispatch" if r["dispatch"] else "combine"
         print(f"| {r['mode']} | {op} | {r['ep']} | {r['tokens']} | {r['t'] * 1e6:.1f} | "
               f"{p * 1e6:.1f} | {e:+.1%} |")  # fmt: skip
+    normal = constants["deepep_normal"]
+    if args.fit:
+        normal = {**normal, **fit_sm(sm_rows())}
+        print(f"fit, normal kernels' SMs: a copy {normal['sm_dispatch_s'] * 1e6:.3f} us "
+              f"(dispatch), {normal['sm_combine_s'] * 1e6:.3f} us (combine) + bytes at "
+              f"{normal['sm_bytes_per_s'] / 1e9:.1f} GB/s a SM")  # fmt: skip
+    print("\n| GPU | op | EP | SMs | published us | priced us | error |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    gpus = {"B200": load_hardware("b200"), "GB200 (NVL72)": load_hardware("gb200")}
+    for r in sm_rows():
+        c = {**normal, "sms": r["sms"]}
+        p = float(deepep_time("deepep_normal", r["dispatch"], np.array(4096.0), TOP_K,
+                              r["payload"], np.array(r["ep"]), gpus[r["gpu"]], eng, c))  # fmt: skip
+        e = p / r["t"] - 1.0
+        key = f"deepep_normal SMs, {r['gpu']}" + (
+            ", fit" if r["gpu"] == "B200" and r["sms"] <= 32 else ""
+        )
+        errs.setdefault(key, []).append(e)
+        op = ("dispatch" if r["dispatch"] else "combine") + f" {r['payload'] / HIDDEN:g}B"
+        print(f"| {r['gpu']} | {op} | {r['ep']} | {r['sms']} | {r['t'] * 1e6:.0f} | "
+              f"{p * 1e6:.0f} | {e:+.1%} |")  # fmt: skip
     for mode, es in errs.items():
         print(f"{mode}: {len(es)} rows, median |error| {statistics.median(map(abs, es)):.1%}, "
               f"worst {max(es, key=abs):+.1%}")  # fmt: skip

@@ -127,6 +127,42 @@ def test_deepep_auto_is_normal_with_prompt_tokens_and_low_latency_without():
     )
 
 
+# NVIDIA's Hybrid-EP tables (DeepEP branch hybrid-ep @17cfb81 docs/README_Hybrid-EP.md), DeepEP's
+# normal kernels through its torch API, EP 8, 4096 tokens a rank, top-8, uniform routing over 8
+# local experts: (GPU, SMs) -> algorithm GB/s of (FP8 dispatch, BF16 dispatch, combine). The
+# B200 rows of 16-32 SMs fit comm.DEEPEP_NORMAL's SM rate; the GB200 rows do not.
+HYBRID_EP_DEEPEP = {
+    ("b200", 16): (246, 348, 302),
+    ("b200", 24): (349, 494, 420),
+    ("b200", 32): (443, 619, 524),
+    ("gb200", 16): (248.86, 362.01, 310.21),
+    ("gb200", 24): (350.97, 512.72, 425.95),
+    ("gb200", 32): (447.76, 615.78, 519.57),
+}
+
+
+@pytest.mark.parametrize("gpu_sms", sorted(HYBRID_EP_DEEPEP))
+def test_deepep_normal_is_bound_by_its_sms_on_blackwell(gpu_sms):
+    """By hand at 24 SMs, FP8 (1 byte) of hidden 7168: a copy takes one SM 0.284 us + 7168 B /
+    37.3 GB/s = 0.4762 us, so 24 SMs move 361 GB/s, under the link's 0.80 x 900; 4096 tokens
+    reach 8 (1 - (7/8)^8) = 5.25 ranks: 30.3 us + 4096 x 5.25 x 7168 B / 361 GB/s = 457 us.
+    DeepEP's published algorithm bandwidth (with FP8's scales) gives the same time to 10%."""
+    from llm_codesign.comm import DEEPEP, deepep_time
+
+    gpu, sms = gpu_sms
+    hw, eng = load_hardware(gpu), BASE.with_overrides(comm_efficiency=1.0)
+    c = {**DEEPEP["deepep_normal"], "sms": sms}
+    copies = 4096 * 8 * (1 - (7 / 8) ** 8)
+    for bw, (dispatch, elem) in zip(HYBRID_EP_DEEPEP[gpu_sms], ((True, 1), (True, 2), (False, 2))):
+        published = copies * 7168 * (elem if elem == 2 else 1 + 4 / 128) / (bw * 1e9)
+        t = deepep_time("deepep_normal", dispatch, np.array(4096.0), 8, 7168.0 * elem,
+                        np.array(8), hw, eng, c)  # fmt: skip
+        assert float(t) == pytest.approx(published, rel=0.10), (dispatch, elem)
+    if gpu_sms == ("b200", 24):
+        t = deepep_time("deepep_normal", True, np.array(4096.0), 8, 7168.0, np.array(8), hw, eng, c)
+        assert float(t) * 1e6 == pytest.approx(457.0, abs=1.0)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     tokens=st.integers(1, 4096),

@@ -43,10 +43,19 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 #   the token's own node too, hence f_rdma above 1); 4096 tokens, EP 8 (NVLink) and 16-64
 #   (RDMA), 8 rows of published bandwidth: f_nvlink 0.80, f_rdma 1.09; median |error| 6.6%,
 #   worst -11.8%. alpha is not published (4096-token rows are 1-6 ms): the low-latency
-#   dispatch's, an assumption.
+#   dispatch's, an assumption. The normal kernels copy on a fixed number of SMs (DeepEP's
+#   Buffer.num_sms, 20 by default), so their NVLink leg runs at most sms x payload / (c +
+#   payload / r) bytes/s: a token copy takes one SM c (dispatch 0.284 us, combine 0.404 us) plus
+#   its bytes at r = 37.3 GB/s, fit (--fit) on DeepEP's B200 rows of 16-32 SMs in NVIDIA's
+#   Hybrid-EP tables (gemm.csv deepep_hybrid_ep_readme, EP 8, 4096 tokens; 12 rows, median
+#   |error| 2.0%; GB200 EP 8-24, not fit, 27 rows: 7.7%, but its EP 24 combine runs 2.3-2.7x
+#   slower than priced); on H800's 160 GB/s NVLink the link binds, on NVLink 4/5 the SMs
+#   (B200, 24 SMs: 349 GB/s FP8 where the link gives 720).
 DEEPEP_LOW_LATENCY = {"alpha_dispatch": 30.3e-6, "alpha_combine": 23.7e-6, "nvlink": 0.70,
                       "rdma": 0.86}  # fmt: skip
-DEEPEP_NORMAL = {"alpha_dispatch": 30.3e-6, "alpha_combine": 30.3e-6, "nvlink": 0.80, "rdma": 1.09}
+DEEPEP_NORMAL = {"alpha_dispatch": 30.3e-6, "alpha_combine": 30.3e-6, "nvlink": 0.80, "rdma": 1.09,
+                 "sms": 20, "sm_dispatch_s": 0.284e-6, "sm_combine_s": 0.404e-6,
+                 "sm_bytes_per_s": 37.3e9}  # fmt: skip
 DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORMAL}
 
 
@@ -150,21 +159,25 @@ def deepep_time(
     c = DEEPEP[mode] if constants is None else constants
     g = np.maximum(np.asarray(group, dtype=float), 1.0)
     s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
-    t = np.asarray(tokens, dtype=float) * payload
+    b = np.asarray(tokens, dtype=float) * payload  # bytes of one copy of every token
     k = np.asarray(top_k, dtype=float)
     nvl_bw = hw.scaleup_bytes_per_s * c["nvlink"] * eng.comm_efficiency
     net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
     if mode == "deepep_low_latency":
-        nvl = t * k * (s - 1.0) / g
-        net = t * k * (g - s) / g
+        nvl = b * k * (s - 1.0) / g
+        net = b * k * (g - s) / g
     else:
-        nvl = t * g * -np.expm1(k * np.log1p(-1.0 / np.maximum(g, 1.0 + 1e-9)))
+        per_copy = (
+            c["sm_dispatch_s" if dispatch else "sm_combine_s"] + payload / c["sm_bytes_per_s"]
+        )
+        nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
+        nvl = b * g * -np.expm1(k * np.log1p(-1.0 / np.maximum(g, 1.0 + 1e-9)))
         nodes = np.maximum(g / s, 1.0)
         spread = -np.expm1(k * np.log1p(-1.0 / np.maximum(nodes, 1.0 + 1e-9)))
-        net = np.where(nodes > 1.0, t * nodes * spread, 0.0)
+        net = np.where(nodes > 1.0, b * nodes * spread, 0.0)
     alpha = c["alpha_dispatch"] if dispatch else c["alpha_combine"]
     # alpha is DeepEP's own, measured over NVLink and RDMA alike (no engine network latency)
-    return np.where((g > 1) & (t > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
+    return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
 
 
 def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
@@ -188,10 +201,10 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         # experts sliced over moe_tp GPUs are fed by the all-gather
         payload = mt["hidden"] * mt["elem_bytes"]
         args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
-        if family == "deepep":
-            prompt = np.asarray(mt["prompt"], dtype=bool)
-            t = np.where(prompt, deepep_time("deepep_normal", *args), 0.0)
-            t = t + np.where(prompt, 0.0, deepep_time("deepep_low_latency", *args))
+        if family == "deepep":  # normal kernels where the step carries prompt tokens
+            normal = deepep_time("deepep_normal", *args)
+            low = deepep_time("deepep_low_latency", *args)
+            t = np.where(np.asarray(mt["prompt"], dtype=bool), normal, low)
         else:
             t = deepep_time(family, *args)
         ag = collective_time("allgather" if dispatch else "reducescatter", gathered, group, hw, eng)
