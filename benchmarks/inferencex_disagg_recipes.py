@@ -131,7 +131,8 @@ def pool_moe_comm(rec: dict | None, pool: str) -> str:
     sg = ((be.get("sglang_config") or {}).get(pool)) or {}
     vl = ((be.get("vllm_config") or {}).get(pool)) or {}
     if "sglang_config" in be:
-        a2a = str(sg.get("moe-a2a-backend", "deepep" if sg.get("enable-deepep-moe") else "none"))
+        # the older enable-deepep-moe selects DeepEP whatever moe-a2a-backend says (SGLang)
+        a2a = "deepep" if sg.get("enable-deepep-moe") else str(sg.get("moe-a2a-backend", "none"))
         family = SGLANG_A2A.get(a2a, "")
         mode = str(sg.get("deepep-mode", "auto"))
         return SGLANG_DEEPEP_MODES.get(mode, "") if family == "deepep" else family

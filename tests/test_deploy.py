@@ -154,6 +154,10 @@ def test_dynamo_disaggregated_example():
          "--all2all-backend pplx", "--all2all-backend"),
         ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
          "--enable-dp-attention --moe-a2a-backend deepep --deepep-mode turbo", "--deepep-mode"),
+        ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
+         "--enable-dp-attention --moe-a2a-backend deepep --deepep-mode normal", "--deepep-mode"),
+        ("vllm serve deepseek-ai/DeepSeek-R1 -dp 8 --enable-expert-parallel "
+         "--all2all-backend deepep_high_throughput", "--all2all-backend"),
     ],
 )  # fmt: skip
 def test_unmappable_settings_exit_2_with_one_line(command, named):
@@ -334,7 +338,8 @@ def test_disaggregated_launch_reads_back_through_dynamo(model, gpu, engine, tmp_
 @pytest.mark.parametrize(
     ("gpu", "engine", "family"),
     [("h200-sxm", "sglang", "deepep"), ("h200-sxm", "sglang", "deepep_low_latency"),
-     ("h200-sxm", "vllm", "deepep_normal"), ("gb200", "sglang", None), ("gb200", "vllm", None)],
+     ("h200-sxm", "vllm", "deepep_low_latency"), ("gb200", "sglang", None),
+     ("gb200", "vllm", None)],
 )  # fmt: skip
 def test_moe_dispatch_family_launch_reads_back(gpu, engine, family, tmp_path):
     """Launch files run the MoE dispatch/combine kernels the estimate priced (DeepEP's modes;
@@ -417,7 +422,6 @@ def test_sglang_moe_runner_backend_sets_the_kernel_path(runner, path):
     [
         ("--moe-a2a-backend deepep", "deepep"),
         ("--moe-a2a-backend deepep --deepep-mode low_latency", "deepep_low_latency"),
-        ("--moe-a2a-backend deepep --deepep-mode normal", "deepep_normal"),
         ("--enable-deepep-moe --deepep-mode low_latency", "deepep_low_latency"),
         ("--moe-a2a-backend flashinfer", "nvlink_one_sided"),
         ("--moe-a2a-backend none", "allgather_reducescatter"),
@@ -440,7 +444,6 @@ def test_sglang_moe_a2a_backend_sets_the_dispatch_family(flags, family):
     ("backend", "family"),
     [
         ("deepep_low_latency", "deepep_low_latency"),
-        ("deepep_high_throughput", "deepep_normal"),
         ("flashinfer_nvlink_one_sided", "nvlink_one_sided"),
         ("allgather_reducescatter", "allgather_reducescatter"),
     ],
@@ -467,3 +470,68 @@ def test_deepep_moves_a_multi_node_estimate():
         dep = read_deployment([base + flags], hw)
         tpot[flags] = estimate(hardware=hw, **dep.estimate_args()).tpot_ms
     assert len(set(tpot.values())) == 2
+
+
+def test_moe_a2a_settings_the_server_does_not_use_are_skipped_with_their_reason():
+    """A dense model runs no all-to-all (SGLang), vLLM's backend needs data and expert
+    parallelism; SGLang's older --enable-deepep-moe wins over --moe-a2a-backend, and DeepEP
+    or FlashInfer's all-to-all set ep to tp (SGLang's _handle_a2a_moe)."""
+    hw = load_hardware("h200-sxm")
+    dense = read_deployment(["python -m sglang.launch_server --model-path "
+                             "meta-llama/Llama-3.1-8B-Instruct --moe-a2a-backend deepep"],
+                            hw)  # fmt: skip
+    assert dense.engine_constants.moe_comm == "auto"
+    assert any("dense" in x["reason"] for x in dense.ignored)
+    no_ep = read_deployment(["vllm serve deepseek-ai/DeepSeek-R1 -dp 8 --all2all-backend "
+                             "deepep_low_latency"], hw)  # fmt: skip
+    assert no_ep.engine_constants.moe_comm == "auto"
+    assert any("expert parallelism" in x["reason"] for x in no_ep.ignored)
+    both = read_deployment(["python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 "
+                            "--tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend none "
+                            "--enable-deepep-moe"], hw)  # fmt: skip
+    assert both.engine_constants.moe_comm == "deepep" and both.plan.ep == 8
+    assert any("--moe-a2a-backend" in x["setting"] for x in both.ignored)
+
+
+def _sglang_dynamo(tmp_path, prefill_flags, decode_flags):
+    def worker(role, gpus, flags):
+        args = ["--model-path", "deepseek-ai/DeepSeek-R1", "--disaggregation-mode", role,
+                "--tp-size", "16", "--dp-size", "16", "--enable-dp-attention", "--ep-size", "16",
+                "--chunked-prefill-size", "8192", "--mem-fraction-static", "0.8",
+                *flags]  # fmt: skip
+        return {
+            "componentType": "worker", "subComponentType": role, "replicas": 1,
+            "resources": {"limits": {"gpu": str(gpus)}},
+            "extraPodSpec": {"mainContainer": {"command": ["python3", "-m", "dynamo.sglang"],
+                                               "args": args}},
+        }  # fmt: skip
+
+    import yaml
+
+    doc = {"apiVersion": "nvidia.com/v1alpha1", "kind": "DynamoGraphDeployment",
+           "metadata": {"name": "ds"},
+           "spec": {"services": {"Prefill": worker("prefill", 16, prefill_flags),
+                                 "Decode": worker("decode", 16, decode_flags)}}}  # fmt: skip
+    path = tmp_path / f"dynamo-{len(list(tmp_path.iterdir()))}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_disaggregated_pools_read_their_own_dispatch_family(tmp_path):
+    """The prefill workers' dispatch backend is priced on the prefill pool (a prefill pool on
+    SGLang's all-gather next to a decode pool on DeepEP low-latency, as InferenceX's GB200
+    recipes run), so it moves the TTFT and not the TPOT."""
+    hw = load_hardware("h200-sxm")
+    low = ["--moe-a2a-backend", "deepep", "--deepep-mode", "low_latency"]
+    est = {}
+    for name, pre in (("none", []), ("normal", ["--moe-a2a-backend", "deepep", "--deepep-mode",
+                                                 "normal"])):  # fmt: skip
+        dep = read_deployment([_sglang_dynamo(tmp_path, pre, low)], hw)
+        assert dep.engine_constants.moe_comm == "deepep_low_latency"
+        want = "deepep_normal" if pre else "allgather_reducescatter"
+        assert dep.prefill_engine is not None and dep.prefill_engine.moe_comm == want
+        est[name] = estimate(hardware=hw, **dep.estimate_args())
+    assert est["none"].tpot_ms == est["normal"].tpot_ms
+    assert est["none"].ttft_ms != est["normal"].ttft_ms
+    same = read_deployment([_sglang_dynamo(tmp_path, low, low)], hw)
+    assert same.prefill_engine is None

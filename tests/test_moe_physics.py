@@ -50,6 +50,24 @@ def test_nvlink_one_sided_reproduces_tb18(ep_bs):
         assert t == pytest.approx(TB18[ep_bs][i], rel=0.10), (name, t)
 
 
+def test_all_to_all_kernels_feed_whole_experts_only():
+    """Experts sliced over moe_tp GPUs (ep < tp) are fed by the all-gather whatever the family
+    (TensorRT-LLM CutlassFusedMoE.select_alltoall_method_type: "AlltoAll cannot support MoE
+    TP"); ``dispatch_family`` says so for a plan."""
+    from llm_codesign.comm import dispatch_family
+
+    hw = load_hardware("gb200")
+    gathered = BASE.with_overrides(moe_comm="allgather_reducescatter")
+    for family in ("nvlink_one_sided", "deepep", "deepep_low_latency"):
+        eng = BASE.with_overrides(moe_comm=family)
+        sliced, _ = _moe_op("moe_combine", "gb200", "nvfp4", 64, tp=16, ep=8)
+        assert float(moe_comm_time(sliced, hw, eng)) == float(moe_comm_time(sliced, hw, gathered))
+        whole, _ = _moe_op("moe_combine", "gb200", "nvfp4", 64, tp=16, ep=16)
+        assert float(moe_comm_time(whole, hw, eng)) != float(moe_comm_time(whole, hw, gathered))
+        assert dispatch_family(hw, eng, 16, 8) == "allgather_reducescatter"
+        assert dispatch_family(hw, eng, 16, 16) == family
+
+
 def test_auto_family_follows_the_nvlink_domain():
     assert moe_comm_family(load_hardware("gb200"), BASE) == "nvlink_one_sided"
     assert moe_comm_family(load_hardware("h200-sxm"), BASE) == "allgather_reducescatter"

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .calibrate import calibrated_engine, provenance, resolve_hardware
-from .comm import moe_comm_family
+from .comm import dispatch_family
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
@@ -126,6 +126,7 @@ class Estimate:
         att = attention_rate_class(hw, self.precision.attention_class)
         # the measured rate capping GQA decode over an FP8 cache (None: no FP8 cache, or none)
         fp8 = fp8_kv_decode_rate(hw, self.engine) if self.precision.kv_fp8 else None
+        pl = getattr(self.plan, "decode", self.plan)
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
@@ -143,8 +144,10 @@ class Estimate:
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
             # the fused-MoE kernels priced (the engine's moe_kernels resolved on this GPU)
             "moe_kernel_path": moe_kernel_path(hw, self.engine) if self.model.moe else None,
-            # the MoE dispatch/combine kernels priced for attention-DP ranks
-            "moe_dispatch": moe_comm_family(hw, self.engine) if self.model.moe else None,
+            # the MoE dispatch/combine kernels priced for (the decode pool's) attention-DP ranks
+            "moe_dispatch": dispatch_family(hw, self.engine, pl.tp, pl.ep)
+            if self.model.moe
+            else None,
             "precision": self.precision.summary(),
             "engine_constants": self.engine.to_dict(),
             "engine_sources": dict(self.engine.sources),
@@ -200,6 +203,7 @@ def estimate(
     power_w: float | None = None,
     usd_per_gpu_hour: float | None = None,
     traffic: Traffic | None = None,
+    prefill_engine: str | Path | EngineConstants | None = None,
 ) -> Estimate:
     """Predict serving metrics for one configuration.
 
@@ -218,7 +222,8 @@ def estimate(
 
     A :class:`DisaggregatedPlan` prices prefill and decode pools with the physics the frontier
     uses (``serving.evaluate_disaggregated``); ``workload.concurrency`` is then the clients
-    offered to each decode worker (beyond what one holds, they queue: a note says so).
+    offered to each decode worker (beyond what one holds, they queue: a note says so), and
+    ``prefill_engine`` (optional) the prefill workers' engine where it differs from ``engine``.
 
     Example:
         >>> e = estimate("llama-3.1-8b", "h200-sxm", "bf16", ParallelPlan(), Workload(1024, 128, 1))
@@ -241,6 +246,7 @@ def estimate(
         if spec_tokens and traffic is not None:
             raise SpecError("the disaggregated request simulator takes no speculative decoding")
         spec = {"spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance}
+        spec["prefill_engine"] = load_engine(prefill_engine, hw) if prefill_engine else None
         e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain, spec)
         if traffic is not None:
             sim = simulate_disaggregated(m, hw, prec, eng, traffic, plan)
@@ -263,16 +269,8 @@ def estimate(
             f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size "
             f"{hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
-    r = _evaluate_one(
-        m,
-        hw,
-        prec,
-        eng,
-        plan,
-        wl,
-        spec_tokens=spec_tokens,
-        spec_acceptance=spec_acceptance,
-    )
+    r = _evaluate_one(m, hw, prec, eng, plan, wl, spec_tokens=spec_tokens,
+                      spec_acceptance=spec_acceptance)  # fmt: skip
 
     breakdown = {
         "prefill": _phase(r.prefill_breakdown),

@@ -48,9 +48,10 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 #   payload / r) bytes/s: a token copy takes one SM c (dispatch 0.284 us, combine 0.404 us) plus
 #   its bytes at r = 37.3 GB/s, fit (--fit) on DeepEP's B200 rows of 16-32 SMs in NVIDIA's
 #   Hybrid-EP tables (gemm.csv deepep_hybrid_ep_readme, EP 8, 4096 tokens; 12 rows, median
-#   |error| 2.0%; GB200 EP 8-24, not fit, 27 rows: 7.7%, but its EP 24 combine runs 2.3-2.7x
+#   |error| 2.0%; GB200 EP 8-24, not fit, 27 rows: 7.7%, but its EP 24 combine runs 2.2-2.7x
 #   slower than priced); on H800's 160 GB/s NVLink the link binds, on NVLink 4/5 the SMs
-#   (B200, 24 SMs: 349 GB/s FP8 where the link gives 720).
+#   (B200, 24 SMs: 361 GB/s of FP8 payload, 349 in DeepEP's count with the scales, where the
+#   link gives 720).
 DEEPEP_LOW_LATENCY = {"alpha_dispatch": 30.3e-6, "alpha_combine": 23.7e-6, "nvlink": 0.70,
                       "rdma": 0.86}  # fmt: skip
 DEEPEP_NORMAL = {"alpha_dispatch": 30.3e-6, "alpha_combine": 30.3e-6, "nvlink": 0.80, "rdma": 1.09,
@@ -192,13 +193,14 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     family = moe_comm_family(hw, eng)
     dispatch = op.collective == "moe_dispatch"
     gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
+    ag = collective_time("allgather" if dispatch else "reducescatter", gathered, group, hw, eng)
     if family == "allgather_reducescatter":
-        return collective_time(
-            "allgather" if dispatch else "reducescatter", gathered, group, hw, eng
-        )
+        return ag
+    # the all-to-all kernels route tokens to whole experts: experts sliced over moe_tp GPUs
+    # are fed by the all-gather (TensorRT-LLM CutlassFusedMoE: "AlltoAll cannot support MoE
+    # TP"; SGLang sets ep to tp with DeepEP or FlashInfer's all-to-all)
+    pure = np.asarray(mt["pure_ep"], dtype=bool)
     if family.startswith("deepep"):
-        # DeepEP routes tokens to whole experts (ep = the group: SGLang sets ep to tp with it);
-        # experts sliced over moe_tp GPUs are fed by the all-gather
         payload = mt["hidden"] * mt["elem_bytes"]
         args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
         if family == "deepep":  # normal kernels where the step carries prompt tokens
@@ -207,8 +209,7 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
             t = np.where(np.asarray(mt["prompt"], dtype=bool), normal, low)
         else:
             t = deepep_time(family, *args)
-        ag = collective_time("allgather" if dispatch else "reducescatter", gathered, group, hw, eng)
-        return np.where(np.asarray(mt["pure_ep"], dtype=bool), t, ag)
+        return np.where(pure, t, ag)
     floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]
     logical = logical * mt["elem_bytes"]
@@ -221,4 +222,12 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     )
     net = np.where(inside, 0.0, eng.network_latency_s)
     t = np.maximum(floor_d if dispatch else floor_c, intercept + logical / bw) + net
-    return np.where((group > 1) & (logical > 0), t, 0.0)
+    return np.where(pure, np.where((group > 1) & (logical > 0), t, 0.0), ag)
+
+
+def dispatch_family(hw: HardwareSpec, eng: EngineConstants, tp: int, ep: int) -> str:
+    """The dispatch/combine family priced for a plan's attention-DP ranks: the engine's
+    (``moe_comm_family``) where experts are whole on their ranks (ep = tp), else the
+    all-gather (``moe_comm_time``)."""
+    family = moe_comm_family(hw, eng)
+    return family if ep == tp else "allgather_reducescatter"

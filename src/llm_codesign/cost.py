@@ -556,10 +556,9 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     if path == "triton":
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
-        family = moe_comm_family(hw, eng)
-        gathered = family == "allgather_reducescatter"
-        if family.startswith("deepep"):  # DeepEP feeds whole experts only (comm.moe_comm_time)
-            gathered = ~np.asarray(mp["pure_ep"], dtype=bool)
+        # all-to-all kernels feed whole experts only (comm.moe_comm_time)
+        gathered = moe_comm_family(hw, eng) == "allgather_reducescatter"
+        gathered = gathered | ~np.asarray(mp["pure_ep"], dtype=bool)
         fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathered
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         w = mp["width"]

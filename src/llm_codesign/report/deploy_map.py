@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..specs.engine import ADP_BALANCE_MAX_ITERS, EngineConstants, load_engine
+from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
@@ -31,6 +31,7 @@ from .deploy_values import (
     QUANTIZATION,
     SPEC_ALGORITHMS,
     TRTLLM_BACKENDS,
+    adp_balance,
     as_bool,
     as_choice,
     as_float,
@@ -41,7 +42,7 @@ from .deploy_values import (
     sglang_moe_runner_engine,
     trtllm_moe_backend_engine,
 )
-from .launch_data import SGLANG_A2A, VLLM_A2A, mtp_layers
+from .launch_data import mtp_layers
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Deployment:
     precision: str
     plan: ParallelPlan | DisaggregatedPlan
     engine_constants: EngineConstants
+    prefill_engine: EngineConstants | None  # a disaggregated prefill pool's own, where it differs
     isl: int
     osl: int
     concurrency: int
@@ -98,6 +100,7 @@ class Deployment:
             "plan": self.plan,
             "workload": Workload(self.isl, self.osl, self.concurrency),
             "engine": self.engine_constants,
+            "prefill_engine": self.prefill_engine,
             "spec_tokens": self.spec_tokens,
             "spec_acceptance": self.spec_acceptance,
         }
@@ -185,7 +188,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             sv.replicas *= dp
             note(by["dp"], f"plan dp={dp} replicas (a dense model has no attention DP)")
         ep = tp if (expert and moe) else 1
-        sv.engine.update(read_moe_a2a(by, VLLM_A2A, note, skip))
+        sv.engine.update(read_moe_a2a(by, src, moe and expert and adp, note, skip))
         if "expert_parallel" in by:
             if moe:
                 note(by["expert_parallel"], f"plan ep={ep}")
@@ -204,24 +207,26 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         elif dp > 1:
             sv.replicas *= dp
             note(by["dp"], f"plan dp={dp} replicas")
-        ep = ep or 1
+        over = read_moe_a2a(by, src, moe, note, skip)
+        sv.engine.update(over)
+        # SGLang sets ep to tp with an all-to-all backend (server_args._handle_a2a_moe)
+        ep = tp if over.get("moe_comm", "allgather_reducescatter")[0] != "a" else ep or 1
         if "radix_off" in by and as_bool(by["radix_off"]):
             if m.has_recurrent_state:  # SGLang keeps its overlap without a radix cache
                 sv.engine["recurrent_state_overlap"] = True
                 note(by["radix_off"], "engine recurrent_state_overlap=true (overlap scheduler on)")
             else:
                 skip(by["radix_off"], "prefix caching: random prompts share no prefix, no hits")
-        sv.engine.update(read_moe_a2a(by, SGLANG_A2A, note, skip))
         if "moe_runner" in by:
             over, said = sglang_moe_runner_engine(by["moe_runner"])
             sv.engine.update(over)
             note(by["moe_runner"], said)
     if "ep" in by:
         note(by["ep"], f"plan ep={ep}")
-    a2a = by.get("moe_a2a") or by.get("all2all") or by.get("deepep")
+    a2a = by.get("deepep") or by.get("moe_a2a") or by.get("all2all")
     if a2a is not None and not adp and sv.engine.get("moe_comm", "").startswith("deepep"):
         raise SpecError(f"{a2a.origin}: DeepEP without attention-DP is not priced; allowed: "
-                        "attention-DP (--enable-dp-attention, vLLM -dp)")  # fmt: skip
+                        "--enable-dp-attention")  # fmt: skip
     sv.tp, sv.pp, sv.ep, sv.cp, sv.attention_dp = tp, pp, ep, cp, adp
     ranks = tp if adp else 1
     if "max_batch" in by:
@@ -259,7 +264,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     if "max_len" in by:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
-    _adp_balance(by, adp, sv, note, skip)
+    adp_balance(by, adp, sv.engine, note, skip)
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(
@@ -282,53 +287,6 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by[name], f"checked: {name.replace('_', ' ')}")
     sv.spec_tokens = _spec_tokens(by, m, note)
     return sv
-
-
-# TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) when enable_balance is on
-ADP_BALANCE_DEFAULTS = {"adp_timeout": 50, "adp_batching_wait": 10}
-
-
-def _adp_balance(by: dict[str, Setting], adp: bool, sv: Server, note: Any, skip: Any) -> None:
-    """TensorRT-LLM's ``attention_dp_config``: with ``enable_balance`` on and attention-DP,
-    the engine's ``adp_balance_timeout_iters`` / ``adp_balance_wait_iters`` (TensorRT-LLM's
-    defaults 50 / 10 where the file leaves them out); otherwise the executor waits for nothing
-    and the keys are ignored with that reason."""
-    keys = [k for k in ("adp_balance", "adp_timeout", "adp_batching_wait") if k in by]
-    if not keys:
-        return
-    on = as_bool(by["adp_balance"]) if "adp_balance" in by else False
-    if not (on and adp):
-        why = (
-            "attention-DP context balance off (enable_balance is false, TensorRT-LLM's default)"
-            if adp
-            else "no attention-DP: the context balance has no ranks to balance"
-        )
-        for k in keys:
-            skip(by[k], why)
-        return
-    values = {}
-    for k, name in (("adp_timeout", "adp_balance_timeout_iters"),
-                     ("adp_batching_wait", "adp_balance_wait_iters")):  # fmt: skip
-        v = as_int(by[k], 0) if k in by else ADP_BALANCE_DEFAULTS[k]
-        if v > ADP_BALANCE_MAX_ITERS:
-            raise SpecError(
-                f"{by[k].origin}: expected an integer in [0, {ADP_BALANCE_MAX_ITERS}] iterations"
-            )
-        sv.engine[name] = values[k] = v
-    note(
-        by["adp_balance"],
-        f"engine adp_balance_timeout_iters={values['adp_timeout']}, "
-        f"adp_balance_wait_iters={values['adp_batching_wait']} (attention-DP context balance)"
-        + (
-            "; timeout_iters 0 holds no context back (the batching wait, which TensorRT-LLM "
-            "applies only once every rank holds a context request, is not modelled)"
-            if values["adp_timeout"] == 0
-            else ""
-        ),
-    )
-    for k in ("adp_timeout", "adp_batching_wait"):
-        if k in by:
-            note(by[k], "read with enable_balance")
 
 
 def _spec_tokens(by: dict[str, Setting], m: ModelSpec, note: Any) -> int:
@@ -457,7 +415,7 @@ def read_deployment(
     work, wmapped = bench_workload(benches[0] if benches else None, notes)
     mapped += wmapped
     if any(sv.src.role for sv in maps):
-        plan, conc_div, eng_over, max_batch = _disaggregated(maps)
+        plan, conc_div, eng_over, max_batch, pre_a2a = _disaggregated(maps)
     else:
         if len(maps) > 1:
             raise SpecError(
@@ -465,7 +423,7 @@ def read_deployment(
                 "command (a disaggregated one: a Dynamo YAML with prefill and decode workers)"
             )
         sv = maps[0]
-        plan, eng_over, max_batch = sv.plan(), dict(sv.engine), sv.max_batch
+        plan, eng_over, max_batch, pre_a2a = sv.plan(), dict(sv.engine), sv.max_batch, {}
         conc_div = 0
     # explicit options override the deployment
     for name, value in ex.items():
@@ -494,6 +452,8 @@ def read_deployment(
     if max_batch is not None:
         eng_over["max_batch_size"] = max_batch
     constants = base.with_overrides(**eng_over) if eng_over else base
+    prefill = constants.with_overrides(**pre_a2a) if pre_a2a else None
+    prefill = prefill if prefill and prefill.moe_comm != constants.moe_comm else None
     spec = max(sv.spec_tokens for sv in maps)
     if "spec_tokens" in ex:
         spec = int(ex["spec_tokens"])
@@ -531,6 +491,7 @@ def read_deployment(
         precision=precision,
         plan=plan,
         engine_constants=constants,
+        prefill_engine=prefill,
         isl=isl,
         osl=osl,
         concurrency=conc,
@@ -553,7 +514,7 @@ def _unique(servers: list[Source]) -> list[Source]:
     return list(seen.values())
 
 
-def _disaggregated(maps: list[Server]) -> tuple[DisaggregatedPlan, int, dict[str, Any], int | None]:
+def _disaggregated(maps: list[Server]) -> tuple[DisaggregatedPlan, int, dict, int | None, dict]:
     pre = [sv for sv in maps if sv.src.role == "prefill"]
     dec = [sv for sv in maps if sv.src.role == "decode"]
     if len(pre) != 1 or len(dec) != 1 or len(maps) != 2:
@@ -578,7 +539,9 @@ def _disaggregated(maps: list[Server]) -> tuple[DisaggregatedPlan, int, dict[str
         d.replicas,
         batch,
     )
-    return plan, d.replicas, dict(d.engine), d.max_batch
+    # the prefill workers' own dispatch family, where it differs (evaluate_disaggregated)
+    pre_a2a = {"moe_comm": p.engine.get("moe_comm", "auto")}
+    return plan, d.replicas, dict(d.engine), d.max_batch, pre_a2a
 
 
 def _check_lengths(maps: list[Server], eng: EngineConstants, isl: int, osl: int, spec: int) -> None:

@@ -12,11 +12,12 @@ from pathlib import Path
 from ..errors import SpecError
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import default_precision
+from ..specs.engine import ADP_BALANCE_MAX_ITERS
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
 from .deploy_read import Setting, Source
-from .launch_data import SGLANG_DEEPEP_MODES, checkpoint_for
+from .launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, VLLM_A2A, checkpoint_for
 
 # weight formats `--quantization` names (vLLM, SGLang) -> accuracy key; '' = the checkpoint's own
 QUANTIZATION = {
@@ -261,28 +262,100 @@ def sglang_moe_runner_engine(s: Setting) -> tuple[dict[str, str], str]:
 
 
 def read_moe_a2a(
-    by: dict[str, Setting], table: dict[str, str], note: Callable, skip: Callable
+    by: dict[str, Setting], src: Source, runs: bool, note: Callable, skip: Callable
 ) -> dict[str, str]:
     """Engine overrides of a server's MoE all-to-all settings, each noted (``note``) or skipped
     with its reason (``skip``): SGLang's ``--moe-a2a-backend`` (``moe_a2a``), the older switch
-    ``--enable-deepep-moe`` (``deepep``) and ``--deepep-mode``, or vLLM's ``--all2all-backend``
-    (``all2all``); ``table`` maps the engine's backends to the kernel family priced
-    (``EngineConstants.moe_comm``). A backend the model has no family for (pplx, mori, mooncake,
-    ...) is refused with the allowed values.
+    ``--enable-deepep-moe`` (``deepep``; it wins over the backend, as in SGLang) and
+    ``--deepep-mode``, or vLLM's ``--all2all-backend`` (``all2all``), server ``src``: its
+    engine's table (``launch_data.SGLANG_A2A``, ``VLLM_A2A``) maps the backends to the kernel
+    family priced (``EngineConstants.moe_comm``). ``runs``: whether the server runs an
+    all-to-all at all (SGLang: a MoE model; vLLM: one with data and expert parallelism), else
+    each setting is skipped with that reason; without settings, the engines' default (the
+    all-gather). A backend the model has no family for (pplx,
+    mori, mooncake, ...) is refused with the allowed values, and so are DeepEP's normal kernels
+    on a server that decodes (not a prefill worker): they run without CUDA graphs, eager
+    decoding.
 
     Example: --moe-a2a-backend deepep --deepep-mode low_latency -> {"moe_comm":
     "deepep_low_latency"}."""
-    a2a = by.get("moe_a2a") or by.get("all2all")
-    if a2a is None and not ("deepep" in by and as_bool(by["deepep"])):
-        if "deepep_mode" in by:
-            skip(by["deepep_mode"], "DeepEP's mode without --moe-a2a-backend deepep: unused")
-        return {}
-    family = table[as_choice(a2a, list(table))] if a2a is not None else "deepep"
+    keys = [k for k in ("moe_a2a", "all2all", "deepep", "deepep_mode") if k in by]
+    switch = "deepep" in by and as_bool(by["deepep"])
+    table = SGLANG_A2A if src.engine == "sglang" else VLLM_A2A
+    unused = "" if runs else (
+        "no all-to-all: a dense model" if src.engine == "sglang"
+        else "vLLM runs its all-to-all only with data and expert parallelism on a MoE model"
+    )  # fmt: skip
+    if unused or not ("moe_a2a" in by or "all2all" in by or switch):
+        for k in keys:
+            skip(by[k], unused or "DeepEP's switches without DeepEP as the backend: unused")
+        # the engine's own default where it runs one: all-gather (SGLang none, vLLM's default)
+        return {} if unused else {"moe_comm": "allgather_reducescatter"}
+    a2a = by["deepep"] if switch else by.get("moe_a2a") or by["all2all"]
+    family = "deepep" if switch else table[as_choice(a2a, list(table))]
     mode = by.get("deepep_mode")
     if mode is not None and family == "deepep":
         family = SGLANG_DEEPEP_MODES[as_choice(mode, list(SGLANG_DEEPEP_MODES))]
         note(mode, f"engine moe_comm={family}")
     elif mode is not None:
         skip(mode, "DeepEP's mode without --moe-a2a-backend deepep: unused")
-    note(a2a or by["deepep"], f"engine moe_comm={family}")
+    if family == "deepep_normal" and src.role != "prefill":
+        raise SpecError(
+            f"{(mode or a2a).origin}: DeepEP's normal kernels run without CUDA graphs (eager "
+            "decoding is not priced); allowed on a server that decodes: low_latency or auto "
+            "(vLLM: deepep_low_latency)"
+        )
+    for k in ("moe_a2a", "all2all"):  # a backend the older switch overrides
+        if switch and k in by:
+            skip(by[k], "--enable-deepep-moe selects DeepEP whatever the backend says")
+    note(a2a, f"engine moe_comm={family}")
     return {"moe_comm": family}
+
+
+# TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) when enable_balance is on
+ADP_BALANCE_DEFAULTS = {"adp_timeout": 50, "adp_batching_wait": 10}
+
+
+def adp_balance(
+    by: dict[str, Setting], adp: bool, engine: dict, note: Callable, skip: Callable
+) -> None:
+    """TensorRT-LLM's ``attention_dp_config``: with ``enable_balance`` on and attention-DP,
+    the engine's ``adp_balance_timeout_iters`` / ``adp_balance_wait_iters`` (TensorRT-LLM's
+    defaults 50 / 10 where the file leaves them out); otherwise the executor waits for nothing
+    and the keys are ignored with that reason."""
+    keys = [k for k in ("adp_balance", "adp_timeout", "adp_batching_wait") if k in by]
+    if not keys:
+        return
+    on = as_bool(by["adp_balance"]) if "adp_balance" in by else False
+    if not (on and adp):
+        why = (
+            "attention-DP context balance off (enable_balance is false, TensorRT-LLM's default)"
+            if adp
+            else "no attention-DP: the context balance has no ranks to balance"
+        )
+        for k in keys:
+            skip(by[k], why)
+        return
+    values = {}
+    for k, name in (("adp_timeout", "adp_balance_timeout_iters"),
+                     ("adp_batching_wait", "adp_balance_wait_iters")):  # fmt: skip
+        v = as_int(by[k], 0) if k in by else ADP_BALANCE_DEFAULTS[k]
+        if v > ADP_BALANCE_MAX_ITERS:
+            raise SpecError(
+                f"{by[k].origin}: expected an integer in [0, {ADP_BALANCE_MAX_ITERS}] iterations"
+            )
+        engine[name] = values[k] = v
+    note(
+        by["adp_balance"],
+        f"engine adp_balance_timeout_iters={values['adp_timeout']}, "
+        f"adp_balance_wait_iters={values['adp_batching_wait']} (attention-DP context balance)"
+        + (
+            "; timeout_iters 0 holds no context back (the batching wait, which TensorRT-LLM "
+            "applies only once every rank holds a context request, is not modelled)"
+            if values["adp_timeout"] == 0
+            else ""
+        ),
+    )
+    for k in ("adp_timeout", "adp_batching_wait"):
+        if k in by:
+            note(by[k], "read with enable_balance")

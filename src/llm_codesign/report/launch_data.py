@@ -281,12 +281,18 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
     low_latency"], "")."""
     if family == "allgather_reducescatter":
         return [], ""
+    eager = (
+        "DeepEP's normal kernels run without CUDA graphs (SGLang turns them off; estimate --from "
+        "refuses them on a server that decodes): the estimate priced captured graphs"
+        if family == "deepep_normal"
+        else ""
+    )
     if target == "sglang":
         if family == "nvlink_one_sided":
             return ["--moe-a2a-backend flashinfer"], ""
         mode = {v: k for k, v in SGLANG_DEEPEP_MODES.items()}[family]
-        return ["--moe-a2a-backend deepep", f"--deepep-mode {mode}"], ""
-    note = ""
+        return ["--moe-a2a-backend deepep", f"--deepep-mode {mode}"], eager
+    note = eager
     if family == "deepep":
         family, note = (
             "deepep_low_latency",

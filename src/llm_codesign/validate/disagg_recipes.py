@@ -113,6 +113,7 @@ def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     if name != INFERENCEX_DISAGG:
         return eng
     fields = disagg_recipe_fields(recipe, rest)
-    if "pa2a" not in fields:
-        return eng
-    return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])
+    if "pa2a" in fields:
+        return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])
+    # a decode pool's family the recipe states is not the prefill pool's: the engine's own
+    return eng.with_overrides(moe_comm="auto") if "a2a" in fields else eng
