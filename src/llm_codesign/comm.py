@@ -135,6 +135,16 @@ def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
     return "nvlink_one_sided" if hw.scaleup_domain_size > 8 else "allgather_reducescatter"
 
 
+def gathers(hw: HardwareSpec, eng: EngineConstants, pure_ep: Array | bool) -> Array:
+    """Whether attention-DP ranks' tokens reach the experts by the all-gather: the engine's
+    family is the all-gather, or the experts are sliced over moe_tp GPUs (``pure_ep`` false),
+    which the all-to-all kernels cannot feed (TensorRT-LLM CutlassFusedMoE: "AlltoAll cannot
+    support MoE TP"; SGLang sets ep to tp with DeepEP or FlashInfer's all-to-all). The one home
+    of that rule: ``moe_comm_time``, ``dispatch_family``, ``cost.moe_permute_time``."""
+    family = moe_comm_family(hw, eng)
+    return (family == "allgather_reducescatter") | ~np.asarray(pure_ep, dtype=bool)
+
+
 def deepep_time(
     mode: str,
     dispatch: bool,
@@ -194,12 +204,9 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     dispatch = op.collective == "moe_dispatch"
     gathered = np.asarray(mt["tokens_all"], dtype=float) * mt["hidden"] * mt["elem_bytes"]
     ag = collective_time("allgather" if dispatch else "reducescatter", gathered, group, hw, eng)
-    if family == "allgather_reducescatter":
+    gather = gathers(hw, eng, mt["pure_ep"])
+    if np.all(gather):
         return ag
-    # the all-to-all kernels route tokens to whole experts: experts sliced over moe_tp GPUs
-    # are fed by the all-gather (TensorRT-LLM CutlassFusedMoE: "AlltoAll cannot support MoE
-    # TP"; SGLang sets ep to tp with DeepEP or FlashInfer's all-to-all)
-    pure = np.asarray(mt["pure_ep"], dtype=bool)
     if family.startswith("deepep"):
         payload = mt["hidden"] * mt["elem_bytes"]
         args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
@@ -209,7 +216,7 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
             t = np.where(np.asarray(mt["prompt"], dtype=bool), normal, low)
         else:
             t = deepep_time(family, *args)
-        return np.where(pure, t, ag)
+        return np.where(gather, ag, t)
     floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]
     logical = logical * mt["elem_bytes"]
@@ -222,12 +229,11 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     )
     net = np.where(inside, 0.0, eng.network_latency_s)
     t = np.maximum(floor_d if dispatch else floor_c, intercept + logical / bw) + net
-    return np.where(pure, np.where((group > 1) & (logical > 0), t, 0.0), ag)
+    return np.where(gather, ag, np.where((group > 1) & (logical > 0), t, 0.0))
 
 
 def dispatch_family(hw: HardwareSpec, eng: EngineConstants, tp: int, ep: int) -> str:
     """The dispatch/combine family priced for a plan's attention-DP ranks: the engine's
-    (``moe_comm_family``) where experts are whole on their ranks (ep = tp), else the
-    all-gather (``moe_comm_time``)."""
-    family = moe_comm_family(hw, eng)
-    return family if ep == tp else "allgather_reducescatter"
+    (``moe_comm_family``), or the all-gather where ``gathers``."""
+    gather = bool(gathers(hw, eng, ep == tp))
+    return "allgather_reducescatter" if gather else moe_comm_family(hw, eng)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .comm import collective_time, moe_comm_family, moe_comm_time
+from .comm import collective_time, gathers, moe_comm_time
 from .moe_kernels import (
     TRTLLM_GEN_LAYER_S,
     grouped_token_tiles,
@@ -543,7 +543,7 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     ``GROUPED_GEMM_GROUP_ROWS``). ``op.meta["moe_permute"]``: tokens, pairs (this GPU's), hidden
     size, activation bytes per element, and for the triton path's zero-filled pairs: every
     routed pair (``pairs_all``), attention-DP (``adp``), GEMM1's width and matrices; whether the
-    kernel is fed every token follows the engine's dispatch family (``comm.moe_comm_family``)."""
+    kernel is fed every token follows the dispatch (``comm.gathers``)."""
     mp = op.meta["moe_permute"]
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
@@ -556,10 +556,7 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     if path == "triton":
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
-        # all-to-all kernels feed whole experts only (comm.moe_comm_time)
-        gathered = moe_comm_family(hw, eng) == "allgather_reducescatter"
-        gathered = gathered | ~np.asarray(mp["pure_ep"], dtype=bool)
-        fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathered
+        fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathers(hw, eng, mp["pure_ep"])
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         w = mp["width"]
         nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])

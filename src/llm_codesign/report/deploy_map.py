@@ -210,7 +210,11 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         over = read_moe_a2a(by, src, moe, note, skip)
         sv.engine.update(over)
         # SGLang sets ep to tp with an all-to-all backend (server_args._handle_a2a_moe)
-        ep = tp if over.get("moe_comm", "allgather_reducescatter")[0] != "a" else ep or 1
+        ep = (
+            tp
+            if over.get("moe_comm", "allgather_reducescatter") != "allgather_reducescatter"
+            else ep or 1
+        )
         if "radix_off" in by and as_bool(by["radix_off"]):
             if m.has_recurrent_state:  # SGLang keeps its overlap without a radix cache
                 sv.engine["recurrent_state_overlap"] = True
@@ -423,7 +427,7 @@ def read_deployment(
                 "command (a disaggregated one: a Dynamo YAML with prefill and decode workers)"
             )
         sv = maps[0]
-        plan, eng_over, max_batch, pre_a2a = sv.plan(), dict(sv.engine), sv.max_batch, {}
+        plan, eng_over, max_batch, pre_a2a = sv.plan(), dict(sv.engine), sv.max_batch, None
         conc_div = 0
     # explicit options override the deployment
     for name, value in ex.items():
@@ -452,8 +456,8 @@ def read_deployment(
     if max_batch is not None:
         eng_over["max_batch_size"] = max_batch
     constants = base.with_overrides(**eng_over) if eng_over else base
-    prefill = constants.with_overrides(**pre_a2a) if pre_a2a else None
-    prefill = prefill if prefill and prefill.moe_comm != constants.moe_comm else None
+    differs = pre_a2a is not None and pre_a2a != constants.moe_comm
+    prefill = constants.with_overrides(moe_comm=pre_a2a) if differs else None
     spec = max(sv.spec_tokens for sv in maps)
     if "spec_tokens" in ex:
         spec = int(ex["spec_tokens"])
@@ -514,7 +518,9 @@ def _unique(servers: list[Source]) -> list[Source]:
     return list(seen.values())
 
 
-def _disaggregated(maps: list[Server]) -> tuple[DisaggregatedPlan, int, dict, int | None, dict]:
+def _disaggregated(
+    maps: list[Server],
+) -> tuple[DisaggregatedPlan, int, dict, int | None, str | None]:
     pre = [sv for sv in maps if sv.src.role == "prefill"]
     dec = [sv for sv in maps if sv.src.role == "decode"]
     if len(pre) != 1 or len(dec) != 1 or len(maps) != 2:
@@ -539,9 +545,8 @@ def _disaggregated(maps: list[Server]) -> tuple[DisaggregatedPlan, int, dict, in
         d.replicas,
         batch,
     )
-    # the prefill workers' own dispatch family, where it differs (evaluate_disaggregated)
-    pre_a2a = {"moe_comm": p.engine.get("moe_comm", "auto")}
-    return plan, d.replicas, dict(d.engine), d.max_batch, pre_a2a
+    # the prefill workers' own dispatch family (priced on their pool where it differs)
+    return plan, d.replicas, dict(d.engine), d.max_batch, p.engine.get("moe_comm")
 
 
 def _check_lengths(maps: list[Server], eng: EngineConstants, isl: int, osl: int, spec: int) -> None:

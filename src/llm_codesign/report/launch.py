@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..comm import moe_comm_family
+from ..comm import dispatch_family
 from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.memory import memory_fraction_for
 from ..serving.step import runs_without_overlap
@@ -141,12 +141,12 @@ def _trtllm(x: _Ctx, tp, pp, ep, adp, cp, batch, role, port) -> dict[str, Any]:
     }
 
 
-def _a2a(x: _Ctx, target: str, adp: bool, notes: list[str]) -> list[str]:
+def _a2a(x: _Ctx, target: str, tp: int, ep: int, adp: bool, notes: list[str]) -> list[str]:
     """The MoE all-to-all flags that run the dispatch/combine family the estimate priced for
-    attention-DP ranks (``comm.moe_comm_family``; ``launch_data.moe_a2a_flags``)."""
+    attention-DP ranks (``comm.dispatch_family``; ``launch_data.moe_a2a_flags``)."""
     if not adp:
         return []
-    flags, note = moe_a2a_flags(target, moe_comm_family(x.fr.hardware, x.fr.engine))
+    flags, note = moe_a2a_flags(target, dispatch_family(x.fr.hardware, x.fr.engine, tp, ep))
     notes += [note] if note else []
     return flags
 
@@ -160,7 +160,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         v.append(f"--tensor-parallel-size {tp}")
     if m.moe and ep == tp and ep > 1:
         v.append("--enable-expert-parallel")
-        v += _a2a(x, "vllm", adp, notes)  # ep == tp
+        v += _a2a(x, "vllm", tp, ep, adp, notes)
     elif m.moe and bool(partial_moe_ep(tp, ep)):
         notes.append(
             f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
@@ -224,7 +224,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         s += [f"--dp {tp}", "--enable-dp-attention"]
     if m.moe and ep > 1:
         s.append(f"--ep {ep}")
-        s += _a2a(x, "sglang", adp and ep == tp, notes)
+        s += _a2a(x, "sglang", tp, ep, adp, notes)
     if pp > 1:
         s.append(f"--pp-size {pp}")
     s += [
