@@ -53,7 +53,10 @@ median |log predicted / measured| of the 34 InferenceX MTP TPOT rows of the shar
 grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for random-token
 prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
 DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
-gsm8k.
+gsm8k; InferenceX PR #649 (2026-02-05, SGLang, DeepSeek-R1 MTP) measured an acceptance length
+of about 2.5 on random prompts with the chat template, as on MT-Bench, and about 3.55 without
+it (3 drafts at 0.65 give 2.35). ``benchmarks/mtp_implied_acceptance.py`` prints, per row, the
+acceptance at which the priced step gives the measured TPOT.
 An MoE row whose notes state ``moe_tp=N`` (AIConfigurator's rows) must have N x ep = tp; a row
 that does not (``tp=1``, ``moe_tp=2`` on one GPU) states no runnable plan and is skipped with
 that reason.
