@@ -366,6 +366,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "moe_partial_ep",
         "pp_prefill_overlap",
         "recurrent_state_overlap",
+        "spec_separate_drafts",
         "adp_balance_timeout_iters",
         "adp_balance_wait_iters",
         "network_latency_s",

@@ -94,7 +94,9 @@ def clean(obj: Any) -> Any:
 # --all2all-backend, read by `estimate --from` and written by the launch files); `assumptions`
 # adds `moe_dispatch` (the dispatch/combine family priced for attention-DP ranks:
 # `allgather_reducescatter`, `nvlink_one_sided` or a DeepEP one; null for a dense model).
-SCHEMA_VERSION = 20
+# 21: the engine constants in `assumptions` add `spec_separate_drafts` (true: a speculative
+# step's k draft passes each add the host work of a step, unhidden; SGLang's EAGLE worker).
+SCHEMA_VERSION = 21
 
 
 def to_json(obj: Any) -> str:

@@ -108,7 +108,8 @@ def evaluate(
 
     Speculative decoding / MTP: ``spec_tokens`` drafts per step, each accepted with probability
     ``spec_acceptance``: a step verifies 1 + k query tokens per sequence (one KV read), yields
-    (1 - a^(k+1)) / (1 - a) tokens; a draft costs one layer-equivalent decode (an MTP block).
+    (1 - a^(k+1)) / (1 - a) tokens; a draft costs one layer-equivalent decode (an MTP block),
+    plus a step's host work where the engine runs it as a pass of its own (``step.draft_time``).
 
     ``benchmark_burst``: report what a closed-loop benchmark with fixed lengths measures when
     its clients all start at once: a share ``ttft_burst`` of the run moves in synchronized
@@ -255,6 +256,7 @@ def _evaluate_running(
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
     pp_r = np.broadcast_to(pp, shape).ravel().astype(float)
+    ranks_r = np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Any:
         """The step (``PipelinedStep``) of the configurations ``idx`` (flat indices)."""
@@ -278,7 +280,8 @@ def _evaluate_running(
         if k_spec == 0:
             return np.zeros(len(idx))
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0).total_s
-        return draft_time(model, eng, one, pp_r[idx], k_spec)  # micro-batches = pp here
+        # micro-batches = pp here; the drafts' host work is per scheduling rank's sequences
+        return draft_time(model, eng, one, pp_r[idx], k_spec, dec / ranks_r[idx])
 
     def drafts_over_grid(dec: Array) -> Array:
         """``drafts_at`` over the whole grid."""
@@ -290,7 +293,7 @@ def _evaluate_running(
         drafts_at,
         eng,
         *(np.broadcast_to(x, shape).ravel() for x in (conc, isl_f, osl_f, pp, micro)),
-        np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float),
+        ranks_r,
         np.broadcast_to(prefill_alone, shape).ravel(),
         yield_per_step,
         group,

@@ -160,7 +160,9 @@ def step_table(
             plain = discrete_step(
                 model, prec, hw, eng, **axes, decode_seqs=d, decode_ctx=c, memo=memo
             )  # type: ignore[arg-type]
-            t = t + np.where(d > 0, draft_time(model, eng, plain, axes["pp"], spec_tokens), 0.0)
+            seqs = d / scheduling_ranks(axes["tp"], axes["attention_dp"])
+            drafts = draft_time(model, eng, plain, axes["pp"], spec_tokens, seqs)
+            t = t + np.where(d > 0, drafts, 0.0)
         return t
 
     d_dec = _rows(EXACT_DECODE_ROWS, max_rows, DECODE_PER_OCTAVE)

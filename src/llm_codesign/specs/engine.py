@@ -190,6 +190,12 @@ class EngineConstants:
             ``ModelSpec.mixers``); false: it runs such models without it, its host work
             in series with the GPU's (SGLang with its radix cache on; ``serving.step
             .host_overlap_share``).
+        spec_separate_drafts: a speculative step (MTP, EAGLE) runs the draft model's k passes
+            as forward passes of their own after the verify, each with the host work of a step
+            (``step_overhead_s`` and ``per_seq_overhead_s`` a sequence of the scheduling rank)
+            that the overlap scheduler cannot hide: a pass's inputs are the verify's accepted
+            tokens (SGLang's EAGLE worker). False: the drafts run inside the target's forward
+            (TensorRT-LLM's one-model MTP) and add no host work (``serving.step.draft_time``).
         adp_balance_timeout_iters: TensorRT-LLM's attention-DP context balance
             (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
             attention-DP rank decodes, a context request waits until every rank holds one, at
@@ -231,6 +237,7 @@ class EngineConstants:
     moe_partial_ep: bool
     pp_prefill_overlap: bool
     recurrent_state_overlap: bool
+    spec_separate_drafts: bool
     adp_balance_timeout_iters: int
     adp_balance_wait_iters: int
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -391,7 +398,12 @@ def _from_mapping(
             "memory_budget",
         ):
             kwargs[x.name] = f.str(x.name)
-        elif x.name in ("moe_partial_ep", "pp_prefill_overlap", "recurrent_state_overlap"):
+        elif x.name in (
+            "moe_partial_ep",
+            "pp_prefill_overlap",
+            "recurrent_state_overlap",
+            "spec_separate_drafts",
+        ):
             kwargs[x.name] = f.bool(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)

@@ -50,13 +50,15 @@ InferenceX's client sends random token ids (``--dataset-name random``, with the 
 its TensorRT-LLM MTP script), on which drafts are accepted less often than on text: its rows
 use ``MTP_ACCEPTANCE_INFERENCEX`` = 0.65, a fit (``benchmarks/fit_mtp_acceptance.py``: the
 median |log predicted / measured| of the 34 InferenceX MTP TPOT rows of the shared tables on a
-grid of 0.05, 0.078 at 0.65 against 0.227 at 0.85) within what is published for random-token
-prompts: vLLM PR #41044 measured 70% first-draft and 29% second-draft acceptance for
-DeepSeek-V4-Flash's MTP on vLLM's random dataset; ROCm/ATOM PR #1372 53% over three drafts on
-gsm8k; InferenceX PR #649 (2026-02-05, SGLang, DeepSeek-R1 MTP) measured an acceptance length
-of about 2.5 on random prompts with the chat template, as on MT-Bench, and about 3.55 without
-it (3 drafts at 0.65 give 2.35). ``benchmarks/mtp_implied_acceptance.py`` prints, per row, the
-acceptance at which the priced step gives the measured TPOT.
+grid of 0.05, 0.068 at 0.65 against 0.223 at 0.85; both engines' median error within 4% at
+0.65) within what is published for random-token prompts: vLLM PR #41044 measured 70%
+first-draft and 29% second-draft acceptance for DeepSeek-V4-Flash's MTP on vLLM's random
+dataset; ROCm/ATOM PR #1372 53% over three drafts on gsm8k; InferenceX PR #649 (2026-02-05,
+SGLang, DeepSeek-R1 MTP) measured an acceptance length of about 2.5 on random prompts with the
+chat template, as on MT-Bench, and about 3.55 without it (3 drafts at 0.65 give 2.35).
+``benchmarks/mtp_implied_acceptance.py`` prints, per row, the acceptance at which the priced
+step gives the measured TPOT; SGLang's draft passes carry a step's host work each
+(``EngineConstants.spec_separate_drafts``).
 An MoE row whose notes state ``moe_tp=N`` (AIConfigurator's rows) must have N x ep = tp; a row
 that does not (``tp=1``, ``moe_tp=2`` on one GPU) states no runnable plan and is skipped with
 that reason.
