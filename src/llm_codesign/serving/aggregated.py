@@ -256,7 +256,6 @@ def _evaluate_running(
     # the mixed step: the root over the decode population (``_steady_state``), iterating only
     # on the configurations not yet converged (flat index subsets)
     pp_r = np.broadcast_to(pp, shape).ravel().astype(float)
-    ranks_r = np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float)
 
     def step_at(idx: Array, dec: Array, pre: Array, query: float = 1.0 + k_spec) -> Any:
         """The step (``PipelinedStep``) of the configurations ``idx`` (flat indices)."""
@@ -280,8 +279,8 @@ def _evaluate_running(
         if k_spec == 0:
             return np.zeros(len(idx))
         one = step_at(idx, dec, np.zeros(len(idx)), 1.0).total_s
-        # micro-batches = pp here; the drafts' host work is per scheduling rank's sequences
-        return draft_time(model, eng, one, pp_r[idx], k_spec, dec / ranks_r[idx])
+        ax = axes_at(idx)  # micro-batches = pp here
+        return draft_time(model, eng, one, pp_r[idx], k_spec, dec, ax["tp"], ax["attention_dp"])
 
     def drafts_over_grid(dec: Array) -> Array:
         """``drafts_at`` over the whole grid."""
@@ -293,7 +292,7 @@ def _evaluate_running(
         drafts_at,
         eng,
         *(np.broadcast_to(x, shape).ravel() for x in (conc, isl_f, osl_f, pp, micro)),
-        ranks_r,
+        np.broadcast_to(scheduling_ranks(tp, adp), shape).ravel().astype(float),
         np.broadcast_to(prefill_alone, shape).ravel(),
         yield_per_step,
         group,

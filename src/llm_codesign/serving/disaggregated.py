@@ -196,9 +196,8 @@ def decode_workers(
     step = step_of(1.0 + spec_tokens)
     drafts = 0.0
     if spec_tokens:
-        ranks = scheduling_ranks(tp, np.asarray(attention_dp, dtype=bool))
         plain = step_of(1.0).total_s
-        drafts = draft_time(model, eng, plain, pp, spec_tokens, conc / ranks)
+        drafts = draft_time(model, eng, plain, pp, spec_tokens, conc, tp, attention_dp)
     tpot = (step.total_s + drafts) / yield_per_step
     shape = np.shape(tpot)
     return DecodeWorkers(

@@ -160,8 +160,9 @@ def step_table(
             plain = discrete_step(
                 model, prec, hw, eng, **axes, decode_seqs=d, decode_ctx=c, memo=memo
             )  # type: ignore[arg-type]
-            seqs = d / scheduling_ranks(axes["tp"], axes["attention_dp"])
-            drafts = draft_time(model, eng, plain, axes["pp"], spec_tokens, seqs)
+            drafts = draft_time(
+                model, eng, plain, axes["pp"], spec_tokens, d, axes["tp"], axes["attention_dp"]
+            )
             t = t + np.where(d > 0, drafts, 0.0)
         return t
 

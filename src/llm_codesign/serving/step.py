@@ -536,7 +536,9 @@ def draft_time(
     plain_s: Array,
     pp: Array,
     k_spec: int,
-    seqs: Array | float = 0.0,
+    decode_seqs: Array | float = 0.0,
+    tp: Array | int = 1,
+    attention_dp: Array | bool = False,
 ) -> Array:
     """Seconds of ``k_spec`` speculative draft tokens (MTP) per step: each one layer-equivalent
     of the plain decode step ``plain_s`` (one query token per sequence) without the fixed step
@@ -544,9 +546,10 @@ def draft_time(
     exact where the step's GPU work is at least its host work), times the MTP layers
     (DeepSeek's MTP module is one transformer block). Where the engine runs the drafts as passes
     of their own (``EngineConstants.spec_separate_drafts``), each of the k passes adds the host
-    work of a step for ``seqs`` sequences a scheduling rank, ``step_overhead_s`` +
-    ``per_seq_overhead_s`` x seqs, none of it hidden (the host builds a pass from the verify's
-    results). Example: SGLang's 2 ms and 37.7 us, k = 2, 16 sequences: 5.2 ms a step."""
+    work of a step for the ``decode_seqs`` a scheduling rank holds (as in :func:`step_cost`),
+    ``step_overhead_s`` + ``per_seq_overhead_s`` x those, none of it hidden (the host builds a
+    pass from the verify's results). Example: SGLang's 2 ms and 37.7 us, k = 2, 16 sequences:
+    5.2 ms a step."""
     if k_spec == 0:
         return np.zeros(np.shape(plain_s))
     pp_f = np.asarray(pp, dtype=float)
@@ -555,7 +558,8 @@ def draft_time(
     gpu = k_spec * max(model.num_mtp_layers, 1) * per_layer * pp_f / model.num_layers
     if not eng.spec_separate_drafts:
         return gpu
-    return gpu + k_spec * (eng.step_overhead_s + eng.per_seq_overhead_s * np.asarray(seqs))
+    seqs = np.asarray(decode_seqs) / scheduling_ranks(np.asarray(tp), np.asarray(attention_dp))
+    return gpu + k_spec * (eng.step_overhead_s + eng.per_seq_overhead_s * seqs)
 
 
 def bound_split(
