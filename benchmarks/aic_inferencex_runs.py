@@ -10,8 +10,8 @@ Run: python benchmarks/aic_inferencex_runs.py
 from __future__ import annotations
 
 from llm_codesign.validate import bundled_data
+from llm_codesign.validate.campaigns import aic_inferencex_campaigns, inferencex_campaign_evidence
 from llm_codesign.validate.mapping import iter_measurements
-from llm_codesign.validate.recipes import aic_inferencex_campaigns, inferencex_campaign_evidence
 
 
 def main() -> None:

@@ -3,12 +3,17 @@ same model, GPU, precision, plan, ISL/OSL, concurrency and metric under two fram
 the measured ratio (engine / TensorRT-LLM) with the predicted one (each row predicted with its
 own engine's constants).
 
-Run: python benchmarks/engine_ratios.py [--files a.csv,b.csv]
+Run: python benchmarks/engine_ratios.py [--files a.csv,b.csv] [--as-run]
+(--as-run: pair the runs of the same model, GPU, weights, TP, speculative decoding, lengths
+and concurrency whatever EP, attention-DP and KV cache each engine's recipe chose: InferenceX's
+engine comparison, where TensorRT-LLM's H200 DeepSeek-R1 script runs EP 8 with an FP8 cache and
+SGLang's TP 8 with a BF16 one)
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -22,11 +27,16 @@ DEFAULT_FILES = ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv", "serving
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default=",".join(DEFAULT_FILES))
+    ap.add_argument("--as-run", action="store_true", help="pair runs whatever their EP / ADP")
     args = ap.parse_args()
     rep = validate([str(GT / f) for f in args.files.split(",") if (GT / f).exists()])
     cells: dict[tuple, dict[str, dict]] = defaultdict(dict)
     for r in rep.rows:
-        key = (r["model"], r["gpu"], r["precision"], r["plan"], r["isl"], r["osl"], r["load"])
+        plan, prec = r["plan"], r["precision"]
+        if args.as_run:  # tp and speculative decoding; the checkpoint, whatever KV cache it ran
+            plan = " ".join(w for w in plan.split() if w.startswith(("tp", "pp", "mtp")))
+            prec = re.sub(r"\+[a-z0-9_]+-kv$", "", prec)
+        key = (r["model"], r["gpu"], prec, plan, r["isl"], r["osl"], r["load"])
         cells[key + (r["metric"],)][r["engine"]] = r
     out: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
     for key, by_engine in cells.items():

@@ -1,11 +1,11 @@
 """Fit the start-up wave share of each AIConfigurator benchmark harness and engine
-(validate.recipes ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
+(validate.campaigns ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
 closed loop's start-up wave, from that harness's TTFT rows of that engine at a client
 concurrency (with the engine's own constants). The objective is the median |log predicted /
 measured| over those rows; the grid is 0, 0.05, ..., 1.
 
 Run: python benchmarks/fit_campaign_shares.py [--write]
-(--write: store the shares in src/llm_codesign/validate/recipes.py; figures go to RESULTS.md)
+(--write: store the shares in src/llm_codesign/validate/campaigns.py; figures go to RESULTS.md)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from llm_codesign import validate
 from llm_codesign.specs.engine import engine_for_framework
-from llm_codesign.validate import recipes
+from llm_codesign.validate import campaigns
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"
@@ -38,9 +38,9 @@ def _ttft_rows(harness: str, engine: str) -> tuple[list[str], list[dict[str, str
             for row in r:
                 if (
                     row["metric"] == "ttft_ms"
-                    and recipes.aic_harness(row["source_id"], row["notes"]) == harness
+                    and campaigns.aic_harness(row["source_id"], row["notes"]) == harness
                     and engine_for_framework(row["framework"]) == engine
-                    and not recipes.is_inferencex(row)  # InferenceX's client, not a share
+                    and not campaigns.is_inferencex(row)  # InferenceX's client, not a share
                 ):
                     rows.append(row)
     return header, rows
@@ -58,7 +58,7 @@ def _error(path: Path) -> tuple[float, int]:
 def main() -> None:
     best: dict[tuple[str, str], float] = {}
     with tempfile.TemporaryDirectory() as d:
-        for harness in recipes.AIC_HARNESSES:
+        for harness in campaigns.AIC_HARNESSES:
             for engine in ("trtllm", "vllm", "sglang"):
                 header, rows = _ttft_rows(harness, engine)
                 if not rows:
@@ -69,16 +69,16 @@ def main() -> None:
                     w.writeheader()
                     w.writerows(rows)
                 key = (harness, engine)
-                saved = recipes.AIC_HARNESS_SHARE.get(key)
+                saved = campaigns.AIC_HARNESS_SHARE.get(key)
                 results = []
                 for share in GRID:
-                    recipes.AIC_HARNESS_SHARE[key] = share
+                    campaigns.AIC_HARNESS_SHARE[key] = share
                     err, n = _error(path)
                     results.append((err, share))
                 if saved is None:
-                    del recipes.AIC_HARNESS_SHARE[key]
+                    del campaigns.AIC_HARNESS_SHARE[key]
                 else:
-                    recipes.AIC_HARNESS_SHARE[key] = saved
+                    campaigns.AIC_HARNESS_SHARE[key] = saved
                 err, share = min(results)
                 best[key] = share
                 curve = ", ".join(f"{s:g}: {e:.3f}" for e, s in results[::2])
@@ -88,7 +88,7 @@ def main() -> None:
                 )
                 print(f"  {curve}")
     if "--write" in sys.argv:
-        p = ROOT / "src" / "llm_codesign" / "validate" / "recipes.py"
+        p = ROOT / "src" / "llm_codesign" / "validate" / "campaigns.py"
         text = p.read_text()
         table = ", ".join(f'("{h}", "{e}"): {s:g}' for (h, e), s in best.items())
         text = re.sub(

@@ -15,10 +15,10 @@ import math
 import statistics
 
 from llm_codesign.validate import bundled_data, map_row
+from llm_codesign.validate.campaigns import is_inferencex
 from llm_codesign.validate.conventions import MTP_ACCEPTANCE, MTP_ACCEPTANCE_INFERENCEX
 from llm_codesign.validate.mapping import iter_measurements
 from llm_codesign.validate.predict import predict_rows
-from llm_codesign.validate.recipes import is_inferencex
 
 GRID = [round(0.05 * i, 2) for i in range(8, 19)]  # 0.40 .. 0.90
 

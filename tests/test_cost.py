@@ -284,7 +284,8 @@ def test_narrow_token_tiles_priced_only_where_they_can_win_give_the_same_numbers
 
 def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     """fused_moe (the Triton path of vLLM and SGLang on Hopper) tiles few tokens per expert 16
-    or 32 rows wide, except with block-scaled FP8 weights (64); TRTLLM-Gen (vLLM and SGLang on
+    or 32 rows wide, block-scaled FP8 weights too (the tuned configs both engines ship for
+    DeepSeek-V3/R1 on H200: BLOCK_SIZE_M 16 up to 512 tokens); TRTLLM-Gen (vLLM and SGLang on
     B200, B300) in every format; the CUTLASS path keeps its 64/128-row tiles (TensorRT-LLM,
     and FlashInfer's CUTLASS MoE on the workstation Blackwell)."""
     from llm_codesign.moe_kernels import GROUPED_TOKEN_TILES, grouped_token_tiles
@@ -293,7 +294,7 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     vllm, trt = load_engine("vllm"), load_engine("trtllm")
     assert grouped_token_tiles(h100, vllm, "fp8") == GROUPED_TOKEN_TILES == (16, 32)
     assert grouped_token_tiles(h100, vllm, "mxfp4") == GROUPED_TOKEN_TILES
-    assert grouped_token_tiles(h100, vllm, "fp8_block") == ()
+    assert grouped_token_tiles(h100, vllm, "fp8_block") == GROUPED_TOKEN_TILES
     assert grouped_token_tiles(h100, trt, "fp8") == ()
     assert grouped_token_tiles(b200, vllm, "nvfp4") == GROUPED_TOKEN_TILES  # TRTLLM-Gen
     assert grouped_token_tiles(b200, vllm, "fp8_block") == GROUPED_TOKEN_TILES

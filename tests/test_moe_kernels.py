@@ -388,7 +388,10 @@ def test_grouped_fp8_block_share_on_hopper_by_hand():
     t1 = [
         float(gemm_time(ops(p, one)["experts_up"], hw, BASE)[0]) for p in ("fp8+fp8_block-w", "fp8")
     ]
-    assert t1[0] == pytest.approx(t1[1], rel=1e-3)  # memory-bound: only the scales bytes
+    # memory-bound: the scales' bytes, and the busiest EP rank's 2.4 touched experts
+    # (routing.busiest_rank_experts) whose padded tiles at 0.32 of the ceiling show through
+    # the smooth maximum (cost.gemm_overlap_time) by under 3%
+    assert t1[0] == pytest.approx(t1[1], rel=0.03)
     # the block scales add 32 bits per 16,384 weights to the weight bytes, nothing else
     assert mb == pytest.approx(mt, rel=1e-3)
     for name in ("q_a_proj", "o_proj", "shared_up"):

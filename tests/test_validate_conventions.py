@@ -16,9 +16,13 @@ from llm_codesign.validate import (
     map_row,
     validate,
 )
+from llm_codesign.validate.campaigns import (
+    aic_campaign_run_dates,
+    aic_inferencex_campaigns,
+    inferencex_campaign_evidence,
+)
 from llm_codesign.validate.conventions import MTP_ACCEPTANCE_INFERENCEX
 from llm_codesign.validate.mapping import iter_measurements
-from llm_codesign.validate.recipes import aic_inferencex_campaigns, inferencex_campaign_evidence
 
 DISAGG_NOTES = (
     "disaggregated: prefill_gpus=8 (workers=1), decode_gpus=72 (workers=9), "
@@ -296,9 +300,12 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
     evidence = inferencex_campaign_evidence(aic, ix)
     assert set(aic_inferencex_campaigns()) <= set(evidence)  # every listed campaign has rows
     for campaign, counts in evidence.items():
-        methods = {k for k in counts if k != "rows"}
+        methods = {k for k in counts if k != "rows" and not k.startswith("run ")}
+        dates = {k.removeprefix("run ") for k in counts if k.startswith("run ")}
         if campaign in aic_inferencex_campaigns():
             assert methods == {aic_inferencex_campaigns()[campaign]}, campaign
+            # the one run date of the InferenceX runs it equals is the date it maps with
+            assert dates == {aic_campaign_run_dates()[campaign]}, campaign
         else:
             assert not methods, campaign
     mtp_id = "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x8192_c16_tp8_0_ep8_0_1"
@@ -315,6 +322,15 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
     # another campaign of the same source: its own harness share, no MTP
     other = dict(aic_row, notes="id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x8192_c16_tp8")
     assert map_row(0, other).spec_tokens == 0 and map_row(0, other).mean_isl == 0.0
+    # the database dump's copy of InferenceX's DeepSeek-R1 runs of 2025-11-02 says DeepSeek-V3
+    # and EP 1, as InferenceX's API does: it maps as the run it is (R1; its script's EP 8)
+    dump = row(
+        source_id="aic_silicon_sample", model="DeepSeek-V3", gpu="H200 SXM", ep="1",
+        framework="trtllm ", osl="1024", concurrency_or_batch="4",
+        notes="id=dsr1_h200_trtllm_fp8_agg_1024x1024_c4_cfg83; moe_tp=8",
+    )  # fmt: skip
+    m = map_row(0, dump)
+    assert (m.model, m.ep) == ("deepseek-r1", 8) and "run of 2025-11-02" in m.note
 
 
 def test_stated_block_scaled_fp8_weights_are_priced_as_such():

@@ -18,13 +18,13 @@ from llm_codesign.validate.recipes import (
     DEFAULT_LIMITS,
     INFERENCEX_DISAGG_LIMITS_FILE,
     TRTLLM_BENCH,
-    bundled_rows,
     inferencex_trtllm_moe,
     inferencex_trtllm_recipe,
     recipe_behaviour,
     trtllm_bench_limits,
     trtllm_bench_recipe,
 )
+from llm_codesign.validate.tables import bundled_rows
 
 
 def limits(model, gpu, prec, tp, isl, osl, pp=1, frac=0.95):
@@ -239,12 +239,12 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date()
 
 
 def test_aic_harness_of_a_row_and_its_start_up_share():
-    """AIConfigurator's row ids name their harness (validate.recipes.AIC_HARNESSES, checked
+    """AIConfigurator's row ids name their harness (validate.campaigns.AIC_HARNESSES, checked
     against the silicon_data_source of every id in AIConfigurator's silicon_sample.csv): the CI
     database dump ends in ``_cfg<n>``, the dated campaigns start with the date, every other id
     is the gap-analysis harness. A row at a client concurrency takes its (harness, engine)
     start-up share; other sources keep the engine's ``ttft_burst``."""
-    from llm_codesign.validate.recipes import AIC_HARNESS_SHARE, aic_harness
+    from llm_codesign.validate.campaigns import AIC_HARNESS_SHARE, aic_harness
 
     db = "id=minimaxm2_5_b300_vllm_fp8_agg_8192x1024_c128_cfg733; moe_tp=4"
     dated = "id=2026_03_25_glm_5_h200_sxm_sglang_fp8_agg_1024x1024_c4_tp8_0_ep1_0_500"
@@ -253,7 +253,7 @@ def test_aic_harness_of_a_row_and_its_start_up_share():
     assert aic_harness("aic_silicon_sample", dated) == "aic-dated"
     assert aic_harness("aic_silicon_sample", gap) == "aic-gap-analysis"
     assert aic_harness("inferencex_api_fixture", dated) == ""
-    from llm_codesign.validate.recipes import aic_campaign
+    from llm_codesign.validate.campaigns import aic_campaign
 
     # the campaign: the id less its lengths-and-concurrency tail (also where the concurrency or
     # the rest of the tail is missing)
@@ -274,7 +274,7 @@ def test_client_conventions_keep_to_closed_loop_rows_and_real_ids():
     is read only from an ``id=`` field of its own (not ``run_id=``), and a blank id names no
     harness. A percentile row of InferenceX's client runs the simulator on the lengths it drew
     (uniform on floor(0.8 L) .. L), not the nominal ones."""
-    from llm_codesign.validate.recipes import aic_harness
+    from llm_codesign.validate.campaigns import aic_harness
     from llm_codesign.validate.simulated import traffic_of
 
     inf = map_row(

@@ -20,7 +20,9 @@ added per step in serving.
 
 MoE (``reference/moe-comm.md``): each group (expert) of a grouped GEMM pays a fixed
 ``GROUPED_GEMM_GROUP_ROWS`` rows of compute on top of its tiles; the busiest EP rank carries
-:func:`moe_rank_imbalance` times the mean load; a fixed ``moe_layer_overhead_s`` per MoE layer
+:func:`moe_rank_imbalance` times the mean load over the experts it touches, more than the mean
+rank's at a small batch (:func:`routing.busiest_rank_experts`: their weights bound the step there);
+a fixed ``moe_layer_overhead_s`` per MoE layer
 covers the launches of the routing, sort, permute and finalize kernels, and the bytes the permute
 and finalize stream follow the engine's kernel path (:func:`moe_permute_time`); dispatch and
 combine are priced by the kernel family of ``comm.MOE_COMM_KERNELS`` (``comm.moe_comm_time``).
@@ -40,7 +42,7 @@ from .moe_kernels import (
     weight_only_tiles,
 )
 from .ops import Op
-from .routing import expected_row_tiles, moe_rank_imbalance
+from .routing import busiest_touch_ratio, expected_row_tiles, moe_rank_imbalance
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
 from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
 
@@ -390,37 +392,45 @@ def gemm_time(
         peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
+    groups, touched = op.groups, op.touched
     row_tiles: dict[int, Array] | None = None
     if moe:  # experts_up and experts_down share their rows (one ``moe`` dict): the busiest
-        # rank's rows and their row tiles are computed once per layer (``memo``'s last one)
+        # rank's pairs, the experts they touch (its weight stream) and its rows per expert and
+        # their row tiles are computed once per layer (``memo``'s last one)
         last = (memo or {}).get("routed")
         if last is None or last[0] is not op.m or last[1] is not moe or last[2] is not eng:
             cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
-            args = (moe["pairs_per_rank"], moe["ep"], eng.routing_skew, moe["top_k"])
-            last = (op.m, moe, eng, m * moe_rank_imbalance(*args, moe["experts_local"], cv), {})
+            pairs, local = moe["pairs_per_rank"], moe["experts_local"]
+            args = (pairs, moe["ep"], eng.routing_skew, moe["top_k"])
+            imb = moe_rank_imbalance(*args, local, cv)
+            k, ep = moe["top_k"], moe["ep"]
+            # its experts (routing.busiest_rank_experts), over which its pairs spread
+            touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)
+            last = (op.m, moe, eng, m * imb / touch, {}, op.groups * touch)
             if memo is not None:  # (the objects held: their identity stays valid)
                 memo["routed"] = last
-        m, row_tiles = last[3], last[4]
+        m, row_tiles, groups = last[3], last[4], last[5]
+        touched = groups
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
-        eff = _unrouted_efficiency(hw, m, op.n, op.k, op.groups, _speed_ratio(hw, rate_class), elem)
+        eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, _speed_ratio(hw, rate_class), elem)
     else:
         weights = moe.get("weights", "")
         ratio = _speed_ratio(hw, rate_class)
         tiles = grouped_token_tiles(hw, eng, weights)
         eff = gemm_shape_efficiency(
-            hw, m, op.n, op.k, op.groups, ratio, elem, routed, tiles, row_tiles
+            hw, m, op.n, op.k, groups, ratio, elem, routed, tiles, row_tiles
         )
         alone = weight_only_tiles(hw, eng, weights)
         if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
             takes = takes_weight_only_path(moe.get("moe_tp", 1))
             if np.any(takes):
                 own = gemm_shape_efficiency(
-                    hw, m, op.n, op.k, op.groups, ratio, elem, routed, alone, row_tiles
+                    hw, m, op.n, op.k, groups, ratio, elem, routed, alone, row_tiles
                 )
                 eff = np.where(takes, own, eff)
-    flops = 2.0 * m * op.n * op.k * op.groups
+    flops = 2.0 * m * op.n * op.k * groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
     # off the tensor cores (Hopper's FP8 block rescaling, and its conversion of MXFP4 weights to
@@ -438,15 +448,15 @@ def gemm_time(
             ok = np.isfinite(measured) & (measured > 0)
             covered = ok & (flops > 0)
             compute = np.where(covered, flops / np.where(ok, measured, 1.0), compute)
-    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * op.groups + np.asarray(
+    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * groups + np.asarray(
         op.n
-    ) * op.k * op.w_bytes * op.touched
+    ) * op.k * op.w_bytes * touched
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
     groups_s = 0.0
     if moe:  # each active group's fixed cost (grouped GEMMs stream weights like dense ones)
         rows = np.minimum(m, GROUPED_GEMM_GROUP_ROWS)
-        groups_s = np.asarray(op.groups) * 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
+        groups_s = np.asarray(groups) * 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
     t = gemm_overlap_time(compute + groups_s, memory)
     if block < 1.0:
         # the work off the tensor cores (on the rows computed, not the tiles' padding) bounds the

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from .formats import BLOCK_SCALED_WEIGHTS
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
 
@@ -19,8 +18,13 @@ from .specs.hardware import HardwareSpec
 # pads each expert's tokens to BLOCK_SIZE_M (moe_align_block_size), 16 in the default config
 # where the tokens are at most the experts; Marlin takes the smallest of 8/16/32/48/64 above
 # the tokens per expert (vllm-project/vllm, model_executor/layers/fused_moe/fused_moe.py,
-# get_default_config). Block-scaled FP8 keeps 64 (``grouped_token_tiles``). The weight side of
-# such a tile: SWAP_AB_WEIGHT_TILE. The model picks a tile by efficiency, not by the configs'
+# get_default_config). Block-scaled FP8 takes them too: get_default_config gives it 64, but the
+# tuned configs both engines ship for its shapes give BLOCK_SIZE_M 16 up to 512 tokens (DeepSeek-
+# V3/R1 on H200: vllm-project/vllm fused_moe/configs/E=256,N=256,device_name=NVIDIA_H200,
+# dtype=fp8_w8a8,block_shape=[128,128].json; sgl-project/sglang fused_moe_triton/configs/
+# triton_3_3_1/E=257,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json,
+# the shared expert fused as the 257th; 64 from 1,024 tokens). The weight side of such a tile:
+# SWAP_AB_WEIGHT_TILE. The model picks a tile by efficiency, not by the configs'
 # thresholds: the narrow tiles win up to ~30-70 rows per expert (H100 to MI300X, a DeepSeek
 # expert shape), the wide ones above. Checked against the measured MoE modules
 # (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512 tokens) and the serving rows
@@ -55,9 +59,9 @@ def runs_trtllm_gen(hw: HardwareSpec) -> bool:
 
 def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) -> tuple[int, ...]:
     """The narrow token tiles (``GROUPED_TOKEN_TILES``) the engine's grouped expert GEMMs use on
-    this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe), except
-    for block-scaled FP8 weights, where fused_moe defaults to 64-row tiles (BLOCK_SIZE_M 64, or
-    DeepGEMM's alignment: fused_moe.py get_default_config); none on the CUTLASS path, whose
+    this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe; for
+    block-scaled FP8 weights too, as their tuned configs tile them: module comment); none on the
+    CUTLASS path, whose
     token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
     nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
     states."""
@@ -66,11 +70,10 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
 
 def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
     """The narrow token tiles a kernel ``path`` gives ``weights`` on this GPU: the Triton path's
-    on NVIDIA GPUs, for every format but the block-scaled ones (``grouped_token_tiles``)."""
+    on NVIDIA GPUs, in every format (``grouped_token_tiles``)."""
     if path == "trtllm_gen":  # its batched GEMMs tile tokens narrowly in every format
         return GROUPED_TOKEN_TILES
-    triton = hw.vendor == "nvidia" and path == "triton"
-    return GROUPED_TOKEN_TILES if triton and weights not in BLOCK_SCALED_WEIGHTS else ()
+    return GROUPED_TOKEN_TILES if hw.vendor == "nvidia" and path == "triton" else ()
 
 
 def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:

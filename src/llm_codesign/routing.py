@@ -1,9 +1,12 @@
 """Statistics of random top-k routing that the MoE costs use: the tiles a grouped GEMM launches
-per expert when tokens land on experts at random (``expected_row_tiles``) and the busiest
+per expert when tokens land on experts at random (``expected_row_tiles``), the busiest
 expert-parallel rank's load over the mean (``moe_rank_imbalance``), from the draw of tokens and
-from the experts' unequal popularity (``specs.engine.EXPERT_POPULARITY_CV``)."""
+from the experts' unequal popularity (``specs.engine.EXPERT_POPULARITY_CV``), and the experts
+the busiest rank touches (``busiest_rank_experts``), whose weights it streams."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -100,3 +103,59 @@ def moe_rank_imbalance(
         excess = np.sqrt(excess * excess + popular * popular)
     cap = n * np.minimum(top_k, np.asarray(experts_local, dtype=float)) / max(top_k, 1e-9)
     return np.where(n > 1, np.minimum(1.0 + excess, np.maximum(cap, 1.0)), 1.0)
+
+
+@lru_cache(maxsize=256)
+def _normal_max_of(count: float) -> float:
+    x = np.linspace(-12.0, 12.0, 48001)
+    phi = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+    cdf = np.clip(np.cumsum(phi) * (x[1] - x[0]), 0.0, 1.0)
+    return float(np.trapezoid(x * count * phi * cdf ** (count - 1.0), x))
+
+
+def normal_max_mean(count: Array) -> Array:
+    """E[max of ``count`` standard normals] by quadrature on a fine grid (once per distinct
+    count, kept): the integral of x count phi(x) Phi(x)^(count - 1). 0 for one, 1/sqrt(pi) =
+    0.564 for two, 1.423 for eight."""
+    values, inverse = np.unique(np.asarray(count, dtype=float), return_inverse=True)
+    means = np.array([_normal_max_of(float(c)) for c in values])
+    return means[inverse].reshape(np.shape(count))
+
+
+def busiest_rank_experts(tokens: Array, experts: Array, top_k: float, ep: Array) -> Array:
+    """E[distinct experts the busiest of ``ep`` EP ranks touches] when ``tokens`` tokens each
+    pick ``top_k`` of ``experts`` experts uniformly (without replacement), the experts split
+    evenly over the ranks: the weights the busiest rank's grouped GEMMs stream, which bound a
+    small batch's MoE time (the step waits for the busiest rank at the combine).
+
+    Each of a rank's e_l = experts / ep experts is touched with probability
+    p = 1 - (1 - k / E)^t, so a rank's count is about Binomial(e_l, p) (mean e_l p, the count
+    ``ops.layer_group_ops`` gives every rank), and the busiest of n ranks holds
+    e_l p + E[max of n standard normals] sqrt(e_l p (1 - p)) (:func:`normal_max_mean`), at
+    most e_l. Without EP, the mean. Uniform routing: the experts' unequal popularity
+    (``EXPERT_POPULARITY_CV``) moves the pairs a rank holds (:func:`moe_rank_imbalance`) but
+    which way it moves the experts they touch is not known, so it does not enter.
+
+    Example: DeepSeek-R1 (256 experts, top-8) on EP 8 at 4 tokens: p = 1 - (1 - 8/256)^4 =
+    0.119; the mean rank touches 32 x 0.119 = 3.82 experts, the busiest 3.82 + 1.423 x
+    sqrt(32 x 0.119 x 0.881) = 6.43 (1.68x: its expert weights take 1.68x the mean rank's
+    time). A Monte Carlo of the draw gives 6.58 (tests/test_moe_physics.py).
+    """
+    return _touched(tokens, experts, top_k, ep)[1]
+
+
+def busiest_touch_ratio(tokens: Array, experts: Array, top_k: float, ep: Array) -> Array:
+    """The busiest rank's touched experts over the mean rank's (:func:`busiest_rank_experts`
+    over e_l p; 1 without EP, and where no expert is touched)."""
+    mean, busiest = _touched(tokens, experts, top_k, ep)
+    return np.where(mean > 0, busiest / np.maximum(mean, 1e-30), 1.0)
+
+
+def _touched(tokens: Array, experts: Array, top_k: float, ep: Array) -> tuple[Array, Array]:
+    """(the mean rank's, the busiest rank's) touched experts (:func:`busiest_rank_experts`)."""
+    n = np.maximum(np.asarray(ep, dtype=float), 1.0)
+    e = np.maximum(np.asarray(experts, dtype=float), 1.0)
+    local = e / n
+    p = 1.0 - np.power(1.0 - np.minimum(top_k / e, 1.0), np.asarray(tokens, dtype=float))
+    spread = normal_max_mean(n) * np.sqrt(local * p * (1.0 - p))
+    return local * p, np.minimum(local * p + spread, local)

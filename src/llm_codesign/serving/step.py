@@ -24,6 +24,7 @@ from ..comm import collective_time
 from ..cost import op_time
 from ..errors import SpecError
 from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
+from ..routing import normal_max_mean
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -263,7 +264,7 @@ def poisson_max_mean(mean: Array | float, count: Array | float) -> Array:
     """E[max of ``count`` independent Poisson(``mean``) counts] = sum over k >= 0 of
     1 - F(k)^count (F the Poisson CDF), summed to 12 standard deviations above the largest
     mean; means above ``POISSON_EXACT_MAX_MEAN`` take mean + sqrt(mean) E[max of count standard
-    normals] (``_normal_max_mean``). Example: two Poisson(1) counts, 1.524 (by hand: (1 -
+    normals] (``routing.normal_max_mean``). Example: two Poisson(1) counts, 1.524 (by hand: (1 -
     0.3679^2) + (1 - 0.7358^2) + (1 - 0.9197^2) + (1 - 0.9810^2) + ... = 0.8647 + 0.4587 +
     0.1542 + 0.0376 + ...)."""
     m, r = np.broadcast_arrays(
@@ -285,19 +286,8 @@ def poisson_max_mean(mean: Array | float, count: Array | float) -> Array:
         out[exact] = acc
     if not np.all(exact):
         mb, rb = m[~exact], r[~exact]
-        out[~exact] = mb + np.sqrt(mb) * _normal_max_mean(rb)
+        out[~exact] = mb + np.sqrt(mb) * normal_max_mean(rb)
     return out
-
-
-def _normal_max_mean(count: Array) -> Array:
-    """E[max of ``count`` standard normals] by quadrature on a fine grid (once per distinct
-    count): the integral of x count phi(x) Phi(x)^(count - 1)."""
-    x = np.linspace(-12.0, 12.0, 48001)
-    phi = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
-    cdf = np.clip(np.cumsum(phi) * (x[1] - x[0]), 0.0, 1.0)
-    values, inverse = np.unique(np.asarray(count, dtype=float), return_inverse=True)
-    means = np.array([np.trapezoid(x * c * phi * cdf ** (c - 1.0), x) for c in values])
-    return means[inverse].reshape(np.shape(count))
 
 
 def _mix(a: StepCost, b: StepCost, w: Array) -> StepCost:

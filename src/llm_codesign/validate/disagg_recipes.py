@@ -8,15 +8,14 @@ import functools
 
 from ..specs.engine import EngineConstants
 from ..specs.plan import DisaggregatedPlan
+from .campaigns import run_date, run_gpu_precision
 from .recipes import (
     DISAGG_RECIPE_A2A,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
-    bundled_rows,
     disagg_recipe_fields,
-    run_date,
-    run_gpu_precision,
 )
+from .tables import bundled_rows
 
 
 @functools.cache

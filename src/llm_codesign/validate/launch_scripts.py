@@ -12,13 +12,9 @@ from collections.abc import Mapping
 from ..specs.checkpoint import checkpoint_precision
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
-from .recipes import (
-    INFERENCEX_SGLANG_KV,
-    bundled_rows,
-    run_date,
-    run_gpu_precision,
-    stated_notes,
-)
+from .campaigns import run_date, run_gpu_precision, stated_notes
+from .recipes import INFERENCEX_SGLANG_KV
+from .tables import bundled_rows
 
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
 

@@ -25,6 +25,7 @@ from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_har
 from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import parse_precision
+from .campaigns import campaign_model, campaign_share, is_inferencex, run_date, stated_notes
 from .conventions import (
     POOL_KINDS,
     attention_dp_field,
@@ -41,14 +42,10 @@ from .conventions import (
 from .disagg_recipes import inferencex_disagg_recipe
 from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
 from .recipes import (
-    campaign_share,
     inferencex_client,
     inferencex_trtllm_moe,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
-    is_inferencex,
-    run_date,
-    stated_notes,
     trtllm_bench_recipe,
 )
 
@@ -382,13 +379,14 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     hw_id = matched_names("gpu", row["gpu"])
     if hw_id is None:
         return f"unknown gpu {row['gpu'].strip()}"
+    model_id, model_note = campaign_model(row, model_id)
     model, hw = load_model(model_id), load_hardware(hw_id)
     prec = map_precision(model, hw, row["precision"])
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
     if not hw.supports(parse_precision(prec).compute_class):
         return f"precision not runnable: {row['precision'].strip()} ({prec}) on {hw_id}"
-    notes: list[str] = []
+    notes: list[str] = [model_note] if model_note else []
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
     pools: DisaggregatedPlan | None = None

@@ -38,14 +38,10 @@ B200).
 
 from __future__ import annotations
 
-import csv
 import functools
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import replace
-from importlib import resources
-from types import MappingProxyType
 
 from ..errors import SpecError
 from ..moe_kernels import runs_trtllm_gen
@@ -53,7 +49,8 @@ from ..specs.engine import MOE_COMM, EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from .conventions import attention_dp_field
+from .campaigns import run_date, run_gpu_precision
+from .tables import bundled_rows
 
 TRTLLM_BENCH = "trtllm-bench"
 # InferenceX's TensorRT-LLM aggregated DeepSeek-R1 runs (SemiAnalysisAI/InferenceX
@@ -129,32 +126,6 @@ INFERENCEX_SGLANG_KV = (
 # ten rounds meets the start-up wave, and the drawn lengths spread the finishing times of that
 # cohort over a fifth of a request's life, so the later rounds arrive staggered.
 INFERENCEX_RANGE_RATIO = 0.8
-# AIConfigurator's silicon campaigns (aic_silicon_*.csv; AIConfigurator @095f58a
-# systems/silicon_sample.csv names each row id's ``silicon_data_source``): three benchmark
-# harnesses whose row ids have their own form. Their clients' start-up is not documented, and
-# one harness ran each framework with its own client settings (its SGLang rows meet a start-up
-# wave in nearly every request, its TensorRT-LLM rows in a fifth): the share of requests in the
-# start-up wave is one fitted constant per harness and engine (benchmarks/fit_campaign_shares.py),
-# not one per engine for every source
-AIC_HARNESSES = {
-    # the CI database dump: ids end in the config number
-    "aic-db-dump": r"_cfg\d+$",
-    # dated campaign files: ids start with the date
-    "aic-dated": r"^20\d\d_\d\d_\d\d_",
-    # the gap-analysis harness: every other AIConfigurator id
-    "aic-gap-analysis": r".",
-}
-AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
-    ("aic-db-dump", "trtllm"): 0.55,
-    ("aic-db-dump", "vllm"): 0.25,
-    ("aic-db-dump", "sglang"): 0.2,
-    ("aic-dated", "trtllm"): 0.1,
-    ("aic-dated", "vllm"): 0.2,
-    ("aic-dated", "sglang"): 0.45,
-    ("aic-gap-analysis", "trtllm"): 0.15,
-    ("aic-gap-analysis", "vllm"): 0.2,
-    ("aic-gap-analysis", "sglang"): 0.95,
-}
 INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's disaggregated runs (Dynamo with TensorRT-LLM, SGLang or vLLM): its NVIDIA master
 # config (SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml, later
@@ -179,15 +150,6 @@ DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each require
 DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
 DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
-# AIConfigurator's dated campaigns that are InferenceX runs and the speculative decoding those
-# runs used: data/validation/aic_inferencex_campaigns.csv (a campaign is a row id less its
-# ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: values of the campaign equal
-# values of ``inferencex_hopper.csv`` (same model, GPU, plan, lengths, concurrency and metric)
-# to 1e-6 relative (for the MTP campaign, the TPOT and the TTFT of one run), and every matched
-# InferenceX row states that ``spec_method`` (``benchmarks/aic_inferencex_runs.py`` prints the
-# matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
-# mapped as InferenceX rows: its client, its recipes, and that spec method.
-AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
 # options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
 # data/validation/trtllm_bench_options.csv (source id, bundled model id, the attention-DP
 # context balance's timeout_iters and batching_wait_iters, and where the file says so)
@@ -199,15 +161,6 @@ DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints th
 # formats the rule tunes (its bytes per element, FP8 1, NVFP4 0.5, BF16/FP16 2, are the
 # formats' own element sizes)
 _TUNED = ("fp8", "fp8_block", "nvfp4", "bf16", "fp16")
-
-
-@functools.cache
-def bundled_rows(name: str) -> tuple[Mapping[str, str], ...]:
-    """The rows of a bundled table under ``data/validation`` (the recipe tables named above),
-    read once and read-only."""
-    path = resources.files("llm_codesign") / "data" / "validation" / name
-    with path.open(newline="", encoding="utf-8") as fh:
-        return tuple(MappingProxyType(r) for r in csv.DictReader(fh))
 
 
 def _round_batch(b: float) -> int:
@@ -376,20 +329,6 @@ def recipe_fields(
     return {k: v for k, _, v in pairs}
 
 
-def run_date(row: dict[str, str]) -> str:
-    """The ``run date YYYY-MM-DD`` an InferenceX row's notes state ("" where none)."""
-    m = re.search(r"run date (\d{4}-\d\d-\d\d)", row.get("notes", ""))
-    return m.group(1) if m else ""
-
-
-def run_gpu_precision(row: dict[str, str]) -> tuple[str, str]:
-    """(GPU, precision) of an InferenceX row as its master config and scripts name them: the
-    ``gpu`` field and the precision field's first part, lower case ("h100", "fp8")."""
-    return row.get("gpu", "").strip().lower(), row.get("precision", "").split("/")[
-        0
-    ].strip().lower()
-
-
 def inferencex_trtllm_script_plan(
     row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, tp: int, ep: int,
     adp: bool,
@@ -493,108 +432,7 @@ def inferencex_client(
     return mean_isl, mean_osl, requests, share, note
 
 
-def aic_harness(source_id: str, notes: str) -> str:
-    """The AIConfigurator harness of a row (``AIC_HARNESSES``), "" for other sources."""
-    row_id = _aic_row_id(source_id, notes)
-    if not row_id:
-        return ""
-    return next((h for h, pattern in AIC_HARNESSES.items() if re.search(pattern, row_id)), "")
-
-
-def _aic_row_id(source_id: str, notes: str) -> str:
-    """The ``id=`` of an AIConfigurator row's notes, "" for other sources or without one."""
-    if not source_id.lower().startswith("aic_silicon"):
-        return ""
-    m = re.search(r"(?:^|[;\s])id=\s*([^;\s]+)", notes or "")
-    return m.group(1) if m else ""
-
-
-def aic_campaign(source_id: str, notes: str) -> str:
-    """The AIConfigurator campaign of a row (its id less the ``_<isl>x<osl>_c<conc>_...``
-    tail), "" for other sources."""
-    return re.sub(r"_\d+x\d+_c\d*(?:_.*)?$", "", _aic_row_id(source_id, notes))
-
-
-@functools.cache
-def aic_inferencex_campaigns() -> dict[str, str]:
-    """Campaign -> spec method of the AIConfigurator campaigns that are InferenceX runs
-    (``AIC_INFERENCEX_CAMPAIGNS_FILE``)."""
-    return {r["campaign"]: r["spec_method"] for r in bundled_rows(AIC_INFERENCEX_CAMPAIGNS_FILE)}
-
-
-def is_inferencex(row: dict[str, str]) -> bool:
-    """Whether a row is an InferenceX result: its source id, a run link in its notes, or an
-    AIConfigurator campaign of InferenceX runs (``aic_inferencex_campaigns``)."""
-    notes = row.get("notes", "")
-    return (
-        row["source_id"].lower().startswith("inferencex")
-        or "SemiAnalysisAI/InferenceX" in notes
-        or aic_campaign(row["source_id"], notes) in aic_inferencex_campaigns()
-    )
-
-
-def stated_notes(row: dict[str, str]) -> tuple[str, str]:
-    """(the row's notes with what its campaign states appended where the notes do not say it,
-    the mapping's note of that: "" where nothing was added). A campaign of InferenceX runs
-    (``aic_inferencex_campaigns``) states the ``spec_method`` of its runs."""
-    notes = row.get("notes", "")
-    method = aic_inferencex_campaigns().get(aic_campaign(row["source_id"], notes))
-    if method is None or re.search(r"spec_method\s*=", notes, re.I):
-        return notes, ""
-    said = f"spec_method={method} (an InferenceX campaign: validate.recipes)"
-    return f"{notes}; {said}", said
-
-
-def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
-    """(start-up wave share, the mapping's note) of an AIConfigurator row of a client
-    concurrency (``closed_loop``) from its harness and engine (``AIC_HARNESS_SHARE``); (-1,
-    "") where none applies (the engine's ``ttft_burst`` then)."""
-    harness = aic_harness(row["source_id"], row.get("notes", ""))
-    if not closed_loop or (harness, engine) not in AIC_HARNESS_SHARE:
-        return -1.0, ""
-    share = AIC_HARNESS_SHARE[(harness, engine)]
-    return share, f"{harness} harness: start-up wave share {share:g} (validate.recipes)"
-
-
 def inferencex_lengths(nominal: int) -> tuple[int, int]:
     """The integers InferenceX's client draws a length from, floor(0.8 L) .. L
     (``INFERENCEX_RANGE_RATIO``): the request simulator's uniform length distribution."""
     return math.floor(INFERENCEX_RANGE_RATIO * nominal), nominal
-
-
-def inferencex_campaign_evidence(
-    aic_rows: list[dict[str, str]], inferencex_rows: list[dict[str, str]], rel: float = 1e-6
-) -> dict[str, dict[str, int]]:
-    """Per AIConfigurator campaign (``aic_campaign``): how many of its TTFT/TPOT rows equal an
-    InferenceX row of the same model, GPU, plan, lengths, concurrency and metric to ``rel``,
-    counted by that InferenceX row's ``spec_method`` (the evidence of
-    ``aic_inferencex_campaigns``), plus ``rows``: the campaign's rows of those metrics."""
-
-    from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
-
-    def key(row: dict[str, str]) -> tuple[str | None, ...]:
-        model, gpu = match_model_name(row["model"]), match_gpu_name(row["gpu"])
-        read = attention_dp_field(row["dp"])
-        dp = "adp" if not isinstance(read, str) and read[0] else ""
-        plan = (row["tp"], row["ep"] or "1", dp)
-        return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
-
-    metrics = ("tpot_ms", "ttft_ms")
-    index: dict[tuple[str | None, ...], list[tuple[float, str]]] = {}
-    for row in inferencex_rows:
-        if row["metric"] in metrics:
-            m = re.search(r"spec_method\s*=\s*([\w.-]+)", row.get("notes", ""), re.I)
-            method = m.group(1).lower() if m else "none"
-            index.setdefault((*key(row), row["metric"]), []).append((float(row["value"]), method))
-    out: dict[str, dict[str, int]] = {}
-    for row in aic_rows:
-        campaign = aic_campaign(row["source_id"], row.get("notes", ""))
-        if not campaign or row["metric"] not in metrics:
-            continue
-        counts = out.setdefault(campaign, {"rows": 0})
-        counts["rows"] += 1
-        value = float(row["value"])
-        for other, method in index.get((*key(row), row["metric"]), []):
-            if abs(other - value) <= rel * abs(value):
-                counts[method] = counts.get(method, 0) + 1
-    return out
