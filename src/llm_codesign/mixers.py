@@ -139,11 +139,18 @@ def linear_counts(
 
 
 def cache_bytes_per_layer(
-    model: ModelSpec, prec: Precision, g: LayerGroup, context: Array, atp: Array
+    model: ModelSpec,
+    prec: Precision,
+    g: LayerGroup,
+    context: Array,
+    atp: Array,
+    window_share: float = 0.0,
 ) -> Array:
     """Bytes one sequence of ``context`` tokens holds in one layer of group ``g`` on one GPU:
-    cached K/V (capped at the window), MLA latent (+ the indexer key for sparse layers), or
-    the fixed recurrent state and convolution window of a linear layer."""
+    cached K/V (capped at the window, or ``window_share`` x the context where that is more: the
+    share an engine's cache reserves for windowed layers, ``EngineConstants.windowed_kv_share``),
+    MLA latent (+ the indexer key for sparse layers), or the fixed recurrent state and
+    convolution window of a linear layer."""
     if g.mixer == "none":
         return 0.0 * np.asarray(context, dtype=float) + 0.0 * atp
     if g.mixer == "linear":
@@ -152,7 +159,8 @@ def cache_bytes_per_layer(
         # independent of context (broadcast over it)
         return lin.state_bytes_per_sequence() / atp + 0.0 * np.asarray(context, dtype=float)
     a = model.attention
-    ctx = windowed(np.asarray(context, dtype=float), g.window)
+    full = np.asarray(context, dtype=float)
+    ctx = np.maximum(windowed(full, g.window), window_share * full) if g.window > 0 else full
     if a.kind == "mla":
         per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
     else:

@@ -578,12 +578,15 @@ def kv_bytes_per_sequence_per_gpu(
     pp: Array,
     attention_dp: Array,
     cp: Array,
+    window_share: float = 0.0,
 ) -> Array:
     """KV-cache (and recurrent-state) bytes one sequence of ``context`` tokens occupies on one
-    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer``."""
+    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer`` (``window_share``:
+    the share of the context an engine reserves for windowed layers,
+    ``EngineConstants.windowed_kv_share``)."""
     atp = np.where(attention_dp, 1, tp // cp)
     ctx = np.asarray(context, dtype=float)
     total = 0.0
     for g in model.layer_groups:
-        total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp)
+        total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share)
     return total / pp / cp

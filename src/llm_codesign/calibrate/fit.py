@@ -367,6 +367,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "pp_prefill_overlap",
         "recurrent_state_overlap",
         "spec_separate_drafts",
+        "windowed_kv_share",
         "adp_balance_timeout_iters",
         "adp_balance_wait_iters",
         "network_latency_s",

@@ -96,7 +96,10 @@ def clean(obj: Any) -> Any:
 # `allgather_reducescatter`, `nvlink_one_sided` or a DeepEP one; null for a dense model).
 # 21: the engine constants in `assumptions` add `spec_separate_drafts` (true: a speculative
 # step's k draft passes each add the host work of a step, unhidden; SGLang's EAGLE worker).
-SCHEMA_VERSION = 21
+# 22: the engine constants in `assumptions` add `windowed_kv_share` (the share of its context a
+# windowed attention layer holds in the KV cache beside the window: 0 vLLM, 0.8 SGLang's SWA
+# pool, 1 TensorRT-LLM's equal pools per window size).
+SCHEMA_VERSION = 22
 
 
 def to_json(obj: Any) -> str:

@@ -132,13 +132,16 @@ def memory_fit(
     The KV cache gets what :func:`kv_budget_bytes` leaves it under the engine's
     ``memory_budget`` convention. ``context`` is the tokens a
     sequence holds: :func:`kv_context` for in-flight batching (the engine's admission policy),
-    the full ISL + OSL for static batches. Workspace = runtime
+    the full ISL + OSL for static batches; a windowed layer holds at most its window, or the
+    share of the context the engine's cache reserves for it where that is more
+    (``EngineConstants.windowed_kv_share``). Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step.
     """
     w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(
-        model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp
-    )
+        model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp,
+        window_share=eng.windowed_kv_share,
+    )  # fmt: skip
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)

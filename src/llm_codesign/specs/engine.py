@@ -196,6 +196,13 @@ class EngineConstants:
             that the overlap scheduler cannot hide: a pass's inputs are the verify's accepted
             tokens (SGLang's EAGLE worker). False: the drafts run inside the target's forward
             (TensorRT-LLM's one-model MTP) and add no host work (``serving.step.draft_time``).
+        windowed_kv_share: the share of a windowed attention layer's whole context (sliding
+            windows, Llama 4's chunked attention) that the engine's KV cache reserves for a
+            sequence beside its full-attention layers, in [0, 1]: a windowed layer holds
+            max(window-capped context, share x context) tokens in ``serving.memory.memory_fit``.
+            0: the window only (vLLM's hybrid KV manager); 0.8: SGLang's SWA pool
+            (``--swa-full-tokens-ratio``); 1: every layer at full attention (TensorRT-LLM's
+            equal pools per window size). What its attention reads stays capped at the window.
         adp_balance_timeout_iters: TensorRT-LLM's attention-DP context balance
             (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
             attention-DP rank decodes, a context request waits until every rank holds one, at
@@ -238,6 +245,7 @@ class EngineConstants:
     pp_prefill_overlap: bool
     recurrent_state_overlap: bool
     spec_separate_drafts: bool
+    windowed_kv_share: float
     adp_balance_timeout_iters: int
     adp_balance_wait_iters: int
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -303,6 +311,11 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(
             f"{where}: hbm_efficiency_scale={c.hbm_efficiency_scale} must be a positive multiplier "
             "near 1 (at most 1.5)"
+        )
+    if not 0 <= c.windowed_kv_share <= 1:
+        raise SpecError(
+            f"{where}: windowed_kv_share={c.windowed_kv_share} must be a share of the context in "
+            "[0, 1] (0: a windowed layer holds its window only; 1: its whole context)"
         )
     if not 0 <= c.routing_skew <= 100:
         raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [0, 100]")

@@ -1,0 +1,79 @@
+"""What a windowed attention layer holds in the KV cache (``EngineConstants.windowed_kv_share``):
+vLLM's hybrid KV manager keeps its window only, SGLang's SWA pool 0.8 of the context
+(``--swa-full-tokens-ratio``), TensorRT-LLM's equal pools per window size all of it. Capacity
+moves; what the windowed layer's attention reads does not (issue 11)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign import Workload, estimate, load_engine, load_model, parse_precision
+from llm_codesign.errors import SpecError
+from llm_codesign.ops import kv_bytes_per_sequence_per_gpu
+from llm_codesign.specs.engine import engine_from_mapping
+
+OSS = load_model("gpt-oss-120b")  # 36 layers alternating sliding (window 128) and full
+FP8 = parse_precision("fp8")  # FP8 KV: one byte an element
+
+
+def _kv(share: float, ctx: float) -> float:
+    one = np.array(1)
+    return float(
+        kv_bytes_per_sequence_per_gpu(
+            OSS, FP8, np.array(ctx), one, one, np.array(False), one, window_share=share
+        )
+    )
+
+
+def test_engines_state_their_share():
+    assert load_engine("vllm").windowed_kv_share == 0.0
+    assert load_engine("sglang").windowed_kv_share == pytest.approx(0.8)
+    assert load_engine("trtllm").windowed_kv_share == 1.0
+    assert "calculateMaxNumBlocks" in load_engine("trtllm").sources["windowed_kv_share"]
+    assert "swa-full-tokens-ratio" in load_engine("sglang").sources["windowed_kv_share"]
+
+
+def test_bytes_per_sequence_by_hand():
+    """gpt-oss-120b at TP1, FP8 KV, 2,048 tokens: a layer holds 2 (K, V) x 8 KV heads x 64 dims
+    = 1,024 bytes a token. 18 full layers hold 2,048 tokens; the 18 sliding layers hold 128
+    (window only), 0.8 x 2,048 = 1,638.4 (SGLang) or 2,048 (TensorRT-LLM)."""
+    per_tok, ctx = 2 * 8 * 64 * 1, 2048.0
+    full = 18 * per_tok * ctx
+    assert _kv(0.0, ctx) == pytest.approx(full + 18 * per_tok * 128)
+    assert _kv(0.8, ctx) == pytest.approx(full + 18 * per_tok * 0.8 * ctx)
+    assert _kv(1.0, ctx) == pytest.approx(36 * per_tok * ctx)
+    # a context inside the window: every share holds the same, the whole context
+    assert _kv(0.0, 100.0) == _kv(0.8, 100.0) == _kv(1.0, 100.0) == 36 * per_tok * 100.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(a=st.floats(0, 1), b=st.floats(0, 1), ctx=st.floats(1, 200_000))
+def test_held_bytes_grow_with_the_share(a: float, b: float, ctx: float):
+    lo, hi = sorted((a, b))
+    assert _kv(lo, ctx) <= _kv(hi, ctx) * (1 + 1e-12)
+    # bounded by the window-only and the all-full-attention caches
+    assert _kv(0.0, ctx) <= _kv(lo, ctx) * (1 + 1e-12)
+    assert _kv(hi, ctx) <= _kv(1.0, ctx) * (1 + 1e-12)
+
+
+def test_capacity_moves_and_attention_time_does_not():
+    """Same engine but for the share: the full-context cache admits fewer sequences; at a load
+    both admit, TPOT is the same (the sliding layers still read their window only)."""
+    eng = load_engine("vllm")
+    full = eng.with_overrides(windowed_kv_share=1.0)
+    w = Workload(isl=1024, osl=1024, concurrency=8)
+    a = estimate(OSS, "h100-sxm", "mxfp4-a16", workload=w, engine=eng)
+    b = estimate(OSS, "h100-sxm", "mxfp4-a16", workload=w, engine=full)
+    assert b.max_concurrency < a.max_concurrency
+    # the batch's KV: 36 full layers over 18 full + 18 windowed, between 1x and 2x
+    assert a.kv_cache_per_gpu_gb < b.kv_cache_per_gpu_gb < 2 * a.kv_cache_per_gpu_gb
+    assert b.tpot_ms == pytest.approx(a.tpot_ms, rel=1e-9)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "half", True])
+def test_share_outside_zero_one_is_refused_naming_the_field(bad):
+    with pytest.raises(SpecError, match="windowed_kv_share"):
+        engine_from_mapping({"id": "x", "windowed_kv_share": bad}, "test.yaml")
