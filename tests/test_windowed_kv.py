@@ -77,3 +77,15 @@ def test_capacity_moves_and_attention_time_does_not():
 def test_share_outside_zero_one_is_refused_naming_the_field(bad):
     with pytest.raises(SpecError, match="windowed_kv_share"):
         engine_from_mapping({"id": "x", "windowed_kv_share": bad}, "test.yaml")
+
+
+def test_an_estimate_says_what_the_share_costs():
+    """TensorRT-LLM reserves the whole context (admission ISL + OSL = 2,048 tokens): 36 x 2,048
+    over 18 x 2,048 + 18 x 128 = 1.88x the window-only KV; vLLM's cache says nothing."""
+    w = Workload(isl=1024, osl=1024, concurrency=8)
+    trt = estimate(OSS, "h200-sxm", "fp8", workload=w, engine="trtllm").notes
+    (note,) = [n for n in trt if "windowed_kv_share" in n]
+    assert "100% of the context in the 18 windowed attention layers" in note
+    assert f"{36 * 2048 / (18 * 2048 + 18 * 128):.2f}x" in note
+    vllm = estimate(OSS, "h200-sxm", "fp8", workload=w, engine="vllm").notes
+    assert not [n for n in vllm if "windowed_kv_share" in n]

@@ -179,3 +179,33 @@ def static_batch_fits(
     kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp)
     usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES)
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq
+
+
+def windowed_kv_note(
+    model: ModelSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    tp: int,
+    pp: int,
+    attention_dp: bool,
+    cp: int,
+    context: float,
+) -> list[str]:
+    """An estimate's note where the engine's KV cache reserves more than the window for the
+    model's windowed attention layers (``EngineConstants.windowed_kv_share`` > 0): the share, and
+    the KV a sequence of ``context`` tokens holds against the window-only cache's."""
+    windowed = sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer != "linear")
+    if not windowed or eng.windowed_kv_share <= 0:
+        return []
+    args = (np.asarray(tp), np.asarray(pp), np.asarray(attention_dp), np.asarray(cp))
+    ctx = np.asarray(float(context))
+    held = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, eng.windowed_kv_share))
+    only = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, 0.0))
+    if held <= only * (1 + 1e-9):
+        return []
+    return [
+        f"engine {eng.id}'s KV cache reserves {eng.windowed_kv_share:.0%} of the context in the "
+        f"{windowed} windowed attention layers (windowed_kv_share): a {context:,.0f}-token "
+        f"sequence holds {held / only:.2f}x the KV of a window-only cache, so fewer sequences fit; "
+        "attention still reads the window only"
+    ]
