@@ -5,12 +5,16 @@ moves; what the windowed layer's attention reads does not (issue 11)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import Workload, estimate, load_engine, load_model, parse_precision
+from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import kv_bytes_per_sequence_per_gpu
 from llm_codesign.specs.engine import engine_from_mapping
@@ -89,3 +93,42 @@ def test_an_estimate_says_what_the_share_costs():
     assert f"{36 * 2048 / (18 * 2048 + 18 * 128):.2f}x" in note
     vllm = estimate(OSS, "h200-sxm", "fp8", workload=w, engine="vllm").notes
     assert not [n for n in vllm if "windowed_kv_share" in n]
+
+
+@pytest.mark.parametrize(
+    ("line", "share"),
+    [
+        ("python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp 2 "
+         "--swa-full-tokens-ratio 0.5", 0.5),
+        ("python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp 2 "
+         "--disable-hybrid-swa-memory", 1.0),
+        ("vllm serve openai/gpt-oss-120b -tp 2 --disable-hybrid-kv-cache-manager", 1.0),
+    ],
+)  # fmt: skip
+def test_a_launch_line_sets_the_share(tmp_path, line, share):
+    """``estimate --from``: SGLang's ratio is the share; one pool for every layer (SGLang's
+    --disable-hybrid-swa-memory, vLLM's --disable-hybrid-kv-cache-manager) is a share of 1."""
+    f = tmp_path / "serve.sh"
+    f.write_text(line + "\n")
+    args = ["estimate", "-g", "h200-sxm", "--isl", "1024", "--osl", "1024", "-c", "64"]
+    r = CliRunner().invoke(main, [*args, "--from", str(f), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["assumptions"]["engine_constants"]["windowed_kv_share"] == share
+    mapped = " ".join(x["maps_to"] for x in d["deployment"]["mapped"])
+    assert f"windowed_kv_share={share:g}" in mapped
+
+
+def test_a_launch_line_share_out_of_range_or_without_windows(tmp_path):
+    f = tmp_path / "bad.sh"
+    f.write_text("python3 -m sglang.launch_server --model-path openai/gpt-oss-120b "
+                 "--swa-full-tokens-ratio 1.5\n")  # fmt: skip
+    r = CliRunner().invoke(main, ["estimate", "-g", "h200-sxm", "--from", str(f)])
+    assert r.exit_code != 0 and "--swa-full-tokens-ratio 1.5" in r.output
+    assert "Traceback" not in r.output
+    g = tmp_path / "dense.sh"
+    g.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --disable-hybrid-kv-cache-manager\n")
+    r = CliRunner().invoke(main, ["estimate", "-g", "h200-sxm", "--from", str(g), "--json"])
+    assert r.exit_code == 0, r.output
+    ignored = json.loads(r.output)["deployment"]["ignored"]
+    assert any("no sliding-window" in x["reason"] for x in ignored)

@@ -1,8 +1,8 @@
 """A deployment read by :mod:`.deploy_read` mapped to the model's inputs: the plan (TP, PP, EP,
 attention DP, Helix, replicas; disaggregated prefill and decode pools from a Dynamo YAML), the
 precision (checkpoint and ``--quantization``, KV dtype), the engine and its constants (memory
-fraction, max batch, max tokens per step, overlap scheduler), speculative decoding and the
-benchmark's workload.
+fraction, max batch, max tokens per step, overlap scheduler, the KV its windowed attention
+layers hold), speculative decoding and the benchmark's workload.
 
 Policy: every setting is either mapped (``Deployment.mapped``: what it set), ignored with the
 reason it leaves the prediction unchanged (``Deployment.ignored``), or an error (one line naming
@@ -189,6 +189,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by["dp"], f"plan dp={dp} replicas (a dense model has no attention DP)")
         ep = tp if (expert and moe) else 1
         sv.engine.update(read_moe_a2a(by, src, moe and expert and adp, note, skip))
+        if "hybrid_kv_off" in by and as_bool(by["hybrid_kv_off"]):  # every layer a full one
+            _windowed_share(sv, by["hybrid_kv_off"], 1.0, m, note, skip)
         if "expert_parallel" in by:
             if moe:
                 note(by["expert_parallel"], f"plan ep={ep}")
@@ -221,6 +223,10 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
                 note(by["radix_off"], "engine recurrent_state_overlap=true (overlap scheduler on)")
             else:
                 skip(by["radix_off"], "prefix caching: random prompts share no prefix, no hits")
+        if "swa_off" in by and as_bool(by["swa_off"]):  # one pool: windows at full length
+            _windowed_share(sv, by["swa_off"], 1.0, m, note, skip)
+        elif "swa_ratio" in by:
+            _windowed_share(sv, by["swa_ratio"], as_float(by["swa_ratio"]), m, note, skip)
         if "moe_runner" in by:
             over, said = sglang_moe_runner_engine(by["moe_runner"])
             sv.engine.update(over)
@@ -291,6 +297,22 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by[name], f"checked: {name.replace('_', ' ')}")
     sv.spec_tokens = _spec_tokens(by, m, note)
     return sv
+
+
+def _windowed_share(
+    sv: Server, s: Setting, share: float, m: ModelSpec, note: Any, skip: Any
+) -> None:
+    """The KV a windowed attention layer holds (``EngineConstants.windowed_kv_share``) from a
+    launch flag: SGLang's ``--swa-full-tokens-ratio`` (SWA-layer tokens per full-layer token)
+    or ``--disable-hybrid-swa-memory``, vLLM's ``--disable-hybrid-kv-cache-manager`` (both put
+    every layer in one pool: a share of 1)."""
+    if not any(g.window > 0 for g in m.layer_groups):
+        skip(s, f"{m.id} has no sliding-window or chunked attention layer")
+        return
+    if not 0 < share <= 1:
+        raise SpecError(f"{s.origin}: {share:g} is not a ratio in (0, 1]")
+    sv.engine["windowed_kv_share"] = share
+    note(s, f"engine windowed_kv_share={share:g} (KV a windowed layer holds, x its context)")
 
 
 def _spec_tokens(by: dict[str, Setting], m: ModelSpec, note: Any) -> int:
