@@ -13,10 +13,18 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import Workload, estimate, load_engine, load_model, parse_precision
+from llm_codesign import (
+    Workload,
+    estimate,
+    frontier,
+    load_engine,
+    load_model,
+    parse_precision,
+)
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import kv_bytes_per_sequence_per_gpu
+from llm_codesign.report import launch_settings
 from llm_codesign.specs.engine import engine_from_mapping
 
 OSS = load_model("gpt-oss-120b")  # 36 layers alternating sliding (window 128) and full
@@ -132,3 +140,13 @@ def test_a_launch_line_share_out_of_range_or_without_windows(tmp_path):
     assert r.exit_code == 0, r.output
     ignored = json.loads(r.output)["deployment"]["ignored"]
     assert any("no sliding-window" in x["reason"] for x in ignored)
+
+
+def test_launch_files_say_which_engines_hold_windows_otherwise():
+    """A point priced with vLLM's window-only cache: TensorRT-LLM's and SGLang's launch files
+    hold more KV a sequence for gpt-oss's sliding layers, and say so; vLLM's say nothing."""
+    fr = frontier("gpt-oss-120b", "h200-sxm", num_gpus=2, precision="mxfp4-a16", engine="vllm")
+    notes = [n for n in launch_settings(fr, int(fr.pareto[0]))["notes"] if "windowed" in n]
+    assert [n.split()[0] for n in notes] == ["trtllm", "sglang"]
+    assert "100% of the context" in notes[0] and "80% of the context" in notes[1]
+    assert all("fewer sequences fit" in n for n in notes)

@@ -22,6 +22,7 @@ from ..comm import dispatch_family
 from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.memory import memory_fraction_for
 from ..serving.step import runs_without_overlap
+from ..specs.engine import load_engine
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
 from .launch_data import (
@@ -266,6 +267,26 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     return s
 
 
+def _windowed_notes(fr: Frontier, engines: Any) -> list[str]:
+    """Where the offered engines hold the model's windowed attention layers otherwise than the
+    engine that priced the point (``EngineConstants.windowed_kv_share``): their batch fits
+    differently in the same KV memory."""
+    if not any(g.window > 0 for g in fr.model.layer_groups):
+        return []
+    priced = fr.engine.windowed_kv_share
+    out = []
+    for name in engines:
+        share = load_engine(name).windowed_kv_share
+        if abs(share - priced) > 1e-9:
+            more = "more" if share > priced else "less"
+            out.append(
+                f"{name} holds {share:.0%} of the context in windowed attention layers against "
+                f"the {priced:.0%} priced ({fr.engine.id}): {more} KV a sequence, so "
+                f"{'fewer' if share > priced else 'more'} sequences fit its cache"
+            )
+    return out
+
+
 def _sglang(x: _Ctx, tp, pp, ep, adp, cp, batch, port, notes, extra=()) -> dict[str, Any]:
     args = _sglang_args(x, tp, pp, ep, adp, cp, batch, notes) + list(extra)
     base = (
@@ -420,6 +441,7 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
+    notes += _windowed_notes(fr, x.engines)
     if spec and not mtp_layers(fr.model):
         notes.append(
             f"the point assumes {spec} speculative tokens; {fr.model.id} ships no MTP layers, "
