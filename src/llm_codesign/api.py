@@ -25,7 +25,7 @@ from .serving import (
     pipelined_step,
     step_cost,
 )
-from .serving.memory import kv_context, windowed_kv_note
+from .serving.memory import windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import adp_balance_wait, overlap_note, tokens_per_step
@@ -281,8 +281,6 @@ def estimate(
     running = _scalar(r.running_concurrency)
     ops = explain_ops(m, hw, prec, eng, plan, wl, running) if explain else []
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
-    context = float(kv_context(eng, wl.isl, wl.osl))
-    windowed = windowed_kv_note(m, prec, eng, plan.tp, plan.pp, plan.attention_dp, plan.cp, context)
     est = replace(
         est,
         precision_note=note,
@@ -290,7 +288,7 @@ def estimate(
         notes=_notes(est, plan, running)
         + _balance_notes(r, eng, plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
-        + windowed,
+        + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl),
         running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)

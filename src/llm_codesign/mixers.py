@@ -45,6 +45,29 @@ def causal_mean_ctx(ctx: Array, window: int) -> Array:
     return np.where(full <= window, ctx, window - window * window / (2.0 * np.maximum(full, 1.0)))
 
 
+def _chunk_integral(x: Array, chunk: int) -> Array:
+    """The integral of (p mod chunk) dp over [0, x]: whole chunks give chunk^2 / 2 each."""
+    whole = np.floor(x / chunk)
+    rest = x - whole * chunk
+    return whole * chunk * chunk / 2.0 + rest * rest / 2.0
+
+
+def chunk_mean_keys(lo: Array, hi: Array, chunk: int) -> Array:
+    """Mean keys a query attends under chunked attention (``AttentionSpec.chunked_window``: a
+    query at position p attends the p mod chunk tokens before it in its aligned chunk, and
+    itself, counted in the continuum as p mod chunk) for positions uniform on [lo, hi]; the
+    point's own value where lo = hi.
+
+    Example: decode positions uniform on [8192, 9216] with 8,192-token chunks attend 512 keys
+    on average (a sliding window of 8,192 attends 8,192); prompt positions on [0, 16384], 4,096.
+    """
+    lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    width = hi_a - lo_a
+    point = lo_a - np.floor(lo_a / chunk) * chunk
+    area = _chunk_integral(hi_a, chunk) - _chunk_integral(lo_a, chunk)
+    return np.where(width > 0, area / np.maximum(width, 1e-9), point)
+
+
 def softmax_counts(
     model: ModelSpec,
     prec: Precision,
@@ -57,12 +80,14 @@ def softmax_counts(
     heads: Array,
     kv_local: Array,
     cp: Array,
+    span: Array | float = 0.0,
 ) -> tuple[Array, Array, Array, Array]:
     """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of one softmax-attention or
     sparse-core layer on one GPU: ``seqs`` decoding sequences of ``q`` query tokens at context
-    ``ctx_d``, ``t_pre`` prompt tokens at mean causal context ``ctx_p``, ``heads``/``kv_local``
-    query/KV heads on this GPU; the attended keys (after the window or top-k) are sharded over
-    the KV-parallel (Helix) group ``cp``."""
+    ``ctx_d`` (positions spread uniformly over ``span`` around it), ``t_pre`` prompt tokens at
+    mean causal context ``ctx_p``, ``heads``/``kv_local`` query/KV heads on this GPU; the
+    attended keys (after the window, the chunk or top-k) are sharded over the KV-parallel
+    (Helix) group ``cp``."""
     a = model.attention
     if g.mixer == "sparse":
         assert model.indexer is not None
@@ -70,6 +95,11 @@ def softmax_counts(
         dec_keys = np.minimum(ctx_d, k) / cp
         pre_keys = causal_mean_ctx(ctx_p, k) / cp
         dense_prefill = 2.0 * ctx_p <= k  # prompts within top-k: dense (masked MHA) kernels
+    elif g.window > 0 and a.chunked_window:  # aligned chunks: keys restart at each boundary
+        half = np.asarray(span, dtype=float) / 2.0
+        dec_keys = chunk_mean_keys(ctx_d - half, ctx_d + half, g.window) / cp
+        pre_keys = chunk_mean_keys(0.0, 2.0 * np.asarray(ctx_p, dtype=float), g.window) / cp
+        dense_prefill = True
     else:
         dec_keys = windowed(ctx_d, g.window) / cp
         pre_keys = causal_mean_ctx(ctx_p, g.window) / cp

@@ -97,6 +97,9 @@ class StepShape:
     # prompt tokens on the busiest attention-DP rank (None: the replica's spread evenly); the
     # MoE and the collectives still see the replica's ``prefill_tokens``
     rank_prefill_tokens: Array | None = None
+    # spread of the decoding sequences' positions: uniform on decode_ctx -/+ decode_span / 2
+    # (the steady state's [ISL, ISL + OSL]; 0 where the contexts are given as they are)
+    decode_span: Array | float = 0.0
 
 
 def step_shape(
@@ -148,6 +151,7 @@ def step_shape(
     return StepShape(
         decode_seqs=dec / micro,
         decode_ctx=isl_f + osl_f / 2.0,
+        decode_span=osl_f,
         prefill_tokens=pre / micro,
         prefill_seqs=pseqs / micro,
         prefill_ctx=isl_f / 2.0,
@@ -304,7 +308,7 @@ def layer_group_ops(
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
         counts = softmax_counts(
-            model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp
+            model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp, s.decode_span
         )
         # MLA decode runs the GPU's measured decode kernel, whose time has a part per query
         # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)

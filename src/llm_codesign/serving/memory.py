@@ -8,6 +8,7 @@ own batch); clients beyond the cap queue (serving) and sweeps stop their grids t
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -185,20 +186,19 @@ def windowed_kv_note(
     model: ModelSpec,
     prec: Precision,
     eng: EngineConstants,
-    tp: int,
-    pp: int,
-    attention_dp: bool,
-    cp: int,
-    context: float,
+    plan: tuple[int, int, bool, int],
+    wl: Any,
 ) -> list[str]:
     """An estimate's note where the engine's KV cache reserves more than the window for the
     model's windowed attention layers (``EngineConstants.windowed_kv_share`` > 0): the share, and
-    the KV a sequence of ``context`` tokens holds against the window-only cache's."""
+    the KV a sequence holds against the window-only cache's, at the context the engine admits
+    for the workload ``wl`` (:func:`kv_context`). ``plan``: (tp, pp, attention_dp, cp)."""
     windowed = sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer != "linear")
     if not windowed or eng.windowed_kv_share <= 0:
         return []
-    args = (np.asarray(tp), np.asarray(pp), np.asarray(attention_dp), np.asarray(cp))
-    ctx = np.asarray(float(context))
+    args = tuple(np.asarray(v) for v in plan)
+    context = float(kv_context(eng, wl.isl, wl.osl))
+    ctx = np.asarray(context)
     held = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, eng.windowed_kv_share))
     only = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, 0.0))
     if held <= only * (1 + 1e-9):

@@ -46,7 +46,10 @@ class AttentionSpec:
     and Qwen3.5 gated attention: q_proj width 2 x heads x head_dim). ``qk_norm_across_heads``:
     RMSNorm over all query (and key) heads of a token (MiniMax-M2 ``qk_norm_type: per_layer``),
     so tensor-parallel ranks all-reduce the variance each layer (vLLM, SGLang and TensorRT-LLM
-    ``MiniMaxText01RMSNormTP``).
+    ``MiniMaxText01RMSNormTP``). ``chunked_window``: the windowed layers attend within aligned
+    chunks of ``window`` tokens, not a sliding window (Llama 4's local chunked attention,
+    ``attention_chunk_size``: a query at position p attends the p mod window + 1 tokens of its
+    own chunk; ``mixers.chunk_mean_keys``).
     """
 
     kind: str
@@ -63,6 +66,7 @@ class AttentionSpec:
     sinks: bool = False
     output_gate: bool = False
     qk_norm_across_heads: bool = False
+    chunked_window: bool = False
 
     @property
     def kv_elements_per_token(self) -> int:

@@ -6,6 +6,7 @@ The loaders in :mod:`.model` call :func:`model_from_config` for bundled and user
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -332,6 +333,7 @@ def model_from_config(
             inter,
         )
         chunk = f.int("attention_chunk_size") if f.has("attention_chunk_size") else 0
+        attn = replace(attn, chunked_window=chunk > 0)
         no_rope = (
             f.int_list("no_rope_layers")
             if f.has("no_rope_layers")
