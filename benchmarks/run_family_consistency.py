@@ -26,9 +26,12 @@ FILES = ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
 RUN_ID = re.compile(r"id=(\S+?)_c(\d+)_(\S+?)(?:;|$)")
 
 
-def _runs() -> dict[str, dict[int, dict[str, float]]]:
-    """family -> concurrency -> metric -> value, with the run's OSL under 'osl'."""
-    fams: dict[str, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+def _runs() -> dict[str, dict[tuple[int, str], dict[str, float]]]:
+    """family -> (concurrency, serial number) -> metric -> value, with the run's OSL under
+    'osl' (a run's TTFT and TPOT pair within its own serial number)."""
+    fams: dict[str, dict[tuple[int, str], dict[str, float]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
     for name in FILES:
         path = GT / name
         if not path.exists():
@@ -40,7 +43,7 @@ def _runs() -> dict[str, dict[int, dict[str, float]]]:
                     continue
                 plan = re.sub(r"_\d+$", "", m.group(3))  # less the run's serial number
                 family = f"{name}:{m.group(1)}_{plan}"
-                run = fams[family][int(m.group(2))]
+                run = fams[family][(int(m.group(2)), m.group(3)[len(plan) :])]
                 run[row["metric"]] = float(row["value"])
                 run["osl"] = float(row["osl"])
     return fams
@@ -52,13 +55,13 @@ def main() -> None:
     args = ap.parse_args()
     flagged, checked = [], 0
     for family, runs in sorted(_runs().items()):
-        for c, run in sorted(runs.items()):
+        for (c, _), run in sorted(runs.items()):
             if "tpot_ms" not in run or "ttft_ms" not in run:
                 continue
             checked += 1
             decode = (run["osl"] - 1) * run["tpot_ms"]
             in_flight = c * decode / (run["ttft_ms"] + decode)
-            below = [r["tpot_ms"] for c2, r in runs.items() if c2 < c and c2 <= in_flight
+            below = [r["tpot_ms"] for (c2, _), r in runs.items() if c2 < c and c2 <= in_flight
                      and "tpot_ms" in r]  # fmt: skip
             if below and run["tpot_ms"] < args.tolerance * max(below):
                 flagged.append((family, c, in_flight, run["tpot_ms"], max(below)))

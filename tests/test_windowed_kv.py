@@ -23,6 +23,7 @@ from llm_codesign import (
 )
 from llm_codesign.cli import main
 from llm_codesign.errors import SpecError
+from llm_codesign.mixers import windowed_share
 from llm_codesign.ops import kv_bytes_per_sequence_per_gpu
 from llm_codesign.report import launch_settings
 from llm_codesign.specs.engine import engine_from_mapping
@@ -127,6 +128,27 @@ def test_a_launch_line_sets_the_share(tmp_path, line, share):
     assert f"windowed_kv_share={share:g}" in mapped
 
 
+def test_a_launch_line_share_that_does_not_apply_is_ignored_with_its_reason(tmp_path):
+    """Both SGLang flags: one pool wins and the ratio is ignored; on Llama 4 (chunked, whole
+    context on every engine) and on Mistral (windowed layers only) the flags change nothing."""
+    cases = [
+        ("openai/gpt-oss-120b --disable-hybrid-swa-memory --swa-full-tokens-ratio 0.5",
+         "keeps one pool", 1.0),
+        ("meta-llama/Llama-4-Scout-17B-16E-Instruct --swa-full-tokens-ratio 0.5",
+         "chunked attention holds the whole context", 0.8),
+        ("mistralai/Mistral-7B-v0.1 --swa-full-tokens-ratio 0.5", "one pool holds the window",
+         0.8),
+    ]  # fmt: skip
+    for i, (rest, reason, share) in enumerate(cases):
+        f = tmp_path / f"s{i}.sh"
+        f.write_text(f"python3 -m sglang.launch_server --tp 8 --model-path {rest}\n")
+        r = CliRunner().invoke(main, ["estimate", "-g", "h200-sxm", "--from", str(f), "--json"])
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.output)
+        assert any(reason in x["reason"] for x in d["deployment"]["ignored"]), (rest, d)
+        assert d["assumptions"]["engine_constants"]["windowed_kv_share"] == share
+
+
 def test_a_launch_line_share_out_of_range_or_without_windows(tmp_path):
     f = tmp_path / "bad.sh"
     f.write_text("python3 -m sglang.launch_server --model-path openai/gpt-oss-120b "
@@ -148,5 +170,29 @@ def test_launch_files_say_which_engines_hold_windows_otherwise():
     fr = frontier("gpt-oss-120b", "h200-sxm", num_gpus=2, precision="mxfp4-a16", engine="vllm")
     notes = [n for n in launch_settings(fr, int(fr.pareto[0]))["notes"] if "windowed" in n]
     assert [n.split()[0] for n in notes] == ["trtllm", "sglang"]
-    assert "100% of the context" in notes[0] and "80% of the context" in notes[1]
+    ctx = fr.isl + fr.osl  # by hand, per layer a token: 18 full layers + 18 sliding (128)
+    window_only = 18 * ctx + 18 * min(ctx, 128)
+    assert f"{36 * ctx / window_only:.2f}x" in notes[0]  # TensorRT-LLM: all 36 at full context
+    assert f"{(18 * ctx + 18 * max(128, 0.8 * ctx)) / window_only:.2f}x" in notes[1]  # SGLang
     assert all("fewer sequences fit" in n for n in notes)
+
+
+def test_launch_files_say_nothing_where_the_engines_hold_alike():
+    """Scout at the frontier's lengths: its chunked layers hold the whole context on every
+    engine (ops.windowed_share), so no engine's launch file differs."""
+    fr = frontier("llama-4-scout", "h200-sxm", num_gpus=2, precision="fp8", engine="vllm")
+    assert not [n for n in launch_settings(fr, int(fr.pareto[0]))["notes"] if "windowed" in n]
+
+
+def test_the_share_applies_beside_full_attention_only():
+    """A model of sliding layers only (Mistral 7B v0.1) holds its window on every engine (one
+    pool, a cyclic buffer); Llama 4's chunked layers hold the whole context on every engine."""
+    mistral, scout = load_model("mistral-7b"), load_model("llama-4-scout")
+    assert windowed_share(mistral, 1.0) == windowed_share(mistral, 0.8) == 0.0
+    assert windowed_share(scout, 0.0) == windowed_share(scout, 0.8) == 1.0
+    assert windowed_share(OSS, 0.8) == 0.8 and windowed_share(load_model("llama-3.1-8b"), 1.0) == 0
+    w = Workload(isl=8192, osl=1024, concurrency=8)
+    a = estimate(mistral, "h200-sxm", "fp8", workload=w, engine="trtllm")
+    b = estimate(mistral, "h200-sxm", "fp8", workload=w, engine="vllm")
+    assert a.kv_cache_per_gpu_gb == pytest.approx(b.kv_cache_per_gpu_gb)
+    assert not [n for n in a.notes if "windowed attention layers" in n]

@@ -62,10 +62,14 @@ def chunk_mean_keys(lo: Array, hi: Array, chunk: int) -> Array:
     on average (a sliding window of 8,192 attends 8,192); prompt positions on [0, 16384], 4,096.
     """
     lo_a, hi_a = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-    width = hi_a - lo_a
-    point = lo_a - np.floor(lo_a / chunk) * chunk
-    area = _chunk_integral(hi_a, chunk) - _chunk_integral(lo_a, chunk)
-    return np.where(width > 0, area / np.maximum(width, 1e-9), point)
+    width = np.maximum(hi_a - lo_a, 0.0)
+    start = lo_a - np.floor(lo_a / chunk) * chunk  # the span shifted into its first chunk
+    end = start + width
+    area = _chunk_integral(end, chunk) - _chunk_integral(start, chunk)
+    spread = area / np.maximum(width, 1e-300)
+    # within one chunk the keys grow linearly: their mean is the span's midpoint (exact, and
+    # free of the cancellation of the two integrals over a narrow span)
+    return np.where(end <= chunk, (start + end) / 2.0, np.where(width > 0, spread, start))
 
 
 def softmax_counts(
@@ -166,6 +170,28 @@ def linear_counts(
     io = (2.0 * lin.key_dim + 2.0 * lin.value_dim) / atp  # q, k, v in and the output out
     pre_bytes = t_pre * io * 2.0 * 2
     return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def windowed_share(model: ModelSpec, engine_share: float) -> float:
+    """The share of the context a windowed attention layer holds in the KV cache beside its
+    window (``mixers.cache_bytes_per_layer``), given the engine's ``windowed_kv_share``:
+
+    * chunked attention (``AttentionSpec.chunked_window``, Llama 4): the whole context on every
+      engine's default, 1. vLLM turns its hybrid KV manager off for chunked local attention
+      unless ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE`` is set (vllm/config/vllm.py,
+      "latency regression" warning); SGLang keeps uniform pools unless ``--hybrid-kvcache-ratio``;
+      TensorRT-LLM passes the chunk to its attention op, not to its KV cache manager;
+    * sliding windows beside full-attention layers (gpt-oss, Gemma 3): the engine's share;
+    * every attention layer windowed (Mistral 7B v0.1): 0, one pool whose cyclic buffer holds
+      the window, whatever the engine (the share divides memory between pools).
+    """
+    windowed = [g for g in model.layer_groups if g.window > 0 and g.mixer == "attention"]
+    if not windowed:
+        return 0.0
+    if model.attention.chunked_window:
+        return 1.0
+    full = any(g.window == 0 and g.mixer in ("attention", "sparse") for g in model.layer_groups)
+    return float(engine_share) if full else 0.0
 
 
 def cache_bytes_per_layer(

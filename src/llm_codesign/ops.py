@@ -585,9 +585,9 @@ def kv_bytes_per_sequence_per_gpu(
     window_share: float = 0.0,
 ) -> Array:
     """KV-cache (and recurrent-state) bytes one sequence of ``context`` tokens occupies on one
-    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer`` (``window_share``:
-    the share of the context an engine reserves for windowed layers,
-    ``EngineConstants.windowed_kv_share``)."""
+    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer``
+    (``window_share``: the share of the context a windowed layer holds beside its window, 0 for
+    the window only; an engine's is ``mixers.windowed_share`` of its ``windowed_kv_share``)."""
     atp = np.where(attention_dp, 1, tp // cp)
     ctx = np.asarray(context, dtype=float)
     total = 0.0

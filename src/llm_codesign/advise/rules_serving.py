@@ -202,6 +202,7 @@ def _kv_alternatives(model: ModelSpec) -> list[tuple[str, ModelSpec]]:
         kv_lora_rank=512,
         qk_rope_head_dim=rope,
         qk_nope_head_dim=a.head_dim,
+        chunked_window=a.chunked_window,
     )
     alts.append(
         ("MLA (kv_lora_rank 512 + rope 64, DeepSeek-V3 style)", _with_attention(model, mla, "mla"))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
+from ..mixers import windowed_share
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -225,6 +226,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
                 skip(by["radix_off"], "prefix caching: random prompts share no prefix, no hits")
         if "swa_off" in by and as_bool(by["swa_off"]):  # one pool: windows at full length
             _windowed_share(sv, by["swa_off"], 1.0, m, note, skip)
+            if "swa_ratio" in by:
+                skip(by["swa_ratio"], "--disable-hybrid-swa-memory keeps one pool: no SWA pool")
         elif "swa_ratio" in by:
             _windowed_share(sv, by["swa_ratio"], as_float(by["swa_ratio"]), m, note, skip)
         if "moe_runner" in by:
@@ -306,11 +309,19 @@ def _windowed_share(
     launch flag: SGLang's ``--swa-full-tokens-ratio`` (SWA-layer tokens per full-layer token)
     or ``--disable-hybrid-swa-memory``, vLLM's ``--disable-hybrid-kv-cache-manager`` (both put
     every layer in one pool: a share of 1)."""
+    if not 0 < share <= 1:
+        raise SpecError(f"{s.origin}: {share:g} is not a ratio in (0, 1]")
     if not any(g.window > 0 for g in m.layer_groups):
         skip(s, f"{m.id} has no sliding-window or chunked attention layer")
         return
-    if not 0 < share <= 1:
-        raise SpecError(f"{s.origin}: {share:g} is not a ratio in (0, 1]")
+    if windowed_share(m, share) != share:  # the rule that applies instead (mixers.windowed_share)
+        why = (
+            "chunked attention holds the whole context on every engine's default"
+            if m.attention.chunked_window
+            else "every attention layer is windowed: one pool holds the window"
+        )
+        skip(s, f"{m.id}: {why}")
+        return
     sv.engine["windowed_kv_share"] = share
     note(s, f"engine windowed_kv_share={share:g} (KV a windowed layer holds, x its context)")
 

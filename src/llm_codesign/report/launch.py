@@ -16,10 +16,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ..comm import dispatch_family
 from ..explore import MODE_DISAGGREGATED, Frontier
+from ..mixers import windowed_share
+from ..ops import kv_bytes_per_sequence_per_gpu
 from ..serving.memory import memory_fraction_for
 from ..serving.step import runs_without_overlap
 from ..specs.engine import load_engine
@@ -267,22 +270,28 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     return s
 
 
-def _windowed_notes(fr: Frontier, engines: Any) -> list[str]:
-    """Where the offered engines hold the model's windowed attention layers otherwise than the
-    engine that priced the point (``EngineConstants.windowed_kv_share``): their batch fits
-    differently in the same KV memory."""
-    if not any(g.window > 0 for g in fr.model.layer_groups):
-        return []
-    priced = fr.engine.windowed_kv_share
+def _windowed_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
+    """Where an offered engine holds the model's windowed attention layers otherwise than the
+    engine that priced the point (``mixers.windowed_share`` of its ``windowed_kv_share``), so
+    that a sequence of ISL + OSL tokens holds more or less KV: its batch fits differently in the
+    same memory. The ratio does not depend on the plan (every layer divides alike)."""
+    one = np.asarray(1)
+    ctx = np.asarray(float(fr.isl + fr.osl))
+
+    def held(eng: Any) -> float:
+        share = windowed_share(fr.model, eng.windowed_kv_share)
+        return float(kv_bytes_per_sequence_per_gpu(fr.model, prec, ctx, one, one, one < 0, one,
+                                                   share))  # fmt: skip
+
+    priced = held(fr.engine)
     out = []
     for name in engines:
-        share = load_engine(name).windowed_kv_share
-        if abs(share - priced) > 1e-9:
-            more = "more" if share > priced else "less"
+        ratio = held(load_engine(name)) / max(priced, 1e-9)
+        if abs(ratio - 1.0) > 0.01:
             out.append(
-                f"{name} holds {share:.0%} of the context in windowed attention layers against "
-                f"the {priced:.0%} priced ({fr.engine.id}): {more} KV a sequence, so "
-                f"{'fewer' if share > priced else 'more'} sequences fit its cache"
+                f"{name} holds {ratio:.2f}x the KV a sequence of {fr.isl + fr.osl:,} tokens "
+                f"holds on {fr.engine.id}, which priced the point (windowed attention layers: "
+                f"windowed_kv_share), so {'fewer' if ratio > 1 else 'more'} sequences fit its cache"
             )
     return out
 
@@ -441,7 +450,7 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
-    notes += _windowed_notes(fr, x.engines)
+    notes += _windowed_notes(fr, prec, x.engines)
     if spec and not mtp_layers(fr.model):
         notes.append(
             f"the point assumes {spec} speculative tokens; {fr.model.id} ships no MTP layers, "

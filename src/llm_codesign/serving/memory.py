@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..mixers import windowed_share
 from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -141,7 +142,7 @@ def memory_fit(
     w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
     kv_seq = kv_bytes_per_sequence_per_gpu(
         model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp,
-        window_share=eng.windowed_kv_share,
+        window_share=windowed_share(model, eng.windowed_kv_share),
     )  # fmt: skip
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
@@ -177,7 +178,8 @@ def static_batch_fits(
     """Whether a static batch of ``batch`` sequences of ``context`` tokens fits: the session
     benchmark reserves the full context per sequence and no chunked-prefill workspace."""
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
-    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp)
+    share = windowed_share(model, eng.windowed_kv_share)
+    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp, share)
     usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES)
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq
 
@@ -189,23 +191,29 @@ def windowed_kv_note(
     plan: tuple[int, int, bool, int],
     wl: Any,
 ) -> list[str]:
-    """An estimate's note where the engine's KV cache reserves more than the window for the
-    model's windowed attention layers (``EngineConstants.windowed_kv_share`` > 0): the share, and
-    the KV a sequence holds against the window-only cache's, at the context the engine admits
-    for the workload ``wl`` (:func:`kv_context`). ``plan``: (tp, pp, attention_dp, cp)."""
-    windowed = sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer != "linear")
-    if not windowed or eng.windowed_kv_share <= 0:
+    """An estimate's note where the engine's KV cache holds more than the window for the
+    model's windowed attention layers (``mixers.windowed_share`` of ``EngineConstants.
+    windowed_kv_share``): the share, and the KV a sequence holds against a window-only cache's,
+    at the context the engine admits for the workload ``wl`` (:func:`kv_context`). ``plan``:
+    (tp, pp, attention_dp, cp)."""
+    share = windowed_share(model, eng.windowed_kv_share)
+    if share <= 0:
         return []
+    windowed = sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer == "attention")
     args = tuple(np.asarray(v) for v in plan)
     context = float(kv_context(eng, wl.isl, wl.osl))
     ctx = np.asarray(context)
-    held = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, eng.windowed_kv_share))
+    held = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, share))
     only = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, 0.0))
     if held <= only * (1 + 1e-9):
         return []
+    why = (
+        "chunked attention: no engine's default cache frees a past chunk"
+        if model.attention.chunked_window
+        else "windowed_kv_share"
+    )
     return [
-        f"engine {eng.id}'s KV cache reserves {eng.windowed_kv_share:.0%} of the context in the "
-        f"{windowed} windowed attention layers (windowed_kv_share): a {context:,.0f}-token "
-        f"sequence holds {held / only:.2f}x the KV of a window-only cache, so fewer sequences fit; "
-        "attention still reads the window only"
+        f"engine {eng.id}'s KV cache holds {share:.0%} of the context in the {windowed} windowed "
+        f"attention layers ({why}): a {context:,.0f}-token sequence holds {held / only:.2f}x the "
+        "KV of a window-only cache, so fewer sequences fit; attention still reads the window only"
     ]

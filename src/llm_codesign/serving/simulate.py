@@ -31,6 +31,9 @@ batching with chunked prefill, as TensorRT-LLM, vLLM and SGLang run it:
 Between events (an arrival the batch can admit, a request finishing, a prompt chunk) the
 running batch decodes unchanged, so the loop advances many steps at once, pricing them at the
 context halfway through (the step is linear in context): its cost is per event, not per token.
+Llama 4's chunked attention is not linear in context (its keys restart at every chunk): the
+steps price it at the batch's mean context as one position, where ``evaluate`` spreads the
+positions over [ISL, ISL + OSL] (``mixers.chunk_mean_keys``).
 
 ``serving.sim_stats`` turns the per-request times into the reported statistics.
 """

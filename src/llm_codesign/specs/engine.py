@@ -196,13 +196,14 @@ class EngineConstants:
             that the overlap scheduler cannot hide: a pass's inputs are the verify's accepted
             tokens (SGLang's EAGLE worker). False: the drafts run inside the target's forward
             (TensorRT-LLM's one-model MTP) and add no host work (``serving.step.draft_time``).
-        windowed_kv_share: the share of a windowed attention layer's whole context (sliding
-            windows, Llama 4's chunked attention) that the engine's KV cache reserves for a
-            sequence beside its full-attention layers, in [0, 1]: a windowed layer holds
-            max(window-capped context, share x context) tokens in ``serving.memory.memory_fit``.
-            0: the window only (vLLM's hybrid KV manager); 0.8: SGLang's SWA pool
-            (``--swa-full-tokens-ratio``); 1: every layer at full attention (TensorRT-LLM's
-            equal pools per window size). What its attention reads stays capped at the window.
+        windowed_kv_share: the share of a sliding-window layer's whole context that the engine's
+            KV cache reserves for a sequence beside its full-attention layers, in [0, 1]: the
+            layer holds max(window-capped context, share x context) tokens in
+            ``serving.memory.memory_fit``. 0: the window only (vLLM's hybrid KV manager); 0.8:
+            SGLang's SWA pool (``--swa-full-tokens-ratio``); 1: every layer at full attention
+            (TensorRT-LLM's equal pools per window size). Models of windowed layers only, and
+            Llama 4's chunked attention, follow their own rule (``mixers.windowed_share``). What the
+            layer's attention reads stays capped at the window.
         adp_balance_timeout_iters: TensorRT-LLM's attention-DP context balance
             (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
             attention-DP rank decodes, a context request waits until every rank holds one, at
