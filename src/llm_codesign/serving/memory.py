@@ -207,13 +207,12 @@ def windowed_kv_note(
     only = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, 0.0))
     if held <= only * (1 + 1e-9):
         return []
-    why = (
-        "chunked attention: no engine's default cache frees a past chunk"
-        if model.attention.chunked_window
-        else "windowed_kv_share"
-    )
+    chunked = model.attention.chunked_window
+    why = "chunked attention: no engine's default cache frees a past chunk"
+    reads = "its own chunk" if chunked else "the window"
     return [
         f"engine {eng.id}'s KV cache holds {share:.0%} of the context in the {windowed} windowed "
-        f"attention layers ({why}): a {context:,.0f}-token sequence holds {held / only:.2f}x the "
-        "KV of a window-only cache, so fewer sequences fit; attention still reads the window only"
+        f"attention layers ({why if chunked else 'windowed_kv_share'}): a {context:,.0f}-token "
+        f"sequence holds {held / only:.2f}x the KV of a window-only cache, so fewer sequences "
+        f"fit; attention still reads {reads} only"
     ]
