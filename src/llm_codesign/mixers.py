@@ -172,6 +172,11 @@ def linear_counts(
     return dec_flops, dec_bytes, pre_flops, pre_bytes
 
 
+def windowed_layers(model: ModelSpec) -> int:
+    """Softmax-attention layers of the model with a sliding or chunked window."""
+    return sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer == "attention")
+
+
 def windowed_share(model: ModelSpec, engine_share: float) -> float:
     """The share of the context a windowed attention layer holds in the KV cache beside its
     window (``mixers.cache_bytes_per_layer``), given the engine's ``windowed_kv_share``:
@@ -185,8 +190,7 @@ def windowed_share(model: ModelSpec, engine_share: float) -> float:
     * every attention layer windowed (Mistral 7B v0.1): 0, one pool whose cyclic buffer holds
       the window, whatever the engine (the share divides memory between pools).
     """
-    windowed = [g for g in model.layer_groups if g.window > 0 and g.mixer == "attention"]
-    if not windowed:
+    if not windowed_layers(model):
         return 0.0
     if model.attention.chunked_window:
         return 1.0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..mixers import windowed_share
+from ..mixers import windowed_layers, windowed_share
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -311,7 +311,7 @@ def _windowed_share(
     every layer in one pool: a share of 1)."""
     if not 0 < share <= 1:
         raise SpecError(f"{s.origin}: {share:g} is not a ratio in (0, 1]")
-    if not any(g.window > 0 for g in m.layer_groups):
+    if not windowed_layers(m):
         skip(s, f"{m.id} has no sliding-window or chunked attention layer")
         return
     if windowed_share(m, share) != share:  # the rule that applies instead (mixers.windowed_share)

@@ -16,14 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import yaml
 
 from ..comm import dispatch_family
 from ..explore import MODE_DISAGGREGATED, Frontier
-from ..mixers import windowed_share
-from ..ops import kv_bytes_per_sequence_per_gpu
-from ..serving.memory import memory_fraction_for
+from ..serving.memory import engine_kv_bytes, memory_fraction_for
 from ..serving.step import runs_without_overlap
 from ..specs.engine import load_engine
 from ..specs.plan import partial_moe_ep
@@ -275,13 +272,10 @@ def _windowed_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
     engine that priced the point (``mixers.windowed_share`` of its ``windowed_kv_share``), so
     that a sequence of ISL + OSL tokens holds more or less KV: its batch fits differently in the
     same memory. The ratio does not depend on the plan (every layer divides alike)."""
-    one = np.asarray(1)
-    ctx = np.asarray(float(fr.isl + fr.osl))
+    ctx = float(fr.isl + fr.osl)
 
-    def held(eng: Any) -> float:
-        share = windowed_share(fr.model, eng.windowed_kv_share)
-        return float(kv_bytes_per_sequence_per_gpu(fr.model, prec, ctx, one, one, one < 0, one,
-                                                   share))  # fmt: skip
+    def held(eng: Any) -> float:  # on one GPU of TP1 (the ratio is the plan's)
+        return float(engine_kv_bytes(fr.model, prec, eng, ctx, 1, 1, False, 1))
 
     priced = held(fr.engine)
     out = []

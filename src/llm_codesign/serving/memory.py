@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..mixers import windowed_share
+from ..mixers import windowed_layers, windowed_share
 from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -140,10 +140,7 @@ def memory_fit(
     reserve + activations of one ``max_num_tokens`` step.
     """
     w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
-    kv_seq = kv_bytes_per_sequence_per_gpu(
-        model, prec, np.asarray(context, dtype=float), tp, pp, attention_dp, cp,
-        window_share=windowed_share(model, eng.windowed_kv_share),
-    )  # fmt: skip
+    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
@@ -178,10 +175,26 @@ def static_batch_fits(
     """Whether a static batch of ``batch`` sequences of ``context`` tokens fits: the session
     benchmark reserves the full context per sequence and no chunked-prefill workspace."""
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
-    share = windowed_share(model, eng.windowed_kv_share)
-    kv_seq = kv_bytes_per_sequence_per_gpu(model, prec, context, tp, pp, attention_dp, cp, share)
+    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
     usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES)
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq
+
+
+def engine_kv_bytes(
+    model: ModelSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    context: Array,
+    tp: Array,
+    pp: Array,
+    attention_dp: Array,
+    cp: Array,
+) -> Array:
+    """KV bytes one sequence of ``context`` tokens holds on one GPU in this engine's cache: its
+    windowed layers hold ``mixers.windowed_share`` of the engine's ``windowed_kv_share``."""
+    share = windowed_share(model, eng.windowed_kv_share)
+    ctx = np.asarray(context, dtype=float)
+    return kv_bytes_per_sequence_per_gpu(model, prec, ctx, tp, pp, attention_dp, cp, share)
 
 
 def windowed_kv_note(
@@ -199,20 +212,18 @@ def windowed_kv_note(
     share = windowed_share(model, eng.windowed_kv_share)
     if share <= 0:
         return []
-    windowed = sum(g.count for g in model.layer_groups if g.window > 0 and g.mixer == "attention")
     args = tuple(np.asarray(v) for v in plan)
     context = float(kv_context(eng, wl.isl, wl.osl))
-    ctx = np.asarray(context)
-    held = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, share))
-    only = float(kv_bytes_per_sequence_per_gpu(model, prec, ctx, *args, 0.0))
+    held = float(engine_kv_bytes(model, prec, eng, context, *args))
+    only = float(kv_bytes_per_sequence_per_gpu(model, prec, np.asarray(context), *args, 0.0))
     if held <= only * (1 + 1e-9):
         return []
     chunked = model.attention.chunked_window
     why = "chunked attention: no engine's default cache frees a past chunk"
-    reads = "its own chunk" if chunked else "the window"
+    layers = f"{windowed_layers(model)} windowed attention layers"
     return [
-        f"engine {eng.id}'s KV cache holds {share:.0%} of the context in the {windowed} windowed "
-        f"attention layers ({why if chunked else 'windowed_kv_share'}): a {context:,.0f}-token "
-        f"sequence holds {held / only:.2f}x the KV of a window-only cache, so fewer sequences "
-        f"fit; attention still reads {reads} only"
+        f"engine {eng.id}'s KV cache holds {share:.0%} of the context in the {layers} "
+        f"({why if chunked else 'windowed_kv_share'}): a {context:,.0f}-token sequence holds "
+        f"{held / only:.2f}x the KV of a window-only cache, so fewer sequences fit; attention "
+        f"still reads {'its own chunk' if chunked else 'the window'} only"
     ]
