@@ -1,7 +1,8 @@
 """TensorRT-LLM's attention-DP context balance (issue 11): the round window by hand (coupon
 collector and timeout), balanced prompt rounds in the step (token conservation, the busiest
 rank by balls into bins), its TTFT in the closed loop, where it does nothing, the InferenceX
-recipe that turns it on, and the engine fields' checks."""
+recipe that turns it on, the round's step carrying a request's prompt, and the engine fields'
+checks."""
 
 import math
 
@@ -11,7 +12,13 @@ import pytest
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate
-from llm_codesign.serving.step import adp_balance_window, chunked_prefill, poisson_max_mean
+from llm_codesign.serving.step import (
+    adp_balance_wait,
+    adp_balance_window,
+    chunked_prefill,
+    pipelined_step,
+    poisson_max_mean,
+)
 from llm_codesign.specs.engine import engine_from_mapping, load_engine
 from llm_codesign.validate import map_row
 from llm_codesign.validate.recipes import INFERENCEX_TRTLLM, recipe_behaviour
@@ -137,6 +144,29 @@ def test_balance_holds_contexts_back_in_the_loop():
         a, b = _loop(trt, adp, conc), _loop(on, adp, conc)
         for f in ("ttft_s", "tpot_s", "output_tok_s_per_gpu"):
             assert float(getattr(a, f)) == float(getattr(b, f))
+
+
+def test_the_rounds_step_carries_the_prompt():
+    # under the balance a request's prompt rides the round's step, which prefills every waiting
+    # rank's prompts at once: its TTFT holds the round's wait (W / 2 mean steps) and that whole
+    # step, which is several times a mean step (8 ranks, 8k prompts, 8 clients per rank)
+    trt = load_engine("trtllm")
+    on = trt.with_overrides(adp_balance_timeout_iters=60, adp_balance_wait_iters=0)
+    kw = dict(tp=8, ep=8, attention_dp=True, isl=8192, osl=1024, concurrency=64)
+    r = evaluate(R1, H200, FP8, on, **kw)
+    dec, pre = float(r.step_decode_seqs), float(r.step_prefill_tokens)
+    step = pipelined_step(
+        R1, FP8, H200, on, tp=8, pp=1, ep=8, cp=1, attention_dp=True, isl=8192, osl=1024,
+        decode_seqs=dec, prefill_tokens=pre,
+    )  # fmt: skip
+    t, t_round = float(step.total_s), float(step.prompt_step_s)
+    w, wait = (float(x) for x in adp_balance_wait(on, 8, 8192, pre, dec, 1.0, t))
+    assert w == 60  # the timeout: a prompt per 15 iterations covers the 8 ranks in ~330
+    assert t_round > 5 * t
+    assert float(r.ttft_s) >= wait + t_round + on.request_overhead_s
+    # without the balance the prompt's chunk rides a mean step, and nothing waits for a round
+    off = evaluate(R1, H200, FP8, trt, **kw)
+    assert float(off.ttft_s) < float(r.ttft_s) - wait
 
 
 ROW = {

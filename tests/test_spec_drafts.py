@@ -1,22 +1,26 @@
 """Speculative steps whose drafts run as passes of their own (``EngineConstants
 .spec_separate_drafts``, SGLang's EAGLE worker): each of the k draft passes adds the host work
 of a step for the sequences of a scheduling rank, none of it hidden; drafts inside the target's
-forward (TensorRT-LLM's one-model MTP) add none (issue 11)."""
+forward (TensorRT-LLM's one-model MTP) add none (issue 11). A speculative step never shortens
+the wait for the step that carries a prompt."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
+from llm_codesign.serving import evaluate
 from llm_codesign.serving.disaggregated import decode_workers
 from llm_codesign.serving.step import draft_time, tokens_per_step
 from llm_codesign.specs.engine import engine_from_mapping
 
 R1 = load_model("deepseek-r1")
+H200 = load_hardware("h200-sxm")
+FP8 = parse_precision("fp8")
 
 
 def test_engines_say_how_they_run_their_drafts():
@@ -85,3 +89,22 @@ def test_the_estimate_says_so():
     trt = estimate(*args, engine="trtllm", **kw).to_dict()["notes"]
     assert any("2 drafts a step as a pass of its own" in n for n in sg)
     assert not any("as a pass of its own" in n for n in trt)
+
+
+@settings(max_examples=12, deadline=None)
+@example(plan=(8, 1, False), conc=128, isl=1024, spec=(1, 0.65))
+@given(
+    plan=st.sampled_from([(8, 8, False), (8, 1, False), (8, 8, True)]),
+    conc=st.sampled_from([2, 8, 32, 128]),
+    isl=st.sampled_from([1024, 8192]),
+    spec=st.sampled_from([(1, 0.65), (3, 0.8)]),
+)
+def test_speculative_steps_never_shorten_the_wait_for_a_prompt(plan, conc, isl, spec):
+    # the drafts lengthen each step and finish requests sooner (more prompts per step): at the
+    # same clients a request waits at least as long for the step that carries its prompt
+    tp, ep, adp = plan
+    trt = load_engine("trtllm")
+    kw = dict(tp=tp, ep=ep, attention_dp=adp, isl=isl, osl=1024, concurrency=conc)
+    plain = evaluate(R1, H200, FP8, trt, **kw)
+    mtp = evaluate(R1, H200, FP8, trt, spec_tokens=spec[0], spec_acceptance=spec[1], **kw)
+    assert float(mtp.ttft_s) >= 0.999 * float(plain.ttft_s)

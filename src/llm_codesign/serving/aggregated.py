@@ -372,8 +372,12 @@ def _steady_state(
       in d (no inner iteration), at most the step's budget B (``max_num_tokens`` per
       micro-batch and attention-DP rank, less its decode tokens);
     * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
-      chunks at the step's prefill load, plus half a round's window under an attention-DP
-      context balance (``serving.step.adp_balance_window``);
+      chunks at the step's prefill load, in steps (a speculative step's extra tokens do not
+      shorten the wait for the step that carries a prompt), plus half a round's window under an
+      attention-DP context balance (``serving.step.adp_balance_window``). A chunk rides a mean
+      step, except under that balance: there the round's step carries it, every waiting rank's
+      prompts at once (``PipelinedStep.prompt_step_s``, priced by ``chunked_prefill``'s rounds),
+      which is far longer than a mean step;
     * Little's law on the whole loop gives TTFT = C/X - (OSL - 1) T / k = (C - d)(OSL - 1) T
       / (d k). g(d) = that - TTFT needed falls from +inf (d -> 0) to -TTFT (d = C): the root is
       unique, found by Illinois regula falsi on a bracket (started from d's image under the
@@ -431,9 +435,12 @@ def _steady_state(
         x_cap[act] = budget / np.maximum(isl[act] * t_full, 1e-300)
         load = np.clip(p / np.maximum(others[act] * budget, 1e-30), 0.0, 0.9)
         chunk_steps = np.ceil(isl[act] / (budget / ss))
-        wait = 0.5 + chunk_steps / (1.0 - load)
-        need = (wait / np.maximum(mm, 1.0) + (pp[act] - 1.0) / mm) * t / tps
-        need += adp_balance_wait(eng, ranks[act], isl[act], p, dd, mm, t)[1]
+        # the step carrying the request's prompt: a mean step, except under an attention-DP
+        # context balance, whose round prefills every waiting rank's prompts in one step
+        window, balance_wait = adp_balance_wait(eng, ranks[act], isl[act], p, dd, mm, t)
+        t_prompt = np.where(window > 0, priced.prompt_step_s + drafted, t)
+        wait = 0.5 * t + chunk_steps * t_prompt / (1.0 - load) + (pp[act] - 1.0) * t
+        need = wait / np.maximum(mm, 1.0) + balance_wait
         # OSL = 1: the prompts' queue is inside C / X; a request needs its own prefill
         need = np.where(osl1[act] > 0, np.maximum(need, prefill_alone[act]), prefill_alone[act])
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -324,13 +324,17 @@ class PipelinedStep:
     stage when there are fewer micro-batches than stages: pp stage times either way);
     ``by_class`` sums to it (hops are communication); ``stage`` is one stage's cost (its op
     rows, with ``detail``, are one stage's share of one micro-batch); ``stages`` is the
-    multiplier pp of the stage time."""
+    multiplier pp of the stage time; ``prompt_step_s`` is a step that carries prompt tokens
+    (discrete chunks: ``chunked_prefill``; the mean step where none do) and ``prompt_share``
+    the share of steps that carry them."""
 
     total_s: Array
     by_class: dict[str, Array]
     stage: StepCost
     stages: Array
     hops_s: Array
+    prompt_step_s: Array | float = 0.0
+    prompt_share: Array | float = 0.0
 
 
 def pipelined_step(
@@ -387,6 +391,7 @@ def pipelined_step(
 
     if not np.any(pre > 0):
         stage, hops = priced(pre, None)
+        share, t_prompt = 0.0, stages * stage.total_s + hops
     else:  # discrete chunks: a mixture of decode-only steps and steps carrying a chunk
         # the micro-batches step_shape splits the replica's sequences into
         micro = np.minimum(stages, np.maximum(np.asarray(decode_seqs) + pre / isl, 1.0))
@@ -397,9 +402,12 @@ def pipelined_step(
         chunked, hops_chunk = priced(pre_on, rank_on, micro)
         stage = _mix(plain, chunked, share)
         hops = (1.0 - share) * hops_plain + share * hops_chunk
+        t_prompt = stages * chunked.total_s + hops_chunk
     by_class = {k: v * stages for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
-    return PipelinedStep(stages * stage.total_s + hops, by_class, stage, stages, hops)
+    return PipelinedStep(
+        stages * stage.total_s + hops, by_class, stage, stages, hops, t_prompt, share
+    )
 
 
 def discrete_step(
