@@ -286,7 +286,7 @@ def estimate(
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
         notes=_notes(est, plan, running)
-        + _balance_notes(r, eng, plan, wl, est, spec_tokens, spec_acceptance)
+        + _balance_notes(r, (m, prec, hw, eng), plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
         + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl),
         running_concurrency=running,
@@ -368,9 +368,12 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     return out
 
 
-def _balance_notes(r: GridResult, eng: EngineConstants, plan: ParallelPlan, wl: Workload,
+def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
                    e: Estimate, k: int, a: float) -> list[str]:  # fmt: skip
-    """What TensorRT-LLM's attention-DP context balance adds to this estimate's TTFT."""
+    """What TensorRT-LLM's attention-DP context balance adds to this estimate's TTFT: the wait
+    for a round and the round's step that carries the prompt (``specs``: model, precision,
+    hardware, engine)."""
+    m, prec, hw, eng = specs
     on = eng.adp_balance_timeout_iters > 0 and plan.attention_dp and plan.tp > 1
     if not (on and e.feasible):
         return []
@@ -380,8 +383,14 @@ def _balance_notes(r: GridResult, eng: EngineConstants, plan: ParallelPlan, wl: 
     head = f"attention-DP context balance on (timeout_iters {eng.adp_balance_timeout_iters})"
     if w <= 0:
         return [f"{head}: no prompt waits here (one sequence per rank)"]
+    rnd = pipelined_step(
+        m, prec, hw, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp,
+        attention_dp=plan.attention_dp, isl=wl.isl, osl=wl.osl, decode_seqs=r.step_decode_seqs,
+        prefill_tokens=r.step_prefill_tokens, decode_query=1.0 + k,
+    ).prompt_step_s  # fmt: skip
     msg = f"{w / 2:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average for its round"
-    return [f"{head}: a prompt waits until every rank holds one, {msg}"]
+    ride = f"then rides the round's step ({_scalar(rnd) * 1e3:,.0f} ms), every waiting rank's"
+    return [f"{head}: a prompt waits until every rank holds one, {msg}; {ride} prompts at once"]
 
 
 def _economics(
