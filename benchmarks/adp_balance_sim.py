@@ -11,7 +11,7 @@ every rank then releases what its scheduler took this iteration: one prompt per 
 step yields, drawn on 0.8 .. 1 x its mean as the InferenceX client draws lengths); when it
 finishes, its client's next request arrives at the same rank (the least-loaded one).
 
-The model (``serving.step.adp_balance_window``) waits half a round window W = min(T, coupon
+The model (``serving.balance.adp_balance_window``) waits half a round window W = min(T, coupon
 collector time). The simulation shows where that holds (rounds triggered by every rank holding
 a prompt) and where it does not: with rounds at the timeout, a rank that receives two prompts
 in one window releases one, and the second waits for a later round, so the mean wait exceeds

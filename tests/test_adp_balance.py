@@ -12,13 +12,8 @@ import pytest
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate
-from llm_codesign.serving.step import (
-    adp_balance_wait,
-    adp_balance_window,
-    chunked_prefill,
-    pipelined_step,
-    poisson_max_mean,
-)
+from llm_codesign.serving.balance import adp_balance_wait, adp_balance_window
+from llm_codesign.serving.step import chunked_prefill, pipelined_step, poisson_max_mean
 from llm_codesign.specs.engine import engine_from_mapping, load_engine
 from llm_codesign.validate import map_row
 from llm_codesign.validate.recipes import INFERENCEX_TRTLLM, recipe_behaviour

@@ -25,10 +25,11 @@ from .serving import (
     pipelined_step,
     step_cost,
 )
+from .serving.balance import adp_balance_note
 from .serving.memory import windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
-from .serving.step import adp_balance_wait, overlap_note, tokens_per_step
+from .serving.step import overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision, preset_weights
 from .specs.engine import EngineConstants, load_engine
@@ -370,27 +371,17 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
                    e: Estimate, k: int, a: float) -> list[str]:  # fmt: skip
-    """What TensorRT-LLM's attention-DP context balance adds to this estimate's TTFT: the wait
-    for a round and the round's step that carries the prompt (``specs``: model, precision,
-    hardware, engine)."""
+    """``serving.balance.adp_balance_note`` of this estimate (``specs``: model, prec, hw, eng)."""
     m, prec, hw, eng = specs
-    on = eng.adp_balance_timeout_iters > 0 and plan.attention_dp and plan.tp > 1
-    if not (on and e.feasible):
+    if not (plan.attention_dp and e.feasible and eng.adp_balance_timeout_iters > 0):
         return []
+    kw = dict(decode_seqs=r.step_decode_seqs, prefill_tokens=r.step_prefill_tokens)
+    rnd = pipelined_step(m, prec, hw, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp,
+                         attention_dp=True, isl=wl.isl, osl=wl.osl, decode_query=1.0 + k,
+                         **kw)  # fmt: skip
     step_s = e.tpot_ms / 1e3 * tokens_per_step(k, a)  # drafts (MTP) included
-    w, wait = (_scalar(x) for x in adp_balance_wait(eng, plan.tp, wl.isl, r.step_prefill_tokens,
-               r.step_decode_seqs, plan.pp, step_s))  # fmt: skip
-    head = f"attention-DP context balance on (timeout_iters {eng.adp_balance_timeout_iters})"
-    if w <= 0:
-        return [f"{head}: no prompt waits here (one sequence per rank)"]
-    rnd = pipelined_step(
-        m, prec, hw, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp,
-        attention_dp=plan.attention_dp, isl=wl.isl, osl=wl.osl, decode_seqs=r.step_decode_seqs,
-        prefill_tokens=r.step_prefill_tokens, decode_query=1.0 + k,
-    ).prompt_step_s  # fmt: skip
-    msg = f"{w / 2:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average for its round"
-    ride = f"then rides the round's step ({_scalar(rnd) * 1e3:,.0f} ms), every waiting rank's"
-    return [f"{head}: a prompt waits until every rank holds one, {msg}; {ride} prompts at once"]
+    return adp_balance_note(eng, plan.tp, wl.isl, r.step_prefill_tokens, r.step_decode_seqs,
+                            plan.pp, step_s, rnd.prompt_step_s)  # fmt: skip
 
 
 def _economics(

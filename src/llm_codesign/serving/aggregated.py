@@ -29,6 +29,7 @@ from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
 from .admission import admitted
+from .balance import adp_balance_wait
 from .groups import compact, concurrency_groups, group_members
 from .memory import (
     concurrency_cap,
@@ -39,7 +40,6 @@ from .memory import (
 )
 from .step import (
     PROMPT_BUDGET_FLOOR,
-    adp_balance_wait,
     draft_time,
     lone_prompt_passes,
     pipelined_step,
@@ -374,7 +374,7 @@ def _steady_state(
     * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
       chunks at the step's prefill load, in steps (a speculative step's extra tokens do not
       shorten the wait for the step that carries a prompt), plus half a round's window under an
-      attention-DP context balance (``serving.step.adp_balance_window``). A chunk rides a mean
+      attention-DP context balance (``serving.balance.adp_balance_window``). A chunk rides a mean
       step, except under that balance: there the round's step carries it, every waiting rank's
       prompts at once (``PipelinedStep.prompt_step_s``, priced by ``chunked_prefill``'s rounds),
       which is far longer than a mean step;

@@ -208,7 +208,7 @@ class EngineConstants:
             (``attention_dp_config``: ``enable_balance`` with ``timeout_iters``): while every
             attention-DP rank decodes, a context request waits until every rank holds one, at
             most this many iterations, and then all ranks prefill in the same iteration
-            (``serving.step.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
+            (``serving.balance.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
         adp_balance_wait_iters: the balance's ``batching_wait_iters``: iterations it waits
             further, once every rank holds a context request, to gather more of them.
     """
