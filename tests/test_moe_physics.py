@@ -287,6 +287,32 @@ def test_chunked_prefill_conserves_tokens():
     assert float(total) == pytest.approx(eng.max_num_tokens - 192.0) and float(base) == 0.0
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    decode=st.floats(1.0, 512.0),
+    prompt=st.floats(0.0, 20000.0),
+    adp=st.booleans(),
+    isl=st.sampled_from([1024.0, 8192.0]),
+)
+def test_a_step_that_carries_prompt_tokens_is_never_shorter_than_the_mean_step(
+    decode, prompt, adp, isl
+):
+    """``PipelinedStep.prompt_step_s`` (a step carrying prompt tokens, which a request's TTFT
+    rides under the attention-DP balance) is at least the mean step it is mixed into, and is
+    that step where no step carries prompt tokens; the share of such steps is within [0, 1]."""
+    hw, prec = load_hardware("h200-sxm"), parse_precision("fp8")
+    eng = load_engine("trtllm").with_overrides(adp_balance_timeout_iters=60)
+    s = pipelined_step(
+        R1, prec, hw, eng, tp=8, pp=1, ep=8, cp=1, attention_dp=adp, isl=isl, osl=1024.0,
+        decode_seqs=decode, prefill_tokens=prompt,
+    )  # fmt: skip
+    share, t, t_on = float(np.ravel(s.prompt_share)[0]), float(s.total_s), float(s.prompt_step_s)
+    assert 0.0 <= share <= 1.0
+    assert t_on >= t * (1.0 - 1e-9)
+    if prompt == 0.0:
+        assert t_on == pytest.approx(t, rel=1e-12)
+
+
 def test_pipeline_micro_batches_each_fill_their_own_budget():
     """Two micro-batches, each a batch of its own under max_num_tokens (8,192 here): 14,000
     prompt tokens of 8,192-token prompts and 240 decode rows per step. Per micro-batch 7,000
