@@ -317,9 +317,9 @@ def pipelined_step(
             model, hw, prec, eng, pp_a, dec_tokens + prefill, s.micro_batches
         )
 
+    share, t_chunk = 0.0, None
     if not np.any(pre > 0):
         stage, hops = priced(pre, None)
-        share, t_prompt = 0.0, stages * stage.total_s + hops
     else:  # discrete chunks: a mixture of decode-only steps and steps carrying a chunk
         # the micro-batches step_shape splits the replica's sequences into
         micro = np.minimum(stages, np.maximum(np.asarray(decode_seqs) + pre / isl, 1.0))
@@ -330,12 +330,13 @@ def pipelined_step(
         chunked, hops_chunk = priced(pre_on, rank_on, micro)
         stage = _mix(plain, chunked, share)
         hops = (1.0 - share) * hops_plain + share * hops_chunk
-        t_prompt = stages * chunked.total_s + hops_chunk
+        t_chunk = stages * chunked.total_s + hops_chunk
+    total = stages * stage.total_s + hops
+    # where no step carries prompt tokens, the step that would is the mean one
+    t_prompt = total if t_chunk is None else np.where(share > 0, t_chunk, total)
     by_class = {k: v * stages for k, v in stage.by_class.items()}
     by_class["communication"] = by_class["communication"] + hops
-    return PipelinedStep(
-        stages * stage.total_s + hops, by_class, stage, stages, hops, t_prompt, share
-    )
+    return PipelinedStep(total, by_class, stage, stages, hops, t_prompt, share)
 
 
 def discrete_step(
