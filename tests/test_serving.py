@@ -1,5 +1,7 @@
 """Serving model: invariants (hypothesis), memory fit, breakdown sums, vectorized == scalar."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from llm_codesign import (
     parse_precision,
 )
 from llm_codesign.serving import aggregated, evaluate
+from llm_codesign.errors import SpecError
 from llm_codesign.specs.engine import load_engine
 
 ENG = load_engine("base")
@@ -321,7 +324,7 @@ def test_kv_budget_follows_each_engines_memory_fraction_convention():
     25 GB; SGLang (static): 0.9 x 100 - 60 - 2 = 28 GB."""
     from llm_codesign.serving.memory import RUNTIME_RESERVED_BYTES, kv_budget_bytes
 
-    hw = load_hardware("h100-sxm").with_overrides(hbm_bytes=100e9)
+    hw = load_hardware("h100-sxm").with_overrides(hbm_bytes=100e9, device_memory_bytes=None)
     assert RUNTIME_RESERVED_BYTES == 2e9
     got = {
         budget: float(kv_budget_bytes(hw, ENG.with_overrides(memory_budget=budget), 60e9, 5e9))
@@ -332,10 +335,37 @@ def test_kv_budget_follows_each_engines_memory_fraction_convention():
         ENG.with_overrides(memory_budget="half")
 
 
+def test_kv_budget_is_a_share_of_the_memory_the_driver_exposes():
+    """The engines budget the total that cudaMemGetInfo / NVML report, which nvidia-smi shows:
+    143,771 MiB on an H200 against its 141 GiB (144,384 MiB) of DRAM. Every engine's KV cache
+    is therefore smaller by the 613 MiB the driver keeps: 0.9 x 613 MiB under TensorRT-LLM's
+    share of the free memory and vLLM's and SGLang's share of the total alike."""
+    from llm_codesign.serving.memory import kv_budget_bytes
+
+    hw = load_hardware("h200-sxm")
+    assert hw.device_memory == 143771 * 2**20 and hw.hbm_bytes == 141 * 2**30
+    raw = hw.with_overrides(device_memory_bytes=None)
+    assert raw.device_memory == raw.hbm_bytes
+    for budget in ("free", "total", "static"):
+        eng = ENG.with_overrides(memory_budget=budget)
+        lost = float(kv_budget_bytes(raw, eng, 100e9, 4e9) - kv_budget_bytes(hw, eng, 100e9, 4e9))
+        assert lost == pytest.approx(0.9 * 613 * 2**20, rel=1e-9)
+
+
+def test_a_hardware_file_cannot_expose_more_memory_than_it_has(tmp_path):
+    from llm_codesign.specs.hardware import load_hardware as load_spec
+
+    text = (Path(__file__).parents[1] / "src/llm_codesign/data/hardware/h200-sxm.yaml").read_text()
+    bad = tmp_path / "gpu.yaml"
+    bad.write_text(text.replace("device_memory_bytes: 150754820096", "device_memory_bytes: 2e11"))
+    with pytest.raises(SpecError, match="device_memory_bytes .* must be at most hbm_bytes"):
+        load_spec(str(bad))
+
+
 def test_vllm_gives_its_kv_cache_less_than_a_free_memory_fraction():
     """vLLM's gpu_memory_utilization is a share of the whole GPU: Qwen3-235B-A22B-FP8 on 4 x
     H100 TP4 logged 8.11 GiB of KV cache (vllm-project/vllm issue #21348, 2025-07, default
-    0.9), where 0.9 of the memory free after weights would leave over 20 GiB; the model's
+    0.9), where 0.9 of the memory free after weights would leave over twice that; the model's
     vLLM budget sits between, and below TensorRT-LLM's for the same engine and plan."""
     from llm_codesign.serving.memory import memory_fit
 
@@ -349,7 +379,7 @@ def test_vllm_gives_its_kv_cache_less_than_a_free_memory_fraction():
     }
     gib = 2.0**30
     assert 8.11 * gib < usable["total"] < usable["free"]
-    assert usable["free"] > 20 * gib
+    assert usable["free"] > 2 * 8.11 * gib
     assert usable["total"] < 16 * gib
 
 

@@ -261,6 +261,8 @@ def memory_section(f: Frontier, ex: dict[str, Any]) -> str:
     e = ex["estimate"]
     cap = f.hardware.hbm_bytes / 1e9
     rows = [["GPU memory (datasheet)", f"{cap:,.1f} GB"]]
+    if f.hardware.device_memory != f.hardware.hbm_bytes:
+        rows.append(["GPU memory the driver exposes", f"{f.hardware.device_memory / 1e9:,.1f} GB"])
     rows.append(["used per GPU (frontier point)", f"{best['memory_per_gpu_gb']:,.2f} GB"])
     if e is not None:
         rows += [

@@ -47,8 +47,9 @@ def _budget_terms(
 ) -> tuple[Array | float, Array | float]:
     """(a, b) with KV bytes = a x fraction - b under the ``budget`` convention (the one home of
     the three conventions; :func:`kv_budget_bytes` and :func:`memory_fraction_for` apply it
-    forwards and backwards)."""
-    total = hw.hbm_bytes
+    forwards and backwards). ``total`` is the memory the driver exposes
+    (``HardwareSpec.device_memory``): what the engines measure (``torch.cuda.mem_get_info``)."""
+    total = hw.device_memory
     if budget == "total":
         return total, w_bytes + other
     if budget == "static":

@@ -39,7 +39,7 @@ COMPUTE_CLASSES = ("tf32", "bf16", "fp16", "fp8", "mxfp8", "fp6", "mxfp6", "int8
 
 _TOP_KEYS = set(
     "id name vendor architecture aliases sources peak_flops_per_s peak_flops_source hbm_bytes "
-    "hbm_bytes_per_s memory_source l2_bytes sm_count boost_clock_hz tdp_w scaleup "
+    "hbm_bytes_per_s memory_source device_memory_bytes device_memory_source l2_bytes sm_count boost_clock_hz tdp_w scaleup "
     "scaleout_bytes_per_s scaleout_source gemm_tile efficiency notes name_match".split()
 )
 _CHIP = re.compile(r"[a-z0-9]+")
@@ -129,6 +129,17 @@ class HardwareSpec:
     # any object with ``flops_per_s(compute_class, m, n, k) -> ndarray | None`` (NaN = not covered).
     gemm_table: Any = field(default=None, compare=False, repr=False)
     profile_source: str = ""
+    # memory the driver exposes (nvidia-smi memory.total = NVML's and cudaMemGetInfo's total):
+    # below the DRAM capacity by what the driver keeps; None where no file states it (then the
+    # capacity). What an engine's memory budget is a share of: :attr:`device_memory`.
+    device_memory_bytes: float | None = None
+    device_memory_source: str = ""
+
+    @property
+    def device_memory(self) -> float:
+        """Bytes of memory the engines see and budget (``device_memory_bytes``, else the HBM
+        capacity)."""
+        return self.hbm_bytes if self.device_memory_bytes is None else self.device_memory_bytes
 
     def supports(self, compute_class: str) -> bool:
         return compute_class in self.peak_flops_per_s
@@ -359,6 +370,14 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "where they are compute-bound (work off the tensor cores; cost.gemm_time)",
     ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
+    (
+        "device_memory_bytes",
+        "number",
+        False,
+        "memory the driver exposes (nvidia-smi memory.total), at most hbm_bytes: what the "
+        "engines' memory budgets are shares of (default: hbm_bytes)",
+    ),
+    ("device_memory_source", "str", False, "where device_memory_bytes was read"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
     ("boost_clock_hz", "number", False, "boost clock"),
     ("gemm_tile.cluster_sms", "int", False, "SMs a tile spans (2 on Blackwell 2-SM MMA)"),
@@ -467,14 +486,23 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     }
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
+    hbm = f.float("hbm_bytes")
+    visible = f.float("device_memory_bytes") if f.has("device_memory_bytes") else None
+    if visible is not None and visible > hbm:
+        raise SpecError(
+            f"{f.where}: device_memory_bytes ({visible:.0f}) must be at most hbm_bytes "
+            f"({hbm:.0f}): the driver exposes no more memory than the GPU has"
+        )
     return HardwareSpec(
         id=f.str("id"),
         name=f.str("name"),
         vendor=f.str("vendor"),
         architecture=arch,
         peak_flops_per_s=peaks,
-        hbm_bytes=f.float("hbm_bytes"),
+        hbm_bytes=hbm,
         hbm_bytes_per_s=f.float("hbm_bytes_per_s"),
+        device_memory_bytes=visible,
+        device_memory_source=str(f.data.get("device_memory_source") or ""),
         sm_count=f.int("sm_count"),
         l2_bytes=f.float("l2_bytes") if l2 is not None else None,
         boost_clock_hz=f.float("boost_clock_hz") if clock is not None else None,

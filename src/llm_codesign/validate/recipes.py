@@ -202,7 +202,7 @@ def trtllm_bench_limits(
     per_token = 2.0 * model.num_layers * max(tp, heads) * head_size * kv_bytes / gib
     elements = model.total_params * (9.0 / 16.0 if weights == "nvfp4" else 1.0)
     engine = elements * prec.weights.element_bits / 8.0 / gib
-    cache = (hw.hbm_bytes / gib * tp * pp - engine) * kv_fraction
+    cache = (hw.device_memory / gib * tp * pp - engine) * kv_fraction
     requests = max(cache, 0.0) / (per_token * (isl + osl))
     raw_bs = min(requests, MAX_BATCH) / pp
     tokens = _round_tokens(min(raw_bs * (1.0 + isl / osl), MAX_TOKENS))
