@@ -39,8 +39,9 @@ COMPUTE_CLASSES = ("tf32", "bf16", "fp16", "fp8", "mxfp8", "fp6", "mxfp6", "int8
 
 _TOP_KEYS = set(
     "id name vendor architecture aliases sources peak_flops_per_s peak_flops_source hbm_bytes "
-    "hbm_bytes_per_s memory_source device_memory_bytes device_memory_source l2_bytes sm_count boost_clock_hz tdp_w scaleup "
-    "scaleout_bytes_per_s scaleout_source gemm_tile efficiency notes name_match".split()
+    "hbm_bytes_per_s memory_source device_memory_bytes device_memory_source l2_bytes sm_count "
+    "boost_clock_hz tdp_w scaleup scaleout_bytes_per_s scaleout_source gemm_tile efficiency notes "
+    "name_match".split()
 )
 _CHIP = re.compile(r"[a-z0-9]+")
 
@@ -129,16 +130,12 @@ class HardwareSpec:
     # any object with ``flops_per_s(compute_class, m, n, k) -> ndarray | None`` (NaN = not covered).
     gemm_table: Any = field(default=None, compare=False, repr=False)
     profile_source: str = ""
-    # memory the driver exposes (nvidia-smi memory.total = NVML's and cudaMemGetInfo's total):
-    # below the DRAM capacity by what the driver keeps; None where no file states it (then the
-    # capacity). What an engine's memory budget is a share of: :attr:`device_memory`.
-    device_memory_bytes: float | None = None
+    device_memory_bytes: float | None = None  # nvidia-smi memory.total; None: hbm_bytes
     device_memory_source: str = ""
 
     @property
     def device_memory(self) -> float:
-        """Bytes of memory the engines see and budget (``device_memory_bytes``, else the HBM
-        capacity)."""
+        """Memory the driver exposes (NVML / cudaMemGetInfo total): what engines budget."""
         return self.hbm_bytes if self.device_memory_bytes is None else self.device_memory_bytes
 
     def supports(self, compute_class: str) -> bool:
@@ -370,13 +367,7 @@ HARDWARE_SCHEMA: tuple[tuple[str, str, bool, str], ...] = (
         "where they are compute-bound (work off the tensor cores; cost.gemm_time)",
     ),
     ("scaleout_bytes_per_s", "number", False, "per-GPU scale-out (NIC) bandwidth, bytes/s"),
-    (
-        "device_memory_bytes",
-        "number",
-        False,
-        "memory the driver exposes (nvidia-smi memory.total), at most hbm_bytes: what the "
-        "engines' memory budgets are shares of (default: hbm_bytes)",
-    ),
+    ("device_memory_bytes", "number", False, "nvidia-smi total; engines budget it (or hbm)"),
     ("device_memory_source", "str", False, "where device_memory_bytes was read"),
     ("l2_bytes", "number", False, "L2 cache bytes"),
     ("boost_clock_hz", "number", False, "boost clock"),
@@ -486,13 +477,8 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     }
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
-    hbm = f.float("hbm_bytes")
-    visible = f.float("device_memory_bytes") if f.has("device_memory_bytes") else None
-    if visible is not None and visible > hbm:
-        raise SpecError(
-            f"{f.where}: device_memory_bytes ({visible:.0f}) must be at most hbm_bytes "
-            f"({hbm:.0f}): the driver exposes no more memory than the GPU has"
-        )
+    hbm = f.float("hbm_bytes")  # the driver exposes at most the DRAM it has:
+    visible = f.float("device_memory_bytes", maximum=hbm) if f.has("device_memory_bytes") else None
     return HardwareSpec(
         id=f.str("id"),
         name=f.str("name"),
