@@ -117,8 +117,7 @@ class Estimate:
         } | ({"simulation": self.simulation} if self.simulation is not None else {})
 
     def to_pandas(self) -> Any:
-        """This estimate as a one-row pandas DataFrame (nested fields as ``a.b`` columns; the
-        op table and assumptions are left out: ``to_dict`` has them)."""
+        """A one-row pandas DataFrame (``a.b`` columns; ops and assumptions: ``to_dict``)."""
         d = {k: v for k, v in self.to_dict().items() if k not in ("ops", "assumptions")}
         return to_dataframe([d])
 
@@ -139,6 +138,8 @@ class Estimate:
             ),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
             "hbm_efficiency": asdict(hw.hbm_efficiency),
+            "device_memory_bytes": hw.device_memory,
+            "device_memory_source": hw.device_memory_source or "hbm_bytes (no driver total)",
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
             "scaleup_efficiency": asdict(hw.scaleup_efficiency),
             "attention_decode_efficiency": {"compute_class": att}

@@ -99,7 +99,10 @@ def clean(obj: Any) -> Any:
 # 22: the engine constants in `assumptions` add `windowed_kv_share` (the share of its context a
 # windowed attention layer holds in the KV cache beside the window: 0 vLLM, 0.8 SGLang's SWA
 # pool, 1 TensorRT-LLM's equal pools per window size).
-SCHEMA_VERSION = 22
+# 23: `assumptions` adds `device_memory_bytes` (the memory the driver exposes, nvidia-smi's
+# memory.total: what every engine's KV budget is a share of; the HBM capacity where the GPU file
+# states none) and `device_memory_source`.
+SCHEMA_VERSION = 23
 
 
 def to_json(obj: Any) -> str:
