@@ -344,6 +344,7 @@ def test_kv_budget_is_a_share_of_the_memory_the_driver_exposes():
 
     hw = load_hardware("h200-sxm")
     assert hw.device_memory == 143771 * 2**20 and hw.hbm_bytes == 141 * 2**30
+    assert hw.summary()["device_memory_gib"] == pytest.approx(143771 / 1024)
     raw = hw.with_overrides(device_memory_bytes=None)
     assert raw.device_memory == raw.hbm_bytes
     for budget in ("free", "total", "static"):

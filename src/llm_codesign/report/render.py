@@ -101,7 +101,8 @@ def clean(obj: Any) -> Any:
 # pool, 1 TensorRT-LLM's equal pools per window size).
 # 23: `assumptions` adds `device_memory_bytes` (the memory the driver exposes, nvidia-smi's
 # memory.total: what every engine's KV budget is a share of; the HBM capacity where the GPU file
-# states none) and `device_memory_source`.
+# states none) and `device_memory_source`; the hardware list (`hardware --json`) adds
+# `device_memory_gib` beside `hbm_gib`.
 SCHEMA_VERSION = 23
 
 

@@ -241,6 +241,7 @@ class HardwareSpec:
             / 1e12,
             "hbm_gb": self.hbm_bytes / 1e9,
             "hbm_gib": self.hbm_bytes / 2**30,
+            "device_memory_gib": self.device_memory / 2**30,  # what the engines budget
             "hbm_tb_s": self.hbm_bytes_per_s / 1e12,
             "scaleup_gb_s_per_direction": self.scaleup_bytes_per_s / 1e9,
             "scaleup_domain_size": self.scaleup_domain_size,
