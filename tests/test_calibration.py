@@ -315,6 +315,9 @@ def test_profile_as_hardware_overlays_the_datasheet_spec(h200_path):
         hw.gemm_efficiency["fp8"].source == load_hardware("h200-sxm").gemm_efficiency["fp8"].source
     )  # not measured
     assert profile_of(hw) is not None
+    # the profile's device total (150 GB, torch's total_memory) is the memory the engines budget
+    assert hw.device_memory == 150e9 and hw.device_memory_source.startswith("measured")
+    assert hw.hbm_bytes == load_hardware("h200-sxm").hbm_bytes
 
 
 def test_table_reproduces_measurements_and_is_nan_outside(h200_path):

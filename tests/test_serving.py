@@ -347,6 +347,8 @@ def test_kv_budget_is_a_share_of_the_memory_the_driver_exposes():
     assert hw.summary()["device_memory_gib"] == pytest.approx(143771 / 1024)
     raw = hw.with_overrides(device_memory_bytes=None)
     assert raw.device_memory == raw.hbm_bytes
+    # a what-if capacity keeps the driver's share: twice the DRAM exposes twice the memory
+    assert hw.with_overrides(hbm_bytes=2 * hw.hbm_bytes).device_memory == 2 * hw.device_memory
     for budget in ("free", "total", "static"):
         eng = ENG.with_overrides(memory_budget=budget)
         lost = float(kv_budget_bytes(raw, eng, 100e9, 4e9) - kv_budget_bytes(hw, eng, 100e9, 4e9))

@@ -269,6 +269,10 @@ def _overlay(hw: HardwareSpec, p: Profile) -> HardwareSpec:
             f"{MEASURED}: all-reduce bus bandwidth {busbw / 1e9:.4g} GB/s over "
             f"{d['allreduce_ranks']} GPUs / link {hw.scaleup_bytes_per_s / 1e9:.4g} ({where})",
         )
+    mem = p.device.memory_bytes  # the total the driver exposes (torch's total_memory)
+    if mem and mem <= hw.hbm_bytes:
+        changes["device_memory_bytes"] = float(mem)
+        changes["device_memory_source"] = f"{MEASURED}: torch total_memory ({where})"
     base = hw.with_overrides(**changes, gemm_table=None)
     table = GemmTable(p.rows("gemm"), base, engine=_baseline_engine(), profile=p)
     return base.with_overrides(gemm_table=table, profile_source=where)

@@ -221,6 +221,9 @@ class HardwareSpec:
 
     def with_overrides(self, **changes: Any) -> HardwareSpec:
         """A what-if copy, e.g. ``with_overrides(hbm_bytes_per_s=8e12)``; validates values."""
+        vis = self.device_memory_bytes  # a new hbm_bytes scales it: the driver's share kept
+        if changes.get("hbm_bytes") and vis is not None and "device_memory_bytes" not in changes:
+            changes["device_memory_bytes"] = vis * float(changes["hbm_bytes"]) / self.hbm_bytes
         for key, value in changes.items():
             if key not in {f.name for f in dataclasses.fields(self)}:
                 raise SpecError(f"hardware override: unknown field {key!r}")
@@ -229,16 +232,14 @@ class HardwareSpec:
         return dataclasses.replace(self, **changes)
 
     def summary(self) -> dict[str, Any]:
+        fp4 = self.peak_flops_per_s.get("nvfp4", self.peak_flops_per_s.get("mxfp4", 0.0))
         return {
             "id": self.id,
             "name": self.name,
             "architecture": self.architecture,
             "bf16_tflops": self.peak_flops_per_s.get("bf16", 0.0) / 1e12,
             "fp8_tflops": self.peak_flops_per_s.get("fp8", 0.0) / 1e12,
-            "fp4_tflops": self.peak_flops_per_s.get(
-                "nvfp4", self.peak_flops_per_s.get("mxfp4", 0.0)
-            )
-            / 1e12,
+            "fp4_tflops": fp4 / 1e12,
             "hbm_gb": self.hbm_bytes / 1e9,
             "hbm_gib": self.hbm_bytes / 2**30,
             "device_memory_gib": self.device_memory / 2**30,  # what the engines budget
