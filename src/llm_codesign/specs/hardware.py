@@ -479,7 +479,7 @@ def hardware_from_mapping(data: dict[str, Any], where: str) -> HardwareSpec:
     }
     l2 = f.data.get("l2_bytes")
     clock = f.data.get("boost_clock_hz")
-    hbm = f.float("hbm_bytes")  # the driver exposes at most the DRAM it has:
+    hbm = f.float("hbm_bytes")  # the driver exposes at most the DRAM the GPU has
     visible = f.float("device_memory_bytes", maximum=hbm) if f.has("device_memory_bytes") else None
     return HardwareSpec(
         id=f.str("id"),
