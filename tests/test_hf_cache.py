@@ -256,6 +256,26 @@ def test_default_precision_of_bundled_models():
     assert default_precision(load_model("deepseek-r1"))[0] == "fp8+fp8_block-w+bf16-kv"
 
 
+def test_a_published_checkpoints_name_brings_its_quantization():
+    """A bundled model whose config is the unquantized release lists its published quantized
+    checkpoints (``checkpoints``): naming one loads the model as that checkpoint stores it, so
+    its precision is the default and the fp8 preset takes its block-scaled weights (Qwen3's
+    -FP8 model card: fine-grained FP8 with block size 128); the release's own name stays BF16."""
+    from llm_codesign.specs.checkpoint import named_checkpoints, preset_weights
+
+    for name in ("Qwen/Qwen3-235B-A22B-FP8", "Qwen3-235B-A22B-FP8", "qwen/qwen3-32b-fp8"):
+        m = load_model(name)
+        assert default_precision(m)[0] == "fp8+fp8_block-w+bf16-kv"
+        assert preset_weights(m, "fp8")[0] == "fp8+fp8_block-w"
+    base = load_model("qwen3-235b-a22b")
+    assert default_precision(base)[0] == "bf16" and preset_weights(base, "fp8")[0] == "fp8"
+    assert load_model("Qwen/Qwen3-235B-A22B-FP8").id == base.id
+    # every listed checkpoint names its own model and states a precision the reader knows
+    for key, (model_id, name, _qc, source) in named_checkpoints().items():
+        assert load_model(key).id == model_id and load_model(key).name == name and source
+        assert checkpoint_precision(load_model(key).config) is not None
+
+
 def test_estimate_api_default_and_explicit(tmp_path):
     e = estimate("gpt-oss-20b", "h200-sxm")
     assert e.precision.id == "mxfp4-a16" and e.precision_note.startswith("checkpoint:")

@@ -338,7 +338,8 @@ def test_stated_block_scaled_fp8_weights_are_priced_as_such():
     model) or ``gemm_quant=fp8_block`` (a dense one) are 128 x 128 block-scaled FP8 weights,
     priced as fp8+fp8_block-w; a row stating per-tensor ``fp8`` keeps it, and so does a row
     that states nothing."""
-    moe = dict(model="Qwen3-235B-A22B-FP8", gpu="H200 SXM", tp="8", ep="8", precision="fp8/fp8/?",
+    # the release's name (no published checkpoint's format: the notes decide)
+    moe = dict(model="Qwen3-235B-A22B", gpu="H200 SXM", tp="8", ep="8", precision="fp8/fp8/?",
                framework="trtllm 1.0.0rc3", source_id="aic_silicon_sample")  # fmt: skip
     m = map_row(0, row(**moe, notes="id=x; moe_tp=1; gemm_quant=fp8_block; moe_quant=fp8_block"))
     assert m.precision == "fp8+fp8_block-w" and "moe_quant=fp8_block" in m.note
@@ -350,6 +351,20 @@ def test_stated_block_scaled_fp8_weights_are_priced_as_such():
     # a block-scaled checkpoint already priced so (DeepSeek-R1's preset) gains nothing twice
     ds = dict(moe, model="DeepSeek-R1")
     assert map_row(0, row(**ds, notes="moe_quant=fp8_block")).precision == "fp8+fp8_block-w"
+
+
+def test_a_row_naming_a_published_block_scaled_checkpoint_is_priced_in_its_weights():
+    """Qwen3's -FP8 checkpoints store 128 x 128 block-scaled FP8 weights (their model card). A row
+    that names one is priced so whatever its notes call the run's quantization (AIConfigurator's
+    vLLM rows of Qwen3-235B-A22B-FP8 say per-tensor ``fp8``, its SGLang and TensorRT-LLM rows of
+    the same checkpoint ``fp8_block``), and says which checkpoint it read."""
+    moe = dict(gpu="H200 SXM", tp="2", ep="", precision="fp8/fp8/?", framework="vllm 0.12.0",
+               source_id="aic_silicon_sample", notes="moe_tp=2; gemm_quant=fp8; moe_quant=fp8")  # fmt: skip
+    for name in ("Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8"):
+        m = map_row(0, row(**moe, model=name))
+        assert (m.model, m.precision) == ("qwen3-235b-a22b", "fp8+fp8_block-w")
+        assert "Qwen/Qwen3-235B-A22B-FP8: quantization_config fp8 e4m3 block 128x128" in m.note
+    assert map_row(0, row(**moe, model="Qwen3-235B-A22B")).precision == "fp8"
 
 
 def test_a_moe_plan_the_notes_contradict_is_skipped_with_the_reason():

@@ -21,11 +21,11 @@ added per step in serving.
 MoE (``reference/moe-comm.md``): each group (expert) of a grouped GEMM pays a fixed
 ``GROUPED_GEMM_GROUP_ROWS`` rows of compute on top of its tiles; the busiest EP rank carries
 :func:`moe_rank_imbalance` times the mean load over the experts it touches, more than the mean
-rank's at a small batch (:func:`routing.busiest_rank_experts`: their weights bound the step there);
-a fixed ``moe_layer_overhead_s`` per MoE layer
-covers the launches of the routing, sort, permute and finalize kernels, and the bytes the permute
-and finalize stream follow the engine's kernel path (:func:`moe_permute_time`); dispatch and
-combine are priced by the kernel family of ``comm.MOE_COMM_KERNELS`` (``comm.moe_comm_time``).
+rank's at a small batch (:func:`routing.busiest_rank_experts`: their weights bound the step there)
+(vLLM's DeepGEMM MoE computes its worst-case rows: ``moe_kernels.padded_rows``); a fixed
+``moe_layer_overhead_s`` per MoE layer covers the launches of the routing, sort, permute and
+finalize kernels, and the bytes the permute and finalize stream follow the engine's kernel path
+(:func:`moe_permute_time`); dispatch and combine are priced by ``comm.moe_comm_time``.
 Collectives are priced in :mod:`llm_codesign.comm`.
 """
 
@@ -38,6 +38,7 @@ from .moe_kernels import (
     TRTLLM_GEN_LAYER_S,
     grouped_token_tiles,
     moe_kernel_path,
+    padded_rows,
     takes_weight_only_path,
     weight_only_tiles,
 )
@@ -94,9 +95,9 @@ GROUPED_GEMM_GROUP_ROWS = 50.0
 # (compute time ~ memory time) it runs slower than max(compute, memory). Time = hi x (1 +
 # (lo / hi)^P)^(1/P) = (c^P + m^P)^(1/P) (``gemm_overlap_time``, P = 3): max() as P -> inf,
 # compute + memory at P = 1, 2^(1/P) x max() at the ridge. P is a documented fit to kernel
-# measurements, not to
-# serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv (data/validation; H800, dense
-# M = 64..4096 and grouped 1..8 groups; `llm-codesign validate --data .../gemm.csv`), median
+# measurements, not to serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv
+# (data/validation; H800, dense M = 64..4096 and grouped 1..8 groups; `llm-codesign validate
+# --data .../gemm.csv`), median
 # |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8% with max() (P = inf),
 # 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3 at 3, 7.0 / 17.4 / -1.0
 # at 2.5 and 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and bias. The 15 MAMF rows
@@ -210,10 +211,9 @@ def gemm_shape_efficiency(
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
     # SWAP_AB_ROW_STEP up to SWAP_AB_MAX_ROWS (Hopper wgmma m64nNk16, Blackwell tcgen05): the
     # rows split into t tiles, each as narrow as its share allows, for the fewest t and a few
-    # more (a split into more, narrower tiles can finish in the same waves: trying them keeps
-    # the best time from falling as rows are added)
-    # (dense GEMMs only: grouped expert GEMMs, e.g. DeepGEMM's masked layout, pad each group
-    # to 64/128-row blocks)
+    # more (a split into more, narrower tiles can finish in the same waves: trying them keeps the
+    # best time from falling as rows are added) (dense GEMMs only: grouped expert GEMMs, e.g.
+    # DeepGEMM's masked layout, pad each group to 64/128-row blocks)
     dense = groups <= 1.0
     fewest = np.maximum(np.ceil(m / SWAP_AB_MAX_ROWS - 1e-9), 1.0)
     swap = []
@@ -224,9 +224,8 @@ def gemm_shape_efficiency(
             np.ceil(m / t / SWAP_AB_ROW_STEP - 1e-9) * SWAP_AB_ROW_STEP, SWAP_AB_ROW_STEP
         )
         swap.append((width, SWAP_AB_WEIGHT_TILE, 1, np.where(dense, t, 1e30)))
-    # ``routed``: each group's rows are random (tokens routed to experts), so the tiles per
-    # group are an expectation over that spread (``expected_row_tiles``), not ceil of the mean
-    # (a benchmark's fixed rows per group keep the ceil)
+    # ``routed``: each group's rows are random (tokens routed to experts), so its tiles are an
+    # expectation over that spread (``expected_row_tiles``; a benchmark's fixed rows: the ceil)
     tiles_of = row_tiles if routed and row_tiles is not None else {}  # per tile height
     for tm, _, _ in cands:
         if tm not in tiles_of:
@@ -262,8 +261,8 @@ def gemm_shape_efficiency(
 # in m there: eff(m) = m x eff(8j) / 8j. ``_unrouted_efficiency`` reads eff(8j) / 8j from a table
 # per (tiles and SMs of the GPU, n, k, groups, format) shape, kept for the process
 # (``_EFF_TABLES``, at most ``_TABLE_CACHE`` shapes), instead of pricing every tile shape for
-# every configuration. Rows within ``_TABLE_EDGE`` above a multiple of 8 (where
-# the 1e-9 offsets of different tile quanta disagree) are priced directly.
+# every configuration. Rows within ``_TABLE_EDGE`` above a multiple of 8 (where the 1e-9 offsets
+# of different tile quanta disagree) are priced directly.
 _TABLE_ROW = 8.0
 _TABLE_EDGE = 1e-6
 _TABLE_SHAPES = 16  # beyond this many distinct shapes in one call, price directly
@@ -356,22 +355,15 @@ def gemm_ceiling(hw: HardwareSpec, compute_class: str, eng: EngineConstants) -> 
     rate_class = hw.compute_rate_class(compute_class)
     peak = hw.peak_flops(rate_class)
     mamf = hw.gemm_efficiency_for(rate_class).value
-    ref = float(
-        gemm_shape_efficiency(
-            hw, *(np.array(x) for x in _REFERENCE_SHAPE), 1.0, _speed_ratio(hw, rate_class)
-        )
-    )
+    shape = (np.array(x) for x in _REFERENCE_SHAPE)
+    ref = float(gemm_shape_efficiency(hw, *shape, 1.0, _speed_ratio(hw, rate_class)))
     ceiling = min(1.0, mamf / max(ref, 1e-6) * eng.gemm_scale)
     return peak, ceiling
 
 
 def _speed_ratio(hw: HardwareSpec, rate_class: str) -> float:
-    base = (
-        hw.peak_flops_per_s.get("bf16")
-        or hw.peak_flops_per_s.get("fp16")
-        or hw.peak_flops(rate_class)
-    )
-    return hw.peak_flops(rate_class) / base
+    f = hw.peak_flops_per_s
+    return hw.peak_flops(rate_class) / (f.get("bf16") or f.get("fp16") or hw.peak_flops(rate_class))
 
 
 def gemm_time(
@@ -392,7 +384,7 @@ def gemm_time(
         peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
-    groups, touched = op.groups, op.touched
+    groups, touched, pad = op.groups, op.touched, None
     row_tiles: dict[int, Array] | None = None
     if moe:  # experts_up and experts_down share their rows (one ``moe`` dict): the busiest
         # rank's pairs, the experts they touch (its weight stream) and its rows per expert and
@@ -410,7 +402,9 @@ def gemm_time(
             if memo is not None:  # (the objects held: their identity stays valid)
                 memo["routed"] = last
         m, row_tiles, groups = last[3], last[4], last[5]
-        touched = groups
+        touched, pad = groups, padded_rows(hw, eng, moe)
+        if pad is not None:  # vLLM's DeepGEMM MoE computes its worst-case rows (moe_kernels)
+            m = np.where(pad > 0, pad / np.maximum(groups, 1e-9), m)
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
@@ -437,7 +431,8 @@ def gemm_time(
     # BF16, on the CUDA cores)
     share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
     scaled = hw.block_scaled_efficiency(moe.get("weights", ""), rate_class) if routed else None
-    block = scaled.value if scaled is not None else 1.0
+    block = scaled.value if scaled is not None else 1.0  # (DeepGEMM's rows: its own rate)
+    deep = pad > 0 if pad is not None else False
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
         measured = hw.gemm_table.flops_per_s(
@@ -463,8 +458,8 @@ def gemm_time(
         # time where the GEMM is compute-bound and hides under the weight stream where it is not:
         # block-scaled modules at 1-512 tokens time as the per-tensor ones, weight-only MXFP4
         # ones below about 1,024 tokens as the unbounded model (AIConfigurator, moe_layer.csv)
-        slow = np.where(covered, compute, flops / (peak * ceiling * share * block))
-        t = np.where(covered, t, np.maximum(t, slow + groups_s))
+        slow = np.where(covered | deep, compute, flops / (peak * ceiling * share * block))
+        t = np.where(covered | deep, t, np.maximum(t, slow + groups_s))
         compute = slow
     compute = compute + groups_s
     if np.any(covered):  # a measured GEMM's time already holds its own overlap
@@ -492,12 +487,11 @@ def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
 def decode_attention_efficiency(
     hw: HardwareSpec, rate_class: str, eng: EngineConstants
 ) -> DecodeKernel:
-    """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU
-    file's measured decode kernel of the engine's family (``attention_kernels``:
-    ``efficiency.attention_decode_<family>``) where it has one, else its default one
-    (``efficiency.attention_decode``: MLA decode kernels, whose 128 heads per latent KV make
-    decode compute-bound), else the engine's ``attn_prefill_efficiency`` as the compute
-    fraction and no kernel terms."""
+    """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU file's
+    measured decode kernel of the engine's family (``attention_kernels``: ``efficiency.
+    attention_decode_<family>``) where it has one, else its default one (``efficiency.
+    attention_decode``: MLA decode kernels, whose 128 heads per latent KV make decode
+    compute-bound), else ``attn_prefill_efficiency`` as the compute fraction, no kernel terms."""
     family = hw.attention_decode_kernels.get(eng.attention_kernels, {})
     measured = family.get(rate_class) or hw.attention_decode_efficiency.get(rate_class)
     if measured is not None:
@@ -508,8 +502,8 @@ def decode_attention_efficiency(
 
 def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | None:
     """The GPU file's measured rate at which the engine's GQA decode kernels read an FP8 KV cache
-    (``efficiency.fp8_kv_decode`` of the family ``gqa_decode_kernels`` names; a fraction of the
-    datasheet bandwidth at one byte per element), or None where the file measures none."""
+    (``efficiency.fp8_kv_decode`` of ``gqa_decode_kernels``' family; a fraction of the datasheet
+    bandwidth at one byte per element), or None where the file measures none."""
     return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
 
 
@@ -549,21 +543,23 @@ def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
 
 def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer, by the
-    engine's kernel path (the bytes of each path: the comment above
-    ``GROUPED_GEMM_GROUP_ROWS``). ``op.meta["moe_permute"]``: tokens, pairs (this GPU's), hidden
-    size, activation bytes per element, and for the triton path's zero-filled pairs: every
-    routed pair (``pairs_all``), attention-DP (``adp``), GEMM1's width and matrices; whether the
-    kernel is fed every token follows the dispatch (``comm.gathers``)."""
+    engine's kernel path (each path's bytes: the comment above ``GROUPED_GEMM_GROUP_ROWS``).
+    ``op.meta["moe_permute"]``: tokens, pairs (this GPU's), hidden size, activation bytes per
+    element, the experts' ``moe`` (``padded_rows``), and for the triton path's zero-filled pairs:
+    every routed pair (``pairs_all``), attention-DP (``adp``), GEMM1's width and matrices;
+    whether the kernel is fed every token follows the dispatch (``comm.gathers``)."""
     mp = op.meta["moe_permute"]
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
     a = mp["act_bytes"]
-    path = moe_kernel_path(hw, eng)
+    path, pad = moe_kernel_path(hw, eng), padded_rows(hw, eng, mp["moe"])
     if path == "cutlass":
         nbytes = 2.0 * t + a * p
     else:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
-    if path == "triton":
+    if pad is not None:  # the activation (BF16 in) and its FP8 quantization over every padded row
+        nbytes = nbytes + pad * (2.0 * mp["width"] + mp["width"] / mp["mats"])
+    if path in ("triton", "deepgemm"):
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
         fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathers(hw, eng, mp["pure_ep"])

@@ -378,7 +378,7 @@ def layer_group_ops(
         # (every routed pair, attention-DP and GEMM1's width: what a kernel fed every token fills)
         permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d),
             "act_bytes": ab, "pairs_all": t_all * k, "adp": adp, "width": mats * fe_local,
-            "mats": float(mats), "pure_ep": ep == tp}  # fmt: skip
+            "mats": float(mats), "pure_ep": ep == tp, "moe": up.meta["moe"]}  # fmt: skip
         ops.append(permute)
         ops.extend([up, down])
         if moe.num_shared:

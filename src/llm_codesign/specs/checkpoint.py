@@ -23,12 +23,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import SpecError
 from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
-from ._load import read_mapping
+from ._load import Fields, read_mapping
 from .model import ModelSpec
 from .precision import PRESETS, Precision, parse_precision
 
@@ -300,3 +302,47 @@ def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: 
     if not extra:
         return spec
     return dataclasses.replace(spec, config={**spec.config, **extra})
+
+
+@functools.cache
+def named_checkpoints() -> dict[str, tuple[str, str, Mapping[str, Any], str]]:
+    """Lower-cased name of a published quantized checkpoint (with and without its organisation)
+    -> (bundled model id, the checkpoint's name, its ``quantization_config``, source): the
+    ``checkpoints`` of the bundled model files, for models whose bundled config is the
+    unquantized release (Qwen3's ``-FP8`` checkpoints are block-scaled FP8). Each must be one of
+    its model's aliases and state a precision :func:`checkpoint_precision` reads."""
+    from .model import _models_dir
+
+    table: dict[str, tuple[str, str, Mapping[str, Any], str]] = {}
+    for path in sorted(_models_dir().glob("*.json")):
+        data = read_mapping(path)
+        f = Fields(data, path.name)
+        aliases = {a.lower() for a in f.str_list("aliases", [])}
+        for name, entry in f.mapping("checkpoints", required=False).data.items():
+            e = Fields(entry, f"{path.name}: checkpoints.{name}")
+            qc, source = e.mapping("quantization_config").data, e.str("source")
+            if name.lower() not in aliases:
+                raise SpecError(f"{path.name}: checkpoint {name!r} is not one of its aliases")
+            if checkpoint_precision({"quantization_config": qc}) is None:
+                raise SpecError(f"{path.name}: checkpoint {name!r}: quantization_config not read")
+            row = (f.str("id"), name, qc, source)
+            table[name.lower()] = table[name.lower().rsplit("/", 1)[-1]] = row
+    return table
+
+
+def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
+    """``spec`` as the published checkpoint ``name`` stores it, where ``name`` names one of the
+    bundled model's quantized checkpoints (:func:`named_checkpoints`): its name, and its
+    ``quantization_config`` in ``config`` (so the checkpoint's own precision is the default and
+    an ``fp8`` preset takes its block-scaled weights); ``spec`` itself otherwise.
+
+    Example:
+        >>> from .model import load_model
+        >>> preset_weights(load_model("Qwen/Qwen3-235B-A22B-FP8"), "fp8")[0]
+        'fp8+fp8_block-w'
+    """
+    found = named_checkpoints().get(name.strip().lower())
+    if found is None or found[0] != spec.id or "quantization_config" in spec.config:
+        return spec
+    config = {**spec.config, "quantization_config": dict(found[2])}
+    return dataclasses.replace(spec, name=found[1], config=config)

@@ -563,8 +563,10 @@ def load_model(model: str | Path | ModelSpec) -> ModelSpec:
     if text in models:
         return models[text]
     alias = model_alias_table().get(text.lower())
-    if alias:
-        return models[alias]
+    if alias:  # a published quantized checkpoint's name brings its quantization_config
+        from .checkpoint import named_checkpoint  # imports this module (ModelSpec)
+
+        return named_checkpoint(models[alias], text)
     path = existing_file(text)
     if path is not None:
         data = read_mapping(path)

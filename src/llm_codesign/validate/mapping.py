@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
+from ..specs.checkpoint import checkpoint_precision, named_checkpoint
 from ..specs.engine import ATOM_FRAMEWORK, engine_for_framework
 from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import load_model, model_alias_table
@@ -47,6 +48,7 @@ from .recipes import (
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
     trtllm_bench_recipe,
+    vllm_release_recipe,
 )
 
 REQUIRED_COLUMNS = (
@@ -380,13 +382,17 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if hw_id is None:
         return f"unknown gpu {row['gpu'].strip()}"
     model_id, model_note = campaign_model(row, model_id)
-    model, hw = load_model(model_id), load_hardware(hw_id)
+    # a row naming a published quantized checkpoint is priced in that checkpoint's weights
+    model, hw = named_checkpoint(load_model(model_id), row["model"]), load_hardware(hw_id)
     prec = map_precision(model, hw, row["precision"])
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
     if not hw.supports(parse_precision(prec).compute_class):
         return f"precision not runnable: {row['precision'].strip()} ({prec}) on {hw_id}"
     notes: list[str] = [model_note] if model_note else []
+    named = model.name != load_model(model_id).name  # named_checkpoint read the row's checkpoint
+    if named and (reading := checkpoint_precision(model.config)):
+        notes.append(f"{model.name}: {reading[1]}")
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
     pools: DisaggregatedPlan | None = None
@@ -521,6 +527,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model_id, isl, osl, int(load), k_spec > 0, pools
         )
         notes.append(note)
+    if engine == "vllm" and not recipe and model.moe:  # a release's MoE kernels (recipes)
+        recipe, note = vllm_release_recipe(fw, hw, parse_precision(prec).weights.id)
+        notes.extend([note] if note else [])
     gpus = parse_int(row["num_gpus"] or "") or tp * pp
     pool_rate = (throughput_metric(metric) or ("", ""))[0] in POOL_KINDS
     if pool_rate and pools is None:

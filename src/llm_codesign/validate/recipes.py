@@ -44,6 +44,7 @@ import re
 from dataclasses import replace
 
 from ..errors import SpecError
+from ..formats import BLOCK_SCALED_WEIGHTS
 from ..moe_kernels import runs_trtllm_gen
 from ..specs.engine import MOE_COMM, EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -53,6 +54,16 @@ from .campaigns import run_date, run_gpu_precision
 from .tables import bundled_rows
 
 TRTLLM_BENCH = "trtllm-bench"
+# vLLM releases whose MoE for block-scaled FP8 experts on Hopper is DeepGEMM computing its
+# worst-case rows (``moe_kernels.DEEPGEMM_BLOCK_M``), [first, first after): the engine's
+# ``moe_kernels`` becomes ``deepgemm`` for their rows (``vllm_release_recipe``). Read in each
+# release's source (its PyPI sdist): 0.10.2 runs Triton; 0.11.0 DeepGEMM only from 128 tokens
+# and GEMM2 widths over 512 (``_valid_deep_gemm``, enforced while E8M0 on Hopper stays off by
+# default); 0.11.1-0.12.x at every batch, their padding rows labelled expert 0 and computed;
+# 0.13-0.14 label them -1, which DeepGEMM's SM90 kernel loads but does not multiply (not priced
+# here: its cost is the loads'); 0.15-0.16 default to FlashInfer's CUTLASS MoE, 0.17-0.19 to Triton
+VLLM_DEEPGEMM_MOE = "vllm-deepgemm-moe"
+VLLM_DEEPGEMM_MOE_RELEASES = ((0, 11, 1), (0, 13, 0))
 # InferenceX's TensorRT-LLM aggregated DeepSeek-R1 runs (SemiAnalysisAI/InferenceX
 # benchmarks/dsr1_fp8_h200_trt.sh, dsr1_fp8_h200_trt_mtp.sh, dsr1_fp4_b200_trt.sh @ 1fc5d73):
 # with attention-DP their extra LLM-API options set ``attention_dp_config: enable_balance:
@@ -260,6 +271,32 @@ def _trtllm_bench_options() -> dict[tuple[str, str], tuple[int, int]]:
     }
 
 
+def vllm_release_recipe(framework: str, hw: HardwareSpec, weights: str) -> tuple[str, str]:
+    """(``VLLM_DEEPGEMM_MOE``, the mapping's note) for an MoE row of a vLLM release in
+    ``VLLM_DEEPGEMM_MOE_RELEASES`` whose experts are block-scaled FP8 on a Hopper GPU; ("", "")
+    for any other framework text, release, weight format or GPU.
+
+    Example:
+        >>> from llm_codesign import load_hardware
+        >>> vllm_release_recipe("vllm 0.12.0", load_hardware("h200-sxm"), "fp8_block")[0]
+        'vllm-deepgemm-moe'
+        >>> vllm_release_recipe("vllm 0.16.0", load_hardware("h200-sxm"), "fp8_block")
+        ('', '')
+    """
+    m = re.search(r"vllm\s+v?(\d+)\.(\d+)(?:\.(\d+))?", framework.lower())
+    hopper = hw.vendor == "nvidia" and hw.architecture == "hopper"
+    if m is None or not hopper or weights not in BLOCK_SCALED_WEIGHTS:
+        return "", ""
+    release = tuple(int(x or 0) for x in m.groups())
+    first, after = VLLM_DEEPGEMM_MOE_RELEASES
+    if not first <= release < after:
+        return "", ""
+    return VLLM_DEEPGEMM_MOE, (
+        "vLLM {}.{}.{}: block-scaled FP8 experts on Hopper run DeepGEMM over padded rows "
+        "(moe_kernels.padded_rows)".format(*release)
+    )
+
+
 def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     """``eng`` with the scheduler settings and limits a recipe states for the row
     (``inferencex_trtllm_recipe``: InferenceX's TensorRT-LLM limits, and its attention-DP
@@ -267,6 +304,8 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     itself for any other recipe (the bare ``TRTLLM_BENCH``: its limits are
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
+    if name == VLLM_DEEPGEMM_MOE:
+        return replace(eng, moe_kernels="deepgemm")
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
         pools = disagg_recipe_fields(recipe, rest)
         a2a = {"moe_comm": DISAGG_RECIPE_A2A[int(pools["a2a"])]} if "a2a" in pools else {}
