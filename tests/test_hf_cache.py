@@ -270,6 +270,16 @@ def test_a_published_checkpoints_name_brings_its_quantization():
     base = load_model("qwen3-235b-a22b")
     assert default_precision(base)[0] == "bf16" and preset_weights(base, "fp8")[0] == "fp8"
     assert load_model("Qwen/Qwen3-235B-A22B-FP8").id == base.id
+    # a launch serves the checkpoint only for the weights it stores (report.launch_data)
+    from llm_codesign import load_hardware
+    from llm_codesign.report.launch_data import checkpoint_for
+
+    hw = load_hardware("h200-sxm")
+    block = checkpoint_for(base, parse_precision("fp8+fp8_block-w"), {}, hw)
+    assert (block["id"], block["how"]) == ("Qwen/Qwen3-235B-A22B-FP8", "table")
+    assert checkpoint_for(base, parse_precision("fp8"), {}, hw)["id"] != block["id"]
+    named = checkpoint_for(load_model("Qwen3-235B-A22B-FP8"), parse_precision("fp8"), {}, hw)
+    assert (named["id"], named["how"]) == ("Qwen/Qwen3-235B-A22B-FP8", "native")
     # every listed checkpoint names its own model and states a precision the reader knows
     for key, (model_id, name, _qc, source) in named_checkpoints().items():
         assert load_model(key).id == model_id and load_model(key).name == name and source

@@ -279,7 +279,7 @@ def test_moe_layer_table_errors_name_the_problem(tmp_path):
     assert len(rep.rows) == 1 and rep.rows[0]["source_id"] == "a"
     reasons = {s["reason"] for s in rep.skipped}
     assert "unknown gpu nope" in reasons
-    assert "path cuda (allowed: auto, cutlass, triton, trtllm_gen)" in reasons
+    assert "path cuda (allowed: auto, cutlass, triton, trtllm_gen, deepgemm)" in reasons
     assert any("experts_local must divide" in x for x in reasons)
     assert "nvfp4 not native on h100-sxm" in reasons
 

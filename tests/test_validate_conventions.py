@@ -359,7 +359,8 @@ def test_a_row_naming_a_published_block_scaled_checkpoint_is_priced_in_its_weigh
     vLLM rows of Qwen3-235B-A22B-FP8 say per-tensor ``fp8``, its SGLang and TensorRT-LLM rows of
     the same checkpoint ``fp8_block``), and says which checkpoint it read."""
     moe = dict(gpu="H200 SXM", tp="2", ep="", precision="fp8/fp8/?", framework="vllm 0.12.0",
-               source_id="aic_silicon_sample", notes="moe_tp=2; gemm_quant=fp8; moe_quant=fp8")  # fmt: skip
+               source_id="aic_silicon_sample",
+               notes="moe_tp=2; gemm_quant=fp8; moe_quant=fp8")  # fmt: skip
     for name in ("Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8"):
         m = map_row(0, row(**moe, model=name))
         assert (m.model, m.precision) == ("qwen3-235b-a22b", "fp8+fp8_block-w")

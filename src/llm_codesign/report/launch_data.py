@@ -17,10 +17,11 @@ import yaml
 from ..errors import DataFileError
 from ..moe_kernels import moe_kernel_path, takes_weight_only_path, weight_only_path
 from ..specs.accuracy import accuracy_key, native_key
+from ..specs.checkpoint import checkpoint_precision, deploy_file
 from ..specs.engine import ENGINE_VENDORS, EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import Precision
+from ..specs.precision import Precision, parse_precision
 
 # the engines launch files are written for (each where its vendors' GPUs are: ENGINE_VENDORS)
 LAUNCH_ENGINES = ("trtllm", "vllm", "sglang")
@@ -44,10 +45,18 @@ def flag_table() -> dict[str, Any]:
     return _read("flags.yaml")
 
 
-@cache
+def _stores(row: dict[str, Any], prec: Precision) -> bool:
+    """Whether a published checkpoint row serves ``prec``'s weights: a row that states its
+    ``quantization_config`` only for the weight format it stores (Qwen's block-scaled FP8 is not
+    a per-tensor ``fp8``); any other row as its precision family says."""
+    reading = checkpoint_precision({"quantization_config": row.get("quantization_config") or {}})
+    return reading is None or parse_precision(reading[0]).weights.id == prec.weights.id
+
+
 def deploy_table() -> dict[str, Any]:
-    """``data/launch/deploy.yaml``: published checkpoints, GPUs per node, quantizer formats."""
-    return _read("deploy.yaml")
+    """``data/launch/deploy.yaml``: published checkpoints, GPUs per node, quantizer formats
+    (read by ``specs.checkpoint.deploy_file``, which names checkpoints from it too)."""
+    return deploy_file()
 
 
 def allowed(kind: str, name: str) -> dict[str, str]:
@@ -149,7 +158,9 @@ def checkpoint_for(
         }
     published = (accuracy or {}).get("checkpoint") or ""
     rows = [
-        r for r in deploy_table()["checkpoints"] if (r["model"], r["precision"]) == (model.id, key)
+        r
+        for r in deploy_table()["checkpoints"]
+        if (r["model"], r["precision"]) == (model.id, key) and _stores(r, prec)
     ]
     if published:
         out = {**base, "id": published, "how": "published", "quant_method": _method(key)}

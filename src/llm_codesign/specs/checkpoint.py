@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from ._load import Fields, read_mapping
 from .model import ModelSpec
 from .precision import PRESETS, Precision, parse_precision
+
+DEPLOY = "deploy.yaml"  # data/launch: published checkpoints (deploy_file)
 
 HF_QUANT_CONFIG = "hf_quant_config.json"
 # key under which a ModelSpec's config keeps the hf_quant_config.json found next to config.json
@@ -305,36 +308,44 @@ def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: 
 
 
 @functools.cache
+def deploy_file() -> dict[str, Any]:
+    """``data/launch/deploy.yaml`` (the one reader; ``report.launch_data.deploy_table``):
+    published checkpoints per (model, precision family), GPUs per node, quantizer formats."""
+    return read_mapping(Path(str(resources.files("llm_codesign") / "data" / "launch" / DEPLOY)))
+
+
+@functools.cache
 def named_checkpoints() -> dict[str, tuple[str, str, Mapping[str, Any], str]]:
     """Lower-cased name of a published quantized checkpoint (with and without its organisation)
-    -> (bundled model id, the checkpoint's name, its ``quantization_config``, source): the
-    ``checkpoints`` of the bundled model files, for models whose bundled config is the
-    unquantized release (Qwen3's ``-FP8`` checkpoints are block-scaled FP8). Each must be one of
-    its model's aliases and state a precision :func:`checkpoint_precision` reads."""
-    from .model import _models_dir
+    -> (bundled model id, the checkpoint's name, its ``quantization_config``, source): the rows
+    of ``deploy_file``'s checkpoints that state a ``quantization_config``, for models whose
+    bundled config is the unquantized release (Qwen3's -FP8 checkpoints: 128x128 block-scaled
+    FP8). Each must be one of its model's aliases and state a precision
+    :func:`checkpoint_precision` reads."""
+    from .model import load_model
 
     table: dict[str, tuple[str, str, Mapping[str, Any], str]] = {}
-    for path in sorted(_models_dir().glob("*.json")):
-        data = read_mapping(path)
-        f = Fields(data, path.name)
-        aliases = {a.lower() for a in f.str_list("aliases", [])}
-        for name, entry in f.mapping("checkpoints", required=False).data.items():
-            e = Fields(entry, f"{path.name}: checkpoints.{name}")
-            qc, source = e.mapping("quantization_config").data, e.str("source")
-            if name.lower() not in aliases:
-                raise SpecError(f"{path.name}: checkpoint {name!r} is not one of its aliases")
-            if checkpoint_precision({"quantization_config": qc}) is None:
-                raise SpecError(f"{path.name}: checkpoint {name!r}: quantization_config not read")
-            row = (f.str("id"), name, qc, source)
-            table[name.lower()] = table[name.lower().rsplit("/", 1)[-1]] = row
+    for i, row in enumerate(deploy_file().get("checkpoints") or []):
+        f = Fields(row, f"{DEPLOY}: checkpoints[{i}]")
+        if not f.has("quantization_config"):
+            continue
+        name, model_id = f.str("checkpoint"), f.str("model")
+        qc, source = f.mapping("quantization_config").data, f.str("source")
+        if name.lower() not in {a.lower() for a in load_model(model_id).aliases}:
+            raise SpecError(f"{DEPLOY}: checkpoint {name!r} is not an alias of {model_id}")
+        if checkpoint_precision({"quantization_config": qc}) is None:
+            raise SpecError(f"{DEPLOY}: checkpoint {name!r}: its quantization_config is not read")
+        entry = (model_id, name, qc, source)
+        table[name.lower()] = table[name.lower().rsplit("/", 1)[-1]] = entry
     return table
 
 
 def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
     """``spec`` as the published checkpoint ``name`` stores it, where ``name`` names one of the
-    bundled model's quantized checkpoints (:func:`named_checkpoints`): its name, and its
-    ``quantization_config`` in ``config`` (so the checkpoint's own precision is the default and
-    an ``fp8`` preset takes its block-scaled weights); ``spec`` itself otherwise.
+    bundled model's quantized checkpoints (:func:`named_checkpoints`): its name and repository
+    (``source``, which a launch loads), and its ``quantization_config`` in ``config`` (so the
+    checkpoint's own precision is the default and an ``fp8`` preset takes its block-scaled
+    weights); ``spec`` itself otherwise.
 
     Example:
         >>> from .model import load_model
@@ -345,4 +356,5 @@ def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
     if found is None or found[0] != spec.id or "quantization_config" in spec.config:
         return spec
     config = {**spec.config, "quantization_config": dict(found[2])}
-    return dataclasses.replace(spec, name=found[1], config=config)
+    source = f"https://huggingface.co/{found[1]} ({found[3]}); architecture: {spec.source}"
+    return dataclasses.replace(spec, name=found[1], config=config, source=source)
