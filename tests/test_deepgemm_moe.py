@@ -36,12 +36,19 @@ def test_padded_rows_closed_form():
     ep2 = {**moe, "experts_local": 64.0, "ep": 2, "moe_tp": 1, "pairs_per_rank": 80.0}
     assert float(padded_rows(H200, DEEP, ep2)) == 8320.0
     assert float(padded_rows(H200, DEEP, {**moe, "moe_tp": 8, "pairs_per_rank": 128.0})) == 0.0
-    # the path only: per-tensor FP8, another engine's path, a GPU it is not verified on
+    # with expert parallelism vLLM's MoE tensor-parallel size is 1: EP 8 keeps DeepGEMM
+    # (16 local experts, 16 pairs per rank: 16 + 2,032 = 2,048)
+    ep8 = {**moe, "experts_local": 16.0, "ep": 8, "moe_tp": 1, "pairs_per_rank": 16.0}
+    assert float(padded_rows(H200, DEEP, ep8)) == 2048.0
+    # the path only: per-tensor FP8, another engine's path, a GPU DeepGEMM does not run on
+    # (SM103's B300: is_deep_gemm_supported takes compute capability 9.0 and 10.0); SM100 runs it
     assert padded_rows(H200, DEEP, {**moe, "weights": "fp8", "pairs_per_rank": 8.0}) is None
     assert padded_rows(H200, VLLM, {**moe, "pairs_per_rank": 8.0}) is None
+    b300 = load_hardware("b300")
+    assert moe_kernel_path(b300, DEEP) == moe_kernel_path(b300, VLLM) == "trtllm_gen"
+    assert padded_rows(b300, DEEP, {**moe, "pairs_per_rank": 8.0}) is None
     b200 = load_hardware("b200")
-    assert moe_kernel_path(b200, DEEP) == moe_kernel_path(b200, VLLM) == "trtllm_gen"
-    assert padded_rows(b200, DEEP, {**moe, "pairs_per_rank": 8.0}) is None
+    assert float(padded_rows(b200, DEEP, {**moe, "pairs_per_rank": 128.0})) == 16384.0
 
 
 @settings(max_examples=15, deadline=None)
@@ -64,16 +71,16 @@ def test_padded_work_does_not_grow_with_the_batch():
 
 
 def test_where_the_path_does_not_run_nothing_changes():
-    """Tensor parallel 8 (vLLM 0.12 runs Triton there), per-tensor FP8 experts, and a GPU the
-    path is not verified on price as the engine's own path."""
+    """Tensor parallel 8 (vLLM 0.12 runs Triton there), per-tensor FP8 experts, and a GPU
+    DeepGEMM does not run on (B300, SM103) price as the engine's own path."""
     assert np.allclose(_tpot(DEEP, tp=8, concurrency=8), _tpot(VLLM, tp=8, concurrency=8))
     fp8 = parse_precision("fp8")
     assert np.allclose(
         _tpot(DEEP, prec=fp8, tp=2, concurrency=8), _tpot(VLLM, prec=fp8, tp=2, concurrency=8)
     )
-    b200 = load_hardware("b200")
+    b300 = load_hardware("b300")
     assert np.allclose(
-        _tpot(DEEP, hw=b200, tp=2, concurrency=8), _tpot(VLLM, hw=b200, tp=2, concurrency=8)
+        _tpot(DEEP, hw=b300, tp=2, concurrency=8), _tpot(VLLM, hw=b300, tp=2, concurrency=8)
     )
 
 
@@ -92,8 +99,9 @@ def test_validate_prices_the_releases_that_ran_it():
     rows do not, and the note says which."""
     for fw, runs in (("vllm 0.12.0", True), ("vllm 0.11.2", True), ("vllm 0.11.0", False),
                      ("vllm 0.16.0", False), ("sglang 0.5.6", False)):  # fmt: skip
-        m = map_row(0, _row(fw))
-        assert (m.recipe == "vllm-deepgemm-moe") is runs, fw
-        assert ("DeepGEMM over padded rows" in m.note) is runs, fw
+        for gpu, arch_runs in (("H200 SXM", True), ("B200", True), ("B300", False)):
+            m = map_row(0, _row(fw, gpu=gpu))
+            assert (m.recipe == "vllm-deepgemm-moe") is (runs and arch_runs), (fw, gpu)
+            assert ("DeepGEMM over padded rows" in m.note) is (runs and arch_runs), (fw, gpu)
     dense = map_row(0, {**_row("vllm 0.12.0", model="Qwen3-32B"), "notes": ""})
     assert dense.recipe == "" and "DeepGEMM" not in dense.note

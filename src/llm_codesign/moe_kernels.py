@@ -50,10 +50,12 @@ GROUPED_TOKEN_TILES = (16, 32)
 TRTLLM_GEN_LAYER_S = 11.3e-6
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
-# The deepgemm path: vLLM's DeepGEMM MoE, its default for block-scaled FP8 experts on Hopper in
-# vLLM 0.12 (vllm-project/vllm v0.12.0, commit 4fd9d6a8: VLLM_USE_DEEP_GEMM, VLLM_MOE_USE_DEEP_GEMM
-# and VLLM_USE_DEEP_GEMM_E8M0 on by default, envs.py; quantization/fp8.py get_fp8_moe_backend,
-# which leaves it off from tensor parallel 8, PR #29346), at every batch: with E8M0 on, fused_moe
+# The deepgemm path: vLLM's DeepGEMM MoE, its default for block-scaled FP8 experts on Hopper and
+# SM100 Blackwell in vLLM 0.12 (vllm-project/vllm v0.12.0, commit 4fd9d6a8: VLLM_USE_DEEP_GEMM,
+# VLLM_MOE_USE_DEEP_GEMM and VLLM_USE_DEEP_GEMM_E8M0 on by default, envs.py; quantization/fp8.py
+# get_fp8_moe_backend, which leaves it off where the MoE's tensor-parallel size is 8 or more, PR
+# #29346, and utils/deep_gemm.py is_deep_gemm_supported: compute capability 9.0 or 10.0 exactly,
+# not SM103's 10.3 nor SM120), at every batch: with E8M0 on, fused_moe
 # skips _valid_deep_gemm's 128-row minimum (PRs #26197, #26322). Its contiguous grouped GEMMs run
 # over the worst case of rows, not the routed ones: with no per-expert counts from the prepare
 # step, compute_aligned_M (fused_moe/deep_gemm_utils.py) takes round_up(P + E_l (128 - 1), 128)
@@ -64,9 +66,17 @@ TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 # AIConfigurator's vLLM 0.12.0 rows of Qwen3-235B-A22B-FP8 on H200 measure 51-59 ms per output
 # token at TP 2 from 4 to 20 clients, where SGLang's Triton kernels measure 15-17 ms at 2-4; on
 # MiniMax-M2 at H100, VLLM_MOE_USE_DEEP_GEMM=0 took 32.2 ms to 16.4 (vllm-project/recipes #112).
-# Other formats, and tensor parallel 8 or more, run the Triton path.
+# Other formats, and an MoE tensor-parallel size of 8 or more, run the Triton path (with expert
+# parallelism vLLM's MoE tensor-parallel size is 1: FusedMoEParallelConfig).
 DEEPGEMM_BLOCK_M = 128
-DEEPGEMM_MAX_TP = 8  # from this tensor-parallel size vLLM 0.12 runs Triton (PR #29346)
+DEEPGEMM_MAX_TP = 8  # from this MoE tensor-parallel size vLLM 0.12 runs Triton (PR #29346)
+DEEPGEMM_ARCHITECTURES = ("hopper", "blackwell")  # SM90, SM100 (is_deep_gemm_supported)
+
+
+def runs_deepgemm(hw: HardwareSpec) -> bool:
+    """Whether vLLM's DeepGEMM MoE runs on this GPU (``DEEPGEMM_ARCHITECTURES``: NVIDIA's
+    SM90 and SM100)."""
+    return hw.vendor == "nvidia" and hw.architecture in DEEPGEMM_ARCHITECTURES
 
 
 def runs_trtllm_gen(hw: HardwareSpec) -> bool:
@@ -98,17 +108,17 @@ def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
 def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> Any:
     """The rows each grouped expert GEMM of one MoE layer computes on the deepgemm path
     (vLLM's DeepGEMM MoE: ``DEEPGEMM_BLOCK_M``'s comment), for a routed GEMM's ``moe`` (the
-    mean pairs per rank, local experts, ep, moe_tp, weight format): round_up(pairs + local
-    experts x 127, 128) for block-scaled FP8 experts below ``DEEPGEMM_MAX_TP``, 0 elsewhere
-    (elementwise); None where the engine does not run the path on this GPU, or not for
-    this format.
+    mean pairs per rank, local experts, moe_tp, weight format): round_up(pairs + local
+    experts x 127, 128) for block-scaled FP8 experts whose MoE tensor-parallel size is below
+    ``DEEPGEMM_MAX_TP``, 0 elsewhere (elementwise); None where the engine does not run the
+    path on this GPU, or not for this format.
 
     Example: Qwen3-235B's 128 experts, 16 tokens (128 pairs) -> 16,384 rows; 20 -> 16,512."""
     if moe_kernel_path(hw, eng) != "deepgemm" or moe.get("weights") not in BLOCK_SCALED_WEIGHTS:
         return None
     m = DEEPGEMM_BLOCK_M
     rows = np.ceil((np.asarray(moe["pairs_per_rank"]) + moe["experts_local"] * (m - 1)) / m) * m
-    tp = np.asarray(moe["moe_tp"]) * moe["ep"]
+    tp = np.asarray(moe["moe_tp"])
     return np.where((tp < DEEPGEMM_MAX_TP) & (np.asarray(moe["pairs_per_rank"]) > 0), rows, 0.0)
 
 
@@ -158,13 +168,14 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
     Blackwell (SM120, FlashInfer's cutlass_fused_moe), else triton (their fused_moe);
     trtllm_gen exists on SM100/SM103 only, elsewhere the engine's MoE runner, cutlass, runs.
 
-    deepgemm (vLLM 0.12's DeepGEMM MoE, ``padded_rows``) runs on Hopper, elsewhere auto's path.
+    deepgemm (vLLM 0.12's DeepGEMM MoE, ``padded_rows``; other formats price as triton) runs on
+    SM90 and SM100 (``runs_deepgemm``), elsewhere auto's path.
 
     Example: SGLang (auto) on B200 -> "trtllm_gen", on H200 -> "triton"; TensorRT-LLM
     (cutlass) -> "cutlass" everywhere."""
     gen = runs_trtllm_gen(hw)
-    if eng.moe_kernels == "deepgemm" and hw.vendor == "nvidia" and hw.architecture == "hopper":
-        return "deepgemm"  # (DEEPGEMM_BLOCK_M's comment: verified on Hopper only)
+    if eng.moe_kernels == "deepgemm" and runs_deepgemm(hw):
+        return "deepgemm"
     if eng.moe_kernels in ("auto", "deepgemm"):
         if gen:
             return "trtllm_gen"

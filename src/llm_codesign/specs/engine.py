@@ -66,7 +66,7 @@ MOE_COMM = (
 )
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams;
 # trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S;
-# deepgemm: vLLM 0.12's DeepGEMM MoE on Hopper, moe_kernels.DEEPGEMM_BLOCK_M)
+# deepgemm: vLLM 0.12's DeepGEMM MoE on SM90/SM100, moe_kernels.DEEPGEMM_BLOCK_M)
 MOE_KERNELS = ("auto", "cutlass", "triton", "trtllm_gen", "deepgemm")
 # the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``): ``same`` = the
 # engine's ``moe_kernels``

@@ -45,7 +45,7 @@ from dataclasses import replace
 
 from ..errors import SpecError
 from ..formats import BLOCK_SCALED_WEIGHTS
-from ..moe_kernels import runs_trtllm_gen
+from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
 from ..specs.engine import MOE_COMM, EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -54,7 +54,7 @@ from .campaigns import run_date, run_gpu_precision
 from .tables import bundled_rows
 
 TRTLLM_BENCH = "trtllm-bench"
-# vLLM releases whose MoE for block-scaled FP8 experts on Hopper is DeepGEMM computing its
+# vLLM releases whose MoE for block-scaled FP8 experts on SM90/SM100 is DeepGEMM computing its
 # worst-case rows (``moe_kernels.DEEPGEMM_BLOCK_M``), [first, first after): the engine's
 # ``moe_kernels`` becomes ``deepgemm`` for their rows (``vllm_release_recipe``). Read in each
 # release's source (its PyPI sdist): 0.10.2 runs Triton; 0.11.0 DeepGEMM only from 128 tokens
@@ -273,7 +273,8 @@ def _trtllm_bench_options() -> dict[tuple[str, str], tuple[int, int]]:
 
 def vllm_release_recipe(framework: str, hw: HardwareSpec, weights: str) -> tuple[str, str]:
     """(``VLLM_DEEPGEMM_MOE``, the mapping's note) for an MoE row of a vLLM release in
-    ``VLLM_DEEPGEMM_MOE_RELEASES`` whose experts are block-scaled FP8 on a Hopper GPU; ("", "")
+    ``VLLM_DEEPGEMM_MOE_RELEASES`` whose experts are block-scaled FP8 on a GPU DeepGEMM runs on
+    (``moe_kernels.runs_deepgemm``: Hopper, SM100 Blackwell); ("", "")
     for any other framework text, release, weight format or GPU.
 
     Example:
@@ -284,15 +285,14 @@ def vllm_release_recipe(framework: str, hw: HardwareSpec, weights: str) -> tuple
         ('', '')
     """
     m = re.search(r"vllm\s+v?(\d+)\.(\d+)(?:\.(\d+))?", framework.lower())
-    hopper = hw.vendor == "nvidia" and hw.architecture == "hopper"
-    if m is None or not hopper or weights not in BLOCK_SCALED_WEIGHTS:
+    if m is None or not runs_deepgemm(hw) or weights not in BLOCK_SCALED_WEIGHTS:
         return "", ""
     release = tuple(int(x or 0) for x in m.groups())
     first, after = VLLM_DEEPGEMM_MOE_RELEASES
     if not first <= release < after:
         return "", ""
     return VLLM_DEEPGEMM_MOE, (
-        "vLLM {}.{}.{}: block-scaled FP8 experts on Hopper run DeepGEMM over padded rows "
+        "vLLM {}.{}.{}: block-scaled FP8 experts run DeepGEMM over padded rows "
         "(moe_kernels.padded_rows)".format(*release)
     )
 
