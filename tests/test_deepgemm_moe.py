@@ -28,18 +28,26 @@ def _tpot(eng, hw=H200, prec=BLOCK, **kw):
 
 def test_padded_rows_closed_form():
     """round_up(P + E_l x 127, 128), by hand: 128 experts, top-8. 16 tokens: 128 + 16,256 =
-    16,384 = 128 x 128; 20 tokens: 160 + 16,256 = 16,416 -> 16,512. EP 2 (64 local experts,
-    80 pairs per rank): 80 + 8,128 = 8,208 -> 8,320. From tensor parallel 8: 0 (Triton)."""
-    moe = {"experts_local": 128.0, "ep": 1, "moe_tp": 2, "weights": "fp8_block"}
+    16,384 = 128 x 128; 20 tokens: 160 + 16,256 = 16,416 -> 16,512. The pairs are every token's
+    the kernel is fed: EP 2 with 80 pairs per rank (10 tokens, all fed) counts 160, 160 + 8,128
+    = 8,288 -> 8,320. From an MoE tensor parallel 8: 0 (Triton)."""
+    moe = {"experts_local": 128.0, "ep": 1, "moe_tp": 2, "weights": "fp8_block", "adp": False,
+           "pure_ep": False}  # fmt: skip
     rows = padded_rows(H200, DEEP, {**moe, "pairs_per_rank": np.array([128.0, 160.0])})
     assert rows.tolist() == [16384.0, 16512.0]
     ep2 = {**moe, "experts_local": 64.0, "ep": 2, "moe_tp": 1, "pairs_per_rank": 80.0}
     assert float(padded_rows(H200, DEEP, ep2)) == 8320.0
     assert float(padded_rows(H200, DEEP, {**moe, "moe_tp": 8, "pairs_per_rank": 128.0})) == 0.0
-    # with expert parallelism vLLM's MoE tensor-parallel size is 1: EP 8 keeps DeepGEMM
-    # (16 local experts, 16 pairs per rank: 16 + 2,032 = 2,048)
+    # with expert parallelism vLLM's MoE tensor-parallel size is 1: EP 8 keeps DeepGEMM (16
+    # local experts, 16 pairs per rank of 128 fed: 128 + 2,032 = 2,160 -> 2,176), with
+    # attention-DP too where the ranks' tokens are all-gathered (vLLM's default dispatch)
     ep8 = {**moe, "experts_local": 16.0, "ep": 8, "moe_tp": 1, "pairs_per_rank": 16.0}
-    assert float(padded_rows(H200, DEEP, ep8)) == 2048.0
+    assert float(padded_rows(H200, DEEP, ep8)) == 2176.0
+    gathered = DEEP.with_overrides(moe_comm="allgather_reducescatter")
+    adp = {**ep8, "adp": True, "pure_ep": True}
+    assert float(padded_rows(H200, gathered, adp)) == 2176.0
+    # behind a dispatch (DeepEP) the prepare step counts each expert's tokens: nothing padded
+    assert float(padded_rows(H200, DEEP.with_overrides(moe_comm="deepep"), adp)) == 0.0
     # the path only: per-tensor FP8, another engine's path, a GPU DeepGEMM does not run on
     # (SM103's B300: is_deep_gemm_supported takes compute capability 9.0 and 10.0); SM100 runs it
     assert padded_rows(H200, DEEP, {**moe, "weights": "fp8", "pairs_per_rank": 8.0}) is None
@@ -51,12 +59,15 @@ def test_padded_rows_closed_form():
     assert float(padded_rows(b200, DEEP, {**moe, "pairs_per_rank": 128.0})) == 16384.0
 
 
-@settings(max_examples=15, deadline=None)
-@given(c=st.integers(1, 48), tp=st.sampled_from([2, 4]))
-def test_padded_rows_never_speed_up_a_decode_step(c, tp):
-    """At decode batches the padded path computes at least the routed rows (the worst case holds
-    every local expert's 127 spare rows), so its TPOT is never below the Triton path's."""
-    assert _tpot(DEEP, tp=tp, concurrency=c) >= _tpot(VLLM, tp=tp, concurrency=c) * (1 - 1e-9)
+@settings(max_examples=20, deadline=None)
+@given(c=st.integers(1, 256), tp=st.sampled_from([2, 4]), ep=st.sampled_from([1, 2, 4]))
+def test_padded_rows_never_speed_up_a_decode_step(c, tp, ep):
+    """At decode batches the padded path computes at least the routed rows (every pair the
+    kernel is fed plus each local expert's 127 spare rows, more than the busiest rank's routed
+    rows), so its TPOT is never below the Triton path's, with expert parallelism too."""
+    ep = min(ep, tp)
+    a, b = _tpot(DEEP, tp=tp, ep=ep, concurrency=c), _tpot(VLLM, tp=tp, ep=ep, concurrency=c)
+    assert a >= b * (1 - 1e-9)
 
 
 def test_padded_work_does_not_grow_with_the_batch():
@@ -105,3 +116,12 @@ def test_validate_prices_the_releases_that_ran_it():
             assert ("DeepGEMM over padded rows" in m.note) is (runs and arch_runs), (fw, gpu)
     dense = map_row(0, {**_row("vllm 0.12.0", model="Qwen3-32B"), "notes": ""})
     assert dense.recipe == "" and "DeepGEMM" not in dense.note
+
+
+def test_a_deployment_read_back_keeps_the_checkpoints_weights():
+    """``estimate --from`` of a vLLM launch of Qwen/Qwen3-235B-A22B-FP8 prices the checkpoint's
+    block-scaled weights, as the estimate that wrote it did (the named checkpoint's round trip)."""
+    from llm_codesign.report.deploy_map import read_deployment
+
+    dep = read_deployment(["vllm serve Qwen/Qwen3-235B-A22B-FP8 --tensor-parallel-size 4"], H200)
+    assert dep.precision.startswith("fp8+fp8_block-w")

@@ -257,8 +257,9 @@ def test_default_precision_of_bundled_models():
 
 
 def test_a_published_checkpoints_name_brings_its_quantization():
-    """A bundled model whose config is the unquantized release lists its published quantized
-    checkpoints (``checkpoints``): naming one loads the model as that checkpoint stores it, so
+    """A bundled model whose config is the unquantized release has published quantized
+    checkpoints (data/launch/deploy.yaml rows with a quantization_config): naming one loads the
+    model as that checkpoint stores it, so
     its precision is the default and the fp8 preset takes its block-scaled weights (Qwen3's
     -FP8 model card: fine-grained FP8 with block size 128); the release's own name stays BF16."""
     from llm_codesign.specs.checkpoint import named_checkpoints, preset_weights

@@ -81,7 +81,10 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #     the workspace and moe_sum span every top-k slot). AIConfigurator's vLLM 0.19 EP8 modules
 #     (moe_layer.csv, 52 rows): median error -32% without this term, -5.5% with it;
 #   trtllm_gen: TRTLLM-Gen gathers the tokens by its routing kernel's permutation and sums the
-#     pairs in a finalize, as triton's base bytes; fed only its own pairs (moe_kernels.py).
+#     pairs in a finalize, as triton's base bytes; fed only its own pairs (moe_kernels.py);
+#   deepgemm: vLLM 0.12's DeepGEMM MoE, triton's bytes, plus the activation and its FP8
+#     quantization over every padded row R, R (2 w + w / g) (moe_kernels.padded_rows, whose rows
+#     already hold the pairs routed off the GPU).
 # Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
 # DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
@@ -563,6 +566,7 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
         fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathers(hw, eng, mp["pure_ep"])
+        fed_all = fed_all & ((pad if pad is not None else 0.0) <= 0)  # (padded: in its rows)
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         w = mp["width"]
         nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .comm import gathers
 from .formats import BLOCK_SCALED_WEIGHTS
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
@@ -108,18 +109,25 @@ def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
 def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> Any:
     """The rows each grouped expert GEMM of one MoE layer computes on the deepgemm path
     (vLLM's DeepGEMM MoE: ``DEEPGEMM_BLOCK_M``'s comment), for a routed GEMM's ``moe`` (the
-    mean pairs per rank, local experts, moe_tp, weight format): round_up(pairs + local
-    experts x 127, 128) for block-scaled FP8 experts whose MoE tensor-parallel size is below
+    mean pairs per rank, ep, local experts, moe_tp, attention-DP, weight format): round_up(pairs
+    + local experts x 127, 128) for block-scaled FP8 experts whose MoE tensor-parallel size is below
     ``DEEPGEMM_MAX_TP``, 0 elsewhere (elementwise); None where the engine does not run the
     path on this GPU, or not for this format.
+
+    The pairs are those of every token the kernel is fed: all of them where no dispatch picks a
+    rank's own (tensor-parallel attention, or attention-DP ranks' tokens all-gathered, vLLM's
+    default: ``comm.gathers``), each token's top_k whichever rank holds the expert; behind a
+    dispatch (DeepEP) the prepare step counts each expert's tokens and nothing is padded (0).
 
     Example: Qwen3-235B's 128 experts, 16 tokens (128 pairs) -> 16,384 rows; 20 -> 16,512."""
     if moe_kernel_path(hw, eng) != "deepgemm" or moe.get("weights") not in BLOCK_SCALED_WEIGHTS:
         return None
-    m = DEEPGEMM_BLOCK_M
-    rows = np.ceil((np.asarray(moe["pairs_per_rank"]) + moe["experts_local"] * (m - 1)) / m) * m
-    tp = np.asarray(moe["moe_tp"])
-    return np.where((tp < DEEPGEMM_MAX_TP) & (np.asarray(moe["pairs_per_rank"]) > 0), rows, 0.0)
+    m, pairs = DEEPGEMM_BLOCK_M, np.asarray(moe["pairs_per_rank"], dtype=float)
+    seen = pairs * moe["ep"]  # every routed pair of the tokens it is fed (all of them)
+    rows = np.ceil((seen + moe["experts_local"] * (m - 1)) / m) * m
+    fed_all = ~np.asarray(moe["adp"], dtype=bool) | gathers(hw, eng, moe["pure_ep"])
+    runs = (np.asarray(moe["moe_tp"]) < DEEPGEMM_MAX_TP) & (pairs > 0) & fed_all
+    return np.where(runs, rows, 0.0)
 
 
 def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:

@@ -369,7 +369,8 @@ def layer_group_ops(
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
             "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)
-        }
+            "adp": adp, "pure_ep": ep == tp,  # fed every token? (moe_kernels.padded_rows)
+        }  # fmt: skip
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s"))
         # ... and the bytes the permute and finalize stream, which grow with the tokens, by the

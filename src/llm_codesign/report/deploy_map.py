@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import SpecError
 from ..mixers import windowed_layers, windowed_share
+from ..specs.checkpoint import named_checkpoint
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -382,8 +383,8 @@ def _model(sources: list[Source], explicit: str | None) -> tuple[ModelSpec, str]
         raise SpecError("--from: the deployment names no model; give --model")
     text = str(names[0])
     bundled = match_model_name(text) or match_model_name(Path(text).name)
-    if bundled:
-        return load_model(bundled), text
+    if bundled:  # (a published quantized checkpoint's name brings its weights)
+        return named_checkpoint(load_model(bundled), Path(text).name), text
     if Path(text).expanduser().is_dir() and (Path(text).expanduser() / "config.json").is_file():
         return load_model(str(Path(text).expanduser() / "config.json")), text
     try:

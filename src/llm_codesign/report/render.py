@@ -103,7 +103,10 @@ def clean(obj: Any) -> Any:
 # memory.total: what every engine's KV budget is a share of; the HBM capacity where the GPU file
 # states none) and `device_memory_source`; the hardware list (`hardware --json`) adds
 # `device_memory_gib` beside `hbm_gib`.
-SCHEMA_VERSION = 23
+# 24: the engine constants' `moe_kernels` may be `deepgemm` (vLLM 0.11.1-0.12.x's DeepGEMM MoE on
+# SM90/SM100, whose block-scaled FP8 experts compute padded rows: moe_kernels.padded_rows), and
+# `assumptions`' `moe_kernel_path` may say `deepgemm`.
+SCHEMA_VERSION = 24
 
 
 def to_json(obj: Any) -> str:

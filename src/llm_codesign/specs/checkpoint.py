@@ -322,7 +322,7 @@ def named_checkpoints() -> dict[str, tuple[str, str, Mapping[str, Any], str]]:
     bundled config is the unquantized release (Qwen3's -FP8 checkpoints: 128x128 block-scaled
     FP8). Each must be one of its model's aliases and state a precision
     :func:`checkpoint_precision` reads."""
-    from .model import load_model
+    from .model import bundled_models
 
     table: dict[str, tuple[str, str, Mapping[str, Any], str]] = {}
     for i, row in enumerate(deploy_file().get("checkpoints") or []):
@@ -331,7 +331,10 @@ def named_checkpoints() -> dict[str, tuple[str, str, Mapping[str, Any], str]]:
             continue
         name, model_id = f.str("checkpoint"), f.str("model")
         qc, source = f.mapping("quantization_config").data, f.str("source")
-        if name.lower() not in {a.lower() for a in load_model(model_id).aliases}:
+        spec = bundled_models().get(model_id)
+        if spec is None:
+            raise SpecError(f"{DEPLOY}: checkpoint {name!r}: no bundled model {model_id!r}")
+        if name.lower() not in {a.lower() for a in spec.aliases}:
             raise SpecError(f"{DEPLOY}: checkpoint {name!r} is not an alias of {model_id}")
         if checkpoint_precision({"quantization_config": qc}) is None:
             raise SpecError(f"{DEPLOY}: checkpoint {name!r}: its quantization_config is not read")
