@@ -140,9 +140,19 @@ def gathers(hw: HardwareSpec, eng: EngineConstants, pure_ep: Array | bool) -> Ar
     family is the all-gather, or the experts are sliced over moe_tp GPUs (``pure_ep`` false),
     which the all-to-all kernels cannot feed (TensorRT-LLM CutlassFusedMoE: "AlltoAll cannot
     support MoE TP"; SGLang sets ep to tp with DeepEP or FlashInfer's all-to-all). The one home
-    of that rule: ``moe_comm_time``, ``dispatch_family``, ``cost.moe_permute_time``."""
+    of that rule: ``moe_comm_time``, ``dispatch_family``, :func:`fed_every_token`."""
     family = moe_comm_family(hw, eng)
     return (family == "allgather_reducescatter") | ~np.asarray(pure_ep, dtype=bool)
+
+
+def fed_every_token(
+    hw: HardwareSpec, eng: EngineConstants, adp: Array | bool, pure_ep: Array | bool
+) -> Array:
+    """Whether an MoE kernel is fed every token of the step, not only the pairs a dispatch
+    sends it: tensor-parallel attention (every rank holds every token) or attention-DP ranks'
+    tokens all-gathered (:func:`gathers`). Read by ``cost.moe_permute_time`` (the Triton path's
+    zero-filled pairs) and ``moe_kernels.padded_rows``."""
+    return ~np.asarray(adp, dtype=bool) | gathers(hw, eng, pure_ep)
 
 
 def deepep_time(

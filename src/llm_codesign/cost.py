@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .comm import collective_time, gathers, moe_comm_time
+from .comm import collective_time, fed_every_token, moe_comm_time
 from .moe_kernels import (
     TRTLLM_GEN_LAYER_S,
     grouped_token_tiles,
@@ -401,13 +401,13 @@ def gemm_time(
             k, ep = moe["top_k"], moe["ep"]
             # its experts (routing.busiest_rank_experts), over which its pairs spread
             touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)
-            last = (op.m, moe, eng, m * imb / touch, {}, op.groups * touch)
+            pad = padded_rows(hw, eng, moe)  # vLLM's DeepGEMM MoE: the rows computed instead
+            last = (op.m, moe, eng, m * imb / touch, {}, op.groups * touch, pad)
             if memo is not None:  # (the objects held: their identity stays valid)
                 memo["routed"] = last
-        m, row_tiles, groups = last[3], last[4], last[5]
-        touched, pad = groups, padded_rows(hw, eng, moe)
-        if pad is not None:  # vLLM's DeepGEMM MoE computes its worst-case rows (moe_kernels)
-            m = np.where(pad > 0, pad / np.maximum(groups, 1e-9), m)
+        m, row_tiles, groups, pad = last[3:]
+        touched = groups
+        m = m if pad is None else np.where(pad > 0, pad / np.maximum(groups, 1e-9), m)
     elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
@@ -548,9 +548,9 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     """Time of the bytes the MoE kernels around the grouped GEMMs stream in one layer, by the
     engine's kernel path (each path's bytes: the comment above ``GROUPED_GEMM_GROUP_ROWS``).
     ``op.meta["moe_permute"]``: tokens, pairs (this GPU's), hidden size, activation bytes per
-    element, the experts' ``moe`` (``padded_rows``), and for the triton path's zero-filled pairs:
-    every routed pair (``pairs_all``), attention-DP (``adp``), GEMM1's width and matrices;
-    whether the kernel is fed every token follows the dispatch (``comm.gathers``)."""
+    element, the experts' ``moe`` (``padded_rows``; attention-DP and pure EP, which decide whether
+    the kernel is fed every token: ``comm.fed_every_token``), and for the triton path's
+    zero-filled pairs: every routed pair (``pairs_all``), GEMM1's width and matrices."""
     mp = op.meta["moe_permute"]
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
@@ -565,7 +565,7 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     if path in ("triton", "deepgemm"):
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
-        fed_all = ~np.asarray(mp["adp"], dtype=bool) | gathers(hw, eng, mp["pure_ep"])
+        fed_all = fed_every_token(hw, eng, mp["moe"]["adp"], mp["moe"]["pure_ep"])
         fed_all = fed_all & ((pad if pad is not None else 0.0) <= 0)  # (padded: in its rows)
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         w = mp["width"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .comm import gathers
+from .comm import fed_every_token
 from .formats import BLOCK_SCALED_WEIGHTS
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
@@ -125,7 +125,7 @@ def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> 
     m, pairs = DEEPGEMM_BLOCK_M, np.asarray(moe["pairs_per_rank"], dtype=float)
     seen = pairs * moe["ep"]  # every routed pair of the tokens it is fed (all of them)
     rows = np.ceil((seen + moe["experts_local"] * (m - 1)) / m) * m
-    fed_all = ~np.asarray(moe["adp"], dtype=bool) | gathers(hw, eng, moe["pure_ep"])
+    fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
     runs = (np.asarray(moe["moe_tp"]) < DEEPGEMM_MAX_TP) & (pairs > 0) & fed_all
     return np.where(runs, rows, 0.0)
 

@@ -369,7 +369,7 @@ def layer_group_ops(
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
             "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)
-            "adp": adp, "pure_ep": ep == tp,  # fed every token? (moe_kernels.padded_rows)
+            "adp": adp, "pure_ep": ep == tp,  # fed every token? (comm.fed_every_token)
         }  # fmt: skip
         # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
         ops.append(fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s"))
@@ -378,8 +378,8 @@ def layer_group_ops(
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
         # (every routed pair, attention-DP and GEMM1's width: what a kernel fed every token fills)
         permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d),
-            "act_bytes": ab, "pairs_all": t_all * k, "adp": adp, "width": mats * fe_local,
-            "mats": float(mats), "pure_ep": ep == tp, "moe": up.meta["moe"]}  # fmt: skip
+            "act_bytes": ab, "pairs_all": t_all * k, "width": mats * fe_local,
+            "mats": float(mats), "moe": up.meta["moe"]}  # fmt: skip
         ops.append(permute)
         ops.extend([up, down])
         if moe.num_shared:

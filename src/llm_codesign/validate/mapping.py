@@ -383,15 +383,15 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         return f"unknown gpu {row['gpu'].strip()}"
     model_id, model_note = campaign_model(row, model_id)
     # a row naming a published quantized checkpoint is priced in that checkpoint's weights
-    model, hw = named_checkpoint(load_model(model_id), row["model"]), load_hardware(hw_id)
+    base, hw = load_model(model_id), load_hardware(hw_id)
+    model = named_checkpoint(base, row["model"])
     prec = map_precision(model, hw, row["precision"])
     if prec is None:
         return f"precision not runnable: {row['precision'].strip()} on {hw_id}"
     if not hw.supports(parse_precision(prec).compute_class):
         return f"precision not runnable: {row['precision'].strip()} ({prec}) on {hw_id}"
     notes: list[str] = [model_note] if model_note else []
-    named = model.name != load_model(model_id).name  # named_checkpoint read the row's checkpoint
-    if named and (reading := checkpoint_precision(model.config)):
+    if model is not base and (reading := checkpoint_precision(model.config)):  # the checkpoint's
         notes.append(f"{model.name}: {reading[1]}")
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
