@@ -166,6 +166,30 @@ def test_misaligned_reduction_dim_penalty_reproduces_swiglu_measurement():
     assert e[0] / e[1] == pytest.approx(MISALIGNED_FACTOR, rel=0.03)
 
 
+def test_block_scaled_activations_align_by_their_elements():
+    """16-byte alignment counts a GEMM's elements, not their amortized block scales (a separate
+    tensor in a block-scaled GEMM): gpt-oss's W4A8 GEMMs on B200 (MXFP8 activations, 8 + 8/32
+    bits an element) are as aligned as FP8 ones at K = 2880, N = 5760 (multiples of 16 one-byte
+    elements), so the same shape prices the same compute; only a K off 16 elements (2,872)
+    pays ``MISALIGNED_FACTOR``."""
+    hw, eng = load_hardware("b200"), load_engine("trtllm")
+
+    def compute(prec: str, k: float) -> float:
+        ops = [o for o in step_ops(load_model("gpt-oss-120b"), parse_precision(prec), shape(64.0))
+               if o.name == "o_proj"]  # fmt: skip
+        op = ops[0]
+        assert op.a_elem_bytes == 1.0 and op.a_bytes >= 1.0
+        op = Op(op.name, op.op_class, "gemm", 1.0, m=1024.0, n=5760.0, k=k, w_bytes=op.w_bytes,
+                a_bytes=op.a_bytes, compute_class="fp8", a_elem_bytes=op.a_elem_bytes)  # fmt: skip
+        return float(gemm_time(op, hw, eng)[1])
+
+    assert parse_precision("mxfp4-a8").activation_bytes == pytest.approx(1.03125)
+    aligned_w4a8, aligned_fp8 = compute("mxfp4-a8", 2880.0), compute("fp8", 2880.0)
+    assert aligned_w4a8 == pytest.approx(aligned_fp8, rel=1e-9)
+    off = compute("mxfp4-a8", 2872.0) / compute("mxfp4-a8", 2880.0) * 2880.0 / 2872.0
+    assert off == pytest.approx(1.0 / MISALIGNED_FACTOR, rel=0.05)
+
+
 def test_allreduce_cost_by_hand():
     """Inside the NVLink domain the faster of a one-shot kernel (the engine's latency, every
     peer's whole buffer read: (n - 1) S bytes) and the bandwidth-optimal algorithm

@@ -52,8 +52,8 @@ Array = np.ndarray
 TILE_OVERHEAD_BF16_K = 128.0  # per-tile fixed cost in BF16 k-steps (fits blog Fig. 4 K-sweep)
 TILE_REUSE_C = 32.0  # operand-reuse constant of the tile-shape efficiency
 SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition
-# Misaligned leading dims (not a multiple of 16 bytes) lose the TMA/vectorized path:
-# mlengineering_swiglu_h100 (gemm.csv): 272.73 / 397.5 (mean of aligned neighbours) = 0.686.
+# Misaligned leading dims (not a multiple of 16 bytes of elements; a block-scaled format's scales
+# are a tensor apart) lose the TMA/vectorized path: mlengineering_swiglu_h100 (gemm.csv): 0.686.
 MISALIGNED_FACTOR = 272.73 / 397.5
 # MAMF (hardware efficiency) is measured on large, aligned shapes; the ceiling is normalized so
 # that the model reproduces MAMF on such a shape (8192^3).
@@ -147,9 +147,8 @@ def _tile_efficiency(
     """Useful over issued work of one tile shape (tm x tn on clusters of c SMs, ``m_tiles`` row
     tiles per group) x its operand reuse over the best shape's (``gemm_shape_efficiency``)."""
     slots = max(hw.sm_count // c, 1)
-    # groups (experts) run as one grouped launch: tiles of all groups share the waves
-    # (rows are token counts computed in floating point, e.g. a chunk of max_num_tokens
-    # less the decode rows: a count a rounding error above a tile boundary is on it)
+    # groups (experts) run as one grouped launch: tiles of all groups share the waves (rows are
+    # float token counts: one a rounding error above a tile boundary is on it)
     tiles = m_tiles * np.ceil(n / tn - 1e-9) * np.maximum(groups, 1e-9)
     tiles = np.maximum(tiles, 1e-9)
 
@@ -408,7 +407,8 @@ def gemm_time(
         m, row_tiles, groups, pad = last[3:]
         touched = groups
         m = m if pad is None else np.where(pad > 0, pad / np.maximum(groups, 1e-9), m)
-    elem = min(op.a_bytes, 2.0) if op.a_bytes >= 1 else 1.0
+    ae = op.a_elem_bytes or op.a_bytes
+    elem = min(ae, 2.0) if ae >= 1 else 1.0
     routed = bool(moe and moe.get("routed", False))
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, _speed_ratio(hw, rate_class), elem)

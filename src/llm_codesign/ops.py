@@ -53,9 +53,10 @@ class Op:
     groups: Array | float = 1.0
     touched: Array | float = 1.0
     w_bytes: float = 2.0
-    a_bytes: float = 2.0
+    a_bytes: float = 2.0  # per element, block scales amortized (the bytes moved)
     o_bytes: float = 2.0
     compute_class: str = "bf16"
+    a_elem_bytes: float = 0.0  # the element alone, its scales apart (alignment); 0: a_bytes
     flops: Array | float = 0.0
     bytes: Array | float = 0.0
     phase: str = ""
@@ -185,6 +186,7 @@ def layer_group_ops(
     t_attn = t_dec + t_pre  # tokens through attention projections on this GPU
     t_all = s.decode_seqs * q + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
     wb, ab, ob = prec.weight_bytes, prec.activation_bytes, 2.0
+    ae = prec.activations.element_bits / 8.0  # (MXFP8: 1 byte; its E8M0 scales a tensor apart)
     cc = prec.compute_class
     heads = a.num_heads / atp
     ops: list[Op] = []
@@ -217,6 +219,7 @@ def layer_group_ops(
             a_bytes=abytes,
             o_bytes=ob,
             compute_class=ccls,
+            a_elem_bytes=ae if abytes == ab else abytes,
         )
 
     # ---- token mixer: projections ----

@@ -42,13 +42,15 @@ MOE_LAYER_COLUMNS = (
 CLAMPED_REMOTE_PAIRS = "remote pairs clamped to local expert 0"
 # a row's dtype -> the precision that prices it (fp8_block: DeepSeek-V3's 128x128 block-scaled
 # FP8 weights with 1x128 activation blocks; mxfp4: gpt-oss's MXFP4 weights with BF16
-# activations, as Hopper runs them)
+# activations, as Hopper runs them; mxfp4_mxfp8: the same weights with MXFP8 activations, as
+# Blackwell runs them)
 _DTYPES = {
     "bf16": "bf16",
     "fp8": "fp8",
     "fp8_block": "fp8+fp8_block-w",
     "nvfp4": "nvfp4",
     "mxfp4": "mxfp4-a16",
+    "mxfp4_mxfp8": "mxfp4-a8",
 }
 
 
