@@ -8,10 +8,11 @@ MoE model's shape (hidden, expert width, experts, top-k; ``--all-shapes``: every
 parallelism and MoE tensor parallelism at most 8, is priced as ``validate.moe_layer`` prices the
 bundled ``moe_layer.csv`` rows: ``moe_layer_time`` with the constants of the table's engine and
 the kernel path its ``kernel_source`` names (TensorRT-LLM's ``moe_torch_flow*`` runner:
-cutlass, its ``min_latency`` one: trtllm_gen; FlashInfer's CUTLASS MoE: cutlass, its TRTLLM-Gen
-MoE: trtllm_gen; vLLM's and SGLang's fused_moe / Triton experts: triton). Kernels the model has
-no path for (Marlin, CuTe DSL, TensorRT-LLM's DeepGEMM runner, vLLM's XPU) and formats it does
-not price (int4 weight-only, W4AFP8) are left out. The table per (GPU, engine, path, format):
+cutlass, its ``min_latency`` one: trtllm_gen, its DeepGEMM runner (block-scaled FP8 on
+Blackwell): cutlass, the path the model gives TensorRT-LLM everywhere; FlashInfer's CUTLASS MoE:
+cutlass, its TRTLLM-Gen MoE: trtllm_gen; vLLM's and SGLang's fused_moe / Triton experts: triton).
+Kernels the model has no path for (Marlin, CuTe DSL, vLLM's XPU) and formats it does not price
+(int4 weight-only, W4AFP8) are left out. The table per (GPU, engine, path, format):
 the median error (predicted / measured - 1) at each token count, over shapes, plans and
 versions, and the modules behind it. Needs pandas and pyarrow.
 
@@ -54,7 +55,9 @@ def kernel_path(source: str) -> str | None:
     """The model's MoE kernel path for an AIConfigurator ``kernel_source`` (module docstring),
     None for a kernel it has no path for."""
     s = source.lower()
-    if any(x in s for x in ("marlin", "cutedsl", "xpu", "situ")) or s == "deepgemm":
+    if s == "deepgemm":  # TensorRT-LLM's DeepGEMM runner (FP8 block on Blackwell): its own path
+        return "cutlass"
+    if any(x in s for x in ("marlin", "cutedsl", "xpu", "situ")):
         return None
     if "min_latency" in s or ("flashinfer" in s and "trtllm" in s):
         return "trtllm_gen"
