@@ -246,7 +246,8 @@ def gemm_sweep(
             f"GEMM sweep of {mm.size * nn.size * kk.size:,} points exceeds {MAX_POINTS:,}"
         )
     M, N, K = (a.reshape(-1) for a in np.meshgrid(mm, nn, kk, indexing="ij"))
-    eb = fmt.bytes_per_element
+    eb = fmt.bytes_per_element  # the bytes moved, block scales amortized
+    el = fmt.element_bits / 8.0  # alignment counts elements (an MX format's scales: a tensor apart)
     peak, ceiling = cost.gemm_ceiling(hw, cc, eng)
     overhead = eng.kernel_overhead_s if launch_overhead_s is None else float(launch_overhead_s)
     if overhead < 0:
@@ -265,6 +266,7 @@ def gemm_sweep(
             a_bytes=eb,
             o_bytes=out_bytes,
             compute_class=cc,
+            a_elem_bytes=el,
         )
         t, comp, mem = cost.gemm_time(op, hw, eng)
     else:
@@ -273,7 +275,7 @@ def gemm_sweep(
             or hw.peak_flops_per_s.get("fp16")
             or hw.peak_flops(rate_class)
         )
-        eff = _forced_efficiency(hw, forced, M, N, K, speed, min(eb, 2.0) if eb >= 1 else 1.0)
+        eff = _forced_efficiency(hw, forced, M, N, K, speed, min(el, 2.0) if el >= 1 else 1.0)
         comp = flops / (peak * ceiling * np.maximum(eff, 1e-9))
         mem = ((M * K + N * K) * eb + M * N * out_bytes) / cost.hbm_bytes_per_s_achieved(hw, eng)
         t = np.maximum(comp, mem)
