@@ -37,14 +37,14 @@ from llm_codesign.specs.model import bundled_models  # noqa: E402
 from llm_codesign.validate import match_gpu_name  # noqa: E402
 from llm_codesign.validate.moe_layer import moe_layer_time  # noqa: E402
 
-# AIConfigurator's moe_dtype -> the precision that prices it (validate.moe_layer's formats)
+# AIConfigurator's moe_dtype -> validate.moe_layer's dtype (its _DTYPES: the precision pricing it)
 FORMATS = {
     "bfloat16": "bf16",
     "fp8": "fp8",
     "fp8_block": "fp8_block",
     "nvfp4": "nvfp4",
     "w4a16_mxfp4": "mxfp4",  # weight-only MXFP4, BF16 activations
-    "w4a8_mxfp4_mxfp8": "mxfp4-a8",
+    "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8",
 }
 ENGINES = ("trtllm", "vllm", "sglang")
 COLUMNS = {"kernel_source", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk"}
@@ -55,8 +55,8 @@ def kernel_path(source: str) -> str | None:
     """The model's MoE kernel path for an AIConfigurator ``kernel_source`` (module docstring),
     None for a kernel it has no path for."""
     s = source.lower()
-    if s == "deepgemm":  # TensorRT-LLM's DeepGEMM runner (FP8 block on Blackwell): its own path
-        return "cutlass"
+    if s == "deepgemm":  # TensorRT-LLM's DeepGEMM runner (FP8 block on Blackwell): the model
+        return "cutlass"  # gives TensorRT-LLM cutlass everywhere (module docstring)
     if any(x in s for x in ("marlin", "cutedsl", "xpu", "situ")):
         return None
     if "min_latency" in s or ("flashinfer" in s and "trtllm" in s):

@@ -10,8 +10,8 @@ GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
   * the best of a few tile shapes per architecture (smaller tiles waste less on edges but
     reuse operands less: relative efficiency 1 / (1 + TILE_REUSE_C (1/TM + 1/TN)));
   * a ceiling: the measured MAMF fraction of the GPU (hardware file) times the engine's
-    ``gemm_scale``; and a misalignment penalty when a contiguous dim is not a multiple of
-    16 bytes (H100 SwiGLU d_ff = 10922 vs 10944: 272.73 vs ~398 TFLOPS, gemm.csv);
+    ``gemm_scale``; a misalignment penalty (:func:`alignment_factor`; H100 SwiGLU d_ff = 10922
+    vs 10944: 272.73 vs ~398 TFLOPS, gemm.csv);
   * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over the
     achieved HBM bandwidth (:func:`hbm_bytes_per_s_achieved`).
 Time = the smooth maximum ``gemm_overlap_time`` of compute and memory (a kernel overlaps its
@@ -25,8 +25,8 @@ rank's at a small batch (:func:`routing.busiest_rank_experts`: their weights bou
 (vLLM's DeepGEMM MoE computes its worst-case rows: ``moe_kernels.padded_rows``); a fixed
 ``moe_layer_overhead_s`` per MoE layer covers the launches of the routing, sort, permute and
 finalize kernels, and the bytes the permute and finalize stream follow the engine's kernel path
-(:func:`moe_permute_time`); dispatch and combine are priced by ``comm.moe_comm_time``.
-Collectives are priced in :mod:`llm_codesign.comm`.
+(:func:`moe_permute_time`); dispatch and combine by ``comm.moe_comm_time`` (collectives:
+:mod:`llm_codesign.comm`).
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ Array = np.ndarray
 TILE_OVERHEAD_BF16_K = 128.0  # per-tile fixed cost in BF16 k-steps (fits blog Fig. 4 K-sweep)
 TILE_REUSE_C = 32.0  # operand-reuse constant of the tile-shape efficiency
 SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition
-# Misaligned leading dims (not a multiple of 16 bytes of elements; a block-scaled format's scales
-# are a tensor apart) lose the TMA/vectorized path: mlengineering_swiglu_h100 (gemm.csv): 0.686.
+# Misaligned leading dims lose the TMA/vectorized path (alignment_factor):
+# mlengineering_swiglu_h100 (gemm.csv): 272.73 / 397.5 (mean of aligned neighbours) = 0.686.
 MISALIGNED_FACTOR = 272.73 / 397.5
+
 # MAMF (hardware efficiency) is measured on large, aligned shapes; the ceiling is normalized so
 # that the model reproduces MAMF on such a shape (8192^3).
 _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
@@ -100,11 +101,10 @@ GROUPED_GEMM_GROUP_ROWS = 50.0
 # compute + memory at P = 1, 2^(1/P) x max() at the ridge. P is a documented fit to kernel
 # measurements, not to serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv
 # (data/validation; H800, dense M = 64..4096 and grouped 1..8 groups; `llm-codesign validate
-# --data .../gemm.csv`), median
-# |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8% with max() (P = inf),
-# 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3 at 3, 7.0 / 17.4 / -1.0
-# at 2.5 and 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and bias. The 15 MAMF rows
-# (compute-bound, far from the ridge) move by under 0.5 points.
+# --data .../gemm.csv`), median |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8%
+# with max() (P = inf), 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3
+# at 3, 7.0 / 17.4 / -1.0 at 2.5 and 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and
+# bias. The 15 MAMF rows (compute-bound, far from the ridge) move by under 0.5 points.
 # swap-AB GEMMs (the small-M decode kernels of TensorRT-LLM and CUTLASS): the token dimension
 # rides on the MMA's N, a multiple of 8 up to 256 (PTX ISA, wgmma.mma_async shapes m64nNk16;
 # Blackwell tcgen05.mma N likewise), so a batch pads to 8 rows, not to a 64/128-row tile
@@ -185,6 +185,14 @@ def _tile_efficiency(
     return useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
 
 
+def alignment_factor(n: Array, k: Array, elem_bytes: float) -> Array:
+    """``MISALIGNED_FACTOR`` where n or k is not a multiple of 16 bytes of ``elem_bytes``-wide
+    elements (the element alone: a block-scaled format's scales are a tensor apart; sub-byte
+    elements count as 1 byte, wider than 2 as 2), else 1."""
+    align = 16.0 / (min(elem_bytes, 2.0) if elem_bytes >= 1 else 1.0)
+    return np.where((np.mod(k, align) == 0) & (np.mod(n, align) == 0), 1.0, MISALIGNED_FACTOR)
+
+
 def gemm_shape_efficiency(
     hw: HardwareSpec,
     m: Array,
@@ -252,9 +260,7 @@ def gemm_shape_efficiency(
         flat = np.array(best, dtype=float).reshape(-1)  # (a copy: best may be a 0-d scalar)
         flat[open_] = np.maximum(flat[open_], eff)
         best = flat.reshape(np.shape(best))
-    align = 16.0 / elem_bytes
-    aligned = (np.mod(k, align) == 0) & (np.mod(n, align) == 0)
-    return best * np.where(aligned, 1.0, MISALIGNED_FACTOR)
+    return best * alignment_factor(n, k, elem_bytes)
 
 
 # Dense (unrouted) GEMMs: every tile count above is an integer function of
@@ -377,13 +383,11 @@ def gemm_time(
     ``GROUPED_GEMM_GROUP_ROWS`` extra rows of compute."""
     rate_class = hw.compute_rate_class(op.compute_class)
     covered: Array | bool = False  # shapes a calibration profile measured (their whole time)
-    if memo is None:
-        peak, ceiling = gemm_ceiling(hw, op.compute_class, eng)
-    else:
-        key = ("ceiling", op.compute_class)
-        if key not in memo:
-            memo[key] = gemm_ceiling(hw, op.compute_class, eng)
-        peak, ceiling = memo[key]
+    memo = {} if memo is None else memo  # (a call's own: nothing kept)
+    key = ("ceiling", op.compute_class)
+    if key not in memo:
+        memo[key] = gemm_ceiling(hw, op.compute_class, eng)
+    peak, ceiling = memo[key]
     moe = op.meta.get("moe")
     m = np.asarray(op.m, dtype=float)
     groups, touched, pad = op.groups, op.touched, None
@@ -391,7 +395,7 @@ def gemm_time(
     if moe:  # experts_up and experts_down share their rows (one ``moe`` dict): the busiest
         # rank's pairs, the experts they touch (its weight stream) and its rows per expert and
         # their row tiles are computed once per layer (``memo``'s last one)
-        last = (memo or {}).get("routed")
+        last = memo.get("routed")
         if last is None or last[0] is not op.m or last[1] is not moe or last[2] is not eng:
             cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
             pairs, local = moe["pairs_per_rank"], moe["experts_local"]
@@ -400,33 +404,24 @@ def gemm_time(
             k, ep = moe["top_k"], moe["ep"]
             # its experts (routing.busiest_rank_experts), over which its pairs spread
             touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)
+            g, rows = op.groups * touch, m * imb / touch
             pad = padded_rows(hw, eng, moe)  # vLLM's DeepGEMM MoE: the rows computed instead
-            last = (op.m, moe, eng, m * imb / touch, {}, op.groups * touch, pad)
-            if memo is not None:  # (the objects held: their identity stays valid)
-                memo["routed"] = last
+            rows = rows if pad is None else np.where(pad > 0, pad / np.maximum(g, 1e-9), rows)
+            last = memo["routed"] = (op.m, moe, eng, rows, {}, g, pad)  # (held: ids stay valid)
         m, row_tiles, groups, pad = last[3:]
         touched = groups
-        m = m if pad is None else np.where(pad > 0, pad / np.maximum(groups, 1e-9), m)
-    ae = op.a_elem_bytes or op.a_bytes
-    elem = min(ae, 2.0) if ae >= 1 else 1.0
-    routed = bool(moe and moe.get("routed", False))
+    elem = op.a_elem_bytes or op.a_bytes  # (the alignment's element: alignment_factor)
+    routed, ratio = bool(moe and moe.get("routed", False)), _speed_ratio(hw, rate_class)
     if not routed:
-        eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, _speed_ratio(hw, rate_class), elem)
+        eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, ratio, elem)
     else:
-        weights = moe.get("weights", "")
-        ratio = _speed_ratio(hw, rate_class)
-        tiles = grouped_token_tiles(hw, eng, weights)
-        eff = gemm_shape_efficiency(
-            hw, m, op.n, op.k, groups, ratio, elem, routed, tiles, row_tiles
-        )
+        weights, shape = moe.get("weights", ""), (hw, m, op.n, op.k, groups, ratio, elem, routed)
+        eff = gemm_shape_efficiency(*shape, grouped_token_tiles(hw, eng, weights), row_tiles)
         alone = weight_only_tiles(hw, eng, weights)
         if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
             takes = takes_weight_only_path(moe.get("moe_tp", 1))
             if np.any(takes):
-                own = gemm_shape_efficiency(
-                    hw, m, op.n, op.k, groups, ratio, elem, routed, alone, row_tiles
-                )
-                eff = np.where(takes, own, eff)
+                eff = np.where(takes, gemm_shape_efficiency(*shape, alone, row_tiles), eff)
     flops = 2.0 * m * op.n * op.k * groups
     # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
     # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
@@ -446,9 +441,8 @@ def gemm_time(
             ok = np.isfinite(measured) & (measured > 0)
             covered = ok & (flops > 0)
             compute = np.where(covered, flops / np.where(ok, measured, 1.0), compute)
-    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * groups + np.asarray(
-        op.n
-    ) * op.k * op.w_bytes * touched
+    weight_bytes = np.asarray(op.n) * op.k * op.w_bytes * touched
+    moved = (m * op.k * op.a_bytes + m * op.n * op.o_bytes) * groups + weight_bytes
     moved = np.where(m > 0, moved, 0.0)
     memory = moved / hbm_bytes_per_s_achieved(hw, eng)
     groups_s = 0.0
@@ -555,20 +549,21 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
     a = mp["act_bytes"]
-    path, pad = moe_kernel_path(hw, eng), padded_rows(hw, eng, mp["moe"])
+    path, w = moe_kernel_path(hw, eng), mp["width"]
     if path == "cutlass":
         nbytes = 2.0 * t + a * p
     else:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
-    if pad is not None:  # the activation (BF16 in) and its FP8 quantization over every padded row
-        nbytes = nbytes + pad * (2.0 * mp["width"] + mp["width"] / mp["mats"])
     if path in ("triton", "deepgemm"):
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
         fed_all = fed_every_token(hw, eng, mp["moe"]["adp"], mp["moe"]["pure_ep"])
-        fed_all = fed_all & ((pad if pad is not None else 0.0) <= 0)  # (padded: in its rows)
+        pad = padded_rows(hw, eng, mp["moe"])
+        if pad is not None:  # deepgemm: its padded rows hold those pairs; the activation (BF16
+            # in) and its FP8 quantization run over every padded row
+            nbytes = nbytes + pad * (2.0 * w + w / mp["mats"])
+            fed_all = fed_all & (pad <= 0)
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
-        w = mp["width"]
         nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])
     return nbytes / hbm_bytes_per_s_achieved(hw, eng)
 

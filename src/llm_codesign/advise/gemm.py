@@ -203,9 +203,7 @@ def _forced_efficiency(
 
     best = reuse(hw.tile_m, hw.tile_n)  # the hardware's largest tile reuses operands most
     eff = m * n * k / issued * reuse(t.tm, t.tn) / best
-    align = 16.0 / elem_bytes
-    aligned = (np.mod(k, align) == 0) & (np.mod(n, align) == 0)
-    return eff * np.where(aligned, 1.0, cost.MISALIGNED_FACTOR)
+    return eff * cost.alignment_factor(n, k, elem_bytes)
 
 
 def gemm_sweep(
@@ -275,7 +273,7 @@ def gemm_sweep(
             or hw.peak_flops_per_s.get("fp16")
             or hw.peak_flops(rate_class)
         )
-        eff = _forced_efficiency(hw, forced, M, N, K, speed, min(el, 2.0) if el >= 1 else 1.0)
+        eff = _forced_efficiency(hw, forced, M, N, K, speed, el)
         comp = flops / (peak * ceiling * np.maximum(eff, 1e-9))
         mem = ((M * K + N * K) * eb + M * N * out_bytes) / cost.hbm_bytes_per_s_achieved(hw, eng)
         t = np.maximum(comp, mem)

@@ -53,12 +53,6 @@ def _stores(row: dict[str, Any], prec: Precision) -> bool:
     return reading is None or parse_precision(reading[0]).weights.id == prec.weights.id
 
 
-def deploy_table() -> dict[str, Any]:
-    """``data/launch/deploy.yaml``: published checkpoints, GPUs per node, quantizer formats
-    (read by ``specs.checkpoint.deploy_file``, which names checkpoints from it too)."""
-    return deploy_file()
-
-
 def allowed(kind: str, name: str) -> dict[str, str]:
     """Flags (commands) or keys (yaml kinds) of ``name`` mapped to their source."""
     table = flag_table()
@@ -96,7 +90,7 @@ def command_flags(command: str) -> tuple[str, list[str]]:
 
 def gpus_per_node(hw: HardwareSpec) -> int:
     """GPUs one node holds (one launch command per node): ``data/launch/deploy.yaml``."""
-    table = deploy_table()["gpus_per_node"]
+    table = deploy_file()["gpus_per_node"]
     return int(table.get(hw.id, table["default"]))
 
 
@@ -113,7 +107,7 @@ def hf_id(model: ModelSpec) -> str:
 
 def _quantize_step(model: ModelSpec, prec: Precision, key: str, native: str, hw: HardwareSpec):
     """A command that produces a checkpoint in ``key`` (TensorRT Model Optimizer PTQ), or ''."""
-    qformat = deploy_table()["modelopt_qformat"].get(key)
+    qformat = deploy_file()["modelopt_qformat"].get(key)
     if not qformat or hw.vendor.lower() != "nvidia":
         return "", ""
     out = f"./{hf_id(model).split('/')[-1]}-{key.upper()}"
@@ -159,7 +153,7 @@ def checkpoint_for(
     published = (accuracy or {}).get("checkpoint") or ""
     rows = [
         r
-        for r in deploy_table()["checkpoints"]
+        for r in deploy_file()["checkpoints"]
         if (r["model"], r["precision"]) == (model.id, key) and _stores(r, prec)
     ]
     if published:

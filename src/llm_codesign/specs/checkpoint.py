@@ -309,8 +309,8 @@ def with_checkpoint_files(spec: ModelSpec, top: Mapping[str, Any], config_path: 
 
 @functools.cache
 def deploy_file() -> dict[str, Any]:
-    """``data/launch/deploy.yaml`` (the one reader; ``report.launch_data.deploy_table``):
-    published checkpoints per (model, precision family), GPUs per node, quantizer formats."""
+    """``data/launch/deploy.yaml`` (the one reader; ``report.launch_data`` reads its GPUs per node
+    and quantizer formats): published checkpoints per (model, precision family)."""
     return read_mapping(Path(str(resources.files("llm_codesign") / "data" / "launch" / DEPLOY)))
 
 
