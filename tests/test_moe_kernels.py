@@ -11,14 +11,20 @@ import statistics
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.cost import hbm_bytes_per_s_achieved, moe_permute_time, op_time
 from llm_codesign.errors import SpecError
 from llm_codesign.moe_kernels import (
+    TRTLLM_GEN_FP8_BLOCK,
+    TRTLLM_GEN_IDLE_CTA_S,
     TRTLLM_GEN_LAYER_S,
     moe_kernel_path,
     takes_weight_only_path,
+    trtllm_gen_idle_ctas,
+    trtllm_gen_idle_time,
     weight_only_path,
     weight_only_tiles,
 )
@@ -302,10 +308,11 @@ def test_layer_ops_are_the_serving_ops():
 
 
 def test_grouped_fp4_share_on_blackwell_by_hand():
-    """B200's routed NVFP4 GEMMs run at 0.42 of the dense FP4 ceiling (efficiency.grouped_gemm,
-    fitted on AIConfigurator's TensorRT-LLM CUTLASS module; b200.yaml): the compute term of a
-    routed GEMM is the same GEMM priced at the dense ceiling / 0.42; dense GEMMs, the per-group
-    cost and the memory term do not move, and Hopper has no such share."""
+    """B200's routed NVFP4 GEMMs on the CUTLASS path run at 0.42 of the dense FP4 ceiling
+    (efficiency.grouped_gemm, fitted on AIConfigurator's TensorRT-LLM CUTLASS module; b200.yaml):
+    the compute term of a routed GEMM is the same GEMM priced at the dense ceiling / 0.42; dense
+    GEMMs, the per-group cost and the memory term do not move, and Hopper has no such share. The
+    trtllm_gen path (base's auto on B200) runs its batched GEMMs at the dense rate."""
     from dataclasses import replace
 
     from llm_codesign.cost import gemm_time
@@ -318,8 +325,9 @@ def test_grouped_fp4_share_on_blackwell_by_hand():
     hw = load_hardware("b200")
     assert hw.grouped_gemm_efficiency_for("nvfp4").value == 0.42
     dense_hw = replace(hw, grouped_gemm_efficiency={})
-    _, c, mem = gemm_time(up, hw, BASE)
-    _, c0, mem0 = gemm_time(up, dense_hw, BASE)
+    cut = BASE.with_overrides(moe_kernels="cutlass")
+    _, c, mem = gemm_time(up, hw, cut)
+    _, c0, mem0 = gemm_time(up, dense_hw, cut)
     from llm_codesign.cost import GROUPED_GEMM_GROUP_ROWS, gemm_ceiling
 
     # each group's fixed rows stay at the dense ceiling
@@ -329,8 +337,9 @@ def test_grouped_fp4_share_on_blackwell_by_hand():
     assert float(c) - fixed == pytest.approx((float(c0) - fixed) / 0.42, rel=1e-12)
     assert float(mem) == float(mem0)
     qkv = ops["qkv_proj"]
-    assert float(gemm_time(qkv, hw, BASE)[1]) == float(gemm_time(qkv, dense_hw, BASE)[1])
+    assert float(gemm_time(qkv, hw, cut)[1]) == float(gemm_time(qkv, dense_hw, cut)[1])
     assert load_hardware("h200-sxm").grouped_gemm_efficiency_for("fp8").value == 1.0
+    assert float(gemm_time(up, hw, BASE)[1]) == float(gemm_time(up, dense_hw, BASE)[1])
 
 
 def test_blackwell_fp4_fused_moe_layers():
@@ -349,7 +358,8 @@ def test_grouped_fp8_block_share_on_hopper_by_hand():
     at no more than 0.32 of the FP8 ceiling (efficiency.grouped_gemm.fp8_block; h200-sxm.yaml): a
     floor of 2 m n k groups / (peak x ceiling x 0.32) plus each group's fixed rows on the
     per-tensor time (rows m with the busiest rank's imbalance); dense GEMMs and memory do not
-    move; at one token the weight stream hides it; Blackwell (no entry) prices both alike."""
+    move; at one token the weight stream hides it. Blackwell has no entry: its CUTLASS path prices
+    both alike, and its trtllm_gen path takes the TRTLLM-Gen kernels' own share (0.26)."""
     from llm_codesign.cost import GROUPED_GEMM_GROUP_ROWS, gemm_ceiling, gemm_time
     from llm_codesign.routing import moe_rank_imbalance
     from llm_codesign.specs.engine import EXPERT_POPULARITY_CV
@@ -398,10 +408,14 @@ def test_grouped_fp8_block_share_on_hopper_by_hand():
         assert float(gemm_time(block[name], hw, BASE)[1]) == pytest.approx(
             float(gemm_time(per_tensor[name], hw, BASE)[1]), rel=1e-12
         )
-    b200 = load_hardware("b200")
-    assert float(gemm_time(up_b, b200, BASE)[1]) == pytest.approx(
-        float(gemm_time(up_t, b200, BASE)[1]), rel=1e-12
+    b200, cut = load_hardware("b200"), BASE.with_overrides(moe_kernels="cutlass")
+    assert float(gemm_time(up_b, b200, cut)[1]) == pytest.approx(
+        float(gemm_time(up_t, b200, cut)[1]), rel=1e-12
     )
+    assert TRTLLM_GEN_FP8_BLOCK.value == 0.26
+    peak, ceiling = gemm_ceiling(b200, "fp8", BASE)  # BASE: trtllm_gen on B200
+    gen = float(gemm_time(up_b, b200, BASE)[1])
+    assert gen >= 2.0 * rows * up_t.n * up_t.k * groups / (peak * ceiling * 0.26)
 
 
 def test_hopper_fp8_block_fused_moe_layers():
@@ -534,7 +548,8 @@ def test_an_mxfp4_key_on_a_gpu_with_fp4_tensor_cores_is_the_class_share_once():
         for op in layer_group_ops(m, parse_precision("mxfp4"), g, s, 1.0)
         if op.name == "experts_up"
     )
-    with_key, without = (float(gemm_time(up, h, BASE)[1]) for h in (hw, plain))
+    cut = BASE.with_overrides(moe_kernels="cutlass")  # (trtllm_gen takes no grouped share)
+    with_key, without = (float(gemm_time(up, h, cut)[1]) for h in (hw, plain))
     # the share once: the math at half the rate (each group's fixed rows stay at the dense
     # ceiling), not at a quarter as a class share and a floor of the same 0.5 would give
     assert 1.9 * without < with_key <= without / 0.5
@@ -590,3 +605,76 @@ def test_estimate_states_the_moe_kernel_path_it_priced():
     assert path("deepseek-r1", "h200-sxm", "sglang") == "triton"
     assert path("deepseek-r1", "b200", "trtllm") == "cutlass"
     assert path("llama-3.1-70b", "b200", "sglang") is None
+
+
+def test_trtllm_gen_idle_ctas_by_hand():
+    """FlashInfer's TRTLLM-Gen grid (Routing::getMaxNumCtasInBatchDim, the GPU's experts) by hand.
+    64 tokens, top-8, DeepSeek-V3's 256 experts of which 32 on the GPU (EP 8: 64 pairs), GEMM1
+    and GEMM2 widths 4,096 and 7,168 (32 + 56 weight tiles of 128): 512 pairs over 256 experts is
+    2 a expert, so tiles of 8 tokens; launched min(512, 32) + (512 - 32) // 8 = 92 token tiles;
+    32 (1 - (1 - 8/256)^64) = 27.8 experts touched, 2.3 rows each, one tile each; so
+    (92 - 27.8) x 88 = 5,650 idle CTAs. All experts local (EP 1) at 4,096 tokens of 128 experts:
+    tiles of 64, 128 + (32,768 - 128) // 64 = 638 launched against about 4.5 routed tiles of each
+    expert's 256 rows: fewer than one idle tile per expert."""
+    touched = 32 * (1 - (1 - 8 / 256) ** 64)
+    n = float(trtllm_gen_idle_ctas(64, 8, 256, 32, 64, (4096, 7168)))
+    assert n == pytest.approx((92 - touched) * 88, rel=2e-3)
+    local = float(trtllm_gen_idle_ctas(4096, 8, 128, 128, 32768, (3072, 4096)))
+    assert 0 < local < 128 * (24 + 32)
+    # no tokens, no grid
+    assert float(trtllm_gen_idle_ctas(0, 8, 128, 16, 0, (3072, 4096))) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tokens=st.integers(1, 65536),
+    ep=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    top_k=st.sampled_from([1, 2, 4, 8]),
+    experts=st.sampled_from([32, 64, 128, 256, 384]),
+)
+def test_trtllm_gen_idle_ctas_stay_within_the_launched_grid(tokens, ep, top_k, experts):
+    """Idle CTAs are never negative nor more than the launched grid (min(T k, E) + (T k - E) / 8
+    token tiles at the narrowest tile, times the weight tiles)."""
+    local = experts / ep
+    n = float(trtllm_gen_idle_ctas(tokens, top_k, experts, local, tokens * top_k / ep, (512, 256)))
+    pairs = tokens * top_k
+    first = min(pairs, local)
+    assert 0.0 <= n <= (first + (pairs - first) / 8) * (4 + 2) + 1e-9
+
+
+def test_trtllm_gen_idle_time_only_on_its_path():
+    """The idle CTAs cost TRTLLM_GEN_IDLE_CTA_S of the weight format per CTA over the GPU's SMs on
+    the trtllm_gen path (SGLang's auto on B200), nothing on TensorRT-LLM's CUTLASS path or on
+    Hopper's Triton one; and they are what an EP rank's layer costs beyond 1 / EP of the
+    all-local layer's routed work (Qwen3-235B's MoE, 8,192 tokens, block-scaled FP8)."""
+    sglang, trt = load_engine("sglang"), load_engine("trtllm")
+    b200 = load_hardware("b200")
+    moe = {"top_k": 8.0, "ep": 8, "experts_local": 16.0, "adp": False, "pure_ep": True,
+           "pairs_per_rank": 8192.0, "weights": "fp8_block"}  # fmt: skip
+    widths = (3072.0, 4096.0)
+    idle = trtllm_gen_idle_ctas(8192, 8, 128, 16, 8192, widths)
+    t = float(trtllm_gen_idle_time(b200, sglang, moe, 8192, 1.0, widths))
+    assert t == pytest.approx(float(idle) * TRTLLM_GEN_IDLE_CTA_S["fp8_block"] / 148, rel=1e-12)
+    assert trtllm_gen_idle_time(b200, trt, moe, 8192, 1.0, widths) == 0.0
+    assert trtllm_gen_idle_time(load_hardware("h200-sxm"), sglang, moe, 8192, 1.0, widths) == 0.0
+    # NVFP4 takes the other formats' constant; MXFP4 weights under BF16 activations their own
+    nv = float(trtllm_gen_idle_time(b200, sglang, moe | {"weights": "nvfp4"}, 8192, 0.5, widths))
+    assert nv == pytest.approx(float(idle) * TRTLLM_GEN_IDLE_CTA_S[""] / 148, rel=1e-12)
+    w4a16 = trtllm_gen_idle_time(b200, sglang, moe | {"weights": "mxfp4"}, 8192, 2.0, widths)
+    assert float(w4a16) == pytest.approx(float(idle) * 0.544e-6 / 148, rel=1e-12)
+    # in the whole layer: the EP rank's permute op holds them
+    _, ep8 = moe_layer_time("b200", sglang, "fp8_block", 8192, 128, 16, 8, 4096, 1536)
+    _, trt8 = moe_layer_time("b200", trt, "fp8_block", 8192, 128, 16, 8, 4096, 1536)
+    assert ep8["moe_permute"] > t > 0 and trt8["moe_permute"] < ep8["moe_permute"] - 0.9 * t
+
+
+def test_sglang_trtllm_gen_modules_on_b200():
+    """AIConfigurator's SGLang 0.5.14 FlashInfer TRTLLM-Gen modules on B200 (moe_layer.csv,
+    aiconfigurator_moe_b200_sglang: Qwen3-235B's shape, block-scaled FP8 and NVFP4, all experts
+    local or EP 8, 16 to 8,192 tokens; 16 rows): within 20% at the median and 60% on every row.
+    Without the idle CTAs, the path's own FP8 block rate and NVFP4 at the dense rate the same
+    rows were 28.5% at the median, -66% to +168% (benchmarks/RESULTS.md, stop 55)."""
+    errs = _layer_errors("fp8_block", lambda r: r["source_id"] == "aiconfigurator_moe_b200_sglang")
+    errs += _layer_errors("nvfp4", lambda r: r["source_id"] == "aiconfigurator_moe_b200_sglang")
+    assert len(errs) == 16
+    assert statistics.median(abs(e) for e in errs) <= 0.20 and max(abs(e) for e in errs) <= 0.60

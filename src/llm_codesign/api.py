@@ -14,7 +14,7 @@ from .comm import dispatch_family
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
-from .moe_kernels import moe_kernel_path
+from .moe_kernels import grouped_efficiency, moe_kernel_path
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import (
     DisaggregatedResult,
@@ -134,7 +134,7 @@ class Estimate:
             "compute_class": rate,
             "gemm_efficiency": asdict(hw.gemm_efficiency_for(rate)),
             "grouped_gemm_efficiency": asdict(
-                hw.grouped_gemm_efficiency_for(rate, self.precision.weights.id)
+                grouped_efficiency(hw, self.engine, rate, self.precision.weights.id)
             ),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
             "hbm_efficiency": asdict(hw.hbm_efficiency),

@@ -36,10 +36,13 @@ import numpy as np
 from .comm import collective_time, fed_every_token, moe_comm_time
 from .moe_kernels import (
     TRTLLM_GEN_LAYER_S,
+    grouped_block_efficiency,
+    grouped_share,
     grouped_token_tiles,
     moe_kernel_path,
     padded_rows,
     takes_weight_only_path,
+    trtllm_gen_idle_time,
     weight_only_tiles,
 )
 from .ops import Op
@@ -423,12 +426,11 @@ def gemm_time(
             if np.any(takes):
                 eff = np.where(takes, gemm_shape_efficiency(*shape, alone, row_tiles), eff)
     flops = 2.0 * m * op.n * op.k * groups
-    # a measured grouped kernel's share of the dense ceiling (hardware file; routed GEMMs):
-    # per class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work
-    # off the tensor cores (Hopper's FP8 block rescaling, and its conversion of MXFP4 weights to
-    # BF16, on the CUDA cores)
-    share = hw.grouped_gemm_efficiency_for(rate_class).value if routed else 1.0
-    scaled = hw.block_scaled_efficiency(moe.get("weights", ""), rate_class) if routed else None
+    # a measured grouped kernel's share of the dense ceiling (routed GEMMs; moe_kernels): per
+    # class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work off
+    # the tensor cores (FP8 block rescaling, Hopper's conversion of MXFP4 weights to BF16)
+    share = grouped_share(hw, eng, rate_class) if routed else 1.0
+    scaled = grouped_block_efficiency(hw, eng, moe, rate_class) if routed else None
     block = scaled.value if scaled is not None else 1.0  # (DeepGEMM's rows: its own rate)
     deep = pad > 0 if pad is not None else False
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
@@ -565,7 +567,9 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
             fed_all = fed_all & (pad <= 0)
         off = np.where(fed_all, np.asarray(mp["pairs_all"], dtype=float) - mp["pairs"], 0.0)
         nbytes = nbytes + 2.0 * off * (2.0 * w + w / mp["mats"] + 2.0 * mp["hidden"])
-    return nbytes / hbm_bytes_per_s_achieved(hw, eng)
+    # trtllm_gen: its grouped GEMMs' launched CTAs that exit idle (moe_kernels)
+    idle = trtllm_gen_idle_time(hw, eng, mp["moe"], mp["tokens"], a, (w, mp["hidden"]))
+    return nbytes / hbm_bytes_per_s_achieved(hw, eng) + idle
 
 
 def op_time(

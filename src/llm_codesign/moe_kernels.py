@@ -11,8 +11,9 @@ import numpy as np
 
 from .comm import fed_every_token
 from .formats import BLOCK_SCALED_WEIGHTS
+from .routing import expected_row_tiles
 from .specs.engine import EngineConstants
-from .specs.hardware import HardwareSpec
+from .specs.hardware import Efficiency, HardwareSpec
 
 # Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe, and the
 # Marlin kernels of weight-only formats) tile each expert's tokens as narrowly as 16 or 32 rows
@@ -49,6 +50,50 @@ GROUPED_TOKEN_TILES = (16, 32)
 # of each row's time less the rest of its priced layer under TensorRT-LLM's constants, 11.3 us
 # (``benchmarks/moe_kernel_report.py --trtllm-gen-fixed``).
 TRTLLM_GEN_LAYER_S = 11.3e-6
+# Its grouped GEMMs launch the grid the worst routing could need, and the CTAs past the routed
+# tiles exit: the host knows no expert counts, so the batch dimension holds min(T k, E) token
+# tiles (one pair on each of as many experts as the pairs reach) plus one tile per t pairs left
+# over, for T tokens fed, top_k k (every pair of them, whichever GPU holds its expert), E experts
+# on this GPU and t tokens a tile; the routing kernel writes how many run (FlashInfer
+# include/flashinfer/trtllm/fused_moe/runner.h, Routing::getMaxNumCtasInBatchDim: "We launch
+# maximally possible number of CTAs and use ptrNumNonExitingCtas to determine the actual number
+# of CTAs to run"; csrc/trtllm_fused_moe_runner.cu passes the GPU's experts, as since its first
+# version, bd74e15c, 2025-07; TensorRT-LLM trtllmGenKernels/blockScaleMoe/runner.h alike). Each
+# token tile spans the weight side in tiles of TRTLLM_GEN_WEIGHT_TILE rows (the batched GEMMs put
+# the weights on the MMA's M side). t: FlashInfer's calculate_tile_tokens_dim, the next power of
+# two of T k / (the model's experts), "8-64 tokens per CTA tile as it's the range supported by the
+# kernel" (TRTLLM_GEN_TOKEN_TILE). Where experts are spread over EP ranks, a GPU fed every token
+# runs 1 / EP of its pairs, and the idle CTAs grow with the tokens: in AIConfigurator's FlashInfer
+# TRTLLM-Gen modules (SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 tables; B200, B300, GB200, GB300) an
+# EP rank's time less 1 / EP of the all-local module's (the fixed chain taken out) is these idle
+# CTAs x weight tiles x a constant per format (TRTLLM_GEN_IDLE_CTA_S,
+# benchmarks/trtllm_gen_idle_fit.py), EP 2-256, 16-16,384 tokens.
+TRTLLM_GEN_WEIGHT_TILE = 128.0
+TRTLLM_GEN_TOKEN_TILE = (8.0, 64.0)
+# SM-seconds one idle CTA costs, per weight format: medians over every module from 16 tokens
+# (4 GPUs, both engines, every shape; B200, B300, GB200 and GB300 each within 8% of them, the
+# fixed chain TRTLLM_GEN_LAYER_S taken out of each rank's time): block-scaled FP8 (the DeepSeek
+# FP8 kernels) 0.985 us (16,100 modules, IQR 0.71-1.40; 0.96 from 4,096 tokens, IQR 0.90-1.07);
+# MXFP4 weights under 16-bit activations (weight-only, converted in the kernel) 0.544 us (2,691,
+# IQR 0.30-0.85; 0.54 from 4,096, IQR 0.51-0.56); every other format 0.292 us (49,973, IQR
+# 0.17-0.61; BF16 0.221, per-tensor FP8 0.282, NVFP4 0.355, W4A8 MXFP4 0.390; 0.20 from 4,096
+# tokens, IQR 0.13-0.26).
+TRTLLM_GEN_IDLE_CTA_S = {"fp8_block": 0.985e-6, "mxfp4-a16": 0.544e-6, "": 0.292e-6}
+# Its batched GEMMs' rate: NVFP4 at the dense FP4 rate (the GPU files' grouped share, 0.42, is
+# CUTLASS's grouped NVFP4 MoE, which tech blog 24 measures at about twice TRTLLM-Gen's time from
+# 128 tokens): without that share AIConfigurator's FlashInfer TRTLLM-Gen NVFP4 modules (SGLang and
+# vLLM; B200, B300, GB200, GB300) at 4,096 tokens go from +9% .. +76% to -13% .. +29% (with the
+# idle CTAs above; benchmarks/aic_moe_survey.py). Block-scaled FP8 (the DeepSeek FP8 recipe) runs at
+# a share of the FP8 rate of its own, as on Hopper (efficiency.grouped_gemm.fp8_block: 0.32, H200):
+TRTLLM_GEN_FP8_BLOCK = Efficiency(
+    0.26,
+    "the share of the dense FP8 rate that prices AIConfigurator's FlashInfer TRTLLM-Gen FP8 "
+    "block-scale modules (ai-dynamo/aiconfigurator @095f58a, moe_perf.parquet of SGLang "
+    "0.5.9-0.5.14 and vLLM 0.14-0.24 on B200, B300, GB200 and GB300; balanced routing, the "
+    "bundled models' shapes but DeepSeek-V3's, all experts local or EP 8, 16-16,384 tokens; 680 "
+    "modules) with the smallest median |error|: 11.6% at 0.26 and 0.27 (18.9% at 1.0, 15.9% at "
+    "0.2); all local at 4,096 / 16,384 tokens -3% / +2%, EP 8 +1% / +7%",
+)
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 # The deepgemm path: vLLM's DeepGEMM MoE, its default for block-scaled FP8 experts on Hopper and
@@ -128,6 +173,96 @@ def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> 
     fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
     runs = (np.asarray(moe["moe_tp"]) < DEEPGEMM_MAX_TP) & (pairs > 0) & fed_all
     return np.where(runs, rows, 0.0)
+
+
+def trtllm_gen_idle_ctas(
+    tokens: Any, top_k: float, experts: float, experts_local: float, pairs: Any, widths: Any
+) -> Any:
+    """CTAs the trtllm_gen path's grouped GEMMs of one MoE layer launch that exit without work
+    (the comment above ``TRTLLM_GEN_WEIGHT_TILE``), elementwise over ``tokens`` fed to the kernel:
+    the batch dimension's launched token tiles less those the GPU's ``pairs`` (routed at random
+    over its ``experts_local`` experts, ``routing.expected_row_tiles``) fill, times the weight
+    tiles of GEMM1 and GEMM2 (``widths``: their weight rows).
+
+    Example: 4,096 tokens, top-8 of 128 experts, 16 on this GPU (EP 8: 4,096 pairs), widths 3,072
+    and 4,096: tiles of 64 tokens, 16 + (32,768 - 16) // 64 = 527 launched, 16 experts x about
+    4.5 tiles of their 256 rows routed, so about 455 x (24 + 32) = 25,500 idle CTAs."""
+    fed = np.maximum(np.asarray(tokens, dtype=float), 0.0)
+    fed_pairs = fed * top_k
+    lo, hi = TRTLLM_GEN_TOKEN_TILE
+    per = np.maximum(np.floor(fed_pairs / experts), 1.0)
+    tile = np.clip(2.0 ** np.ceil(np.log2(per)), lo, hi)
+    first = np.minimum(fed_pairs, experts_local)  # a tile per expert, then one per t pairs left
+    launched = first + np.floor((fed_pairs - first) / tile)
+    touched = experts_local * (1.0 - np.power(1.0 - np.minimum(top_k / experts, 1.0), fed))
+    rows = np.asarray(pairs, dtype=float) / np.maximum(touched, 1e-30)
+    used = np.zeros(np.broadcast(fed, rows).shape)
+    for t in np.unique(tile):  # expected_row_tiles takes one tile at a time
+        used = np.where(tile == t, touched * expected_row_tiles(rows, float(t)), used)
+    weight_tiles = sum(np.ceil(np.asarray(w, dtype=float) / TRTLLM_GEN_WEIGHT_TILE) for w in widths)
+    return np.where(fed > 0, np.maximum(launched - used, 0.0) * weight_tiles, 0.0)
+
+
+def trtllm_gen_idle_time(
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    moe: dict[str, Any],
+    tokens: Any,
+    act_bytes: float,
+    widths: Any,
+) -> Any:
+    """Seconds the idle CTAs of one MoE layer's grouped GEMMs hold the GPU
+    (``trtllm_gen_idle_ctas`` x ``TRTLLM_GEN_IDLE_CTA_S`` of the weights / SMs) on the trtllm_gen
+    path, 0 on the others. ``tokens``: the layer's tokens, which the kernel is fed where no
+    dispatch picks the GPU's own (``comm.fed_every_token``); behind a dispatch only those with a
+    pair on this GPU, 1 - (1 - 1 / ep)^top_k of them."""
+    if moe_kernel_path(hw, eng) != "trtllm_gen":
+        return 0.0
+    k, ep, local = moe["top_k"], np.asarray(moe["ep"], dtype=float), moe["experts_local"]
+    fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
+    fed = np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, 1.0 - (1.0 - 1.0 / ep) ** k)
+    pairs = np.asarray(moe["pairs_per_rank"], dtype=float)
+    idle = trtllm_gen_idle_ctas(fed, k, local * ep, local, pairs, widths)
+    w = moe["weights"]
+    key = "mxfp4-a16" if w == "mxfp4" and act_bytes >= 2.0 else w
+    return idle * TRTLLM_GEN_IDLE_CTA_S.get(key, TRTLLM_GEN_IDLE_CTA_S[""]) / hw.sm_count
+
+
+def grouped_share(hw: HardwareSpec, eng: EngineConstants, rate_class: str) -> float:
+    """A routed GEMM's share of the dense ceiling at ``rate_class``: the GPU file's grouped kernel
+    (``efficiency.grouped_gemm``: Blackwell's entry is CUTLASS's grouped NVFP4 MoE, 0.42), 1.0 on
+    the trtllm_gen path, whose batched GEMMs run at the dense rate (``TRTLLM_GEN_FP8_BLOCK``'s
+    comment)."""
+    if moe_kernel_path(hw, eng) == "trtllm_gen":
+        return 1.0
+    return hw.grouped_gemm_efficiency_for(rate_class).value
+
+
+def grouped_block_efficiency(
+    hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any], rate_class: str
+) -> Efficiency | None:
+    """The share of the dense rate a routed GEMM's work off the tensor cores allows
+    (``cost.gemm_time``), for its ``moe``'s weight format: the GPU file's
+    (``HardwareSpec.block_scaled_efficiency``), else, for block-scaled FP8 weights on the
+    trtllm_gen path, ``TRTLLM_GEN_FP8_BLOCK``; None elsewhere."""
+    weights = moe.get("weights", "")
+    own = hw.block_scaled_efficiency(weights, rate_class)
+    gen = weights in BLOCK_SCALED_WEIGHTS and moe_kernel_path(hw, eng) == "trtllm_gen"
+    return TRTLLM_GEN_FP8_BLOCK if own is None and gen else own
+
+
+def grouped_efficiency(
+    hw: HardwareSpec, eng: EngineConstants, rate_class: str, weights: str
+) -> Efficiency:
+    """The share of the dense ceiling routed GEMMs of ``weights`` are priced at, as the estimate's
+    assumptions report it: the bound of their work off the tensor cores where one applies
+    (``grouped_block_efficiency``), else the class's grouped share (``grouped_share``)."""
+    block = grouped_block_efficiency(hw, eng, {"weights": weights}, rate_class)
+    if block is not None:
+        return block
+    if moe_kernel_path(hw, eng) == "trtllm_gen":
+        return Efficiency(1.0, "trtllm_gen: TRTLLM-Gen's batched GEMMs at the dense rate")
+    return hw.grouped_gemm_efficiency_for(rate_class)
 
 
 def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:
