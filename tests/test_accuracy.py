@@ -87,6 +87,10 @@ def test_default_precisions_add_the_checkpoints_own_and_say_what_was_left_out():
         choose_precisions(
             load_model("llama-3.1-70b"), load_hardware("b200"), "mxfp4", max_accuracy_drop=0.5
         )
+    # on Blackwell the checkpoint's own precision is searched as it is served there: W4A8
+    blackwell = choose_precisions(load_model("gpt-oss-120b"), load_hardware("b200"), None)[0]
+    ids = [p.id for p in blackwell]
+    assert "mxfp4-a8" in ids and "mxfp4-a16" not in ids
 
 
 def test_deepseek_r1_b200_with_a_one_point_limit_uses_the_nvfp4_checkpoint():

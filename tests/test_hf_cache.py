@@ -290,6 +290,11 @@ def test_a_published_checkpoints_name_brings_its_quantization():
 def test_estimate_api_default_and_explicit(tmp_path):
     e = estimate("gpt-oss-20b", "h200-sxm")
     assert e.precision.id == "mxfp4-a16" and e.precision_note.startswith("checkpoint:")
+    # on Blackwell the MXFP4 checkpoint is served with MXFP8 activations (TensorRT-LLM's gpt-oss
+    # support matrix), as validate maps its rows there (specs.checkpoint.served_mxfp4)
+    e = estimate("gpt-oss-20b", "b200")
+    assert e.precision.id == "mxfp4-a8" and "MXFP8 activations on b200" in e.precision_note
+    assert estimate("gpt-oss-20b", "b200", "mxfp4-a16").precision.id == "mxfp4-a16"
     e = estimate("gpt-oss-20b", "h200-sxm", "bf16")
     assert e.precision.id == "bf16" and e.precision_note == ""
     cfg = {**LLAMA, "quantization_config": {"quant_method": "bitsandbytes"}}

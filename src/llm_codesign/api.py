@@ -236,7 +236,8 @@ def estimate(
     check_speculative(spec_tokens, spec_acceptance)
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
-    precision, note = default_precision(m) if precision is None else preset_weights(m, precision)
+    given = precision is not None
+    precision, note = preset_weights(m, precision) if given else default_precision(m, hw)
     prec = parse_precision(precision)
     eng = load_engine(engine, hw)
     if hw.profile_source:  # a calibration profile also measured attention and latencies

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import SpecError, UnsupportedError
 from ..specs.accuracy import accuracy_for, accuracy_key, passes
-from ..specs.checkpoint import checkpoint_precision, preset_precision
+from ..specs.checkpoint import checkpoint_precision, default_precision, preset_precision
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision, parse_precision
@@ -78,8 +78,8 @@ def choose_precisions(
                         "accuracy": accuracy_for(model, p, measured),
                     }
                 )
-        if own is not None:
-            p = parse_precision(own[0])
+        if own is not None:  # as it is served on this GPU (gpt-oss: W4A8 on Blackwell)
+            p = parse_precision(default_precision(model, hw)[0])
             keys = {accuracy_key(q) for q in candidates}
             if accuracy_key(p) not in keys and hw.supports(p.compute_class):
                 candidates.append(p)

@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import SpecError
 from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from ._load import Fields, read_mapping
+from .hardware import HardwareSpec
 from .model import ModelSpec
 from .precision import PRESETS, Precision, parse_precision
 
@@ -229,19 +230,49 @@ def stated_quantization(config: Mapping[str, Any]) -> str:
     return ""
 
 
-def default_precision(spec: ModelSpec) -> Reading:
+def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False) -> str:
+    """The preset an MXFP4 weight-only checkpoint (gpt-oss's ``quant_method: mxfp4``) is served
+    at on ``hw``: W4A8 (``mxfp4-a8``, MXFP8 activations) where the GPU has an MXFP8 tensor-core
+    path (Blackwell, MI355X) and 16-bit activations are not asked for (``sixteen_bit``), else
+    weight-only W4A16 (``mxfp4-a16``: the engines convert the 4-bit weights to BF16). TensorRT-LLM
+    serves it so (NVIDIA/TensorRT-LLM examples/models/core/gpt_oss/README.md, MoE support
+    matrix: Hopper bf16 x mxfp4, Blackwell mxfp8 x mxfp4), as do InferenceX's vLLM Blackwell
+    scripts (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); without that variable vLLM's SM100 default is
+    the BF16-activation kernel (vllm-project/vllm quantization/mxfp4.py, get_mxfp4_backend):
+    ``mxfp4-a16`` prices it.
+
+    Example:
+        >>> from .hardware import load_hardware
+        >>> served_mxfp4(load_hardware("b200")), served_mxfp4(load_hardware("h200-sxm"))
+        ('mxfp4-a8', 'mxfp4-a16')
+    """
+    return "mxfp4-a8" if hw.supports("mxfp8") and not sixteen_bit else "mxfp4-a16"
+
+
+def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Reading:
     """The precision a model is served at when none is given: the checkpoint's own when its
     config states one this reader knows, else ``bf16``; with a note saying which (empty for an
-    unquantized checkpoint).
+    unquantized checkpoint). On a GPU (``hw``), an MXFP4 weight-only checkpoint takes the
+    activations it is served with there (``served_mxfp4``).
 
     Example:
         >>> from .model import load_model
+        >>> from .hardware import load_hardware
         >>> default_precision(load_model("gpt-oss-120b"))[0]
         'mxfp4-a16'
+        >>> default_precision(load_model("gpt-oss-120b"), load_hardware("b200"))[0]
+        'mxfp4-a8'
     """
     reading = checkpoint_precision(spec.config)
     if reading is not None:
-        return reading[0], f"checkpoint: {reading[1]}"
+        text, why = reading
+        weight_only = "mxfp4-a16"
+        if hw is not None and text.split("+")[0] == weight_only:
+            served = served_mxfp4(hw)
+            if served != weight_only:
+                text = served + text[len(weight_only) :]
+                why += f", served with MXFP8 activations on {hw.id} (-p {weight_only}: BF16)"
+        return text, f"checkpoint: {why}"
     stated = stated_quantization(spec.config)
     if stated:
         return "bf16", f"checkpoint {stated} not recognised: bf16 assumed, pass a precision"

@@ -83,7 +83,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
-from ..specs.checkpoint import preset_weights
+from ..specs.checkpoint import preset_weights, served_mxfp4
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
@@ -295,8 +295,7 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         kv = for_hopper.group(1)
     if model.model_type == "gpt_oss":
         act = parts[1].split()[0] if len(parts) > 1 and parts[1] else "?"
-        w4a8 = hw.supports("mxfp8") and act not in ("bf16", "fp16")  # 16-bit stated: W4A16
-        base = "mxfp4-a8" if w4a8 else "mxfp4-a16"
+        base = served_mxfp4(hw, act in ("bf16", "fp16"))  # 16-bit stated: W4A16
         # the KV field where it names a format; else FP8 anywhere in the text (an "fp8" row of
         # gpt-oss: MXFP4 weights, FP8 KV), not inside "mxfp8"
         stated = kv != "?"
