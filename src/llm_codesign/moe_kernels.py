@@ -71,7 +71,7 @@ TRTLLM_GEN_LAYER_S = 11.3e-6
 TRTLLM_GEN_WEIGHT_TILE = 128.0
 TRTLLM_GEN_TOKEN_TILE = (8.0, 64.0)
 # SM-seconds one idle CTA costs, per weight format: medians over every module from 16 tokens
-# (4 GPUs, both engines, every shape; B200, B300, GB200 and GB300 each within 8% of them, the
+# (4 GPUs, both engines, every shape; B200, B300, GB200 and GB300 each within 11% of them, the
 # fixed chain TRTLLM_GEN_LAYER_S taken out of each rank's time): block-scaled FP8 (the DeepSeek
 # FP8 kernels) 0.985 us (16,100 modules, IQR 0.71-1.40; 0.96 from 4,096 tokens, IQR 0.90-1.07);
 # MXFP4 weights under 16-bit activations (weight-only, converted in the kernel) 0.544 us (2,691,
