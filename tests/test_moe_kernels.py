@@ -21,6 +21,10 @@ from llm_codesign.moe_kernels import (
     TRTLLM_GEN_FP8_BLOCK,
     TRTLLM_GEN_IDLE_CTA_S,
     TRTLLM_GEN_LAYER_S,
+    TRTLLM_GEN_W4A16,
+    grouped_block_efficiency,
+    grouped_efficiency,
+    grouped_share,
     moe_kernel_path,
     takes_weight_only_path,
     trtllm_gen_idle_ctas,
@@ -678,3 +682,27 @@ def test_sglang_trtllm_gen_modules_on_b200():
     errs += _layer_errors("nvfp4", lambda r: r["source_id"] == "aiconfigurator_moe_b200_sglang")
     assert len(errs) == 16
     assert statistics.median(abs(e) for e in errs) <= 0.20 and max(abs(e) for e in errs) <= 0.60
+
+
+def test_trtllm_gen_kernel_rates_by_path():
+    """The TRTLLM-Gen path's batched GEMMs take their own rates, not the GPU file's CUTLASS
+    grouped share: NVFP4 at the dense rate, block-scaled FP8 at TRTLLM_GEN_FP8_BLOCK, weight-only
+    MXFP4 (BF16 math) at TRTLLM_GEN_W4A16; W4A8 (the tensor cores take MXFP4) none; TensorRT-LLM's
+    CUTLASS path on B200 and every path on Hopper keep the GPU file's entries; the estimate's
+    assumptions report the same (grouped_efficiency)."""
+    b200, h200 = load_hardware("b200"), load_hardware("h200-sxm")
+    gen, cut = load_engine("sglang"), load_engine("trtllm")
+    assert grouped_share(b200, gen, "nvfp4") == 1.0 and grouped_share(b200, cut, "nvfp4") == 0.42
+
+    def block(hw, eng, weights, rate):
+        return grouped_block_efficiency(hw, eng, {"weights": weights}, rate)
+
+    assert block(b200, gen, "fp8_block", "fp8") is TRTLLM_GEN_FP8_BLOCK
+    assert block(b200, gen, "mxfp4", "bf16") is TRTLLM_GEN_W4A16
+    assert block(b200, gen, "mxfp4", "mxfp8") is None and block(b200, gen, "nvfp4", "nvfp4") is None
+    assert block(b200, cut, "fp8_block", "fp8") is None
+    assert block(h200, gen, "fp8_block", "fp8").value == 0.32  # (triton on Hopper: the file's)
+    assert grouped_efficiency(b200, gen, "nvfp4", "nvfp4").value == 1.0
+    assert grouped_efficiency(b200, cut, "nvfp4", "nvfp4").value == 0.42
+    assert grouped_efficiency(b200, gen, "fp8", "fp8_block") is TRTLLM_GEN_FP8_BLOCK
+    assert grouped_efficiency(h200, cut, "fp8", "fp8_block").value == 0.32

@@ -94,6 +94,17 @@ TRTLLM_GEN_FP8_BLOCK = Efficiency(
     "modules) with the smallest median |error|: 11.6% at 0.26 and 0.27 (18.9% at 1.0, 15.9% at "
     "0.2); all local at 4,096 / 16,384 tokens -3% / +2%, EP 8 +1% / +7%",
 )
+# MXFP4 weights under BF16 activations (weight-only: the kernel converts the weights for a BF16
+# MMA, as Hopper's W4A16 kernels do; efficiency.grouped_gemm.mxfp4 there: 0.65, H200):
+TRTLLM_GEN_W4A16 = Efficiency(
+    0.40,
+    "the share of the dense BF16 rate that prices AIConfigurator's FlashInfer TRTLLM-Gen W4A16 "
+    "MXFP4 modules (w4a16_mxfp4: SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 on B200, B300, GB200 "
+    "and GB300; balanced routing, gpt-oss-120b's and -20b's shapes, all experts local or EP 8, "
+    "16-16,384 tokens; 160 modules) with the smallest median |error|: 11.4% at 0.40 (23.5% at "
+    "1.0, 12.0% at 0.38 and 0.45); all local at 4,096 / 16,384 tokens +1% / -5%, EP 8 +6% / -1%; "
+    "at 16-128 tokens, where the weights stream, all-local modules stay 26-28% fast",
+)
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 # The deepgemm path: vLLM's DeepGEMM MoE, its default for block-scaled FP8 experts on Hopper and
@@ -243,12 +254,17 @@ def grouped_block_efficiency(
 ) -> Efficiency | None:
     """The share of the dense rate a routed GEMM's work off the tensor cores allows
     (``cost.gemm_time``), for its ``moe``'s weight format: the GPU file's
-    (``HardwareSpec.block_scaled_efficiency``), else, for block-scaled FP8 weights on the
-    trtllm_gen path, ``TRTLLM_GEN_FP8_BLOCK``; None elsewhere."""
+    (``HardwareSpec.block_scaled_efficiency``), else on the trtllm_gen path block-scaled FP8's
+    ``TRTLLM_GEN_FP8_BLOCK`` and weight-only MXFP4's (BF16 math) ``TRTLLM_GEN_W4A16``; None
+    elsewhere."""
     weights = moe.get("weights", "")
     own = hw.block_scaled_efficiency(weights, rate_class)
-    gen = weights in BLOCK_SCALED_WEIGHTS and moe_kernel_path(hw, eng) == "trtllm_gen"
-    return TRTLLM_GEN_FP8_BLOCK if own is None and gen else own
+    if own is not None or moe_kernel_path(hw, eng) != "trtllm_gen":
+        return own
+    if weights in BLOCK_SCALED_WEIGHTS:
+        return TRTLLM_GEN_FP8_BLOCK
+    w4a16 = weights == "mxfp4" and rate_class == "bf16"
+    return TRTLLM_GEN_W4A16 if w4a16 else None
 
 
 def grouped_efficiency(
