@@ -692,7 +692,8 @@ def test_trtllm_gen_kernel_rates_by_path():
     assumptions report the same (grouped_efficiency)."""
     b200, h200 = load_hardware("b200"), load_hardware("h200-sxm")
     gen, cut = load_engine("sglang"), load_engine("trtllm")
-    assert grouped_share(b200, gen, "nvfp4") == 1.0 and grouped_share(b200, cut, "nvfp4") == 0.42
+    assert grouped_share(b200, gen, "nvfp4").value == 1.0
+    assert grouped_share(b200, cut, "nvfp4").value == 0.42
 
     def block(hw, eng, weights, rate):
         return grouped_block_efficiency(hw, eng, {"weights": weights}, rate)

@@ -429,7 +429,7 @@ def gemm_time(
     # a measured grouped kernel's share of the dense ceiling (routed GEMMs; moe_kernels): per
     # class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work off
     # the tensor cores (FP8 block rescaling, Hopper's conversion of MXFP4 weights to BF16)
-    share = grouped_share(hw, eng, rate_class) if routed else 1.0
+    share = grouped_share(hw, eng, rate_class).value if routed else 1.0
     scaled = grouped_block_efficiency(hw, eng, moe, rate_class) if routed else None
     block = scaled.value if scaled is not None else 1.0  # (DeepGEMM's rows: its own rate)
     deep = pad > 0 if pad is not None else False

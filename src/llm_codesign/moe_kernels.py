@@ -223,7 +223,7 @@ def trtllm_gen_idle_time(
     widths: Any,
 ) -> Any:
     """Seconds the idle CTAs of one MoE layer's grouped GEMMs hold the GPU
-    (``trtllm_gen_idle_ctas`` x ``TRTLLM_GEN_IDLE_CTA_S`` of the weights / SMs) on the trtllm_gen
+    (``trtllm_gen_idle_ctas`` x ``TRTLLM_GEN_IDLE_CTA_S`` of the format / SMs) on the trtllm_gen
     path, 0 on the others. ``tokens``: the layer's tokens, which the kernel is fed where no
     dispatch picks the GPU's own (``comm.fed_every_token``); behind a dispatch only those with a
     pair on this GPU, 1 - (1 - 1 / ep)^top_k of them."""
@@ -234,19 +234,24 @@ def trtllm_gen_idle_time(
     fed = np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, 1.0 - (1.0 - 1.0 / ep) ** k)
     pairs = np.asarray(moe["pairs_per_rank"], dtype=float)
     idle = trtllm_gen_idle_ctas(fed, k, local * ep, local, pairs, widths)
-    w = moe["weights"]
-    key = "mxfp4-a16" if w == "mxfp4" and act_bytes >= 2.0 else w
+    key = _trtllm_gen_format(moe["weights"], act_bytes >= 2.0)
     return idle * TRTLLM_GEN_IDLE_CTA_S.get(key, TRTLLM_GEN_IDLE_CTA_S[""]) / hw.sm_count
 
 
-def grouped_share(hw: HardwareSpec, eng: EngineConstants, rate_class: str) -> float:
+def _trtllm_gen_format(weights: str, sixteen_bit: bool) -> str:
+    """The trtllm_gen path's kernel family for ``weights``: ``mxfp4-a16`` for MXFP4 weights under
+    16-bit activations (weight-only), else the weight format."""
+    return "mxfp4-a16" if weights == "mxfp4" and sixteen_bit else weights
+
+
+def grouped_share(hw: HardwareSpec, eng: EngineConstants, rate_class: str) -> Efficiency:
     """A routed GEMM's share of the dense ceiling at ``rate_class``: the GPU file's grouped kernel
     (``efficiency.grouped_gemm``: Blackwell's entry is CUTLASS's grouped NVFP4 MoE, 0.42), 1.0 on
     the trtllm_gen path, whose batched GEMMs run at the dense rate (``TRTLLM_GEN_FP8_BLOCK``'s
     comment)."""
     if moe_kernel_path(hw, eng) == "trtllm_gen":
-        return 1.0
-    return hw.grouped_gemm_efficiency_for(rate_class).value
+        return Efficiency(1.0, "trtllm_gen: TRTLLM-Gen's batched GEMMs at the dense rate")
+    return hw.grouped_gemm_efficiency_for(rate_class)
 
 
 def grouped_block_efficiency(
@@ -261,10 +266,8 @@ def grouped_block_efficiency(
     own = hw.block_scaled_efficiency(weights, rate_class)
     if own is not None or moe_kernel_path(hw, eng) != "trtllm_gen":
         return own
-    if weights in BLOCK_SCALED_WEIGHTS:
-        return TRTLLM_GEN_FP8_BLOCK
-    w4a16 = weights == "mxfp4" and rate_class == "bf16"
-    return TRTLLM_GEN_W4A16 if w4a16 else None
+    family = _trtllm_gen_format(weights, rate_class == "bf16")
+    return {"fp8_block": TRTLLM_GEN_FP8_BLOCK, "mxfp4-a16": TRTLLM_GEN_W4A16}.get(family)
 
 
 def grouped_efficiency(
@@ -274,11 +277,7 @@ def grouped_efficiency(
     assumptions report it: the bound of their work off the tensor cores where one applies
     (``grouped_block_efficiency``), else the class's grouped share (``grouped_share``)."""
     block = grouped_block_efficiency(hw, eng, {"weights": weights}, rate_class)
-    if block is not None:
-        return block
-    if moe_kernel_path(hw, eng) == "trtllm_gen":
-        return Efficiency(1.0, "trtllm_gen: TRTLLM-Gen's batched GEMMs at the dense rate")
-    return hw.grouped_gemm_efficiency_for(rate_class)
+    return block if block is not None else grouped_share(hw, eng, rate_class)
 
 
 def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:
