@@ -234,8 +234,7 @@ def estimate(
         True
     """
     check_speculative(spec_tokens, spec_acceptance)
-    m = load_model(model)
-    hw = resolve_hardware(hardware)  # a calibration profile is a GPU too
+    m, hw = load_model(model), resolve_hardware(hardware)  # (a calibration profile is a GPU)
     given = precision is not None
     precision, note = preset_weights(m, precision) if given else default_precision(m, hw)
     prec = parse_precision(precision)
