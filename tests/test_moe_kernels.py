@@ -213,13 +213,20 @@ def test_dense_models_have_no_moe_kernels_and_keep_their_elementwise_kernels():
 
 
 def test_moe_layer_grows_with_the_tokens():
-    """A layer's time never falls as tokens are added (256 .. 32k), on both paths."""
+    """A layer's time never falls as tokens are added (256 .. 32k), on both paths; on the
+    trtllm_gen path (SGLang on B200, DeepSeek-V3's EP 8 rank) also token by token across the
+    tile sizes' steps, where a power-of-two token tile would halve the idle grid."""
     for eng in (load_engine("vllm"), load_engine("trtllm")):
         times = [
             moe_layer_time("h200-sxm", eng, "fp8", t, 128, 128, 8, 2048, 768)[0]
             for t in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
         ]
         assert all(b >= a for a, b in zip(times, times[1:], strict=False))
+    sglang = load_engine("sglang")
+    for fmt in ("fp8_block", "nvfp4"):
+        tokens = [*range(1, 80), *range(120, 300, 3), *range(1000, 1100, 7), 4096, 4100, 16384]
+        times = [moe_layer_time("b200", sglang, fmt, t, 256, 32, 8, 7168, 2048)[0] for t in tokens]
+        assert all(b >= a * (1 - 1e-12) for a, b in zip(times, times[1:], strict=False))
 
 
 def test_published_fused_moe_layers():
@@ -665,7 +672,8 @@ def test_trtllm_gen_idle_time_only_on_its_path():
     nv = float(trtllm_gen_idle_time(b200, sglang, moe | {"weights": "nvfp4"}, 8192, 0.5, widths))
     assert nv == pytest.approx(float(idle) * TRTLLM_GEN_IDLE_CTA_S[""] / 148, rel=1e-12)
     w4a16 = trtllm_gen_idle_time(b200, sglang, moe | {"weights": "mxfp4"}, 8192, 2.0, widths)
-    assert float(w4a16) == pytest.approx(float(idle) * 0.544e-6 / 148, rel=1e-12)
+    per_cta = TRTLLM_GEN_IDLE_CTA_S["mxfp4-a16"]
+    assert float(w4a16) == pytest.approx(float(idle) * per_cta / 148, rel=1e-12)
     # in the whole layer: the EP rank's permute op holds them
     _, ep8 = moe_layer_time("b200", sglang, "fp8_block", 8192, 128, 16, 8, 4096, 1536)
     _, trt8 = moe_layer_time("b200", trt, "fp8_block", 8192, 128, 16, 8, 4096, 1536)

@@ -11,7 +11,6 @@ import numpy as np
 
 from .comm import fed_every_token
 from .formats import BLOCK_SCALED_WEIGHTS
-from .routing import expected_row_tiles
 from .specs.engine import EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
 
@@ -60,25 +59,27 @@ TRTLLM_GEN_LAYER_S = 11.3e-6
 # of CTAs to run"; csrc/trtllm_fused_moe_runner.cu passes the GPU's experts, as since its first
 # version, bd74e15c, 2025-07; TensorRT-LLM trtllmGenKernels/blockScaleMoe/runner.h alike). Each
 # token tile spans the weight side in tiles of TRTLLM_GEN_WEIGHT_TILE rows (the batched GEMMs put
-# the weights on the MMA's M side). t: FlashInfer's calculate_tile_tokens_dim, the next power of
-# two of T k / (the model's experts), "8-64 tokens per CTA tile as it's the range supported by the
-# kernel" (TRTLLM_GEN_TOKEN_TILE). Where experts are spread over EP ranks, a GPU fed every token
-# runs 1 / EP of its pairs, and the idle CTAs grow with the tokens: in AIConfigurator's FlashInfer
-# TRTLLM-Gen modules (SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 tables; B200, B300, GB200, GB300) an
-# EP rank's time less 1 / EP of the all-local module's (the fixed chain taken out) is these idle
-# CTAs x weight tiles x a constant per format (TRTLLM_GEN_IDLE_CTA_S,
+# the weights on the MMA's M side). t is T k / (the model's experts) within TRTLLM_GEN_TOKEN_TILE,
+# "8-64 tokens per CTA tile as it's the range supported by the kernel" (FlashInfer's
+# calculate_tile_tokens_dim, which rounds it up to a power of two; the model takes it unrounded,
+# so that the grid, and the layer's time, never fall as tokens are added; the constants below fit
+# alike either way, medians within 6%). Where experts are spread over EP ranks, a GPU fed every
+# token runs 1 / EP of its pairs, and the idle CTAs grow with the tokens: in AIConfigurator's
+# FlashInfer TRTLLM-Gen modules (SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 tables; B200, B300,
+# GB200, GB300) an EP rank's time less 1 / EP of the all-local module's (the fixed chain taken
+# out) is these idle CTAs x weight tiles x a constant per format (TRTLLM_GEN_IDLE_CTA_S,
 # benchmarks/trtllm_gen_idle_fit.py), EP 2-256, 16-16,384 tokens.
 TRTLLM_GEN_WEIGHT_TILE = 128.0
 TRTLLM_GEN_TOKEN_TILE = (8.0, 64.0)
 # SM-seconds one idle CTA costs, per weight format: medians over every module from 16 tokens
-# (4 GPUs, both engines, every shape; B200, B300, GB200 and GB300 each within 11% of them, the
+# (4 GPUs, both engines, every shape; B200, B300, GB200 and GB300 each within 10% of them, the
 # fixed chain TRTLLM_GEN_LAYER_S taken out of each rank's time): block-scaled FP8 (the DeepSeek
-# FP8 kernels) 0.985 us (16,100 modules, IQR 0.71-1.40; 0.96 from 4,096 tokens, IQR 0.90-1.07);
-# MXFP4 weights under 16-bit activations (weight-only, converted in the kernel) 0.544 us (2,691,
-# IQR 0.30-0.85; 0.54 from 4,096, IQR 0.51-0.56); every other format 0.292 us (49,973, IQR
-# 0.17-0.61; BF16 0.221, per-tensor FP8 0.282, NVFP4 0.355, W4A8 MXFP4 0.390; 0.20 from 4,096
+# FP8 kernels) 0.950 us (16,100 modules, IQR 0.65-1.33; 0.96 from 4,096 tokens, IQR 0.90-1.07);
+# MXFP4 weights under 16-bit activations (weight-only, converted in the kernel) 0.541 us (2,691,
+# IQR 0.28-0.82; 0.54 from 4,096, IQR 0.51-0.56); every other format 0.275 us (49,973, IQR
+# 0.16-0.59; BF16 0.213, per-tensor FP8 0.268, NVFP4 0.332, W4A8 MXFP4 0.356; 0.20 from 4,096
 # tokens, IQR 0.13-0.26).
-TRTLLM_GEN_IDLE_CTA_S = {"fp8_block": 0.985e-6, "mxfp4-a16": 0.544e-6, "": 0.292e-6}
+TRTLLM_GEN_IDLE_CTA_S = {"fp8_block": 0.950e-6, "mxfp4-a16": 0.541e-6, "": 0.275e-6}
 # Its batched GEMMs' rate: NVFP4 at the dense FP4 rate (the GPU files' grouped share, 0.42, is
 # CUTLASS's grouped NVFP4 MoE, which tech blog 24 measures at about twice TRTLLM-Gen's time from
 # 128 tokens): without that share AIConfigurator's FlashInfer TRTLLM-Gen NVFP4 modules (SGLang and
@@ -91,8 +92,8 @@ TRTLLM_GEN_FP8_BLOCK = Efficiency(
     "block-scale modules (ai-dynamo/aiconfigurator @095f58a, moe_perf.parquet of SGLang "
     "0.5.9-0.5.14 and vLLM 0.14-0.24 on B200, B300, GB200 and GB300; balanced routing, the "
     "bundled models' shapes but DeepSeek-V3's, all experts local or EP 8, 16-16,384 tokens; 680 "
-    "modules) with the smallest median |error|: 11.6% at 0.26 and 0.27 (18.9% at 1.0, 15.9% at "
-    "0.2); all local at 4,096 / 16,384 tokens -3% / +2%, EP 8 +1% / +7%",
+    "modules) with the smallest median |error|: 11.8% at 0.26 (19.8% at 1.0, 16.4% at 0.2, 12.5% "
+    "at 0.24, 12.4% at 0.28); all local at 4,096 / 16,384 tokens -3% / +2%, EP 8 -1% / +5%",
 )
 # MXFP4 weights under BF16 activations (weight-only: the kernel converts the weights for a BF16
 # MMA, as Hopper's W4A16 kernels do; efficiency.grouped_gemm.mxfp4 there: 0.65, H200):
@@ -101,8 +102,9 @@ TRTLLM_GEN_W4A16 = Efficiency(
     "the share of the dense BF16 rate that prices AIConfigurator's FlashInfer TRTLLM-Gen W4A16 "
     "MXFP4 modules (w4a16_mxfp4: SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 on B200, B300, GB200 "
     "and GB300; balanced routing, gpt-oss-120b's and -20b's shapes, all experts local or EP 8, "
-    "16-16,384 tokens; 160 modules) with the smallest median |error|: 11.4% at 0.40 (23.5% at "
-    "1.0, 12.0% at 0.38 and 0.45); all local at 4,096 / 16,384 tokens +1% / -5%, EP 8 +6% / -1%; "
+    "16-16,384 tokens; 160 modules) with the smallest median |error|: 11.2% at 0.40 (23.5% at "
+    "1.0, 12.0% at 0.38, 11.5% at 0.42); all local at 4,096 / 16,384 tokens +1% / -5%, EP 8 +6% / "
+    "-1%; "
     "at 16-128 tokens, where the weights stream, all-local modules stay 26-28% fast",
 )
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
@@ -192,24 +194,23 @@ def trtllm_gen_idle_ctas(
     """CTAs the trtllm_gen path's grouped GEMMs of one MoE layer launch that exit without work
     (the comment above ``TRTLLM_GEN_WEIGHT_TILE``), elementwise over ``tokens`` fed to the kernel:
     the batch dimension's launched token tiles less those the GPU's ``pairs`` (routed at random
-    over its ``experts_local`` experts, ``routing.expected_row_tiles``) fill, times the weight
-    tiles of GEMM1 and GEMM2 (``widths``: their weight rows).
+    over its ``experts_local`` experts) fill, times the weight tiles of GEMM1 and GEMM2
+    (``widths``: their weight rows).
 
     Example: 4,096 tokens, top-8 of 128 experts, 16 on this GPU (EP 8: 4,096 pairs), widths 3,072
-    and 4,096: tiles of 64 tokens, 16 + (32,768 - 16) // 64 = 527 launched, 16 experts x about
-    4.5 tiles of their 256 rows routed, so about 455 x (24 + 32) = 25,500 idle CTAs."""
+    and 4,096: tiles of 64 tokens, 16 + (32,768 - 16) // 64 = 527 launched, 16 experts x
+    (256 / 64 + 63 / 128) = 71.9 tiles routed, so 455.1 x (24 + 32) = 25,487 idle CTAs."""
     fed = np.maximum(np.asarray(tokens, dtype=float), 0.0)
     fed_pairs = fed * top_k
     lo, hi = TRTLLM_GEN_TOKEN_TILE
-    per = np.maximum(np.floor(fed_pairs / experts), 1.0)
-    tile = np.clip(2.0 ** np.ceil(np.log2(per)), lo, hi)
+    tile = np.clip(fed_pairs / experts, lo, hi)
     first = np.minimum(fed_pairs, experts_local)  # a tile per expert, then one per t pairs left
     launched = first + np.floor((fed_pairs - first) / tile)
     touched = experts_local * (1.0 - np.power(1.0 - np.minimum(top_k / experts, 1.0), fed))
     rows = np.asarray(pairs, dtype=float) / np.maximum(touched, 1e-30)
-    used = np.zeros(np.broadcast(fed, rows).shape)
-    for t in np.unique(tile):  # expected_row_tiles takes one tile at a time
-        used = np.where(tile == t, touched * expected_row_tiles(rows, float(t)), used)
+    # an expert's routed tiles, E[ceil(X / t) | X > 0] for X ~ Poisson(rows): rows / t plus the
+    # last tile's mean empty share (t - 1) / 2t, at least one
+    used = touched * np.maximum(rows / tile + (tile - 1.0) / (2.0 * tile), 1.0)
     weight_tiles = sum(np.ceil(np.asarray(w, dtype=float) / TRTLLM_GEN_WEIGHT_TILE) for w in widths)
     return np.where(fed > 0, np.maximum(launched - used, 0.0) * weight_tiles, 0.0)
 
