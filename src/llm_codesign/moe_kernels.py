@@ -208,8 +208,8 @@ def trtllm_gen_idle_ctas(
     launched = first + np.floor((fed_pairs - first) / tile)
     touched = experts_local * (1.0 - np.power(1.0 - np.minimum(top_k / experts, 1.0), fed))
     rows = np.asarray(pairs, dtype=float) / np.maximum(touched, 1e-30)
-    # an expert's routed tiles, E[ceil(X / t) | X > 0] for X ~ Poisson(rows): rows / t plus the
-    # last tile's mean empty share (t - 1) / 2t, at least one
+    # an expert's routed tiles, E[ceil(X / t) | X > 0] for X ~ Poisson(rows), approximated by
+    # rows / t plus the last tile's mean empty share (t - 1) / 2t, at least one
     used = touched * np.maximum(rows / tile + (tile - 1.0) / (2.0 * tile), 1.0)
     weight_tiles = sum(np.ceil(np.asarray(w, dtype=float) / TRTLLM_GEN_WEIGHT_TILE) for w in widths)
     return np.where(fed > 0, np.maximum(launched - used, 0.0) * weight_tiles, 0.0)
