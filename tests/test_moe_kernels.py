@@ -22,6 +22,7 @@ from llm_codesign.moe_kernels import (
     TRTLLM_GEN_IDLE_CTA_S,
     TRTLLM_GEN_LAYER_S,
     TRTLLM_GEN_W4A16,
+    fuses_activation,
     grouped_block_efficiency,
     grouped_efficiency,
     grouped_share,
@@ -715,3 +716,21 @@ def test_trtllm_gen_kernel_rates_by_path():
     assert grouped_efficiency(b200, cut, "nvfp4", "nvfp4").value == 0.42
     assert grouped_efficiency(b200, gen, "fp8", "fp8_block") is TRTLLM_GEN_FP8_BLOCK
     assert grouped_efficiency(h200, cut, "fp8", "fp8_block").value == 0.32
+
+
+def test_trtllm_gen_fuses_the_activation_but_for_block_fp8():
+    """The TRTLLM-Gen kernels run the experts' SwiGLU in GEMM1's epilogue, except the DeepSeek FP8
+    (block-scaled) cubins, which run it as a kernel of their own (FlashInfer
+    trtllm_fused_moe_runner.cu): the layer's activation op costs nothing there, in time or
+    launches; on the CUTLASS path and for block-scaled FP8 it streams its bytes as before, and a
+    dense layer's activation is no MoE's."""
+    sglang, trt = load_engine("sglang"), load_engine("trtllm")
+    _, gen = moe_layer_time("b200", sglang, "nvfp4", 4096, 128, 16, 8, 4096, 1536)
+    _, cut = moe_layer_time("b200", trt, "nvfp4", 4096, 128, 16, 8, 4096, 1536)
+    _, block = moe_layer_time("b200", sglang, "fp8_block", 4096, 128, 16, 8, 4096, 1536)
+    assert gen["ffn_activation"] == 0.0 and cut["ffn_activation"] > 0.0
+    assert block["ffn_activation"] > 0.0
+    b200 = load_hardware("b200")
+    assert not fuses_activation(b200, sglang, {})  # a dense layer's activation
+    assert fuses_activation(b200, sglang, {"moe": {"weights": "bf16"}})
+    assert not fuses_activation(load_hardware("h200-sxm"), sglang, {"moe": {"weights": "bf16"}})

@@ -36,6 +36,7 @@ import numpy as np
 from .comm import collective_time, fed_every_token, moe_comm_time
 from .moe_kernels import (
     TRTLLM_GEN_LAYER_S,
+    fuses_activation,
     grouped_block_efficiency,
     grouped_share,
     grouped_token_tiles,
@@ -588,8 +589,8 @@ def op_time(
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
-    if op.kind == "memory":
-        return memory_time(op, hw, eng), "memory"
+    if op.kind == "memory":  # (none for an activation the MoE kernels fuse: fuses_activation)
+        return memory_time(op, hw, eng) * (not fuses_activation(hw, eng, op.meta)), "memory"
     if op.kind == "permute":
         return moe_permute_time(op, hw, eng), "memory"
     if op.kind == "comm":

@@ -98,14 +98,14 @@ TRTLLM_GEN_FP8_BLOCK = Efficiency(
 # MXFP4 weights under BF16 activations (weight-only: the kernel converts the weights for a BF16
 # MMA, as Hopper's W4A16 kernels do; efficiency.grouped_gemm.mxfp4 there: 0.65, H200):
 TRTLLM_GEN_W4A16 = Efficiency(
-    0.40,
+    0.39,
     "the share of the dense BF16 rate that prices AIConfigurator's FlashInfer TRTLLM-Gen W4A16 "
     "MXFP4 modules (w4a16_mxfp4: SGLang 0.5.9-0.5.14 and vLLM 0.14-0.24 on B200, B300, GB200 "
     "and GB300; balanced routing, gpt-oss-120b's and -20b's shapes, all experts local or EP 8, "
-    "16-16,384 tokens; 160 modules) with the smallest median |error|: 11.2% at 0.40 (23.5% at "
-    "1.0, 12.0% at 0.38, 11.5% at 0.42); all local at 4,096 / 16,384 tokens +1% / -5%, EP 8 +6% / "
-    "-1%; "
-    "at 16-128 tokens, where the weights stream, all-local modules stay 26-28% fast",
+    "16-16,384 tokens; 160 modules) with the smallest median |error|: 11.5% at 0.39 (25.5% at "
+    "1.0, 11.7% at 0.38 and 0.40, 13.0% at 0.35 and 0.45); all local at 4,096 / 16,384 tokens "
+    "-0% / -6%, EP 8 +5% / -2%; at 16-128 tokens, where the weights stream, all-local modules "
+    "stay 27-29% fast",
 )
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
@@ -243,6 +243,16 @@ def _trtllm_gen_format(weights: str, sixteen_bit: bool) -> str:
     """The trtllm_gen path's kernel family for ``weights``: ``mxfp4-a16`` for MXFP4 weights under
     16-bit activations (weight-only), else the weight format."""
     return "mxfp4-a16" if weights == "mxfp4" and sixteen_bit else weights
+
+
+def fuses_activation(hw: HardwareSpec, eng: EngineConstants, meta: dict[str, Any]) -> bool:
+    """Whether the experts' gated activation runs inside GEMM1 (an op's ``meta["moe"]``): on the
+    trtllm_gen path in every format but block-scaled FP8, whose cubins have no fused activation
+    and run it as a kernel of its own (FlashInfer csrc/trtllm_fused_moe_runner.cu, MoE::Runner::run:
+    "We do activation only for DeepSeek FP8, as cubins do not have fused activation")."""
+    moe = meta.get("moe")
+    gen = moe is not None and moe_kernel_path(hw, eng) == "trtllm_gen"
+    return gen and moe.get("weights") not in BLOCK_SCALED_WEIGHTS
 
 
 def grouped_share(hw: HardwareSpec, eng: EngineConstants, rate_class: str) -> Efficiency:

@@ -480,16 +480,14 @@ def layer_group_ops(
         )
 
     # ---- norms, residuals, activation functions, rope (bandwidth-bound elementwise) ----
-    ffn_width = (
-        model.moe.expert_intermediate * model.moe.top_k
-        if g.moe and model.moe
-        else model.intermediate_size
-    ) / np.where(adp, 1, tp)
-    ffn_width = ffn_width if g.ffn else 0.0
+    routed = model.moe.expert_intermediate * model.moe.top_k if g.moe and model.moe else 0.0
+    ffn_width = (routed or model.intermediate_size) / np.where(adp, 1, tp) if g.ffn else 0.0
     ops.append(Op("norms_elementwise", "other", "memory", layers, 3.0, bytes=t_attn * d * 2.0 * 6))
-    # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product)
+    # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product;
+    # the experts' ``moe``: a kernel path that fuses it into GEMM1, cost.op_time)
     act = np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
-    ops.append(Op("ffn_activation", "ffn", "memory", layers, 1.0, bytes=act))
+    moe_meta = next(({"moe": o.meta["moe"]} for o in ops if "moe" in o.meta), {})
+    ops.append(Op("ffn_activation", "ffn", "memory", layers, 1.0, bytes=act, meta=moe_meta))
     return [op for op in ops if _in_block(op, g)]
 
 
