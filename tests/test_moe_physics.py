@@ -451,3 +451,28 @@ def test_a_routed_gemm_does_not_switch_its_split_on_a_fraction_of_a_tile():
     ).total_s  # fmt: skip
     assert np.all(np.diff(t) >= -1e-12)
     assert np.max(np.diff(t) / t[:-1]) < 0.02
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hidden=st.sampled_from([2048, 4096, 7168]),
+    width=st.sampled_from([768, 1536, 2048]),
+    experts=st.sampled_from([64, 128, 256]),
+    top_k=st.sampled_from([4, 8]),
+    ep=st.sampled_from([1, 2, 4, 8]),
+    fmt=st.sampled_from(["fp8_block", "nvfp4", "bf16"]),
+    tokens=st.integers(1, 8192),
+    more=st.integers(1, 64),
+)
+def test_trtllm_gen_layer_never_falls_as_tokens_are_added(
+    hidden, width, experts, top_k, ep, fmt, tokens, more
+):
+    """The TRTLLM-Gen MoE layer (SGLang's on B200: its idle grid, fused activation and kernel
+    rates) takes no less time for more tokens, at any shape, EP and format."""
+    from llm_codesign.validate.moe_layer import moe_layer_time
+
+    eng = load_engine("sglang")
+    args = (experts, experts // ep, top_k, hidden, width)
+    a = moe_layer_time("b200", eng, fmt, tokens, *args)[0]
+    b = moe_layer_time("b200", eng, fmt, tokens + more, *args)[0]
+    assert b >= a * (1.0 - 1e-12)
