@@ -68,6 +68,13 @@ def kernel_path(source: str) -> str | None:
     return None
 
 
+def table_identity(d: Any, f: Path) -> tuple[str | None, str]:
+    """(bundled GPU id or None, engine of ``ENGINES`` or "") of a non-empty module table ``d``
+    read from ``f`` (its ``device`` and ``framework`` columns, else the file's name)."""
+    fw = str(d["framework"].iloc[0]).lower() if "framework" in d.columns else str(f)
+    return match_gpu_name(str(d["device"].iloc[0])), next((e for e in ENGINES if e in fw), "")
+
+
 def bundled_shapes() -> set[tuple[int, int, int, int]]:
     """(hidden, expert width, experts, top-k) of every bundled MoE model."""
     return {
@@ -88,9 +95,7 @@ def survey(files: list[Path], tokens: set[int], shapes: set | None, gpus: set[st
         if not COLUMNS <= set(d.columns) or d.empty:
             print(f"skipped {f}: not a fused-MoE table", file=sys.stderr)
             continue
-        fw = str(d["framework"].iloc[0]).lower() if "framework" in d.columns else str(f)
-        engine = next((e for e in ENGINES if e in fw), "")
-        gpu = match_gpu_name(str(d["device"].iloc[0]))
+        gpu, engine = table_identity(d, f)
         if engine not in ENGINES or gpu is None or (gpus and gpu not in gpus):
             continue
         d = d[(d["distribution"] == "balanced") & d["num_tokens"].isin(tokens)]

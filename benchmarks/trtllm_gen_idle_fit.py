@@ -30,13 +30,12 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from aic_moe_survey import ENGINES, FORMATS, kernel_path  # noqa: E402
+from aic_moe_survey import FORMATS, kernel_path, table_identity  # noqa: E402
 from hbm_fraction_report import parquet_files  # noqa: E402
 
 from llm_codesign.formats import BLOCK_SCALED_WEIGHTS  # noqa: E402
 from llm_codesign.moe_kernels import TRTLLM_GEN_LAYER_S, trtllm_gen_idle_ctas  # noqa: E402
 from llm_codesign.specs.hardware import load_hardware  # noqa: E402
-from llm_codesign.validate import match_gpu_name  # noqa: E402
 
 KEYS = ["hidden_size", "inter_size", "num_experts", "topk", "moe_ep_size", "num_tokens"]
 
@@ -72,9 +71,7 @@ def fit(
         d = pd.read_parquet(f)
         if not {"kernel_source", "moe_dtype", "distribution"} <= set(d.columns) or d.empty:
             continue
-        gpu = match_gpu_name(str(d["device"].iloc[0]))
-        fw = str(d["framework"].iloc[0]).lower() if "framework" in d.columns else f.name
-        engine = next((e for e in ENGINES if e in fw), "?")
+        gpu, engine = table_identity(d, f)
         if gpu is None or (gpus and gpu not in gpus):
             continue
         d = d[(d["distribution"] == "balanced") & (d["moe_tp_size"] == 1)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ops import Op
+from .routing import reach_share
 from .specs.engine import EngineConstants
 from .specs.hardware import HardwareSpec
 
@@ -192,10 +193,9 @@ def deepep_time(
             c["sm_dispatch_s" if dispatch else "sm_combine_s"] + payload / c["sm_bytes_per_s"]
         )
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
-        nvl = b * g * -np.expm1(k * np.log1p(-1.0 / np.maximum(g, 1.0 + 1e-9)))
+        nvl = b * g * reach_share(k, g)
         nodes = np.maximum(g / s, 1.0)
-        spread = -np.expm1(k * np.log1p(-1.0 / np.maximum(nodes, 1.0 + 1e-9)))
-        net = np.where(nodes > 1.0, b * nodes * spread, 0.0)
+        net = np.where(nodes > 1.0, b * nodes * reach_share(k, nodes), 0.0)
     alpha = c["alpha_dispatch"] if dispatch else c["alpha_combine"]
     # alpha is DeepEP's own, measured over NVLink and RDMA alike (no engine network latency)
     return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .comm import fed_every_token
 from .formats import BLOCK_SCALED_WEIGHTS
+from .routing import rank_experts, reach_share
 from .specs.engine import EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
 
@@ -206,7 +207,7 @@ def trtllm_gen_idle_ctas(
     tile = np.clip(fed_pairs / experts, lo, hi)
     first = np.minimum(fed_pairs, experts_local)  # a tile per expert, then one per t pairs left
     launched = first + np.floor((fed_pairs - first) / tile)
-    touched = experts_local * (1.0 - np.power(1.0 - np.minimum(top_k / experts, 1.0), fed))
+    touched = rank_experts(fed, experts, top_k, experts / experts_local)
     rows = np.asarray(pairs, dtype=float) / np.maximum(touched, 1e-30)
     # an expert's routed tiles, E[ceil(X / t) | X > 0] for X ~ Poisson(rows), approximated by
     # rows / t plus the last tile's mean empty share (t - 1) / 2t, at least one
@@ -232,7 +233,7 @@ def trtllm_gen_idle_time(
         return 0.0
     k, ep, local = moe["top_k"], np.asarray(moe["ep"], dtype=float), moe["experts_local"]
     fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
-    fed = np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, 1.0 - (1.0 - 1.0 / ep) ** k)
+    fed = np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, reach_share(k, ep))
     pairs = np.asarray(moe["pairs_per_rank"], dtype=float)
     idle = trtllm_gen_idle_ctas(fed, k, local * ep, local, pairs, widths)
     key = _trtllm_gen_format(moe["weights"], act_bytes >= 2.0)

@@ -343,6 +343,7 @@ def layer_group_ops(
 
     # ---- FFN ----
     mats = 2 if model.gated_ffn else 1
+    moe_meta: dict = {}  # the routed experts' ``moe``, which the activation op carries too
     if not g.moe:
         f_local = model.intermediate_size / np.where(adp, 1, tp)
         t_ffn = np.where(adp, t_attn, t_all)
@@ -385,6 +386,7 @@ def layer_group_ops(
             "mats": float(mats), "moe": up.meta["moe"]}  # fmt: skip
         ops.append(permute)
         ops.extend([up, down])
+        moe_meta = {"moe": up.meta["moe"]}
         if moe.num_shared:
             fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
             t_sh = np.where(adp, t_attn, t_all)
@@ -486,7 +488,6 @@ def layer_group_ops(
     # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product;
     # the experts' ``moe``: a kernel path that fuses it into GEMM1, cost.op_time)
     act = np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
-    moe_meta = next(({"moe": o.meta["moe"]} for o in ops if "moe" in o.meta), {})
     ops.append(Op("ffn_activation", "ffn", "memory", layers, 1.0, bytes=act, meta=moe_meta))
     return [op for op in ops if _in_block(op, g)]
 

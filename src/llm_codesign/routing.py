@@ -151,11 +151,30 @@ def busiest_touch_ratio(tokens: Array, experts: Array, top_k: float, ep: Array) 
     return np.where(mean > 0, busiest / np.maximum(mean, 1e-30), 1.0)
 
 
+def rank_experts(tokens: Array, experts: Array, top_k: float, ep: Array) -> Array:
+    """E[distinct experts one of ``ep`` EP ranks touches] (the mean rank,
+    :func:`busiest_rank_experts`): e_l p, p = 1 - (1 - k / E)^t."""
+    local, p = _touch(tokens, experts, top_k, ep)
+    return local * p
+
+
+def reach_share(top_k: Array | float, groups: Array) -> Array:
+    """The share of ``groups`` equal groups of experts (EP ranks, nodes) one token's ``top_k``
+    picks reach, 1 - (1 - 1/n)^k (uniform routing, picks independent; 1 for one group)."""
+    n = np.maximum(np.asarray(groups, dtype=float), 1.0 + 1e-9)
+    return -np.expm1(np.asarray(top_k, dtype=float) * np.log1p(-1.0 / n))
+
+
+def _touch(tokens: Array, experts: Array, top_k: float, ep: Array) -> tuple[Array, Array]:
+    """(a rank's experts e_l, the chance p that ``tokens`` tokens touch one of them)."""
+    e = np.maximum(np.asarray(experts, dtype=float), 1.0)
+    local = e / np.maximum(np.asarray(ep, dtype=float), 1.0)
+    return local, 1.0 - np.power(1.0 - np.minimum(top_k / e, 1.0), np.asarray(tokens, dtype=float))
+
+
 def _touched(tokens: Array, experts: Array, top_k: float, ep: Array) -> tuple[Array, Array]:
     """(the mean rank's, the busiest rank's) touched experts (:func:`busiest_rank_experts`)."""
-    n = np.maximum(np.asarray(ep, dtype=float), 1.0)
-    e = np.maximum(np.asarray(experts, dtype=float), 1.0)
-    local = e / n
-    p = 1.0 - np.power(1.0 - np.minimum(top_k / e, 1.0), np.asarray(tokens, dtype=float))
-    spread = normal_max_mean(n) * np.sqrt(local * p * (1.0 - p))
+    local, p = _touch(tokens, experts, top_k, ep)
+    spread = normal_max_mean(np.maximum(np.asarray(ep, dtype=float), 1.0))
+    spread = spread * np.sqrt(local * p * (1.0 - p))
     return local * p, np.minimum(local * p + spread, local)
