@@ -290,7 +290,7 @@ def test_narrow_token_tiles_priced_only_where_they_can_win_give_the_same_numbers
         got = cost.gemm_shape_efficiency(hw, *args, moe_kernels.GROUPED_TOKEN_TILES)
         wide = cost.gemm_shape_efficiency(hw, *args)
         cands = cost._tile_candidates(hw)
-        best_reuse = max(cost._tile_reuse(tm, tn) for tm, tn, _ in cands)
+        best_reuse = max(cost.tile_reuse(tm, tn) for tm, tn, _ in cands)
         k0 = cost.TILE_OVERHEAD_BF16_K * 1.5
         ref = wide / np.where((k % 8 == 0) & (n % 8 == 0), 1.0, cost.MISALIGNED_FACTOR)
         for tm in moe_kernels.GROUPED_TOKEN_TILES:

@@ -64,7 +64,6 @@ MISALIGNED_FACTOR = 272.73 / 397.5
 # that the model reproduces MAMF on such a shape (8192^3).
 _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 
-
 # The MoE kernels around the grouped GEMMs that stream bytes growing with the tokens, per kernel
 # path (``specs.engine.MOE_KERNELS``, ``moe_kernels.moe_kernel_path``); the GEMMs' own operands and
 # outputs are the GEMMs', and the launches are in ``moe_layer_overhead_s``. Bytes per layer, with
@@ -130,7 +129,8 @@ def _tile_candidates(hw: HardwareSpec) -> list[tuple[int, int, int]]:
     return sorted(cands)
 
 
-def _tile_reuse(tm: float, tn: float) -> float:
+def tile_reuse(tm: float, tn: float) -> float:
+    """A tm x tn tile's operand reuse, 1 / (1 + TILE_REUSE_C (1/tm + 1/tn)) (advise.gemm too)."""
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
@@ -186,7 +186,7 @@ def _tile_efficiency(
     else:
         issued = issued_at(tiles)
     useful = m * n * np.maximum(groups, 1e-9) * k
-    return useful / np.maximum(issued, 1e-30) * _tile_reuse(tm, tn) / best_reuse
+    return useful / np.maximum(issued, 1e-30) * tile_reuse(tm, tn) / best_reuse
 
 
 def alignment_factor(n: Array, k: Array, elem_bytes: float) -> Array:
@@ -219,7 +219,7 @@ def gemm_shape_efficiency(
     k = np.asarray(k, dtype=float)
     groups = np.asarray(groups, dtype=float)
     cands = _tile_candidates(hw)
-    best_reuse = max(_tile_reuse(tm, tn) for tm, tn, _ in cands)
+    best_reuse = max(tile_reuse(tm, tn) for tm, tn, _ in cands)
     k0 = TILE_OVERHEAD_BF16_K * speed_ratio
     best = np.zeros(np.broadcast(m, n, k, groups).shape)
     # swap-AB kernels put the tokens on the MMA's N side, whose width is any multiple of
@@ -254,7 +254,7 @@ def gemm_shape_efficiency(
     # decode sizes): the same numbers as everywhere, at a fraction of the row-tile series
     for tm in token_tiles if routed else ():
         tn = SWAP_AB_WEIGHT_TILE
-        cap = _tile_reuse(tm, tn) / best_reuse * (1.0 + 1e-6)
+        cap = tile_reuse(tm, tn) / best_reuse * (1.0 + 1e-6)
         open_ = np.flatnonzero(best.ravel() < cap)
         if not open_.size:
             continue

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .mixers import cache_bytes_per_layer, indexer_counts, linear_counts, softmax_counts
+from .routing import rank_experts
 from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
@@ -355,9 +356,9 @@ def layer_group_ops(
         e, k = moe.num_experts, moe.top_k
         moe_tp = tp // ep
         experts_local = e / ep
-        p_touch = 1.0 - np.power(1.0 - k / e, np.maximum(t_all, 0.0))
-        touched = experts_local * p_touch
-        rows = np.where(p_touch > 0, t_all * k / (e * np.maximum(p_touch, 1e-30)), 0.0)
+        # the mean rank's touched experts and its rows per touched expert (routing.rank_experts)
+        touched = rank_experts(np.maximum(t_all, 0.0), e, k, ep)
+        rows = np.where(touched > 0, t_all * k / ep / np.maximum(touched, 1e-30), 0.0)
         fe_local = moe.expert_intermediate / moe_tp
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
         up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched)

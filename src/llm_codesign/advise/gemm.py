@@ -198,11 +198,8 @@ def _forced_efficiency(
     k0 = cost.TILE_OVERHEAD_BF16_K * speed_ratio
     issued = waves * slots * t.tm * t.tn * (k + k0)
 
-    def reuse(tm: float, tn: float) -> float:
-        return 1.0 / (1.0 + cost.TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
-
-    best = reuse(hw.tile_m, hw.tile_n)  # the hardware's largest tile reuses operands most
-    eff = m * n * k / issued * reuse(t.tm, t.tn) / best
+    best = cost.tile_reuse(hw.tile_m, hw.tile_n)  # the largest tile reuses operands most
+    eff = m * n * k / issued * cost.tile_reuse(t.tm, t.tn) / best
     return eff * cost.alignment_factor(n, k, elem_bytes)
 
 
