@@ -1,6 +1,7 @@
 """Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine; model;
-concurrency bucket; metric. Reads the shared calibration sets through `validate`. The metric
-classes, model kinds and concurrency buckets are the error bands' (`specs.uncertainty`).
+concurrency bucket; GPU generation (alone and with the load); metric. Reads the shared
+calibration sets through `validate`. The metric classes, model kinds and concurrency buckets are
+the error bands' (`specs.uncertainty`).
 
 Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv] [--dense]
 (--dense: the same table for the dense rows, which must keep their error)
@@ -13,7 +14,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from llm_codesign import load_model, validate
+from llm_codesign import load_hardware, load_model, validate
 from llm_codesign.specs.uncertainty import concurrency_bucket, model_kind
 from llm_codesign.validate import metric_class
 
@@ -49,6 +50,9 @@ def main() -> None:
             "kind": model_kind(load_model(r["model"])),
             "load": concurrency_bucket(r["load"]) if r["mode"] == "concurrency" else r["mode"],
         }
+        # the GPU's generation, alone and with the load (Hopper-fit physics must hold on Blackwell)
+        keys["generation"] = load_hardware(r["gpu"]).architecture
+        keys["generation+load"] = f"{keys['generation']} {keys['load']}"
         for kind, value in keys.items():
             groups[(cls, kind, value)].append(r["error"])
     print_error_table(("metric", "by", "class"), groups)
