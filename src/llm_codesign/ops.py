@@ -356,16 +356,16 @@ def layer_group_ops(
         e, k = moe.num_experts, moe.top_k
         moe_tp = tp // ep
         experts_local = e / ep
+        pairs = t_all * k / ep  # routed (token, local expert) pairs per EP rank
         # the mean rank's touched experts and its rows per touched expert (routing.rank_experts)
         touched = rank_experts(np.maximum(t_all, 0.0), e, k, ep)
-        rows = np.where(touched > 0, t_all * k / ep / np.maximum(touched, 1e-30), 0.0)
+        rows = np.where(touched > 0, pairs / np.maximum(touched, 1e-30), 0.0)
         fe_local = moe.expert_intermediate / moe_tp
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
         up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched)
         down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched)
         # the busiest EP rank's load follows from the mean pairs per rank
         # (routing.moe_rank_imbalance)
-        pairs = t_all * k / ep  # routed (token, local expert) pairs per EP rank
         up.meta["moe"] = down.meta["moe"] = {
             "pairs_per_rank": pairs,
             "ep": ep,
