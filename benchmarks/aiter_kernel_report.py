@@ -49,6 +49,7 @@ from pathlib import Path
 
 from llm_codesign.calibrate.streaming import streaming_fit
 from llm_codesign.cost import gemm_time
+from llm_codesign.moe_kernels import AITER_MOE_LAYER_S
 from llm_codesign.ops import Op
 from llm_codesign.specs.engine import EngineConstants, load_engine
 from llm_codesign.specs.hardware import Efficiency, HardwareSpec, load_hardware
@@ -301,9 +302,12 @@ def read_moe(root: Path) -> list[dict[str, str]]:
     return out
 
 
-def moe_error(r: dict[str, str], hw: HardwareSpec, eng: EngineConstants) -> float:
-    """Predicted / measured - 1 of one fused-MoE row: the model's two grouped GEMMs (the
-    Triton path's gathered rows and token tiles, every expert equally popular)."""
+def moe_time(
+    r: dict[str, str], hw: HardwareSpec, eng: EngineConstants, fixed_s: float = AITER_MOE_LAYER_S
+) -> float:
+    """The model's time of one fused-MoE row: its two grouped GEMMs (the Triton path's gathered
+    rows and token tiles, every expert equally popular), their kernels' fixed cost and AITER's
+    fixed time per layer ``fixed_s`` (``moe_kernels.AITER_MOE_LAYER_S``)."""
     import importlib
 
     moe_layer = importlib.import_module("llm_codesign.validate.moe_layer")
@@ -312,8 +316,64 @@ def moe_error(r: dict[str, str], hw: HardwareSpec, eng: EngineConstants) -> floa
         hw, eng, MOE_PRECISIONS[r["dtype"]], int(r["tokens"]), experts, experts, top_k,
         int(r["model_dim"]), int(r["inter_dim"]),
     )  # fmt: skip
-    t = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0) + 2 * eng.kernel_overhead_s
-    return t / (float(r["time_us"]) * 1e-6) - 1.0
+    gemms = parts.get("experts_up", 0.0) + parts.get("experts_down", 0.0)
+    return gemms + 2 * eng.kernel_overhead_s + fixed_s
+
+
+def moe_error(r: dict[str, str], hw: HardwareSpec, eng: EngineConstants) -> float:
+    """Predicted / measured - 1 of one fused-MoE row (``moe_time``)."""
+    return moe_time(r, hw, eng) / (float(r["time_us"]) * 1e-6) - 1.0
+
+
+def bundled_moe_rows() -> list[dict[str, str]]:
+    """The rows of the bundled table (data/validation/aiter_moe.csv) in the tuner's names."""
+    path = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/validation/aiter_moe.csv"
+    names = {"experts": "expert", "top_k": "topk", "hidden": "model_dim"}
+    names |= {"expert_intermediate": "inter_dim"}
+    with path.open(newline="") as fh:
+        return [
+            {names.get(k, k): (v.lower() if k == "gpu" else v) for k, v in r.items()}
+            for r in csv.DictReader(fh)
+        ]
+
+
+def moe_engine() -> EngineConstants:
+    """The constants the fused-MoE rows are priced with: SGLang's, on the Triton path (AITER's on
+    AMD), every expert equally popular."""
+    return load_engine("sglang").with_overrides(
+        moe_kernels="triton", moe_kernels_weight_only="same", expert_balancer="uniform"
+    )
+
+
+FIXED_BANDS = ((1, 16), (17, 512), (COMPUTE_BOUND_TOKENS, 1 << 30))
+
+
+def fixed_table(rows: list[dict[str, str]]) -> None:
+    """AITER's fixed time per layer (``AITER_MOE_LAYER_S``): the median over the rows of 1-16
+    tokens of each row's time less its priced GEMMs and kernels (pooled, per GPU, per format),
+    then the error by token band without it and with the bundled value."""
+    eng = moe_engine()
+    hws = {g: load_hardware(g) for g in {r["gpu"] for r in rows}}
+    base = [(r, moe_time(r, hws[r["gpu"]], eng, 0.0)) for r in rows]
+    small = [(r, t) for r, t in base if int(r["tokens"]) <= 16]
+
+    def resid(sel: list) -> str:
+        us = statistics.median(float(r["time_us"]) - t * 1e6 for r, t in sel)
+        return f"{us:.1f} us ({len(sel)} rows)"
+
+    print("\nfixed time per layer, median over the rows of 1-16 tokens:", resid(small))
+    for key in ("gpu", "dtype"):
+        for v in sorted({r[key] for r, _ in small}):
+            print(f"  {key} {v}: {resid([x for x in small if x[0][key] == v])}")
+    print("\n| tokens | rows | fixed time | median abs err | bias |\n|---|---:|---:|---:|---:|")
+    for lo, hi in FIXED_BANDS:
+        band = [(r, t) for r, t in base if lo <= int(r["tokens"]) <= hi]
+        for fixed in (0.0, AITER_MOE_LAYER_S):
+            errs = [(t + fixed) / (float(r["time_us"]) * 1e-6) - 1.0 for r, t in band]
+            label = f"{lo}+" if hi > 1 << 20 else f"{lo}-{hi}"
+            med = statistics.median(abs(e) for e in errs)
+            print(f"| {label} | {len(errs)} | {fixed * 1e6:.1f} us | {med:.1%} | "
+                  f"{statistics.median(errs):+.1%} |")  # fmt: skip
 
 
 def moe_table(rows: list[dict[str, str]]) -> None:
@@ -327,10 +387,7 @@ def moe_table(rows: list[dict[str, str]]) -> None:
         ]  # fmt: skip
         if not big:
             continue
-        hw = load_hardware(gpu)
-        eng = load_engine("sglang").with_overrides(
-            moe_kernels="triton", moe_kernels_weight_only="same", expert_balancer="uniform"
-        )
+        hw, eng = load_hardware(gpu), moe_engine()
         cls = "fp8" if fmt == "fp8_block" else fmt
         own = hw.grouped_gemm_efficiency_for(cls).value
         cells = []
@@ -357,12 +414,20 @@ def write_moe_table(rows: list[dict[str, str]], out: Path, commit: str) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("aiter", help="a clone of ROCm/aiter, or its aiter/configs folder")
+    ap.add_argument("aiter", nargs="?", help="a clone of ROCm/aiter, or its aiter/configs folder")
     ap.add_argument("--write-table", type=Path, help="write the GEMM table (aiter_gemm.csv)")
     ap.add_argument("--commit", default="e4048607", help="the clone's commit, for the notes")
     ap.add_argument("--moe", action="store_true", help="the fused-MoE tables instead")
     ap.add_argument("--write-moe-table", type=Path, help="with --moe: write aiter_moe.csv")
+    ap.add_argument(
+        "--fixed", action="store_true", help="AITER's fixed MoE time, from the bundled table"
+    )
     args = ap.parse_args()
+    if args.fixed:
+        fixed_table(bundled_moe_rows())
+        return
+    if args.aiter is None:
+        ap.error("the AITER clone is required unless --fixed")
     root = Path(args.aiter)
     if (root / "aiter" / "configs").is_dir():
         root = root / "aiter" / "configs"

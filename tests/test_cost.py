@@ -1,5 +1,7 @@
 """Cost model: hand-worked roofline cases, tile/wave quantization, collectives, FLOP counts."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -311,7 +313,9 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     or 32 rows wide, block-scaled FP8 weights too (the tuned configs both engines ship for
     DeepSeek-V3/R1 on H200: BLOCK_SIZE_M 16 up to 512 tokens); TRTLLM-Gen (vLLM and SGLang on
     B200, B300) in every format; the CUTLASS path keeps its 64/128-row tiles (TensorRT-LLM,
-    and FlashInfer's CUTLASS MoE on the workstation Blackwell)."""
+    and FlashInfer's CUTLASS MoE on the workstation Blackwell). On AMD GPUs the Triton path is
+    AITER's fused MoE, whose tuner tables give 16 or 32 rows to small batches (aiter_moe.csv's
+    block_m)."""
     from llm_codesign.moe_kernels import GROUPED_TOKEN_TILES, grouped_token_tiles
 
     h100, b200 = load_hardware("h100-sxm"), load_hardware("b200")
@@ -324,7 +328,32 @@ def test_narrow_token_tiles_follow_the_engines_moe_kernel_path():
     assert grouped_token_tiles(b200, vllm, "fp8_block") == GROUPED_TOKEN_TILES
     assert grouped_token_tiles(b200, trt, "nvfp4") == ()
     assert grouped_token_tiles(load_hardware("rtx-pro-6000"), vllm, "nvfp4") == ()
-    assert grouped_token_tiles(load_hardware("mi300x"), vllm, "fp8") == ()  # AITER's kernels
+    assert grouped_token_tiles(load_hardware("mi300x"), vllm, "fp8") == GROUPED_TOKEN_TILES
+
+
+def test_aiter_block_m_and_fixed_time_agree_with_its_tuner_tables():
+    """AITER's fused-MoE tuner tables (data/validation/aiter_moe.csv, ROCm/aiter @e4048607) pick
+    16- or 32-row token tiles at small batches, which ``GROUPED_TOKEN_TILES`` prices; and a layer
+    of a few tokens never takes less than 18.5 us, however little it streams: the fixed time
+    (``AITER_MOE_LAYER_S``) sits under the fastest small-batch layer measured and is added per
+    MoE layer only where AITER's kernels run (vLLM / SGLang on AMD, not NVIDIA or TensorRT-LLM)."""
+    import csv
+
+    from llm_codesign.moe_kernels import AITER_MOE_LAYER_S, GROUPED_TOKEN_TILES, moe_layer_fixed_s
+    from llm_codesign.specs.engine import load_engine as eng_of
+
+    path = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/validation/aiter_moe.csv"
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    small = [r for r in rows if int(r["tokens"]) <= 256]
+    narrow = sum(int(r["block_m"]) in GROUPED_TOKEN_TILES for r in small if r["block_m"] != "1")
+    assert narrow >= 0.85 * sum(r["block_m"] != "1" for r in small)  # 415 of 462
+    fastest = min(float(r["time_us"]) for r in rows if int(r["tokens"]) <= 16)
+    assert 0 < AITER_MOE_LAYER_S < fastest * 1e-6
+    vllm = eng_of("vllm")
+    amd, nv = load_hardware("mi355x"), load_hardware("h200-sxm")
+    assert moe_layer_fixed_s(amd, vllm) == vllm.moe_layer_overhead_s + AITER_MOE_LAYER_S
+    assert moe_layer_fixed_s(nv, vllm) == vllm.moe_layer_overhead_s
 
 
 def test_expected_row_tiles_is_the_poisson_expectation():

@@ -35,12 +35,12 @@ import numpy as np
 
 from .comm import collective_time, fed_every_token, moe_comm_time
 from .moe_kernels import (
-    TRTLLM_GEN_LAYER_S,
     fuses_activation,
     grouped_block_efficiency,
     grouped_share,
     grouped_token_tiles,
     moe_kernel_path,
+    moe_layer_fixed_s,
     padded_rows,
     takes_weight_only_path,
     trtllm_gen_idle_time,
@@ -582,9 +582,8 @@ def op_time(
         t, c, m = gemm_time(op, hw, eng, memo)
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "fixed":  # a kernel chain of fixed time per layer (MoE routing, DSA indexer)
-        fixed = getattr(eng, op.meta["fixed"])
-        if op.meta["fixed"] == "moe_layer_overhead_s" and moe_kernel_path(hw, eng) == "trtllm_gen":
-            fixed = TRTLLM_GEN_LAYER_S  # the fused MoE library's own chain, not the engine's
+        name = op.meta["fixed"]
+        fixed = moe_layer_fixed_s(hw, eng) if name == "moe_layer_overhead_s" else getattr(eng, name)
         return np.where(np.asarray(op.m) > 0, fixed, 0.0), "overhead"
     if op.kind == "attention":
         t, c, m = attention_time(op, hw, eng)

@@ -31,8 +31,21 @@ from .specs.hardware import Efficiency, HardwareSpec
 # thresholds: the narrow tiles win up to ~30-70 rows per expert (H100 to MI300X, a DeepSeek
 # expert shape), the wide ones above. Checked against the measured MoE modules
 # (data/validation/moe_layer.csv, vLLM and SGLang rows of 128-512 tokens) and the serving rows
-# (benchmarks/RESULTS.md, stop 42).
+# (benchmarks/RESULTS.md, stop 42). AMD GPUs take them too: vLLM and SGLang on ROCm run AITER's
+# fused MoE, whose tuner tables state the token tile each shape ran (``block_m``: 16 or 32 in 415
+# of the 488 rows of 1-256 tokens, 26 more a one-row kernel; 64 or 128 in 298 of the 331 rows of
+# 1,024 tokens or more; data/validation/aiter_moe.csv).
 GROUPED_TOKEN_TILES = (16, 32)
+# AITER's fused MoE (the routed experts on AMD GPUs, ``runs_aiter``): a fixed time per layer in its
+# two grouped stages, beyond the engine's routing chain (``moe_layer_overhead_s``: AITER's tables
+# time the stages with sorting and activation quantization outside the timed region). At 1-16
+# tokens a layer takes 18.5 us or more however little it streams (MI355X, block-scaled FP8, 512
+# experts of 2,048 x 128, one token: 28.1 us, its two GEMMs priced at 3.7). 13.1 us: the median
+# over the 269 rows of 1-16 tokens in data/validation/aiter_moe.csv (ROCm/aiter @e4048607
+# *tuned_fmoe*.csv; MI300X 23 rows 8.0 us, MI355X 246 rows 13.4 us; by format 11.6-27.7 us) of
+# each row's time less its two priced grouped GEMMs and their kernels' fixed cost
+# (``benchmarks/aiter_kernel_report.py --fixed``).
+AITER_MOE_LAYER_S = 13.1e-6
 # The trtllm_gen path: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell (SM100/SM103), which
 # FlashInfer ships and SGLang (``--moe-runner-backend flashinfer_trtllm``), vLLM (its first NVFP4
 # MoE choice, FLASHINFER_TRTLLM: vllm-project/vllm fused_moe/oracle/nvfp4.py
@@ -150,19 +163,37 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     this GPU for ``weights``: those of the Triton path (vLLM's and SGLang's fused_moe; for
     block-scaled FP8 weights too, as their tuned configs tile them: module comment); none on the
     CUTLASS path, whose
-    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42),
-    nor on AMD GPUs, where vLLM and SGLang run AITER's MoE kernels, whose tiles no source here
-    states."""
+    token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42). On
+    AMD GPUs the Triton path is AITER's fused MoE (``runs_aiter``), whose tuner picks 16- and
+    32-row token tiles at small batches (``GROUPED_TOKEN_TILES``' comment)."""
     return _path_tiles(hw, moe_kernel_path(hw, eng), weights)
 
 
 def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
     """The narrow token tiles a kernel ``path`` gives ``weights`` on this GPU: the Triton path's
-    on NVIDIA GPUs, in every format (``grouped_token_tiles``)."""
+    (AITER's on AMD GPUs), in every format (``grouped_token_tiles``)."""
     if path == "trtllm_gen":  # its batched GEMMs tile tokens narrowly in every format
         return GROUPED_TOKEN_TILES
     triton = path in ("triton", "deepgemm")  # (deepgemm: Triton's where its rows are not padded)
-    return GROUPED_TOKEN_TILES if hw.vendor == "nvidia" and triton else ()
+    return GROUPED_TOKEN_TILES if triton else ()
+
+
+def runs_aiter(hw: HardwareSpec, eng: EngineConstants) -> bool:
+    """Whether the routed experts run AITER's fused MoE: the Triton path (``moe_kernel_path``) on
+    an AMD GPU, where vLLM and SGLang run AITER's kernels (``AITER_MOE_LAYER_S``)."""
+    return hw.vendor == "amd" and moe_kernel_path(hw, eng) == "triton"
+
+
+def moe_layer_fixed_s(hw: HardwareSpec, eng: EngineConstants) -> float:
+    """Fixed time per MoE layer per step of the kernels around the grouped GEMMs (the
+    ``moe_routing`` op): the engine's ``moe_layer_overhead_s``; on the trtllm_gen path the
+    fused library's own chain instead (``TRTLLM_GEN_LAYER_S``); with AITER's fused MoE
+    (``runs_aiter``) the engine's chain plus AITER's stages' fixed time (``AITER_MOE_LAYER_S``).
+
+    Example: vLLM (21.9 us) on MI355X -> 35.0 us; on H200 -> 21.9 us; on B200 -> 11.3 us."""
+    if moe_kernel_path(hw, eng) == "trtllm_gen":
+        return TRTLLM_GEN_LAYER_S
+    return eng.moe_layer_overhead_s + (AITER_MOE_LAYER_S if runs_aiter(hw, eng) else 0.0)
 
 
 def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> Any:
