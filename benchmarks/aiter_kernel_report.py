@@ -33,9 +33,16 @@ format, the bias at 1,024 tokens or more (where the GEMMs are compute-bound) for
 grouped shares of the class's dense ceiling (``efficiency.grouped_gemm``), and the bundled
 file's.
 
+AITER's fixed MoE time (``--fixed``, no clone needed: the bundled aiter_moe.csv): its layers of
+1-16 tokens take 18.5 us or more however little they stream; ``moe_kernels.AITER_MOE_LAYER_S`` is
+the median over those rows of each row's time less its priced GEMMs and kernels (the table prints
+it pooled, per GPU and per format, then the error by token band without it and with it). Every
+fused-MoE row is priced with it (``moe_time``).
+
 Run: python benchmarks/aiter_kernel_report.py AITER_CLONE (or its aiter/configs folder)
 [--write-table src/llm_codesign/data/validation/aiter_gemm.csv: the rows the tests read]
 [--moe [--write-moe-table src/llm_codesign/data/validation/aiter_moe.csv]]
+python benchmarks/aiter_kernel_report.py --fixed
 """
 
 from __future__ import annotations
