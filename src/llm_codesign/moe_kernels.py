@@ -166,12 +166,13 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42). On
     AMD GPUs the Triton path is AITER's fused MoE (``runs_aiter``), whose tuner picks 16- and
     32-row token tiles at small batches (``GROUPED_TOKEN_TILES``' comment)."""
-    return _path_tiles(hw, moe_kernel_path(hw, eng), weights)
+    return _path_tiles(moe_kernel_path(hw, eng))
 
 
-def _path_tiles(hw: HardwareSpec, path: str, weights: str) -> tuple[int, ...]:
-    """The narrow token tiles a kernel ``path`` gives ``weights`` on this GPU: the Triton path's
-    (AITER's on AMD GPUs), in every format (``grouped_token_tiles``)."""
+def _path_tiles(path: str) -> tuple[int, ...]:
+    """The narrow token tiles a kernel ``path`` gives its routed GEMMs, in every format and on
+    every GPU it runs on: the Triton path's (AITER's on AMD GPUs) and TRTLLM-Gen's
+    (``grouped_token_tiles``)."""
     if path == "trtllm_gen":  # its batched GEMMs tile tokens narrowly in every format
         return GROUPED_TOKEN_TILES
     triton = path in ("triton", "deepgemm")  # (deepgemm: Triton's where its rows are not padded)
@@ -359,7 +360,7 @@ def weight_only_tiles(
     bytes stay those of the engine's ``moe_kernel_path`` (``cost.moe_permute_time``), the
     TRITON backend's own not being measured here."""
     path = weight_only_path(hw, eng, weights)
-    return None if path is None else _path_tiles(hw, path, weights)
+    return None if path is None else _path_tiles(path)
 
 
 def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
