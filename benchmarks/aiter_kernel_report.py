@@ -60,6 +60,7 @@ from llm_codesign.moe_kernels import AITER_MOE_LAYER_S
 from llm_codesign.ops import Op
 from llm_codesign.specs.engine import EngineConstants, load_engine
 from llm_codesign.specs.hardware import Efficiency, HardwareSpec, load_hardware
+from llm_codesign.validate.tables import bundled_rows
 
 GPUS = {("gfx942", "304"): "mi300x", ("gfx950", "256"): "mi355x"}
 # format by file name, most specific first: (name part, format, compute class, weight bytes
@@ -334,14 +335,12 @@ def moe_error(r: dict[str, str], hw: HardwareSpec, eng: EngineConstants) -> floa
 
 def bundled_moe_rows() -> list[dict[str, str]]:
     """The rows of the bundled table (data/validation/aiter_moe.csv) in the tuner's names."""
-    path = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/validation/aiter_moe.csv"
     names = {"experts": "expert", "top_k": "topk", "hidden": "model_dim"}
     names |= {"expert_intermediate": "inter_dim"}
-    with path.open(newline="") as fh:
-        return [
-            {names.get(k, k): (v.lower() if k == "gpu" else v) for k, v in r.items()}
-            for r in csv.DictReader(fh)
-        ]
+    return [
+        {names.get(k, k): (v.lower() if k == "gpu" else v) for k, v in r.items()}
+        for r in bundled_rows("aiter_moe.csv")
+    ]
 
 
 def moe_engine() -> EngineConstants:

@@ -1,7 +1,5 @@
 """Cost model: hand-worked roofline cases, tile/wave quantization, collectives, FLOP counts."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -337,14 +335,11 @@ def test_aiter_block_m_and_fixed_time_agree_with_its_tuner_tables():
     of a few tokens never takes less than 18.5 us, however little it streams: the fixed time
     (``AITER_MOE_LAYER_S``) sits under the fastest small-batch layer measured and is added per
     MoE layer only where AITER's kernels run (vLLM / SGLang on AMD, not NVIDIA or TensorRT-LLM)."""
-    import csv
-
     from llm_codesign.moe_kernels import AITER_MOE_LAYER_S, GROUPED_TOKEN_TILES, moe_layer_fixed_s
     from llm_codesign.specs.engine import load_engine as eng_of
+    from llm_codesign.validate.tables import bundled_rows
 
-    path = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/validation/aiter_moe.csv"
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = bundled_rows("aiter_moe.csv")
     small = [r for r in rows if int(r["tokens"]) <= 256]
     narrow = sum(int(r["block_m"]) in GROUPED_TOKEN_TILES for r in small if r["block_m"] != "1")
     assert narrow >= 0.85 * sum(r["block_m"] != "1" for r in small)  # 415 of 462
