@@ -2,6 +2,11 @@
 
 Run: python benchmarks/fit_calibration.py [--sweeps 3] [--engines a,b] [--params x,y --from-current]
 (--from-current --params: a refit of a few constants after a change of physics)
+     python benchmarks/fit_calibration.py --check [--engines a,b]
+(--check: fits nothing, writes nothing; lists each engine file's fitted constants that sit on a
+bound of the range its rows allow (``calibrate.fit.at_bound`` with ``fit_bounds``: FIT_SPACE's
+plausibility bounds and the host-cost ceiling the fastest measured row sets), issue 11's "no
+fitted constant at its bound")
 Writes src/llm_codesign/data/engines/{trtllm,trtllm-trt,vllm,sglang,generic}.yaml (the procedure is
 llm_codesign.calibrate.fit: coordinate descent on a robust log error, bounded physical constants).
 """
@@ -12,7 +17,15 @@ import argparse
 import time
 from pathlib import Path
 
-from llm_codesign.calibrate.fit import fit_engine, write_engine_yaml
+from llm_codesign import load_engine
+from llm_codesign.calibrate.fit import (
+    FIT_SPACE,
+    at_bound,
+    fit_bounds,
+    fit_engine,
+    load_rows,
+    write_engine_yaml,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"
@@ -27,6 +40,9 @@ def main() -> None:
     ap.add_argument(
         "--from-current", action="store_true", help="descend from the engine files' values only"
     )
+    ap.add_argument(
+        "--check", action="store_true", help="list the engine files' constants on a bound"
+    )
     args = ap.parse_args()
     files = [
         GT / "serving.csv",
@@ -34,6 +50,9 @@ def main() -> None:
         GT / "aic_silicon_moe_hopper.csv",
         GT / "inferencex_hopper.csv",
     ]
+    if args.check:
+        check(files, args.engines.split(","))
+        return
     for engine in args.engines.split(","):
         t0 = time.time()
         res = fit_engine(
@@ -51,6 +70,23 @@ def main() -> None:
         )
         for name, value, bound in res.at_bounds:
             print(f"   at its bound: {name} = {value:.4g} (bound {bound:.4g})")
+
+
+def check(files: list[Path], engines: list[str]) -> None:
+    """Each engine file's FIT_SPACE constants on a bound of the range its rows allow."""
+    print("| engine | rows | constant | value | bound | range |")
+    print("|---|---:|---|---:|---:|---|")
+    for engine in engines:
+        rows = load_rows(files, engine)
+        bounds = fit_bounds(rows)
+        hits = at_bound(load_engine(engine), list(FIT_SPACE), bounds)
+        for name, value, bound in hits:
+            lo, hi = bounds[name]
+            row_set = (lo, hi) != FIT_SPACE[name][:2]
+            why = "the rows' ceiling" if row_set and bound == hi else "FIT_SPACE"
+            print(f"| {engine} | {len(rows)} | {name} | {value:.4g} | {bound:.4g} | {why} |")
+        if not hits:
+            print(f"| {engine} | {len(rows)} | (none) | | | |")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine; model;
-concurrency bucket; GPU generation (alone and with the load); metric. Reads the shared
-calibration sets through `validate`. The metric classes, model kinds and concurrency buckets are
-the error bands' (`specs.uncertainty`).
+"""Error of MoE/MLA predictions by class (issue 11): attention-DP, EP, TP-only; engine (alone and
+with the load); model; concurrency bucket; GPU generation (alone and with the load); metric.
+Reads the shared calibration sets through `validate`. The metric classes, model kinds and
+concurrency buckets are the error bands' (`specs.uncertainty`).
 
 Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv] [--dense]
 (--dense: the same table for the dense rows, which must keep their error)
@@ -53,6 +53,8 @@ def main() -> None:
         # the GPU's generation, alone and with the load (Hopper-fit physics must hold on Blackwell)
         keys["generation"] = load_hardware(r["gpu"]).architecture
         keys["generation+load"] = f"{keys['generation']} {keys['load']}"
+        # each engine's error against the load (TTFT's slope with clients is an engine's)
+        keys["engine+load"] = f"{r['engine']} {keys['load']}"
         for kind, value in keys.items():
             groups[(cls, kind, value)].append(r["error"])
     print_error_table(("metric", "by", "class"), groups)
