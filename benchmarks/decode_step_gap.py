@@ -9,7 +9,13 @@ and the table shows, per attention-DP rank: the running batch; the measured step
 the model's pure decode step at that batch by part: attention, GEMMs, communication, other GPU
 work, host (the step's ``step_overhead_s`` + ``per_seq_overhead_s`` x sequences terms).
 
-Run: python benchmarks/decode_step_gap.py [--moe]
+The last column is the gap per sequence: (measured step - model step) / batch per rank, in
+microseconds (what the host cost per sequence would have to add where the gap were host time).
+``--all-lengths`` takes every ISL/OSL (prompt-heavy rows too, whose steps carry as many prompt
+tokens as decoding sequences at 1k/1k): there the gap separates by GPU generation and model kind
+(benchmarks/RESULTS.md, stop 58).
+
+Run: python benchmarks/decode_step_gap.py [--moe] [--all-lengths]
 """
 
 from __future__ import annotations
@@ -32,19 +38,21 @@ GEMM_OPS = ("proj", "_up", "_down", "lm_head", "router")
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--moe", action="store_true", help="MoE models instead of dense ones")
+    ap.add_argument("--all-lengths", action="store_true", help="every ISL/OSL, not OSL >= 2 ISL")
     args = ap.parse_args()
     base = load_engine("trtllm")
     print(
         "| model | GPU | plan | ISL/OSL | batch/rank | measured ms | model ms | attention | GEMMs "
-        "| comm | other GPU | host |"
+        "| comm | other GPU | host | gap us/seq |"
     )
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for i, raw in enumerate(read_measurements(bundled_data("serving.csv"))):
         r = map_row(i, raw)
         bench = not isinstance(r, str) and r.recipe.partition(":")[0] == TRTLLM_BENCH
         if not bench or r.engine != "trtllm":
             continue
-        if r.mode != "offline" or not r.metric.startswith("output_tok_s") or r.osl < 2 * r.isl:
+        decode_heavy = r.osl >= 2 * r.isl or args.all_lengths
+        if r.mode != "offline" or not r.metric.startswith("output_tok_s") or not decode_heavy:
             continue
         m = load_model(r.model)
         if (m.moe is not None) != args.moe:
@@ -81,10 +89,11 @@ def main() -> None:
         other = total - host - attn - gemm - comm
         row = (run / per_replica, run / (float(g.output_tok_s_per_gpu) * gpus))
         row += (attn, gemm, comm, other, host)
+        gap = (row[0] - row[1]) / (run / ranks)
         print(
             f"| {r.model} | {r.hardware} | {r.plan_label} | {r.isl}/{r.osl} | {run / ranks:.0f} | "
             + " | ".join(f"{1e3 * x:.1f}" for x in row)
-            + " |"
+            + f" | {1e6 * gap:+.0f} |"
         )
 
 
