@@ -295,6 +295,11 @@ def test_estimate_api_default_and_explicit(tmp_path):
     e = estimate("gpt-oss-20b", "b200")
     assert e.precision.id == "mxfp4-a8" and "MXFP8 activations on b200" in e.precision_note
     assert estimate("gpt-oss-20b", "b200", "mxfp4-a16").precision.id == "mxfp4-a16"
+    # on MI355X the FP4 math exists but the engines' MXFP4 MoE takes BF16 activations (vLLM's CK
+    # and Triton backends on ROCm): W4A16, and the note says how to ask for W4A8
+    e = estimate("gpt-oss-20b", "mi355x")
+    assert e.precision.id == "mxfp4-a16" and "BF16 activations on mi355x" in e.precision_note
+    assert estimate("gpt-oss-20b", "mi355x", "mxfp4-a8").precision.id == "mxfp4-a8"
     e = estimate("gpt-oss-20b", "h200-sxm", "bf16")
     assert e.precision.id == "bf16" and e.precision_note == ""
     cfg = {**LLAMA, "quantization_config": {"quant_method": "bitsandbytes"}}

@@ -23,11 +23,13 @@ def row(**kw):
 
 
 def test_gpt_oss_w4a8_only_where_the_gpu_has_an_mxfp8_path():
-    # W4A8 needs MXFP8 x MXFP4 tensor-core math: Blackwell and CDNA4 (MI355X) have it; Hopper and
-    # CDNA3 (MI300X, MI325X) do not, and run the MXFP4 weights weight-only at BF16
+    # W4A8 needs MXFP8 x MXFP4 tensor-core math and a kernel that quantizes the activations to
+    # MXFP8: NVIDIA Blackwell's engines have both; CDNA4 (MI355X) has the math, but vLLM's and
+    # SGLang's MXFP4 MoE on ROCm take BF16 activations (specs.checkpoint.served_mxfp4); Hopper and
+    # CDNA3 (MI300X, MI325X) have no FP4 math and run the MXFP4 weights weight-only at BF16
     expect = {
         "B200": "mxfp4-a8",
-        "MI355X": "mxfp4-a8",
+        "MI355X": "mxfp4-a16",
         "H100 SXM": "mxfp4-a16",
         "MI300X": "mxfp4-a16",
         "MI325X": "mxfp4-a16",
@@ -37,6 +39,10 @@ def test_gpt_oss_w4a8_only_where_the_gpu_has_an_mxfp8_path():
         assert m.precision == prec, (gpu, m.precision)
         hw = load_hardware(m.hardware)
         assert hw.supports(parse_precision(m.precision).compute_class)
+    # 8-bit activations stated (AMD's W4A8 checkpoint): W4A8 where the GPU has the path only
+    for gpu, prec in {"MI355X": "mxfp4-a8", "MI300X": "mxfp4-a16"}.items():
+        m = map_row(0, row(model="gpt-oss-120b", gpu=gpu, precision="fp4/mxfp8/bf16"))
+        assert m.precision == prec, (gpu, m.precision)
 
 
 def test_mxfp4_checkpoints_map_where_the_gpu_runs_mxfp4():

@@ -230,23 +230,43 @@ def stated_quantization(config: Mapping[str, Any]) -> str:
     return ""
 
 
-def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False) -> str:
+def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False, eight_bit: bool = False) -> str:
     """The preset an MXFP4 weight-only checkpoint (gpt-oss's ``quant_method: mxfp4``) is served
-    at on ``hw``: W4A8 (``mxfp4-a8``, MXFP8 activations) where the GPU has an MXFP8 tensor-core
-    path (Blackwell, MI355X) and 16-bit activations are not asked for (``sixteen_bit``), else
-    weight-only W4A16 (``mxfp4-a16``: the engines convert the 4-bit weights to BF16). TensorRT-LLM
-    serves it so (NVIDIA/TensorRT-LLM examples/models/core/gpt_oss/README.md, MoE support
-    matrix: Hopper bf16 x mxfp4, Blackwell mxfp8 x mxfp4), as do InferenceX's vLLM Blackwell
-    scripts (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); without that variable vLLM's SM100 default is
-    the BF16-activation kernel (vllm-project/vllm quantization/mxfp4.py, get_mxfp4_backend):
-    ``mxfp4-a16`` prices it.
+    at on ``hw``: W4A8 (``mxfp4-a8``, MXFP8 activations) or weight-only W4A16 (``mxfp4-a16``: the
+    kernels take BF16 activations and convert the 4-bit weights).
+
+    W4A8 needs an MXFP8 tensor-core path (``hw.supports("mxfp8")``: Blackwell, MI355X) and a
+    kernel that quantizes the activations to MXFP8, and only NVIDIA's have one for this
+    checkpoint:
+    - TensorRT-LLM serves it so on Blackwell (NVIDIA/TensorRT-LLM
+      examples/models/core/gpt_oss/README.md, MoE support matrix: Hopper bf16 x mxfp4, Blackwell
+      mxfp8 x mxfp4).
+    - So do InferenceX's vLLM Blackwell scripts (VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1). Without
+      that variable vLLM's SM100 default is the BF16-activation kernel; ``mxfp4-a16`` prices it.
+    - On AMD GPUs every engine read takes BF16 activations: vLLM's MXFP4 MoE on ROCm runs
+      AITER's CK kernels (weights laid out by ``shuffle_weight_a16w4``) or OpenAI's Triton
+      kernels (``mxfp4_w4a16_moe_quant_config``). Its only MXFP8-activation backends are
+      FlashInfer's (vllm-project/vllm fused_moe/oracle/mxfp4.py ``_backend_activation_key``;
+      quantization/mxfp4.py ``get_mxfp4_backend``). SGLang's default is the same Triton kernels,
+      its MXFP8 path FlashInfer's behind an environment variable (sgl-project/sglang
+      layers/quantization/mxfp4.py).
+    - AMD's W4A8 gpt-oss is a checkpoint of its own, which states its FP8 activations.
+
+    So the default is W4A8 on an NVIDIA GPU with the path, else W4A16. A row or a user stating
+    16-bit activations (``sixteen_bit``) gets W4A16; one stating 8-bit activations
+    (``eight_bit``) gets W4A8 wherever the GPU has the path.
 
     Example:
         >>> from .hardware import load_hardware
         >>> served_mxfp4(load_hardware("b200")), served_mxfp4(load_hardware("h200-sxm"))
         ('mxfp4-a8', 'mxfp4-a16')
+        >>> mi355x = load_hardware("mi355x")
+        >>> served_mxfp4(mi355x), served_mxfp4(mi355x, eight_bit=True)
+        ('mxfp4-a16', 'mxfp4-a8')
     """
-    return "mxfp4-a8" if hw.supports("mxfp8") and not sixteen_bit else "mxfp4-a16"
+    path = hw.supports("mxfp8")
+    own = path and hw.vendor == "nvidia"  # the engines' default activations on this GPU
+    return "mxfp4-a8" if not sixteen_bit and (own or (path and eight_bit)) else "mxfp4-a16"
 
 
 def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Reading:
@@ -272,6 +292,8 @@ def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Readin
             if served != weight_only:
                 text = served + text[len(weight_only) :]
                 why += f", served with MXFP8 activations on {hw.id} (-p {weight_only}: BF16)"
+            elif hw.supports("mxfp8"):  # the path exists, the engines' kernels do not take it
+                why += f", served with BF16 activations on {hw.id} (-p mxfp4-a8: MXFP8)"
         return text, f"checkpoint: {why}"
     stated = stated_quantization(spec.config)
     if stated:

@@ -273,10 +273,10 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell (MXFP4 on a GPU with MXFP4 but no NVFP4: AMD's
-    MI355X), except gpt-oss whose checkpoints are MXFP4: W4A8 (MXFP8 activations) where the GPU
-    has an MXFP8 tensor-core path (Blackwell, MI355X) and the text does not state 16-bit
-    activations, else weight-only W4A16 (Hopper, Ampere, Ada, MI300X/MI325X: the engines convert
-    the 4-bit weights to BF16); mxfp4 = MXFP4 where the
+    MI355X), except gpt-oss whose checkpoints are MXFP4: W4A8 (MXFP8 activations) where the
+    engines serve it so (NVIDIA Blackwell) or the text states 8-bit activations on a GPU with an
+    MXFP8 path, else weight-only W4A16 (Hopper, Ampere, Ada, AMD GPUs, or 16-bit activations
+    stated: the kernels take BF16 activations, ``served_mxfp4``); mxfp4 = MXFP4 where the
     GPU runs it; fp8 = FP8 (gpt-oss there too: MXFP4 weights, FP8 KV), with the checkpoint's
     block-scaled FP8 weights where its own checkpoint is block-scaled (DeepSeek-V3/R1,
     MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a format
@@ -295,7 +295,9 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         kv = for_hopper.group(1)
     if model.model_type == "gpt_oss":
         act = parts[1].split()[0] if len(parts) > 1 and parts[1] else "?"
-        base = served_mxfp4(hw, act in ("bf16", "fp16"))  # 16-bit stated: W4A16
+        # 16-bit activations stated: W4A16; 8-bit: W4A8 where the GPU has the path; else the
+        # engines' default on this GPU (``served_mxfp4``)
+        base = served_mxfp4(hw, act in ("bf16", "fp16"), act in ("fp8", "mxfp8"))
         # the KV field where it names a format; else FP8 anywhere in the text (an "fp8" row of
         # gpt-oss: MXFP4 weights, FP8 KV), not inside "mxfp8"
         stated = kv != "?"
