@@ -256,6 +256,46 @@ def test_inferencex_trtllm_runs_before_the_scripts_changed():
     assert "KV fraction 0.8" in m.note and "KV fraction 0.75" in map_row(0, dec).note
 
 
+def test_inferencex_gpt_oss_trtllm_rows_run_with_their_own_scripts():
+    """InferenceX's TensorRT-LLM gpt-oss scripts are not the DeepSeek-R1 ones
+    (validate.recipes.INFERENCEX_GPTOSS_TRTLLM_*): max_num_tokens 20000 and KV fraction 0.85;
+    on B200 max_batch_size 512, the TRTLLM MoE backend (CUTLASS from 256 clients before
+    2025-10-20), an FP8 KV cache from 2025-10-20 (the model's BF16 before), and under
+    attention-DP TensorRT-LLM's default context balance (50 / 10 iterations); on H200 the client
+    count as batch limit, BF16 KV and no balance."""
+    gpt = dict(ROW, model="gpt-oss-120b", gpu="B200", precision="fp4/?/?", tp="1", ep="1", dp="")
+    m = map_row(0, dict(gpt, concurrency_or_batch="64"))
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert (eng.max_batch_size, eng.max_num_tokens, eng.memory_utilization) == (512, 20000, 0.85)
+    assert eng.moe_kernels == "trtllm_gen" and eng.adp_balance_timeout_iters == 0
+    assert parse_precision(m.precision).kv_fp8 and "gpt-oss recipe" in m.note
+    # attention-DP at 256 clients: TensorRT-LLM's default balance counts
+    dep = dict(gpt, tp="8", ep="8", dp="DEP8", concurrency_or_batch="256")
+    eng = recipe_behaviour(map_row(0, dep).recipe, load_engine("trtllm"))
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (50, 10)
+    assert eng.moe_kernels == "trtllm_gen"
+    # before 2025-10-20: CUTLASS at 256 clients (TRTLLM below), BF16 KV
+    early = {
+        k: v.replace("2026-05-17", "2025-10-01") if k == "notes" else v for k, v in dep.items()
+    }
+    m = map_row(0, early)
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert eng.moe_kernels == load_engine("trtllm").moe_kernels and "CUTLASS" in m.note
+    assert not parse_precision(m.precision).kv_fp8
+    m = map_row(0, dict(early, tp="1", ep="1", dp="", concurrency_or_batch="64"))
+    assert recipe_behaviour(m.recipe, load_engine("trtllm")).moe_kernels == "trtllm_gen"
+    # H200: the client count as batch limit, BF16 KV, no balance under attention-DP
+    h200 = dict(gpt, gpu="H200", tp="8", ep="8", dp="DEP8", concurrency_or_batch="128")
+    m = map_row(0, h200)
+    eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
+    assert (eng.max_batch_size, eng.max_num_tokens, eng.adp_balance_timeout_iters) == (
+        128,
+        20000,
+        0,
+    )
+    assert not parse_precision(m.precision).kv_fp8 and "no attention-DP context balance" in m.note
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, True, "sixty", 10**6])
 def test_balance_fields_are_checked(value):
     with pytest.raises(SpecError, match="adp_balance_timeout_iters"):

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import SpecError
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import default_precision
-from ..specs.engine import ADP_BALANCE_MAX_ITERS
+from ..specs.engine import ADP_BALANCE_MAX_ITERS, TRTLLM_ADP_BALANCE_DEFAULTS
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
@@ -312,8 +312,6 @@ def read_moe_a2a(
     return {"moe_comm": family}
 
 
-# TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) when enable_balance is on
-ADP_BALANCE_DEFAULTS = {"adp_timeout": 50, "adp_batching_wait": 10}
 
 
 def adp_balance(
@@ -339,7 +337,7 @@ def adp_balance(
     values = {}
     for k, name in (("adp_timeout", "adp_balance_timeout_iters"),
                      ("adp_batching_wait", "adp_balance_wait_iters")):  # fmt: skip
-        v = as_int(by[k], 0) if k in by else ADP_BALANCE_DEFAULTS[k]
+        v = as_int(by[k], 0) if k in by else TRTLLM_ADP_BALANCE_DEFAULTS[name]
         if v > ADP_BALANCE_MAX_ITERS:
             raise SpecError(
                 f"{by[k].origin}: expected an integer in [0, {ADP_BALANCE_MAX_ITERS}] iterations"

@@ -267,6 +267,9 @@ class EngineConstants:
 
 
 ADP_BALANCE_FIELDS = ("adp_balance_timeout_iters", "adp_balance_wait_iters")
+# TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) where enable_balance is on and the
+# options leave the two counts out
+TRTLLM_ADP_BALANCE_DEFAULTS = {"adp_balance_timeout_iters": 50, "adp_balance_wait_iters": 10}
 ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the balance's waits (iterations), not a fact
 FRACTIONS = (
     "attn_prefill_efficiency",

@@ -44,6 +44,7 @@ from .disagg_recipes import inferencex_disagg_recipe
 from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
 from .recipes import (
     inferencex_client,
+    inferencex_gptoss_trtllm_recipe,
     inferencex_trtllm_moe,
     inferencex_trtllm_recipe,
     inferencex_trtllm_script_plan,
@@ -515,12 +516,18 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model_id, isl, osl, int(load), tp, ep, adp
         )
         notes.extend([said] if said else [])
-        gen = inferencex_trtllm_moe(
-            hw, parse_precision(prec).weights.id, adp, k_spec, run_date(row)
-        )
-        recipe, note = inferencex_trtllm_recipe(
-            int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"], gen
-        )
+        if model.model_type == "gpt_oss":  # its own scripts' limits, MoE backend and KV
+            recipe, note, kv = inferencex_gptoss_trtllm_recipe(int(load), hw, adp, run_date(row))
+            if kv_field(row["precision"]) == "?" and parse_precision(prec).kv_fp8 != (kv == "fp8"):
+                prec += f"+{kv}-kv"
+                note += f"; KV unstated: {kv.upper()}, as its script's kv_cache_config set it"
+        else:
+            gen = inferencex_trtllm_moe(
+                hw, parse_precision(prec).weights.id, adp, k_spec, run_date(row)
+            )
+            recipe, note = inferencex_trtllm_recipe(
+                int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"], gen
+            )
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":
         recipe, note = inferencex_disagg_recipe(

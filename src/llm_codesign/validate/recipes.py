@@ -46,7 +46,12 @@ from dataclasses import replace
 from ..errors import SpecError
 from ..formats import BLOCK_SCALED_WEIGHTS
 from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
-from ..specs.engine import MOE_COMM, EngineConstants
+from ..specs.engine import (
+    ADP_BALANCE_FIELDS,
+    MOE_COMM,
+    TRTLLM_ADP_BALANCE_DEFAULTS,
+    EngineConstants,
+)
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -99,6 +104,22 @@ INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # CUTEDSL with it; MiniMax-M2.5 FP4 sets TRTLLM with attention-DP too, priced as CUTLASS there)
 INFERENCEX_TRTLLM_GEN_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-01-29"}
 INFERENCEX_TRTLLM_GEN_MTP_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-02-05"}
+# InferenceX's TensorRT-LLM gpt-oss-120b scripts, not the DeepSeek-R1 ones above
+# (SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt_slurm.sh and
+# gptoss_fp4_h200_trt_slurm.sh, later single_node/gptoss_fp4_{b200,h200}_trt.sh; their history
+# to @843c6254, 2025-09-15 on):
+# --max_num_tokens 20000 and free_gpu_memory_fraction 0.85 on both GPUs;
+# --max_batch_size 512 on B200, the client count on H200.
+# B200: moe_config backend TRTLLM. Until 2025-10-20 (ac1998a50) the script switched to CUTLASS
+# at 256 clients or more. kv_cache_config dtype fp8 from that commit; auto (the model's BF16)
+# before. With attention-DP: attention_dp_config enable_balance true, TensorRT-LLM's default
+# counts.
+# H200: TRITON, dtype auto, no attention_dp_config.
+INFERENCEX_GPTOSS_TRTLLM_TOKENS = 20000
+INFERENCEX_GPTOSS_TRTLLM_KV = 0.85
+INFERENCEX_GPTOSS_TRTLLM_BATCH = 512
+INFERENCEX_GPTOSS_TRTLLM_SINCE = "2025-10-20"  # B200: TRTLLM at every client count, FP8 KV
+INFERENCEX_GPTOSS_TRTLLM_CUTLASS_CLIENTS = 256  # before it: CUTLASS from this many clients
 
 
 def inferencex_trtllm_moe(
@@ -321,7 +342,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    keys = ("adp", "batch", "tokens", "kv", "moe")
+    keys = ("adp", "batch", "tokens", "kv", "moe", "balance", "wait")
     fields = recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
     kv = int(fields["kv"]) / 100.0 if "kv" in fields else INFERENCEX_TRTLLM_KV_FRACTION
     over: dict[str, float | int | str] = {"memory_utilization": kv}
@@ -329,6 +350,9 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         over["moe_kernels"] = "trtllm_gen"
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
+        if "balance" in fields:  # the script's own counts (the gpt-oss scripts')
+            counts = (int(fields["balance"]), int(fields.get("wait", "0")))
+            over.update(zip(ADP_BALANCE_FIELDS, counts))
     if "batch" in fields:
         over["max_batch_size"] = int(fields["batch"])
     if "tokens" in fields:
@@ -437,6 +461,56 @@ def inferencex_trtllm_recipe(
         timeout = INFERENCEX_ADP_BALANCE["adp_balance_timeout_iters"]
         note += f", attention-DP context balance (timeout_iters {timeout})"
     return ":".join(parts), note + " (validate.recipes)"
+
+
+def inferencex_gptoss_trtllm_recipe(
+    clients: int, hw: HardwareSpec, attention_dp: bool, date: str = ""
+) -> tuple[str, str, str]:
+    """(the recipe of an InferenceX TensorRT-LLM aggregated gpt-oss row, the mapping's note,
+    the KV cache format its script set: ``fp8`` or ``bf16``): the gpt-oss scripts' limits
+    (``INFERENCEX_GPTOSS_TRTLLM_*``, for the version in force on the run ``date``; a run of no
+    stated date takes the current scripts').
+
+    On Blackwell (``moe_kernels.runs_trtllm_gen``): the TRTLLM MoE backend, its batch limit,
+    FP8 KV (BF16, the model's own, before ``INFERENCEX_GPTOSS_TRTLLM_SINCE``), and
+    TensorRT-LLM's default context balance under attention-DP. On Hopper: the client count as
+    batch limit, BF16 KV, and the TRITON MoE backend, the engine's own weight-only path.
+
+    Example:
+        >>> from ..specs.hardware import load_hardware
+        >>> inferencex_gptoss_trtllm_recipe(64, load_hardware("b200"), False)[0]
+        'inferencex-trtllm:adp=0:batch=512:tokens=20000:kv=85:moe=1'
+        >>> inferencex_gptoss_trtllm_recipe(64, load_hardware("h200-sxm"), True)[0]
+        'inferencex-trtllm:adp=1:batch=64:tokens=20000:kv=85:balance=0:wait=0'
+    """
+    blackwell = runs_trtllm_gen(hw)
+    current = not date or date >= INFERENCEX_GPTOSS_TRTLLM_SINCE
+    batch = INFERENCEX_GPTOSS_TRTLLM_BATCH if blackwell else clients
+    tokens, kv = INFERENCEX_GPTOSS_TRTLLM_TOKENS, INFERENCEX_GPTOSS_TRTLLM_KV
+    gen = blackwell and (current or clients < INFERENCEX_GPTOSS_TRTLLM_CUTLASS_CLIENTS)
+    parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}", f"batch={batch}"]
+    parts += [f"tokens={tokens}", f"kv={round(kv * 100)}"]
+    note = (
+        f"InferenceX's TensorRT-LLM gpt-oss recipe: max_batch_size {batch}, max_num_tokens "
+        f"{tokens}, KV fraction {kv:g}"
+    )
+    if gen:
+        parts.append("moe=1")
+        note += ", MoE backend TRTLLM (TRTLLM-Gen)"
+    elif blackwell:
+        note += ", MoE backend CUTLASS"
+    if attention_dp:
+        balance = TRTLLM_ADP_BALANCE_DEFAULTS if blackwell else dict.fromkeys(ADP_BALANCE_FIELDS, 0)
+        timeout, wait = (balance[k] for k in ADP_BALANCE_FIELDS)
+        parts += [f"balance={timeout}", f"wait={wait}"]
+        note += (
+            f", attention-DP context balance (timeout_iters {timeout}, batching_wait_iters "
+            f"{wait}: TensorRT-LLM's defaults)"
+            if timeout
+            else ", no attention-DP context balance"
+        )
+    kv_format = "fp8" if blackwell and current else "bf16"
+    return ":".join(parts), note + " (validate.recipes)", kv_format
 
 
 def inferencex_mean_length(nominal: int) -> float:
