@@ -312,8 +312,6 @@ def read_moe_a2a(
     return {"moe_comm": family}
 
 
-
-
 def adp_balance(
     by: dict[str, Setting], adp: bool, engine: dict, note: Callable, skip: Callable
 ) -> None:

@@ -26,7 +26,7 @@ from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_har
 from ..specs.model import load_model, model_alias_table
 from ..specs.plan import DisaggregatedPlan
 from ..specs.precision import parse_precision
-from .campaigns import campaign_model, campaign_share, is_inferencex, run_date, stated_notes
+from .campaigns import campaign_model, campaign_share, is_inferencex, stated_notes
 from .conventions import (
     POOL_KINDS,
     attention_dp_field,
@@ -44,9 +44,7 @@ from .disagg_recipes import inferencex_disagg_recipe
 from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
 from .recipes import (
     inferencex_client,
-    inferencex_gptoss_trtllm_recipe,
-    inferencex_trtllm_moe,
-    inferencex_trtllm_recipe,
+    inferencex_trtllm_row_recipe,
     inferencex_trtllm_script_plan,
     trtllm_bench_recipe,
     vllm_release_recipe,
@@ -516,18 +514,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model_id, isl, osl, int(load), tp, ep, adp
         )
         notes.extend([said] if said else [])
-        if model.model_type == "gpt_oss":  # its own scripts' limits, MoE backend and KV
-            recipe, note, kv = inferencex_gptoss_trtllm_recipe(int(load), hw, adp, run_date(row))
-            if kv_field(row["precision"]) == "?" and parse_precision(prec).kv_fp8 != (kv == "fp8"):
-                prec += f"+{kv}-kv"
-                note += f"; KV unstated: {kv.upper()}, as its script's kv_cache_config set it"
-        else:
-            gen = inferencex_trtllm_moe(
-                hw, parse_precision(prec).weights.id, adp, k_spec, run_date(row)
-            )
-            recipe, note = inferencex_trtllm_recipe(
-                int(load), isl, tp, adp, k_spec, run_date(row), row["gpu"], gen
-            )
+        recipe, note, prec = inferencex_trtllm_row_recipe(
+            row, model, hw, prec, int(load), isl, tp, adp, k_spec
+        )
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":
         recipe, note = inferencex_disagg_recipe(

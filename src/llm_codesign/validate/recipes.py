@@ -54,8 +54,9 @@ from ..specs.engine import (
 )
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import Precision
+from ..specs.precision import Precision, parse_precision
 from .campaigns import run_date, run_gpu_precision
+from .conventions import kv_field
 from .tables import bundled_rows
 
 TRTLLM_BENCH = "trtllm-bench"
@@ -463,13 +464,47 @@ def inferencex_trtllm_recipe(
     return ":".join(parts), note + " (validate.recipes)"
 
 
+def inferencex_trtllm_row_recipe(
+    row: dict[str, str],
+    model: ModelSpec,
+    hw: HardwareSpec,
+    precision: str,
+    clients: int,
+    isl: int,
+    tp: int,
+    attention_dp: bool,
+    spec_tokens: int,
+) -> tuple[str, str, str]:
+    """(recipe, the mapping's note, precision) of an InferenceX TensorRT-LLM aggregated ``row``
+    at its run date: a gpt-oss row's from its own scripts
+    (``inferencex_gptoss_trtllm_recipe``, with the KV format they set where the row states
+    none), any other's from the DeepSeek-R1 scripts (``inferencex_trtllm_recipe``, their TRTLLM
+    MoE backend where ``inferencex_trtllm_moe`` says it ran)."""
+    date = run_date(row)
+    if model.model_type == "gpt_oss":
+        stated = kv_field(row["precision"]) != "?"
+        return inferencex_gptoss_trtllm_recipe(clients, hw, attention_dp, date, precision, stated)
+    weights = parse_precision(precision).weights.id
+    gen = inferencex_trtllm_moe(hw, weights, attention_dp, spec_tokens, date)
+    recipe, note = inferencex_trtllm_recipe(
+        clients, isl, tp, attention_dp, spec_tokens, date, row["gpu"], gen
+    )
+    return recipe, note, precision
+
+
 def inferencex_gptoss_trtllm_recipe(
-    clients: int, hw: HardwareSpec, attention_dp: bool, date: str = ""
+    clients: int,
+    hw: HardwareSpec,
+    attention_dp: bool,
+    date: str = "",
+    precision: str = "",
+    kv_stated: bool = True,
 ) -> tuple[str, str, str]:
     """(the recipe of an InferenceX TensorRT-LLM aggregated gpt-oss row, the mapping's note,
-    the KV cache format its script set: ``fp8`` or ``bf16``): the gpt-oss scripts' limits
-    (``INFERENCEX_GPTOSS_TRTLLM_*``, for the version in force on the run ``date``; a run of no
-    stated date takes the current scripts').
+    ``precision`` with the KV cache format its script set where the row states none:
+    ``kv_stated`` false) for the gpt-oss scripts' limits (``INFERENCEX_GPTOSS_TRTLLM_*``, for
+    the version in force on the run ``date``; a run of no stated date takes the current
+    scripts').
 
     On Blackwell (``moe_kernels.runs_trtllm_gen``): the TRTLLM MoE backend, its batch limit,
     FP8 KV (BF16, the model's own, before ``INFERENCEX_GPTOSS_TRTLLM_SINCE``), and
@@ -509,8 +544,11 @@ def inferencex_gptoss_trtllm_recipe(
             if timeout
             else ", no attention-DP context balance"
         )
-    kv_format = "fp8" if blackwell and current else "bf16"
-    return ":".join(parts), note + " (validate.recipes)", kv_format
+    kv = "fp8" if blackwell and current else "bf16"
+    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv == "fp8"):
+        precision += f"+{kv}-kv"
+        note += f"; KV unstated: {kv.upper()}, as its script's kv_cache_config set it"
+    return ":".join(parts), note + " (validate.recipes)", precision
 
 
 def inferencex_mean_length(nominal: int) -> float:
