@@ -105,17 +105,12 @@ INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # CUTEDSL with it; MiniMax-M2.5 FP4 sets TRTLLM with attention-DP too, priced as CUTLASS there)
 INFERENCEX_TRTLLM_GEN_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-01-29"}
 INFERENCEX_TRTLLM_GEN_MTP_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-02-05"}
-# InferenceX's TensorRT-LLM gpt-oss-120b scripts, not the DeepSeek-R1 ones above
-# (SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt_slurm.sh and
-# gptoss_fp4_h200_trt_slurm.sh, later single_node/gptoss_fp4_{b200,h200}_trt.sh; their history
-# to @843c6254, 2025-09-15 on):
-# --max_num_tokens 20000 and free_gpu_memory_fraction 0.85 on both GPUs;
-# --max_batch_size 512 on B200, the client count on H200.
-# B200: moe_config backend TRTLLM. Until 2025-10-20 (ac1998a50) the script switched to CUTLASS
-# at 256 clients or more. kv_cache_config dtype fp8 from that commit; auto (the model's BF16)
-# before. With attention-DP: attention_dp_config enable_balance true, TensorRT-LLM's default
-# counts.
-# H200: TRITON, dtype auto, no attention_dp_config.
+# InferenceX's TensorRT-LLM gpt-oss-120b scripts (SemiAnalysisAI/InferenceX
+# gptoss_fp4_{b200,h200}_trt*.sh, their history to @843c6254): --max_num_tokens 20000,
+# free_gpu_memory_fraction 0.85; --max_batch_size 512 on B200, the client count on H200. B200:
+# moe backend TRTLLM (CUTLASS at 256 clients or more until 2025-10-20, ac1998a50), KV dtype fp8
+# from that commit (auto, BF16, before), enable_balance with TensorRT-LLM's default counts under
+# attention-DP. H200: TRITON, dtype auto, no attention_dp_config.
 INFERENCEX_GPTOSS_TRTLLM_TOKENS = 20000
 INFERENCEX_GPTOSS_TRTLLM_KV = 0.85
 INFERENCEX_GPTOSS_TRTLLM_BATCH = 512
@@ -439,11 +434,10 @@ def inferencex_trtllm_recipe(
         return (x + 63) // 64 * 64
 
     kv = _kv_fractions().get(gpu.strip().lower(), INFERENCEX_TRTLLM_KV_FRACTION)
-    parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}"]
+    batch = None
     if spec_tokens:
         batch = max(1, clients // tp) if attention_dp else clients
         tokens = ceil64((spec_tokens + 1) * batch + isl + 64)
-        parts.append(f"batch={batch}")
         limits = f"max_batch_size {batch}, max_num_tokens {tokens}"
     else:
         floor = (
@@ -451,17 +445,34 @@ def inferencex_trtllm_recipe(
         )
         tokens = max(floor, ceil64(clients + isl + 64))
         limits = f"max_num_tokens {tokens}"
-    parts.append(f"tokens={tokens}")
-    if kv != INFERENCEX_TRTLLM_KV_FRACTION:
-        parts.append(f"kv={round(kv * 100)}")
+    stated_kv = kv if kv != INFERENCEX_TRTLLM_KV_FRACTION else None
+    recipe = _inferencex_trtllm_name(attention_dp, batch, tokens, stated_kv, trtllm_gen)
     note = f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {kv:g}"
     if trtllm_gen:
-        parts.append("moe=1")
         note += ", MoE backend TRTLLM (TRTLLM-Gen)"
     if attention_dp:
         timeout = INFERENCEX_ADP_BALANCE["adp_balance_timeout_iters"]
         note += f", attention-DP context balance (timeout_iters {timeout})"
-    return ":".join(parts), note + " (validate.recipes)"
+    return recipe, note + " (validate.recipes)"
+
+
+def _inferencex_trtllm_name(
+    attention_dp: bool,
+    batch: int | None,
+    tokens: int,
+    kv: float | None,
+    trtllm_gen: bool,
+    balance: tuple[int, int] | None = None,
+) -> str:
+    """An ``INFERENCEX_TRTLLM`` recipe in the fields ``recipe_behaviour`` reads (batch, KV
+    fraction, balance (timeout, wait): None where the script leaves the default)."""
+    parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}"]
+    parts += [f"batch={batch}"] if batch is not None else []
+    parts.append(f"tokens={tokens}")
+    parts += [f"kv={round(kv * 100)}"] if kv is not None else []
+    parts += ["moe=1"] if trtllm_gen else []
+    parts += [f"balance={balance[0]}", f"wait={balance[1]}"] if balance is not None else []
+    return ":".join(parts)
 
 
 def inferencex_trtllm_row_recipe(
@@ -521,34 +532,32 @@ def inferencex_gptoss_trtllm_recipe(
     blackwell = runs_trtllm_gen(hw)
     current = not date or date >= INFERENCEX_GPTOSS_TRTLLM_SINCE
     batch = INFERENCEX_GPTOSS_TRTLLM_BATCH if blackwell else clients
-    tokens, kv = INFERENCEX_GPTOSS_TRTLLM_TOKENS, INFERENCEX_GPTOSS_TRTLLM_KV
+    tokens, fraction = INFERENCEX_GPTOSS_TRTLLM_TOKENS, INFERENCEX_GPTOSS_TRTLLM_KV
     gen = blackwell and (current or clients < INFERENCEX_GPTOSS_TRTLLM_CUTLASS_CLIENTS)
-    parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}", f"batch={batch}"]
-    parts += [f"tokens={tokens}", f"kv={round(kv * 100)}"]
     note = (
         f"InferenceX's TensorRT-LLM gpt-oss recipe: max_batch_size {batch}, max_num_tokens "
-        f"{tokens}, KV fraction {kv:g}"
+        f"{tokens}, KV fraction {fraction:g}"
     )
     if gen:
-        parts.append("moe=1")
         note += ", MoE backend TRTLLM (TRTLLM-Gen)"
     elif blackwell:
         note += ", MoE backend CUTLASS"
-    if attention_dp:
-        balance = TRTLLM_ADP_BALANCE_DEFAULTS if blackwell else dict.fromkeys(ADP_BALANCE_FIELDS, 0)
-        timeout, wait = (balance[k] for k in ADP_BALANCE_FIELDS)
-        parts += [f"balance={timeout}", f"wait={wait}"]
+    balance = None
+    if attention_dp:  # TensorRT-LLM's default counts on B200; the H200 script sets none
+        counts = TRTLLM_ADP_BALANCE_DEFAULTS if blackwell else dict.fromkeys(ADP_BALANCE_FIELDS, 0)
+        timeout, wait = balance = tuple(counts[k] for k in ADP_BALANCE_FIELDS)
         note += (
             f", attention-DP context balance (timeout_iters {timeout}, batching_wait_iters "
             f"{wait}: TensorRT-LLM's defaults)"
             if timeout
             else ", no attention-DP context balance"
         )
-    kv = "fp8" if blackwell and current else "bf16"
-    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv == "fp8"):
-        precision += f"+{kv}-kv"
-        note += f"; KV unstated: {kv.upper()}, as its script's kv_cache_config set it"
-    return ":".join(parts), note + " (validate.recipes)", precision
+    kv_format = "fp8" if blackwell and current else "bf16"
+    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv_format == "fp8"):
+        precision += f"+{kv_format}-kv"
+        note += f"; KV unstated: {kv_format.upper()}, as its script's kv_cache_config set it"
+    recipe = _inferencex_trtllm_name(attention_dp, batch, tokens, fraction, gen, balance)
+    return recipe, note + " (validate.recipes)", precision
 
 
 def inferencex_mean_length(nominal: int) -> float:
