@@ -25,7 +25,7 @@ from .serving import (
     pipelined_step,
     step_cost,
 )
-from .serving.balance import adp_balance_note
+from .serving.balance import context_hold_note, holds_context
 from .serving.memory import windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
@@ -372,17 +372,17 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
                    e: Estimate, k: int, a: float) -> list[str]:  # fmt: skip
-    """``serving.balance.adp_balance_note`` of this estimate (``specs``: model, prec, hw, eng)."""
+    """``serving.balance.context_hold_note`` of this estimate (``specs``: model, prec, hw, eng)."""
     m, prec, hw, eng = specs
-    if not (plan.attention_dp and e.feasible and eng.adp_balance_timeout_iters > 0):
+    if not (e.feasible and holds_context(eng, plan.attention_dp)):
         return []
-    kw = dict(decode_seqs=r.step_decode_seqs, prefill_tokens=r.step_prefill_tokens)
+    kw = dict(prefill_tokens=r.step_prefill_tokens, decode_seqs=r.step_decode_seqs)
     rnd = pipelined_step(m, prec, hw, eng, tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp,
-                         attention_dp=True, isl=wl.isl, osl=wl.osl, decode_query=1.0 + k,
-                         **kw)  # fmt: skip
+                         attention_dp=plan.attention_dp, isl=wl.isl, osl=wl.osl,
+                         decode_query=1.0 + k, **kw)  # fmt: skip
     step_s = e.tpot_ms / 1e3 * tokens_per_step(k, a)  # drafts (MTP) included
-    return adp_balance_note(eng, plan.tp, wl.isl, r.step_prefill_tokens, r.step_decode_seqs,
-                            plan.pp, step_s, rnd.prompt_step_s)  # fmt: skip
+    return context_hold_note(eng, plan.tp if plan.attention_dp else 1, wl.isl, *kw.values(),
+                             plan.pp, step_s, rnd.prompt_step_s, 1.0 + k)  # fmt: skip
 
 
 def _economics(

@@ -38,6 +38,7 @@ from .deploy_values import (
     as_choice,
     as_float,
     as_int,
+    batch_wait,
     bench_workload,
     read_moe_a2a,
     server_precision,
@@ -279,6 +280,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
     adp_balance(by, adp, sv.engine, note, skip)
+    batch_wait(by, adp, sv.engine, note, skip)
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(

@@ -355,3 +355,38 @@ def adp_balance(
     for k in ("adp_timeout", "adp_batching_wait"):
         if k in by:
             note(by[k], "read with enable_balance")
+
+
+def batch_wait(
+    by: dict[str, Setting], adp: bool, engine: dict, note: Callable, skip: Callable
+) -> None:
+    """TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``;
+    both 0 by default): the engine's constants of the same names without attention-DP, where
+    the executor applies it (``serving.balance.batch_wait_window``); with attention-DP the keys
+    are ignored with that reason."""
+    keys = [k for k in ("batch_wait_timeout", "batch_wait_ratio") if k in by]
+    if not keys:
+        return
+    if adp:
+        for k in keys:
+            skip(by[k], "attention-DP: TensorRT-LLM applies batch waiting only without it")
+        return
+    if "batch_wait_timeout" in by:
+        iters = as_int(by["batch_wait_timeout"], 0)
+        if iters > ADP_BALANCE_MAX_ITERS:
+            raise SpecError(
+                f"{by['batch_wait_timeout'].origin}: expected an integer in "
+                f"[0, {ADP_BALANCE_MAX_ITERS}] iterations"
+            )
+        engine["batch_wait_timeout_iters"] = iters
+        note(by["batch_wait_timeout"], f"engine batch_wait_timeout_iters={iters} (batch waiting)")
+    if "batch_wait_ratio" in by:
+        ratio = as_float(by["batch_wait_ratio"])
+        if not 0 <= ratio <= 1:
+            raise SpecError(
+                f"{by['batch_wait_ratio'].origin}: allowed: a share of max_num_tokens in [0, 1]"
+            )
+        engine["batch_wait_max_tokens_ratio"] = ratio
+        note(
+            by["batch_wait_ratio"], f"engine batch_wait_max_tokens_ratio={ratio:g} (batch waiting)"
+        )

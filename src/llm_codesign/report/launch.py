@@ -20,6 +20,7 @@ import yaml
 
 from ..comm import dispatch_family
 from ..explore import MODE_DISAGGREGATED, Frontier
+from ..serving.balance import holds_context
 from ..serving.memory import engine_kv_bytes, memory_fraction_for
 from ..serving.step import runs_without_overlap
 from ..specs.engine import load_engine
@@ -103,6 +104,9 @@ def _trtllm_config(
             "timeout_iters": eng.adp_balance_timeout_iters,
             "batching_wait_iters": eng.adp_balance_wait_iters,
         }
+    if not adp and not role and holds_context(eng, False):  # the engine's batch waiting
+        cfg["batch_wait_timeout_iters"] = eng.batch_wait_timeout_iters
+        cfg["batch_wait_max_tokens_ratio"] = eng.batch_wait_max_tokens_ratio
     if x.spec and mtp_layers(m):
         cfg["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": x.spec}
     if cp > 1:

@@ -106,7 +106,10 @@ def clean(obj: Any) -> Any:
 # 24: the engine constants' `moe_kernels` may be `deepgemm` (vLLM 0.11.1-0.12.x's DeepGEMM MoE on
 # SM90/SM100, whose block-scaled FP8 experts compute padded rows: moe_kernels.padded_rows), and
 # `assumptions`' `moe_kernel_path` may say `deepgemm`.
-SCHEMA_VERSION = 24
+# 25: the engine constants in `assumptions` add `batch_wait_timeout_iters` and
+# `batch_wait_max_tokens_ratio` (TensorRT-LLM's batch waiting without attention-DP; 0: off); an
+# estimate's `notes` can say what it adds to TTFT.
+SCHEMA_VERSION = 25
 
 
 def to_json(obj: Any) -> str:

@@ -29,7 +29,7 @@ from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
 from ..specs.precision import Precision
 from .admission import admitted
-from .balance import adp_balance_wait
+from .balance import context_hold_wait
 from .groups import compact, concurrency_groups, group_members
 from .memory import (
     concurrency_cap,
@@ -296,6 +296,7 @@ def _evaluate_running(
         np.broadcast_to(prefill_alone, shape).ravel(),
         yield_per_step,
         group,
+        1.0 + k_spec,
     )
     rate, tpot, c_dec, pre_tokens, ttft_need, residual, drafts = (
         x.reshape(shape) for x in (rate, tpot, c_dec, pre_tokens, ttft_need, residual, drafts)
@@ -358,7 +359,7 @@ def _evaluate_running(
 
 
 def _steady_state(
-    step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, prefill_alone, tps, group
+    step_at, drafts_at, eng, conc, isl, osl, pp, micro, ranks, prefill_alone, tps, group, query
 ):
     """The closed loop's steady state at concurrency C over flat arrays (DESIGN.md's closed
     loop): the request rate X, TPOT, the step's decode/prompt mix, the TTFT a request needs
@@ -373,11 +374,11 @@ def _steady_state(
       micro-batch and attention-DP rank, less its decode tokens);
     * a request's TTFT is the larger of a lone prompt's prefill and half a step's wait plus its
       chunks at the step's prefill load, in steps (a speculative step's extra tokens do not
-      shorten the wait for the step that carries a prompt), plus half a round's window under an
-      attention-DP context balance (``serving.balance.adp_balance_window``). A chunk rides a mean
-      step, except under that balance: there the round's step carries it, every waiting rank's
-      prompts at once (``PipelinedStep.prompt_step_s``, priced by ``chunked_prefill``'s rounds),
-      which is far longer than a mean step;
+      shorten the wait for the step that carries a prompt), plus the wait for its round where the
+      scheduler holds prompts back (``serving.balance.context_hold_wait``: the attention-DP
+      context balance, batch waiting). A chunk rides a mean step, except there: the round's step
+      carries it, every held prompt at once (``PipelinedStep.prompt_step_s``, priced by
+      ``chunked_prefill``'s rounds), which is far longer than a mean step;
     * Little's law on the whole loop gives TTFT = C/X - (OSL - 1) T / k = (C - d)(OSL - 1) T
       / (d k). g(d) = that - TTFT needed falls from +inf (d -> 0) to -TTFT (d = C): the root is
       unique, found by Illinois regula falsi on a bracket (started from d's image under the
@@ -435,9 +436,11 @@ def _steady_state(
         x_cap[act] = budget / np.maximum(isl[act] * t_full, 1e-300)
         load = np.clip(p / np.maximum(others[act] * budget, 1e-30), 0.0, 0.9)
         chunk_steps = np.ceil(isl[act] / (budget / ss))
-        # the step carrying the request's prompt: a mean step, except under an attention-DP
-        # context balance, whose round prefills every waiting rank's prompts in one step
-        window, balance_wait = adp_balance_wait(eng, ranks[act], isl[act], p, dd, mm, t)
+        # the step carrying the request's prompt: a mean step, except where the scheduler holds
+        # prompts back (attention-DP balance, batch waiting): its round prefills them together
+        window, balance_wait = context_hold_wait(
+            eng, ranks[act], isl[act], p, dd, mm, t, dd * query
+        )
         t_prompt = np.where(window > 0, priced.prompt_step_s + drafted, t)
         wait = 0.5 * t + chunk_steps * t_prompt / (1.0 - load) + (pp[act] - 1.0) * t
         need = wait / np.maximum(mm, 1.0) + balance_wait

@@ -1,9 +1,11 @@
-"""TensorRT-LLM's attention-DP context balance (``attention_dp_config``: ``enable_balance``,
-``timeout_iters``, ``batching_wait_iters``; tech blog 10, "ADP Balance Strategy"): the round
-window in executor iterations, the TTFT a request waits for its round, and what an estimate says
-of both. ``serving.step.chunked_prefill`` prices the rounds themselves (every waiting rank's
-prompts in one step) and ``serving.aggregated`` the closed loop's TTFT (the wait, then the round's
-step)."""
+"""The context requests a TensorRT-LLM scheduler holds back to prefill them together: its
+attention-DP context balance (``attention_dp_config``: ``enable_balance``, ``timeout_iters``,
+``batching_wait_iters``; tech blog 10, "ADP Balance Strategy") and, without attention-DP, its
+batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``). For each: the round
+window in executor iterations, the TTFT a request waits for its round (``context_hold_wait``),
+and what an estimate says of both. ``serving.step.chunked_prefill`` prices the rounds
+themselves (the round's prompts in one step) and ``serving.aggregated`` the closed loop's TTFT
+(the wait, then the round's step)."""
 
 from __future__ import annotations
 
@@ -91,6 +93,170 @@ def adp_balance_wait(
     window = adp_balance_window(eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches)
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     return window, np.where(window > 0, 0.5 * window * np.asarray(step_s) / micro, 0.0)
+
+
+def batch_wait_window(
+    eng: EngineConstants,
+    ranks: Array | float,
+    isl: Array | float,
+    prefill_tokens: Array | float,
+    decode_tokens: Array | float,
+    decode_seqs: Array | float,
+    micro_batches: Array | float = 1.0,
+) -> tuple[Array, Array, Array]:
+    """(W, m, q) of TensorRT-LLM's batch waiting (``EngineConstants.batch_wait_timeout_iters`` T
+    and ``batch_wait_max_tokens_ratio`` r, both > 0) for a replica on one scheduler (no
+    attention-DP: ``ranks`` 1; the balance of ``adp_balance_window`` is the attention-DP one)
+    whose iterations admit ``prefill_tokens`` prompt tokens on average with ``decode_tokens``
+    decode tokens (``decode_seqs`` sequences, draft tokens included in the tokens) in
+    ``micro_batches`` pipeline micro-batches: W the iterations a round holds its first prompt,
+    m the prompts that join it meanwhile, q the chance the token share (not the timeout)
+    releases it (0, 0, 0 where nothing is held).
+
+    TensorRT-LLM (``PyExecutor._waiting_requests``, the unified scheduler's
+    ``_apply_batch_waiting``): while a sequence decodes, the scheduled context requests wait
+    as long as the iteration's tokens (their prompt tokens and the decode tokens g) stay under
+    r ``max_num_tokens`` and fewer than T iterations have passed since the first waited; then
+    all of them prefill in that iteration and the count restarts. The held prompts reach the
+    threshold at n = ceil((r M - g) / ISL) of them; with prompts arriving as a Poisson stream of
+    lambda = prefill_tokens / ISL an iteration, the k = n - 1 after the first come at the
+    Erlang time S_k, and the hold lasts
+
+        W = E[min(S_k, T)] = E[min(N, k)] / lambda,  N ~ Poisson(lambda T),
+
+    (the integral of P(S_k > t) over [0, T], which is P(N(t) < k)), with m = lambda W prompts
+    joining and q = P(N >= k). Nothing is held where one prompt reaches the threshold (k = 0),
+    nor without another sequence decoding (the executor's guard against dead waiting: a linear
+    ramp from one to two decoding sequences, as the attention-DP balance's).
+
+    Example: T 50, r 0.45, ``max_num_tokens`` 16,384 (InferenceX's Qwen3.5 B200 script),
+    1024-token prompts, one per 250 iterations, 4 decoding: n = ceil((7,373 - 4) / 1024) = 8,
+    k = 7; N ~ Poisson(0.2), E[min(N, 7)] = 0.2 to 1e-9, so W = 50 iterations, m = 0.2.
+    """
+    shape = np.broadcast(ranks, isl, prefill_tokens, decode_tokens, decode_seqs, micro_batches)
+    zeros = np.zeros(shape.shape)
+    timeout, ratio = float(eng.batch_wait_timeout_iters), float(eng.batch_wait_max_tokens_ratio)
+    if timeout <= 0 or ratio <= 0 or not np.prod(shape.shape, dtype=np.int64):
+        return zeros, zeros, zeros
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    isl_a = np.maximum(np.asarray(isl, dtype=float), 1.0)
+    lam = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / micro / isl_a
+    g = np.maximum(np.asarray(decode_tokens, dtype=float), 0.0) / micro
+    need = np.ceil((ratio * eng.max_num_tokens - g) / isl_a - 1e-9)
+    k = np.broadcast_to(np.maximum(need - 1.0, 0.0), shape.shape)
+    mu = np.broadcast_to(lam * timeout, shape.shape)
+    capped, reach = _poisson_capped_mean(mu, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hold = np.where(lam > 0, capped / np.maximum(lam, 1e-300), 0.0)
+    decoding = np.clip(np.asarray(decode_seqs, dtype=float) / micro - 1.0, 0.0, 1.0)
+    on = (np.asarray(ranks, dtype=float) <= 1.0) & (lam > 0) & (k > 0)
+    window = np.where(on, np.minimum(hold, timeout) * decoding, 0.0)
+    return window, lam * window, np.where(on, reach, 0.0)
+
+
+def _poisson_capped_mean(mu: Array, k: Array) -> tuple[Array, Array]:
+    """(E[min(N, k)], P(N >= k)) for N ~ Poisson(``mu``), k whole: the first the sum over
+    j < k of P(N > j), the pmf by its recursion in log space (no underflow at large means)."""
+    mean, reach = np.zeros(mu.shape), np.ones(mu.shape)
+    live = k > 0
+    if not np.any(live):
+        return mean, reach
+    m, kk = mu[live], k[live]
+    log_mu = np.log(np.maximum(m, 1e-300))
+    log_p = -m  # log P(N = 0)
+    cdf = np.exp(log_p)
+    acc, at_k = np.zeros(m.shape), np.zeros(m.shape)
+    for j in range(int(kk.max())):
+        tail = 1.0 - np.minimum(cdf, 1.0)  # P(N > j)
+        acc += np.where(j < kk, tail, 0.0)
+        at_k = np.where(j == kk - 1, tail, at_k)
+        log_p = log_p + log_mu - np.log(j + 1.0)
+        cdf = cdf + np.exp(log_p)
+    mean[live], reach[live] = acc, at_k
+    return mean, reach
+
+
+def context_hold_wait(
+    eng: EngineConstants,
+    ranks: Array | float,
+    isl: Array | float,
+    prefill_tokens: Array | float,
+    decode_seqs: Array | float,
+    micro_batches: Array | float,
+    step_s: Array | float,
+    decode_tokens: Array | float | None = None,
+) -> tuple[Array, Array]:
+    """(round window in executor iterations, mean wait it adds to TTFT in seconds) of the
+    context requests the scheduler holds back: the attention-DP balance's
+    (``adp_balance_wait``) on several ranks, the batch waiting's on one (``batch_wait_window``:
+    the round's first prompt waits W and the m that join it W / 2 on average, W (1 + m / 2) /
+    (1 + m) iterations a request, where the timeout ends the round; where the token share
+    does (chance q), its last prompt waits nothing, W / 2 a request (m of Erlang arrivals
+    before the release, spaced evenly on average): W (1 + m / 2 - q / 2) / (1 + m) in all, in
+    iterations of step_s / micro_batches)."""
+    window, wait = adp_balance_wait(
+        eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s
+    )
+    tokens = decode_seqs if decode_tokens is None else decode_tokens
+    held, joined, reach = batch_wait_window(
+        eng, ranks, isl, prefill_tokens, tokens, decode_seqs, micro_batches
+    )
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    iters = held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
+    return window + held, wait + iters * np.asarray(step_s) / micro
+
+
+def holds_context(eng: EngineConstants, attention_dp: bool) -> bool:
+    """Whether ``eng`` holds context requests back on a plan with or without ``attention_dp``:
+    the attention-DP balance, or batch waiting (both of its settings above 0)."""
+    if attention_dp:
+        return eng.adp_balance_timeout_iters > 0
+    return eng.batch_wait_timeout_iters > 0 and eng.batch_wait_max_tokens_ratio > 0
+
+
+def context_hold_note(
+    eng: EngineConstants,
+    ranks: int,
+    isl: float,
+    prefill_tokens: Array | float,
+    decode_seqs: Array | float,
+    micro_batches: int,
+    step_s: float,
+    round_step_s: Array | float,
+    query: float = 1.0,
+) -> list[str]:
+    """An estimate's note on the prompts its scheduler holds back: the attention-DP balance's on
+    ``ranks`` > 1 ranks (``adp_balance_note``), else the batch waiting's (``batch_wait_window``
+    with ``query`` tokens a decoding sequence, at the estimate's step of ``step_s`` seconds):
+    the mean wait and the round's step (``round_step_s``); none where nothing is held."""
+    if ranks > 1:
+        return adp_balance_note(
+            eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s, round_step_s
+        )
+    if not holds_context(eng, False):
+        return []
+    tokens = np.asarray(decode_seqs, dtype=float) * query
+    w, wait = (
+        float(np.ravel(x)[0])
+        for x in context_hold_wait(
+            eng, 1, isl, prefill_tokens, decode_seqs, micro_batches, step_s, tokens
+        )
+    )
+    head = (
+        f"batch waiting on (batch_wait_timeout_iters {eng.batch_wait_timeout_iters}, "
+        f"batch_wait_max_tokens_ratio {eng.batch_wait_max_tokens_ratio:g})"
+    )
+    if w <= 0:
+        return [f"{head}: no prompt waits here (one prompt reaches the token share, or no other "
+                "sequence decodes)"]  # fmt: skip
+    waited = wait / max(step_s / max(micro_batches, 1), 1e-30)
+    msg = f"{waited:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average"
+    rnd = float(np.ravel(round_step_s)[0]) * 1e3
+    return [
+        f"{head}: a prompt waits until the held prompts and the decode reach "
+        f"{eng.batch_wait_max_tokens_ratio:g} x max_num_tokens or the timeout, {msg}; then "
+        f"rides the round's step ({rnd:,.0f} ms), the held prompts at once"
+    ]
 
 
 def adp_balance_note(

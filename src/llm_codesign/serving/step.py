@@ -29,7 +29,7 @@ from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from .balance import adp_balance_window
+from .balance import adp_balance_window, batch_wait_window
 from .memory import scheduling_ranks
 
 Array = np.ndarray
@@ -134,6 +134,12 @@ def chunked_prefill(
     prompt, at most all of them), prefilled in steps of at most the budget, so a share
     (1 - exp(-n)) max(1, busiest / budget) / W of steps carries prompt tokens.
 
+    Under TensorRT-LLM's batch waiting without attention-DP (``batch_wait_window``: a round holds
+    its first prompt W iterations while m more join) a round of 1 + m prompts comes once every
+    W + 1 / lambda iterations (the hold, then the wait for the next first prompt), prefilled in
+    steps of at most the budget: a share max(1, (1 + m) ISL / budget) / (W + 1 / lambda) of steps
+    carries prompt tokens, which keeps the mean demand.
+
     Example: 1024-token prompts at 128 tokens per step without attention-DP: a 1024-token
     chunk in one step of eight.
     """
@@ -168,11 +174,22 @@ def chunked_prefill(
         b_share = np.minimum(some * rounds / np.maximum(window, 1e-30), 1.0)
         share = np.where(b_on, b_share, share)
         rank = np.where(b_on, np.minimum(held, budget) * micro, rank)
+    held, joined, _ = batch_wait_window(eng, ranks, isl_a, pre, decode_tokens, seqs, micro)
+    w_on = (held > 0) & (demand > 0)
+    if np.any(w_on):
+        # batch waiting's rounds: 1 + m prompts once every W + 1 / lambda iterations, in steps
+        # of at most the budget (the docstring)
+        lam = demand / np.maximum(isl_a, 1e-30)
+        cycle = held + 1.0 / np.maximum(lam, 1e-300)
+        round_tokens = (1.0 + joined) * isl_a
+        w_share = np.minimum(np.maximum(round_tokens / budget, 1.0) / cycle, 1.0)
+        share = np.where(w_on, w_share, share)
+        rank = np.where(w_on, np.minimum(round_tokens, budget) * micro, rank)
     total = np.where(share > 0, demand * ranks * micro / np.maximum(share, 1e-30), 0.0)
     # one scheduler taking more than a prompt per micro-batch, within its budget: whole
     # prompts, k or k + 1 of them (the last one chunked at the budget), in the shares that
     # keep the mean demand
-    whole = (ranks == 1.0) & (demand > isl_a) & (demand <= budget)
+    whole = (ranks == 1.0) & (demand > isl_a) & (demand <= budget) & ~w_on
     if not np.any(whole):
         return share, total, rank, np.zeros(np.shape(total))
     low = np.minimum(np.floor(demand / np.maximum(isl_a, 1e-30) + 1e-9) * isl_a, demand)

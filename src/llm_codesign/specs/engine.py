@@ -212,6 +212,15 @@ class EngineConstants:
             (``serving.balance.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
         adp_balance_wait_iters: the balance's ``batching_wait_iters``: iterations it waits
             further, once every rank holds a context request, to gather more of them.
+        batch_wait_timeout_iters: TensorRT-LLM's batch waiting without attention-DP
+            (``batch_wait_timeout_iters``): while sequences decode, the scheduler holds context
+            requests back until the step's tokens (prompts and decode) reach
+            ``batch_wait_max_tokens_ratio`` x ``max_num_tokens``, at most this many iterations,
+            then prefills them together (``serving.balance.batch_wait_window``). 0: off
+            (TensorRT-LLM's default).
+        batch_wait_max_tokens_ratio: the batch waiting's ``batch_wait_max_tokens_ratio``, in
+            [0, 1]: the share of ``max_num_tokens`` whose tokens release the held prompts at
+            once (0: none held).
     """
 
     id: str
@@ -250,10 +259,12 @@ class EngineConstants:
     windowed_kv_share: float
     adp_balance_timeout_iters: int
     adp_balance_wait_iters: int
+    batch_wait_timeout_iters: int
+    batch_wait_max_tokens_ratio: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_overrides(self, **changes: Any) -> EngineConstants:
-        for name in ADP_BALANCE_FIELDS:  # whole numbers of any integer type, stored as int
+        for name in ITERATION_FIELDS:  # whole numbers of any integer type, stored as int
             if name in changes and _whole(changes[name]) is not None:
                 changes[name] = _whole(changes[name])
         out = dataclasses.replace(self, **changes)
@@ -267,10 +278,12 @@ class EngineConstants:
 
 
 ADP_BALANCE_FIELDS = ("adp_balance_timeout_iters", "adp_balance_wait_iters")
+# every constant counted in executor iterations (whole numbers, at most ADP_BALANCE_MAX_ITERS)
+ITERATION_FIELDS = (*ADP_BALANCE_FIELDS, "batch_wait_timeout_iters")
 # TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) where enable_balance is on and the
 # options leave the two counts out
 TRTLLM_ADP_BALANCE_DEFAULTS = {"adp_balance_timeout_iters": 50, "adp_balance_wait_iters": 10}
-ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the balance's waits (iterations), not a fact
+ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the scheduler's waits (iterations), not a fact
 FRACTIONS = (
     "attn_prefill_efficiency",
     "attn_decode_efficiency",
@@ -367,7 +380,12 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
-    for name in ADP_BALANCE_FIELDS:
+    if not 0 <= c.batch_wait_max_tokens_ratio <= 1:
+        raise SpecError(
+            f"{where}: batch_wait_max_tokens_ratio={c.batch_wait_max_tokens_ratio} must be a "
+            "share of max_num_tokens in [0, 1]"
+        )
+    for name in ITERATION_FIELDS:
         v = getattr(c, name)
         whole = _whole(v)
         if whole is None or not 0 <= whole <= ADP_BALANCE_MAX_ITERS:
@@ -401,7 +419,7 @@ def _from_mapping(
             continue
         if x.name not in data and base is not None:
             kwargs[x.name] = getattr(base, x.name)
-        elif x.name in ADP_BALANCE_FIELDS:
+        elif x.name in ITERATION_FIELDS:
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name)
