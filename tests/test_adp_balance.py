@@ -258,7 +258,7 @@ def test_inferencex_trtllm_runs_before_the_scripts_changed():
 
 def test_inferencex_gpt_oss_trtllm_rows_run_with_their_own_scripts():
     """InferenceX's TensorRT-LLM gpt-oss scripts are not the DeepSeek-R1 ones
-    (validate.recipes.INFERENCEX_GPTOSS_TRTLLM_*): max_num_tokens 20000 and KV fraction 0.85;
+    (validate.trtllm_scripts.INFERENCEX_GPTOSS_TRTLLM_*): max_num_tokens 20000 and KV fraction 0.85;
     on B200 max_batch_size 512, the TRTLLM MoE backend (CUTLASS from 256 clients before
     2025-10-20), an FP8 KV cache from 2025-10-20 (the model's BF16 before), and under
     attention-DP TensorRT-LLM's default context balance (50 / 10 iterations); on H200 the client

@@ -44,11 +44,11 @@ from .disagg_recipes import inferencex_disagg_recipe
 from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
 from .recipes import (
     inferencex_client,
-    inferencex_trtllm_row_recipe,
     inferencex_trtllm_script_plan,
     trtllm_bench_recipe,
     vllm_release_recipe,
 )
+from .trtllm_scripts import inferencex_trtllm_row_recipe
 
 REQUIRED_COLUMNS = (
     "source_id",
@@ -515,7 +515,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
         )
         notes.extend([said] if said else [])
         recipe, note, prec = inferencex_trtllm_row_recipe(
-            row, model, hw, prec, int(load), isl, tp, adp, k_spec
+            row, model, hw, prec, int(load), (isl, osl), (tp, ep, adp), k_spec
         )
         notes.append(note)
     if pools is not None and ix and mode == "concurrency":

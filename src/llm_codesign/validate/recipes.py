@@ -49,14 +49,12 @@ from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
 from ..specs.engine import (
     ADP_BALANCE_FIELDS,
     MOE_COMM,
-    TRTLLM_ADP_BALANCE_DEFAULTS,
     EngineConstants,
 )
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import Precision, parse_precision
+from ..specs.precision import Precision
 from .campaigns import run_date, run_gpu_precision
-from .conventions import kv_field
 from .tables import bundled_rows
 
 TRTLLM_BENCH = "trtllm-bench"
@@ -105,17 +103,6 @@ INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # CUTEDSL with it; MiniMax-M2.5 FP4 sets TRTLLM with attention-DP too, priced as CUTLASS there)
 INFERENCEX_TRTLLM_GEN_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-01-29"}
 INFERENCEX_TRTLLM_GEN_MTP_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-02-05"}
-# InferenceX's TensorRT-LLM gpt-oss-120b scripts (SemiAnalysisAI/InferenceX
-# gptoss_fp4_{b200,h200}_trt*.sh, their history to @843c6254): --max_num_tokens 20000,
-# free_gpu_memory_fraction 0.85; --max_batch_size 512 on B200, the client count on H200. B200:
-# moe backend TRTLLM (CUTLASS at 256 clients or more until 2025-10-20, ac1998a50), KV dtype fp8
-# from that commit (auto, BF16, before), enable_balance with TensorRT-LLM's default counts under
-# attention-DP. H200: TRITON, dtype auto, no attention_dp_config.
-INFERENCEX_GPTOSS_TRTLLM_TOKENS = 20000
-INFERENCEX_GPTOSS_TRTLLM_KV = 0.85
-INFERENCEX_GPTOSS_TRTLLM_BATCH = 512
-INFERENCEX_GPTOSS_TRTLLM_SINCE = "2025-10-20"  # B200: TRTLLM at every client count, FP8 KV
-INFERENCEX_GPTOSS_TRTLLM_CUTLASS_CLIENTS = 256  # before it: CUTLASS from this many clients
 
 
 def inferencex_trtllm_moe(
@@ -338,12 +325,17 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
         )
     if name != INFERENCEX_TRTLLM:
         return eng
-    keys = ("adp", "batch", "tokens", "kv", "moe", "balance", "wait")
+    keys = ("adp", "batch", "tokens", "kv", "moe", "balance", "wait", "bwait", "bratio", "kvmean")
     fields = recipe_fields(recipe, rest, keys, False, "inferencex_trtllm_recipe")
     kv = int(fields["kv"]) / 100.0 if "kv" in fields else INFERENCEX_TRTLLM_KV_FRACTION
     over: dict[str, float | int | str] = {"memory_utilization": kv}
     if fields.get("moe") == "1":
         over["moe_kernels"] = "trtllm_gen"
+    if "bwait" in fields:  # batch waiting (its share in basis points)
+        over["batch_wait_timeout_iters"] = int(fields["bwait"])
+        over["batch_wait_max_tokens_ratio"] = int(fields.get("bratio", "0")) / 1e4
+    if fields.get("kvmean") == "1":
+        over["kv_admission"] = "mean"
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
         if "balance" in fields:  # the script's own counts (the gpt-oss scripts')
@@ -446,7 +438,7 @@ def inferencex_trtllm_recipe(
         tokens = max(floor, ceil64(clients + isl + 64))
         limits = f"max_num_tokens {tokens}"
     stated_kv = kv if kv != INFERENCEX_TRTLLM_KV_FRACTION else None
-    recipe = _inferencex_trtllm_name(attention_dp, batch, tokens, stated_kv, trtllm_gen)
+    recipe = inferencex_trtllm_name(attention_dp, batch, tokens, stated_kv, trtllm_gen)
     note = f"InferenceX's TensorRT-LLM recipe: {limits}, KV fraction {kv:g}"
     if trtllm_gen:
         note += ", MoE backend TRTLLM (TRTLLM-Gen)"
@@ -456,108 +448,31 @@ def inferencex_trtllm_recipe(
     return recipe, note + " (validate.recipes)"
 
 
-def _inferencex_trtllm_name(
+def inferencex_trtllm_name(
     attention_dp: bool,
     batch: int | None,
     tokens: int,
     kv: float | None,
     trtllm_gen: bool,
     balance: tuple[int, int] | None = None,
+    batch_wait: tuple[int, float] | None = None,
+    kv_mean: bool = False,
 ) -> str:
     """An ``INFERENCEX_TRTLLM`` recipe in the fields ``recipe_behaviour`` reads (batch, KV
-    fraction, balance (timeout, wait): None where the script leaves the default)."""
+    fraction, balance (timeout, wait), batch waiting (timeout, token share, the share in
+    basis points): None where the script leaves the default; ``kv_mean``: the capacity
+    scheduler MAX_UTILIZATION, which admits on the blocks in use, engine ``kv_admission``
+    mean)."""
     parts = [INFERENCEX_TRTLLM, f"adp={int(attention_dp)}"]
     parts += [f"batch={batch}"] if batch is not None else []
     parts.append(f"tokens={tokens}")
     parts += [f"kv={round(kv * 100)}"] if kv is not None else []
     parts += ["moe=1"] if trtllm_gen else []
     parts += [f"balance={balance[0]}", f"wait={balance[1]}"] if balance is not None else []
+    if batch_wait is not None:
+        parts += [f"bwait={batch_wait[0]}", f"bratio={round(batch_wait[1] * 1e4)}"]
+    parts += ["kvmean=1"] if kv_mean else []
     return ":".join(parts)
-
-
-def inferencex_trtllm_row_recipe(
-    row: dict[str, str],
-    model: ModelSpec,
-    hw: HardwareSpec,
-    precision: str,
-    clients: int,
-    isl: int,
-    tp: int,
-    attention_dp: bool,
-    spec_tokens: int,
-) -> tuple[str, str, str]:
-    """(recipe, the mapping's note, precision) of an InferenceX TensorRT-LLM aggregated ``row``
-    at its run date: a gpt-oss row's from its own scripts
-    (``inferencex_gptoss_trtllm_recipe``, with the KV format they set where the row states
-    none), any other's from the DeepSeek-R1 scripts (``inferencex_trtllm_recipe``, their TRTLLM
-    MoE backend where ``inferencex_trtllm_moe`` says it ran)."""
-    date = run_date(row)
-    if model.model_type == "gpt_oss":
-        stated = kv_field(row["precision"]) != "?"
-        return inferencex_gptoss_trtllm_recipe(clients, hw, attention_dp, date, precision, stated)
-    weights = parse_precision(precision).weights.id
-    gen = inferencex_trtllm_moe(hw, weights, attention_dp, spec_tokens, date)
-    recipe, note = inferencex_trtllm_recipe(
-        clients, isl, tp, attention_dp, spec_tokens, date, row["gpu"], gen
-    )
-    return recipe, note, precision
-
-
-def inferencex_gptoss_trtllm_recipe(
-    clients: int,
-    hw: HardwareSpec,
-    attention_dp: bool,
-    date: str = "",
-    precision: str = "",
-    kv_stated: bool = True,
-) -> tuple[str, str, str]:
-    """(the recipe of an InferenceX TensorRT-LLM aggregated gpt-oss row, the mapping's note,
-    ``precision`` with the KV cache format its script set where the row states none:
-    ``kv_stated`` false) for the gpt-oss scripts' limits (``INFERENCEX_GPTOSS_TRTLLM_*``, for
-    the version in force on the run ``date``; a run of no stated date takes the current
-    scripts').
-
-    On Blackwell (``moe_kernels.runs_trtllm_gen``): the TRTLLM MoE backend, its batch limit,
-    FP8 KV (BF16, the model's own, before ``INFERENCEX_GPTOSS_TRTLLM_SINCE``), and
-    TensorRT-LLM's default context balance under attention-DP. On Hopper: the client count as
-    batch limit, BF16 KV, and the TRITON MoE backend, the engine's own weight-only path.
-
-    Example:
-        >>> from ..specs.hardware import load_hardware
-        >>> inferencex_gptoss_trtllm_recipe(64, load_hardware("b200"), False)[0]
-        'inferencex-trtllm:adp=0:batch=512:tokens=20000:kv=85:moe=1'
-        >>> inferencex_gptoss_trtllm_recipe(64, load_hardware("h200-sxm"), True)[0]
-        'inferencex-trtllm:adp=1:batch=64:tokens=20000:kv=85:balance=0:wait=0'
-    """
-    blackwell = runs_trtllm_gen(hw)
-    current = not date or date >= INFERENCEX_GPTOSS_TRTLLM_SINCE
-    batch = INFERENCEX_GPTOSS_TRTLLM_BATCH if blackwell else clients
-    tokens, fraction = INFERENCEX_GPTOSS_TRTLLM_TOKENS, INFERENCEX_GPTOSS_TRTLLM_KV
-    gen = blackwell and (current or clients < INFERENCEX_GPTOSS_TRTLLM_CUTLASS_CLIENTS)
-    note = (
-        f"InferenceX's TensorRT-LLM gpt-oss recipe: max_batch_size {batch}, max_num_tokens "
-        f"{tokens}, KV fraction {fraction:g}"
-    )
-    if gen:
-        note += ", MoE backend TRTLLM (TRTLLM-Gen)"
-    elif blackwell:
-        note += ", MoE backend CUTLASS"
-    balance = None
-    if attention_dp:  # TensorRT-LLM's default counts on B200; the H200 script sets none
-        counts = TRTLLM_ADP_BALANCE_DEFAULTS if blackwell else dict.fromkeys(ADP_BALANCE_FIELDS, 0)
-        timeout, wait = balance = tuple(counts[k] for k in ADP_BALANCE_FIELDS)
-        note += (
-            f", attention-DP context balance (timeout_iters {timeout}, batching_wait_iters "
-            f"{wait}: TensorRT-LLM's defaults)"
-            if timeout
-            else ", no attention-DP context balance"
-        )
-    kv_format = "fp8" if blackwell and current else "bf16"
-    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv_format == "fp8"):
-        precision += f"+{kv_format}-kv"
-        note += f"; KV unstated: {kv_format.upper()}, as its script's kv_cache_config set it"
-    recipe = _inferencex_trtllm_name(attention_dp, batch, tokens, fraction, gen, balance)
-    return recipe, note + " (validate.recipes)", precision
 
 
 def inferencex_mean_length(nominal: int) -> float:

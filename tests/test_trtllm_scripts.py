@@ -1,0 +1,100 @@
+"""InferenceX's TensorRT-LLM aggregated launch scripts of each model family
+(``validate.trtllm_scripts``, read in SemiAnalysisAI/InferenceX with their history): what a
+MiniMax-M2.5, Qwen3.5 or DeepSeek-R1 FP8 B200 row runs with, through the whole mapping
+(``map_row``) and the engine the recipe gives (``recipe_behaviour``)."""
+
+from llm_codesign import parse_precision
+from llm_codesign.specs.engine import load_engine
+from llm_codesign.validate import map_row
+from llm_codesign.validate.recipes import recipe_behaviour
+
+TRT = load_engine("trtllm")
+ROW = {
+    "source_id": "inferencex_api_fixture",
+    "model": "minimax-m2.5",
+    "gpu": "B200",
+    "num_gpus": "4",
+    "precision": "fp4/?/?",
+    "tp": "4",
+    "pp": "",
+    "ep": "1",
+    "dp": "",
+    "framework": "trt (nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc18)",
+    "isl": "1024",
+    "osl": "1024",
+    "concurrency_or_batch": "64",
+    "metric": "tpot_ms",
+    "value": "10",
+    "notes": "aggregated single-node; spec_method=none; run date 2026-06-15",
+}
+
+
+def _engine(row):
+    m = map_row(0, row)
+    return m, recipe_behaviour(m.recipe, TRT)
+
+
+def test_minimax_rows_run_with_its_script():
+    """minimaxm2.5_fp4_b200_trt.sh: max_num_tokens 16384, the client count as batch limit, KV
+    fraction 0.9 with an FP8 cache, the TRTLLM MoE backend with attention-DP too, TensorRT-LLM's
+    default balance counts under attention-DP, MAX_UTILIZATION (KV admitted as it fills)."""
+    m, eng = _engine(ROW)
+    assert (eng.max_batch_size, eng.max_num_tokens, eng.memory_utilization) == (64, 16384, 0.9)
+    assert eng.moe_kernels == "trtllm_gen" and eng.kv_admission == "mean"
+    assert eng.adp_balance_timeout_iters == 0 and eng.batch_wait_timeout_iters == 0
+    assert parse_precision(m.precision).kv_fp8 and "MiniMax-M2.5 recipe" in m.note
+    assert "stream_interval 100 not priced" in m.note
+    m, eng = _engine(dict(ROW, tp="8", ep="8", dp="true", concurrency_or_batch="256"))
+    assert eng.moe_kernels == "trtllm_gen" and eng.max_batch_size == 256
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (50, 10)
+    # on Hopper no MiniMax script of its own: the DeepSeek-R1 scripts' limits
+    m, eng = _engine(dict(ROW, gpu="H200", precision="fp8/?/?"))
+    assert "MiniMax-M2.5 recipe" not in m.note and eng.kv_admission == TRT.kv_admission
+
+
+def test_qwen35_rows_run_with_its_script():
+    """qwen3.5_fp4_b200_trt.sh: without attention-DP the TRTLLM MoE and batch waiting (50
+    iterations, 0.45 of the budget), batch 512 at TP 4; max_num_tokens 16384 at 1k/1k, 32768
+    at 8k/1k; under attention-DP CUTEDSL (the engine's CUTLASS path), balance 500 / 10, batch
+    128 at TP 8; KV 0.9 with an FP8 cache, MAX_UTILIZATION."""
+    q = dict(ROW, model="qwen3.5-397b-a17b", ep="4", concurrency_or_batch="16")
+    m, eng = _engine(q)
+    assert (eng.max_batch_size, eng.max_num_tokens, eng.memory_utilization) == (512, 16384, 0.9)
+    assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (50, 0.45)
+    assert eng.moe_kernels == "trtllm_gen" and eng.kv_admission == "mean"
+    assert parse_precision(m.precision).kv_fp8 and "Qwen3.5 recipe" in m.note
+    _, eng = _engine(dict(q, isl="8192"))
+    assert eng.max_num_tokens == 32768
+    _, eng = _engine(dict(q, tp="2", ep="2", num_gpus="2", concurrency_or_batch="64"))
+    assert eng.max_batch_size == 32
+    m, eng = _engine(dict(q, tp="8", ep="8", num_gpus="8", dp="true", concurrency_or_batch="512"))
+    assert eng.max_batch_size == 128 and eng.moe_kernels == TRT.moe_kernels
+    assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (500, 10)
+    assert eng.batch_wait_timeout_iters == 0 and "CUTEDSL (priced as CUTLASS)" in m.note
+
+
+def test_qwen35_mtp_rows_run_with_its_mtp_script():
+    """qwen3.5_fp4_b200_trt_mtp.sh: batch the clients (an eighth under attention-DP), KV by
+    layout (0.75 at 1k, TP 2, EP 2), batch waiting at 0.0625 of the budget at a 1k input."""
+    q = dict(ROW, model="qwen3.5-397b-a17b", tp="2", ep="2", num_gpus="2")
+    q["notes"] = "aggregated single-node; spec_method=mtp; run date 2026-06-25"
+    m, eng = _engine(q)
+    assert m.spec_tokens > 0 and "(MTP)" in m.note
+    assert (eng.max_batch_size, eng.memory_utilization) == (64, 0.75)
+    assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (50, 0.0625)
+    _, eng = _engine(dict(q, tp="8", ep="8", num_gpus="8", dp="true", concurrency_or_batch="1024"))
+    assert (eng.max_batch_size, eng.memory_utilization) == (128, 0.8)
+
+
+def test_deepseek_fp8_b200_rows_wait_where_their_script_does():
+    """dsr1_fp8_b200_trt.sh from 2026-01-29: batch waiting 40 / 0.8 at 1k/1k from 64 clients;
+    not below 64 clients, not before that date, not on H200, not for FP4."""
+    ds = dict(ROW, model="DeepSeek-R1-0528", precision="fp8/?/?", tp="8", ep="8", num_gpus="8")
+    ds["notes"] = "aggregated single-node; spec_method=none; run date 2026-03-01"
+    m, eng = _engine(ds)
+    assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (40, 0.8)
+    assert "batch waiting (40 iterations, 0.8 of the budget)" in m.note
+    early = dict(ds, notes=ds["notes"].replace("2026-03-01", "2026-01-10"))
+    for row in (dict(ds, concurrency_or_batch="32"), early, dict(ds, gpu="H200"),
+                dict(ds, precision="fp4/?/?"), dict(ds, isl="8192")):  # fmt: skip
+        assert _engine(row)[1].batch_wait_timeout_iters == 0
