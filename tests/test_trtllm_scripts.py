@@ -98,3 +98,67 @@ def test_deepseek_fp8_b200_rows_wait_where_their_script_does():
     for row in (dict(ds, concurrency_or_batch="32"), early, dict(ds, gpu="H200"),
                 dict(ds, precision="fp4/?/?"), dict(ds, isl="8192")):  # fmt: skip
         assert _engine(row)[1].batch_wait_timeout_iters == 0
+
+
+QWEN35_OPTIONS = """\
+backend: pytorch
+print_iter_log: true
+enable_layerwise_nvtx_marker: false
+disable_overlap_scheduler: false
+enable_iter_perf_stats: true
+enable_chunked_prefill: false
+stream_interval: 20
+num_postprocess_workers: 4
+enable_attention_dp: false
+scheduler_config:
+    capacity_scheduler_policy: {policy}
+    context_chunking_policy: FIRST_COME_FIRST_SERVED
+kv_cache_config:
+    free_gpu_memory_fraction: 0.9
+    enable_block_reuse: false
+    dtype: fp8
+cuda_graph_config:
+    enable_padding: true
+    max_batch_size: 512
+moe_config:
+    backend: TRTLLM
+    use_low_precision_moe_combine: true
+batch_wait_timeout_iters: 50
+batch_wait_max_tokens_ratio: 0.45
+"""
+
+
+def test_the_qwen35_scripts_options_file_reads_whole(tmp_path):
+    """The options file qwen3.5_fp4_b200_trt.sh writes (without attention-DP) reads through
+    ``estimate --from``: every key mapped or ignored by name with its reason, the engine the
+    recipe gives for the same run (batch waiting, KV admitted as it fills, TRTLLM MoE, KV 0.9);
+    a capacity policy the model does not price is refused, naming the allowed ones."""
+    import pytest
+
+    from llm_codesign import load_hardware
+    from llm_codesign.errors import SpecError
+    from llm_codesign.report import read_deployment
+
+    opts = tmp_path / "qwen3.5-fp4-trt.yml"
+    opts.write_text(QWEN35_OPTIONS.format(policy="MAX_UTILIZATION"))
+    cmd = (
+        "trtllm-serve nvidia/Qwen3.5-397B-A17B-NVFP4 --backend=pytorch --max_batch_size 512 "
+        "--max_seq_len=8192 --max_num_tokens=16384 --tp_size=4 --ep_size=4 "
+        f"--extra_llm_api_options={opts}"
+    )
+    hw = load_hardware("b200")
+    dep = read_deployment([cmd], hw).to_dict()
+    shown = " ".join(x["setting"] for x in dep["mapped"] + dep["ignored"])
+    for key in ("enable_iter_perf_stats", "num_postprocess_workers", "context_chunking_policy",
+                "use_low_precision_moe_combine", "capacity_scheduler_policy"):  # fmt: skip
+        assert key in shown, key
+    assert all(x["reason"] for x in dep["ignored"])
+    eng = read_deployment([cmd], hw).engine_constants
+    q = dict(ROW, model="qwen3.5-397b-a17b", ep="4", concurrency_or_batch="16")
+    want = recipe_behaviour(map_row(0, q).recipe, TRT)
+    for f in ("batch_wait_timeout_iters", "batch_wait_max_tokens_ratio", "kv_admission",
+              "moe_kernels", "memory_utilization", "max_batch_size", "max_num_tokens"):  # fmt: skip
+        assert getattr(eng, f) == getattr(want, f), f
+    opts.write_text(QWEN35_OPTIONS.format(policy="STATIC_BATCH"))
+    with pytest.raises(SpecError, match="GUARANTEED_NO_EVICT, MAX_UTILIZATION"):
+        read_deployment([cmd], hw)

@@ -40,6 +40,7 @@ from .deploy_values import (
     as_int,
     batch_wait,
     bench_workload,
+    capacity_policy,
     read_moe_a2a,
     server_precision,
     sglang_moe_runner_engine,
@@ -281,6 +282,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
     adp_balance(by, adp, sv.engine, note, skip)
     batch_wait(by, adp, sv.engine, note, skip)
+    capacity_policy(by, sv.engine, note)
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(

@@ -12,7 +12,11 @@ from pathlib import Path
 from ..errors import SpecError
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import default_precision
-from ..specs.engine import ADP_BALANCE_MAX_ITERS, TRTLLM_ADP_BALANCE_DEFAULTS
+from ..specs.engine import (
+    ADP_BALANCE_MAX_ITERS,
+    TRTLLM_ADP_BALANCE_DEFAULTS,
+    TRTLLM_CAPACITY_POLICIES,
+)
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
@@ -390,3 +394,19 @@ def batch_wait(
         note(
             by["batch_wait_ratio"], f"engine batch_wait_max_tokens_ratio={ratio:g} (batch waiting)"
         )
+
+
+def capacity_policy(by: dict[str, Setting], engine: dict, note: Callable) -> None:
+    """TensorRT-LLM's ``scheduler_config.capacity_scheduler_policy``: the engine's
+    ``kv_admission`` its policy makes (``specs.engine.TRTLLM_CAPACITY_POLICIES``)."""
+    if "capacity_policy" not in by:
+        return
+    s = by["capacity_policy"]
+    policy = str(s.value).strip().upper()
+    if policy not in TRTLLM_CAPACITY_POLICIES:
+        raise SpecError(
+            f"{s.origin}: capacity_scheduler_policy {s.value!r} is not priced; allowed: "
+            + ", ".join(TRTLLM_CAPACITY_POLICIES)
+        )
+    engine["kv_admission"] = TRTLLM_CAPACITY_POLICIES[policy]
+    note(s, f"engine kv_admission={engine['kv_admission']} ({policy})")

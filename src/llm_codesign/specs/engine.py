@@ -94,6 +94,12 @@ EXPERT_BALANCERS = tuple(EXPERT_POPULARITY_CV)  # none, eplb, uniform
 # KV admission: full = reserve ISL + OSL at admission (TensorRT-LLM GUARANTEED_NO_EVICT);
 # mean = blocks as tokens arrive (vLLM, SGLang), ISL + OSL / 2 held on average
 KV_ADMISSION = ("full", "mean")
+# TensorRT-LLM's capacity scheduler policies (``scheduler_config.capacity_scheduler_policy``) ->
+# the KV admission they make: GUARANTEED_NO_EVICT (its default) reserves each request's prompt
+# and whole output; MAX_UTILIZATION schedules on the blocks in use and pauses a request where
+# they run out (the unified scheduler's MaxUtilizationScheduledBlocksManager /
+# NoEvictScheduledBlocksManager; TensorRT-LLM docs, useful-runtime-flags)
+TRTLLM_CAPACITY_POLICIES = {"GUARANTEED_NO_EVICT": "full", "MAX_UTILIZATION": "mean"}
 # What ``memory_utilization`` is a fraction of (``serving.memory.kv_budget_bytes``): the memory
 # free after weights and the profiled activation peak (TensorRT-LLM
 # kv_cache_free_gpu_mem_fraction), the GPU's total memory for weights, activations and KV

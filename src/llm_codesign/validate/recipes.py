@@ -49,6 +49,7 @@ from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
 from ..specs.engine import (
     ADP_BALANCE_FIELDS,
     MOE_COMM,
+    TRTLLM_CAPACITY_POLICIES,
     EngineConstants,
 )
 from ..specs.hardware import HardwareSpec
@@ -334,8 +335,8 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if "bwait" in fields:  # batch waiting (its share in basis points)
         over["batch_wait_timeout_iters"] = int(fields["bwait"])
         over["batch_wait_max_tokens_ratio"] = int(fields.get("bratio", "0")) / 1e4
-    if fields.get("kvmean") == "1":
-        over["kv_admission"] = "mean"
+    if fields.get("kvmean") == "1":  # TensorRT-LLM's capacity scheduler MAX_UTILIZATION
+        over["kv_admission"] = TRTLLM_CAPACITY_POLICIES["MAX_UTILIZATION"]
     if fields.get("adp", "1") == "1":  # the bare name: the balance (its attention-DP recipe)
         over.update(INFERENCEX_ADP_BALANCE)
         if "balance" in fields:  # the script's own counts (the gpt-oss scripts')
