@@ -186,3 +186,26 @@ def test_a_deployment_with_batch_waiting_reads_and_launches(tmp_path):
     )  # fmt: skip
     cfg = launch_settings(f, 0)["trtllm"]["config_yaml"]
     assert "batch_wait_timeout_iters: 20" in cfg and "batch_wait_max_tokens_ratio: 0.9" in cfg
+
+
+@pytest.mark.parametrize("clients", [4, 64])
+def test_the_simulator_holds_prompts_as_the_loop_prices(clients):
+    """The request simulator runs the executor's rule step by step (``serving.simulate``); its
+    mean TTFT with batch waiting meets the closed loop's (``serving.balance``'s mean wait) within
+    10%, and both add about the same wait to the TTFT without it."""
+    from llm_codesign.serving.simulate import simulate
+    from llm_codesign.specs.traffic import Traffic, parse_length_dist
+
+    model, hw, prec = load_model("qwen3-235b-a22b"), load_hardware("b200"), parse_precision("nvfp4")
+    trt = load_engine("trtllm").with_overrides(max_num_tokens=16384)
+    on = trt.with_overrides(batch_wait_timeout_iters=50, batch_wait_max_tokens_ratio=0.45)
+    lengths = parse_length_dist("uniform:819:1024", "isl")
+    traffic = Traffic(clients=clients, num_requests=20 * clients, isl=lengths, osl=lengths)
+    ttft = {}
+    for name, eng in (("off", trt), ("on", on)):
+        loop = evaluate(model, hw, prec, eng, tp=4, ep=4, isl=922, osl=922, concurrency=clients)
+        sim = simulate(model, hw, prec, eng, traffic, tp=4, ep=4).summary["ttft_ms"]["mean"]
+        ttft[name] = (float(loop.ttft_s) * 1e3, sim)
+    assert ttft["on"][1] == pytest.approx(ttft["on"][0], rel=0.10)
+    added_loop, added_sim = ttft["on"][0] - ttft["off"][0], ttft["on"][1] - ttft["off"][1]
+    assert added_sim > 300.0 and added_sim == pytest.approx(added_loop, rel=0.15)

@@ -27,6 +27,7 @@ from ..specs.model import ModelSpec
 from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
 from ..specs.traffic import Requests
+from .balance import holds_context
 from .memory import MAX_CONCURRENCY, memory_fit, scheduling_ranks
 from .step import discrete_step, draft_time, tokens_per_step
 
@@ -200,6 +201,11 @@ class Engine:
     overhead_s: float
     tokens_per_step: float  # expected tokens a decoding sequence yields per step (MTP)
     query: float  # query tokens a decoding sequence puts in a step (1 + MTP drafts)
+    # TensorRT-LLM's batch waiting (serving.balance.batch_wait_window): prompts wait, while a
+    # sequence decodes, until the step's tokens reach hold_tokens or hold_iters steps have
+    # passed (0: no waiting; never under attention-DP)
+    hold_iters: int = 0
+    hold_tokens: float = 0.0
 
 
 def engine_for(
@@ -238,6 +244,7 @@ def engine_for(
     kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
     budget = float(eng.max_num_tokens * ranks * int(pp))
+    waits = holds_context(eng, False) and not bool(adp)
     longest = float(np.max(reqs.isl + reqs.osl))
     # a sequence's own KV: its prompt less a shared (cached) prefix
     unique = float(np.min(np.maximum(reqs.isl - reqs.prefix_len, 1)))
@@ -263,4 +270,6 @@ def engine_for(
         overhead_s=eng.request_overhead_s,
         tokens_per_step=tokens_per_step(spec_tokens, spec_acceptance),
         query=1.0 + spec_tokens,
+        hold_iters=eng.batch_wait_timeout_iters if waits else 0,
+        hold_tokens=eng.batch_wait_max_tokens_ratio * budget if waits else 0.0,
     )

@@ -22,6 +22,11 @@ batching with chunked prefill, as TensorRT-LLM, vLLM and SGLang run it:
   tokens are read, not computed: the attention still spans them) and the prefix's KV is held
   once; a computed prefix stays resident (engines evict it least-recently-used only under
   pressure, which this does not model);
+* TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``;
+  not under attention-DP): while a sequence decodes, the prompts a step would take wait, the
+  batch decoding meanwhile, until they and the decode tokens reach the share of the budget or
+  the timeout (``serving.balance.batch_wait_window`` prices the same rule in the mean); the
+  attention-DP context balance is not simulated;
 * every request pays ``request_overhead_s`` before the engine sees it (inside TTFT);
 * one prompt's chunks run one after the other, each through every pipeline stage (TensorRT-LLM
   and vLLM; SGLang overlaps them, ``EngineConstants.pp_prefill_overlap``, which the analytic
@@ -332,6 +337,7 @@ def run_replica(
     cap = e.kv_tokens
     full = e.full_admission
     prompt_floor = PROMPT_BUDGET_FLOOR * budget
+    waited = 0  # steps the prompts have waited under batch waiting (Engine.hold_iters)
 
     def preempt() -> tuple[int, float, float]:
         """``_preempt`` on this replica's state (the newest decoder back to the queue)."""
@@ -396,7 +402,17 @@ def run_replica(
             t = max(t, pending[0][0])
             continue
         counts["events"] += 1
-        if prefilling:
+        hold = False
+        if prefilling and e.hold_iters and n_dec and waited < e.hold_iters:
+            # batch waiting: the prompts a step would take and the decode tokens under the
+            # share of the budget hold the prompts back (decode steps meanwhile)
+            room = max(budget - n_dec * e.query, prompt_floor)
+            took = 0.0
+            for i in prefilling:
+                took += min(pre_left[i], max(int(room) - took, 0), int(e.chunk_cap))
+            hold = took + n_dec * e.query < e.hold_tokens
+        waited = waited if hold else 0
+        if prefilling and not hold:
             # ---- one step with prompt chunks ----
             room = max(budget - n_dec * e.query, prompt_floor)
             p = 0
@@ -468,6 +484,9 @@ def run_replica(
             if pending and not waiting and len(prefilling) + n_dec < max_running:
                 wait = pending[0][0] - t
                 k = max(1, min(k, math.ceil(wait / table.decode(n_dec, ctx))))
+            if hold:  # until the timeout at most
+                k = max(1, min(k, e.hold_iters - waited))
+                waited += k
             if not full:
                 room_kv = cap - (kv_pre + kv_base + n_dec * q * S + pinned)
                 k_kv = int(room_kv // (n_dec * q))
