@@ -33,15 +33,13 @@ from .deploy_values import (
     QUANTIZATION,
     SPEC_ALGORITHMS,
     TRTLLM_BACKENDS,
-    adp_balance,
     as_bool,
     as_choice,
     as_float,
     as_int,
-    batch_wait,
     bench_workload,
-    capacity_policy,
     read_moe_a2a,
+    scheduler_settings,
     server_precision,
     sglang_moe_runner_engine,
     trtllm_moe_backend_engine,
@@ -280,9 +278,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     if "max_len" in by:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
-    adp_balance(by, adp, sv.engine, note, skip)
-    batch_wait(by, adp, sv.engine, note, skip)
-    capacity_policy(by, sv.engine, note)
+    scheduler_settings(by, adp, sv.engine, note, skip)
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(

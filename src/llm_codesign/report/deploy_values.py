@@ -410,3 +410,14 @@ def capacity_policy(by: dict[str, Setting], engine: dict, note: Callable) -> Non
         )
     engine["kv_admission"] = TRTLLM_CAPACITY_POLICIES[policy]
     note(s, f"engine kv_admission={engine['kv_admission']} ({policy})")
+
+
+def scheduler_settings(
+    by: dict[str, Setting], adp: bool, engine: dict, note: Callable, skip: Callable
+) -> None:
+    """The scheduler settings of a TensorRT-LLM options file that set engine constants: the
+    attention-DP balance (``adp_balance``), batch waiting (``batch_wait``) and the capacity
+    policy (``capacity_policy``)."""
+    adp_balance(by, adp, engine, note, skip)
+    batch_wait(by, adp, engine, note, skip)
+    capacity_policy(by, engine, note)
