@@ -162,3 +162,24 @@ def test_the_qwen35_scripts_options_file_reads_whole(tmp_path):
     opts.write_text(QWEN35_OPTIONS.format(policy="STATIC_BATCH"))
     with pytest.raises(SpecError, match="GUARANTEED_NO_EVICT, MAX_UTILIZATION"):
         read_deployment([cmd], hw)
+
+
+def test_gpt_oss_runs_before_the_search_space_take_their_scripts_plan():
+    """Before 2025-11-03 the gpt-oss scripts chose EP and attention-DP themselves (the API's
+    ep / dp are the defaults; data/validation/inferencex_trtllm_script_plans.csv): on B200 until
+    2025-10-20 EP = TP from 16 clients at TP 4 or 8 (1k/1k, 1k/8k), attention-DP from 256; then
+    only the latter; on H200 from 2025-09-28 EP = TP at every client count."""
+    gpt = dict(ROW, model="gpt-oss-120b", tp="8", num_gpus="8")
+
+    def plan(clients, date, **kw):
+        notes = f"aggregated single-node; spec_method=none; run date {date}"
+        m = map_row(0, dict(gpt, concurrency_or_batch=str(clients), notes=notes, **kw))
+        return m.ep, m.attention_dp
+
+    assert plan(64, "2025-10-01") == (8, False)
+    assert plan(8, "2025-10-01") == (1, False)
+    assert plan(64, "2025-10-01", tp="2", num_gpus="2") == (1, False)
+    assert plan(256, "2025-10-01") == (8, True)
+    assert plan(64, "2025-10-25") == (1, False) and plan(256, "2025-10-25") == (8, True)
+    assert plan(4, "2025-10-01", gpu="H200") == (8, False)
+    assert plan(64, "2025-12-01") == (1, False)  # the API's own plan from 2025-11-03
