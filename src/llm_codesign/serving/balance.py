@@ -225,67 +225,39 @@ def context_hold_note(
     round_step_s: Array | float,
     query: float = 1.0,
 ) -> list[str]:
-    """An estimate's note on the prompts its scheduler holds back: the attention-DP balance's on
-    ``ranks`` > 1 ranks (``adp_balance_note``), else the batch waiting's (``batch_wait_window``
-    with ``query`` tokens a decoding sequence, at the estimate's step of ``step_s`` seconds):
-    the mean wait and the round's step (``round_step_s``); none where nothing is held."""
-    if ranks > 1:
-        return adp_balance_note(
-            eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s, round_step_s
-        )
-    if not holds_context(eng, False):
+    """An estimate's note on the prompts its scheduler holds back (``context_hold_wait`` at the
+    estimate's step of ``step_s`` seconds, drafts included, ``query`` tokens a decoding
+    sequence): the attention-DP balance's on ``ranks`` > 1 ranks, else the batch waiting's; the
+    mean wait and the round's step (``round_step_s``: ``PipelinedStep.prompt_step_s``, the held
+    prompts at once), which the request's TTFT holds; none where nothing is held."""
+    adp = ranks > 1
+    if not holds_context(eng, adp):
         return []
     tokens = np.asarray(decode_seqs, dtype=float) * query
     w, wait = (
         float(np.ravel(x)[0])
         for x in context_hold_wait(
-            eng, 1, isl, prefill_tokens, decode_seqs, micro_batches, step_s, tokens
+            eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s, tokens
         )
     )
-    head = (
-        f"batch waiting on (batch_wait_timeout_iters {eng.batch_wait_timeout_iters}, "
-        f"batch_wait_max_tokens_ratio {eng.batch_wait_max_tokens_ratio:g})"
-    )
+    if adp:
+        head = f"attention-DP context balance on (timeout_iters {eng.adp_balance_timeout_iters})"
+        none, until, held = "one sequence per rank", "every rank holds one", "every waiting rank's"
+    else:
+        head = (
+            f"batch waiting on (batch_wait_timeout_iters {eng.batch_wait_timeout_iters}, "
+            f"batch_wait_max_tokens_ratio {eng.batch_wait_max_tokens_ratio:g})"
+        )
+        none = "one prompt reaches the token share, or no other sequence decodes"
+        until = (
+            f"the held prompts and the decode reach {eng.batch_wait_max_tokens_ratio:g} x "
+            "max_num_tokens or the timeout"
+        )
+        held = "the held"
     if w <= 0:
-        return [f"{head}: no prompt waits here (one prompt reaches the token share, or no other "
-                "sequence decodes)"]  # fmt: skip
+        return [f"{head}: no prompt waits here ({none})"]
     waited = wait / max(step_s / max(micro_batches, 1), 1e-30)
-    msg = f"{waited:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average"
+    msg = f"{waited:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average for its round"
     rnd = float(np.ravel(round_step_s)[0]) * 1e3
-    return [
-        f"{head}: a prompt waits until the held prompts and the decode reach "
-        f"{eng.batch_wait_max_tokens_ratio:g} x max_num_tokens or the timeout, {msg}; then "
-        f"rides the round's step ({rnd:,.0f} ms), the held prompts at once"
-    ]
-
-
-def adp_balance_note(
-    eng: EngineConstants,
-    ranks: int,
-    isl: float,
-    prefill_tokens: Array | float,
-    decode_seqs: Array | float,
-    micro_batches: int,
-    step_s: float,
-    round_step_s: Array | float,
-) -> list[str]:
-    """An estimate's note on the balance, on ``ranks`` attention-DP ranks: the round's mean wait
-    (``adp_balance_wait`` at the estimate's step of ``step_s`` seconds, drafts included) and the
-    round's step (``round_step_s``: ``PipelinedStep.prompt_step_s``, every waiting rank's
-    prompts at once), which the request's TTFT holds; none where the balance is off or there is
-    one rank."""
-    if eng.adp_balance_timeout_iters <= 0 or ranks <= 1:
-        return []
-    w, wait = (
-        float(np.ravel(x)[0])
-        for x in adp_balance_wait(
-            eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s
-        )
-    )
-    head = f"attention-DP context balance on (timeout_iters {eng.adp_balance_timeout_iters})"
-    if w <= 0:
-        return [f"{head}: no prompt waits here (one sequence per rank)"]
-    msg = f"{w / 2:.0f} iterations ({wait * 1e3:,.0f} ms) of TTFT on average for its round"
-    rnd = float(np.ravel(round_step_s)[0]) * 1e3
-    ride = f"then rides the round's step ({rnd:,.0f} ms), every waiting rank's prompts at once"
-    return [f"{head}: a prompt waits until every rank holds one, {msg}; {ride}"]
+    ride = f"then rides the round's step ({rnd:,.0f} ms), {held} prompts at once"
+    return [f"{head}: a prompt waits until {until}, {msg}; {ride}"]
