@@ -48,6 +48,18 @@ def test_hold_by_hand():
     assert q == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.parametrize("mu, k", [(0.2, 7), (25.0, 7), (25.0, 40), (1000.0, 20000), (3.0, 1)])
+def test_capped_poisson_mean_by_hand(mu, k):
+    """E[min(N, k)] and P(N >= k) for N ~ Poisson(mu), summed independently here."""
+    from llm_codesign.serving.balance import _poisson_capped_mean
+
+    pmf = [math.exp(-mu + j * math.log(mu) - math.lgamma(j + 1)) for j in range(k)]
+    want_mean = sum(j * p for j, p in enumerate(pmf)) + k * (1.0 - sum(pmf))
+    mean, reach = _poisson_capped_mean(np.array([mu]), np.array([float(k)]))
+    assert float(mean[0]) == pytest.approx(want_mean, rel=1e-9, abs=1e-12)
+    assert float(reach[0]) == pytest.approx(max(1.0 - sum(pmf), 0.0), abs=1e-9)
+
+
 def test_nothing_held_where_the_executor_lets_contexts_through():
     assert hold(BASE, 1024, 4.0, 4)[0] == 0.0  # off: TensorRT-LLM's default
     assert hold(BASE.with_overrides(batch_wait_timeout_iters=50), 1024, 4.0, 4)[0] == 0.0

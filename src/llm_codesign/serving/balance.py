@@ -156,7 +156,8 @@ def batch_wait_window(
 
 def _poisson_capped_mean(mu: Array, k: Array) -> tuple[Array, Array]:
     """(E[min(N, k)], P(N >= k)) for N ~ Poisson(``mu``), k whole: the first the sum over
-    j < k of P(N > j), the pmf by its recursion in log space (no underflow at large means)."""
+    j < k of P(N > j), the pmf by its recursion in log space (no underflow at large means),
+    summed to at most 12 standard deviations above the mean (the rest under 1e-30)."""
     mean, reach = np.zeros(mu.shape), np.ones(mu.shape)
     live = k > 0
     if not np.any(live):
@@ -166,7 +167,8 @@ def _poisson_capped_mean(mu: Array, k: Array) -> tuple[Array, Array]:
     log_p = -m  # log P(N = 0)
     cdf = np.exp(log_p)
     acc, at_k = np.zeros(m.shape), np.zeros(m.shape)
-    for j in range(int(kk.max())):
+    top = np.minimum(kk, np.ceil(m + 12.0 * np.sqrt(m) + 30.0))
+    for j in range(int(top.max())):
         tail = 1.0 - np.minimum(cdf, 1.0)  # P(N > j)
         acc += np.where(j < kk, tail, 0.0)
         at_k = np.where(j == kk - 1, tail, at_k)
