@@ -174,13 +174,13 @@ def chunked_prefill(
         b_share = np.minimum(some * rounds / np.maximum(window, 1e-30), 1.0)
         share = np.where(b_on, b_share, share)
         rank = np.where(b_on, np.minimum(held, budget) * micro, rank)
-    held, joined, _ = batch_wait_window(eng, ranks, isl_a, pre, decode_tokens, seqs, micro)
-    w_on = (held > 0) & (demand > 0)
+    hold, joined, _ = batch_wait_window(eng, ranks, isl_a, pre, decode_tokens, seqs, micro)
+    w_on = (hold > 0) & (demand > 0)
     if np.any(w_on):
         # batch waiting's rounds: 1 + m prompts once every W + 1 / lambda iterations, in steps
         # of at most the budget (the docstring)
         lam = demand / np.maximum(isl_a, 1e-30)
-        cycle = held + 1.0 / np.maximum(lam, 1e-300)
+        cycle = hold + 1.0 / np.maximum(lam, 1e-300)
         round_tokens = (1.0 + joined) * isl_a
         w_share = np.minimum(np.maximum(round_tokens / budget, 1.0) / cycle, 1.0)
         share = np.where(w_on, w_share, share)
