@@ -196,8 +196,22 @@ def test_a_deployment_with_batch_waiting_reads_and_launches(tmp_path):
         "llama-3.1-8b", hw, num_gpus=1, isl=1024, osl=256, precision=["fp8"], engine=on,
         points_per_octave=1, refine=False, workers=1, progress=False,
     )  # fmt: skip
-    cfg = launch_settings(f, 0)["trtllm"]["config_yaml"]
+    c = f.points.cols
+    i = max(range(len(c["tp"])), key=lambda k: float(c["concurrency"][k]))
+    cfg = launch_settings(f, i)["trtllm"]["config_yaml"]
     assert "batch_wait_timeout_iters: 20" in cfg and "batch_wait_max_tokens_ratio: 0.9" in cfg
+    # and the written files read back to the same constants and the same prediction
+    from llm_codesign import estimate
+    from llm_codesign.report import write_launch_dir
+
+    out = tmp_path / "point"
+    write_launch_dir(launch_settings(f, i), out)
+    dep = read_deployment([str(out / "trtllm_node0.sh"), str(out / "bench_trtllm.sh")], hw,
+                          explicit={"num_gpus": int(c["num_gpus"][i])})  # fmt: skip
+    e = estimate(hardware=hw, explain=False, **dep.estimate_args())
+    assert (e.engine.batch_wait_timeout_iters, e.engine.batch_wait_max_tokens_ratio) == (20, 0.9)
+    assert e.ttft_ms == pytest.approx(float(c["ttft_s"][i]) * 1e3, rel=1e-9)
+    assert e.tpot_ms == pytest.approx(float(c["tpot_s"][i]) * 1e3, rel=1e-9)
 
 
 @pytest.mark.parametrize("clients", [4, 64])
