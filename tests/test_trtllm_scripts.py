@@ -42,14 +42,14 @@ def test_minimax_rows_run_with_its_script():
     assert (eng.max_batch_size, eng.max_num_tokens, eng.memory_utilization) == (64, 16384, 0.9)
     assert eng.moe_kernels == "trtllm_gen" and eng.kv_admission == "mean"
     assert eng.adp_balance_timeout_iters == 0 and eng.batch_wait_timeout_iters == 0
-    assert parse_precision(m.precision).kv_fp8 and "MiniMax-M2.5 recipe" in m.note
+    assert parse_precision(m.precision).kv_fp8 and "MiniMax recipe" in m.note
     assert "stream_interval 100 not priced" in m.note
     m, eng = _engine(dict(ROW, tp="8", ep="8", dp="true", concurrency_or_batch="256"))
     assert eng.moe_kernels == "trtllm_gen" and eng.max_batch_size == 256
     assert (eng.adp_balance_timeout_iters, eng.adp_balance_wait_iters) == (50, 10)
     # on Hopper no MiniMax script of its own: the DeepSeek-R1 scripts' limits
     m, eng = _engine(dict(ROW, gpu="H200", precision="fp8/?/?"))
-    assert "MiniMax-M2.5 recipe" not in m.note and eng.kv_admission == TRT.kv_admission
+    assert "MiniMax recipe" not in m.note and eng.kv_admission == TRT.kv_admission
 
 
 def test_qwen35_rows_run_with_its_script():
@@ -93,7 +93,7 @@ def test_deepseek_fp8_b200_rows_wait_where_their_script_does():
     ds["notes"] = "aggregated single-node; spec_method=none; run date 2026-03-01"
     m, eng = _engine(ds)
     assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (40, 0.8)
-    assert "batch waiting (40 iterations, 0.8 of the budget)" in m.note
+    assert "batch waiting (40 iterations, 0.8 of the budget" in m.note
     early = dict(ds, notes=ds["notes"].replace("2026-03-01", "2026-01-10"))
     for row in (dict(ds, concurrency_or_batch="32"), early, dict(ds, gpu="H200"),
                 dict(ds, precision="fp4/?/?"), dict(ds, isl="8192")):  # fmt: skip
@@ -183,3 +183,16 @@ def test_gpt_oss_runs_before_the_search_space_take_their_scripts_plan():
     assert plan(64, "2025-10-25") == (1, False) and plan(256, "2025-10-25") == (8, True)
     assert plan(4, "2025-10-01", gpu="H200") == (8, False)
     assert plan(64, "2025-12-01") == (1, False)  # the API's own plan from 2025-11-03
+
+
+def test_llama_70b_runs_of_2025_wait_where_their_scripts_did():
+    """The Llama-3.3-70B scripts of 2025-09-18 .. 2025-10-29 set batch waiting 20 / 0.9 at
+    1k/1k below TP 8 (data/validation/inferencex_trtllm_batch_wait.csv); not at TP 8, not after
+    the scripts' removal."""
+    ll = dict(ROW, model="llama-3.3-70b", gpu="H200", precision="fp8/?/?", tp="4", ep="1")
+    ll["notes"] = "aggregated single-node; spec_method=none; run date 2025-10-01"
+    m, eng = _engine(ll)
+    assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (20, 0.9)
+    assert _engine(dict(ll, tp="8", num_gpus="8"))[1].batch_wait_timeout_iters == 0
+    late = dict(ll, notes=ll["notes"].replace("2025-10-01", "2025-11-15"))
+    assert _engine(late)[1].batch_wait_timeout_iters == 0

@@ -20,6 +20,7 @@ from ..specs.precision import parse_precision
 from .campaigns import run_date, run_gpu_precision
 from .conventions import kv_field
 from .recipes import inferencex_trtllm_moe, inferencex_trtllm_name, inferencex_trtllm_recipe
+from .tables import bundled_rows
 
 # The gpt-oss-120b scripts (gptoss_fp4_{b200,h200}_trt*.sh): --max_num_tokens 20000,
 # free_gpu_memory_fraction 0.85; --max_batch_size 512 on B200, the client count on H200. B200:
@@ -57,11 +58,10 @@ INFERENCEX_QWEN35_TRTLLM_MTP_KV = {
     (1024, 2, 1): 0.6, (1024, 2, 2): 0.75, (1024, 8, 8): 0.8, (8192, 2, 1): 0.7,
     (8192, 2, 2): 0.6, (8192, 4, 4): 0.75, (8192, 8, 8): 0.8,
 }  # fmt: skip
-# DeepSeek-R1 FP8 on B200 (dsr1_fp8_b200_trt.sh from ec7bafaae, 2026-01-29): at 1k/1k from 64
-# clients the script sets batch waiting, 40 iterations and 0.8 of the budget
-INFERENCEX_DSR1_FP8_B200_WAIT = (40, 0.8)
-INFERENCEX_DSR1_FP8_B200_WAIT_SINCE = "2026-01-29"
-INFERENCEX_DSR1_FP8_B200_WAIT_CLIENTS = 64
+# The scripts that set batch waiting for a GPU, model, precision, date span and lengths (from a
+# client count, below a TP): data/validation/inferencex_trtllm_batch_wait.csv, each rule with its
+# script (DeepSeek-R1 FP8 on B200 from 2026-01-29, Llama-3.3-70B in 2025-09 and 10)
+INFERENCEX_TRTLLM_BATCH_WAIT_FILE = "inferencex_trtllm_batch_wait.csv"
 UNPRICED = "{} not priced"
 
 
@@ -80,7 +80,8 @@ def inferencex_trtllm_row_recipe(
     gpt-oss, MiniMax-M2.5 (on Blackwell) or Qwen3.5 (on Blackwell) row's from its own scripts,
     with the KV format they set where the row states none; any other's from the DeepSeek-R1
     scripts (``inferencex_trtllm_recipe``, their TRTLLM MoE backend where
-    ``inferencex_trtllm_moe`` says it ran, and batch waiting where the FP8 B200 script set it).
+    ``inferencex_trtllm_moe`` says it ran, and batch waiting where its script set it:
+    ``inferencex_batch_wait``).
     """
     date, (isl, osl), (tp, ep, adp) = run_date(row), lengths, plan
     stated = kv_field(row["precision"]) != "?"
@@ -97,20 +98,36 @@ def inferencex_trtllm_row_recipe(
     recipe, note = inferencex_trtllm_recipe(
         clients, isl, tp, adp, spec_tokens, date, row["gpu"], gen
     )
-    gpu, prec = run_gpu_precision(row)
-    waits = (
-        (gpu, prec, isl, osl, spec_tokens) == ("b200", "fp8", 1024, 1024, 0)
-        and clients >= INFERENCEX_DSR1_FP8_B200_WAIT_CLIENTS
-        and (not date or date >= INFERENCEX_DSR1_FP8_B200_WAIT_SINCE)
-    )
-    if waits:  # the FP8 B200 script's batch waiting (TensorRT-LLM applies it without ADP)
-        timeout, share = INFERENCEX_DSR1_FP8_B200_WAIT
+    wait = None if spec_tokens else inferencex_batch_wait(row, model.id, lengths, clients, tp)
+    if wait is not None:  # its script's batch waiting (TensorRT-LLM applies it without ADP)
+        timeout, share = wait
         recipe += f":bwait={timeout}:bratio={round(share * 1e4)}"
         note = note.replace(
             " (validate.recipes)", f", batch waiting ({timeout} iterations, {share:g} of the "
-            "budget) (validate.trtllm_scripts)",
+            f"budget: {INFERENCEX_TRTLLM_BATCH_WAIT_FILE}) (validate.trtllm_scripts)",
         )  # fmt: skip
     return recipe, note, precision
+
+
+def inferencex_batch_wait(
+    row: dict[str, str], model_id: str, lengths: tuple[int, int], clients: int, tp: int
+) -> tuple[int, float] | None:
+    """(timeout iterations, token share) of the batch waiting an InferenceX TensorRT-LLM run's
+    script set without MTP (``INFERENCEX_TRTLLM_BATCH_WAIT_FILE``: its GPU, model, precision,
+    nominal lengths, run date in [since, until), clients from ``min_clients``, TP under
+    ``tp_below`` where given; a run of no stated date takes the current scripts'); None where
+    none did."""
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
+    for r in bundled_rows(INFERENCEX_TRTLLM_BATCH_WAIT_FILE):
+        key = (r["gpu"], r["model"], r["precision"], int(r["isl"]), int(r["osl"]))
+        if key != (gpu, model_id, prec, *lengths) or clients < int(r["min_clients"]):
+            continue
+        if (r["tp_below"] and tp >= int(r["tp_below"])) or (date and date < r["since"]):
+            continue
+        if r["until"] and (not date or date >= r["until"]):
+            continue
+        return int(r["timeout_iters"]), float(r["max_tokens_ratio"])
+    return None
 
 
 def _fp8_cache(recipe: str, note: str, precision: str, kv_stated: bool) -> tuple[str, str, str]:
@@ -136,7 +153,7 @@ def inferencex_minimax_trtllm_recipe(clients: int, attention_dp: bool) -> tuple[
     tokens, kv = INFERENCEX_MINIMAX_TRTLLM_TOKENS, INFERENCEX_MINIMAX_TRTLLM_KV
     recipe = inferencex_trtllm_name(attention_dp, clients, tokens, kv, True, balance, kv_mean=True)
     note = (
-        f"InferenceX's TensorRT-LLM MiniMax-M2.5 recipe: max_batch_size {clients}, "
+        f"InferenceX's TensorRT-LLM MiniMax recipe: max_batch_size {clients}, "
         f"max_num_tokens {tokens}, KV fraction {kv:g}, MoE backend TRTLLM (TRTLLM-Gen), "
         "capacity scheduler MAX_UTILIZATION (KV admitted as it fills)"
     )
