@@ -193,6 +193,14 @@ def test_llama_70b_runs_of_2025_wait_where_their_scripts_did():
     ll["notes"] = "aggregated single-node; spec_method=none; run date 2025-10-01"
     m, eng = _engine(ll)
     assert (eng.batch_wait_timeout_iters, eng.batch_wait_max_tokens_ratio) == (20, 0.9)
+    # and their own limits: 16384 tokens, TensorRT-LLM's batch limit and KV fraction, FP8 KV
+    assert (eng.max_num_tokens, eng.max_batch_size, eng.memory_utilization) == (
+        16384, TRT.max_batch_size, 0.9,
+    )  # fmt: skip
+    assert parse_precision(m.precision).kv_fp8 and "Llama recipe" in m.note
+    assert "batch waiting (20 iterations" in m.note
+    early = dict(ll, notes=ll["notes"].replace("2025-10-01", "2025-09-16"))
+    assert _engine(early)[1].max_num_tokens == 2048  # the max model length, ISL + OSL
     assert _engine(dict(ll, tp="8", num_gpus="8"))[1].batch_wait_timeout_iters == 0
     late = dict(ll, notes=ll["notes"].replace("2025-10-01", "2025-11-15"))
     assert _engine(late)[1].batch_wait_timeout_iters == 0

@@ -58,6 +58,13 @@ INFERENCEX_QWEN35_TRTLLM_MTP_KV = {
     (1024, 2, 1): 0.6, (1024, 2, 2): 0.75, (1024, 8, 8): 0.8, (8192, 2, 1): 0.7,
     (8192, 2, 2): 0.6, (8192, 4, 4): 0.75, (8192, 8, 8): 0.8,
 }  # fmt: skip
+# The dense Llama-3.3-70B scripts (70b_{fp8_h200,fp8_b200,fp4_b200}_trt_slurm.sh, 2025-09-15 until
+# their removal on 2025-10-29): --max_num_tokens the max model length, ISL + OSL (2,048 or 9,216),
+# until 1b563c858 (2025-09-18), then 16384; no --max_batch_size (TensorRT-LLM's 2,048); an FP8 cache
+# at TensorRT-LLM's default free_gpu_memory_fraction 0.9 (KvCacheConfig)
+INFERENCEX_LLAMA_TRTLLM_TOKENS = 16384
+INFERENCEX_LLAMA_TRTLLM_SINCE = "2025-09-18"
+INFERENCEX_LLAMA_TRTLLM_KV = 0.9
 # The scripts that set batch waiting for a GPU, model, precision, date span and lengths (from a
 # client count, below a TP): data/validation/inferencex_trtllm_batch_wait.csv, each rule with its
 # script (DeepSeek-R1 FP8 on B200 from 2026-01-29, Llama-3.3-70B in 2025-09 and 10)
@@ -77,8 +84,9 @@ def inferencex_trtllm_row_recipe(
 ) -> tuple[str, str, str]:
     """(recipe, the mapping's note, precision) of an InferenceX TensorRT-LLM aggregated ``row``
     of nominal ``lengths`` (ISL, OSL) on ``plan`` (TP, EP, attention-DP) at its run date: a
-    gpt-oss, MiniMax-M2.5 (on Blackwell) or Qwen3.5 (on Blackwell) row's from its own scripts,
-    with the KV format they set where the row states none; any other's from the DeepSeek-R1
+    gpt-oss, MiniMax-M2.5 (on Blackwell), Qwen3.5 (on Blackwell) or dense Llama row's from its
+    own scripts, with the KV format they set where the row states none; any other's from the
+    DeepSeek-R1
     scripts (``inferencex_trtllm_recipe``, their TRTLLM MoE backend where
     ``inferencex_trtllm_moe`` says it ran, and batch waiting where its script set it:
     ``inferencex_batch_wait``).
@@ -93,19 +101,24 @@ def inferencex_trtllm_row_recipe(
     if model.model_type.startswith("qwen3_5") and blackwell:
         recipe = inferencex_qwen35_trtllm_recipe(clients, isl, osl, tp, ep, adp, spec_tokens)
         return _fp8_cache(*recipe, precision, stated)
-    weights = parse_precision(precision).weights.id
-    gen = inferencex_trtllm_moe(hw, weights, adp, spec_tokens, date)
-    recipe, note = inferencex_trtllm_recipe(
-        clients, isl, tp, adp, spec_tokens, date, row["gpu"], gen
-    )
+    if model.model_type == "llama" and model.moe is None:
+        recipe, note = inferencex_llama_trtllm_recipe(isl, osl, date)
+        recipe, note, precision = _fp8_cache(recipe, note, precision, stated)
+    else:
+        weights = parse_precision(precision).weights.id
+        gen = inferencex_trtllm_moe(hw, weights, adp, spec_tokens, date)
+        recipe, note = inferencex_trtllm_recipe(
+            clients, isl, tp, adp, spec_tokens, date, row["gpu"], gen
+        )
     wait = None if spec_tokens else inferencex_batch_wait(row, model.id, lengths, clients, tp)
     if wait is not None:  # its script's batch waiting (TensorRT-LLM applies it without ADP)
         timeout, share = wait
         recipe += f":bwait={timeout}:bratio={round(share * 1e4)}"
-        note = note.replace(
-            " (validate.recipes)", f", batch waiting ({timeout} iterations, {share:g} of the "
-            f"budget: {INFERENCEX_TRTLLM_BATCH_WAIT_FILE}) (validate.trtllm_scripts)",
-        )  # fmt: skip
+        note = (
+            f"{note.rpartition(' (validate.')[0]}, batch waiting ({timeout} iterations, "
+            f"{share:g} of the budget: {INFERENCEX_TRTLLM_BATCH_WAIT_FILE}) "
+            "(validate.trtllm_scripts)"
+        )
     return recipe, note, precision
 
 
@@ -128,6 +141,27 @@ def inferencex_batch_wait(
             continue
         return int(r["timeout_iters"]), float(r["max_tokens_ratio"])
     return None
+
+
+def inferencex_llama_trtllm_recipe(isl: int, osl: int, date: str = "") -> tuple[str, str]:
+    """(recipe, note) of an InferenceX TensorRT-LLM run of a dense Llama
+    (``INFERENCEX_LLAMA_TRTLLM_*``; a run of no stated date takes the last scripts').
+
+    Example:
+        >>> inferencex_llama_trtllm_recipe(1024, 1024, "2025-10-01")[0]
+        'inferencex-trtllm:adp=0:tokens=16384:kv=90'
+        >>> inferencex_llama_trtllm_recipe(8192, 1024, "2025-09-16")[0]
+        'inferencex-trtllm:adp=0:tokens=9216:kv=90'
+    """
+    late = not date or date >= INFERENCEX_LLAMA_TRTLLM_SINCE
+    tokens = INFERENCEX_LLAMA_TRTLLM_TOKENS if late else isl + osl
+    kv = INFERENCEX_LLAMA_TRTLLM_KV
+    note = (
+        f"InferenceX's TensorRT-LLM Llama recipe: max_num_tokens {tokens}"
+        f"{'' if late else ' (the max model length)'}, TensorRT-LLM's batch limit, KV fraction "
+        f"{kv:g} (TensorRT-LLM's default) (validate.trtllm_scripts)"
+    )
+    return inferencex_trtllm_name(False, None, tokens, kv, False), note
 
 
 def _fp8_cache(recipe: str, note: str, precision: str, kv_stated: bool) -> tuple[str, str, str]:
