@@ -14,6 +14,7 @@ from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import default_precision
 from ..specs.engine import (
     ADP_BALANCE_MAX_ITERS,
+    SGLANG_PREFILL_DELAYER_PASSES,
     TRTLLM_ADP_BALANCE_DEFAULTS,
     TRTLLM_CAPACITY_POLICIES,
 )
@@ -421,3 +422,40 @@ def scheduler_settings(
     adp_balance(by, adp, engine, note, skip)
     batch_wait(by, adp, engine, note, skip)
     capacity_policy(by, engine, note)
+    prefill_delayer(by, adp, engine, note, skip)
+
+
+def prefill_delayer(
+    by: dict[str, Setting], adp: bool, engine: dict, note: Callable, skip: Callable
+) -> None:
+    """SGLang's prefill delayer (``--enable-prefill-delayer``, ``--prefill-delayer-max-delay-
+    passes``): the engine's attention-DP context balance at max passes - 1 iterations, no
+    batching wait (``specs.engine.SGLANG_PREFILL_DELAYER_PASSES``); SGLang refuses it without
+    attention-DP, and so does this."""
+    keys = [k for k in ("prefill_delayer", "prefill_delayer_passes") if k in by]
+    if not keys:
+        return
+    if "prefill_delayer" not in by or not as_bool(by["prefill_delayer"]):
+        for k in keys:
+            skip(by[k], "the prefill delayer is off (no --enable-prefill-delayer)")
+        return
+    if not adp:
+        raise SpecError(
+            f"{by['prefill_delayer'].origin}: SGLang's prefill delayer needs attention-DP; "
+            "allowed: add --enable-dp-attention, or drop --enable-prefill-delayer"
+        )
+    passes = SGLANG_PREFILL_DELAYER_PASSES
+    if "prefill_delayer_passes" in by:
+        passes = as_int(by["prefill_delayer_passes"])
+        if passes - 1 > ADP_BALANCE_MAX_ITERS:
+            raise SpecError(
+                f"{by['prefill_delayer_passes'].origin}: expected an integer in "
+                f"[1, {ADP_BALANCE_MAX_ITERS + 1}] passes"
+            )
+        note(by["prefill_delayer_passes"], "read with --enable-prefill-delayer")
+    engine["adp_balance_timeout_iters"], engine["adp_balance_wait_iters"] = passes - 1, 0
+    note(
+        by["prefill_delayer"],
+        f"engine adp_balance_timeout_iters={passes - 1}, adp_balance_wait_iters=0 (SGLang's "
+        f"prefill delayer: a rank's prompts wait at most {passes} - 1 passes for every rank's)",
+    )

@@ -328,6 +328,12 @@ def _role(x: _Ctx, tp, pp, ep, adp, cp, conc, replicas, role="", port=PORT) -> d
         out["vllm"], out["vllm_nodes"], out["vllm_args"] = v["command"], v["nodes"], v["args"]
     if "sglang" in x.engines:
         extra = [f"--disaggregation-mode {role}"] if role else []
+        balance = x.fr.engine.adp_balance_timeout_iters
+        if adp and not role and balance > 0:  # the engine's context balance: its prefill delayer
+            extra += [
+                "--enable-prefill-delayer",
+                f"--prefill-delayer-max-delay-passes {balance + 1}",
+            ]
         s = _sglang(x, tp, pp, ep, adp, cp, batch, port, notes, extra)
         out["sglang"], out["sglang_nodes"], out["sglang_args"] = (
             s["command"],

@@ -216,6 +216,8 @@ class EngineConstants:
             attention-DP rank decodes, a context request waits until every rank holds one, at
             most this many iterations, and then all ranks prefill in the same iteration
             (``serving.balance.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
+            SGLang's prefill delayer is the same hold, max delay passes - 1 iterations
+            (``SGLANG_PREFILL_DELAYER_PASSES``).
         adp_balance_wait_iters: the balance's ``batching_wait_iters``: iterations it waits
             further, once every rank holds a context request, to gather more of them.
         batch_wait_timeout_iters: TensorRT-LLM's batch waiting without attention-DP
@@ -289,6 +291,14 @@ ITERATION_FIELDS = (*ADP_BALANCE_FIELDS, "batch_wait_timeout_iters")
 # TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) where enable_balance is on and the
 # options leave the two counts out
 TRTLLM_ADP_BALANCE_DEFAULTS = {"adp_balance_timeout_iters": 50, "adp_balance_wait_iters": 10}
+# SGLang's prefill delayer (``--enable-prefill-delayer``, attention-DP only): while some DP ranks
+# hold a prompt and others none, it holds the prompts at most ``--prefill-delayer-max-delay-
+# passes`` - 1 forward passes (PrefillDelayer._negotiate_should_allow_prefill_pure: delay while
+# the delayed count is under max - 1), then lets them through; all ranks holding one releases them
+# at once. The attention-DP context balance with timeout max - 1 and no batching wait (it has no
+# guard on the ranks decoding, which the balance's ramp keeps). Default 30 passes
+# (sgl-project/sglang python/sglang/srt/server_args.py, prefill_delayer_max_delay_passes)
+SGLANG_PREFILL_DELAYER_PASSES = 30
 ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the scheduler's waits (iterations), not a fact
 FRACTIONS = (
     "attn_prefill_efficiency",

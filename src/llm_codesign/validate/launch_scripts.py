@@ -2,7 +2,8 @@
 state: the KV cache format (``--kv-cache-dtype``) and, where a script speculates, the draft
 tokens a step proposes (``--speculative-num-steps``), for the version of the script in force on
 a row's run date (``data/validation/inferencex_kv.csv``, written by
-``benchmarks/inferencex_kv.py`` from the scripts' history; SOURCES.md)."""
+``benchmarks/inferencex_kv.py`` from the scripts' history; SOURCES.md); and SGLang's prefill
+delayer under attention-DP (``data/validation/inferencex_sglang_prefill_delayer.csv``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from ..specs.checkpoint import checkpoint_precision
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
 from .campaigns import run_date, run_gpu_precision, stated_notes
-from .recipes import INFERENCEX_SGLANG_KV
+from .conventions import kv_field
+from .recipes import INFERENCEX_SGLANG, INFERENCEX_SGLANG_KV
 from .tables import bundled_rows
 
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
+INFERENCEX_DELAYER_FILE = "inferencex_sglang_prefill_delayer.csv"
 
 
 def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mapping[str, str] | None:
@@ -78,3 +81,51 @@ def inferencex_draft(script: Mapping[str, str] | None, row: dict[str, str]) -> t
         return 0, ""
     k = int(r["draft"])
     return k, f"{_where(row, r)} passed --speculative-num-steps {k}"
+
+
+def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, str]:
+    """(recipe, note) of an InferenceX aggregated SGLang attention-DP row whose script passed
+    ``--enable-prefill-delayer`` (``INFERENCEX_DELAYER_FILE``: the latest rule of its GPU, model,
+    precision and speculative method dated on or before the run; a run of no stated date takes
+    none): ``recipes.INFERENCEX_SGLANG`` with the delayer's passes - 1 (``specs.engine
+    .SGLANG_PREFILL_DELAYER_PASSES``); ("", "") where none applies."""
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
+    method = re.search(r"spec_method\s*=\s*(\w+)", stated_notes(row)[0], re.I)
+    spec = "none" if method is None or method.group(1).lower() == "none" else "mtp"
+    key = (gpu, model_id, prec, spec)
+    found = [
+        r
+        for r in bundled_rows(INFERENCEX_DELAYER_FILE)
+        if (r["gpu"], r["model"], r["precision"], r["spec"]) == key and date and r["since"] <= date
+    ]
+    if not found:
+        return "", ""
+    passes = int(max(found, key=lambda r: r["since"])["passes"])
+    note = (
+        f"run of {date}: its SGLang script passed --enable-prefill-delayer ({passes} passes: the "
+        f"attention-DP context balance at {passes - 1} iterations; {INFERENCEX_DELAYER_FILE})"
+    )
+    return f"{INFERENCEX_SGLANG}:delay={passes - 1}", note
+
+
+def inferencex_script_settings(
+    script: Mapping[str, str] | None,
+    row: dict[str, str],
+    model: ModelSpec,
+    engine: str,
+    prec: str,
+    attention_dp: bool,
+) -> tuple[str, str, list[str]]:
+    """(precision, recipe, the mapping's notes) of an InferenceX aggregated SGLang or vLLM
+    ``row`` from what its launch script set: the KV format where the row states none
+    (``inferencex_kv_precision``) and, for SGLang under attention-DP, the prefill delayer
+    (``inferencex_sglang_delayer``; recipe "" where none)."""
+    notes = []
+    if kv_field(row["precision"]) == "?":
+        kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec)
+        prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
+    recipe = ""
+    if engine == "sglang" and attention_dp:
+        recipe, said = inferencex_sglang_delayer(row, model.id)
+        notes += [said] if said else []
+    return prec, recipe, notes

@@ -31,7 +31,6 @@ from .conventions import (
     POOL_KINDS,
     attention_dp_field,
     is_disaggregated,
-    kv_field,
     map_precision,
     moe_plan_conflict,
     parse_pools,
@@ -41,7 +40,7 @@ from .conventions import (
     throughput_metric,
 )
 from .disagg_recipes import inferencex_disagg_recipe
-from .launch_scripts import inferencex_draft, inferencex_kv_precision, inferencex_script
+from .launch_scripts import inferencex_draft, inferencex_script, inferencex_script_settings
 from .recipes import (
     inferencex_client,
     inferencex_trtllm_script_plan,
@@ -489,9 +488,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     # its launch script (ATOM's are not vLLM's, whose constants engine_for_framework gives it)
     launcher = "atom" if ATOM_FRAMEWORK.match(fw.lower().strip()) else engine
     script = inferencex_script(row, model.id, launcher) if ix and pools is None else None
-    if engine in ("sglang", "vllm") and pools is None and ix and kv_field(row["precision"]) == "?":
-        kv_prec, said = inferencex_kv_precision(script, row, model, launcher, prec)
-        prec, notes = (kv_prec, [*notes, said]) if kv_prec else (prec, notes)
+    if engine in ("sglang", "vllm") and pools is None and ix:  # its KV format, prefill delayer
+        prec, recipe, said = inferencex_script_settings(script, row, model, launcher, prec, adp)
+        notes.extend(said)
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)
     burst_share, note = campaign_share(row, engine, closed and pools is None and not ix)
