@@ -12,7 +12,7 @@ import pytest
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate
-from llm_codesign.serving.balance import adp_balance_wait, adp_balance_window
+from llm_codesign.serving.balance import adp_balance_window, context_hold_wait
 from llm_codesign.serving.step import chunked_prefill, pipelined_step, poisson_max_mean
 from llm_codesign.specs.engine import engine_from_mapping, load_engine
 from llm_codesign.validate import map_row
@@ -155,7 +155,7 @@ def test_the_rounds_step_carries_the_prompt():
         decode_seqs=dec, prefill_tokens=pre,
     )  # fmt: skip
     t, t_round = float(step.total_s), float(step.prompt_step_s)
-    w, wait = (float(x) for x in adp_balance_wait(on, 8, 8192, pre, dec, 1.0, t))
+    w, wait = (float(x) for x in context_hold_wait(on, 8, 8192, pre, dec, 1.0, t))
     assert w == 60  # the timeout: a prompt per 15 iterations covers the 8 ranks in ~330
     assert t_round > 5 * t
     assert float(r.ttft_s) >= wait + t_round + on.request_overhead_s

@@ -76,25 +76,6 @@ def adp_balance_window(
     return np.where((r > 1) & (lam > 0), window * decoding, 0.0)
 
 
-def adp_balance_wait(
-    eng: EngineConstants,
-    ranks: Array | float,
-    isl: Array | float,
-    prefill_tokens: Array | float,
-    decode_seqs: Array | float,
-    micro_batches: Array | float,
-    step_s: Array | float,
-) -> tuple[Array, Array]:
-    """(round window in executor iterations, mean wait it adds to TTFT in seconds) for a
-    replica whose step of ``step_s`` seconds admits ``prefill_tokens`` prompt tokens with
-    ``decode_seqs`` sequences decoding, in ``micro_batches`` pipeline micro-batches (one
-    executor iteration each): ``adp_balance_window``, and a request waits half the window,
-    W / 2 iterations of step_s / micro_batches."""
-    window = adp_balance_window(eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches)
-    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
-    return window, np.where(window > 0, 0.5 * window * np.asarray(step_s) / micro, 0.0)
-
-
 def batch_wait_window(
     eng: EngineConstants,
     ranks: Array | float,
@@ -189,23 +170,24 @@ def context_hold_wait(
     decode_tokens: Array | float | None = None,
 ) -> tuple[Array, Array]:
     """(round window in executor iterations, mean wait it adds to TTFT in seconds) of the
-    context requests the scheduler holds back: the attention-DP balance's
-    (``adp_balance_wait``) on several ranks, the batch waiting's on one (``batch_wait_window``:
+    context requests the scheduler holds back, for a replica whose step of ``step_s`` seconds
+    admits ``prefill_tokens`` prompt tokens with ``decode_seqs`` sequences decoding in
+    ``micro_batches`` pipeline micro-batches (one executor iteration each): the attention-DP
+    balance's on several ranks (``adp_balance_window``: a request waits half the window), the
+    batch waiting's on one (``batch_wait_window``:
     the round's first prompt waits W and the m that join it W / 2 on average, W (1 + m / 2) /
     (1 + m) iterations a request, where the timeout ends the round; where the token share
     does (chance q), its last prompt waits nothing, W / 2 a request (m of Erlang arrivals
     before the release, spaced evenly on average): W (1 + m / 2 - q / 2) / (1 + m) in all, in
     iterations of step_s / micro_batches)."""
-    window, wait = adp_balance_wait(
-        eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches, step_s
-    )
+    window = adp_balance_window(eng, ranks, isl, prefill_tokens, decode_seqs, micro_batches)
     tokens = decode_seqs if decode_tokens is None else decode_tokens
     held, joined, reach = batch_wait_window(
         eng, ranks, isl, prefill_tokens, tokens, decode_seqs, micro_batches
     )
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
-    iters = held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
-    return window + held, wait + iters * np.asarray(step_s) / micro
+    iters = 0.5 * window + held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
+    return window + held, iters * np.asarray(step_s) / micro
 
 
 def holds_context(eng: EngineConstants, attention_dp: bool) -> bool:
