@@ -86,10 +86,9 @@ def inferencex_trtllm_row_recipe(
     of nominal ``lengths`` (ISL, OSL) on ``plan`` (TP, EP, attention-DP) at its run date: a
     gpt-oss, MiniMax-M2.5 (on Blackwell), Qwen3.5 (on Blackwell) or dense Llama row's from its
     own scripts, with the KV format they set where the row states none; any other's from the
-    DeepSeek-R1
-    scripts (``inferencex_trtllm_recipe``, their TRTLLM MoE backend where
-    ``inferencex_trtllm_moe`` says it ran, and batch waiting where its script set it:
-    ``inferencex_batch_wait``).
+    DeepSeek-R1 scripts (``inferencex_trtllm_recipe``, their TRTLLM MoE backend where
+    ``inferencex_trtllm_moe`` says it ran); and the batch waiting its script set where
+    ``inferencex_batch_wait`` finds it (MTP runs set none).
     """
     date, (isl, osl), (tp, ep, adp) = run_date(row), lengths, plan
     stated = kv_field(row["precision"]) != "?"
