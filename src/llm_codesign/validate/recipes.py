@@ -103,9 +103,8 @@ INFERENCEX_SCRIPT_PLANS_FILE = "inferencex_trtllm_script_plans.csv"
 # (c93f6ac82; CUTLASS before); until 2026-02-03 (6eecc0e66) the no-MTP script chose CUTLASS by
 # client count instead (256 clients or more at 1k/1k and 1k/8k, more than 32 at 8k/1k), where
 # its runs used attention-DP: the attention-DP test stands for it. FP8: DEEPGEMM until TRTLLM
-# entered the scripts, 2026-01-29 (ec7bafaae; the MTP form 2026-02-05, 5d517074c). The other
-# models' B200 scripts of 2026 take the same test (Qwen3.5 FP4: TRTLLM without attention-DP,
-# CUTEDSL with it; MiniMax-M2.5 FP4 sets TRTLLM with attention-DP too, priced as CUTLASS there)
+# entered the scripts, 2026-01-29 (ec7bafaae; the MTP form 2026-02-05, 5d517074c). The gpt-oss,
+# Qwen3.5 and MiniMax-M2.5 scripts set their own backend (validate.trtllm_scripts)
 INFERENCEX_TRTLLM_GEN_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-01-29"}
 INFERENCEX_TRTLLM_GEN_MTP_SINCE = {"nvfp4": "2025-09-17", "fp8_block": "2026-02-05"}
 
