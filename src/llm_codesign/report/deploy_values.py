@@ -66,13 +66,15 @@ TRTLLM_BACKENDS = {"pytorch": "trtllm", "tensorrt": "trtllm-trt", "trt": "trtllm
 SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")  # SGLang's MTP runs through its EAGLE worker
 
 
-def as_int(s: Setting, lo: int = 1) -> int:
+def as_int(s: Setting, lo: int = 1, hi: int = 10_000_000, unit: str = "") -> int:
     try:
         v = int(str(s.value))
     except ValueError:
         raise SpecError(f"{s.origin}: expected an integer >= {lo}") from None
-    if v < lo or v > 10_000_000:
-        raise SpecError(f"{s.origin}: expected an integer in [{lo}, 10000000]")
+    if v < lo or v > hi:
+        raise SpecError(
+            f"{s.origin}: expected an integer in [{lo}, {hi}]{f' {unit}' if unit else ''}"
+        )
     return v
 
 
@@ -340,11 +342,11 @@ def adp_balance(
     values = {}
     for k, name in (("adp_timeout", "adp_balance_timeout_iters"),
                      ("adp_batching_wait", "adp_balance_wait_iters")):  # fmt: skip
-        v = as_int(by[k], 0) if k in by else TRTLLM_ADP_BALANCE_DEFAULTS[name]
-        if v > ADP_BALANCE_MAX_ITERS:
-            raise SpecError(
-                f"{by[k].origin}: expected an integer in [0, {ADP_BALANCE_MAX_ITERS}] iterations"
-            )
+        v = (
+            as_int(by[k], 0, ADP_BALANCE_MAX_ITERS, "iterations")
+            if k in by
+            else TRTLLM_ADP_BALANCE_DEFAULTS[name]
+        )
         engine[name] = values[k] = v
     note(
         by["adp_balance"],
@@ -377,12 +379,7 @@ def batch_wait(
             skip(by[k], "attention-DP: TensorRT-LLM applies batch waiting only without it")
         return
     if "batch_wait_timeout" in by:
-        iters = as_int(by["batch_wait_timeout"], 0)
-        if iters > ADP_BALANCE_MAX_ITERS:
-            raise SpecError(
-                f"{by['batch_wait_timeout'].origin}: expected an integer in "
-                f"[0, {ADP_BALANCE_MAX_ITERS}] iterations"
-            )
+        iters = as_int(by["batch_wait_timeout"], 0, ADP_BALANCE_MAX_ITERS, "iterations")
         engine["batch_wait_timeout_iters"] = iters
         note(by["batch_wait_timeout"], f"engine batch_wait_timeout_iters={iters} (batch waiting)")
     if "batch_wait_ratio" in by:
@@ -446,12 +443,7 @@ def prefill_delayer(
         )
     passes = SGLANG_PREFILL_DELAYER_PASSES
     if "prefill_delayer_passes" in by:
-        passes = as_int(by["prefill_delayer_passes"])
-        if passes - 1 > ADP_BALANCE_MAX_ITERS:
-            raise SpecError(
-                f"{by['prefill_delayer_passes'].origin}: expected an integer in "
-                f"[1, {ADP_BALANCE_MAX_ITERS + 1}] passes"
-            )
+        passes = as_int(by["prefill_delayer_passes"], 1, ADP_BALANCE_MAX_ITERS + 1, "passes")
         note(by["prefill_delayer_passes"], "read with --enable-prefill-delayer")
     engine["adp_balance_timeout_iters"], engine["adp_balance_wait_iters"] = passes - 1, 0
     note(

@@ -402,22 +402,9 @@ def run_replica(
             t = max(t, pending[0][0])
             continue
         counts["events"] += 1
-        hold = False
-        if prefilling and e.hold_iters and n_dec and waited < e.hold_iters:
-            # batch waiting: the prompts a step would take and the decode tokens under the
-            # share of the budget hold the prompts back (decode steps meanwhile)
+        p, pctx, chunks = 0, 0.0, []
+        if prefilling:  # the prompt chunks a step takes: the rest of the budget, oldest first
             room = max(budget - n_dec * e.query, prompt_floor)
-            took = 0.0
-            for i in prefilling:
-                took += min(pre_left[i], max(int(room) - took, 0), int(e.chunk_cap))
-            hold = took + n_dec * e.query < e.hold_tokens
-        waited = waited if hold else 0
-        if prefilling and not hold:
-            # ---- one step with prompt chunks ----
-            room = max(budget - n_dec * e.query, prompt_floor)
-            p = 0
-            pctx = 0.0
-            chunks = []
             for i in prefilling:
                 c = min(pre_left[i], int(room) - p, int(e.chunk_cap))
                 if c <= 0:
@@ -425,6 +412,13 @@ def run_replica(
                 chunks.append((i, c))
                 pctx += c * (pre_pos[i] + c / 2.0)
                 p += c
+        # batch waiting: those chunks and the decode tokens under the share of the budget hold
+        # the prompts back (decode steps meanwhile)
+        hold = bool(prefilling and e.hold_iters and n_dec and waited < e.hold_iters)
+        hold = hold and p + n_dec * e.query < e.hold_tokens
+        waited = waited if hold else 0
+        if prefilling and not hold:
+            # ---- one step with prompt chunks ----
             ctx = (ctx_base + n_dec * q * S) / n_dec if n_dec else 0.0
             if not full:
                 grow = n_dec * q + p

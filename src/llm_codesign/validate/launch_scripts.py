@@ -28,10 +28,7 @@ def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mappin
     before the run date (a version committed that day is in force); None where the table has
     none (no run date, or a run before the script's first version there). ``engine`` names
     the launcher: ``sglang``, ``vllm``, or any other (``atom``), which the table has none of."""
-    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
-    prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
-    method = re.search(r"spec_method\s*=\s*(\w+)", stated_notes(row)[0], re.I)
-    spec = "none" if method is None or method.group(1).lower() == "none" else "mtp"
+    date, gpu, prec, spec = _script_key(row)
     key = (engine, gpu, model_id, prec, spec)
     cols = ("engine", "gpu", "model", "precision", "spec")
     found = [
@@ -40,6 +37,16 @@ def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mappin
         if tuple(r[c] for c in cols) == key and date and r["since"] <= date
     ]
     return max(found, key=lambda r: r["since"]) if found else None
+
+
+def _script_key(row: dict[str, str]) -> tuple[str, str, str, str]:
+    """(run date, GPU, precision, speculative method) by which the InferenceX script tables
+    key a run: the precision's FP4 formats as ``fp4``, the method ``mtp`` or ``none``."""
+    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
+    prec = "fp4" if prec in ("fp4", "nvfp4", "mxfp4") else prec
+    method = re.search(r"spec_method\s*=\s*(\w+)", stated_notes(row)[0], re.I)
+    spec = "none" if method is None or method.group(1).lower() == "none" else "mtp"
+    return date, gpu, prec, spec
 
 
 def _where(row: dict[str, str], r: Mapping[str, str]) -> str:
@@ -89,9 +96,7 @@ def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, 
     precision and speculative method dated on or before the run; a run of no stated date takes
     none): ``recipes.INFERENCEX_SGLANG`` with the delayer's passes - 1 (``specs.engine
     .SGLANG_PREFILL_DELAYER_PASSES``); ("", "") where none applies."""
-    date, (gpu, prec) = run_date(row), run_gpu_precision(row)
-    method = re.search(r"spec_method\s*=\s*(\w+)", stated_notes(row)[0], re.I)
-    spec = "none" if method is None or method.group(1).lower() == "none" else "mtp"
+    date, gpu, prec, spec = _script_key(row)
     key = (gpu, model_id, prec, spec)
     found = [
         r

@@ -96,13 +96,13 @@ def inferencex_trtllm_row_recipe(
     if model.model_type == "gpt_oss":
         return inferencex_gptoss_trtllm_recipe(clients, hw, adp, date, precision, stated)
     if model.model_type == "minimax_m2" and blackwell:
-        return _fp8_cache(*inferencex_minimax_trtllm_recipe(clients, adp), precision, stated)
+        return _script_kv(*inferencex_minimax_trtllm_recipe(clients, adp), precision, stated)
     if model.model_type.startswith("qwen3_5") and blackwell:
         recipe = inferencex_qwen35_trtllm_recipe(clients, isl, osl, tp, ep, adp, spec_tokens)
-        return _fp8_cache(*recipe, precision, stated)
+        return _script_kv(*recipe, precision, stated)
     if model.model_type == "llama" and model.moe is None:
         recipe, note = inferencex_llama_trtllm_recipe(isl, osl, date)
-        recipe, note, precision = _fp8_cache(recipe, note, precision, stated)
+        recipe, note, precision = _script_kv(recipe, note, precision, stated)
     else:
         weights = parse_precision(precision).weights.id
         gen = inferencex_trtllm_moe(hw, weights, adp, spec_tokens, date)
@@ -163,12 +163,14 @@ def inferencex_llama_trtllm_recipe(isl: int, osl: int, date: str = "") -> tuple[
     return inferencex_trtllm_name(False, None, tokens, kv, False), note
 
 
-def _fp8_cache(recipe: str, note: str, precision: str, kv_stated: bool) -> tuple[str, str, str]:
-    """A recipe of a script that sets an FP8 KV cache: ``precision`` with it where the row
-    states no KV format."""
-    if precision and not kv_stated and not parse_precision(precision).kv_fp8:
-        precision += "+fp8-kv"
-        note += "; KV unstated: FP8, as its script's kv_cache_config set it"
+def _script_kv(
+    recipe: str, note: str, precision: str, kv_stated: bool, kv_format: str = "fp8"
+) -> tuple[str, str, str]:
+    """A recipe of a script whose ``kv_cache_config`` sets the KV format ``kv_format`` (``fp8``
+    or ``bf16``): ``precision`` with it where the row states no KV format."""
+    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv_format == "fp8"):
+        precision += f"+{kv_format}-kv"
+        note += f"; KV unstated: {kv_format.upper()}, as its script's kv_cache_config set it"
     return recipe, note, precision
 
 
@@ -304,8 +306,6 @@ def inferencex_gptoss_trtllm_recipe(
             else ", no attention-DP context balance"
         )
     kv_format = "fp8" if blackwell and current else "bf16"
-    if precision and not kv_stated and parse_precision(precision).kv_fp8 != (kv_format == "fp8"):
-        precision += f"+{kv_format}-kv"
-        note += f"; KV unstated: {kv_format.upper()}, as its script's kv_cache_config set it"
     recipe = inferencex_trtllm_name(attention_dp, batch, tokens, fraction, gen, balance)
+    recipe, note, precision = _script_kv(recipe, note, precision, kv_stated, kv_format)
     return recipe, note + " (validate.trtllm_scripts)", precision
