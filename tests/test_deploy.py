@@ -535,3 +535,11 @@ def test_disaggregated_pools_read_their_own_dispatch_family(tmp_path):
     assert est["none"].ttft_ms != est["normal"].ttft_ms
     same = read_deployment([_sglang_dynamo(tmp_path, low, low)], hw)
     assert same.prefill_engine is None
+
+
+@pytest.mark.parametrize("precision", ["fp8+bf16-kv", "fp8"])
+def test_sglang_dsa_kv_launch_reads_back(precision, tmp_path):
+    """SGLang's automatic KV format is FP8 for a DeepSeek Sparse Attention model on Blackwell
+    (``specs.engine.sglang_auto_kv_fp8``): a launch file priced with a BF16 cache must ask for it
+    (``--kv-cache-dtype bf16``), and both caches read back to the precision priced."""
+    assert _round_trip("glm-5", "b200", precision, "sglang", tmp_path) >= 2

@@ -267,7 +267,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         note(by["memory_fraction"], f"engine memory_utilization={as_float(by['memory_fraction'])}")
     if "kv_dtype" in by:
         sv.kv_bits = KV_DTYPES[as_choice(by["kv_dtype"], list(KV_DTYPES))]
-        note(by["kv_dtype"], f"KV cache {'FP8' if sv.kv_bits == 8 else '16-bit'}")
+        note(by["kv_dtype"], f"KV cache {({8: 'FP8', 16: '16-bit'}).get(sv.kv_bits, 'auto')}")
     if "quantization" in by:
         sv.quantization = as_choice(by["quantization"], list(QUANTIZATION))
         key = QUANTIZATION[sv.quantization]
@@ -448,7 +448,7 @@ def read_deployment(
     if trt_backend:
         engine = TRTLLM_BACKENDS[str(trt_backend[-1].value).lower()]
     sv0 = next((sv for sv in maps if sv.src.role != "prefill"), maps[0])
-    precision, why = server_precision(m, hardware, ckpt, sv0.quantization, sv0.kv_bits)
+    precision, why = server_precision(m, hardware, ckpt, sv0.quantization, sv0.kv_bits, engine)
     mapped += why
     work, wmapped = bench_workload(benches[0] if benches else None, notes)
     mapped += wmapped

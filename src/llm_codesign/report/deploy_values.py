@@ -17,6 +17,7 @@ from ..specs.engine import (
     SGLANG_PREFILL_DELAYER_PASSES,
     TRTLLM_ADP_BALANCE_DEFAULTS,
     TRTLLM_CAPACITY_POLICIES,
+    sglang_auto_kv_fp8,
 )
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -38,10 +39,12 @@ QUANTIZATION = {
     "compressed-tensors": "",
     "none": "",
 }
-# KV cache dtypes -> 8 (FP8) or 16 bits; 'auto' is the model's 16-bit dtype (vLLM, SGLang), and
-# TensorRT-LLM's 'auto' is how the launch writer asks for a 16-bit KV cache
-KV_DTYPES = {
-    "auto": 16,
+# KV cache dtypes -> 8 (FP8) or 16 bits; None for 'auto', the engine's automatic format: the
+# model's 16-bit dtype (vLLM; SGLang, except a DSA model's FP8 on Blackwell:
+# specs.engine.sglang_auto_kv_fp8), and TensorRT-LLM's 'auto' is how the launch writer asks for
+# a 16-bit KV cache
+KV_DTYPES: dict[str, int | None] = {
+    "auto": None,
     "bf16": 16,
     "bfloat16": 16,
     "fp16": 16,
@@ -105,12 +108,18 @@ def as_choice(s: Setting, allowed: Sequence[str], *, case: bool = False) -> str:
 
 
 def server_precision(
-    m: ModelSpec, hw: HardwareSpec, name: str, quantization: str | None, kv_bits: int | None
+    m: ModelSpec,
+    hw: HardwareSpec,
+    name: str,
+    quantization: str | None,
+    kv_bits: int | None,
+    engine: str = "",
 ) -> tuple[str, list[dict[str, str]]]:
     """The precision a server runs: the weights from ``--quantization``, else the checkpoint
     the launch writer would load for a precision (``launch_data.checkpoint_for``, inverted),
     else the checkpoint name's format word, else the checkpoint's own; the KV cache from its
-    dtype (absent or ``auto``: 16-bit)."""
+    dtype (absent or ``auto``: 16-bit, except where ``engine`` SGLang's automatic format is FP8:
+    ``specs.engine.sglang_auto_kv_fp8``)."""
     own, _ = default_precision(m)
     native = accuracy_key(parse_precision(own))
     key, why = None, ""
@@ -145,11 +154,16 @@ def server_precision(
     text = own if key == native else PRESET_OF.get(key)
     if text is None:
         raise SpecError(f"checkpoint {name}: weights {key} have no precision preset to price")
+    mapped = []
+    if kv_bits is None and engine == "sglang" and sglang_auto_kv_fp8(m, hw):
+        kv_bits = 8
+        auto = "no --kv-cache-dtype, or auto"
+        mapped.append({"setting": auto, "maps_to": f"FP8 KV cache (SGLang's for DSA on {hw.id})"})
     kv_bits = kv_bits or 16
     text = "+".join(p for p in text.split("+") if not p.endswith("-kv"))
     if parse_precision(text).kv_cache.element_bits != kv_bits:
         text += "+fp8-kv" if kv_bits == 8 else "+bf16-kv"
-    return text, [{"setting": why, "maps_to": f"precision {text}"}]
+    return text, [{"setting": why, "maps_to": f"precision {text}"}, *mapped]
 
 
 def bench_workload(

@@ -23,7 +23,7 @@ from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.balance import holds_context
 from ..serving.memory import engine_kv_bytes, memory_fraction_for
 from ..serving.step import runs_without_overlap
-from ..specs.engine import load_engine
+from ..specs.engine import load_engine, sglang_auto_kv_fp8
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
 from .launch_data import (
@@ -241,6 +241,8 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     ]
     if x.kv_fp8:
         s.append("--kv-cache-dtype fp8_e4m3")
+    elif sglang_auto_kv_fp8(m, x.fr.hardware):  # its auto would be FP8 here: ask for BF16
+        s.append("--kv-cache-dtype bf16")
     if x.ckpt["how"] == "online":
         s.append("--quantization fp8")
     elif x.ckpt.get("quant_method") == "modelopt_fp4":

@@ -300,6 +300,30 @@ TRTLLM_ADP_BALANCE_DEFAULTS = {"adp_balance_timeout_iters": 50, "adp_balance_wai
 # (sgl-project/sglang python/sglang/srt/server_args.py, prefill_delayer_max_delay_passes)
 SGLANG_PREFILL_DELAYER_PASSES = 30
 ADP_BALANCE_MAX_ITERS = 100_000  # a bound on the scheduler's waits (iterations), not a fact
+# SGLang's KV cache format where ``--kv-cache-dtype`` is ``auto`` for a DeepSeek Sparse
+# Attention model (its ``is_deepseek_nsa``: DeepseekV3/V32, GlmMoeDsaForCausalLM with
+# ``index_topk``): ``fp8_e4m3`` on compute capability 10 and above (NVIDIA Blackwell, B200 to
+# RTX), ``bfloat16`` below (Hopper; ROCm reports 9.x), whatever the checkpoint quantizes
+# (ServerArgs._set_default_nsa_kv_cache_dtype, called from _handle_model_specific_adjustments;
+# sgl-project/sglang python/sglang/srt/server_args.py, the stored version of search-index file id
+# 271536807; GLM-5 joined is_deepseek_nsa in sgl-project/sglang#18521). Every other model's
+# ``auto`` is the model's dtype unless its checkpoint quantizes the cache.
+SGLANG_DSA_FP8_KV_ARCHITECTURES = ("blackwell", "blackwell-ultra", "blackwell-rtx")
+
+
+def sglang_auto_kv_fp8(model: Any, hardware: Any) -> bool:
+    """Whether SGLang's automatic KV format (no ``--kv-cache-dtype``, or ``auto``) is FP8 for
+    ``model`` on ``hardware`` whatever its checkpoint states: a DeepSeek Sparse Attention model
+    (``ModelSpec.indexer``) on an NVIDIA GPU of compute capability 10 or more
+    (``SGLANG_DSA_FP8_KV_ARCHITECTURES``). False where ``auto`` follows the checkpoint (the
+    model's dtype unless the checkpoint quantizes its cache), DSA models on Hopper included,
+    which SGLang gives a BF16 cache."""
+    dsa = getattr(model, "indexer", None) is not None
+    nvidia = str(getattr(hardware, "vendor", "")).lower() == "nvidia"
+    arch = getattr(hardware, "architecture", "")
+    return dsa and nvidia and arch in SGLANG_DSA_FP8_KV_ARCHITECTURES
+
+
 FRACTIONS = (
     "attn_prefill_efficiency",
     "attn_decode_efficiency",

@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 
 from ..specs.checkpoint import checkpoint_precision
+from ..specs.engine import sglang_auto_kv_fp8
+from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
 from .campaigns import run_date, run_gpu_precision, stated_notes
@@ -54,14 +56,21 @@ def _where(row: dict[str, str], r: Mapping[str, str]) -> str:
 
 
 def inferencex_kv_precision(
-    script: Mapping[str, str] | None, row: dict[str, str], model: ModelSpec, engine: str, prec: str
+    script: Mapping[str, str] | None,
+    row: dict[str, str],
+    model: ModelSpec,
+    hw: HardwareSpec,
+    engine: str,
+    prec: str,
 ) -> tuple[str, str]:
     """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
     format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
     passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
     where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto
-    rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. ("", "") where nothing
-    changes. ``script``: the row's ``inferencex_script``."""
+    rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. SGLang's auto is FP8 for a
+    DeepSeek Sparse Attention model on ``hw`` of compute capability 10 or more
+    (``specs.engine.sglang_auto_kv_fp8``). ("", "") where nothing changes. ``script``: the row's
+    ``inferencex_script``."""
     r = script
     kv = r["kv"] if r else ""
     said = ""
@@ -71,6 +80,10 @@ def inferencex_kv_precision(
     fp8 = parse_precision(prec).kv_fp8
     if kv == "fp8":
         return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
+    if engine == "sglang" and kv != "bf16" and sglang_auto_kv_fp8(model, hw):
+        auto = f"{said}: " if said else ""
+        why = f"KV unstated: FP8, {auto}SGLang's auto for a DSA model here (specs.engine)"
+        return prec + ("" if fp8 else "+fp8-kv"), why
     if (not kv and engine != "sglang") or not fp8:
         return "", ""
     own = checkpoint_precision(model.config)
@@ -117,6 +130,7 @@ def inferencex_script_settings(
     script: Mapping[str, str] | None,
     row: dict[str, str],
     model: ModelSpec,
+    hw: HardwareSpec,
     engine: str,
     prec: str,
     attention_dp: bool,
@@ -127,7 +141,7 @@ def inferencex_script_settings(
     (``inferencex_sglang_delayer``; recipe "" where none)."""
     notes = []
     if kv_field(row["precision"]) == "?":
-        kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec)
+        kv_prec, said = inferencex_kv_precision(script, row, model, hw, engine, prec)
         prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
     recipe = ""
     if engine == "sglang" and attention_dp:
