@@ -453,7 +453,7 @@ def read_deployment(
     work, wmapped = bench_workload(benches[0] if benches else None, notes)
     mapped += wmapped
     if any(sv.src.role for sv in maps):
-        plan, conc_div, eng_over, max_batch, pre_a2a = _disaggregated(maps)
+        plan, conc_div, eng_over, max_batch, pre_own = _disaggregated(maps)
     else:
         if len(maps) > 1:
             raise SpecError(
@@ -461,7 +461,7 @@ def read_deployment(
                 "command (a disaggregated one: a Dynamo YAML with prefill and decode workers)"
             )
         sv = maps[0]
-        plan, eng_over, max_batch, pre_a2a = sv.plan(), dict(sv.engine), sv.max_batch, None
+        plan, eng_over, max_batch, pre_own = sv.plan(), dict(sv.engine), sv.max_batch, None
         conc_div = 0
     # explicit options override the deployment
     for name, value in ex.items():
@@ -490,8 +490,8 @@ def read_deployment(
     if max_batch is not None:
         eng_over["max_batch_size"] = max_batch
     constants = base.with_overrides(**eng_over) if eng_over else base
-    differs = pre_a2a is not None and pre_a2a != constants.moe_comm
-    prefill = constants.with_overrides(moe_comm=pre_a2a) if differs else None
+    own = {k: v for k, v in (pre_own or {}).items() if v != getattr(constants, k)}
+    prefill = constants.with_overrides(**own) if own else None
     spec = max(sv.spec_tokens for sv in maps)
     if "spec_tokens" in ex:
         spec = int(ex["spec_tokens"])
@@ -554,7 +554,7 @@ def _unique(servers: list[Source]) -> list[Source]:
 
 def _disaggregated(
     maps: list[Server],
-) -> tuple[DisaggregatedPlan, int, dict, int | None, str | None]:
+) -> tuple[DisaggregatedPlan, int, dict, int | None, dict]:
     pre = [sv for sv in maps if sv.src.role == "prefill"]
     dec = [sv for sv in maps if sv.src.role == "decode"]
     if len(pre) != 1 or len(dec) != 1 or len(maps) != 2:
@@ -564,11 +564,12 @@ def _disaggregated(
             "aggregated)"
         )
     p, d = pre[0], dec[0]
-    for name in ("max_num_tokens", "memory_utilization"):
-        if p.engine.get(name) != d.engine.get(name):
+    for name in ("max_num_tokens", "memory_utilization"):  # memory: a fraction each, or none
+        pv, dv = p.engine.get(name), d.engine.get(name)
+        if pv != dv and (name == "max_num_tokens" or None in (pv, dv)):
             raise SpecError(
-                f"prefill and decode workers differ in {name} ({p.engine.get(name)} vs "
-                f"{d.engine.get(name)}); the model prices one engine for both pools"
+                f"prefill and decode workers differ in {name} ({pv} vs {dv}); the model "
+                "prices one engine for both pools"
             )
     p_ranks = p.tp if p.attention_dp else 1
     batch = (p.max_batch or 1) * p_ranks
@@ -579,8 +580,9 @@ def _disaggregated(
         d.replicas,
         batch,
     )
-    # the prefill workers' own dispatch family (priced on their pool where it differs)
-    return plan, d.replicas, dict(d.engine), d.max_batch, p.engine.get("moe_comm")
+    # the prefill workers' own dispatch family and memory fraction (priced on their pool)
+    own = {k: p.engine[k] for k in ("moe_comm", "memory_utilization") if k in p.engine}
+    return plan, d.replicas, dict(d.engine), d.max_batch, own
 
 
 def _check_lengths(maps: list[Server], eng: EngineConstants, isl: int, osl: int, spec: int) -> None:

@@ -109,7 +109,9 @@ def clean(obj: Any) -> Any:
 # 25: the engine constants in `assumptions` add `batch_wait_timeout_iters` and
 # `batch_wait_max_tokens_ratio` (TensorRT-LLM's batch waiting without attention-DP; 0: off); an
 # estimate's `notes` can say what it adds to TTFT.
-SCHEMA_VERSION = 25
+# 26: the engine constant `memory_utilization` may be 0: SGLang's own default fraction for
+# each plan and GPU (`serving.memory.sglang_memory_fraction`), the bundled sglang engine's value.
+SCHEMA_VERSION = 26
 
 
 def to_json(obj: Any) -> str:

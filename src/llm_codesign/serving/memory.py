@@ -27,6 +27,71 @@ RUNTIME_RESERVED_BYTES = 2.0e9
 MAX_CONCURRENCY = 1 << 22
 
 
+# SGLang's default ``mem_fraction_static`` (``--mem-fraction-static`` unset), from its GPU
+# memory in MiB (ServerArgs._handle_gpu_memory_settings, sgl-project/sglang#10975;
+# python/sglang/srt/server_args.py, the stored version of search-index file id 271536807):
+# reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs
+# + 1024 x tp x pp / 8 MiB, under attention DP + 3 x cuda_graph_max_bs x dp (+ 1.5 x
+# cuda_graph_max_bs x dp where cuda_graph_max_bs > 300), at least 10 GiB on GPUs over 60 GiB,
+# + 2 GiB with EAGLE/MTP drafts; fraction = round((memory - reserved) / memory, 3).
+# cuda_graph_max_bs by the GPU's memory, (MiB below, below TP 4, from TP 4): the last row is
+# every larger GPU (B200, MI300X), 512 at any TP.
+SGLANG_CUDA_GRAPH_MAX_BS = ((20 * 1024, 8, 8), (35 * 1024, 24, 80), (60 * 1024, 32, 160),
+                            (160 * 1024, 256, 512), (math.inf, 512, 512))  # fmt: skip
+SGLANG_RESERVED_MIB = 512.0
+SGLANG_LARGE_GPU_MIB = 60 * 1024  # over this, at least SGLANG_MIN_RESERVED_MIB reserved
+SGLANG_MIN_RESERVED_MIB = 10 * 1024.0
+SGLANG_DRAFT_RESERVED_MIB = 2 * 1024.0
+
+
+def sglang_memory_fraction(
+    gpu_bytes: float,
+    tp: Array | int,
+    pp: Array | int,
+    attention_dp: Array | bool,
+    chunk: Array | int,
+    cuda_graph_max_bs: Array | int | None = None,
+    drafts: bool = False,
+) -> Array:
+    """SGLang's default ``mem_fraction_static`` for a GPU of ``gpu_bytes`` (as its driver reports
+    them) serving ``tp`` x ``pp`` ranks (``attention_dp``: DP attention over the tp ranks), a
+    ``chunk``-token chunked prefill and CUDA graphs up to ``cuda_graph_max_bs`` sequences (None:
+    SGLang's default for the GPU, ``SGLANG_CUDA_GRAPH_MAX_BS``), ``drafts``: EAGLE/MTP
+    speculation. Module comment: its formula.
+
+    Examples (H100 80 GB: 81,559 MiB; H200: 143,771 MiB):
+        >>> float(sglang_memory_fraction(81559 * 2**20, 8, 1, False, 8192))
+        0.818
+        >>> float(sglang_memory_fraction(143771 * 2**20, 8, 1, True, 8192))
+        0.769
+    """
+    mib = gpu_bytes / 2**20
+    tp_a = np.asarray(tp, dtype=float)
+    if cuda_graph_max_bs is None:
+        _, small, large = next(r for r in SGLANG_CUDA_GRAPH_MAX_BS if mib < r[0])
+        cuda_graph_max_bs = np.where(tp_a < 4, small, large)
+    bs = np.asarray(cuda_graph_max_bs, dtype=float)
+    reserved = SGLANG_RESERVED_MIB + 1.5 * np.maximum(np.asarray(chunk, dtype=float), 2048.0)
+    reserved = reserved + 2.0 * bs + tp_a * np.asarray(pp, dtype=float) / 8.0 * 1024.0
+    adp = np.asarray(attention_dp, dtype=bool)
+    reserved = reserved + np.where(adp, bs * tp_a * (3.0 + np.where(bs > 300, 1.5, 0.0)), 0.0)
+    if mib > SGLANG_LARGE_GPU_MIB:
+        reserved = np.maximum(reserved, SGLANG_MIN_RESERVED_MIB)
+    reserved = reserved + (SGLANG_DRAFT_RESERVED_MIB if drafts else 0.0)
+    return np.round((mib - reserved) / mib, 3)
+
+
+def memory_utilization(
+    hw: HardwareSpec, eng: EngineConstants, tp: Array | int, pp: Array | int, attention_dp: Array
+) -> Array | float:
+    """The engine's memory fraction on this plan: ``memory_utilization``, or where it is 0
+    (SGLang's default, ``--mem-fraction-static`` unset) :func:`sglang_memory_fraction` with the
+    engine's ``max_num_tokens`` as the chunk and SGLang's default CUDA-graph batch."""
+    if eng.memory_utilization > 0:
+        return eng.memory_utilization
+    return sglang_memory_fraction(hw.device_memory, tp, pp, attention_dp, eng.max_num_tokens)
+
+
 def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
     """Ranks that schedule their own batch in a replica: tp under attention-DP, else 1."""
     return np.where(attention_dp, tp, 1)
@@ -57,10 +122,16 @@ def _budget_terms(
     return total - w_bytes - other, 0.0
 
 
-def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, other: Array) -> Array:
+def kv_budget_bytes(
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    w_bytes: Array,
+    other: Array,
+    plan: tuple[Array | int, Array | int, Array | bool] = (1, 1, False),
+) -> Array:
     """Bytes per GPU the engine gives its KV cache: weights ``w_bytes``, ``other`` the rest it
-    holds besides KV (runtime reserve and activations), ``memory_utilization`` a fraction of
-    what the engine's ``memory_budget`` says:
+    holds besides KV (runtime reserve and activations), :func:`memory_utilization` on ``plan``
+    (tp, pp, attention_dp) a fraction of what the engine's ``memory_budget`` says:
 
     * ``free`` (TensorRT-LLM): u x (HBM - weights - other), what is free after the profiling
       pass (``KvCacheCreator._cal_max_memory``: fraction x (total - peak));
@@ -72,7 +143,7 @@ def kv_budget_bytes(hw: HardwareSpec, eng: EngineConstants, w_bytes: Array, othe
 
     Negative where the weights alone exceed the budget."""
     a, b = _budget_terms(hw, eng.memory_budget, w_bytes, other)
-    return np.asarray(a * eng.memory_utilization - b)
+    return np.asarray(a * memory_utilization(hw, eng, *plan) - b)
 
 
 def weights_and_workspace(
@@ -111,7 +182,7 @@ def memory_fraction_for(
         float(np.reshape(x, -1)[0])
         for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
     )
-    kv = max(float(kv_budget_bytes(hw, eng, w, o)), 0.0)
+    kv = max(float(kv_budget_bytes(hw, eng, w, o, (tp, pp, adp))), 0.0)
     a, b = _budget_terms(hw, budget, w, o)
     u = (kv + float(b)) / max(float(a), 1.0)
     return min(max(math.floor(u * 1000.0 + 1e-6) / 1000.0, 0.001), 1.0)
@@ -142,7 +213,7 @@ def memory_fit(
     """
     w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
     kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
-    usable = kv_budget_bytes(hw, eng, w_bytes, workspace)
+    usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp))
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
 
@@ -177,7 +248,7 @@ def static_batch_fits(
     benchmark reserves the full context per sequence and no chunked-prefill workspace."""
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
     kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
-    usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES)
+    usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES, (tp, pp, attention_dp))
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq
 
 

@@ -176,7 +176,9 @@ class EngineConstants:
             experts, as synthetic kernel benchmarks route); it sets how unequal the experts'
             popularity leaves the EP ranks (``EXPERT_POPULARITY_CV``).
         max_num_tokens: tokens per engine step (chunked-prefill budget).
-        memory_utilization: the engine's memory fraction, of what ``memory_budget`` says.
+        memory_utilization: the engine's memory fraction, of what ``memory_budget`` says; 0:
+            SGLang's own default for each plan and GPU (``--mem-fraction-static`` unset;
+            ``serving.memory.sglang_memory_fraction``, with ``memory_budget`` static only).
         memory_budget: what ``memory_utilization`` is a fraction of (``MEMORY_BUDGETS``):
             ``free``: the memory left after weights and the profiled activation peak, all of
             it KV (TensorRT-LLM ``kv_cache_free_gpu_mem_fraction``); ``total``: the GPU's
@@ -327,7 +329,6 @@ def sglang_auto_kv_fp8(model: Any, hardware: Any) -> bool:
 FRACTIONS = (
     "attn_prefill_efficiency",
     "attn_decode_efficiency",
-    "memory_utilization",
 )
 TIMES = (
     "kernel_overhead_s",
@@ -357,6 +358,13 @@ def _check(c: EngineConstants, where: str) -> None:
         v = getattr(c, name)
         if not 0 < v <= 1:
             raise SpecError(f"{where}: {name}={v} must be a fraction in (0, 1]")
+    if not 0 <= c.memory_utilization <= 1 or (
+        c.memory_utilization == 0 and c.memory_budget != "static"
+    ):
+        raise SpecError(
+            f"{where}: memory_utilization={c.memory_utilization} must be a fraction in (0, 1], "
+            "or 0 with memory_budget static (SGLang's default mem_fraction_static for each plan)"
+        )
     for name in TIMES:
         v = getattr(c, name)
         if not 0 <= v < 1:

@@ -59,18 +59,19 @@ def inferencex_kv_precision(
     script: Mapping[str, str] | None,
     row: dict[str, str],
     model: ModelSpec,
-    hw: HardwareSpec,
     engine: str,
     prec: str,
+    *,
+    auto_fp8: bool = False,
 ) -> tuple[str, str]:
     """(precision, note) of an InferenceX aggregated SGLang or vLLM row that leaves its KV
     format unstated: an FP8 cache where its script passed --kv-cache-dtype fp8; BF16 where it
     passed bf16, or none (auto: the model's dtype unless the checkpoint quantizes its KV cache)
     where the precision's cache is FP8; an SGLang row the table does not cover keeps that auto
-    rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. SGLang's auto is FP8 for a
-    DeepSeek Sparse Attention model on ``hw`` of compute capability 10 or more
-    (``specs.engine.sglang_auto_kv_fp8``). ("", "") where nothing changes. ``script``: the row's
-    ``inferencex_script``."""
+    rule (``recipes.INFERENCEX_SGLANG_KV``), a vLLM one its preset. ``auto_fp8``: SGLang's auto
+    is FP8 for this model on this GPU (``specs.engine.sglang_auto_kv_fp8``: a DeepSeek Sparse
+    Attention model on compute capability 10 or more). ("", "") where nothing changes.
+    ``script``: the row's ``inferencex_script``."""
     r = script
     kv = r["kv"] if r else ""
     said = ""
@@ -80,7 +81,7 @@ def inferencex_kv_precision(
     fp8 = parse_precision(prec).kv_fp8
     if kv == "fp8":
         return prec + ("" if fp8 else "+fp8-kv"), f"KV unstated: FP8, {said}"
-    if engine == "sglang" and kv != "bf16" and sglang_auto_kv_fp8(model, hw):
+    if engine == "sglang" and kv != "bf16" and auto_fp8:
         auto = f"{said}: " if said else ""
         why = f"KV unstated: FP8, {auto}SGLang's auto for a DSA model here (specs.engine)"
         return prec + ("" if fp8 else "+fp8-kv"), why
@@ -141,7 +142,8 @@ def inferencex_script_settings(
     (``inferencex_sglang_delayer``; recipe "" where none)."""
     notes = []
     if kv_field(row["precision"]) == "?":
-        kv_prec, said = inferencex_kv_precision(script, row, model, hw, engine, prec)
+        auto_fp8 = sglang_auto_kv_fp8(model, hw)
+        kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec, auto_fp8=auto_fp8)
         prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
     recipe = ""
     if engine == "sglang" and attention_dp:

@@ -167,6 +167,15 @@ DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each require
 # family (the table's decode_moe_comm, prefill_moe_comm), DISAGG_RECIPE_A2A[i] (the decode
 # pool's engine, recipe_behaviour; the prefill pool's, disagg_recipes.disagg_prefill_engine)
 DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
+# The srt-slurm recipes of InferenceX's disaggregated SGLang runs set --mem-fraction-static
+# (the vendored ones under benchmarks/multi_node/srt-slurm-recipes/sglang @843c6254: 0.7 to
+# 0.95), which the limits table does not hold; those runs keep the 0.9 priced before SGLang's own
+# default (serving.memory.sglang_memory_fraction) became the engine's, which reserves CUDA-graph
+# memory for 512 sequences per DP-attention rank that these recipes do not capture
+INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION = 0.9
+# the recipe of an InferenceX disaggregated SGLang run the limits table has no row for: that
+# memory fraction alone
+INFERENCEX_DISAGG_SGLANG = "inferencex-disagg-sglang"
 DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
@@ -314,9 +323,13 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
+    if name == INFERENCEX_DISAGG_SGLANG and eng.memory_utilization == 0:
+        return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
         pools = disagg_recipe_fields(recipe, rest)
         a2a = {"moe_comm": DISAGG_RECIPE_A2A[int(pools["a2a"])]} if "a2a" in pools else {}
+        if eng.memory_utilization == 0:  # SGLang's default: the recipe set its own
+            a2a["memory_utilization"] = INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION
         return replace(
             eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"]), **a2a
         )
