@@ -249,7 +249,10 @@ def test_a_loop_at_the_prompt_budget_keeps_a_round_batch():
     its KV 0.9 of the memory free after weights, ``memory_budget: free``; SGLang's own
     convention, ``static``, leaves ~590 sequences, and 768 clients would already queue.)"""
     m, p = load_model("llama-3.1-70b"), parse_precision("bf16")
-    hw, eng = load_hardware("b200"), load_engine("sglang").with_overrides(memory_budget="free")
+    hw, eng = (
+        load_hardware("b200"),
+        load_engine("sglang").with_overrides(memory_budget="free", memory_utilization=0.9),
+    )
     kw = dict(tp=1, isl=128, osl=64)
     conc = np.array([768.0, 1024.0])
     raw = aggregated._evaluate_running(m, hw, p, eng, **kw, concurrency=conc)

@@ -48,7 +48,9 @@ def test_the_sglang_engine_takes_it_per_plan():
         u = float(sglang_memory_fraction(hw.device_memory, 8, 1, adp, eng.max_num_tokens))
         fixed = eng.with_overrides(memory_utilization=u)
         budgets[adp] = float(kv_budget_bytes(hw, eng, w, o, (8, 1, adp)))
-        assert budgets[adp] == pytest.approx(float(kv_budget_bytes(hw, fixed, w, o)), rel=1e-12)
+        assert budgets[adp] == pytest.approx(
+            float(kv_budget_bytes(hw, fixed, w, o, (8, 1, adp))), rel=1e-12
+        )
     assert budgets[True] < budgets[False]
 
 

@@ -13,6 +13,8 @@ from .recipes import (
     DISAGG_RECIPE_A2A,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
+    INFERENCEX_DISAGG_SGLANG,
+    INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION,
     disagg_recipe_fields,
 )
 from .tables import bundled_rows
@@ -77,16 +79,19 @@ def inferencex_disagg_recipe(
         found = [f for f in found if f[0] <= date][-1:]
     elif len({f[1:4] for f in found}) > 1:  # versions that disagree, and no date to choose
         found = []
+    # an SGLang run's recipe set its memory fraction, which the table does not hold
+    sglang = "sglang" in run[3]
+    mem = f"; memory fraction {INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION}" if sglang else ""
     if not found:
-        return "", (
+        return INFERENCEX_DISAGG_SGLANG if sglang else "", (
             f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
-            "engine's own batch limits (validate.recipes)"
+            f"engine's own batch limits{mem} (validate.recipes)"
         )
     _, decode, prefill, tokens, path, comm, pcomm = found[-1]
     recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
     note = (
         f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
-        f"batch {prefill} per rank and {tokens} tokens (validate.recipes)"
+        f"batch {prefill} per rank and {tokens} tokens{mem} (validate.recipes)"
     )
     for key, family, pool in (("a2a", comm, "decode"), ("pa2a", pcomm, "prefill")):
         if family:  # the pool's MoE dispatch family (recipes.DISAGG_RECIPE_A2A)

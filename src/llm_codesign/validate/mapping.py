@@ -42,7 +42,6 @@ from .conventions import (
 from .disagg_recipes import inferencex_disagg_recipe
 from .launch_scripts import inferencex_draft, inferencex_script, inferencex_script_settings
 from .recipes import (
-    INFERENCEX_DISAGG_SGLANG,
     inferencex_client,
     inferencex_trtllm_script_plan,
     trtllm_bench_recipe,
@@ -523,8 +522,6 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model_id, isl, osl, int(load), k_spec > 0, pools
         )
         notes.append(note)
-        if engine == "sglang" and not recipe:  # its srt-slurm recipe set the memory fraction
-            recipe = INFERENCEX_DISAGG_SGLANG
     if engine == "vllm" and not recipe and model.moe:  # a release's MoE kernels (recipes)
         recipe, note = vllm_release_recipe(fw, hw, parse_precision(prec).weights.id)
         notes.extend([note] if note else [])

@@ -167,6 +167,8 @@ DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each require
 # family (the table's decode_moe_comm, prefill_moe_comm), DISAGG_RECIPE_A2A[i] (the decode
 # pool's engine, recipe_behaviour; the prefill pool's, disagg_recipes.disagg_prefill_engine)
 DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
+DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
+INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # The srt-slurm recipes of InferenceX's disaggregated SGLang runs set --mem-fraction-static
 # (the vendored ones under benchmarks/multi_node/srt-slurm-recipes/sglang @843c6254: 0.7 to
 # 0.95), which the limits table does not hold; those runs keep the 0.9 priced before SGLang's own
@@ -176,8 +178,6 @@ INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION = 0.9
 # the recipe of an InferenceX disaggregated SGLang run the limits table has no row for: that
 # memory fraction alone
 INFERENCEX_DISAGG_SGLANG = "inferencex-disagg-sglang"
-DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
-INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
 # data/validation/trtllm_bench_options.csv (source id, bundled model id, the attention-DP
 # context balance's timeout_iters and batching_wait_iters, and where the file says so)
@@ -317,7 +317,9 @@ def vllm_release_recipe(framework: str, hw: HardwareSpec, weights: str) -> tuple
 def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     """``eng`` with the scheduler settings and limits a recipe states for the row
     (``inferencex_trtllm_recipe``: InferenceX's TensorRT-LLM limits, and its attention-DP
-    context balance; ``trtllm_bench_recipe``: the balance its options file sets); ``eng``
+    context balance; ``trtllm_bench_recipe``: the balance its options file sets;
+    ``disagg_recipes.inferencex_disagg_recipe``: a disaggregated run's pool limits, and an SGLang
+    run's memory fraction, ``INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION``); ``eng``
     itself for any other recipe (the bare ``TRTLLM_BENCH``: its limits are
     ``recipe_engine``'s, per row)."""
     name, _, rest = recipe.partition(":")
