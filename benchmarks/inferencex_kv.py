@@ -49,6 +49,9 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
 STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
+# the memory fraction a script passes: SGLang --mem-fraction-static (a number or a variable)
+MEM_FLAG = re.compile(r"--mem-fraction-static[= ]+\"?\$?\{?([A-Za-z0-9_.]+)")
+TP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?TP\}?\"?\s+(?:-eq|==)\s+\"?(\d+)")
 COLUMNS = (
     "engine",
     "gpu",
@@ -58,9 +61,47 @@ COLUMNS = (
     "since",
     "kv",
     "draft",
+    "mem",
     "script",
     "commit",
 )
+
+
+def memory_fraction(text: str) -> str:
+    """The ``--mem-fraction-static`` a script passes: its number; where it names a variable,
+    the variable's assignments (``VAR=0.8``, ``VAR=${VAR:-0.8}``), one value, or per TP where
+    each sits under an ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``); "" where
+    the script passes none or its value is not readable so."""
+    flag = MEM_FLAG.search(text)
+    if flag is None:
+        return ""
+    if re.fullmatch(r"[0-9.]+", flag.group(1)):
+        return flag.group(1)
+    var = flag.group(1)
+    assign = re.compile(rf"^\s*{var}=\"?(?:\$\{{{var}:-)?([0-9.]+)")
+    frames: list[str] = []  # per open ``if``: the TP its current branch tests ("" for none)
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        word = line.split()[0].rstrip(";") if line.split() else ""
+        tp = TP_TEST.match(line)
+        if word == "if":
+            frames.append(tp.group(1) if tp else "")
+        elif word == "elif" and frames:
+            frames[-1] = tp.group(1) if tp else ""
+        elif word in ("else", "fi") and frames:
+            if word == "fi":
+                frames.pop()
+            else:
+                frames[-1] = ""
+        m = assign.match(line)
+        if m:
+            where = next((f for f in reversed(frames) if f), "")
+            found[f"tp{where}" if where else ""] = m.group(1)
+    if len(set(found.values())) == 1:
+        return next(iter(found.values()))
+    if found and "" not in found:
+        return " ".join(f"{k}={v}" for k, v in found.items())
+    return ""
 
 
 def versions(clone: Path) -> list[dict[str, str]]:
@@ -100,6 +141,7 @@ def versions(clone: Path) -> list[dict[str, str]]:
         out.append({
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
             "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
+            "mem": memory_fraction(text) if engine == "sglang" else "",
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
@@ -116,7 +158,7 @@ def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for k in sorted(last_of_day):
         r = last_of_day[k]
-        same = all(out[-1][c] == r[c] for c in (*key, "kv", "draft")) if out else False
+        same = all(out[-1][c] == r[c] for c in (*key, "kv", "draft", "mem")) if out else False
         if same:
             continue
         out.append(r)

@@ -469,3 +469,48 @@ def test_inferencex_disaggregated_row_runs_its_recipes_moe_dispatch_per_pool():
     assert disagg_prefill_engine(m.recipe, eng).moe_comm == "allgather_reducescatter"
     with pytest.raises(SpecError, match="a2a"):
         recipe_behaviour("inferencex-disagg:decode=1:prefill=2:tokens=8:a2a=9", eng)
+
+
+def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction():
+    """An InferenceX aggregated SGLang row is priced at the --mem-fraction-static its launch
+    script passed in the version in force on its run date (inferencex_kv.csv's ``mem``): the H200
+    DeepSeek-R1 scripts pass 0.82 from their version of 2025-09-19, none before (SGLang's own
+    default then: serving.memory.sglang_memory_fraction); the B200 FP8 script sets it by TP
+    (0.82 at TP 8, 0.95 at TP 4)."""
+    from llm_codesign.validate.recipes import recipe_behaviour
+
+    eng = load_engine("sglang")
+    row = dict(IX_ROW, precision="fp8/?/?", notes="spec_method=none; run date 2026-05-20")
+    h200 = map_row(0, row)
+    assert recipe_behaviour(h200.recipe, eng).memory_utilization == 0.82
+    assert "passed --mem-fraction-static 0.82" in h200.note
+    early = map_row(0, dict(row, notes="spec_method=none; run date 2025-09-16"))
+    assert recipe_behaviour(early.recipe, eng).memory_utilization == 0  # SGLang's default
+    b200 = dict(row, gpu="B200", notes="spec_method=none; run date 2026-06-01")
+    for tp, want in (("8", 0.82), ("4", 0.95)):
+        mapped = map_row(0, dict(b200, tp=tp, num_gpus=tp, isl="8192"))
+        assert recipe_behaviour(mapped.recipe, eng).memory_utilization == want
+
+
+def test_the_script_walker_reads_a_memory_fraction_per_tp():
+    """``benchmarks/inferencex_kv.py`` reads --mem-fraction-static as a number, through its
+    variable's assignment, or per TP where each assignment sits under an ``if [[ $TP -eq N ]]``
+    test; an assignment it cannot place leaves the value unread ("")."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "inferencex_kv.py"
+    spec = importlib.util.spec_from_file_location("inferencex_kv", path)
+    walker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(walker)
+    read = walker.memory_fraction
+    assert read("python3 -m sglang.launch_server --mem-fraction-static 0.85 --tp 8") == "0.85"
+    assert read("M=${M:-0.8}\nsglang.launch_server --mem-fraction-static $M") == "0.8"
+    by_tp = (
+        "if [[ $TP -eq 8 ]]; then\n  if [[ $ISL -ne 1024 ]]; then\n    exit 1\n  fi\n"
+        "  MEM=0.82\nelif [[ $TP -eq 4 ]]; then\n  MEM=0.95\nfi\n"
+        "sglang.launch_server --mem-fraction-static $MEM"
+    )
+    assert read(by_tp) == "tp8=0.82 tp4=0.95"
+    assert read(by_tp.replace("elif [[ $TP -eq 4 ]]; then", "else")) == ""
+    assert read("sglang.launch_server --tp 8") == ""

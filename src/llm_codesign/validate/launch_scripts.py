@@ -127,6 +127,21 @@ def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, 
     return f"{INFERENCEX_SGLANG}:delay={passes - 1}", note
 
 
+def inferencex_sglang_memory(script: Mapping[str, str] | None, tp: int) -> str:
+    """The ``--mem-fraction-static`` an InferenceX SGLang run's script passed (the table's
+    ``mem``: one value, or one per TP, ``tp8=0.82 tp4=0.95``), "" where the table does not say
+    (SGLang's own default then, ``serving.memory.sglang_memory_fraction``).
+
+    Example:
+        >>> inferencex_sglang_memory({"mem": "tp8=0.82 tp4=0.95"}, 4)
+        '0.95'
+    """
+    mem = (script or {}).get("mem", "").strip()
+    if "=" not in mem:
+        return mem
+    return dict(w.split("=") for w in mem.split()).get(f"tp{tp}", "")
+
+
 def inferencex_script_settings(
     script: Mapping[str, str] | None,
     row: dict[str, str],
@@ -134,19 +149,25 @@ def inferencex_script_settings(
     hw: HardwareSpec,
     engine: str,
     prec: str,
-    attention_dp: bool,
+    plan: tuple[int, bool],
 ) -> tuple[str, str, list[str]]:
     """(precision, recipe, the mapping's notes) of an InferenceX aggregated SGLang or vLLM
-    ``row`` from what its launch script set: the KV format where the row states none
-    (``inferencex_kv_precision``) and, for SGLang under attention-DP, the prefill delayer
-    (``inferencex_sglang_delayer``; recipe "" where none)."""
+    ``row`` on ``plan`` (tp, attention-DP) from what its launch script set: the KV format where
+    the row states none (``inferencex_kv_precision``) and, for SGLang, its memory fraction
+    (``inferencex_sglang_memory``) and under attention-DP the prefill delayer
+    (``inferencex_sglang_delayer``): ``recipes.INFERENCEX_SGLANG``'s fields, recipe "" where
+    none."""
     notes = []
     if kv_field(row["precision"]) == "?":
         auto_fp8 = sglang_auto_kv_fp8(model, hw)
         kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec, auto_fp8=auto_fp8)
         prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
     recipe = ""
-    if engine == "sglang" and attention_dp:
+    if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
         notes += [said] if said else []
+    mem = inferencex_sglang_memory(script, plan[0]) if engine == "sglang" else ""
+    if mem and script:
+        recipe = (recipe or INFERENCEX_SGLANG) + f":mem={round(float(mem) * 1000)}"
+        notes.append(f"{_where(row, script)} passed --mem-fraction-static {mem}")
     return prec, recipe, notes

@@ -489,7 +489,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     launcher = "atom" if ATOM_FRAMEWORK.match(fw.lower().strip()) else engine
     script = inferencex_script(row, model.id, launcher) if ix and pools is None else None
     if engine in ("sglang", "vllm") and pools is None and ix:  # its KV format, prefill delayer
-        prec, recipe, said = inferencex_script_settings(script, row, model, hw, launcher, prec, adp)
+        prec, recipe, said = inferencex_script_settings(
+            script, row, model, hw, launcher, prec, (tp, adp)
+        )
         notes.extend(said)
     mean_isl = mean_osl = 0.0
     closed = mode == "concurrency" and not arrival  # a client concurrency (not a rate or INF)

@@ -74,9 +74,11 @@ VLLM_DEEPGEMM_MOE_RELEASES = ((0, 11, 1), (0, 13, 0))
 # with attention-DP their extra LLM-API options set ``attention_dp_config: enable_balance:
 # true, timeout_iters: 60, batching_wait_iters: 0`` (TensorRT-LLM's default is no balance)
 INFERENCEX_TRTLLM = "inferencex-trtllm"
-# InferenceX's SGLang attention-DP runs whose script passed --enable-prefill-delayer
-# (``validate.launch_scripts.inferencex_sglang_delayer``): ``inferencex-sglang:delay=<passes - 1>``,
-# the engine's attention-DP context balance at that timeout, no batching wait
+# InferenceX's SGLang runs (``validate.launch_scripts.inferencex_script_settings``):
+# ``inferencex-sglang`` with ``delay=<passes - 1>`` where the script passed
+# --enable-prefill-delayer under attention-DP (the engine's attention-DP context balance at that
+# timeout, no batching wait; ``inferencex_sglang_delayer``) and ``mem=<per mille>``, the
+# --mem-fraction-static it passed (``inferencex_sglang_memory``), each where it applies
 INFERENCEX_SGLANG = "inferencex-sglang"
 INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
 # and their engine limits (the same scripts, and their *_slurm.sh forms before 2026-01-22,
@@ -342,9 +344,11 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
             adp_balance_timeout_iters=int(bench["balance"]),
             adp_balance_wait_iters=int(bench["wait"]),
         )
-    if name == INFERENCEX_SGLANG:
-        delay = recipe_fields(recipe, rest, ("delay",), True, "inferencex_sglang_delayer")
-        return replace(eng, adp_balance_timeout_iters=int(delay["delay"]), adp_balance_wait_iters=0)
+    if name == INFERENCEX_SGLANG:  # the prefill delayer's balance, the script's memory fraction
+        f = recipe_fields(recipe, rest, ("delay", "mem"), False, "inferencex_script_settings")
+        if "delay" in f:
+            eng = replace(eng, adp_balance_timeout_iters=int(f["delay"]), adp_balance_wait_iters=0)
+        return replace(eng, memory_utilization=int(f["mem"]) / 1000.0) if "mem" in f else eng
     if name != INFERENCEX_TRTLLM:
         return eng
     keys = ("adp", "batch", "tokens", "kv", "moe", "balance", "wait", "bwait", "bratio", "kvmean")
