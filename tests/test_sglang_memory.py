@@ -72,3 +72,26 @@ def test_a_batch_sglang_cannot_hold_queues():
     e = estimate("qwen3-32b", "h100-sxm", engine="sglang", **kw)
     e_flat = estimate("qwen3-32b", "h100-sxm", engine=flat, **kw)
     assert e.max_concurrency <= 8 < e_flat.max_concurrency
+
+
+@pytest.mark.parametrize(
+    ("flags", "fraction"),
+    [
+        ("", 0.769),  # 512 + 12288 + 1024 + 1024 + 512 x 8 x 4.5 MiB reserved
+        ("--cuda-graph-max-bs 128", 0.881),  # 512 + 12288 + 256 + 1024 + 128 x 8 x 3
+        ("--speculative-algorithm EAGLE --speculative-num-steps 2", 0.754),  # + 2 GiB
+        ("--mem-fraction-static 0.8", 0.8),  # the line's own
+    ],
+)
+def test_estimate_from_takes_an_sglang_lines_own_default(flags, fraction):
+    """``estimate --from`` of an SGLang line without --mem-fraction-static prices SGLang's
+    default for its plan with that line's CUDA-graph batch and drafts (DeepSeek-R1, DP attention
+    over 8 H200s: 143,771 MiB)."""
+    from llm_codesign.report.deploy_map import read_deployment
+
+    line = (
+        "python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1-0528 --tp 8 "
+        f"--dp 8 --enable-dp-attention --ep 8 {flags}"
+    )
+    dep = read_deployment([line], load_hardware("h200-sxm"), explicit={"spec_acceptance": 0.7})
+    assert dep.engine_constants.memory_utilization == fraction

@@ -38,9 +38,11 @@ from .deploy_values import (
     as_float,
     as_int,
     bench_workload,
+    check_lengths,
     read_moe_a2a,
     scheduler_settings,
     server_precision,
+    sglang_line_fraction,
     sglang_moe_runner_engine,
     trtllm_moe_backend_engine,
 )
@@ -63,6 +65,7 @@ class Server:
     kv_bits: int | None = None
     quantization: str | None = None
     spec_tokens: int = 0
+    graph_batch: int | None = None  # --cuda-graph-max-bs (SGLang's default memory fraction)
     max_len: int | None = None
     chunked: bool = True
     mapped: list[dict[str, str]] = field(default_factory=list)
@@ -279,6 +282,8 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
     scheduler_settings(by, adp, sv.engine, note, skip)
+    if "cuda_graph_max_batch" in by:
+        sv.graph_batch = as_int(by["cuda_graph_max_batch"])
     for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
         if name in by:
             skip(
@@ -495,6 +500,9 @@ def read_deployment(
     spec = max(sv.spec_tokens for sv in maps)
     if "spec_tokens" in ex:
         spec = int(ex["spec_tokens"])
+    if constants.memory_utilization == 0 and isinstance(plan, ParallelPlan):  # SGLang's default
+        u, why = sglang_line_fraction(hardware, plan, constants, maps[0].graph_batch, spec)
+        constants, mapped = constants.with_overrides(memory_utilization=u), mapped + why
     acceptance = float(ex.get("spec_acceptance") or 0.0)
     if spec and not acceptance:
         raise SpecError(
@@ -521,7 +529,7 @@ def read_deployment(
             "no benchmark command: ISL, OSL and concurrency come from the options "
             f"({isl}/{osl}, concurrency {conc} per replica)"
         )
-    _check_lengths(maps, constants, isl, osl, spec)
+    check_lengths(maps, constants, isl, osl, spec)
     return Deployment(
         kinds=sorted({s.tool for s in srcs}),
         engine=engine,
@@ -583,18 +591,3 @@ def _disaggregated(
     # the prefill workers' own dispatch family and memory fraction (priced on their pool)
     own = {k: p.engine[k] for k in ("moe_comm", "memory_utilization") if k in p.engine}
     return plan, d.replicas, dict(d.engine), d.max_batch, own
-
-
-def _check_lengths(maps: list[Server], eng: EngineConstants, isl: int, osl: int, spec: int) -> None:
-    for sv in maps:
-        if sv.max_len is not None and isl + osl + spec > sv.max_len:
-            raise SpecError(
-                f"ISL + OSL = {isl} + {osl}{f' + {spec} drafts' if spec else ''} exceeds the "
-                f"server's max length {sv.max_len}: requests would be rejected"
-            )
-        if not sv.chunked and isl > eng.max_num_tokens:
-            raise SpecError(
-                f"chunked prefill is off and ISL {isl} exceeds max_num_tokens "
-                f"{eng.max_num_tokens}: the engine rejects such prompts; turn chunking on or "
-                "raise max_num_tokens"
-            )

@@ -8,8 +8,10 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import SpecError
+from ..serving.memory import sglang_memory_fraction
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import default_precision
 from ..specs.engine import (
@@ -17,6 +19,7 @@ from ..specs.engine import (
     SGLANG_PREFILL_DELAYER_PASSES,
     TRTLLM_ADP_BALANCE_DEFAULTS,
     TRTLLM_CAPACITY_POLICIES,
+    EngineConstants,
     sglang_auto_kv_fp8,
 )
 from ..specs.hardware import HardwareSpec
@@ -465,3 +468,33 @@ def prefill_delayer(
         f"engine adp_balance_timeout_iters={passes - 1}, adp_balance_wait_iters=0 (SGLang's "
         f"prefill delayer: a rank's prompts wait at most {passes} - 1 passes for every rank's)",
     )
+
+
+def check_lengths(maps: Sequence[Any], eng: EngineConstants, isl: int, osl: int, spec: int) -> None:
+    """Refuse lengths a server of ``maps`` would reject: past its max length, or a prompt over
+    ``max_num_tokens`` with chunked prefill off."""
+    for sv in maps:
+        if sv.max_len is not None and isl + osl + spec > sv.max_len:
+            raise SpecError(
+                f"ISL + OSL = {isl} + {osl}{f' + {spec} drafts' if spec else ''} exceeds the "
+                f"server's max length {sv.max_len}: requests would be rejected"
+            )
+        if not sv.chunked and isl > eng.max_num_tokens:
+            raise SpecError(
+                f"chunked prefill is off and ISL {isl} exceeds max_num_tokens "
+                f"{eng.max_num_tokens}: the engine rejects such prompts; turn chunking on or "
+                "raise max_num_tokens"
+            )
+
+
+def sglang_line_fraction(
+    hw: HardwareSpec, plan: Any, eng: EngineConstants, graph_batch: int | None, spec: int
+) -> tuple[float, list[dict[str, str]]]:
+    """(memory fraction, what it maps) of an SGLang server launched without
+    ``--mem-fraction-static``: SGLang's default (``serving.memory.sglang_memory_fraction``) for
+    its plan, chunk and GPU, with the line's ``--cuda-graph-max-bs`` where it sets one and the
+    reserve of its drafts."""
+    u = float(sglang_memory_fraction(hw.device_memory, plan.tp, plan.pp, plan.attention_dp,
+                                     eng.max_num_tokens, graph_batch, spec > 0))  # fmt: skip
+    said = f"engine memory_utilization={u} (SGLang's default for this plan on {hw.id})"
+    return u, [{"setting": "no --mem-fraction-static", "maps_to": said}]
