@@ -49,8 +49,10 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
 STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
-# the memory fraction a script passes: SGLang --mem-fraction-static (a number or a variable)
+# what an SGLang script passes as a number or a variable: its memory fraction
+# (--mem-fraction-static) and its chunked-prefill budget (--chunked-prefill-size)
 MEM_FLAG = re.compile(r"--mem-fraction-static[= ]+\"?\$?\{?([A-Za-z0-9_.]+)")
+CHUNK_FLAG = re.compile(r"--chunked-prefill-size[= ]+\"?\$?\{?([A-Za-z0-9_.]+)")
 TP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?TP\}?\"?\s+(?:-eq|==)\s+\"?(\d+)")
 COLUMNS = (
     "engine",
@@ -62,17 +64,18 @@ COLUMNS = (
     "kv",
     "draft",
     "mem",
+    "chunk",
     "script",
     "commit",
 )
 
 
-def memory_fraction(text: str) -> str:
-    """The ``--mem-fraction-static`` a script passes: its number; where it names a variable,
-    the variable's assignments (``VAR=0.8``, ``VAR=${VAR:-0.8}``), one value, or per TP where
-    each sits under an ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``); "" where
-    the script passes none or its value is not readable so."""
-    flag = MEM_FLAG.search(text)
+def memory_fraction(text: str, flag_re: re.Pattern[str] = MEM_FLAG) -> str:
+    """The ``--mem-fraction-static`` (``flag_re``: another flag) a script passes: its number;
+    where it names a variable, the variable's assignments (``VAR=0.8``, ``VAR=${VAR:-0.8}``),
+    one value, or per TP where each sits under an ``if``/``elif [[ $TP -eq N ]]`` test
+    (``tp8=0.82 tp4=0.95``); "" where the script passes none or its value is not readable so."""
+    flag = flag_re.search(text)
     if flag is None:
         return ""
     if re.fullmatch(r"[0-9.]+", flag.group(1)):
@@ -142,6 +145,7 @@ def versions(clone: Path) -> list[dict[str, str]]:
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
             "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
             "mem": memory_fraction(text) if engine == "sglang" else "",
+            "chunk": memory_fraction(text, CHUNK_FLAG) if engine == "sglang" else "",
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
@@ -158,7 +162,9 @@ def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for k in sorted(last_of_day):
         r = last_of_day[k]
-        same = all(out[-1][c] == r[c] for c in (*key, "kv", "draft", "mem")) if out else False
+        same = (
+            all(out[-1][c] == r[c] for c in (*key, "kv", "draft", "mem", "chunk")) if out else False
+        )
         if same:
             continue
         out.append(r)

@@ -208,11 +208,11 @@ def test_inferencex_trtllm_rows_run_with_their_scripts_limits_and_the_balance():
     m = map_row(0, tp)
     eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
     assert (eng.max_batch_size, eng.max_num_tokens, eng.adp_balance_timeout_iters) == (16, 8320, 0)
-    # not InferenceX: no recipe; InferenceX's SGLang: its script's memory fraction alone (0.82)
+    # not InferenceX: no recipe; InferenceX's SGLang: its script's memory fraction and chunk
     m = map_row(0, dict(ROW, source_id="aic_silicon_sample", notes=""))
     assert not isinstance(m, str) and m.recipe == ""
     m = map_row(0, dict(ROW, framework="sglang (lmsysorg/sglang:v0.5.9)"))
-    assert not isinstance(m, str) and m.recipe == "inferencex-sglang:mem=820"
+    assert not isinstance(m, str) and m.recipe == "inferencex-sglang:mem=820:chunk=32768"
     assert recipe_behaviour("", BASE) is BASE
     # the bare name is the attention-DP recipe (its balance); a field it does not know, or a
     # value that is not an integer, is refused rather than ignored

@@ -97,5 +97,5 @@ def test_inferencex_sglang_runs_with_the_delayer_their_script_passed():
     assert "--enable-prefill-delayer" in m.note
     early = dict(ROW, notes=ROW["notes"].replace("2026-07-10", "2026-06-01"))
     for row in (early, dict(ROW, dp=""), dict(ROW, gpu="H200", precision="fp8/?/?")):
-        recipe = map_row(0, row).recipe  # the script's memory fraction alone (validate.recipes)
+        recipe = map_row(0, row).recipe  # the script's memory fraction and chunk (validate.recipes)
         assert "delay=" not in recipe and recipe_behaviour(recipe, eng).memory_utilization > 0

@@ -175,7 +175,9 @@ def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
     # the prediction is serving.evaluate at the mean lengths with that share
     rep = validate(_write(tmp_path / "ix.csv", [IX_ROW]))
     got = rep.rows[0]["predicted"]
-    eng = load_engine("sglang").with_overrides(ttft_burst=0.1)
+    # with its script's chunked-prefill budget and memory fraction (inferencex_kv.csv)
+    script = dict(max_num_tokens=32768, memory_utilization=0.82)
+    eng = load_engine("sglang").with_overrides(ttft_burst=0.1, **script)
     want = evaluate(
         load_model("deepseek-r1"),
         load_hardware("h200-sxm"),
@@ -471,25 +473,26 @@ def test_inferencex_disaggregated_row_runs_its_recipes_moe_dispatch_per_pool():
         recipe_behaviour("inferencex-disagg:decode=1:prefill=2:tokens=8:a2a=9", eng)
 
 
-def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction():
-    """An InferenceX aggregated SGLang row is priced at the --mem-fraction-static its launch
-    script passed in the version in force on its run date (inferencex_kv.csv's ``mem``): the H200
-    DeepSeek-R1 scripts pass 0.82 from their version of 2025-09-19, none before (SGLang's own
-    default then: serving.memory.sglang_memory_fraction); the B200 FP8 script sets it by TP
-    (0.82 at TP 8, 0.95 at TP 4)."""
+def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction_and_chunk():
+    """An InferenceX aggregated SGLang row is priced at the --mem-fraction-static and
+    --chunked-prefill-size its launch script passed in the version in force on its run date
+    (inferencex_kv.csv's ``mem``, ``chunk``): the H200 DeepSeek-R1 scripts pass 0.82 and 32,768
+    from their version of 2025-09-19, neither before (SGLang's own memory default then:
+    serving.memory.sglang_memory_fraction; the engine's 8,192 tokens); the B200 FP8 script sets
+    both by TP (0.82 and 32,768 at TP 8, 0.95 and 8,192 at TP 4)."""
     from llm_codesign.validate.recipes import recipe_behaviour
 
     eng = load_engine("sglang")
     row = dict(IX_ROW, precision="fp8/?/?", notes="spec_method=none; run date 2026-05-20")
-    h200 = map_row(0, row)
-    assert recipe_behaviour(h200.recipe, eng).memory_utilization == 0.82
-    assert "passed --mem-fraction-static 0.82" in h200.note
+    h200 = recipe_behaviour(map_row(0, row).recipe, eng)
+    assert (h200.memory_utilization, h200.max_num_tokens) == (0.82, 32768)
+    assert "passed --mem-fraction-static 0.82" in map_row(0, row).note
     early = map_row(0, dict(row, notes="spec_method=none; run date 2025-09-16"))
-    assert recipe_behaviour(early.recipe, eng).memory_utilization == 0  # SGLang's default
+    assert recipe_behaviour(early.recipe, eng) == eng  # SGLang's defaults
     b200 = dict(row, gpu="B200", notes="spec_method=none; run date 2026-06-01")
-    for tp, want in (("8", 0.82), ("4", 0.95)):
-        mapped = map_row(0, dict(b200, tp=tp, num_gpus=tp, isl="8192"))
-        assert recipe_behaviour(mapped.recipe, eng).memory_utilization == want
+    for tp, want in (("8", (0.82, 32768)), ("4", (0.95, 8192))):
+        got = recipe_behaviour(map_row(0, dict(b200, tp=tp, num_gpus=tp, isl="8192")).recipe, eng)
+        assert (got.memory_utilization, got.max_num_tokens) == want
 
 
 def test_the_script_walker_reads_a_memory_fraction_per_tp():
@@ -514,3 +517,7 @@ def test_the_script_walker_reads_a_memory_fraction_per_tp():
     assert read(by_tp) == "tp8=0.82 tp4=0.95"
     assert read(by_tp.replace("elif [[ $TP -eq 4 ]]; then", "else")) == ""
     assert read("sglang.launch_server --tp 8") == ""
+    chunk = read(
+        by_tp.replace("--mem-fraction-static", "--chunked-prefill-size"), walker.CHUNK_FLAG
+    )
+    assert chunk == "tp8=0.82 tp4=0.95"  # the same reading, another flag

@@ -127,19 +127,20 @@ def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, 
     return f"{INFERENCEX_SGLANG}:delay={passes - 1}", note
 
 
-def inferencex_sglang_memory(script: Mapping[str, str] | None, tp: int) -> str:
-    """The ``--mem-fraction-static`` an InferenceX SGLang run's script passed (the table's
-    ``mem``: one value, or one per TP, ``tp8=0.82 tp4=0.95``), "" where the table does not say
-    (SGLang's own default then, ``serving.memory.sglang_memory_fraction``).
+def inferencex_sglang_value(script: Mapping[str, str] | None, column: str, tp: int) -> str:
+    """What an InferenceX SGLang run's script passed at ``tp``, by the table's ``column``: ``mem``
+    (``--mem-fraction-static``) or ``chunk`` (``--chunked-prefill-size``), one value or one per
+    TP (``tp8=0.82 tp4=0.95``); "" where the table does not say (SGLang's default then: its
+    memory fraction, ``serving.memory.sglang_memory_fraction``; the engine's ``max_num_tokens``).
 
     Example:
-        >>> inferencex_sglang_memory({"mem": "tp8=0.82 tp4=0.95"}, 4)
+        >>> inferencex_sglang_value({"mem": "tp8=0.82 tp4=0.95"}, "mem", 4)
         '0.95'
     """
-    mem = (script or {}).get("mem", "").strip()
-    if "=" not in mem:
-        return mem
-    return dict(w.split("=") for w in mem.split()).get(f"tp{tp}", "")
+    value = (script or {}).get(column, "").strip()
+    if "=" not in value:
+        return value
+    return dict(w.split("=") for w in value.split()).get(f"tp{tp}", "")
 
 
 def inferencex_script_settings(
@@ -153,8 +154,8 @@ def inferencex_script_settings(
 ) -> tuple[str, str, list[str]]:
     """(precision, recipe, the mapping's notes) of an InferenceX aggregated SGLang or vLLM
     ``row`` on ``plan`` (tp, attention-DP) from what its launch script set: the KV format where
-    the row states none (``inferencex_kv_precision``) and, for SGLang, its memory fraction
-    (``inferencex_sglang_memory``) and under attention-DP the prefill delayer
+    the row states none (``inferencex_kv_precision``) and, for SGLang, its memory fraction and
+    chunked-prefill budget (``inferencex_sglang_value``) and under attention-DP the prefill delayer
     (``inferencex_sglang_delayer``): ``recipes.INFERENCEX_SGLANG``'s fields, recipe "" where
     none."""
     notes = []
@@ -166,8 +167,10 @@ def inferencex_script_settings(
     if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
         notes += [said] if said else []
-    mem = inferencex_sglang_memory(script, plan[0]) if engine == "sglang" else ""
-    if mem and script:
-        recipe = (recipe or INFERENCEX_SGLANG) + f":mem={round(float(mem) * 1000)}"
-        notes.append(f"{_where(row, script)} passed --mem-fraction-static {mem}")
+    flags = (("mem", "--mem-fraction-static", 1000), ("chunk", "--chunked-prefill-size", 1))
+    for column, flag, scale in flags if engine == "sglang" and script else ():
+        value = inferencex_sglang_value(script, column, plan[0])
+        if value:
+            recipe = (recipe or INFERENCEX_SGLANG) + f":{column}={round(float(value) * scale)}"
+            notes.append(f"{_where(row, script)} passed {flag} {value}")
     return prec, recipe, notes

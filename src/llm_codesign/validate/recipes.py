@@ -77,8 +77,9 @@ INFERENCEX_TRTLLM = "inferencex-trtllm"
 # InferenceX's SGLang runs (``validate.launch_scripts.inferencex_script_settings``):
 # ``inferencex-sglang`` with ``delay=<passes - 1>`` where the script passed
 # --enable-prefill-delayer under attention-DP (the engine's attention-DP context balance at that
-# timeout, no batching wait; ``inferencex_sglang_delayer``) and ``mem=<per mille>``, the
-# --mem-fraction-static it passed (``inferencex_sglang_memory``), each where it applies
+# timeout, no batching wait; ``inferencex_sglang_delayer``), ``mem=<per mille>`` and
+# ``chunk=<tokens>``, the --mem-fraction-static and --chunked-prefill-size it passed
+# (``inferencex_sglang_value``), each where it applies
 INFERENCEX_SGLANG = "inferencex-sglang"
 INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
 # and their engine limits (the same scripts, and their *_slurm.sh forms before 2026-01-22,
@@ -344,10 +345,13 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
             adp_balance_timeout_iters=int(bench["balance"]),
             adp_balance_wait_iters=int(bench["wait"]),
         )
-    if name == INFERENCEX_SGLANG:  # the prefill delayer's balance, the script's memory fraction
-        f = recipe_fields(recipe, rest, ("delay", "mem"), False, "inferencex_script_settings")
+    if name == INFERENCEX_SGLANG:  # the prefill delayer's balance, the script's fraction, chunk
+        keys = ("delay", "mem", "chunk")
+        f = recipe_fields(recipe, rest, keys, False, "inferencex_script_settings")
         if "delay" in f:
             eng = replace(eng, adp_balance_timeout_iters=int(f["delay"]), adp_balance_wait_iters=0)
+        if "chunk" in f:
+            eng = replace(eng, max_num_tokens=int(f["chunk"]))
         return replace(eng, memory_utilization=int(f["mem"]) / 1000.0) if "mem" in f else eng
     if name != INFERENCEX_TRTLLM:
         return eng
