@@ -30,6 +30,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from llm_codesign.validate.launch_scripts import SGLANG_SCRIPT_FLAGS
+
 MODELS = {
     "dsr1": "deepseek-r1",
     "glm5": "glm-5",
@@ -49,10 +51,12 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
 STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
-# what an SGLang script passes as a number or a variable: its memory fraction
-# (--mem-fraction-static) and its chunked-prefill budget (--chunked-prefill-size)
-MEM_FLAG = re.compile(r"--mem-fraction-static[= ]+\"?\$?\{?([A-Za-z0-9_.]+)")
-CHUNK_FLAG = re.compile(r"--chunked-prefill-size[= ]+\"?\$?\{?([A-Za-z0-9_.]+)")
+# what an SGLang script passes as a number or a variable, by the table's column
+# (validate.launch_scripts.SGLANG_SCRIPT_FLAGS: its memory fraction and chunked-prefill budget)
+SGLANG_FLAGS = {
+    column: re.compile(rf"{flag}[= ]+\"?\$?\{{?([A-Za-z0-9_.]+)")
+    for column, (flag, _) in SGLANG_SCRIPT_FLAGS.items()
+}
 TP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?TP\}?\"?\s+(?:-eq|==)\s+\"?(\d+)")
 COLUMNS = (
     "engine",
@@ -63,18 +67,18 @@ COLUMNS = (
     "since",
     "kv",
     "draft",
-    "mem",
-    "chunk",
+    *SGLANG_SCRIPT_FLAGS,
     "script",
     "commit",
 )
 
 
-def memory_fraction(text: str, flag_re: re.Pattern[str] = MEM_FLAG) -> str:
-    """The ``--mem-fraction-static`` (``flag_re``: another flag) a script passes: its number;
-    where it names a variable, the variable's assignments (``VAR=0.8``, ``VAR=${VAR:-0.8}``),
-    one value, or per TP where each sits under an ``if``/``elif [[ $TP -eq N ]]`` test
-    (``tp8=0.82 tp4=0.95``); "" where the script passes none or its value is not readable so."""
+def script_value(text: str, flag_re: re.Pattern[str] = SGLANG_FLAGS["mem"]) -> str:
+    """The value a script passes to a flag (``flag_re``; ``--mem-fraction-static`` by default,
+    ``SGLANG_FLAGS``): its number; where it names a variable, the variable's assignments
+    (``VAR=0.8``, ``VAR=${VAR:-0.8}``), one value, or per TP where each sits under an
+    ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``); "" where the script passes
+    none or its value is not readable so."""
     flag = flag_re.search(text)
     if flag is None:
         return ""
@@ -144,8 +148,8 @@ def versions(clone: Path) -> list[dict[str, str]]:
         out.append({
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
             "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
-            "mem": memory_fraction(text) if engine == "sglang" else "",
-            "chunk": memory_fraction(text, CHUNK_FLAG) if engine == "sglang" else "",
+            **{c: script_value(text, f) if engine == "sglang" else ""
+               for c, f in SGLANG_FLAGS.items()},
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
@@ -163,7 +167,7 @@ def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     for k in sorted(last_of_day):
         r = last_of_day[k]
         same = (
-            all(out[-1][c] == r[c] for c in (*key, "kv", "draft", "mem", "chunk")) if out else False
+            all(out[-1][c] == r[c] for c in (*key, "kv", "draft", *SGLANG_FLAGS)) if out else False
         )
         if same:
             continue

@@ -506,7 +506,7 @@ def test_the_script_walker_reads_a_memory_fraction_per_tp():
     spec = importlib.util.spec_from_file_location("inferencex_kv", path)
     walker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(walker)
-    read = walker.memory_fraction
+    read = walker.script_value
     assert read("python3 -m sglang.launch_server --mem-fraction-static 0.85 --tp 8") == "0.85"
     assert read("M=${M:-0.8}\nsglang.launch_server --mem-fraction-static $M") == "0.8"
     by_tp = (
@@ -518,6 +518,7 @@ def test_the_script_walker_reads_a_memory_fraction_per_tp():
     assert read(by_tp.replace("elif [[ $TP -eq 4 ]]; then", "else")) == ""
     assert read("sglang.launch_server --tp 8") == ""
     chunk = read(
-        by_tp.replace("--mem-fraction-static", "--chunked-prefill-size"), walker.CHUNK_FLAG
+        by_tp.replace("--mem-fraction-static", "--chunked-prefill-size"),
+        walker.SGLANG_FLAGS["chunk"],
     )
     assert chunk == "tp8=0.82 tp4=0.95"  # the same reading, another flag

@@ -24,6 +24,7 @@ from ..specs.engine import (
 )
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
+from ..specs.plan import ParallelPlan
 from ..specs.precision import parse_precision
 from .deploy_read import Setting, Source
 from .launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, VLLM_A2A, checkpoint_for
@@ -488,7 +489,7 @@ def check_lengths(maps: Sequence[Any], eng: EngineConstants, isl: int, osl: int,
 
 
 def sglang_line_fraction(
-    hw: HardwareSpec, plan: Any, eng: EngineConstants, graph_batch: int | None, spec: int
+    hw: HardwareSpec, plan: ParallelPlan, eng: EngineConstants, graph_batch: int | None, spec: int
 ) -> tuple[float, list[dict[str, str]]]:
     """(memory fraction, what it maps) of an SGLang server launched without
     ``--mem-fraction-static``: SGLang's default (``serving.memory.sglang_memory_fraction``) for

@@ -22,6 +22,12 @@ from .tables import bundled_rows
 
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
 INFERENCEX_DELAYER_FILE = "inferencex_sglang_prefill_delayer.csv"
+# what the table holds of an SGLang script's launch line, by column: the flag, and the scale of
+# its value in the recipe's whole-number field (``recipes.INFERENCEX_SGLANG``: mem per mille)
+SGLANG_SCRIPT_FLAGS = {
+    "mem": ("--mem-fraction-static", 1000),
+    "chunk": ("--chunked-prefill-size", 1),
+}
 
 
 def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mapping[str, str] | None:
@@ -167,10 +173,9 @@ def inferencex_script_settings(
     if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
         notes += [said] if said else []
-    flags = (("mem", "--mem-fraction-static", 1000), ("chunk", "--chunked-prefill-size", 1))
-    for column, flag, scale in flags if engine == "sglang" and script else ():
-        value = inferencex_sglang_value(script, column, plan[0])
-        if value:
+    for column, (flag, scale) in SGLANG_SCRIPT_FLAGS.items():
+        value = inferencex_sglang_value(script, column, plan[0]) if engine == "sglang" else ""
+        if value and script:
             recipe = (recipe or INFERENCEX_SGLANG) + f":{column}={round(float(value) * scale)}"
             notes.append(f"{_where(row, script)} passed {flag} {value}")
     return prec, recipe, notes
