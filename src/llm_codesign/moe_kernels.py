@@ -231,14 +231,16 @@ def trtllm_gen_idle_ctas(
     (``widths``: their weight rows).
 
     Example: 4,096 tokens, top-8 of 128 experts, 16 on this GPU (EP 8: 4,096 pairs), widths 3,072
-    and 4,096: tiles of 64 tokens, 16 + (32,768 - 16) // 64 = 527 launched, 16 experts x
-    (256 / 64 + 63 / 128) = 71.9 tiles routed, so 455.1 x (24 + 32) = 25,487 idle CTAs."""
+    and 4,096: tiles of 64 tokens, 16 + (32,768 - 16) / 64 = 527.75 launched, 16 experts x
+    (256 / 64 + 63 / 128) = 71.9 tiles routed, so 455.9 x (24 + 32) = 25,529 idle CTAs."""
     fed = np.maximum(np.asarray(tokens, dtype=float), 0.0)
     fed_pairs = fed * top_k
     lo, hi = TRTLLM_GEN_TOKEN_TILE
     tile = np.clip(fed_pairs / experts, lo, hi)
     first = np.minimum(fed_pairs, experts_local)  # a tile per expert, then one per t pairs left
-    launched = first + np.floor((fed_pairs - first) / tile)
+    # (unrounded, as the tile: a whole count beside the expected routed tiles below would let
+    # the idle count, and the layer's time, fall between two launches as tokens are added)
+    launched = first + (fed_pairs - first) / tile
     touched = rank_experts(fed, experts, top_k, experts / experts_local)
     rows = np.asarray(pairs, dtype=float) / np.maximum(touched, 1e-30)
     # an expert's routed tiles, E[ceil(X / t) | X > 0] for X ~ Poisson(rows), approximated by
