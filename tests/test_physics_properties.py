@@ -247,12 +247,11 @@ def test_a_loop_at_the_prompt_budget_keeps_a_round_batch():
     kernel-width limit near it); the clients beyond queue (Little's law holds with C = 1,024),
     and one point priced alone gets what it gets inside a grid. (The scan's SGLang engine gave
     its KV 0.9 of the memory free after weights, ``memory_budget: free``; SGLang's own
-    convention, ``static``, leaves ~590 sequences, and 768 clients would already queue.)"""
+    convention, ``static``, leaves ~590 sequences, and 768 clients would already queue; and its
+    prompt budget was 8,192 tokens, which SGLang's own on a B200 is not: 16,384.)"""
     m, p = load_model("llama-3.1-70b"), parse_precision("bf16")
-    hw, eng = (
-        load_hardware("b200"),
-        load_engine("sglang").with_overrides(memory_budget="free", memory_utilization=0.9),
-    )
+    scan = dict(memory_budget="free", memory_utilization=0.9, max_num_tokens=8192)
+    hw, eng = load_hardware("b200"), load_engine("sglang").with_overrides(**scan)
     kw = dict(tp=1, isl=128, osl=64)
     conc = np.array([768.0, 1024.0])
     raw = aggregated._evaluate_running(m, hw, p, eng, **kw, concurrency=conc)

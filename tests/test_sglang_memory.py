@@ -39,8 +39,9 @@ def test_the_fraction_is_sglangs_rule(gpu_mib, tp, adp, chunk, bs, drafts, reser
 def test_the_sglang_engine_takes_it_per_plan():
     """The bundled engine's budget is the rule's fraction of the GPU less the weights, and DP
     attention's CUDA-graph reserve leaves it less KV on the same GPUs."""
-    eng, hw = load_engine("sglang"), load_hardware("h200-sxm")
-    assert eng.memory_utilization == 0
+    hw = load_hardware("h200-sxm")
+    eng = load_engine("sglang", hw)  # (SGLang's own chunk on the H200: 8,192)
+    assert eng.memory_utilization == 0 and eng.max_num_tokens == 8192
     model, prec = load_model("deepseek-r1"), parse_precision("fp8")
     budgets = {}
     for adp in (False, True):

@@ -491,7 +491,7 @@ def read_deployment(
                 f"--num-gpus {n} is not a multiple of tp x pp = {plan.gpus_per_replica}"
             )
         plan = ParallelPlan(**{**plan.to_dict(), "dp": n // plan.gpus_per_replica})
-    base = load_engine(engine)
+    base = load_engine(engine, hardware)  # (the runtime's limits on this GPU: specs.gpu_defaults)
     if max_batch is not None:
         eng_over["max_batch_size"] = max_batch
     constants = base.with_overrides(**eng_over) if eng_over else base

@@ -22,6 +22,7 @@ from ..specs.engine import (
     EngineConstants,
     sglang_auto_kv_fp8,
 )
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
@@ -495,7 +496,8 @@ def sglang_line_fraction(
     ``--mem-fraction-static``: SGLang's default (``serving.memory.sglang_memory_fraction``) for
     its plan, chunk and GPU, with the line's ``--cuda-graph-max-bs`` where it sets one and the
     reserve of its drafts."""
+    chunk = for_gpu(eng, hw).max_num_tokens  # (the line's, else SGLang's own on this GPU)
     u = float(sglang_memory_fraction(hw.device_memory, plan.tp, plan.pp, plan.attention_dp,
-                                     eng.max_num_tokens, graph_batch, spec > 0))  # fmt: skip
+                                     chunk, graph_batch, spec > 0))  # fmt: skip
     said = f"engine memory_utilization={u} (SGLang's default for this plan on {hw.id})"
     return u, [{"setting": "no --mem-fraction-static", "maps_to": said}]

@@ -111,7 +111,10 @@ def clean(obj: Any) -> Any:
 # estimate's `notes` can say what it adds to TTFT.
 # 26: the engine constant `memory_utilization` may be 0: SGLang's own default fraction for
 # each plan and GPU (`serving.memory.sglang_memory_fraction`), the bundled sglang engine's value.
-SCHEMA_VERSION = 26
+# 27: the engine constants add `gpu_defaults` (none, sglang, vllm: whose rule fills
+# `max_num_tokens` / `max_batch_size` left at 0 for each GPU, `specs.gpu_defaults`); an estimate's
+# `engine_constants` state the limits resolved on its GPU (SGLang's 16,384-token chunk on a B200).
+SCHEMA_VERSION = 27
 
 
 def to_json(obj: Any) -> str:

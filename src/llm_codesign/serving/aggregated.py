@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import SpecError
 from ..ops import OP_CLASSES, step_shape
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
@@ -122,7 +123,7 @@ def evaluate(
     Admission (``serving.admission``): the batch limit of a tuned engine; for a deployment (not
     ``benchmark_burst``: limits as the benchmark set them) the best round limit below C too.
     """
-    eng = speculating_engine(eng, spec_tokens)
+    eng = speculating_engine(for_gpu(eng, hw), spec_tokens)  # (the runtime's limits on hw)
     kw = dict(
         tp=tp,
         pp=pp,

@@ -28,6 +28,7 @@ from ..comm import collective_time
 from ..errors import SpecError
 from ..ops import OP_CLASSES, kv_bytes_per_sequence_per_gpu, step_shape
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import NO_SCALEOUT_NETWORK, crosses_domain_without_network, plan_feasibility
@@ -80,6 +81,7 @@ def prefill_workers(
     isl: int,
 ) -> PrefillWorkers:
     """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc)."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     b = np.asarray(batch, dtype=float)
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     # a prompt lives on one scheduling rank (attention-DP: one of tp, each with its own
@@ -168,6 +170,7 @@ def decode_workers(
     decoding (MTP, as ``serving.evaluate``): a step verifies 1 + k query tokens per sequence and
     runs k drafts (``step.draft_time``), and yields ``step.tokens_per_step`` tokens."""
     check_decode_length(osl)
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     w, kv, workspace, _, max_conc = memory_fit(
@@ -463,9 +466,10 @@ def evaluate_disaggregated(
         >>> int(r.num_gpus), bool(r.feasible)
         (8, True)
     """
-    eng = speculating_engine(eng, spec_tokens)
+    eng = speculating_engine(for_gpu(eng, hw), spec_tokens)  # (the runtime's limits on hw)
     # the prefill pool's own engine where its settings differ (a recipe's MoE dispatch family)
-    peng = eng if prefill_engine is None else speculating_engine(prefill_engine, spec_tokens)
+    peng = prefill_engine and speculating_engine(for_gpu(prefill_engine, hw), spec_tokens)
+    peng = peng or eng
     keys = ("tp", "pp", "ep", "cp", "attention_dp")
     pplan = {k: np.asarray(prefill_plan[k]) for k in keys}
     dplan = {k: np.asarray(decode_plan[k]) for k in keys}

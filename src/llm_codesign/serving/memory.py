@@ -15,6 +15,7 @@ import numpy as np
 from ..mixers import windowed_layers, windowed_share
 from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu, sglang_tier
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -34,10 +35,7 @@ MAX_CONCURRENCY = 1 << 22
 # + 1024 x tp x pp / 8 MiB, under attention DP + 3 x cuda_graph_max_bs x dp (+ 1.5 x
 # cuda_graph_max_bs x dp where cuda_graph_max_bs > 300), at least 10 GiB on GPUs over 60 GiB,
 # + 2 GiB with EAGLE/MTP drafts; fraction = round((memory - reserved) / memory, 3).
-# cuda_graph_max_bs by the GPU's memory, (MiB below, below TP 4, from TP 4): the last row is
-# every larger GPU (B200, MI300X), 512 at any TP.
-SGLANG_CUDA_GRAPH_MAX_BS = ((20 * 1024, 8, 8), (35 * 1024, 24, 80), (60 * 1024, 32, 160),
-                            (160 * 1024, 256, 512), (math.inf, 512, 512))  # fmt: skip
+# cuda_graph_max_bs and the chunk by the GPU's memory: specs.gpu_defaults.SGLANG_GPU_TIERS.
 SGLANG_RESERVED_MIB = 512.0
 SGLANG_LARGE_GPU_MIB = 60 * 1024  # over this, at least SGLANG_MIN_RESERVED_MIB reserved
 SGLANG_MIN_RESERVED_MIB = 10 * 1024.0
@@ -56,7 +54,7 @@ def sglang_memory_fraction(
     """SGLang's default ``mem_fraction_static`` for a GPU of ``gpu_bytes`` (as its driver reports
     them) serving ``tp`` x ``pp`` ranks (``attention_dp``: DP attention over the tp ranks), a
     ``chunk``-token chunked prefill and CUDA graphs up to ``cuda_graph_max_bs`` sequences (None:
-    SGLang's default for the GPU, ``SGLANG_CUDA_GRAPH_MAX_BS``), ``drafts``: EAGLE/MTP
+    SGLang's default for the GPU, ``specs.gpu_defaults.sglang_tier``), ``drafts``: EAGLE/MTP
     speculation. Module comment: its formula.
 
     Examples (H100 80 GB: 81,559 MiB; H200: 143,771 MiB):
@@ -68,7 +66,7 @@ def sglang_memory_fraction(
     mib = gpu_bytes / 2**20
     tp_a = np.asarray(tp, dtype=float)
     if cuda_graph_max_bs is None:
-        _, small, large = next(r for r in SGLANG_CUDA_GRAPH_MAX_BS if mib < r[0])
+        _, small, large = sglang_tier(gpu_bytes)
         cuda_graph_max_bs = np.where(tp_a < 4, small, large)
     bs = np.asarray(cuda_graph_max_bs, dtype=float)
     reserved = SGLANG_RESERVED_MIB + 1.5 * np.maximum(np.asarray(chunk, dtype=float), 2048.0)
@@ -86,10 +84,12 @@ def memory_utilization(
 ) -> Array | float:
     """The engine's memory fraction on this plan: ``memory_utilization``, or where it is 0
     (SGLang's default, ``--mem-fraction-static`` unset) :func:`sglang_memory_fraction` with the
-    engine's ``max_num_tokens`` as the chunk and SGLang's default CUDA-graph batch."""
+    engine's ``max_num_tokens`` on this GPU (``for_gpu``) as the chunk and SGLang's default
+    CUDA-graph batch."""
     if eng.memory_utilization > 0:
         return eng.memory_utilization
-    return sglang_memory_fraction(hw.device_memory, tp, pp, attention_dp, eng.max_num_tokens)
+    chunk = for_gpu(eng, hw).max_num_tokens
+    return sglang_memory_fraction(hw.device_memory, tp, pp, attention_dp, chunk)
 
 
 def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
@@ -209,8 +209,9 @@ def memory_fit(
     the full ISL + OSL for static batches; a windowed layer holds at most its window, or the
     share of the context the engine's cache reserves for it where that is more
     (``EngineConstants.windowed_kv_share``). Workspace = runtime
-    reserve + activations of one ``max_num_tokens`` step.
+    reserve + activations of one ``max_num_tokens`` step (the runtime's on ``hw``: ``for_gpu``).
     """
+    eng = for_gpu(eng, hw)
     w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
     kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp))

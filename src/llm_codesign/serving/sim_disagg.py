@@ -26,6 +26,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan
@@ -54,6 +55,7 @@ def simulate_disaggregated(
             "trace): a closed loop couples the prefill and decode pools"
         )
     hw.compute_rate_class(prec.compute_class)
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     wall = time.perf_counter()
     reqs = traffic.requests()
     n = len(reqs.isl)

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -169,7 +170,7 @@ def simulate(
         100
     """
     hw.compute_rate_class(prec.compute_class)
-    eng = speculating_engine(eng, spec_tokens)
+    eng = speculating_engine(for_gpu(eng, hw), spec_tokens)  # (the runtime's limits on hw)
     wall = time.perf_counter()
     reqs = traffic.requests()
     n = len(reqs.isl)

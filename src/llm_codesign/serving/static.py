@@ -9,6 +9,7 @@ import numpy as np
 
 from ..ops import step_shape
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import plan_feasibility
@@ -38,6 +39,7 @@ def evaluate_static(
     prefilled together, then decoded for OSL steps; throughput = B x OSL / (prefill + OSL decode
     steps). Returns arrays: ttft_s (the batch's prefill), tpot_s, output_tok_s_per_gpu,
     feasible, reason, fits_in_memory."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     tp, pp, ep, cp = (np.asarray(x, dtype=np.int64) for x in (tp, pp, ep, cp))
     adp = np.asarray(attention_dp, dtype=bool)
     isl_f, osl_f, b = (np.asarray(x, dtype=float) for x in (isl, osl, batch))

@@ -26,6 +26,7 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
 from ..routing import normal_max_mean
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
@@ -305,6 +306,7 @@ def pipelined_step(
     tokens each) with ``prefill_tokens`` prompt tokens mixed in: the mixed step of DESIGN.md
     (``prefill_tokens=0`` gives a pure decode step). TPOT is this step's time (divided by the
     tokens a speculative step yields, in :func:`serving.evaluate`)."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     pp_a = np.asarray(pp, dtype=np.int64)
     stages = pp_a.astype(float)
     dec_tokens = np.asarray(decode_seqs, dtype=float) * decode_query

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
 from ._load import Fields, existing_file, read_mapping, shown
+from .gpu_defaults import GPU_DEFAULTS, RULE_FIELDS, for_gpu
 from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
@@ -175,7 +176,8 @@ class EngineConstants:
             ``--enable-eplb``, TensorRT-LLM's MoE load balancer; ``uniform``: equally popular
             experts, as synthetic kernel benchmarks route); it sets how unequal the experts'
             popularity leaves the EP ranks (``EXPERT_POPULARITY_CV``).
-        max_num_tokens: tokens per engine step (chunked-prefill budget).
+        max_num_tokens: tokens per engine step (chunked-prefill budget); 0: the runtime's own
+            for the GPU (``gpu_defaults``).
         memory_utilization: the engine's memory fraction, of what ``memory_budget`` says; 0:
             SGLang's own default for each plan and GPU (``--mem-fraction-static`` unset;
             ``serving.memory.sglang_memory_fraction``, with ``memory_budget`` static only).
@@ -185,7 +187,10 @@ class EngineConstants:
             memory, for weights, activations and KV (vLLM ``gpu_memory_utilization``);
             ``static``: the GPU's memory, for weights and KV, activations from the rest
             (SGLang ``mem_fraction_static``). ``serving.memory.kv_budget_bytes``.
-        max_batch_size: most sequences an engine schedules at once (bounds offline runs).
+        max_batch_size: most sequences an engine schedules at once (bounds offline runs); 0:
+            the runtime's own for the GPU (``gpu_defaults``).
+        gpu_defaults: whose rule fills ``max_num_tokens`` / ``max_batch_size`` left at 0 for
+            each GPU (``specs.gpu_defaults.GPU_DEFAULTS``: none, sglang, vllm; ``for_gpu``).
         ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
             (all clients start at once); see serving.ttft.
         moe_partial_ep: the engine runs MoE layers as ep x moe_tp = tp with 1 < ep < tp (else
@@ -261,6 +266,7 @@ class EngineConstants:
     memory_utilization: float
     memory_budget: str
     max_batch_size: int
+    gpu_defaults: str
     ttft_burst: float
     moe_partial_ep: bool
     pp_prefill_overlap: bool
@@ -424,8 +430,16 @@ def _check(c: EngineConstants, where: str) -> None:
             f"{where}: memory_budget={c.memory_budget!r} is not a known memory fraction "
             "convention; allowed: " + ", ".join(MEMORY_BUDGETS)
         )
-    if c.max_num_tokens < 1 or c.max_batch_size < 1:
-        raise SpecError(f"{where}: max_num_tokens and max_batch_size must be >= 1")
+    if c.gpu_defaults not in GPU_DEFAULTS:
+        allowed = ", ".join(GPU_DEFAULTS)
+        raise SpecError(f"{where}: gpu_defaults={c.gpu_defaults!r}; allowed: {allowed}")
+    for name in ("max_num_tokens", "max_batch_size"):  # 0: a rule's value for each GPU
+        if getattr(c, name) < (0 if name in RULE_FIELDS.get(c.gpu_defaults, ()) else 1):
+            rules = [r for r, names in RULE_FIELDS.items() if name in names]
+            raise SpecError(
+                f"{where}: {name}={getattr(c, name)} must be >= 1, or 0 with "
+                f"gpu_defaults {' or '.join(rules)} (the runtime's own for each GPU)"
+            )
     if not 0 <= c.ttft_burst <= 1 or not 0 <= c.host_overlap <= 1:
         raise SpecError(f"{where}: ttft_burst and host_overlap must lie in [0, 1]")
     if not 0 <= c.batch_wait_max_tokens_ratio <= 1:
@@ -470,7 +484,7 @@ def _from_mapping(
         elif x.name in ITERATION_FIELDS:
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
-            kwargs[x.name] = f.int(x.name)
+            kwargs[x.name] = f.int(x.name, minimum=0)  # (0: the runtime's, _check)
         elif x.name in (
             "moe_comm",
             "moe_kernels",
@@ -480,6 +494,7 @@ def _from_mapping(
             "kv_admission",
             "expert_balancer",
             "memory_budget",
+            "gpu_defaults",
         ):
             kwargs[x.name] = f.str(x.name)
         elif x.name in (
@@ -519,18 +534,22 @@ def load_engine(
     with ``hardware`` (a ``HardwareSpec``) its vendor's default (``DEFAULT_ENGINE_BY_VENDOR``:
     vLLM on AMD); an engine id; or a YAML path. With ``hardware``, a bundled engine that does
     not run on its vendor's GPUs (``ENGINE_VENDORS``: TensorRT-LLM on an AMD GPU) is refused,
-    naming the engines that do."""
-    if isinstance(engine, EngineConstants):
-        if hardware is not None:  # (read from a deployment, or a caller's constants)
-            check_engine_runs_on(engine.id, hardware)
-        return engine
-    vendor = str(getattr(hardware, "vendor", "")).lower()
+    naming the engines that do. With ``hardware``, the limits the engine leaves to its runtime
+    (0) are the runtime's for that GPU (``specs.gpu_defaults.for_gpu``)."""
+    eng = engine if isinstance(engine, EngineConstants) else _named(engine, hardware)
+    if hardware is not None and (engine is eng or str(engine) in ENGINES):
+        check_engine_runs_on(eng.id, hardware)  # (a deployment's, a caller's or a bundled one)
+    return eng if hardware is None else for_gpu(eng, hardware)
+
+
+def _named(engine: str | Path | None, hardware: Any) -> EngineConstants:
+    """The engine ``load_engine`` names: the default (by the hardware's vendor), an id or a
+    YAML path."""
     if engine is None or str(engine) == "default":
+        vendor = str(getattr(hardware, "vendor", "")).lower()
         return _bundled(DEFAULT_ENGINE_BY_VENDOR.get(vendor, DEFAULT_ENGINE))
     text = str(engine)
     if text in ENGINES:
-        if hardware is not None:
-            check_engine_runs_on(text, hardware)
         return _bundled(text)
     path = existing_file(text)
     if path is not None:

@@ -126,7 +126,7 @@ class SweepSpec:
                 m.spec,
                 hw,
                 preset_precision(m.spec, p.id),
-                self.engine or load_engine(None, hw),
+                load_engine(self.engine, hw),  # (the runtime's limits on this GPU)
                 w,
                 isl,
                 osl,
@@ -336,7 +336,9 @@ def load_sweep(path: str | Path) -> SweepSpec:
         _loaded(f"{f.where}: field 'engine'", lambda e, h=h: load_engine(e, h), named)
         for h in hardware
     ]
-    engine = per_gpu[0] if len({e.id for e in per_gpu}) == 1 else None
+    engine = None  # kept unresolved: each cell takes its GPU's limits (specs.gpu_defaults)
+    if len({e.id for e in per_gpu}) == 1:
+        engine = load_engine(per_gpu[0].id if named is None else named)
     settings = _settings(f)
     out = f.mapping("output", required=False)
     out.reject_unknown(OUTPUT_KEYS)

@@ -35,6 +35,7 @@ from ..report.launch_data import gpus_per_node
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
 from ..serving.memory import scheduling_ranks
 from ..specs.engine import EngineConstants, check_engine_runs_on, load_engine
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec, load_hardware
 from ..specs.model import load_model
 from ..specs.precision import parse_precision
@@ -320,7 +321,7 @@ def predict_rows(
         hw = (hw_override or {}).get(hid) or load_hardware(hid)
         prec = parse_precision(pid)
         eng = engine_override or (engines or {}).get(eid) or load_engine(eid)
-        eng = recipe_behaviour(how, eng)
+        eng = for_gpu(recipe_behaviour(how, eng), hw)  # (the runtime's limits on this GPU)
         if wave >= 0.0:  # the client's own start-up share (MappedRow.burst_share)
             eng = eng.with_overrides(ttft_burst=wave)
         spec = {"spec_tokens": int(k_spec), "spec_acceptance": float(a_spec)}
