@@ -10,7 +10,7 @@ import pytest
 
 from llm_codesign import ParallelPlan, Workload, estimate, load_engine, load_hardware, load_sweep
 from llm_codesign.errors import SpecError
-from llm_codesign.serving.memory import memory_utilization
+from llm_codesign.serving.memory import memory_utilization, rank_token_budget
 from llm_codesign.specs.engine import engine_from_mapping
 from llm_codesign.specs.gpu_defaults import sglang_tier, vllm_server_limits
 
@@ -124,3 +124,34 @@ def test_estimate_from_an_sglang_line_takes_the_gpus_chunk():
 def test_invalid_limits_are_refused(fields, message):
     with pytest.raises(SpecError, match=message):
         engine_from_mapping({"id": "mine", **fields}, "mine.yaml")
+
+
+def test_sglang_splits_its_chunk_over_dp_attention_ranks():
+    """SGLang's --chunked-prefill-size is the server's; under DP attention each rank gets
+    chunked_prefill_size // dp_size (ServerArgs._handle_data_parallelism). TensorRT-LLM's
+    max_num_tokens is each rank's own."""
+    sgl = load_engine("sglang").with_overrides(max_num_tokens=32768)
+    assert float(rank_token_budget(sgl, 8)) == 4096.0 and float(rank_token_budget(sgl, 1)) == 32768
+    assert float(rank_token_budget(sgl, 3)) == 10922.0  # whole tokens
+    assert float(rank_token_budget(load_engine("trtllm"), 8)) == 8192.0
+
+
+@pytest.mark.parametrize("adp", [True, False])
+def test_a_servers_budget_prices_as_its_ranks_share(adp):
+    """DeepSeek-R1 FP8 on 8 x H200, SGLang, 1k/1k at 512 clients: the server's 32,768 tokens
+    under DP attention price exactly as 4,096 a rank stated per rank; without DP attention the
+    scope does not matter. (The memory fraction is stated: SGLang's own reserves 1.5 MiB a
+    token of the server's chunk, which would differ between the two.)"""
+    kw = dict(
+        model="deepseek-r1",
+        hardware="h200-sxm",
+        precision="fp8",
+        plan=ParallelPlan(tp=8, ep=8, attention_dp=adp),
+        workload=Workload(isl=1024, osl=1024, concurrency=512),
+    )
+    server = load_engine("sglang").with_overrides(max_num_tokens=32768, memory_utilization=0.85)
+    share = 4096 if adp else 32768
+    rank = server.with_overrides(token_budget_scope="rank", max_num_tokens=share)
+    a, b = estimate(engine=server, **kw), estimate(engine=rank, **kw)
+    for f in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+        assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-9), f

@@ -26,7 +26,7 @@ from .serving import (
     step_cost,
 )
 from .serving.balance import context_hold_note, holds_context
-from .serving.memory import windowed_kv_note
+from .serving.memory import rank_token_budget, scheduling_ranks, windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import overlap_note, tokens_per_step
@@ -560,7 +560,8 @@ def explain_ops(
     """Per-op detail of a pure decode step of the ``running`` sequences (default: the
     workload's concurrency) and of one prefill chunk: time, FLOPs, bound."""
     rows: list[dict[str, Any]] = []
-    chunk = min(wl.isl, eng.max_num_tokens)
+    ranks = scheduling_ranks(plan.tp, plan.attention_dp)
+    chunk = min(wl.isl, float(rank_token_budget(eng, ranks)))  # (a rank's chunk)
     dec_seqs = wl.concurrency if running is None else running
     for phase, dec, pre in (("decode", dec_seqs, 0), ("prefill", 0, chunk)):
         # a decode step's micro-batch (ops.step_shape's rule); one prefill chunk streams whole

@@ -16,6 +16,7 @@ from ..explore import OperatingPoint, operating_point
 from ..explore.operating import operating_step
 from ..ops import Op, step_shape
 from ..serving import step_cost
+from ..serving.memory import rank_token_budget, scheduling_ranks
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -196,7 +197,8 @@ def step_rows(
     model = model or ctx.model
     prec = prec or ctx.prec
     p = point.plan
-    chunk = float(min(point.isl, ctx.eng.max_num_tokens))
+    ranks = scheduling_ranks(p.tp, p.attention_dp)
+    chunk = float(min(point.isl, rank_token_budget(ctx.eng, ranks)))  # (a rank's chunk)
     axes = (p.tp, p.pp, p.ep, p.cp, p.attention_dp)
     pre_shape = step_shape(
         *axes, isl=point.isl, osl=point.osl, prefill_tokens=chunk, micro_batches=1.0

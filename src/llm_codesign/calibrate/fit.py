@@ -388,7 +388,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         **{name: _meaning(name, result.bounds) for name in FIT_SPACE},
         "unfitted": (
             "network latency, comm efficiency, max_num_tokens, max_batch_size (0: the runtime's "
-            "own for each GPU, gpu_defaults), memory utilization are not fitted (base.yaml's values unless the file sources its own) "
+            "own for each GPU, gpu_defaults), memory utilization are not fitted (base.yaml's "
+            "values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, moe_kernels_weight_only, attention_kernels, "
             "gqa_decode_kernels, expert_balancer, "

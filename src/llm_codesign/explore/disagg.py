@@ -20,7 +20,13 @@ from ..serving.disaggregated import (
     pooled_outcome,
     prefill_workers,
 )
-from ..serving.memory import concurrency_cap, kv_context, memory_fit, scheduling_ranks
+from ..serving.memory import (
+    concurrency_cap,
+    kv_context,
+    memory_fit,
+    rank_token_budget,
+    scheduling_ranks,
+)
 from .grid import concurrency_grid
 from .plans import PlanTable
 from .points import MODE_DISAGGREGATED, Points
@@ -49,9 +55,9 @@ def disaggregated_points(
     if len(pl) == 0:
         return Points.concat([])
     # ---- prefill workers: plans x batch sizes ----
-    # each scheduling rank (attention-DP: every tp rank) admits max_num_tokens // ISL prompts
+    # each scheduling rank (attention-DP: every tp rank) admits its token budget // ISL prompts
     ranks = scheduling_ranks(pl.tp, pl.attention_dp).astype(int)
-    b_top = ranks * max(1, eng.max_num_tokens // isl)
+    b_top = ranks * np.maximum(1, rank_token_budget(eng, ranks).astype(int) // isl)
     powers = np.round(2.0 ** np.arange(0, math.log2(int(b_top.max())) + 1))
     batches = np.unique(np.concatenate([powers, b_top]))
     pidx, bi = np.nonzero(batches[None, :] <= b_top[:, None])

@@ -114,7 +114,9 @@ def clean(obj: Any) -> Any:
 # 27: the engine constants add `gpu_defaults` (none, sglang, vllm: whose rule fills
 # `max_num_tokens` / `max_batch_size` left at 0 for each GPU, `specs.gpu_defaults`); an estimate's
 # `engine_constants` state the limits resolved on its GPU (SGLang's 16,384-token chunk on a B200).
-SCHEMA_VERSION = 27
+# 28: the engine constants add `token_budget_scope` (rank, server: whose `max_num_tokens` it is;
+# SGLang's is the server's, split over its DP-attention ranks, `serving.memory.rank_token_budget`).
+SCHEMA_VERSION = 28
 
 
 def to_json(obj: Any) -> str:

@@ -36,6 +36,7 @@ from .memory import (
     concurrency_cap,
     kv_context,
     memory_fit,
+    rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
 )
@@ -226,8 +227,10 @@ def _evaluate_running(
 
     # isolated prefill of one request (chunks of max_num_tokens through the pp stages, streamed
     # where the engine overlaps them, ``pp_prefill_overlap``, else one after the other): TTFT at
-    # low load; under attention-DP the request's rank carries its whole chunk
-    chunk = np.minimum(isl_f, eng.max_num_tokens)
+    # low load; under attention-DP the request's rank carries its whole chunk (its rank's token
+    # budget: ``rank_token_budget``)
+    rank_tokens = rank_token_budget(eng, scheduling_ranks(tp, adp))
+    chunk = np.minimum(isl_f, rank_tokens)
     n_chunks = np.ceil(isl_f / chunk)
     flat = {
         k: v if v.ndim == 0 else np.broadcast_to(v, shape).ravel() for k, v in step_axes.items()
@@ -241,7 +244,7 @@ def _evaluate_running(
     # (priced once per group: one member each, spread back over the grid)
     reps, back = group_members(group, np.arange(group.size))
     isl_p = isl_r[reps]
-    chunk_p = np.minimum(isl_p, eng.max_num_tokens)
+    chunk_p = np.minimum(isl_p, np.broadcast_to(rank_tokens, shape).ravel()[reps])
     pre_shape = step_shape(
         **axes_at(reps), isl=isl_p, osl=osl_r[reps], prefill_tokens=chunk_p,
         prefill_seqs=1.0 / np.ceil(isl_p / chunk_p), micro_batches=1.0,
@@ -394,8 +397,9 @@ def _steady_state(
     n = conc.size
     osl1 = np.maximum(osl - 1.0, 0.0)
     others = (conc - 1.0) / conc
-    sched = micro * ranks  # schedulers, each with its own max_num_tokens
-    full_budget = sched * eng.max_num_tokens
+    sched = micro * ranks  # schedulers, each with its own token budget (a micro-batch each)
+    tokens = rank_token_budget(eng, ranks)  # a scheduler's (``max_num_tokens``, or its share)
+    full_budget = sched * tokens
     # prompt tokens per decoding sequence: p = d * kappa (0 where C = 1 or OSL = 1)
     kappa = np.where(osl1 > 0, tps * isl * others / np.maximum(osl1, 1.0), 0.0)
     # d*: where p meets the budget B(d) = S * max(M - d/S, floor M), S schedulers
@@ -417,10 +421,8 @@ def _steady_state(
     def loop_at(act: Array, d: Array):
         """T, p, the decoding rows priced, the TTFT needed and g at decode population d."""
         dd = np.where(osl1[act] > 0, np.maximum(d, np.minimum(1.0, conc[act])), 0.0)
-        mm, ss = micro[act], sched[act]
-        budget = ss * np.maximum(
-            eng.max_num_tokens - dd / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
-        )
+        mm, ss, tt = micro[act], sched[act], tokens[act]
+        budget = ss * np.maximum(tt - dd / ss, PROMPT_BUDGET_FLOOR * tt)
         p = np.where(
             osl1[act] > 0,
             np.minimum(d * kappa[act], budget),
@@ -487,10 +489,8 @@ def _steady_state(
 
     def full_prompt_step(at: Array, rows: Array) -> Array:
         """Seconds of a step of ``rows`` decoding rows and a full prompt budget (plus drafts)."""
-        ss = sched[at]
-        budget = ss * np.maximum(
-            eng.max_num_tokens - rows / ss, PROMPT_BUDGET_FLOOR * eng.max_num_tokens
-        )
+        ss, tt = sched[at], tokens[at]
+        budget = ss * np.maximum(tt - rows / ss, PROMPT_BUDGET_FLOOR * tt)
         return step_at(at, rows, budget).total_s + drafts_at(at, rows)
 
     dec_idx = idx_all[osl1 > 0]
@@ -570,11 +570,11 @@ def startup_wave(
     memo: dict | None = None,
 ) -> Array:
     """Seconds to prefill the C prompts of a closed-loop benchmark's start-up wave (all clients
-    start at once): full steps of ``max_num_tokens`` per scheduling rank (each attention-DP rank
-    fills its own budget; the MoE sees them all), streaming through the pp stages."""
+    start at once): full steps of each scheduling rank's token budget (``rank_token_budget``: each
+    attention-DP rank fills its own; the MoE sees them all), streaming through the pp stages."""
     ranks = scheduling_ranks(axes["tp"], axes["attention_dp"]).astype(float)
     tokens = conc * isl
-    per_step = np.minimum(tokens, ranks * eng.max_num_tokens)
+    per_step = np.minimum(tokens, ranks * rank_token_budget(eng, ranks))
     steps = np.ceil(tokens / per_step - 1e-9)
     shape = step_shape(
         **axes,

@@ -37,6 +37,7 @@ from .memory import (
     concurrency_cap,
     kv_context,
     memory_fit,
+    rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
 )
@@ -84,13 +85,14 @@ def prefill_workers(
     eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     b = np.asarray(batch, dtype=float)
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
-    # a prompt lives on one scheduling rank (attention-DP: one of tp, each with its own
-    # max_num_tokens budget): the busiest rank holds ceil(b / ranks) prompts, in chunks of at
-    # most max_num_tokens; the step carries every rank's chunk (the MoE layers see them all)
+    # a prompt lives on one scheduling rank (attention-DP: one of tp, each with its own token
+    # budget, ``rank_token_budget``): the busiest rank holds ceil(b / ranks) prompts, in chunks
+    # of at most that budget; the step carries every rank's chunk (the MoE layers see them all)
     ranks = scheduling_ranks(tp, np.asarray(attention_dp, dtype=bool)).astype(float)
     per_rank = np.ceil(b / ranks)
-    rank_tokens = np.minimum(per_rank * isl, eng.max_num_tokens)
-    tokens = np.minimum(b * isl, ranks * eng.max_num_tokens)
+    budget = rank_token_budget(eng, ranks)
+    rank_tokens = np.minimum(per_rank * isl, budget)
+    tokens = np.minimum(b * isl, ranks * budget)
     n_chunks = np.ceil(per_rank * isl / rank_tokens)
     shape = step_shape(
         tp,

@@ -97,6 +97,19 @@ def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
     return np.where(attention_dp, tp, 1)
 
 
+def rank_token_budget(eng: EngineConstants, ranks: Array | float) -> Array:
+    """Tokens (prompt chunks and decode) one of ``ranks`` scheduling ranks puts in a step
+    (:func:`scheduling_ranks`): the engine's ``max_num_tokens``, or where that is the server's
+    (``token_budget_scope`` server) its whole share per rank: SGLang gives each DP-attention rank
+    ``chunked_prefill_size // dp_size``.
+
+    Example: SGLang's --chunked-prefill-size 32768 over 8 DP-attention ranks: 4,096 a rank;
+    TensorRT-LLM's max_num_tokens 8,192: 8,192 a rank, whatever the ranks."""
+    r = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    m = float(eng.max_num_tokens)
+    return np.floor(m / r) if eng.token_budget_scope == "server" else np.full(r.shape, m)
+
+
 def kv_context(eng: EngineConstants, isl: Array | float, osl: Array | float) -> Array:
     """KV tokens a running sequence holds against the cache under the engine's admission
     policy: ``full`` reserves ISL + OSL at admission (TensorRT-LLM's default capacity
@@ -161,7 +174,8 @@ def weights_and_workspace(
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
     d = model.hidden_size
     ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
-    workspace = RUNTIME_RESERVED_BYTES + eng.max_num_tokens * (8.0 * d + 4.0 * ffn_local) * 2.0
+    step = rank_token_budget(eng, scheduling_ranks(tp, attention_dp))  # (a rank's step tokens)
+    workspace = RUNTIME_RESERVED_BYTES + step * (8.0 * d + 4.0 * ffn_local) * 2.0
     return w_bytes, workspace
 
 

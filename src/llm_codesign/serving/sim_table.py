@@ -28,7 +28,7 @@ from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
 from ..specs.traffic import Requests
 from .balance import holds_context
-from .memory import MAX_CONCURRENCY, memory_fit, scheduling_ranks
+from .memory import MAX_CONCURRENCY, memory_fit, rank_token_budget, scheduling_ranks
 from .step import discrete_step, draft_time, tokens_per_step
 
 Array = np.ndarray
@@ -243,7 +243,8 @@ def engine_for(
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
     kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
-    budget = float(eng.max_num_tokens * ranks * int(pp))
+    rank_tokens = float(rank_token_budget(eng, ranks))  # (a rank's; SGLang's server share)
+    budget = rank_tokens * ranks * int(pp)
     waits = holds_context(eng, False) and not bool(adp)
     longest = float(np.max(reqs.isl + reqs.osl))
     # a sequence's own KV: its prompt less a shared (cached) prefix
@@ -265,7 +266,7 @@ def engine_for(
         max_running=max_running,
         kv_tokens=kv_tokens,
         budget=budget,
-        chunk_cap=float(eng.max_num_tokens),
+        chunk_cap=rank_tokens,
         full_admission=eng.kv_admission == "full",
         overhead_s=eng.request_overhead_s,
         tokens_per_step=tokens_per_step(spec_tokens, spec_acceptance),

@@ -31,7 +31,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from .balance import adp_balance_window, batch_wait_window
-from .memory import scheduling_ranks
+from .memory import rank_token_budget, scheduling_ranks
 
 Array = np.ndarray
 
@@ -119,7 +119,8 @@ def chunked_prefill(
 
     A scheduler (one per attention-DP rank, else one per replica) fills each of the step's
     ``micro_batches`` pipeline micro-batches as its own batch: it prefills a prompt in chunks
-    of min(ISL, budget), budget = ``max_num_tokens`` less the micro-batch's decode tokens (at
+    of min(ISL, budget), budget = the rank's tokens (``max_num_tokens``, or the rank's share of
+    the server's: ``serving.memory.rank_token_budget``) less the micro-batch's decode tokens (at
     least a tenth of it); several prompts share a step once the mean demand exceeds a chunk. A rank
     carries a chunk in a share f = demand / chunk of steps; under attention-DP with R ranks a
     step carries prompt tokens with probability 1 - (1 - f)^R, and then the busiest rank holds
@@ -148,7 +149,7 @@ def chunked_prefill(
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     pre = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0)
     demand = pre / (ranks * micro)
-    cap = float(eng.max_num_tokens)
+    cap = rank_token_budget(eng, ranks)
     budget = np.maximum(
         cap - np.asarray(decode_tokens, dtype=float) / (ranks * micro), PROMPT_BUDGET_FLOOR * cap
     )
@@ -381,12 +382,12 @@ def discrete_step(
     ``prefill_tokens`` prompt tokens attending to ``prefill_ctx`` tokens on average ride
     along. The same pricing as :func:`pipelined_step` (pp stages + hops, overheads), with the
     contexts given instead of the steady state's, and the prompt tokens as they are (no chunk
-    mixture). Under attention-DP a step's prompt tokens fill one rank's ``max_num_tokens``
-    before the next: the busiest rank holds min(tokens, ``max_num_tokens``). Used by the
-    request-level simulator (``serving.simulate``), which prices every step it runs."""
+    mixture). Under attention-DP a step's prompt tokens fill one rank's token budget
+    (``rank_token_budget``) before the next: the busiest rank holds min(tokens, that budget).
+    Used by the request-level simulator (``serving.simulate``), which prices every step it runs."""
     pre = np.asarray(prefill_tokens, dtype=float)
     ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool))
-    rank_pre = np.where(ranks > 1, np.minimum(pre, float(eng.max_num_tokens)), pre)
+    rank_pre = np.where(ranks > 1, np.minimum(pre, rank_token_budget(eng, ranks)), pre)
     s = step_shape(
         tp,
         pp,

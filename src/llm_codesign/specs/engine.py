@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
 from ._load import Fields, existing_file, read_mapping, shown
-from .gpu_defaults import GPU_DEFAULTS, RULE_FIELDS, for_gpu
+from .gpu_defaults import GPU_DEFAULTS, RULE_FIELDS, TOKEN_BUDGET_SCOPES, for_gpu
 from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 
 # trtllm = TensorRT-LLM's PyTorch runtime (v1.0 and later, the default since 1.0);
@@ -191,6 +191,9 @@ class EngineConstants:
             the runtime's own for the GPU (``gpu_defaults``).
         gpu_defaults: whose rule fills ``max_num_tokens`` / ``max_batch_size`` left at 0 for
             each GPU (``specs.gpu_defaults.GPU_DEFAULTS``: none, sglang, vllm; ``for_gpu``).
+        token_budget_scope: whose ``max_num_tokens`` it is: ``rank``, each attention-DP rank's;
+            ``server``, the server's, split over its attention-DP ranks (SGLang:
+            ``chunked_prefill_size // dp_size``; ``serving.memory.rank_token_budget``).
         ttft_burst: mean TTFT includes the start-up burst of a closed-loop benchmark
             (all clients start at once); see serving.ttft.
         moe_partial_ep: the engine runs MoE layers as ep x moe_tp = tp with 1 < ep < tp (else
@@ -267,6 +270,7 @@ class EngineConstants:
     memory_budget: str
     max_batch_size: int
     gpu_defaults: str
+    token_budget_scope: str
     ttft_burst: float
     moe_partial_ep: bool
     pp_prefill_overlap: bool
@@ -349,6 +353,29 @@ TIMES = (
 )
 
 
+# the engine's named behaviours: (constant, its allowed values, what an unknown value is not)
+CHOICES = (
+    ("kv_admission", KV_ADMISSION, ""),
+    ("moe_comm", MOE_COMM, " is not a known kernel family"),
+    ("moe_kernels", MOE_KERNELS, " is not a known MoE kernel path"),
+    (
+        "moe_kernels_weight_only",
+        WEIGHT_ONLY_MOE_KERNELS,
+        " is not a known weight-only MoE kernel path",
+    ),
+    ("attention_kernels", ATTENTION_KERNELS, " is not a known decode-attention kernel family"),
+    (
+        "gqa_decode_kernels",
+        GQA_DECODE_KERNELS,
+        " is not a known GQA decode-attention kernel family",
+    ),
+    ("expert_balancer", EXPERT_BALANCERS, " is not a known expert load balancer"),
+    ("memory_budget", MEMORY_BUDGETS, " is not a known memory fraction convention"),
+    ("gpu_defaults", GPU_DEFAULTS, ""),
+    ("token_budget_scope", TOKEN_BUDGET_SCOPES, ""),
+)
+
+
 def _whole(v: Any) -> int | None:
     """``v`` as a Python int where it is a whole number type (numpy's too), else None."""
     if isinstance(v, bool):
@@ -391,48 +418,11 @@ def _check(c: EngineConstants, where: str) -> None:
         )
     if not 0 <= c.routing_skew <= 100:
         raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [0, 100]")
-    if c.kv_admission not in KV_ADMISSION:
-        raise SpecError(
-            f"{where}: kv_admission={c.kv_admission!r}; allowed: " + ", ".join(KV_ADMISSION)
-        )
-    if c.moe_comm not in MOE_COMM:
-        raise SpecError(
-            f"{where}: moe_comm={c.moe_comm!r} is not a known kernel family; allowed: "
-            + ", ".join(MOE_COMM)
-        )
-    if c.moe_kernels not in MOE_KERNELS:
-        raise SpecError(
-            f"{where}: moe_kernels={c.moe_kernels!r} is not a known MoE kernel path; allowed: "
-            + ", ".join(MOE_KERNELS)
-        )
-    if c.moe_kernels_weight_only not in WEIGHT_ONLY_MOE_KERNELS:
-        raise SpecError(
-            f"{where}: moe_kernels_weight_only={c.moe_kernels_weight_only!r} is not a known "
-            "weight-only MoE kernel path; allowed: " + ", ".join(WEIGHT_ONLY_MOE_KERNELS)
-        )
-    if c.attention_kernels not in ATTENTION_KERNELS:
-        raise SpecError(
-            f"{where}: attention_kernels={c.attention_kernels!r} is not a known decode-attention "
-            "kernel family; allowed: " + ", ".join(ATTENTION_KERNELS)
-        )
-    if c.gqa_decode_kernels not in GQA_DECODE_KERNELS:
-        raise SpecError(
-            f"{where}: gqa_decode_kernels={c.gqa_decode_kernels!r} is not a known GQA "
-            "decode-attention kernel family; allowed: " + ", ".join(GQA_DECODE_KERNELS)
-        )
-    if c.expert_balancer not in EXPERT_BALANCERS:
-        raise SpecError(
-            f"{where}: expert_balancer={c.expert_balancer!r} is not a known expert load "
-            "balancer; allowed: " + ", ".join(EXPERT_BALANCERS)
-        )
-    if c.memory_budget not in MEMORY_BUDGETS:
-        raise SpecError(
-            f"{where}: memory_budget={c.memory_budget!r} is not a known memory fraction "
-            "convention; allowed: " + ", ".join(MEMORY_BUDGETS)
-        )
-    if c.gpu_defaults not in GPU_DEFAULTS:
-        allowed = ", ".join(GPU_DEFAULTS)
-        raise SpecError(f"{where}: gpu_defaults={c.gpu_defaults!r}; allowed: {allowed}")
+    for name, allowed, what in CHOICES:  # each named behaviour: one of its known values
+        if getattr(c, name) not in allowed:
+            raise SpecError(
+                f"{where}: {name}={getattr(c, name)!r}{what}; allowed: " + ", ".join(allowed)
+            )
     for name in ("max_num_tokens", "max_batch_size"):  # 0: a rule's value for each GPU
         if getattr(c, name) < (0 if name in RULE_FIELDS.get(c.gpu_defaults, ()) else 1):
             rules = [r for r, names in RULE_FIELDS.items() if name in names]
@@ -485,17 +475,7 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name, minimum=0)  # (0: the runtime's, _check)
-        elif x.name in (
-            "moe_comm",
-            "moe_kernels",
-            "moe_kernels_weight_only",
-            "attention_kernels",
-            "gqa_decode_kernels",
-            "kv_admission",
-            "expert_balancer",
-            "memory_budget",
-            "gpu_defaults",
-        ):
+        elif x.name in {name for name, _, _ in CHOICES}:
             kwargs[x.name] = f.str(x.name)
         elif x.name in (
             "moe_partial_ep",

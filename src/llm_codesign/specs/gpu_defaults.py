@@ -15,6 +15,9 @@ from typing import Any
 
 # none = the engine file's limits on every GPU; sglang, vllm = the runtime's rule below
 GPU_DEFAULTS = ("none", "sglang", "vllm")
+# whose max_num_tokens an engine states: each attention-DP rank's (TensorRT-LLM, vLLM), or the
+# server's, split over its attention-DP ranks (SGLang; serving.memory.rank_token_budget)
+TOKEN_BUDGET_SCOPES = ("rank", "server")
 # the limits each rule fills where the engine leaves them at 0
 RULE_FIELDS = {"sglang": ("max_num_tokens",), "vllm": ("max_num_tokens", "max_batch_size")}
 

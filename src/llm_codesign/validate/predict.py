@@ -33,7 +33,7 @@ from ..errors import CodesignError
 from ..explore import POINTS_PER_OCTAVE, concurrency_grid
 from ..report.launch_data import gpus_per_node
 from ..serving import evaluate, evaluate_disaggregated, evaluate_static
-from ..serving.memory import scheduling_ranks
+from ..serving.memory import rank_token_budget, scheduling_ranks
 from ..specs.engine import EngineConstants, check_engine_runs_on, load_engine
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec, load_hardware
@@ -134,9 +134,9 @@ def disaggregated_inputs(r: MappedRow, eng: EngineConstants) -> dict[str, Any]:
     p = r.pools
     assert p is not None
     prefill = p.axes("prefill")
-    # each scheduling rank of a prefill worker admits max_num_tokens // ISL prompts
+    # each scheduling rank of a prefill worker admits its token budget // ISL prompts
     ranks = int(scheduling_ranks(np.asarray(prefill["tp"]), np.asarray(prefill["attention_dp"])))
-    budget = ranks * max(1, int(eng.max_num_tokens // r.served_isl))
+    budget = ranks * max(1, int(rank_token_budget(eng, ranks) // r.served_isl))
     if (cap := disagg_prefill_batch(r.recipe)) is not None:  # the recipe's prefill batch
         budget = min(budget, ranks * cap)
     outstanding = max(1, int(np.ceil(r.load / p.prefill_workers)))
