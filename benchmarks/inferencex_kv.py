@@ -58,6 +58,8 @@ SGLANG_FLAGS = {
     for column, (flag, _) in SGLANG_SCRIPT_FLAGS.items()
 }
 TP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?TP\}?\"?\s+(?:-eq|==)\s+\"?(\d+)")
+# a test of the run's attention-DP setting (``if [[ "$DP_ATTENTION" == "true" ]]``)
+ADP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?DP_ATTENTION\}?\"?\s+==?\s+\"?true\b")
 COLUMNS = (
     "engine",
     "gpu",
@@ -77,8 +79,10 @@ def script_value(text: str, flag_re: re.Pattern[str] = SGLANG_FLAGS["mem"]) -> s
     """The value a script passes to a flag (``flag_re``; ``--mem-fraction-static`` by default,
     ``SGLANG_FLAGS``): its number; where it names a variable, the variable's assignments
     (``VAR=0.8``, ``VAR=${VAR:-0.8}``), one value, or per TP where each sits under an
-    ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``); "" where the script passes
-    none or its value is not readable so."""
+    ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``), or the value of the runs with
+    attention-DP where one sits under an ``if [[ "$DP_ATTENTION" == "true" ]]`` test beside the
+    others' (``16384 adp=32768``); "" where the script passes none or its value is not
+    readable so."""
     flag = flag_re.search(text)
     if flag is None:
         return ""
@@ -91,10 +95,11 @@ def script_value(text: str, flag_re: re.Pattern[str] = SGLANG_FLAGS["mem"]) -> s
     for line in text.splitlines():
         word = line.split()[0].rstrip(";") if line.split() else ""
         tp = TP_TEST.match(line)
+        test = f"tp{tp.group(1)}" if tp else "adp" if ADP_TEST.match(line) else ""
         if word == "if":
-            frames.append(tp.group(1) if tp else "")
+            frames.append(test)
         elif word == "elif" and frames:
-            frames[-1] = tp.group(1) if tp else ""
+            frames[-1] = test
         elif word in ("else", "fi") and frames:
             if word == "fi":
                 frames.pop()
@@ -102,12 +107,12 @@ def script_value(text: str, flag_re: re.Pattern[str] = SGLANG_FLAGS["mem"]) -> s
                 frames[-1] = ""
         m = assign.match(line)
         if m:
-            where = next((f for f in reversed(frames) if f), "")
-            found[f"tp{where}" if where else ""] = m.group(1)
+            found[next((f for f in reversed(frames) if f), "")] = m.group(1)
     if len(set(found.values())) == 1:
         return next(iter(found.values()))
-    if found and "" not in found:
-        return " ".join(f"{k}={v}" for k, v in found.items())
+    if found and ("" not in found or set(found) == {"", "adp"}):  # (the default first)
+        items = sorted(found.items(), key=lambda kv: kv[0] != "")  # (stable: tp order kept)
+        return " ".join(f"{k}={v}" if k else v for k, v in items)
     return ""
 
 

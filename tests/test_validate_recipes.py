@@ -478,8 +478,10 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction_and_ch
     --chunked-prefill-size its launch script passed in the version in force on its run date
     (inferencex_kv.csv's ``mem``, ``chunk``): the H200 DeepSeek-R1 scripts pass 0.82 and 32,768
     from their version of 2025-09-19, neither before (SGLang's own memory default then:
-    serving.memory.sglang_memory_fraction; the engine's 8,192 tokens); the B200 FP8 script sets
-    both by TP (0.82 and 32,768 at TP 8, 0.95 and 8,192 at TP 4)."""
+    serving.memory.sglang_memory_fraction; its 8,192-token chunk on the H200); the B200 FP8
+    script sets both by TP (0.82 and 32,768 at TP 8, 0.95 and 8,192 at TP 4); the B200 FP4
+    script of 2026-06-23 passes 16,384 tokens, 32,768 (the server's, 4,096 a rank) with
+    attention-DP."""
     from llm_codesign.validate.recipes import recipe_behaviour
 
     eng = load_engine("sglang")
@@ -493,6 +495,10 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction_and_ch
     for tp, want in (("8", (0.82, 32768)), ("4", (0.95, 8192))):
         got = recipe_behaviour(map_row(0, dict(b200, tp=tp, num_gpus=tp, isl="8192")).recipe, eng)
         assert (got.memory_utilization, got.max_num_tokens) == want
+    fp4 = dict(b200, precision="fp4/?/?", ep="8", notes="spec_method=none; run date 2026-06-24")
+    for dp, chunk in (("", 16384), ("DEP8", 32768)):
+        got = recipe_behaviour(map_row(0, dict(fp4, dp=dp)).recipe, eng)
+        assert (got.memory_utilization, got.max_num_tokens) == (0.85, chunk)
 
 
 def test_the_script_walker_reads_a_memory_fraction_per_tp():
@@ -522,3 +528,9 @@ def test_the_script_walker_reads_a_memory_fraction_per_tp():
         walker.SGLANG_FLAGS["chunk"],
     )
     assert chunk == "tp8=0.82 tp4=0.95"  # the same reading, another flag
+    by_adp = (  # InferenceX's DeepSeek-R1 FP4 B200 SGLang script of 2026-06-23
+        'CHUNKED_PREFILL_SIZE=16384\nif [[ "$DP_ATTENTION" == "true" ]]; then\n'
+        "    CHUNKED_PREFILL_SIZE=32768\nfi\n"
+        'sglang.launch_server --chunked-prefill-size "$CHUNKED_PREFILL_SIZE"'
+    )
+    assert read(by_adp, walker.SGLANG_FLAGS["chunk"]) == "16384 adp=32768"

@@ -133,20 +133,29 @@ def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, 
     return f"{INFERENCEX_SGLANG}:delay={passes - 1}", note
 
 
-def inferencex_sglang_value(script: Mapping[str, str] | None, column: str, tp: int) -> str:
-    """What an InferenceX SGLang run's script passed at ``tp``, by the table's ``column``: ``mem``
-    (``--mem-fraction-static``) or ``chunk`` (``--chunked-prefill-size``), one value or one per
-    TP (``tp8=0.82 tp4=0.95``); "" where the table does not say (SGLang's default then: its
-    memory fraction, ``serving.memory.sglang_memory_fraction``; the engine's ``max_num_tokens``).
+def inferencex_sglang_value(
+    script: Mapping[str, str] | None, column: str, tp: int, adp: bool = False
+) -> str:
+    """What an InferenceX SGLang run's script passed at ``tp`` (``adp``: with attention-DP), by
+    the table's ``column``: ``mem`` (``--mem-fraction-static``) or ``chunk``
+    (``--chunked-prefill-size``), one value, one per TP (``tp8=0.82 tp4=0.95``), or one for the
+    attention-DP runs beside the others' (``16384 adp=32768``); "" where the table does not say
+    (SGLang's default then: its memory fraction, ``serving.memory.sglang_memory_fraction``; its
+    chunk for the GPU, ``specs.gpu_defaults``).
 
     Example:
         >>> inferencex_sglang_value({"mem": "tp8=0.82 tp4=0.95"}, "mem", 4)
         '0.95'
+        >>> inferencex_sglang_value({"chunk": "16384 adp=32768"}, "chunk", 8, adp=True)
+        '32768'
     """
     value = (script or {}).get(column, "").strip()
     if "=" not in value:
         return value
-    return dict(w.split("=") for w in value.split()).get(f"tp{tp}", "")
+    words = value.split()
+    by = dict(w.split("=") for w in words if "=" in w)
+    default = next((w for w in words if "=" not in w), "")
+    return by.get("adp", "") if adp and "adp" in by else by.get(f"tp{tp}", default)
 
 
 def inferencex_script_settings(
@@ -174,7 +183,7 @@ def inferencex_script_settings(
         recipe, said = inferencex_sglang_delayer(row, model.id)
         notes += [said] if said else []
     for column, (flag, scale) in SGLANG_SCRIPT_FLAGS.items():
-        value = inferencex_sglang_value(script, column, plan[0]) if engine == "sglang" else ""
+        value = inferencex_sglang_value(script, column, *plan) if engine == "sglang" else ""
         if value and script:
             recipe = (recipe or INFERENCEX_SGLANG) + f":{column}={round(float(value) * scale)}"
             notes.append(f"{_where(row, script)} passed {flag} {value}")
