@@ -259,7 +259,12 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
             note(by["max_num_tokens"], "chunked prefill off")
         else:
             sv.engine["max_num_tokens"] = as_int(by["max_num_tokens"])
-            note(by["max_num_tokens"], f"engine max_num_tokens={v}")
+            share = (
+                f" (the server's: {v // ranks} a DP-attention rank)"
+                if src.engine == "sglang" and ranks > 1
+                else ""
+            )
+            note(by["max_num_tokens"], f"engine max_num_tokens={v}{share}")
     if "chunked_prefill" in by:
         sv.chunked = as_bool(by["chunked_prefill"])
         note(by["chunked_prefill"], f"chunked prefill {'on' if sv.chunked else 'off'}")
