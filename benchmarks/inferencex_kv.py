@@ -12,10 +12,11 @@ dates in UTC, as the runs' dates), reads the flag of each version that launches
 ``sglang.launch_server`` or ``vllm serve`` (TensorRT-LLM, ATOM, disaggregated and Dynamo
 scripts are other files), and writes one row per version that changed the value for an
 (engine, GPU, model, precision, speculative method), with the draft tokens a speculating
-script proposes per step (``--speculative-num-steps``, or the variable it names): a run uses
-the latest version
-committed on or before its run date. Agentic, speed-test, multi-node and deprecated folders are
-other benchmarks and are left out.
+script proposes per step (``--speculative-num-steps``, or the variable it names) and the memory
+fraction and token budget it passes (SGLang's ``--mem-fraction-static`` and
+``--chunked-prefill-size``, vLLM's ``--gpu-memory-utilization`` and ``--max-num-batched-tokens``:
+``script_value``): a run uses the latest version committed on or before its run date.
+Agentic, speed-test, multi-node and deprecated folders are other benchmarks and are left out.
 
 Run: python benchmarks/inferencex_kv.py INFERENCEX_CLONE [--write FILE]
 (the shipped table: SemiAnalysisAI/InferenceX @ 843c6254)
@@ -30,7 +31,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from llm_codesign.validate.launch_scripts import SGLANG_SCRIPT_FLAGS
+from llm_codesign.validate.launch_scripts import SCRIPT_FLAGS
 
 MODELS = {
     "dsr1": "deepseek-r1",
@@ -51,15 +52,23 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
 STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
-# what an SGLang script passes as a number or a variable, by the table's column
-# (validate.launch_scripts.SGLANG_SCRIPT_FLAGS: its memory fraction and chunked-prefill budget)
-SGLANG_FLAGS = {
-    column: re.compile(rf"{flag}[= ]+\"?\$?\{{?([A-Za-z0-9_.]+)")
-    for column, (flag, _) in SGLANG_SCRIPT_FLAGS.items()
+# what an SGLang or vLLM script passes as a number, a variable or $((ISL * k)), by engine and the
+# table's column (validate.launch_scripts.SCRIPT_FLAGS: its memory fraction and token budget)
+FLAGS = {
+    engine: {
+        column: re.compile(rf"{flag}[= ]+\"?(\$\(\([^)]*\)\)|\$?\{{?[A-Za-z0-9_.]+)")
+        for column, (flag, _) in flags.items()
+    }
+    for engine, flags in SCRIPT_FLAGS.items()
 }
+SGLANG_FLAGS = FLAGS["sglang"]
+# $((ISL * k)) or $((ISL + k)): the table's isl*k / isl+k (validate.launch_scripts.ISL_VALUE)
+ISL_EXPR = re.compile(r"\$\(\(\s*\$?\{?ISL\}?\s*([*+])\s*(\d+)\s*\)\)")
 TP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?TP\}?\"?\s+(?:-eq|==)\s+\"?(\d+)")
 # a test of the run's attention-DP setting (``if [[ "$DP_ATTENTION" == "true" ]]``)
-ADP_TEST = re.compile(r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?DP_ATTENTION\}?\"?\s+==?\s+\"?true\b")
+ADP_TEST = re.compile(
+    r"^\s*(?:el)?if\s+\[\[?\s*\"?\$\{?DP_ATTENTION(?::-\w*)?\}?\"?\s+==?\s+\"?true\b"
+)
 COLUMNS = (
     "engine",
     "gpu",
@@ -69,47 +78,56 @@ COLUMNS = (
     "since",
     "kv",
     "draft",
-    *SGLANG_SCRIPT_FLAGS,
+    *SCRIPT_FLAGS["sglang"],
     "script",
     "commit",
 )
 
 
 def script_value(text: str, flag_re: re.Pattern[str] = SGLANG_FLAGS["mem"]) -> str:
-    """The value a script passes to a flag (``flag_re``; ``--mem-fraction-static`` by default,
-    ``SGLANG_FLAGS``): its number; where it names a variable, the variable's assignments
+    """The value a script passes to a flag (``flag_re``; SGLang's ``--mem-fraction-static`` by
+    default, ``FLAGS``): its number; ``isl*k`` / ``isl+k`` for ``$((ISL * k))`` / ``$((ISL + k))``
+    (the run's nominal input length); where it names a variable, the variable's assignments
     (``VAR=0.8``, ``VAR=${VAR:-0.8}``), one value, or per TP where each sits under an
     ``if``/``elif [[ $TP -eq N ]]`` test (``tp8=0.82 tp4=0.95``), or the value of the runs with
     attention-DP where one sits under an ``if [[ "$DP_ATTENTION" == "true" ]]`` test beside the
     others' (``16384 adp=32768``); "" where the script passes none or its value is not
-    readable so."""
+    readable so (one assigned under any other test and differing from the rest)."""
     flag = flag_re.search(text)
     if flag is None:
         return ""
     if re.fullmatch(r"[0-9.]+", flag.group(1)):
         return flag.group(1)
-    var = flag.group(1)
+    if expr := ISL_EXPR.fullmatch(flag.group(1)):
+        return f"isl{expr.group(1)}{expr.group(2)}"
+    var = flag.group(1).lstrip("${")
     assign = re.compile(rf"^\s*{var}=\"?(?:\$\{{{var}:-)?([0-9.]+)")
-    frames: list[str] = []  # per open ``if``: the TP its current branch tests ("" for none)
+    # per open ``if``, what its current branch tests: tpN, adp, "" (the else of those: the other
+    # runs) or "?" (any other test, and its else)
+    frames: list[str] = []
     found: dict[str, str] = {}
     for line in text.splitlines():
         word = line.split()[0].rstrip(";") if line.split() else ""
         tp = TP_TEST.match(line)
-        test = f"tp{tp.group(1)}" if tp else "adp" if ADP_TEST.match(line) else ""
+        test = f"tp{tp.group(1)}" if tp else "adp" if ADP_TEST.match(line) else "?"
         if word == "if":
             frames.append(test)
+            if re.search(r";\s*fi\s*$", line):  # (a test of one line: closed on it)
+                frames.pop()
         elif word == "elif" and frames:
             frames[-1] = test
         elif word in ("else", "fi") and frames:
             if word == "fi":
                 frames.pop()
             else:
-                frames[-1] = ""
+                frames[-1] = "?" if frames[-1] == "?" else ""
         m = assign.match(line)
         if m:
             found[next((f for f in reversed(frames) if f), "")] = m.group(1)
     if len(set(found.values())) == 1:
         return next(iter(found.values()))
+    if "?" in found:  # set under another test, to another value: not the run's to read
+        return ""
     if found and ("" not in found or set(found) == {"", "adp"}):  # (the default first)
         items = sorted(found.items(), key=lambda kv: kv[0] != "")  # (stable: tp order kept)
         return " ".join(f"{k}={v}" if k else v for k, v in items)
@@ -153,8 +171,7 @@ def versions(clone: Path) -> list[dict[str, str]]:
         out.append({
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
             "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
-            **{c: script_value(text, f) if engine == "sglang" else ""
-               for c, f in SGLANG_FLAGS.items()},
+            **{c: script_value(text, f) for c, f in FLAGS[engine].items()},
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out

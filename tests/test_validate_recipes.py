@@ -501,6 +501,30 @@ def test_inferencex_sglang_rows_take_their_launch_scripts_memory_fraction_and_ch
         assert (got.memory_utilization, got.max_num_tokens) == (0.85, chunk)
 
 
+def test_inferencex_vllm_rows_take_their_launch_scripts_memory_and_token_budget():
+    """An InferenceX aggregated vLLM row is priced at the --gpu-memory-utilization and
+    --max-num-batched-tokens its launch script passed (inferencex_kv.csv): gpt-oss on MI355X
+    0.95 (2025-09-21 on); MiniMax-M2.5 FP8 on B200 0.90 and $((ISL * 2)) from 2026-04-03 (2,048
+    tokens at 1k, 16,384 at 8k), 0.95 and vLLM's own budget before."""
+    from llm_codesign.validate.recipes import recipe_behaviour
+
+    vllm = load_engine("vllm")
+    row = dict(IX_ROW, framework="vllm (vllm/vllm-openai:v0.11.2)", tp="8", num_gpus="8")
+    mi355 = dict(row, model="gpt-oss-120b", gpu="MI355X", precision="fp4/?/?")
+    got = map_row(0, dict(mi355, notes="spec_method=none; run date 2025-10-01"))
+    assert got.recipe == "inferencex-vllm:mem=950" and "--gpu-memory-utilization 0.95" in got.note
+    assert recipe_behaviour(got.recipe, vllm).memory_utilization == 0.95
+    b200 = dict(row, model="MiniMax-M2.5", gpu="B200", precision="fp8/?/?")
+    cases = (("1024", "2026-04-10", (0.90, 2048)), ("8192", "2026-04-10", (0.90, 16384)),
+             ("1024", "2026-03-20", (0.95, 0)))  # (0: vLLM's own for the GPU)  # fmt: skip
+    for isl, date, want in cases:
+        m = map_row(0, dict(b200, isl=isl, notes=f"spec_method=none; run date {date}"))
+        got = recipe_behaviour(m.recipe, vllm)
+        assert (got.memory_utilization, got.max_num_tokens) == want
+    assert "--max-num-batched-tokens 2048 (= ISL*2)" in map_row(0, dict(b200, notes=
+        "spec_method=none; run date 2026-04-10")).note  # fmt: skip
+
+
 def test_the_script_walker_reads_a_memory_fraction_per_tp():
     """``benchmarks/inferencex_kv.py`` reads --mem-fraction-static as a number, through its
     variable's assignment, or per TP where each assignment sits under an ``if [[ $TP -eq N ]]``
@@ -534,3 +558,13 @@ def test_the_script_walker_reads_a_memory_fraction_per_tp():
         'sglang.launch_server --chunked-prefill-size "$CHUNKED_PREFILL_SIZE"'
     )
     assert read(by_adp, walker.SGLANG_FLAGS["chunk"]) == "16384 adp=32768"
+    one_line = 'if [[ "$MODEL" != /* ]]; then hf download "$MODEL"; fi\n'  # (closed on its line)
+    assert read(one_line + by_adp, walker.SGLANG_FLAGS["chunk"]) == "16384 adp=32768"
+    by_conc = (  # GLM-5 FP4 B200 MTP, 2026-06-12: 0.85, 0.8 above 128 clients (not read)
+        'MEM=0.85\nif [[ "$CONC" -gt 128 ]]; then\n    MEM=0.8\nfi\n'
+        "sglang.launch_server --mem-fraction-static $MEM"
+    )
+    assert read(by_conc) == ""
+    vllm = walker.FLAGS["vllm"]  # vLLM's --gpu-memory-utilization, --max-num-batched-tokens
+    line = 'vllm serve m --gpu-memory-utilization 0.95 --max-num-batched-tokens "$((ISL * 2 ))"'
+    assert (read(line, vllm["mem"]), read(line, vllm["chunk"])) == ("0.95", "isl*2")

@@ -17,17 +17,21 @@ from ..specs.model import ModelSpec
 from ..specs.precision import parse_precision
 from .campaigns import run_date, run_gpu_precision, stated_notes
 from .conventions import kv_field
-from .recipes import INFERENCEX_SGLANG, INFERENCEX_SGLANG_KV
+from .recipes import INFERENCEX_SGLANG, INFERENCEX_SGLANG_KV, INFERENCEX_VLLM
 from .tables import bundled_rows
 
 INFERENCEX_KV_FILE = "inferencex_kv.csv"
 INFERENCEX_DELAYER_FILE = "inferencex_sglang_prefill_delayer.csv"
-# what the table holds of an SGLang script's launch line, by column: the flag, and the scale of
-# its value in the recipe's whole-number field (``recipes.INFERENCEX_SGLANG``: mem per mille)
-SGLANG_SCRIPT_FLAGS = {
-    "mem": ("--mem-fraction-static", 1000),
-    "chunk": ("--chunked-prefill-size", 1),
+# what the table holds of an SGLang or vLLM script's launch line, by engine and column: the
+# flag, and the scale of its value in the recipe's whole-number field (``recipes
+# .INFERENCEX_SGLANG`` / ``INFERENCEX_VLLM``: mem per mille), and each engine's recipe
+SCRIPT_FLAGS = {
+    "sglang": {"mem": ("--mem-fraction-static", 1000), "chunk": ("--chunked-prefill-size", 1)},
+    "vllm": {"mem": ("--gpu-memory-utilization", 1000), "chunk": ("--max-num-batched-tokens", 1)},
 }
+SCRIPT_RECIPES = {"sglang": INFERENCEX_SGLANG, "vllm": INFERENCEX_VLLM}
+# a value the script computes from the input length: ``isl*2`` for ``$((ISL * 2))``
+ISL_VALUE = re.compile(r"isl([*+])(\d+)")
 
 
 def inferencex_script(row: dict[str, str], model_id: str, engine: str) -> Mapping[str, str] | None:
@@ -133,23 +137,31 @@ def inferencex_sglang_delayer(row: dict[str, str], model_id: str) -> tuple[str, 
     return f"{INFERENCEX_SGLANG}:delay={passes - 1}", note
 
 
-def inferencex_sglang_value(
-    script: Mapping[str, str] | None, column: str, tp: int, adp: bool = False
+def inferencex_script_value(
+    script: Mapping[str, str] | None, column: str, tp: int, adp: bool = False, isl: int = 0
 ) -> str:
-    """What an InferenceX SGLang run's script passed at ``tp`` (``adp``: with attention-DP), by
-    the table's ``column``: ``mem`` (``--mem-fraction-static``) or ``chunk``
-    (``--chunked-prefill-size``), one value, one per TP (``tp8=0.82 tp4=0.95``), or one for the
-    attention-DP runs beside the others' (``16384 adp=32768``); "" where the table does not say
-    (SGLang's default then: its memory fraction, ``serving.memory.sglang_memory_fraction``; its
-    chunk for the GPU, ``specs.gpu_defaults``).
+    """What an InferenceX SGLang or vLLM run's script passed at ``tp`` (``adp``: with
+    attention-DP; ``isl``: the run's nominal input length), by the table's ``column`` (its
+    engine's ``SCRIPT_FLAGS``): ``mem`` (``--mem-fraction-static`` /
+    ``--gpu-memory-utilization``) or ``chunk`` (``--chunked-prefill-size`` /
+    ``--max-num-batched-tokens``), one value, one per TP (``tp8=0.82 tp4=0.95``), one for the
+    attention-DP runs beside the others' (``16384 adp=32768``), or a multiple of the input
+    length (``isl*2``); "" where the table does not say (the engine's default then: SGLang's
+    memory fraction, ``serving.memory.sglang_memory_fraction``; its runtime's limits for the
+    GPU, ``specs.gpu_defaults``; vLLM's 0.9).
 
     Example:
-        >>> inferencex_sglang_value({"mem": "tp8=0.82 tp4=0.95"}, "mem", 4)
+        >>> inferencex_script_value({"mem": "tp8=0.82 tp4=0.95"}, "mem", 4)
         '0.95'
-        >>> inferencex_sglang_value({"chunk": "16384 adp=32768"}, "chunk", 8, adp=True)
+        >>> inferencex_script_value({"chunk": "16384 adp=32768"}, "chunk", 8, adp=True)
         '32768'
+        >>> inferencex_script_value({"chunk": "isl*2"}, "chunk", 4, isl=1024)
+        '2048'
     """
     value = (script or {}).get(column, "").strip()
+    if m := ISL_VALUE.fullmatch(value):
+        k = int(m.group(2))
+        return str(isl * k if m.group(1) == "*" else isl + k) if isl > 0 else ""
     if "=" not in value:
         return value
     words = value.split()
@@ -169,10 +181,11 @@ def inferencex_script_settings(
 ) -> tuple[str, str, list[str]]:
     """(precision, recipe, the mapping's notes) of an InferenceX aggregated SGLang or vLLM
     ``row`` on ``plan`` (tp, attention-DP) from what its launch script set: the KV format where
-    the row states none (``inferencex_kv_precision``) and, for SGLang, its memory fraction and
-    chunked-prefill budget (``inferencex_sglang_value``) and under attention-DP the prefill delayer
-    (``inferencex_sglang_delayer``): ``recipes.INFERENCEX_SGLANG``'s fields, recipe "" where
-    none."""
+    the row states none (``inferencex_kv_precision``), its memory fraction and token budget
+    (``inferencex_script_value``: SGLang's --mem-fraction-static and --chunked-prefill-size,
+    vLLM's --gpu-memory-utilization and --max-num-batched-tokens) and under SGLang's
+    attention-DP the prefill delayer (``inferencex_sglang_delayer``): the fields of the engine's
+    recipe (``SCRIPT_RECIPES``), recipe "" where none."""
     notes = []
     if kv_field(row["precision"]) == "?":
         auto_fp8 = sglang_auto_kv_fp8(model, hw)
@@ -182,9 +195,12 @@ def inferencex_script_settings(
     if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
         notes += [said] if said else []
-    for column, (flag, scale) in SGLANG_SCRIPT_FLAGS.items():
-        value = inferencex_sglang_value(script, column, *plan) if engine == "sglang" else ""
+    isl = int(float(row.get("isl") or 0))  # (the nominal length the script computes from)
+    for column, (flag, scale) in SCRIPT_FLAGS.get(engine, {}).items():
+        value = inferencex_script_value(script, column, *plan, isl=isl)
         if value and script:
-            recipe = (recipe or INFERENCEX_SGLANG) + f":{column}={round(float(value) * scale)}"
-            notes.append(f"{_where(row, script)} passed {flag} {value}")
+            recipe = (recipe or SCRIPT_RECIPES[engine]) + f":{column}={round(float(value) * scale)}"
+            formula = ISL_VALUE.fullmatch(script[column])  # (a multiple of the input length)
+            shown = f"{value} (= ISL{script[column][3:]})" if formula else value
+            notes.append(f"{_where(row, script)} passed {flag} {shown}")
     return prec, recipe, notes

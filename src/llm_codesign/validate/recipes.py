@@ -79,8 +79,10 @@ INFERENCEX_TRTLLM = "inferencex-trtllm"
 # --enable-prefill-delayer under attention-DP (the engine's attention-DP context balance at that
 # timeout, no batching wait; ``inferencex_sglang_delayer``), ``mem=<per mille>`` and
 # ``chunk=<tokens>``, the --mem-fraction-static and --chunked-prefill-size it passed
-# (``inferencex_sglang_value``), each where it applies
+# (``inferencex_script_value``), each where it applies; InferenceX's vLLM runs: ``inferencex-vllm``
+# with ``mem`` and ``chunk``, the --gpu-memory-utilization and --max-num-batched-tokens it passed
 INFERENCEX_SGLANG = "inferencex-sglang"
+INFERENCEX_VLLM = "inferencex-vllm"
 INFERENCEX_ADP_BALANCE = {"adp_balance_timeout_iters": 60, "adp_balance_wait_iters": 0}
 # and their engine limits (the same scripts, and their *_slurm.sh forms before 2026-01-22,
 # SemiAnalysisAI/InferenceX b0c4ed21b^): kv_cache_config free_gpu_memory_fraction 0.75; without
@@ -345,8 +347,8 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
             adp_balance_timeout_iters=int(bench["balance"]),
             adp_balance_wait_iters=int(bench["wait"]),
         )
-    if name == INFERENCEX_SGLANG:  # the prefill delayer's balance, the script's fraction, chunk
-        keys = ("delay", "mem", "chunk")
+    if name in (INFERENCEX_SGLANG, INFERENCEX_VLLM):  # the prefill delayer, fraction, tokens
+        keys = ("delay", "mem", "chunk") if name == INFERENCEX_SGLANG else ("mem", "chunk")
         f = recipe_fields(recipe, rest, keys, False, "inferencex_script_settings")
         if "delay" in f:
             eng = replace(eng, adp_balance_timeout_iters=int(f["delay"]), adp_balance_wait_iters=0)
