@@ -48,14 +48,18 @@ ISL = st.integers(16, 16384)
 CONC = st.integers(1, 1024)
 
 
-def _engine(eng_id):
+def _engine(eng_id, gpu):
+    """The engine ``eng_id`` (``name[:moe_comm]``) with its runtime's limits on the case's GPU
+    (``specs.gpu_defaults``): a what-if GPU keeps them, so that a property compares the same
+    engine settings (SGLang would pick a larger chunk on a larger GPU)."""
     name, _, family = eng_id.partition(":")
-    return load_engine(name).with_overrides(**({"moe_comm": family} if family else {}))
+    eng = load_engine(name).with_overrides(**({"moe_comm": family} if family else {}))
+    return load_engine(eng, load_hardware(gpu))
 
 
 def _run(case, eng_id, isl, osl, conc, hw=None, iterations=None):
     mid, gid, pid, tp, pp, ep, adp = case
-    m, p, eng = load_model(mid), parse_precision(pid), _engine(eng_id)
+    m, p, eng = load_model(mid), parse_precision(pid), _engine(eng_id, gid)
     hw = hw or load_hardware(gid)
     old = aggregated.FIXED_POINT_ITERATIONS
     if iterations is not None:
@@ -110,7 +114,7 @@ def test_roofline_little_and_convergence(case, eng, isl, osl, conc):
 def test_clients_beyond_the_cap_queue(case, eng, isl, osl):
     _, _, _, r = _run(case, eng, isl, osl, 1)
     cap = float(np.floor(r.max_concurrency))
-    cap = min(cap, float(_engine(eng).max_batch_size) * (case[3] if case[6] else 1))
+    cap = min(cap, float(_engine(eng, case[1]).max_batch_size) * (case[3] if case[6] else 1))
     if not 1 <= cap <= 1e5:
         return
     _, _, _, at = _run(case, eng, isl, osl, np.array([cap, cap + 1, 2 * cap + 7]))
@@ -345,7 +349,7 @@ def test_a_speculating_decode_pool_gains_from_acceptance(case, eng, conc, k, a, 
     from llm_codesign.serving.disaggregated import decode_workers
 
     mid, gid, pid, tp, pp, ep, adp = case
-    args = (load_model(mid), load_hardware(gid), parse_precision(pid), _engine(eng))
+    args = (load_model(mid), load_hardware(gid), parse_precision(pid), _engine(eng, gid))
     kw = dict(tp=tp, pp=pp, ep=ep, cp=1, attention_dp=adp, concurrency=float(conc), isl=1024,
               osl=256)  # fmt: skip
 

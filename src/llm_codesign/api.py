@@ -560,8 +560,7 @@ def explain_ops(
     """Per-op detail of a pure decode step of the ``running`` sequences (default: the
     workload's concurrency) and of one prefill chunk: time, FLOPs, bound."""
     rows: list[dict[str, Any]] = []
-    ranks = scheduling_ranks(plan.tp, plan.attention_dp)
-    chunk = min(wl.isl, float(rank_token_budget(eng, ranks)))  # (a rank's chunk)
+    chunk = min(wl.isl, float(rank_token_budget(eng, scheduling_ranks(plan.tp, plan.attention_dp))))
     dec_seqs = wl.concurrency if running is None else running
     for phase, dec, pre in (("decode", dec_seqs, 0), ("prefill", 0, chunk)):
         # a decode step's micro-batch (ops.step_shape's rule); one prefill chunk streams whole

@@ -379,6 +379,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "memory_budget",
         "max_batch_size",
         "gpu_defaults",  # (whose rule fills the limits at 0 for each GPU)
+        "token_budget_scope",  # (whose max_num_tokens: a rank's or the server's)
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
     }
     for name in sorted(keep):
