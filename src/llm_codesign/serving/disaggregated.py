@@ -470,8 +470,9 @@ def evaluate_disaggregated(
     """
     eng = speculating_engine(for_gpu(eng, hw), spec_tokens)  # (the runtime's limits on hw)
     # the prefill pool's own engine where its settings differ (a recipe's MoE dispatch family)
-    peng = prefill_engine and speculating_engine(for_gpu(prefill_engine, hw), spec_tokens)
-    peng = peng or eng
+    peng = eng  # the prefill workers' engine: the decode pool's unless given
+    if prefill_engine is not None:
+        peng = speculating_engine(for_gpu(prefill_engine, hw), spec_tokens)
     keys = ("tp", "pp", "ep", "cp", "attention_dp")
     pplan = {k: np.asarray(prefill_plan[k]) for k in keys}
     dplan = {k: np.asarray(decode_plan[k]) for k in keys}

@@ -385,6 +385,7 @@ def discrete_step(
     mixture). Under attention-DP a step's prompt tokens fill one rank's token budget
     (``rank_token_budget``) before the next: the busiest rank holds min(tokens, that budget).
     Used by the request-level simulator (``serving.simulate``), which prices every step it runs."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     pre = np.asarray(prefill_tokens, dtype=float)
     ranks = scheduling_ranks(np.asarray(tp), np.asarray(attention_dp, dtype=bool))
     rank_pre = np.where(ranks > 1, np.minimum(pre, rank_token_budget(eng, ranks)), pre)
