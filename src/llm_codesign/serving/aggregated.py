@@ -164,6 +164,7 @@ def _evaluate_running(
 ) -> GridResult:
     """The closed loop with the running batch at most ``batch_limit`` (per configuration;
     None: the memory and engine caps only)."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw, for a caller of this loop alone)
     yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     k_spec = spec_tokens
     # hardware support for the precision is a property of the (hw, precision) pair: raise once

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import plan_feasibility
@@ -220,6 +221,7 @@ def engine_for(
     replica_requests: int,
 ) -> Engine | str:
     """The replica's scheduler limits and step table, or why the configuration cannot run."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     tp, pp, ep, cp, adp = (axes[k] for k in ("tp", "pp", "ep", "cp", "attention_dp"))
     reason = str(plan_feasibility(model, tp, pp, ep, adp, cp, eng.moe_partial_ep).reshape(-1)[0])
     if reason:
