@@ -200,7 +200,7 @@ def inferencex_script_settings(
         value = inferencex_script_value(script, column, *plan, isl=isl)
         if value and script:
             recipe = (recipe or SCRIPT_RECIPES[engine]) + f":{column}={round(float(value) * scale)}"
-            formula = ISL_VALUE.fullmatch(script[column])  # (a multiple of the input length)
-            shown = f"{value} (= ISL{script[column][3:]})" if formula else value
+            f = ISL_VALUE.fullmatch(script[column])  # (computed from the input length)
+            shown = f"{value} (= ISL{f.group(1)}{f.group(2)})" if f else value
             notes.append(f"{_where(row, script)} passed {flag} {shown}")
     return prec, recipe, notes
