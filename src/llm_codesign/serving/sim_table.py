@@ -207,6 +207,12 @@ class Engine:
     # passed (0: no waiting; never under attention-DP)
     hold_iters: int = 0
     hold_tokens: float = 0.0
+    # attention-DP: the scheduling ranks (each request lives on one, with its share of the
+    # budget and of max_running) and TensorRT-LLM's context balance on them
+    # (serving.balance.adp_balance_window prices the same rule in the mean; 0: none)
+    ranks: int = 1
+    balance_timeout: int = 0
+    balance_wait: int = 0
 
 
 def engine_for(
@@ -248,6 +254,7 @@ def engine_for(
     rank_tokens = float(rank_token_budget(eng, ranks))  # (a rank's; SGLang's server share)
     budget = rank_tokens * ranks * int(pp)
     waits = holds_context(eng, False) and not bool(adp)
+    balances = bool(adp) and ranks > 1 and holds_context(eng, True)
     longest = float(np.max(reqs.isl + reqs.osl))
     # a sequence's own KV: its prompt less a shared (cached) prefix
     unique = float(np.min(np.maximum(reqs.isl - reqs.prefix_len, 1)))
@@ -275,4 +282,7 @@ def engine_for(
         query=1.0 + spec_tokens,
         hold_iters=eng.batch_wait_timeout_iters if waits else 0,
         hold_tokens=eng.batch_wait_max_tokens_ratio * budget if waits else 0.0,
+        ranks=ranks,
+        balance_timeout=eng.adp_balance_timeout_iters if balances else 0,
+        balance_wait=eng.adp_balance_wait_iters if balances else 0,
     )

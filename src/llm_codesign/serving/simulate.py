@@ -25,8 +25,11 @@ batching with chunked prefill, as TensorRT-LLM, vLLM and SGLang run it:
 * TensorRT-LLM's batch waiting (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``;
   not under attention-DP): while a sequence decodes, the prompts a step would take wait, the
   batch decoding meanwhile, until they and the decode tokens reach the share of the budget or
-  the timeout (``serving.balance.batch_wait_window`` prices the same rule in the mean); the
-  attention-DP context balance is not simulated;
+  the timeout (``serving.balance.batch_wait_window`` prices the same rule in the mean);
+* attention-DP (``serving.sim_ranks``): each request lives on one rank (the least loaded when
+  admitted), which takes prompt chunks up to its own share of the budget less its own decode
+  tokens and runs at most its share of ``max_running``; TensorRT-LLM's attention-DP context
+  balance holds every rank's prompts until each rank has one, or its timeout;
 * every request pays ``request_overhead_s`` before the engine sees it (inside TTFT);
 * one prompt's chunks run one after the other, each through every pipeline stage (TensorRT-LLM
   and vLLM; SGLang overlaps them, ``EngineConstants.pp_prefill_overlap``, which the analytic
@@ -62,6 +65,7 @@ from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
 from .admission import admitted
 from .aggregated import _evaluate_running
+from .sim_ranks import Ranks
 from .sim_stats import summarize_run
 from .sim_table import Engine, engine_for
 from .step import PROMPT_BUDGET_FLOOR, speculating_engine, tokens_per_step
@@ -203,7 +207,10 @@ def simulate(
     for idx in replicas:
         if not idx.size:
             continue
-        out = run_replica(engine, reqs, idx, steps, traffic.clients if closed else 0, counts)
+        together = traffic.clients_start == "together"
+        out = run_replica(
+            engine, reqs, idx, steps, traffic.clients if closed else 0, counts, together=together
+        )
         issue[idx], first[idx], finish[idx] = out
     gpus = tp * pp
     summary = summarize_run(
@@ -268,12 +275,14 @@ def run_replica(
     clients: int,
     counts: dict[str, int],
     prefilled: bool = False,
+    together: bool = False,
 ) -> tuple[Array, Array, Array]:
     """One replica's run of the requests ``idx`` (in order): (issue, first token, finish)
     seconds. ``clients`` > 0: a closed loop of that many clients (request i + clients is sent
-    when one of theirs finishes), else the requests' own arrival times. ``prefilled``: a
-    disaggregated decode worker, whose requests arrive with their prompt's KV (and first
-    token) from a prefill worker and join the decoding batch when admitted."""
+    when one of theirs finishes; ``together``: the clients all start at once, else spread over
+    one request cycle), else the requests' own arrival times. ``prefilled``: a disaggregated
+    decode worker, whose requests arrive with their prompt's KV (and first token) from a
+    prefill worker and join the decoding batch when admitted."""
     n = len(idx)
     isl = reqs.isl[idx].tolist()
     nsteps = dec_steps[idx].tolist()
@@ -298,7 +307,7 @@ def run_replica(
         cycle = math.ceil(mean_isl / chunk) * e.table.mixed(0, chunk, 16.0, mean_isl / 2)
         cycle += float(np.mean(nsteps)) * e.table.decode(c, mean_isl + float(np.mean(full_osl)) / 2)
         for i in range(c):
-            issue[i] = cycle * i / c
+            issue[i] = 0.0 if together else cycle * i / c
             pending.append((issue[i] + overhead, i))
         next_issue = min(clients, n)
     else:
@@ -337,15 +346,24 @@ def run_replica(
     max_running = e.max_running
     cap = e.kv_tokens
     full = e.full_admission
-    prompt_floor = PROMPT_BUDGET_FLOOR * budget
     waited = 0  # steps the prompts have waited under batch waiting (Engine.hold_iters)
+    # the scheduling ranks (one without attention-DP): each request's, its share of the budget
+    ranks = Ranks(e.ranks, -(-max_running // e.ranks), e.balance_timeout, e.balance_wait)
+    rank_of = [0] * n
+    rank_budget = budget / ranks.count
+    rank_floor = PROMPT_BUDGET_FLOOR * rank_budget
 
     def preempt() -> tuple[int, float, float]:
-        """``_preempt`` on this replica's state (the newest decoder back to the queue)."""
-        return _preempt(
+        """``_preempt`` on this replica's state (the newest decoder back to the queue, off its
+        rank)."""
+        out = _preempt(
             dec_order, decoding, heap, gen, resume, join_step, pre_left, pre_pos, isl, kv_off,
             charge, S, q, waiting, n_dec, ctx_base, kv_base,
         )  # fmt: skip
+        r = rank_of[waiting[0]]
+        ranks.decoding[r] -= 1
+        ranks.placed[r] -= 1
+        return out
 
     def admit_need(i: int) -> float:
         shared = plen[i] if pid[i] >= 0 and pid[i] in resident else 0
@@ -358,6 +376,9 @@ def run_replica(
         # ---- admission (FCFS: the head waits, so does everyone behind it) ----
         while waiting and len(prefilling) + n_dec < max_running and not blocked:
             i = waiting[0]
+            r = ranks.place()
+            if r < 0:
+                break
             need = admit_need(i) if resume[i] < 0 else float(pre_left[i])
             held = reserved if full else kv_pre + kv_base + n_dec * q * S
             if held + pinned + need > (cap if full else cap * (1.0 - KV_WATERMARK)):
@@ -372,6 +393,8 @@ def run_replica(
                     continue
                 break
             waiting.popleft()
+            rank_of[i] = r
+            ranks.placed[r] += 1
             if resume[i] < 0:
                 shared = plen[i] if pid[i] >= 0 and pid[i] in resident else 0
                 pre_pos[i] = shared
@@ -388,8 +411,10 @@ def run_replica(
             if nsteps[i] == 0:
                 finish[i] = t
                 reserved -= charge[i] if full else 0.0
+                ranks.placed[r] -= 1
                 done += 1
                 continue
+            ranks.decoding[r] += 1
             join_step[i] = S
             ctx_base += isl[i] + 1.0 - q * S
             kv_base += isl[i] + 1.0 - q * S
@@ -404,20 +429,33 @@ def run_replica(
             continue
         counts["events"] += 1
         p, pctx, chunks = 0, 0.0, []
-        if prefilling:  # the prompt chunks a step takes: the rest of the budget, oldest first
-            room = max(budget - n_dec * e.query, prompt_floor)
+        if prefilling:  # the prompt chunks a step takes: each rank's rest of its budget share
+            room = [max(rank_budget - d * e.query, rank_floor) for d in ranks.decoding]
+            used = [0] * ranks.count
+            full_ranks = 0
             for i in prefilling:
-                c = min(pre_left[i], int(room) - p, int(e.chunk_cap))
+                r = rank_of[i]
+                if used[r] < 0:  # that rank is full: its older prompts go first
+                    continue
+                c = min(pre_left[i], int(room[r]) - used[r], int(e.chunk_cap))
                 if c <= 0:
-                    break
+                    used[r] = -1
+                    full_ranks += 1
+                    if full_ranks == ranks.count:
+                        break
+                    continue
                 chunks.append((i, c))
                 pctx += c * (pre_pos[i] + c / 2.0)
                 p += c
+                used[r] += c
         # batch waiting: those chunks and the decode tokens under the share of the budget hold
-        # the prompts back (decode steps meanwhile)
+        # the prompts back (decode steps meanwhile); the attention-DP balance holds them until
+        # every rank has one (sim_ranks)
         hold = bool(prefilling and e.hold_iters and n_dec and waited < e.hold_iters)
         hold = hold and p + n_dec * e.query < e.hold_tokens
         waited = waited if hold else 0
+        balance = ranks.hold(sum(u != 0 for u in used)) if prefilling else 0
+        hold = hold or balance > 0
         if prefilling and not hold:
             # ---- one step with prompt chunks ----
             ctx = (ctx_base + n_dec * q * S) / n_dec if n_dec else 0.0
@@ -457,6 +495,7 @@ def run_replica(
                 if left == 0:
                     finish[i] = t
                     reserved -= charge[i] if full else 0.0
+                    ranks.placed[rank_of[i]] -= 1
                     blocked = False
                     done += 1
                     if clients and next_issue < n:
@@ -465,6 +504,7 @@ def run_replica(
                         next_issue += 1
                     continue
                 ctx_i = pre_pos[i] + 1.0
+                ranks.decoding[rank_of[i]] += 1
                 join_step[i] = S
                 ctx_base += ctx_i - q * S
                 kv_base += ctx_i - kv_off[i] - q * S
@@ -480,8 +520,7 @@ def run_replica(
                 wait = pending[0][0] - t
                 k = max(1, min(k, math.ceil(wait / table.decode(n_dec, ctx))))
             if hold:  # until the timeout at most
-                k = max(1, min(k, e.hold_iters - waited))
-                waited += k
+                k = max(1, min(k, balance if balance else e.hold_iters - waited))
             if not full:
                 room_kv = cap - (kv_pre + kv_base + n_dec * q * S + pinned)
                 k_kv = int(room_kv // (n_dec * q))
@@ -494,6 +533,12 @@ def run_replica(
             t += k * table.decode(n_dec, ctx + q * (k - 1) / 2.0)
             S += k
             counts["steps"] += k
+            if balance:
+                ranks.held(k)
+            elif hold:
+                waited += k
+            elif not prefilling:
+                ranks.idle(k)
         while heap and heap[0][0] <= S:
             _, i, g = heapq.heappop(heap)
             if g != gen[i]:
@@ -501,6 +546,8 @@ def run_replica(
             finish[i] = t
             n_dec -= 1
             decoding.discard(i)
+            ranks.decoding[rank_of[i]] -= 1
+            ranks.placed[rank_of[i]] -= 1
             ctx_base -= (pre_pos[i] + 1.0) - q * join_step[i]
             kv_base -= (pre_pos[i] + 1.0) - kv_off[i] - q * join_step[i]
             if full:

@@ -34,6 +34,9 @@ from ..errors import SpecError
 from .workload import MAX_CONTEXT_TOKENS
 
 ARRIVALS = ("closed", "poisson", "burst", "trace")
+# how a closed loop's clients start: spread over one request cycle (a loop that has run a
+# while) or all at once (a benchmark client's run: InferenceX, vLLM's and SGLang's bench_serving)
+CLIENT_STARTS = ("spread", "together")
 LENGTH_KINDS = ("fixed", "uniform", "normal", "lognormal", "file")
 MAX_REQUESTS = 10_000_000
 MAX_TRACE_BYTES = 500_000_000
@@ -271,8 +274,10 @@ class Traffic:
     the whole deployment (its replicas share it round robin); ``num_requests``: requests
     simulated (a trace: its own); ``prefix_len``: tokens of a prompt prefix every request
     shares (prefix caching; 0: off); ``seed``: the random draws' seed (same seed, same run);
-    ``warmup``: leading requests left out of the statistics (None: a fifth of a closed loop's,
-    whose start is a synchronized wave, none of an open loop's, which a benchmark counts);
+    ``warmup``: leading requests left out of the statistics (None: a fifth of a closed loop's
+    whose clients start spread, none of one whose clients start together, which a benchmark
+    counts from its start, nor of an open loop's); ``clients_start``: a closed loop's clients
+    start spread over one request cycle or all together (``CLIENT_STARTS``);
     ``ttft_slo_ms``/``tpot_slo_ms``: the SLA goodput counts against."""
 
     arrival: str = "closed"
@@ -287,11 +292,17 @@ class Traffic:
     warmup: int | None = None
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
+    clients_start: str = "spread"
 
     def __post_init__(self) -> None:
         if self.arrival not in ARRIVALS:
             raise SpecError(
                 f"traffic: arrival {self.arrival!r} is not one of {', '.join(ARRIVALS)}"
+            )
+        if self.clients_start not in CLIENT_STARTS:
+            raise SpecError(
+                f"traffic: clients_start {self.clients_start!r} is not one of "
+                f"{', '.join(CLIENT_STARTS)}"
             )
         if self.arrival == "trace" and self.trace is None:
             raise SpecError("traffic: arrival 'trace' needs a trace file")
@@ -324,7 +335,8 @@ class Traffic:
     def warmup_requests(self) -> int:
         if self.warmup is not None:
             return self.warmup
-        return self.count // 5 if self.arrival == "closed" else 0
+        spread = self.arrival == "closed" and self.clients_start == "spread"
+        return self.count // 5 if spread else 0
 
     def requests(self) -> Requests:
         """The run's requests, drawn with ``seed`` (a trace's as they are)."""
@@ -362,6 +374,7 @@ class Traffic:
         return {
             "arrival": self.arrival,
             "clients": self.clients if self.arrival == "closed" else None,
+            "clients_start": self.clients_start if self.arrival == "closed" else None,
             "rate_per_s": self.rate_per_s if self.arrival == "poisson" else None,
             "requests": self.count,
             "isl": self.isl.text if self.trace is None else None,

@@ -351,13 +351,15 @@ def _predict_group(
     """Price the rows ``idx`` of one (model, GPU, precision, engine, speculation) group into
     ``preds`` and ``notes`` (``predict_rows``)."""
     node = float(gpus_per_node(hw))  # per-node metrics: the GPUs one node holds
-    # request-rate rows and percentile metrics: the request simulator
-    sim = [j for j in idx if simulated(rows[j])]
+    # request-rate rows, percentile metrics and closed loops under the attention-DP balance:
+    # the request simulator
+    sim = [j for j in idx if simulated(rows[j], eng)]
     if sim:
         vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
         for j, v, n in zip(sim, vals, why):
             preds[j], notes[j] = v, n
-        idx = [j for j in idx if not simulated(rows[j])]
+        taken = set(sim)
+        idx = [j for j in idx if j not in taken]
     # offline rows of a benchmark recipe: its own engine limits and request count
     rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
     if rec:

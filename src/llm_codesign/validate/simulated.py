@@ -1,7 +1,12 @@
 """Predictions of the rows the request simulator prices (``serving.simulate``): request-rate
 rows (Poisson arrivals at the offered rate; "INF" rows as a burst of the benchmark's
-requests) and percentile metrics (``ttft_ms_p99``, ``itl_ms_median`` ...) of client-concurrency
-and request-rate rows.
+requests), percentile metrics (``ttft_ms_p99``, ``itl_ms_median`` ...) of client-concurrency
+and request-rate rows, and every metric of a client-concurrency row on attention-DP ranks whose
+engine holds their prompts back (TensorRT-LLM's attention-DP context balance,
+``balanced_loop``): the simulator runs that rule rank by rank (``serving.sim_ranks``), where the
+analytic closed loop prices it as a mean round window (``serving.balance``), which misses what
+a benchmark's run does with it: a rank that receives two prompts in one window releases one
+per round, and clients that start together arrive in waves for several rounds.
 
 Each distinct (plan, lengths, arrival, rate or clients, request count) is simulated once,
 seed 0, with the benchmark's request count where the row states it (else
@@ -18,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..report.launch_data import gpus_per_node
+from ..serving.balance import holds_context
 from ..serving.simulate import simulate
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -32,9 +38,22 @@ DEFAULT_REQUESTS = 1000  # requests simulated when a row does not state the benc
 CLOSED_LOOP_ROUNDS = 10  # a closed loop's requests: this many per client (at least the default)
 
 
-def simulated(r: MappedRow) -> bool:
-    """Whether the simulator prices this row: a request rate (or INF) or a percentile."""
-    return bool(r.arrival) or split_percentile(r.metric) is not None
+def simulated(r: MappedRow, eng: EngineConstants | None = None) -> bool:
+    """Whether the simulator prices this row: a request rate (or INF), a percentile, or (the
+    row's engine ``eng`` given) a closed loop under the attention-DP balance
+    (``balanced_loop``)."""
+    return (
+        bool(r.arrival)
+        or split_percentile(r.metric) is not None
+        or (eng is not None and balanced_loop(r, eng))
+    )
+
+
+def balanced_loop(r: MappedRow, eng: EngineConstants) -> bool:
+    """A client-concurrency row of one aggregated replica on attention-DP ranks whose engine
+    ``eng`` holds their prompts back (``serving.balance.holds_context``)."""
+    ranks = r.attention_dp and r.tp > 1
+    return r.mode == "concurrency" and r.pools is None and ranks and holds_context(eng, True)
 
 
 def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
@@ -57,7 +76,11 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
         return Traffic(arrival="burst", num_requests=n, isl=isl, osl=osl), replicas
     clients = int(r.load)
     n = max(CLOSED_LOOP_ROUNDS * clients, r.requests or DEFAULT_REQUESTS)
-    return Traffic(clients=clients, num_requests=n, isl=isl, osl=osl), 1
+    # InferenceX's client (benchmark_serving.py) finishes its warmup requests, then starts its
+    # clients together (--request-rate inf under the --max-concurrency semaphore) and counts
+    # every request it sends; other closed loops start spread, a fifth left out
+    start = "together" if r.mean_isl else "spread"
+    return Traffic(clients=clients, num_requests=n, isl=isl, osl=osl, clients_start=start), 1
 
 
 def _value(metric: str, res: Any, warm: int, gpus: int, node_gpus: float) -> float:
@@ -129,5 +152,7 @@ def predict_simulated(
         # per-GPU metrics are the run's; totals scale to the row's GPUs
         v = _value(r.metric, res, warm, r.metric_gpus, gpus_per_node(hw))
         vals.append(v)
-        notes.append(f"simulated ({traffic.arrival}, {traffic.count} requests, seed 0)")
+        start = f", clients start {traffic.clients_start}" if traffic.arrival == "closed" else ""
+        why = "; the attention-DP balance, rank by rank" if balanced_loop(r, eng) else ""
+        notes.append(f"simulated ({traffic.arrival}{start}, {traffic.count} requests, seed 0{why})")
     return vals, notes
