@@ -10,6 +10,7 @@ import click
 
 from .. import Traffic, parse_length_dist, read_trace
 from ..report import table
+from ..specs.traffic import CLIENT_STARTS
 
 SIMULATION_OPTIONS = (
     "arrival_rate",
@@ -22,6 +23,7 @@ SIMULATION_OPTIONS = (
     "percentiles",
     "seed",
     "warmup",
+    "clients_start",
     "ttft_slo_ms",
     "tpot_slo_ms",
 )
@@ -88,6 +90,15 @@ def simulation_options(f: Callable) -> Callable:
                 help="seed of the simulation's random draws",
             ),
             click.option(
+                "--clients-start",
+                type=click.Choice(CLIENT_STARTS),
+                default="spread",
+                show_default=True,
+                help="a closed loop's clients: spread over one request cycle (a loop that has "
+                "run a while) or together, as a benchmark client starts them (its start-up "
+                "waves counted: no warmup left out by default)",
+            ),
+            click.option(
                 "--warmup",
                 type=click.IntRange(min=0),
                 default=None,
@@ -148,6 +159,7 @@ def traffic_from(params: dict[str, Any], given: set[str]) -> Traffic | None:
         trace=trace,
         seed=params["seed"],
         warmup=params["warmup"],
+        clients_start=params["clients_start"],
         ttft_slo_ms=params["ttft_slo_ms"],
         tpot_slo_ms=params["tpot_slo_ms"],
     )
@@ -158,7 +170,7 @@ def print_simulation(c: Any, sim: dict[str, Any]) -> None:
     tr = sim["traffic"]
     arrival = tr["arrival"]
     if arrival == "closed":
-        how = f"closed loop, {tr['clients']} clients per replica"
+        how = f"closed loop, {tr['clients']} clients per replica starting {tr['clients_start']}"
     elif arrival == "poisson":
         how = f"Poisson arrivals at {tr['rate_per_s']:g} req/s"
     elif arrival == "burst":

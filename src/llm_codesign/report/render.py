@@ -116,7 +116,7 @@ def clean(obj: Any) -> Any:
 # `engine_constants` state the limits resolved on its GPU (SGLang's 16,384-token chunk on a B200).
 # 28: the engine constants add `token_budget_scope` (rank, server: whose `max_num_tokens` it is;
 # SGLang's is the server's, split over its DP-attention ranks, `serving.memory.rank_token_budget`).
-SCHEMA_VERSION = 28
+SCHEMA_VERSION = 29
 
 
 def to_json(obj: Any) -> str:

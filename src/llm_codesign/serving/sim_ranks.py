@@ -51,7 +51,7 @@ class Ranks:
         """Iterations the balance holds this iteration's prompts back, ``scheduled`` ranks
         having a prompt chunk scheduled: 0, the step takes them now (the counts updated as the
         executor does); k > 0, this iteration and up to k - 1 more decode without them (the
-        caller then calls :meth:`held`)."""
+        caller then calls :meth:`held` with the iterations it ran)."""
         self.batching_hold = False
         if not self.timeout or not scheduled:
             return 0

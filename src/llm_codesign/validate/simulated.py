@@ -153,6 +153,8 @@ def predict_simulated(
         v = _value(r.metric, res, warm, r.metric_gpus, gpus_per_node(hw))
         vals.append(v)
         start = f", clients start {traffic.clients_start}" if traffic.arrival == "closed" else ""
+        if traffic.arrival == "closed" and traffic.clients_start == "together":
+            start += " (the start-up waves run, not a share of them)"
         why = "; the attention-DP balance, rank by rank" if balanced_loop(r, eng) else ""
         notes.append(f"simulated ({traffic.arrival}{start}, {traffic.count} requests, seed 0{why})")
     return vals, notes
