@@ -72,6 +72,21 @@ CASES = [
         {"tp": 8, "ep": 8, "attention_dp": True, "spec_tokens": 3, "spec_acceptance": 0.7},
         Traffic(clients=256, num_requests=20_000, isl=fixed(1024), osl=fixed(1024)),
     ),
+    (
+        "deepseek-r1 H200 TP8 EP8 attention-DP FP8 under the attention-DP balance (timeout 60), "
+        "closed loop 256 starting together, InferenceX lengths 8k/1k",
+        "deepseek-r1",
+        "h200-sxm",
+        "fp8",
+        {"tp": 8, "ep": 8, "attention_dp": True, "engine": {"adp_balance_timeout_iters": 60}},
+        Traffic(
+            clients=256,
+            num_requests=20_000,
+            isl=parse_length_dist("uniform:6553:8192", "isl"),
+            osl=parse_length_dist("uniform:819:1024", "osl"),
+            clients_start="together",
+        ),
+    ),
 ]
 
 
@@ -81,8 +96,9 @@ def speed() -> None:
             load_model(mid),
             load_hardware(gid),
             parse_precision(pid),
-            load_engine("trtllm"),
+            load_engine("trtllm").with_overrides(**plan.get("engine", {})),
         )
+        plan = {k: v for k, v in plan.items() if k != "engine"}
         axes = {k: plan.get(k, d) for k, d in (("tp", 1), ("pp", 1), ("ep", 1), ("cp", 1))}
         axes["attention_dp"] = plan.get("attention_dp", False)
         t0 = time.perf_counter()
@@ -114,7 +130,7 @@ def _rate_rows_report(seed: int | None = None, simulator: bool = True) -> list[d
     simulated = importlib.import_module("llm_codesign.validate.simulated")
     saved = (predict.simulated, simulated.Traffic)
     if not simulator:
-        predict.simulated = lambda row: False
+        predict.simulated = lambda row, eng=None: False
     if seed is not None:
         simulated.Traffic = functools.partial(Traffic, seed=seed)
     try:
