@@ -367,3 +367,31 @@ def test_estimate_says_what_the_balance_does_to_ttft():
     assert not any("context balance" in n for n in e_off.notes)
     few = estimate(*args, Workload(1024, 1024, 8), engine=on, explain=False)
     assert any("no prompt waits here" in n for n in few.notes)
+
+
+DELAYER = ON.with_overrides(adp_balance_kind="delayer", adp_balance_timeout_iters=29)
+H7 = H8 - 1 / 8
+
+
+def test_sglang_prefill_delayer_window_wait_and_rounds_by_hand():
+    """SGLang's delayer opens its window at a first prompt: one prompt per iteration on 8 ranks
+    covers the other 7 after 8 x H_7 = 20.74 iterations (the executor's round needs 8 x H_8);
+    one per 4 iterations: (8 / 0.25) H_7 = 82.96, past T = 29. The first prompt waits the
+    window, the m = lambda W that join it half: W (1 + m / 2) / (1 + m) iterations a request.
+    Its rounds, 1 + m prompts every W + 1 / lambda iterations, keep the mean demand."""
+    assert window(DELAYER, 8, 1024, 1024, 64) == pytest.approx(8 * H7)
+    assert window(DELAYER, 8, 1024, 256, 64) == 29.0
+    w, wait = context_hold_wait(DELAYER, 8, 1024, 256, 64, 1, 0.05)
+    m = 0.25 * 29
+    assert float(w) == 29.0
+    assert float(wait) == pytest.approx(29 * (1 + m / 2) / (1 + m) * 0.05)
+    # the executor at the same window: half of it
+    _, half = context_hold_wait(ON.with_overrides(adp_balance_timeout_iters=29), 8, 1024, 256,
+                                64, 1, 0.05)  # fmt: skip
+    assert float(half) == pytest.approx(29 * 0.5 * 0.05)
+    eng = DELAYER.with_overrides(max_num_tokens=65536)
+    share, total, rank, _ = chunked_prefill(eng, 1024.0, 8, True, 64.0, 256.0, 1.0, 64.0)
+    per_round = 1 + m
+    assert float(share) == pytest.approx(1 / (29 + 4))  # one step per round: under the budget
+    assert float(share * total) == pytest.approx(256.0)  # conserved
+    assert float(rank) == pytest.approx(_max_of_poisson(per_round / 8, 8) * 1024)

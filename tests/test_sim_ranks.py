@@ -195,3 +195,46 @@ def test_validate_simulates_the_closed_loops_under_the_balance(tmp_path):
     assert "attention-DP balance, rank by rank" in adp["note"]
     assert "simulated" not in ep["note"]
     assert abs(adp["error"]) < 0.15
+
+
+def test_sglang_prefill_delayer_counts_only_the_passes_it_delays():
+    """SGLang's delayer (PrefillDelayer._negotiate_should_allow_prefill_pure, T = max passes -
+    1 = 29): a lone prompt starts an episode and waits all 29 passes, not the residual of a
+    running count; a pass with no prompt anywhere ends the episode; every rank holding one lets
+    them through; with nothing decoding the passes are idle loops and the prompts go."""
+    r = Ranks(4, running=8, timeout=29, kind="delayer")
+    r.decoding[:] = [1, 1, 0, 1]  # (no guard on the ranks decoding, unlike the executor)
+    r.idle(100)
+    assert r.hold(1) == 29
+    r.held(10)
+    assert r.hold(2) == 19
+    r.held(19)
+    assert r.hold(2) == 0 and r.count_iters == 0  # the 29th delayed pass was the last
+    r.held(5)
+    r.idle(1)
+    assert r.count_iters == 0 and r.hold(1) == 29
+    assert r.hold(4) == 0
+    r.decoding[:] = [0, 0, 0, 0]
+    assert r.hold(1) == 0
+
+
+def test_the_delayer_gates_new_prompts_and_the_executor_every_chunk():
+    """A step with a begun prompt's chunk (request 0, rank 0) and a new prompt (request 1, rank
+    1) on two of four ranks: the delayer lets the begun chunk go in a delayed pass and holds the
+    new one; TensorRT-LLM's balance holds both."""
+    chunks, rank_of = [(0, 512), (1, 1024)], [0, 1]
+    fresh = {0: False, 1: True}.__getitem__
+    d = Ranks(4, running=8, timeout=29, kind="delayer")
+    d.decoding[:] = [1, 1, 1, 1]
+    assert d.gate(chunks, rank_of, fresh) == ([(0, 512)], 0) and d.count_iters == 1
+    ex = Ranks(4, running=8, timeout=60)
+    ex.decoding[:] = [1, 1, 1, 1]
+    assert ex.gate(chunks, rank_of, fresh) == ([], 59)
+
+
+def test_the_hold_kind_is_an_engine_constant_checked_by_name():
+    assert load_engine("sglang").adp_balance_kind == "delayer"
+    assert load_engine("trtllm").adp_balance_kind == "executor"
+    with pytest.raises(SpecError, match=r"adp_balance_kind='fifo' is not a known attention-DP "
+                       r"hold; allowed: executor, delayer"):  # fmt: skip
+        load_engine("trtllm").with_overrides(adp_balance_kind="fifo")

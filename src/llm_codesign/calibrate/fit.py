@@ -370,6 +370,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "windowed_kv_share",
         "adp_balance_timeout_iters",
         "adp_balance_wait_iters",
+        "adp_balance_kind",  # (whose hold: TensorRT-LLM's executor or SGLang's delayer)
         "batch_wait_timeout_iters",
         "batch_wait_max_tokens_ratio",
         "network_latency_s",

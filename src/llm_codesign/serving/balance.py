@@ -47,6 +47,11 @@ def adp_balance_window(
     executor then lets contexts through; full from two per rank, a linear ramp between), nor
     without attention-DP.
 
+    SGLang's prefill delayer (``EngineConstants.adp_balance_kind`` ``delayer``) opens its window
+    at a first prompt, one rank already holding one: W = (R / lambda) H_(R-1) where under T, else
+    T (``context_hold_wait``: the first prompt waits W, the lambda W that join it W / 2). Its
+    passes without a forward (nothing decoding) are idle loops: the same ramp.
+
     Example: 8 ranks, one 1024-token prompt per 4 iterations (256 tokens per iteration), T 60:
     32 x 2.718 = 87 iterations to cover every rank, so W = 60.
 
@@ -63,7 +68,9 @@ def adp_balance_window(
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     r = np.broadcast_to(np.asarray(ranks, dtype=float), shape)
     whole = np.maximum(np.rint(r).astype(np.int64), 1)
-    harmonic = np.cumsum(1.0 / np.arange(1, int(whole.max()) + 1))[whole - 1]
+    sums = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, int(whole.max()) + 1))])
+    # H_R to cover every rank from a round; the delayer's window from a first prompt: H_(R-1)
+    harmonic = sums[whole - 1] if eng.adp_balance_kind == "delayer" else sums[whole]
     pre = np.asarray(prefill_tokens, dtype=float) / micro
     lam = pre / np.maximum(np.asarray(isl, dtype=float), 1.0)
     with np.errstate(divide="ignore"):
@@ -173,8 +180,10 @@ def context_hold_wait(
     context requests the scheduler holds back, for a replica whose step of ``step_s`` seconds
     admits ``prefill_tokens`` prompt tokens with ``decode_seqs`` sequences decoding in
     ``micro_batches`` pipeline micro-batches (one executor iteration each): the attention-DP
-    balance's on several ranks (``adp_balance_window``: a request waits half the window), the
-    batch waiting's on one (``batch_wait_window``:
+    balance's on several ranks (``adp_balance_window``: a request waits half the window; under
+    SGLang's delayer the window's first prompt waits all of it and the m = lambda W that join
+    it half, W (1 + m / 2) / (1 + m) a request), the batch waiting's on one
+    (``batch_wait_window``:
     the round's first prompt waits W and the m that join it W / 2 on average, W (1 + m / 2) /
     (1 + m) iterations a request, where the timeout ends the round; where the token share
     does (chance q), its last prompt waits nothing, W / 2 a request (m of Erlang arrivals
@@ -186,7 +195,12 @@ def context_hold_wait(
         eng, ranks, isl, prefill_tokens, tokens, decode_seqs, micro_batches
     )
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
-    iters = 0.5 * window + held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
+    share = 0.5
+    if eng.adp_balance_kind == "delayer":  # the episode's first prompt waits it all
+        lam = np.asarray(prefill_tokens, dtype=float) / micro / np.maximum(np.asarray(isl), 1.0)
+        m = lam * window
+        share = (1.0 + 0.5 * m) / (1.0 + m)
+    iters = share * window + held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
     return window + held, iters * np.asarray(step_s) / micro
 
 

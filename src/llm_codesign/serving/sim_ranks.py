@@ -20,22 +20,38 @@ every rank's prompts back until each rank has one. Without attention-DP a replic
   prompts that are scheduled go and the count restarts. The count runs in iterations without
   any prompt too, so rounds at the timeout fall every T iterations.
   ``serving.balance.adp_balance_window`` prices the same rule in the mean (half a window's wait).
+* SGLang's prefill delayer (``--enable-prefill-delayer``, ``--prefill-delayer-max-delay-passes``
+  T + 1; ``PrefillDelayer._negotiate_should_allow_prefill_pure``; engine ``adp_balance_kind``
+  ``delayer``): where some rank can prefill and another cannot, a delay episode counts the passes
+  it delays, from its first, and lets the prompts through at T of them or when every rank can
+  prefill; a pass where no rank can prefill ends the episode. A lone prompt waits the whole T.
+  A pass with nothing to run is an idle loop of the scheduler, not a forward pass: where no
+  rank decodes, the simulator lets the prompts through (their delay passes take no GPU time).
+  The delayer gates new prompts only (``PrefillAdder.add_one_req``); a prompt whose chunked
+  prefill has begun goes on in a delayed pass. The executor's balance holds every context
+  chunk (InferenceX's TensorRT-LLM recipes prefill a prompt in one chunk).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 
 class Ranks:
     """Per-rank placement and the context balance of one replica (module docstring).
 
     ``count`` ranks, each running at most ``running`` requests; ``timeout`` T and ``wait`` b of
-    the balance (T = 0: no balance)."""
+    the balance (T = 0: no balance), ``kind`` whose (``specs.engine.ADP_BALANCE_KINDS``:
+    TensorRT-LLM's ``executor`` balance or SGLang's prefill ``delayer``)."""
 
-    def __init__(self, count: int, running: int, timeout: int = 0, wait: int = 0) -> None:
+    def __init__(
+        self, count: int, running: int, timeout: int = 0, wait: int = 0, kind: str = "executor"
+    ) -> None:
         self.count = max(int(count), 1)
         self.running = max(int(running), 1)
         self.timeout = int(timeout) if self.count > 1 else 0
         self.wait = int(wait)
+        self.delayer = kind == "delayer"
         self.placed = [0] * self.count  # requests placed on each rank, not yet finished
         self.decoding = [0] * self.count  # of them, those decoding
         self.count_iters = 0  # the balance's waiting count
@@ -55,6 +71,13 @@ class Ranks:
         self.batching_hold = False
         if not self.timeout or not scheduled:
             return 0
+        if self.delayer:  # an episode of delayed passes, from its first; idle passes are free
+            if scheduled == self.count or self.count_iters >= self.timeout:
+                self.count_iters = 0
+                return 0
+            if not any(self.decoding):
+                return 0
+            return self.timeout - self.count_iters
         every_decodes = all(d > 0 for d in self.decoding)
         free = all(d < self.running for d in self.decoding)
         if scheduled == self.count and free:
@@ -69,6 +92,27 @@ class Ranks:
             return 0
         return self.timeout - 1 - self.count_iters
 
+    def gate(
+        self, chunks: list[tuple[int, int]], rank_of: list[int], fresh: Callable[[int], bool]
+    ) -> tuple[list[tuple[int, int]], int]:
+        """(the prompt chunks (request, tokens) a step takes, the decode iterations the held
+        ones wait: 0 where none are held); ``rank_of`` each request's rank, ``fresh`` whether a
+        request's prefill has not begun. The executor holds every chunk; the delayer holds the
+        fresh ones and lets begun prompts go on (a delayed pass)."""
+        if not self.timeout or not chunks:
+            return chunks, 0
+        if not self.delayer:
+            k = self.hold(len({rank_of[i] for i, _ in chunks}))
+            return (chunks, 0) if k == 0 else ([], k)
+        k = self.hold(len({rank_of[i] for i, _ in chunks if fresh(i)}))
+        if k == 0:
+            return chunks, 0
+        begun = [(i, c) for i, c in chunks if not fresh(i)]
+        if begun:
+            self.held(1)
+            return begun, 0
+        return [], k
+
     def held(self, iters: int) -> None:
         """``iters`` iterations passed holding the prompts, as the last :meth:`hold` said (the
         batching wait's, after every rank had one, or the timeout's)."""
@@ -78,7 +122,9 @@ class Ranks:
             self.count_iters += iters
 
     def idle(self, iters: int) -> None:
-        """``iters`` iterations passed with no prompt scheduled on any rank: the waiting count
-        runs on, restarting at every timeout."""
-        if self.timeout:
+        """``iters`` iterations passed with no prompt scheduled on any rank: the executor's
+        waiting count runs on, restarting at every timeout; the delayer's episode ends."""
+        if self.delayer:
+            self.count_iters = 0
+        elif self.timeout:
             self.count_iters = (self.count_iters + iters) % self.timeout

@@ -213,6 +213,7 @@ class Engine:
     ranks: int = 1
     balance_timeout: int = 0
     balance_wait: int = 0
+    balance_kind: str = "executor"
 
 
 def engine_for(
@@ -285,4 +286,5 @@ def engine_for(
         ranks=ranks,
         balance_timeout=eng.adp_balance_timeout_iters if balances else 0,
         balance_wait=eng.adp_balance_wait_iters if balances else 0,
+        balance_kind=eng.adp_balance_kind,
     )

@@ -348,7 +348,9 @@ def run_replica(
     full = e.full_admission
     waited = 0  # steps the prompts have waited under batch waiting (Engine.hold_iters)
     # the scheduling ranks (one without attention-DP): each request's, its share of the budget
-    ranks = Ranks(e.ranks, -(-max_running // e.ranks), e.balance_timeout, e.balance_wait)
+    ranks = Ranks(
+        e.ranks, -(-max_running // e.ranks), e.balance_timeout, e.balance_wait, e.balance_kind
+    )
     rank_of = [0] * n
     rank_budget = budget / ranks.count
     rank_floor = PROMPT_BUDGET_FLOOR * rank_budget
@@ -454,7 +456,11 @@ def run_replica(
         hold = bool(prefilling and e.hold_iters and n_dec and waited < e.hold_iters)
         hold = hold and p + n_dec * e.query < e.hold_tokens
         waited = waited if hold else 0
-        balance = ranks.hold(sum(u != 0 for u in used)) if prefilling else 0
+        balance = 0
+        if prefilling and ranks.timeout:  # the attention-DP hold: the chunks that go, the wait
+            chunks, balance = ranks.gate(chunks, rank_of, lambda i: pre_pos[i] == start[i])
+            p = sum(c for _, c in chunks)
+            pctx = sum(c * (pre_pos[i] + c / 2.0) for i, c in chunks)
         hold = hold or balance > 0
         if prefilling and not hold:
             # ---- one step with prompt chunks ----

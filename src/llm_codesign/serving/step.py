@@ -134,7 +134,9 @@ def chunked_prefill(
     the window's n = lambda W prompts arrived (probability 1 - exp(-n)): the busiest rank holds
     E[max of R Poisson counts] of the round's mean per rank (``poisson_max_mean``; at least one
     prompt, at most all of them), prefilled in steps of at most the budget, so a share
-    (1 - exp(-n)) max(1, busiest / budget) / W of steps carries prompt tokens.
+    (1 - exp(-n)) max(1, busiest / budget) / W of steps carries prompt tokens. SGLang's prefill
+    delayer (``adp_balance_kind`` ``delayer``) starts its window at a first prompt: a round of
+    1 + n prompts once every W + 1 / lambda iterations.
 
     Under TensorRT-LLM's batch waiting without attention-DP (``batch_wait_window``: a round holds
     its first prompt W iterations while m more join) a round of 1 + m prompts comes once every
@@ -166,14 +168,20 @@ def chunked_prefill(
         # in the same steps, the busiest holding the mean of the most of R Poisson counts of
         # the round's mean per rank (at least one prompt, at most all of them), in steps of at
         # most the budget; the shares keep the mean demand
-        n = demand * ranks / np.maximum(isl_a, 1e-30) * window
+        lam = demand * ranks / np.maximum(isl_a, 1e-30)  # prompts per iteration
+        n = lam * window
         some = -np.expm1(-n)
-        per_rank = n / np.maximum(ranks * some, 1e-30)
-        most = np.clip(poisson_max_mean(per_rank, ranks), 1.0, np.maximum(ranks * per_rank, 1.0))
+        # rounds of n / some prompts every W / some iterations; SGLang's delayer: an episode
+        # from a first prompt, 1 + n prompts every W + 1 / lambda iterations
+        per_round, period = n / np.maximum(some, 1e-30), window / np.maximum(some, 1e-30)
+        if eng.adp_balance_kind == "delayer":
+            per_round, period = 1.0 + n, window + 1.0 / np.maximum(lam, 1e-300)
+        per_rank = per_round / ranks
+        most = np.clip(poisson_max_mean(per_rank, ranks), 1.0, np.maximum(per_round, 1.0))
         held = most * isl_a
         rounds = np.maximum(held / budget, 1.0)
         b_on = (window > 0) & (demand > 0)
-        b_share = np.minimum(some * rounds / np.maximum(window, 1e-30), 1.0)
+        b_share = np.minimum(rounds / np.maximum(period, 1e-30), 1.0)
         share = np.where(b_on, b_share, share)
         rank = np.where(b_on, np.minimum(held, budget) * micro, rank)
     hold, joined, _ = batch_wait_window(eng, ranks, isl_a, pre, decode_tokens, seqs, micro)

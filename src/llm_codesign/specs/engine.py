@@ -227,7 +227,13 @@ class EngineConstants:
             most this many iterations, and then all ranks prefill in the same iteration
             (``serving.balance.adp_balance_window``). 0: balance off (TensorRT-LLM's default).
             SGLang's prefill delayer is the same hold, max delay passes - 1 iterations
-            (``SGLANG_PREFILL_DELAYER_PASSES``).
+            (``SGLANG_PREFILL_DELAYER_PASSES``), counted as ``adp_balance_kind`` says.
+        adp_balance_kind: whose hold ``adp_balance_timeout_iters`` is (``ADP_BALANCE_KINDS``):
+            ``executor``, TensorRT-LLM's balance, whose count runs every iteration (rounds at
+            the timeout fall every T iterations, whatever arrived) and which lets the prompts
+            through while some rank decodes nothing; ``delayer``, SGLang's prefill delayer,
+            which counts only the passes it delays, from the first (a lone prompt waits the
+            whole T). The request simulator runs each (``serving.sim_ranks``).
         adp_balance_wait_iters: the balance's ``batching_wait_iters``: iterations it waits
             further, once every rank holds a context request, to gather more of them.
         batch_wait_timeout_iters: TensorRT-LLM's batch waiting without attention-DP
@@ -279,6 +285,7 @@ class EngineConstants:
     windowed_kv_share: float
     adp_balance_timeout_iters: int
     adp_balance_wait_iters: int
+    adp_balance_kind: str
     batch_wait_timeout_iters: int
     batch_wait_max_tokens_ratio: float
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -298,6 +305,12 @@ class EngineConstants:
 
 
 ADP_BALANCE_FIELDS = ("adp_balance_timeout_iters", "adp_balance_wait_iters")
+# whose attention-DP hold the balance fields describe: TensorRT-LLM's executor balance
+# (PyExecutor._balance_adp_requests: its count runs every iteration, restarting at the timeout or
+# a release) or SGLang's prefill delayer (PrefillDelayer._negotiate_should_allow_prefill_pure: a
+# delay episode starts at the first pass some rank can prefill and another not, counts the
+# passes it delays and ends at max passes - 1 or when every rank can prefill)
+ADP_BALANCE_KINDS = ("executor", "delayer")
 # every constant counted in executor iterations (whole numbers, at most ADP_BALANCE_MAX_ITERS)
 ITERATION_FIELDS = (*ADP_BALANCE_FIELDS, "batch_wait_timeout_iters")
 # TensorRT-LLM's AttentionDpConfig defaults (llm_args.py) where enable_balance is on and the
@@ -373,6 +386,7 @@ CHOICES = (
     ("memory_budget", MEMORY_BUDGETS, " is not a known memory fraction convention"),
     ("gpu_defaults", GPU_DEFAULTS, ""),
     ("token_budget_scope", TOKEN_BUDGET_SCOPES, ""),
+    ("adp_balance_kind", ADP_BALANCE_KINDS, " is not a known attention-DP hold"),
 )
 
 

@@ -155,6 +155,7 @@ def predict_simulated(
         start = f", clients start {traffic.clients_start}" if traffic.arrival == "closed" else ""
         if traffic.arrival == "closed" and traffic.clients_start == "together":
             start += " (the start-up waves run, not a share of them)"
-        why = "; the attention-DP balance, rank by rank" if balanced_loop(r, eng) else ""
+        hold = "SGLang's prefill delayer" if eng.adp_balance_kind == "delayer" else "balance"
+        why = f"; the attention-DP {hold}, rank by rank" if balanced_loop(r, eng) else ""
         notes.append(f"simulated ({traffic.arrival}{start}, {traffic.count} requests, seed 0{why})")
     return vals, notes
