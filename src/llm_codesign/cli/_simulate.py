@@ -10,7 +10,6 @@ import click
 
 from .. import Traffic, parse_length_dist, read_trace
 from ..report import table
-from ..specs.traffic import CLIENT_STARTS
 
 SIMULATION_OPTIONS = (
     "arrival_rate",
@@ -91,7 +90,7 @@ def simulation_options(f: Callable) -> Callable:
             ),
             click.option(
                 "--clients-start",
-                type=click.Choice(CLIENT_STARTS),
+                type=click.Choice(Traffic.CLIENT_STARTS),
                 default="spread",
                 show_default=True,
                 help="a closed loop's clients: spread over one request cycle (a loop that has "

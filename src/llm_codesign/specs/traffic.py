@@ -27,6 +27,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -293,6 +294,7 @@ class Traffic:
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
     clients_start: str = "spread"
+    CLIENT_STARTS: ClassVar[tuple[str, ...]] = CLIENT_STARTS  # (the choices, for the CLI)
 
     def __post_init__(self) -> None:
         if self.arrival not in ARRIVALS:
