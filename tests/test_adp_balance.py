@@ -395,3 +395,17 @@ def test_sglang_prefill_delayer_window_wait_and_rounds_by_hand():
     assert float(share) == pytest.approx(1 / (29 + 4))  # one step per round: under the budget
     assert float(share * total) == pytest.approx(256.0)  # conserved
     assert float(rank) == pytest.approx(_max_of_poisson(per_round / 8, 8) * 1024)
+
+
+def test_an_estimate_names_the_delayer_and_points_to_the_simulator():
+    from llm_codesign.serving.balance import context_hold_note
+
+    # 800 prompt tokens per iteration of 8,192-token prompts: lambda = 0.0977, the window the
+    # timeout's 29 passes (the cover, 8 / lambda x H_7 = 212, is longer), m = 2.83 joining:
+    # 29 x (1 + m / 2) / (1 + m) = 18.3 iterations
+    note = context_hold_note(
+        load_engine("sglang").with_overrides(adp_balance_timeout_iters=29), 8, 8192, 800.0,
+        64.0, 1, 0.05, 0.9,
+    )[0]  # fmt: skip
+    assert note.startswith("SGLang's prefill delayer on (max delay passes 30)")
+    assert "18 iterations (914 ms)" in note and "--clients-start together" in note
