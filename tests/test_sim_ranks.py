@@ -50,9 +50,9 @@ def test_the_balance_releases_when_every_rank_has_a_prompt_else_at_its_timeout()
     # a rank with nothing decoding: the executor lets the prompts through
     r.decoding[:] = [1, 0, 1, 1]
     assert r.hold(2) == 0
-    # a full rank (no free batch slot) keeps the others waiting even with a prompt on each
+    # a full rank (no free batch slot, so no prompt of its own) keeps the others' waiting
     r.decoding[:] = [8, 1, 1, 1]
-    assert r.hold(4) == 4
+    assert r.hold(3) == 4
 
 
 def test_the_batching_wait_holds_b_iterations_once_every_rank_has_a_prompt():
@@ -66,10 +66,14 @@ def test_the_batching_wait_holds_b_iterations_once_every_rank_has_a_prompt():
 
 def test_the_count_runs_through_iterations_without_prompts_and_restarts_at_the_timeout():
     r = Ranks(8, running=4, timeout=60)
+    r.decoding[:] = [1] * 8
     r.idle(45)
     assert r.count_iters == 45
     r.idle(20)  # the timeout at 60 restarts it: 5 more
     assert r.count_iters == 5
+    r.decoding[3] = 0  # a rank with nothing decoding restarts it every iteration
+    r.idle(7)
+    assert r.count_iters == 0
     assert Ranks(1, running=4, timeout=60).timeout == 0  # one rank: nothing to balance
     assert Ranks(8, running=4).hold(3) == 0  # no balance
 
@@ -210,12 +214,19 @@ def test_sglang_prefill_delayer_counts_only_the_passes_it_delays():
     assert r.hold(2) == 19
     r.held(19)
     assert r.hold(2) == 0 and r.count_iters == 0  # the 29th delayed pass was the last
-    r.held(5)
-    r.idle(1)
+    assert r.hold(1) == 29  # a new episode
+    r.held(4)
+    r.idle(1)  # a pass with no prompt anywhere ends it
     assert r.count_iters == 0 and r.hold(1) == 29
-    assert r.hold(4) == 0
+    r.held(6)
+    assert r.hold(4) == 0 and r.count_iters == 0  # every rank has one
+    # nothing decoding: the delay passes are idle loops; the prompts go and the episode ends
+    assert r.hold(1) == 29
+    r.held(10)
     r.decoding[:] = [0, 0, 0, 0]
-    assert r.hold(1) == 0
+    assert r.hold(1) == 0 and r.count_iters == 0
+    r.decoding[:] = [1, 1, 1, 1]
+    assert r.hold(1) == 29  # the next episode counts from its own first pass
 
 
 def test_the_delayer_gates_new_prompts_and_the_executor_every_chunk():
@@ -238,3 +249,32 @@ def test_the_hold_kind_is_an_engine_constant_checked_by_name():
     with pytest.raises(SpecError, match=r"adp_balance_kind='fifo' is not a known attention-DP "
                        r"hold; allowed: executor, delayer"):  # fmt: skip
         load_engine("trtllm").with_overrides(adp_balance_kind="fifo")
+
+
+@pytest.mark.parametrize("adp", [False, True])
+def test_a_preemption_that_leaves_nothing_running_does_not_stop_admission(dsr1_h200, adp):
+    """Allocate-as-you-go admission with a KV cache of 6,000 tokens, prompts of 100-9,000 and
+    outputs of 1-3,000: preemptions are frequent, and one may leave nothing running (its
+    request's recompute no longer fits beside the others). Admission then goes on: every
+    request whose whole context fits the cache (less vLLM's 1% watermark) finishes, and the
+    unfinished are the dropped (a review found every later request left unfinished)."""
+    from dataclasses import replace
+
+    import llm_codesign.serving.simulate as sim
+    from llm_codesign.specs.traffic import LengthDist
+
+    m, hw, p = dsr1_h200
+    eng = load_engine("trtllm").with_overrides(kv_admission="mean")
+    tr = Traffic(arrival="poisson", rate_per_s=20, num_requests=200,
+                 isl=LengthDist("uniform", 100, 9000, text="u"),
+                 osl=LengthDist("uniform", 1, 3000, text="o"))  # fmt: skip
+    reqs = tr.requests()
+    axes = dict(tp=8, pp=1, ep=8, cp=1, attention_dp=adp)
+    e = replace(sim.engine_for(m, hw, p, eng, axes, reqs, 0, 0.0, 200), kv_tokens=6000.0)
+    steps = sim.decode_steps(reqs.osl, 0, 0.0, np.random.default_rng(0))
+    counts = {"preemptions": 0, "rejected": 0, "steps": 0, "events": 0}
+    _, first, finish = sim.run_replica(e, reqs, np.arange(200), steps, 0, counts)
+    fits = reqs.isl + reqs.osl - 1 <= 6000 * (1 - sim.KV_WATERMARK)
+    assert counts["preemptions"] > 0
+    assert not np.any(np.isnan(finish) & fits)
+    assert int(np.isnan(finish).sum()) == counts["rejected"]

@@ -1,16 +1,16 @@
 """The scheduling ranks of the request simulator's replica (``serving.simulate``): under
 attention-DP each request lives on one rank, which schedules it with its own share of the token
-budget and of the running-batch limit, and TensorRT-LLM's attention-DP context balance holds
-every rank's prompts back until each rank has one. Without attention-DP a replica is one rank.
+budget and of the running-batch limit, and an attention-DP hold (TensorRT-LLM's context balance,
+SGLang's prefill delayer) holds the ranks' prompts back until each rank has one. Without
+attention-DP a replica is one rank.
 
 * Placement: a request the replica admits goes to the rank holding the fewest requests (running
   or prefilling; the lowest index among equals), as TensorRT-LLM's executor request queue
   balances new requests across ranks (``expected_num_active_requests``: only ranks under the
   mean take new ones) and vLLM's data-parallel coordinator picks the least-loaded engine.
   SGLang's data-parallel controller dispatches round robin by default
-  (``--load-balance-method round_robin``), which a closed loop at its batch limit turns into
-  the same placement (a rank takes a request when one of its own finishes); open-loop traffic
-  on SGLang is placed least-loaded here too.
+  (``--load-balance-method round_robin``), which does not follow the ranks' load: not
+  modelled, SGLang's requests are placed least-loaded here too.
 * The balance (TensorRT-LLM ``attention_dp_config``: ``enable_balance``, ``timeout_iters`` T,
   ``batching_wait_iters`` b; ``PyExecutor._balance_adp_requests``, read at the source of 1.1
   and of its later ``RequestScheduler._balance_adp_context_requests``): every iteration, where
@@ -18,17 +18,20 @@ every rank's prompts back until each rank has one. Without attention-DP a replic
   prompts go (after b more iterations where every rank also decodes); else the count grows by
   one and the prompts wait, until it reaches T or some rank has nothing decoding: then the
   prompts that are scheduled go and the count restarts. The count runs in iterations without
-  any prompt too, so rounds at the timeout fall every T iterations.
+  any prompt too, so rounds at the timeout fall every T iterations, and restarts in every
+  iteration where some rank has nothing decoding.
   ``serving.balance.adp_balance_window`` prices the same rule in the mean (half a window's wait).
 * SGLang's prefill delayer (``--enable-prefill-delayer``, ``--prefill-delayer-max-delay-passes``
   T + 1; ``PrefillDelayer._negotiate_should_allow_prefill_pure``; engine ``adp_balance_kind``
   ``delayer``): where some rank can prefill and another cannot, a delay episode counts the passes
   it delays, from its first, and lets the prompts through at T of them or when every rank can
-  prefill; a pass where no rank can prefill ends the episode. A lone prompt waits the whole T.
-  A pass with nothing to run is an idle loop of the scheduler, not a forward pass: where no
-  rank decodes, the simulator lets the prompts through (their delay passes take no GPU time).
-  The delayer gates new prompts only (``PrefillAdder.add_one_req``); a prompt whose chunked
-  prefill has begun goes on in a delayed pass. The executor's balance holds every context
+  prefill, which ends the episode; a pass where no rank has a new prompt ends it too. A lone
+  prompt waits the whole T. A pass with nothing to run is an idle loop of the scheduler, not a
+  forward pass: where no rank decodes, the simulator lets the prompts through and ends the
+  episode (its remaining delay passes take no GPU time). The delayer gates new prompts only
+  (``PrefillAdder.add_one_req``); a prompt whose chunked prefill has begun goes on in a delayed
+  pass (counted as one). SGLang's token-usage watermark (``--prefill-delayer-token-usage-low-
+  watermark``, off by default) is not modelled. The executor's balance holds every context
   chunk (InferenceX's TensorRT-LLM recipes prefill a prompt in one chunk).
 """
 
@@ -41,8 +44,8 @@ class Ranks:
     """Per-rank placement and the context balance of one replica (module docstring).
 
     ``count`` ranks, each running at most ``running`` requests; ``timeout`` T and ``wait`` b of
-    the balance (T = 0: no balance), ``kind`` whose (``specs.engine.ADP_BALANCE_KINDS``:
-    TensorRT-LLM's ``executor`` balance or SGLang's prefill ``delayer``)."""
+    the balance (T = 0: no balance); ``kind``, which hold it is (``specs.engine
+    .ADP_BALANCE_KINDS``: TensorRT-LLM's ``executor`` balance or SGLang's prefill ``delayer``)."""
 
     def __init__(
         self, count: int, running: int, timeout: int = 0, wait: int = 0, kind: str = "executor"
@@ -69,15 +72,16 @@ class Ranks:
         executor does); k > 0, this iteration and up to k - 1 more decode without them (the
         caller then calls :meth:`held` with the iterations it ran)."""
         self.batching_hold = False
-        if not self.timeout or not scheduled:
+        if not self.timeout:
             return 0
         if self.delayer:  # an episode of delayed passes, from its first; idle passes are free
-            if scheduled == self.count or self.count_iters >= self.timeout:
-                self.count_iters = 0
-                return 0
-            if not any(self.decoding):
+            done = scheduled in (0, self.count) or self.count_iters >= self.timeout
+            if done or not any(self.decoding):
+                self.count_iters = 0  # the pass that lets them go (or has none) ends it
                 return 0
             return self.timeout - self.count_iters
+        if not scheduled:
+            return 0
         every_decodes = all(d > 0 for d in self.decoding)
         free = all(d < self.running for d in self.decoding)
         if scheduled == self.count and free:
@@ -123,8 +127,9 @@ class Ranks:
 
     def idle(self, iters: int) -> None:
         """``iters`` iterations passed with no prompt scheduled on any rank: the executor's
-        waiting count runs on, restarting at every timeout; the delayer's episode ends."""
-        if self.delayer:
+        waiting count runs on, restarting at every timeout and in every iteration where some
+        rank has nothing decoding; the delayer's episode ends."""
+        if self.delayer or not all(d > 0 for d in self.decoding):
             self.count_iters = 0
         elif self.timeout:
             self.count_iters = (self.count_iters + iters) % self.timeout

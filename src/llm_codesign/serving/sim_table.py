@@ -208,8 +208,8 @@ class Engine:
     hold_iters: int = 0
     hold_tokens: float = 0.0
     # attention-DP: the scheduling ranks (each request lives on one, with its share of the
-    # budget and of max_running) and TensorRT-LLM's context balance on them
-    # (serving.balance.adp_balance_window prices the same rule in the mean; 0: none)
+    # budget and of max_running) and the hold on them, TensorRT-LLM's context balance or
+    # SGLang's prefill delayer (serving.sim_ranks; serving.balance prices it in the mean; 0: none)
     ranks: int = 1
     balance_timeout: int = 0
     balance_wait: int = 0

@@ -28,8 +28,8 @@ batching with chunked prefill, as TensorRT-LLM, vLLM and SGLang run it:
   the timeout (``serving.balance.batch_wait_window`` prices the same rule in the mean);
 * attention-DP (``serving.sim_ranks``): each request lives on one rank (the least loaded when
   admitted), which takes prompt chunks up to its own share of the budget less its own decode
-  tokens and runs at most its share of ``max_running``; TensorRT-LLM's attention-DP context
-  balance holds every rank's prompts until each rank has one, or its timeout;
+  tokens and runs at most its share of ``max_running``; an attention-DP hold (TensorRT-LLM's
+  balance, SGLang's delayer) holds the prompts until each rank has one, its timeout, or idle;
 * every request pays ``request_overhead_s`` before the engine sees it (inside TTFT);
 * one prompt's chunks run one after the other, each through every pipeline stage (TensorRT-LLM
   and vLLM; SGLang overlaps them, ``EngineConstants.pp_prefill_overlap``, which the analytic
@@ -337,7 +337,7 @@ def run_replica(
     kv_pre = 0.0  # KV of the prompt tokens prefilled so far by prefilling requests
     reserved = 0.0  # full admission: ISL + OSL of every running request
     n_dec = 0
-    blocked = False  # a preemption stops admission until a request finishes
+    blocked = False  # a preemption stops admission until a request finishes (or none runs)
     t = 0.0
     S = 0
     done = 0
@@ -367,6 +367,9 @@ def run_replica(
         ranks.placed[r] -= 1
         return out
 
+    def running() -> bool:  # (a preemption that left nothing running blocks nothing)
+        return bool(prefilling or n_dec)
+
     def admit_need(i: int) -> float:
         shared = plen[i] if pid[i] >= 0 and pid[i] in resident else 0
         own = isl[i] - shared + (full_osl[i] if full else 0)
@@ -376,7 +379,7 @@ def run_replica(
         while pending and pending[0][0] <= t:
             waiting.append(heapq.heappop(pending)[1])
         # ---- admission (FCFS: the head waits, so does everyone behind it) ----
-        while waiting and len(prefilling) + n_dec < max_running and not blocked:
+        while waiting and len(prefilling) + n_dec < max_running and not (blocked and running()):
             i = waiting[0]
             r = ranks.place()
             if r < 0:

@@ -2,11 +2,13 @@
 rows (Poisson arrivals at the offered rate; "INF" rows as a burst of the benchmark's
 requests), percentile metrics (``ttft_ms_p99``, ``itl_ms_median`` ...) of client-concurrency
 and request-rate rows, and every metric of a client-concurrency row on attention-DP ranks whose
-engine holds their prompts back (TensorRT-LLM's attention-DP context balance,
-``balanced_loop``): the simulator runs that rule rank by rank (``serving.sim_ranks``), where the
-analytic closed loop prices it as a mean round window (``serving.balance``), which misses what
-a benchmark's run does with it: a rank that receives two prompts in one window releases one
-per round, and clients that start together arrive in waves for several rounds.
+engine holds their prompts back (TensorRT-LLM's attention-DP context balance, SGLang's prefill
+delayer: ``balanced_loop``): the simulator runs that rule rank by rank (``serving.sim_ranks``),
+where the analytic closed loop prices it as a mean round window (``serving.balance``), which
+misses what a benchmark's run does with it: a rank that receives two prompts in one window
+releases one per round, and clients that start together arrive in waves for several rounds.
+InferenceX's closed loops start their clients together wherever the simulator prices them
+(``traffic_of``), percentile rows included.
 
 Each distinct (plan, lengths, arrival, rate or clients, request count) is simulated once,
 seed 0, with the benchmark's request count where the row states it (else
