@@ -2,8 +2,10 @@
 against the model's closed form (issue 11: the attention-DP TTFT class).
 
 The rule simulated is the executor's (``PyExecutor._balance_adp_requests``, TensorRT-LLM
-1.1-1.2, read at the source): a rank's scheduled context requests are held back until every
-rank holds one and has a free batch slot, or until ``timeout_iters`` iterations have passed in
+1.1-1.2, read at the source; its one home is ``serving.sim_ranks.Ranks``, which the request
+simulator runs too: this script keeps a loop of whole iterations, without step times): a
+rank's scheduled context requests are held back until every rank holds one and has a free
+batch slot, or until ``timeout_iters`` iterations have passed in
 which that was not so (the counter runs every iteration and restarts when contexts go through);
 every rank then releases what its scheduler took this iteration: one prompt per rank where
 ``max_num_tokens`` holds one (InferenceX's scripts: ISL + batch + 64, rounded up). A rank holds
@@ -25,6 +27,8 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+
+from llm_codesign.serving.sim_ranks import Ranks
 
 RANKS = 8
 TIMEOUT = 60
@@ -54,20 +58,16 @@ def simulate(per_rank: int, decode_iters: float, iters: int, seed: int = 0) -> t
     pending: list[list[int]] = [[] for _ in range(RANKS)]
     left = [list(rng.integers(1, int(hi) + 1, per_rank)) for _ in range(RANKS)]
     waits: list[int] = []
-    counter = 0
+    ranks = Ranks(RANKS, per_rank, TIMEOUT)  # the executor's rule (serving.sim_ranks)
     for it in range(iters):
         ctx = [min(len(p), 1) for p in pending]  # one prompt per rank fits max_num_tokens
-        gen = [len(d) for d in left]
-        go = all(c > 0 for c in ctx) and all(g < per_rank for g in gen)
-        if go:
-            counter = 0
-            release = ctx
-        else:
-            counter += 1
+        ranks.decoding[:] = [len(d) for d in left]
+        release = ctx
+        if not any(ctx):
+            ranks.idle(1)
+        elif ranks.hold(sum(ctx)):
+            ranks.held(1)
             release = [0] * RANKS
-            if counter >= TIMEOUT or not all(g > 0 for g in gen):
-                counter = 0
-                release = ctx
         for r in range(RANKS):
             still = []
             for x in left[r]:
