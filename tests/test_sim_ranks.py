@@ -6,6 +6,7 @@ together, and validate pricing the closed loops under the balance with the simul
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -28,12 +29,16 @@ from llm_codesign.serving.step import discrete_step
 from llm_codesign.specs.traffic import Requests, Trace, fixed
 
 
-def test_a_request_goes_to_the_least_loaded_rank_until_every_rank_is_full():
+def test_a_request_goes_to_the_least_loaded_rank_which_has_room_while_the_replica_has():
     r = Ranks(4, running=2)
     r.placed[:] = [2, 1, 1, 2]
     assert r.place() == 1  # the fewest, the lowest index among equals
-    r.placed[:] = [2, 2, 2, 2]
-    assert r.place() == -1
+    # a replica limit of 7 (each rank's share ceil(7 / 4) = 2): below it, the rank chosen has
+    # room, however the requests are spread
+    for placed in itertools.product(range(3), repeat=4):
+        if sum(placed) < 7:
+            r.placed[:] = placed
+            assert r.placed[r.place()] < r.running
 
 
 def test_the_balance_releases_when_every_rank_has_a_prompt_else_at_its_timeout():

@@ -16,6 +16,16 @@ from ..specs.engine import EngineConstants
 Array = np.ndarray
 
 
+def prompt_rate(
+    prefill_tokens: Array | float, isl: Array | float, micro_batches: Array | float = 1.0
+) -> Array:
+    """lambda of the holds: the prompts of ``isl`` tokens a scheduler iteration admits, for a
+    step admitting ``prefill_tokens`` prompt tokens over its ``micro_batches`` iterations."""
+    micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
+    pre = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0)
+    return pre / micro / np.maximum(np.asarray(isl, dtype=float), 1.0)
+
+
 def adp_balance_window(
     eng: EngineConstants,
     ranks: Array | float,
@@ -71,8 +81,7 @@ def adp_balance_window(
     sums = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, int(whole.max()) + 1))])
     # H_R to cover every rank from a round; the delayer's window from a first prompt: H_(R-1)
     harmonic = sums[whole - 1] if eng.adp_balance_kind == "delayer" else sums[whole]
-    pre = np.asarray(prefill_tokens, dtype=float) / micro
-    lam = pre / np.maximum(np.asarray(isl, dtype=float), 1.0)
+    lam = prompt_rate(prefill_tokens, isl, micro)
     with np.errstate(divide="ignore"):
         cover = np.where(lam > 0, r / np.maximum(lam, 1e-300) * harmonic, np.inf)
     window = np.where(cover < timeout, cover + float(eng.adp_balance_wait_iters), timeout)
@@ -128,7 +137,7 @@ def batch_wait_window(
         return zeros, zeros, zeros
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     isl_a = np.maximum(np.asarray(isl, dtype=float), 1.0)
-    lam = np.maximum(np.asarray(prefill_tokens, dtype=float), 0.0) / micro / isl_a
+    lam = prompt_rate(prefill_tokens, isl_a, micro)
     g = np.maximum(np.asarray(decode_tokens, dtype=float), 0.0) / micro
     need = np.ceil((ratio * eng.max_num_tokens - g) / isl_a - 1e-9)
     k = np.broadcast_to(np.maximum(need - 1.0, 0.0), shape.shape)
@@ -197,8 +206,7 @@ def context_hold_wait(
     micro = np.maximum(np.asarray(micro_batches, dtype=float), 1.0)
     share = 0.5
     if eng.adp_balance_kind == "delayer":  # the episode's first prompt waits it all
-        lam = np.asarray(prefill_tokens, dtype=float) / micro / np.maximum(np.asarray(isl), 1.0)
-        m = lam * window
+        m = prompt_rate(prefill_tokens, isl, micro) * window
         share = (1.0 + 0.5 * m) / (1.0 + m)
     iters = share * window + held * (1.0 + 0.5 * joined - 0.5 * reach) / (1.0 + joined)
     return window + held, iters * np.asarray(step_s) / micro

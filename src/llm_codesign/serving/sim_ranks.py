@@ -62,9 +62,10 @@ class Ranks:
         self.batching_hold = False  # the last hold was the batching wait's
 
     def place(self) -> int:
-        """The rank a request admitted now goes to, or -1 where every rank is full."""
-        r = min(range(self.count), key=self.placed.__getitem__)
-        return r if self.placed[r] < self.running else -1
+        """The rank a request admitted now goes to: the least loaded. It has room wherever the
+        replica has (``running`` = ceil(max_running / count)), so the replica's limit keeps
+        each rank within its share."""
+        return min(range(self.count), key=self.placed.__getitem__)
 
     def hold(self, scheduled: int) -> int:
         """Iterations the balance holds this iteration's prompts back, ``scheduled`` ranks

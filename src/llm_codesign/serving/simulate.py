@@ -204,10 +204,10 @@ def simulate(
                 "keeps for this many clients (serving.admission); the others queue"
             )
     counts = {"preemptions": 0, "rejected": 0, "steps": 0, "events": 0}
+    together = traffic.clients_start == "together"
     for idx in replicas:
         if not idx.size:
             continue
-        together = traffic.clients_start == "together"
         out = run_replica(
             engine, reqs, idx, steps, traffic.clients if closed else 0, counts, together=together
         )
@@ -382,8 +382,6 @@ def run_replica(
         while waiting and len(prefilling) + n_dec < max_running and not (blocked and running()):
             i = waiting[0]
             r = ranks.place()
-            if r < 0:
-                break
             need = admit_need(i) if resume[i] < 0 else float(pre_left[i])
             held = reserved if full else kv_pre + kv_base + n_dec * q * S
             if held + pinned + need > (cap if full else cap * (1.0 - KV_WATERMARK)):

@@ -30,7 +30,7 @@ from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from .balance import adp_balance_window, batch_wait_window
+from .balance import adp_balance_window, batch_wait_window, prompt_rate
 from .memory import rank_token_budget, scheduling_ranks
 
 Array = np.ndarray
@@ -168,7 +168,7 @@ def chunked_prefill(
         # in the same steps, the busiest holding the mean of the most of R Poisson counts of
         # the round's mean per rank (at least one prompt, at most all of them), in steps of at
         # most the budget; the shares keep the mean demand
-        lam = demand * ranks / np.maximum(isl_a, 1e-30)  # prompts per iteration
+        lam = prompt_rate(pre, isl_a, micro)  # prompts per iteration
         n = lam * window
         some = -np.expm1(-n)
         # rounds of n / some prompts every W / some iterations; SGLang's delayer: an episode
