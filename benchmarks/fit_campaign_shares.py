@@ -1,7 +1,8 @@
 """Fit the start-up wave share of each AIConfigurator benchmark harness and engine
 (validate.campaigns ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
 closed loop's start-up wave, from that harness's TTFT rows of that engine at a client
-concurrency (with the engine's own constants). The objective is the median |log predicted /
+concurrency (with the engine's own constants). A campaign that copies a dated campaign's runs
+(``aic_campaign_copies``) takes the dated harness's share and is left out: its runs count once. The objective is the median |log predicted /
 measured| over those rows; the grid is 0, 0.05, ..., 1.
 
 Run: python benchmarks/fit_campaign_shares.py [--write]
@@ -41,6 +42,9 @@ def _ttft_rows(harness: str, engine: str) -> tuple[list[str], list[dict[str, str
                     and campaigns.aic_harness(row["source_id"], row["notes"]) == harness
                     and engine_for_framework(row["framework"]) == engine
                     and not campaigns.is_inferencex(row)  # InferenceX's client, not a share
+                    # a copy of a dated campaign's runs: those runs count once, as the dated rows
+                    and campaigns.aic_campaign(row["source_id"], row["notes"])
+                    not in campaigns.aic_campaign_copies()
                 ):
                     rows.append(row)
     return header, rows
@@ -58,7 +62,8 @@ def _error(path: Path) -> tuple[float, int]:
 def main() -> None:
     best: dict[tuple[str, str], float] = {}
     with tempfile.TemporaryDirectory() as d:
-        for harness in campaigns.AIC_HARNESSES:
+        # (a harness that collects other campaigns' runs takes theirs: AIC_HARNESS_RUNS)
+        for harness in [h for h in campaigns.AIC_HARNESSES if h not in campaigns.AIC_HARNESS_RUNS]:
             for engine in ("trtllm", "vllm", "sglang"):
                 header, rows = _ttft_rows(harness, engine)
                 if not rows:

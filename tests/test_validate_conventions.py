@@ -17,7 +17,10 @@ from llm_codesign.validate import (
     validate,
 )
 from llm_codesign.validate.campaigns import (
+    AIC_HARNESS_SHARE,
+    aic_campaign_copies,
     aic_campaign_run_dates,
+    aic_copy_evidence,
     aic_inferencex_campaigns,
     inferencex_campaign_evidence,
 )
@@ -331,6 +334,54 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
     )  # fmt: skip
     m = map_row(0, dump)
     assert (m.model, m.ep) == ("deepseek-r1", 8) and "run of 2025-11-02" in m.note
+
+
+def test_aic_campaigns_that_copy_dated_runs_are_proven_and_take_the_runs_share():
+    """Each campaign of ``aic_campaign_copies`` (a data file) has more than half of its
+    TTFT/TPOT rows equal to rows of dated campaigns of the same runs at the printed precision,
+    and no other campaign has any such row. Its rows take the dated harness's start-up share:
+    the Qwen3.5-397B SGLang run of 8k/1k at 64 clients (TTFT 1224.4687 ms in the dated campaign,
+    1224.47 in the gap-analysis copy) maps to one share in both."""
+    aic = [
+        r
+        for name in ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
+        for r in iter_measurements(bundled_data(name))
+    ]
+    evidence = aic_copy_evidence(aic)
+    copies = aic_campaign_copies()
+    for campaign, counts in evidence.items():
+        equal = sum(v for k, v in counts.items() if k != "rows")
+        if campaign in copies:
+            assert 2 * equal > counts["rows"], campaign
+            assert all(k.startswith("20") for k in counts if k != "rows"), campaign
+            assert copies[campaign] == "aic-dated"
+        else:
+            assert equal == 0, campaign
+    assert set(copies) <= set(evidence)
+    tail = "_8192x1024_c64_tp8_0_ep8_0_592"
+    dated = row(
+        source_id="aic_silicon_sample", model="Qwen3.5-397B-A17B", gpu="H200 SXM", ep="8",
+        framework="sglang 0.5.9", isl="8192", osl="1024", concurrency_or_batch="64",
+        metric="ttft_ms", value="1224.4687461316062",
+        notes=f"id=2026_03_25_qwen3_5_397b_h200_sxm_sglang_fp8_agg{tail}; moe_tp=1",
+    )  # fmt: skip
+    gap = dict(
+        dated,
+        value="1224.47",
+        notes="id=qwen3_5_397b_gap_analysis_qwen3_5_397b_gap_analysis_h200_sxm_sglang_fp8_agg"
+        f"{tail}; moe_tp=1",
+    )
+    a, b = map_row(0, dated), map_row(0, gap)
+    assert a.burst_share == b.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
+    assert "a copy of aic-dated runs" in b.note and "copy" not in a.note
+    # a gap-analysis campaign that copies nothing keeps its harness's share
+    own = dict(gap, notes=gap["notes"].replace("qwen3_5_397b_gap", "qwen3_5_other_gap"))
+    assert map_row(0, own).burst_share == AIC_HARNESS_SHARE[("aic-gap-analysis", "sglang")]
+    # the database dump collects dated campaigns' runs (every one of its bundled campaigns
+    # copies one): a campaign of it not in the tables takes the dated share too
+    dump = dict(dated, notes="id=qwen3_5_397b_h200_sglang_fp8_agg_8192x1024_c64_cfg9; moe_tp=1")
+    assert map_row(0, dump).burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
+    assert not any(h == "aic-db-dump" for h, _ in AIC_HARNESS_SHARE)
 
 
 def test_stated_block_scaled_fp8_weights_are_priced_as_such():

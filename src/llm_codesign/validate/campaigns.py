@@ -30,10 +30,12 @@ AIC_HARNESSES = {
     # the gap-analysis harness: every other AIConfigurator id
     "aic-gap-analysis": r".",
 }
+# the CI database dump collects other campaigns' runs: each of its campaigns in the bundled
+# tables copies a dated campaign's runs (aic_campaign_copies.csv; two of them are InferenceX runs
+# too), so its rows take the dated harness's share (its own, fitted before those campaigns were
+# mapped as the runs they are, had no rows left)
+AIC_HARNESS_RUNS = {"aic-db-dump": "aic-dated"}
 AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
-    ("aic-db-dump", "trtllm"): 0.55,
-    ("aic-db-dump", "vllm"): 0.25,
-    ("aic-db-dump", "sglang"): 0.2,
     ("aic-dated", "trtllm"): 0.1,
     ("aic-dated", "vllm"): 0.2,
     ("aic-dated", "sglang"): 0.35,
@@ -50,6 +52,12 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
 # matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
 # mapped as InferenceX rows: its client, its recipes, and that spec method.
 AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
+# AIConfigurator campaigns of the database dump and the gap-analysis harness that copy a dated
+# campaign's runs (printed to fewer decimals): data/validation/aic_campaign_copies.csv, each
+# with its evidence (``aic_copy_evidence``, ``benchmarks/aic_campaign_copies.py``; the test suite
+# checks it on the bundled tables). A copy's rows take the start-up share of the harness whose
+# runs they are (``run_harness``): one run, one share.
+AIC_CAMPAIGN_COPIES_FILE = "aic_campaign_copies.csv"
 
 
 def run_date(row: dict[str, str]) -> str:
@@ -143,15 +151,35 @@ def stated_notes(row: dict[str, str]) -> tuple[str, str]:
     return f"{notes}; {said}", said
 
 
+@functools.cache
+def aic_campaign_copies() -> dict[str, str]:
+    """Campaign -> the harness of the runs it copies (``AIC_CAMPAIGN_COPIES_FILE``)."""
+    return {r["campaign"]: r["run_harness"] for r in bundled_rows(AIC_CAMPAIGN_COPIES_FILE)}
+
+
+def run_harness(source_id: str, notes: str) -> tuple[str, str]:
+    """(the harness of the run an AIConfigurator row is, the mapping's note): its own harness
+    (``aic_harness``), or for a campaign that copies a dated campaign's runs
+    (``aic_campaign_copies``) or a harness that collects them (``AIC_HARNESS_RUNS``) the harness
+    of those runs; ("", "") for other sources."""
+    harness = aic_harness(source_id, notes)
+    run = aic_campaign_copies().get(aic_campaign(source_id, notes))
+    run = AIC_HARNESS_RUNS.get(harness, harness) if run is None else run
+    if not harness or run == harness:
+        return harness, ""
+    return run, f"a copy of {run} runs (validate.campaigns)"
+
+
 def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
     """(start-up wave share, the mapping's note) of an AIConfigurator row of a client
-    concurrency (``closed_loop``) from its harness and engine (``AIC_HARNESS_SHARE``); (-1,
-    "") where none applies (the engine's ``ttft_burst`` then)."""
-    harness = aic_harness(row["source_id"], row.get("notes", ""))
+    concurrency (``closed_loop``) from the harness of its run (``run_harness``) and its engine
+    (``AIC_HARNESS_SHARE``); (-1, "") where none applies (the engine's ``ttft_burst`` then)."""
+    harness, copied = run_harness(row["source_id"], row.get("notes", ""))
     if not closed_loop or (harness, engine) not in AIC_HARNESS_SHARE:
         return -1.0, ""
     share = AIC_HARNESS_SHARE[(harness, engine)]
-    return share, f"{harness} harness: start-up wave share {share:g} (validate.campaigns)"
+    said = f"{harness} harness: start-up wave share {share:g} (validate.campaigns)"
+    return share, f"{copied}; {said}" if copied else said
 
 
 @functools.cache
@@ -174,23 +202,13 @@ def inferencex_campaign_evidence(
     counted by that InferenceX row's ``spec_method`` (the evidence of
     ``aic_inferencex_campaigns``) and by its run date (keys ``run YYYY-MM-DD``, the evidence of
     ``aic_campaign_run_dates``), plus ``rows``: the campaign's rows of those metrics."""
-
-    from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
-
-    def key(row: dict[str, str]) -> tuple[str | None, ...]:
-        model, gpu = _architecture(match_model_name(row["model"])), match_gpu_name(row["gpu"])
-        read = attention_dp_field(row["dp"])
-        dp = "adp" if not isinstance(read, str) and read[0] else ""
-        plan = (row["tp"], row["ep"] or "1", dp)
-        return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
-
     metrics = ("tpot_ms", "ttft_ms")
     index: dict[tuple[str | None, ...], list[tuple[float, str, str]]] = {}
     for row in inferencex_rows:
         if row["metric"] in metrics:
             m = re.search(r"spec_method\s*=\s*([\w.-]+)", row.get("notes", ""), re.I)
             method = m.group(1).lower() if m else "none"
-            index.setdefault((*key(row), row["metric"]), []).append(
+            index.setdefault((*_run_key(row), row["metric"]), []).append(
                 (float(row["value"]), method, run_date(row))
             )
     out: dict[str, dict[str, int]] = {}
@@ -201,9 +219,61 @@ def inferencex_campaign_evidence(
         counts = out.setdefault(campaign, {"rows": 0})
         counts["rows"] += 1
         value = float(row["value"])
-        for other, method, date in index.get((*key(row), row["metric"]), []):
+        for other, method, date in index.get((*_run_key(row), row["metric"]), []):
             if abs(other - value) <= rel * abs(value):
                 counts[method] = counts.get(method, 0) + 1
                 run = f"run {date}"
+                counts[run] = counts.get(run, 0) + 1
+    return out
+
+
+def _run_key(row: dict[str, str]) -> tuple[str | None, ...]:
+    """What a TTFT/TPOT row measured, less its metric and value: the model's architecture, the
+    GPU, the plan (TP, EP, attention-DP), the lengths and the concurrency."""
+    from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
+
+    model, gpu = _architecture(match_model_name(row["model"])), match_gpu_name(row["gpu"])
+    read = attention_dp_field(row["dp"])
+    dp = "adp" if not isinstance(read, str) and read[0] else ""
+    plan = (row["tp"], row["ep"] or "1", dp)
+    return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
+
+
+def _decimals(text: str) -> int:
+    """Decimal places a value is printed with ("629.1": 1, "308": 0)."""
+    return len(text.strip().partition(".")[2])
+
+
+def aic_copy_evidence(aic_rows: list[dict[str, str]]) -> dict[str, dict[str, int]]:
+    """Per AIConfigurator campaign of a harness other than the dated one (``AIC_HARNESSES``):
+    ``rows``, its TTFT/TPOT rows, and per dated campaign, how many of those rows equal one of
+    that campaign's rows of the same run (``_run_key``, engine, metric) at the printed
+    precision of the less precise of the two (the gap-analysis harness prints two decimals:
+    1224.47 for 1224.4687461316062). The evidence of ``AIC_CAMPAIGN_COPIES_FILE``."""
+    from ..specs.engine import engine_for_framework
+
+    metrics = ("tpot_ms", "ttft_ms")
+    dated: dict[tuple[str | None, ...], list[tuple[str, str]]] = {}
+    others: list[tuple[str, tuple[str | None, ...], str]] = []
+    for row in aic_rows:
+        if row["metric"] not in metrics:
+            continue
+        harness = aic_harness(row["source_id"], row.get("notes", ""))
+        if not harness:
+            continue
+        key = (*_run_key(row), engine_for_framework(row["framework"]), row["metric"])
+        campaign = aic_campaign(row["source_id"], row.get("notes", ""))
+        if harness == "aic-dated":
+            dated.setdefault(key, []).append((campaign, row["value"]))
+        else:
+            others.append((campaign, key, row["value"]))
+    out: dict[str, dict[str, int]] = {}
+    for campaign, key, text in others:
+        counts = out.setdefault(campaign, {"rows": 0})
+        counts["rows"] += 1
+        value = float(text)
+        for run, other in dated.get(key, []):
+            tol = 0.5 * 10.0 ** -min(_decimals(text), _decimals(other)) + 1e-9 * abs(value)
+            if abs(float(other) - value) <= tol:
                 counts[run] = counts.get(run, 0) + 1
     return out
