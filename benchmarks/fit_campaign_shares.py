@@ -2,8 +2,9 @@
 (validate.campaigns ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
 closed loop's start-up wave, from that harness's TTFT rows of that engine at a client
 concurrency (with the engine's own constants). A campaign that copies a dated campaign's runs
-(``aic_campaign_copies``) takes the dated harness's share and is left out: its runs count once. The objective is the median |log predicted /
-measured| over those rows; the grid is 0, 0.05, ..., 1.
+(``aic_campaign_copies``) takes the dated harness's share and is left out: its runs count once.
+The objective is the median |log predicted / measured| over those rows; the grid is 0, 0.05,
+..., 1.
 
 Run: python benchmarks/fit_campaign_shares.py [--write]
 (--write: store the shares in src/llm_codesign/validate/campaigns.py; figures go to RESULTS.md)
