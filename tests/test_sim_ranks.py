@@ -192,18 +192,29 @@ INFERENCEX_H200_ADP = (
 
 def test_validate_simulates_the_closed_loops_under_the_balance(tmp_path):
     """The 8k/1k run under the balance is priced by the simulator (its clients starting
-    together, rank by rank), within 15% of its published TTFT; the 1k/1k run without
-    attention-DP stays with the analytic model."""
+    together, rank by rank), within 15% of its published TTFT. The 1k/1k run without
+    attention-DP is InferenceX's client too: simulated, without the balance. An
+    AIConfigurator row of the same plan (its harness's start-up share) stays analytic."""
     f = tmp_path / "ix.csv"
     f.write_text(INFERENCEX_H200_ADP)
     rows = validate([str(f)]).rows
     adp, ep = rows
     assert "adp" in adp["plan"] and "adp" not in ep["plan"]
-    assert "simulated (closed, clients start together (the start-up waves run" in adp["note"]
-    assert "640 requests" in adp["note"]
+    for r in rows:
+        assert "simulated (closed, clients start together (the start-up waves run" in r["note"]
+        assert "640 requests" in r["note"] and "InferenceX's client" in r["note"]
     assert "attention-DP balance, rank by rank" in adp["note"]
-    assert "simulated" not in ep["note"]
+    assert "rank by rank" not in ep["note"]
     assert abs(adp["error"]) < 0.15
+    header = INFERENCEX_H200_ADP.splitlines()[0]
+    aic_id = "2026_01_01_x_h200_sxm_trtllm_fp8_agg_1024x1024_c64_tp8_ep8"
+    aic = (
+        f"{header}\naic_silicon_sample,DeepSeek-R1,H200 SXM,8,fp8/?/?,8,1,8,,trtllm 1.1.0rc2,"
+        f"1024,1024,64,ttft_ms,754.6,id={aic_id}; moe_tp=1\n"
+    )
+    f.write_text(aic)
+    (row,) = validate([str(f)]).rows
+    assert "simulated" not in row["note"] and "aic-dated harness" in row["note"]
 
 
 def test_sglang_prefill_delayer_counts_only_the_passes_it_delays():

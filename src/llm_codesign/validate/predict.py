@@ -351,8 +351,8 @@ def _predict_group(
     """Price the rows ``idx`` of one (model, GPU, precision, engine, speculation) group into
     ``preds`` and ``notes`` (``predict_rows``)."""
     node = float(gpus_per_node(hw))  # per-node metrics: the GPUs one node holds
-    # request-rate rows, percentile metrics and closed loops under the attention-DP balance:
-    # the request simulator
+    # request-rate rows, percentile metrics, InferenceX's closed loops and closed loops under
+    # the attention-DP balance: the request simulator
     sim = [j for j in idx if simulated(rows[j], eng)]
     if sim:
         vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)

@@ -7,8 +7,10 @@ delayer: ``balanced_loop``): the simulator runs that rule rank by rank (``servin
 where the analytic closed loop prices it as a mean round window (``serving.balance``), which
 misses what a benchmark's run does with it: a rank that receives two prompts in one window
 releases one per round, and clients that start together arrive in waves for several rounds.
-InferenceX's closed loops start their clients together wherever the simulator prices them
-(``traffic_of``), percentile rows included.
+Every closed loop of InferenceX's client is simulated (``inferencex_loop``): its clients start
+together (``traffic_of``), so its start-up waves last several of its ten rounds (lengths drawn on
+0.8-1 L decorrelate them slowly), and its throughput is its requests' tokens over the run's
+duration, which ends with the last round's drain.
 
 Each distinct (plan, lengths, arrival, rate or clients, request count) is simulated once,
 seed 0, with the benchmark's request count where the row states it (else
@@ -41,14 +43,24 @@ CLOSED_LOOP_ROUNDS = 10  # a closed loop's requests: this many per client (at le
 
 
 def simulated(r: MappedRow, eng: EngineConstants | None = None) -> bool:
-    """Whether the simulator prices this row: a request rate (or INF), a percentile, or (the
-    row's engine ``eng`` given) a closed loop under the attention-DP balance
-    (``balanced_loop``)."""
+    """Whether the simulator prices this row: a request rate (or INF), a percentile, a closed
+    loop of InferenceX's client (``inferencex_loop``), or (the row's engine ``eng`` given) a
+    closed loop under the attention-DP balance (``balanced_loop``)."""
     return (
         bool(r.arrival)
         or split_percentile(r.metric) is not None
+        or inferencex_loop(r)
         or (eng is not None and balanced_loop(r, eng))
     )
+
+
+def inferencex_loop(r: MappedRow) -> bool:
+    """A client-concurrency row of one aggregated replica measured by InferenceX's client
+    (``r.mean_isl``: it draws its lengths), which starts its clients together and counts every
+    request of its ten rounds: the start-up waves and the last round's drain (the run's
+    duration ends at its last request, as ``benchmark_serving.py`` times it) run in the
+    simulator instead of the analytic model's start-up share and steady state."""
+    return r.mode == "concurrency" and r.pools is None and bool(r.mean_isl)
 
 
 def balanced_loop(r: MappedRow, eng: EngineConstants) -> bool:
@@ -159,5 +171,7 @@ def predict_simulated(
             start += " (the start-up waves run, not a share of them)"
         hold = "SGLang's prefill delayer" if eng.adp_balance_kind == "delayer" else "balance"
         why = f"; the attention-DP {hold}, rank by rank" if balanced_loop(r, eng) else ""
+        if inferencex_loop(r):
+            why += "; InferenceX's client: its ten rounds, the run's duration to its last request"
         notes.append(f"simulated ({traffic.arrival}{start}, {traffic.count} requests, seed 0{why})")
     return vals, notes
