@@ -7,11 +7,13 @@ import math
 import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
-from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision, simulate
 from llm_codesign.errors import SpecError
 from llm_codesign.serving import evaluate, evaluate_disaggregated
+from llm_codesign.specs.traffic import LengthDist, Traffic
 from llm_codesign.validate import disaggregated_inputs, map_row, validate
 from llm_codesign.validate.disagg_recipes import disagg_prefill_engine
 from llm_codesign.validate.recipes import (
@@ -172,25 +174,27 @@ def test_inferencex_client_lengths_and_start_up_wave(tmp_path):
     # another source keeps its nominal lengths and the engine's own start-up share
     other = map_row(0, dict(IX_ROW, source_id="aic_silicon_sample", framework="sglang 0.5.9"))
     assert (other.served_isl, other.burst_share) == (1024.0, -1.0)
-    # the prediction is serving.evaluate at the mean lengths with that share
-    rep = validate(_write(tmp_path / "ix.csv", [IX_ROW]))
-    got = rep.rows[0]["predicted"]
+    # an estimate's analytic closed loop takes that share: serving.evaluate at the mean lengths
     # with its script's chunked-prefill budget and memory fraction (inferencex_kv.csv)
     script = dict(max_num_tokens=32768, memory_utilization=0.82)
     eng = load_engine("sglang").with_overrides(ttft_burst=0.1, **script)
-    want = evaluate(
-        load_model("deepseek-r1"),
-        load_hardware("h200-sxm"),
-        parse_precision("fp8+fp8_block-w"),  # the row's FP8 KV: no BF16 default
-        eng,
-        tp=8,
-        isl=921.5,
-        osl=921.5,
-        concurrency=16,
-        benchmark_burst=True,
+    model, hw = load_model("deepseek-r1"), load_hardware("h200-sxm")
+    prec = parse_precision("fp8+fp8_block-w")  # the row's FP8 KV: no BF16 default
+    steady = evaluate(
+        model, hw, prec, eng, tp=8, isl=921.5, osl=921.5, concurrency=16, benchmark_burst=True
     ).ttft_s
-    assert got == pytest.approx(float(want) * 1e3, rel=1e-9)
-    assert "InferenceX client" in rep.rows[0]["note"]
+    # validate runs the client itself: 16 clients started together, 160 requests of lengths
+    # drawn on 819 .. 1024, every one counted (the simulator, seed 0)
+    rep = validate(_write(tmp_path / "ix.csv", [IX_ROW]))
+    got = rep.rows[0]["predicted"]
+    lengths = LengthDist("uniform", 819.0, 1024.0)
+    traffic = Traffic(clients=16, num_requests=160, isl=lengths, osl=lengths,
+                      clients_start="together")  # fmt: skip
+    run = simulate(model, hw, prec, eng, traffic, tp=8)
+    assert got == pytest.approx(float(np.mean(run.ttft_s)) * 1e3, rel=1e-9)
+    assert "InferenceX client" in rep.rows[0]["note"] and "160 requests" in rep.rows[0]["note"]
+    # the waves of 16 prompts the start sends cost more than the share's mean wait
+    assert got > float(steady) * 1e3
 
 
 def test_inferencex_sglang_rows_take_their_launch_scripts_kv_cache_by_run_date():
