@@ -48,13 +48,13 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
 # ``_<isl>x<osl>_c<conc>_...`` tail), each with its evidence: values of the campaign equal
 # values of ``inferencex_hopper.csv`` (same model, GPU, plan, lengths, concurrency and metric)
 # to 1e-6 relative (for the MTP campaign, the TPOT and the TTFT of one run), and every matched
-# InferenceX row states that ``spec_method`` (``benchmarks/aic_inferencex_runs.py`` prints the
+# InferenceX row states that ``spec_method`` (``benchmarks/aic_campaign_evidence.py`` prints the
 # matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
 # mapped as InferenceX rows: its client, its recipes, and that spec method.
 AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
 # AIConfigurator campaigns of the database dump and the gap-analysis harness that copy a dated
 # campaign's runs (printed to fewer decimals): data/validation/aic_campaign_copies.csv, each
-# with its evidence (``aic_copy_evidence``, ``benchmarks/aic_campaign_copies.py``; the test suite
+# with its evidence (``aic_copy_evidence``, ``benchmarks/aic_campaign_evidence.py``; the test suite
 # checks it on the bundled tables). A copy's rows take the start-up share of the harness whose
 # runs they are (``run_harness``): one run, one share.
 AIC_CAMPAIGN_COPIES_FILE = "aic_campaign_copies.csv"
