@@ -3,12 +3,14 @@ and end-to-end latency, throughput and goodput under an SLA.
 
 Which requests count and over what window:
 
-* a closed loop leaves out its first ``Traffic.warmup_requests`` (its start is one wave of
-  every client at once) and measures throughput from the moment the first counted request is
-  sent to the moment the last request is sent (after it the clients stop and the loop drains):
+* a closed loop whose clients start spread leaves out its first ``Traffic.warmup_requests``
+  and measures the steady state: throughput from the moment the first counted request is sent
+  to the moment the last request is sent (after it the clients stop and the loop drains),
   completions in that window over its length;
-* open-loop traffic (rate, burst, trace) counts every request, as a benchmark client does,
-  over the run: from the first request sent to the last one finished.
+* a closed loop whose clients start together is a benchmark client's run, and open-loop
+  traffic (rate, burst, trace) is too: every request counts, and throughput is over the run,
+  from the first request sent to the last one finished (``benchmark_serving.py``'s duration),
+  the start-up waves and the last round's drain included.
 
 Percentiles are numpy's linear interpolation (``np.percentile``); TPOT of a request is
 (E2E - TTFT) / (OSL - 1) (requests with OSL 1 have none).
@@ -62,7 +64,8 @@ def summarize_run(
     e2e = (finish - issue) * 1e3
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(osl > 1, (finish - first) / np.maximum(osl - 1, 1), np.nan) * 1e3
-    if closed and n - 1 > warm and issue[n - 1] > issue[warm]:
+    steady = closed and traffic.clients_start != "together"
+    if steady and n - 1 > warm and issue[n - 1] > issue[warm]:
         start, end = float(issue[warm]), float(issue[n - 1])
         in_window = ran & (finish >= start) & (finish <= end)
     else:

@@ -28,6 +28,8 @@ from ..specs.model import ModelSpec
 from ..specs.plan import plan_feasibility
 from ..specs.precision import Precision
 from ..specs.traffic import Requests
+from .admission import admitted
+from .aggregated import _evaluate_running
 from .balance import holds_context
 from .memory import MAX_CONCURRENCY, memory_fit, rank_token_budget, scheduling_ranks
 from .step import discrete_step, draft_time, tokens_per_step
@@ -214,6 +216,35 @@ class Engine:
     balance_timeout: int = 0
     balance_wait: int = 0
     balance_kind: str = "executor"
+    # a run that preempts more often stops (0: never; ``simulate``'s ``max_preemptions``)
+    max_preemptions: int = 0
+
+
+class Thrashing(Exception):
+    """A simulated run passed its ``Engine.max_preemptions``."""
+
+
+def replica_kv_tokens(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    axes: dict[str, Any],
+    ctx_ref: float,
+) -> float:
+    """The KV capacity of one replica (``axes``: tp, pp, ep, cp, attention_dp), in tokens of
+    sequences ``ctx_ref`` tokens long (``serving.memory.memory_fit``; every attention-DP rank
+    its own share); 0 where the weights do not fit."""
+    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
+    tp, pp, ep, cp, adp = (np.asarray(axes[k]) for k in ("tp", "pp", "ep", "cp", "attention_dp"))
+    _, kv_seq, _, usable, _ = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, adp, cp, np.asarray(ctx_ref)
+    )
+    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
+    if usable_f <= 0:
+        return 0.0
+    ranks = float(scheduling_ranks(tp, adp))
+    return usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
 
 
 def engine_for(
@@ -234,23 +265,10 @@ def engine_for(
     if reason:
         return reason
     ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
-    _, kv_seq, _, usable, _ = memory_fit(
-        model,
-        hw,
-        prec,
-        eng,
-        np.asarray(tp),
-        np.asarray(pp),
-        np.asarray(ep),
-        np.asarray(adp),
-        np.asarray(cp),
-        np.asarray(ctx_ref),
-    )
-    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
-    if usable_f <= 0:
+    kv_tokens = replica_kv_tokens(model, hw, prec, eng, axes, ctx_ref)
+    if kv_tokens <= 0:
         return "weights_exceed_memory"
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
-    kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
     rank_tokens = float(rank_token_budget(eng, ranks))  # (a rank's; SGLang's server share)
     budget = rank_tokens * ranks * int(pp)
@@ -288,3 +306,36 @@ def engine_for(
         balance_wait=eng.adp_balance_wait_iters if balances else 0,
         balance_kind=eng.adp_balance_kind,
     )
+
+
+def tuned_batch_limit(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    axes: dict[str, Any],
+    reqs: Requests,
+    clients: int,
+    spec_tokens: int,
+    spec_acceptance: float,
+) -> int:
+    """The running batch a closed loop of ``clients`` keeps where ``serving.evaluate``'s tuned
+    admission (``serving.admission``) caps it below what memory and the engine allow, at the
+    requests' mean lengths (else ``clients``): the simulator runs the engine the analytic
+    model describes."""
+    kw = dict(
+        **axes,
+        isl=float(np.mean(reqs.isl)),
+        osl=float(np.mean(reqs.osl)),
+        concurrency=clients,
+        spec_tokens=spec_tokens,
+        spec_acceptance=spec_acceptance,
+    )
+    # the loop at the memory and engine caps, and the one a tuned engine runs (evaluate's own
+    # admission)
+    opts = {k: kw.pop(k) for k in ("spec_tokens", "spec_acceptance")}
+    plain, tuned = admitted(_evaluate_running, (model, hw, prec, eng), kw, opts)
+    run_t, run_p = float(tuned.running_concurrency), float(plain.running_concurrency)
+    if not (bool(tuned.feasible) and run_t < run_p):
+        return clients
+    return max(int(run_t), 1)

@@ -63,11 +63,9 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
-from .admission import admitted
-from .aggregated import _evaluate_running
 from .sim_ranks import Ranks
 from .sim_stats import summarize_run
-from .sim_table import Engine, engine_for
+from .sim_table import Engine, Thrashing, engine_for, tuned_batch_limit
 from .step import PROMPT_BUDGET_FLOOR, speculating_engine, tokens_per_step
 
 Array = np.ndarray
@@ -158,8 +156,10 @@ def simulate(
     cp: int = 1,
     spec_tokens: int = 0,
     spec_acceptance: float = 0.0,
+    max_preemptions: int = 0,
 ) -> SimulationResult:
-    """Simulate ``traffic`` on ``dp`` replicas of the plan (module docstring).
+    """Simulate ``traffic`` on ``dp`` replicas of the plan (module docstring). ``max_preemptions``
+    > 0: a run that preempts more often stops, infeasible (``sim_table.Thrashing``).
 
     A closed loop runs ``traffic.clients`` clients on every replica; open-loop requests (a
     rate, a burst, a trace) go to the replicas round robin. Same traffic and seed, same run.
@@ -205,12 +205,15 @@ def simulate(
             )
     counts = {"preemptions": 0, "rejected": 0, "steps": 0, "events": 0}
     together = traffic.clients_start == "together"
+    engine = replace(engine, max_preemptions=max_preemptions)
     for idx in replicas:
         if not idx.size:
             continue
-        out = run_replica(
-            engine, reqs, idx, steps, traffic.clients if closed else 0, counts, together=together
-        )
+        try:
+            out = run_replica(engine, reqs, idx, steps, traffic.clients if closed else 0, counts,
+                              together=together)  # fmt: skip
+        except Thrashing as why:
+            return SimulationResult(issue, first, finish, reqs.isl, reqs.osl, {}, False, str(why))
         issue[idx], first[idx], finish[idx] = out
     gpus = tp * pp
     summary = summarize_run(
@@ -232,39 +235,6 @@ def simulate(
             f"{counts['rejected']} requests never fit the KV cache on their own and were dropped"
         )
     return SimulationResult(issue, first, finish, reqs.isl, reqs.osl, summary, notes=notes)
-
-
-def tuned_batch_limit(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    prec: Precision,
-    eng: EngineConstants,
-    axes: dict[str, Any],
-    reqs: Requests,
-    clients: int,
-    spec_tokens: int,
-    spec_acceptance: float,
-) -> int:
-    """The running batch a closed loop of ``clients`` keeps where ``serving.evaluate``'s tuned
-    admission (``serving.admission``) caps it below what memory and the engine allow, at the
-    requests' mean lengths (else ``clients``): the simulator runs the engine the analytic
-    model describes."""
-    kw = dict(
-        **axes,
-        isl=float(np.mean(reqs.isl)),
-        osl=float(np.mean(reqs.osl)),
-        concurrency=clients,
-        spec_tokens=spec_tokens,
-        spec_acceptance=spec_acceptance,
-    )
-    # the loop at the memory and engine caps, and the one a tuned engine runs (evaluate's own
-    # admission)
-    opts = {k: kw.pop(k) for k in ("spec_tokens", "spec_acceptance")}
-    plain, tuned = admitted(_evaluate_running, (model, hw, prec, eng), kw, opts)
-    run_t, run_p = float(tuned.running_concurrency), float(plain.running_concurrency)
-    if not (bool(tuned.feasible) and run_t < run_p):
-        return clients
-    return max(int(run_t), 1)
 
 
 def run_replica(
@@ -365,6 +335,8 @@ def run_replica(
         r = rank_of[waiting[0]]
         ranks.decoding[r] -= 1
         ranks.placed[r] -= 1
+        if e.max_preemptions and counts["preemptions"] >= e.max_preemptions:
+            raise Thrashing(f"more than {e.max_preemptions} preemptions (the run thrashes)")
         return out
 
     def running() -> bool:  # (a preemption that left nothing running blocks nothing)

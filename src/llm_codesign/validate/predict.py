@@ -355,10 +355,11 @@ def _predict_group(
     # the attention-DP balance: the request simulator
     sim = [j for j in idx if simulated(rows[j], eng)]
     if sim:
-        vals, why = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
+        vals, why, back = predict_simulated(model, hw, prec, eng, [rows[j] for j in sim], spec)
         for j, v, n in zip(sim, vals, why):
             preds[j], notes[j] = v, n
-        taken = set(sim)
+        # (a closed loop whose run thrashed: the analytic loop below prices it, its note kept)
+        taken = {j for j, b in zip(sim, back) if not b}
         idx = [j for j in idx if j not in taken]
     # offline rows of a benchmark recipe: its own engine limits and request count
     rec = [j for j in idx if rows[j].mode == "offline" and rows[j].recipe]
