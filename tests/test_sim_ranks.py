@@ -202,7 +202,7 @@ def test_validate_simulates_the_closed_loops_under_the_balance(tmp_path):
     assert "adp" in adp["plan"] and "adp" not in ep["plan"]
     for r in rows:
         assert "simulated (closed, clients start together (the start-up waves run" in r["note"]
-        assert "640 requests" in r["note"] and "InferenceX's client" in r["note"]
+        assert "640 requests" in r["note"] and "InferenceX client" in r["note"]
     assert "attention-DP balance, rank by rank" in adp["note"]
     assert "rank by rank" not in ep["note"]
     assert abs(adp["error"]) < 0.15

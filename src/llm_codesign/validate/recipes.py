@@ -146,9 +146,12 @@ INFERENCEX_SGLANG_KV = (
 # output length is drawn uniformly from the integers floor(0.8 L) .. L
 # (utils/bench_serving/benchmark_serving.py sample_random_requests; kimbochen/bench_serving
 # before), so the mean is (floor(0.8 L) + L) / 2, about 0.9 L. The run starts its CONC clients
-# at once (the warm-up requests, 2 x CONC since 2026-01-21, finish before it): the first of the
-# ten rounds meets the start-up wave, and the drawn lengths spread the finishing times of that
-# cohort over a fifth of a request's life, so the later rounds arrive staggered.
+# at once (the warm-up requests, 2 x CONC since 2026-01-21, finish before it) and times the run
+# from its first request to its last finished. ``validate`` runs that client in the request
+# simulator (``validate.simulated.inferencex_loop``): the drawn lengths spread each round's
+# finishing times over at most a fifth of a request's life, so the start-up waves last several
+# rounds. Where the analytic closed loop prices a row instead, the first of the ten rounds is
+# its start-up wave share.
 INFERENCEX_RANGE_RATIO = 0.8
 INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's disaggregated runs (Dynamo with TensorRT-LLM, SGLang or vLLM): its NVIDIA master
@@ -524,13 +527,14 @@ def inferencex_client(
     """What InferenceX's client sent for a row of nominal lengths ``isl``/``osl`` at
     concurrency ``clients``: (mean ISL, mean OSL, requests, share of them in the start-up
     wave, the mapping's note). The share is the first of the ``INFERENCEX_PROMPTS_PER_CLIENT``
-    rounds; the disaggregated model has no start-up wave (-1: not used)."""
+    rounds, for an aggregated row the analytic closed loop prices (where the simulator runs the
+    client, its waves run instead); the disaggregated model has no start-up wave (-1)."""
     mean_isl, mean_osl = inferencex_mean_length(isl), inferencex_mean_length(osl)
     requests = INFERENCEX_PROMPTS_PER_CLIENT * int(clients)
     share, wave = -1.0, ""
     if not disaggregated:
         share = 1.0 / INFERENCEX_PROMPTS_PER_CLIENT
-        wave = f": start-up wave share {share:g}"
+        wave = f" (start-up wave share {share:g} where priced analytically)"
     note = (
         f"InferenceX client: mean ISL/OSL {mean_isl:g}/{mean_osl:g} (lengths drawn on "
         f"{INFERENCEX_RANGE_RATIO:g} L .. L), {requests} requests at concurrency "

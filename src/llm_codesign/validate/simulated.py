@@ -188,10 +188,8 @@ def predict_simulated(
         vals.append(v)
         start = f", clients start {traffic.clients_start}" if traffic.arrival == "closed" else ""
         if traffic.arrival == "closed" and traffic.clients_start == "together":
-            start += " (the start-up waves run, not a share of them)"
+            start += " (the start-up waves run; throughput over the run, first send to last finish)"
         hold = "SGLang's prefill delayer" if eng.adp_balance_kind == "delayer" else "balance"
         why = f"; the attention-DP {hold}, rank by rank" if balanced_loop(r, eng) else ""
-        if inferencex_loop(r):
-            why += "; InferenceX's client: its ten rounds, the run's duration to its last request"
         notes.append(f"simulated ({traffic.arrival}{start}, {traffic.count} requests, seed 0{why})")
     return vals, notes, analytic
