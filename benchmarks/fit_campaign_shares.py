@@ -1,8 +1,10 @@
 """Fit the start-up wave share of each AIConfigurator benchmark harness and engine
 (validate.campaigns ``AIC_HARNESS_SHARE``): the share of a campaign's requests that meet the
 closed loop's start-up wave, from that harness's TTFT rows of that engine at a client
-concurrency (with the engine's own constants). A campaign that copies a dated campaign's runs
-(``aic_campaign_copies``) takes the dated harness's share and is left out: its runs count once.
+concurrency (with the engine's own constants). A campaign that copies an earlier dated
+campaign's runs (``aic_campaign_copies``) takes that harness's share and is left out, so those
+runs count once; a dated campaign that repeats a few of an earlier one's runs keeps them (the
+gpt-oss-120b vLLM campaigns of 2026-04-06 hold 30 of the runs of 2026-03-25's).
 The objective is the median |log predicted / measured| over those rows; the grid is 0, 0.05,
 ..., 1.
 

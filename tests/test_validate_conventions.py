@@ -17,15 +17,18 @@ from llm_codesign.validate import (
     validate,
 )
 from llm_codesign.validate.campaigns import (
+    AIC_CAMPAIGN_COPIES_FILE,
     AIC_HARNESS_SHARE,
     aic_campaign_copies,
     aic_campaign_run_dates,
     aic_copy_evidence,
+    aic_harness,
     aic_inferencex_campaigns,
     inferencex_campaign_evidence,
 )
 from llm_codesign.validate.conventions import MTP_ACCEPTANCE_INFERENCEX
 from llm_codesign.validate.mapping import iter_measurements
+from llm_codesign.validate.tables import bundled_rows
 
 DISAGG_NOTES = (
     "disaggregated: prefill_gpus=8 (workers=1), decode_gpus=72 (workers=9), "
@@ -338,10 +341,11 @@ def test_aic_campaigns_of_inferencex_runs_are_proven_and_mapped_as_such():
 
 def test_aic_campaigns_that_copy_dated_runs_are_proven_and_take_the_runs_share():
     """Each campaign of ``aic_campaign_copies`` (a data file) has more than half of its
-    TTFT/TPOT rows equal to rows of dated campaigns of the same runs at the printed precision,
-    and no other campaign has any such row. Its rows take the dated harness's start-up share:
-    the Qwen3.5-397B SGLang run of 8k/1k at 64 clients (TTFT 1224.4687 ms in the dated campaign,
-    1224.47 in the gap-analysis copy) maps to one share in both."""
+    TTFT/TPOT rows equal to rows of the same runs in an earlier dated campaign at the printed
+    precision (the file's counts, checked), its run campaign among them; no other campaign has
+    most of its rows so. Its rows take that harness's start-up share: the Qwen3.5-397B SGLang
+    run of 8k/1k at 64 clients (TTFT 1224.4687 ms in the dated campaign, 1224.47 in the
+    gap-analysis copy) maps to one share in both."""
     aic = [
         r
         for name in ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
@@ -349,15 +353,36 @@ def test_aic_campaigns_that_copy_dated_runs_are_proven_and_take_the_runs_share()
     ]
     evidence = aic_copy_evidence(aic)
     copies = aic_campaign_copies()
+    listed = {r["campaign"]: r for r in bundled_rows(AIC_CAMPAIGN_COPIES_FILE)}
     for campaign, counts in evidence.items():
-        equal = sum(v for k, v in counts.items() if k != "rows")
         if campaign in copies:
-            assert 2 * equal > counts["rows"], campaign
-            assert all(k.startswith("20") for k in counts if k != "rows"), campaign
-            assert copies[campaign] == "aic-dated"
+            run, harness = copies[campaign]
+            assert (counts["rows"], counts["equal"]) == tuple(
+                int(listed[campaign][k]) for k in ("rows", "equal")
+            ), campaign
+            assert 2 * counts["equal"] > counts["rows"] and counts.get(run, 0) > 0, campaign
+            assert harness == aic_harness("aic_silicon_sample", f"id={run}_1024x1024_c4")
         else:
-            assert equal == 0, campaign
+            assert 2 * counts["equal"] <= counts["rows"], campaign
     assert set(copies) <= set(evidence)
+    # the harness of every copied run has a share for every engine
+    for _, harness in copies.values():
+        assert all((harness, e) in AIC_HARNESS_SHARE for e in ("trtllm", "vllm", "sglang"))
+    # the rows' printed precision: 629.1 (one decimal) equals 629.0955889387988, not 629.2
+    one = dict(row(metric="ttft_ms"), source_id="aic_silicon_sample")
+    one["notes"] = "id=2026_01_01_a_agg_1024x1024_c4; moe_tp=1"
+    later = [dict(one, notes=one["notes"].replace("2026_01_01_a", "2026_02_02_b"), value=v)
+             for v in ("629.1", "629.2", "six hundred")]  # fmt: skip
+    got = aic_copy_evidence([dict(one, value="629.0955889387988"), later[0]])
+    assert got["2026_02_02_b_agg"]["equal"] == 1
+    assert (
+        aic_copy_evidence([dict(one, value="629.0955889387988"), later[1]])["2026_02_02_b_agg"][
+            "equal"
+        ]
+        == 0
+    )
+    # a value that is no number is left out, not fatal
+    assert "2026_02_02_b_agg" not in aic_copy_evidence([one, later[2]])
     tail = "_8192x1024_c64_tp8_0_ep8_0_592"
     dated = row(
         source_id="aic_silicon_sample", model="Qwen3.5-397B-A17B", gpu="H200 SXM", ep="8",
@@ -373,7 +398,7 @@ def test_aic_campaigns_that_copy_dated_runs_are_proven_and_take_the_runs_share()
     )
     a, b = map_row(0, dated), map_row(0, gap)
     assert a.burst_share == b.burst_share == AIC_HARNESS_SHARE[("aic-dated", "sglang")]
-    assert "a copy of aic-dated runs" in b.note and "copy" not in a.note
+    assert "the runs of 2026_03_25_qwen3_5_397b" in b.note and "runs of" not in a.note
     # a gap-analysis campaign that copies nothing keeps its harness's share
     own = dict(gap, notes=gap["notes"].replace("qwen3_5_397b_gap", "qwen3_5_other_gap"))
     assert map_row(0, own).burst_share == AIC_HARNESS_SHARE[("aic-gap-analysis", "sglang")]

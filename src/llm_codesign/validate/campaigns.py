@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 
 from ..specs.model import load_model
 from .conventions import attention_dp_field
@@ -21,7 +22,9 @@ from .tables import bundled_rows
 # one harness ran each framework with its own client settings (its SGLang rows meet a start-up
 # wave in nearly every request, its TensorRT-LLM rows in a fifth): the share of requests in the
 # start-up wave is one fitted constant per harness and engine (benchmarks/fit_campaign_shares.py),
-# not one per engine for every source
+# not one per engine for every source. Two harnesses have shares of their own; the database dump
+# collects other campaigns' runs (``AIC_HARNESS_RUNS``), and a campaign that copies a dated
+# campaign's runs takes that campaign's share (``AIC_CAMPAIGN_COPIES_FILE``, ``run_harness``)
 AIC_HARNESSES = {
     # the CI database dump: ids end in the config number
     "aic-db-dump": r"_cfg\d+$",
@@ -32,13 +35,13 @@ AIC_HARNESSES = {
 }
 # the CI database dump collects other campaigns' runs: each of its campaigns in the bundled
 # tables copies a dated campaign's runs (aic_campaign_copies.csv; two of them are InferenceX runs
-# too), so its rows take the dated harness's share (its own, fitted before those campaigns were
-# mapped as the runs they are, had no rows left)
+# too), so its rows take the dated harness's share (its own shares were fitted before those
+# campaigns were mapped as the runs they are; the last rows they priced were the MiniMax copy's)
 AIC_HARNESS_RUNS = {"aic-db-dump": "aic-dated"}
 AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
     ("aic-dated", "trtllm"): 0.1,
     ("aic-dated", "vllm"): 0.2,
-    ("aic-dated", "sglang"): 0.35,
+    ("aic-dated", "sglang"): 0.25,
     ("aic-gap-analysis", "trtllm"): 0.15,
     ("aic-gap-analysis", "vllm"): 0.2,
     ("aic-gap-analysis", "sglang"): 0.9,
@@ -52,11 +55,12 @@ AIC_HARNESS_SHARE: dict[tuple[str, str], float] = {
 # matches; ``tests/test_validate_conventions.py`` checks them on the bundled tables). Their rows are
 # mapped as InferenceX rows: its client, its recipes, and that spec method.
 AIC_INFERENCEX_CAMPAIGNS_FILE = "aic_inferencex_campaigns.csv"
-# AIConfigurator campaigns of the database dump and the gap-analysis harness that copy a dated
-# campaign's runs (printed to fewer decimals): data/validation/aic_campaign_copies.csv, each
-# with its evidence (``aic_copy_evidence``, ``benchmarks/aic_campaign_evidence.py``; the test suite
-# checks it on the bundled tables). A copy's rows take the start-up share of the harness whose
-# runs they are (``run_harness``): one run, one share.
+# AIConfigurator campaigns most of whose rows are an earlier dated campaign's runs (the
+# gap-analysis harness prints them to two decimals, the database dump and later dated campaigns
+# as they were): data/validation/aic_campaign_copies.csv, each with its evidence
+# (``aic_copy_evidence``, ``benchmarks/aic_campaign_evidence.py``; the test suite checks it on the
+# bundled tables). A copy's rows take the start-up share of the harness whose runs they are
+# (``run_harness``): one run, one share.
 AIC_CAMPAIGN_COPIES_FILE = "aic_campaign_copies.csv"
 
 
@@ -152,9 +156,11 @@ def stated_notes(row: dict[str, str]) -> tuple[str, str]:
 
 
 @functools.cache
-def aic_campaign_copies() -> dict[str, str]:
-    """Campaign -> the harness of the runs it copies (``AIC_CAMPAIGN_COPIES_FILE``)."""
-    return {r["campaign"]: r["run_harness"] for r in bundled_rows(AIC_CAMPAIGN_COPIES_FILE)}
+def aic_campaign_copies() -> dict[str, tuple[str, str]]:
+    """Campaign -> (the dated campaign whose runs it copies, that campaign's harness)
+    (``AIC_CAMPAIGN_COPIES_FILE``)."""
+    rows = bundled_rows(AIC_CAMPAIGN_COPIES_FILE)
+    return {r["campaign"]: (r["run_campaign"], r["run_harness"]) for r in rows}
 
 
 def run_harness(source_id: str, notes: str) -> tuple[str, str]:
@@ -163,11 +169,12 @@ def run_harness(source_id: str, notes: str) -> tuple[str, str]:
     (``aic_campaign_copies``) or a harness that collects them (``AIC_HARNESS_RUNS``) the harness
     of those runs; ("", "") for other sources."""
     harness = aic_harness(source_id, notes)
-    run = aic_campaign_copies().get(aic_campaign(source_id, notes))
-    run = AIC_HARNESS_RUNS.get(harness, harness) if run is None else run
-    if not harness or run == harness:
-        return harness, ""
-    return run, f"a copy of {run} runs (validate.campaigns)"
+    copied = aic_campaign_copies().get(aic_campaign(source_id, notes))
+    if copied is not None and copied[1] != harness:
+        return copied[1], f"the runs of {copied[0]} (aic_campaign_copies.csv)"
+    if harness in AIC_HARNESS_RUNS:
+        return AIC_HARNESS_RUNS[harness], f"{harness} collects {AIC_HARNESS_RUNS[harness]} runs"
+    return harness, ""
 
 
 def campaign_share(row: dict[str, str], engine: str, closed_loop: bool) -> tuple[float, str]:
@@ -198,28 +205,25 @@ def inferencex_campaign_evidence(
     aic_rows: list[dict[str, str]], inferencex_rows: list[dict[str, str]], rel: float = 1e-6
 ) -> dict[str, dict[str, int]]:
     """Per AIConfigurator campaign (``aic_campaign``): how many of its TTFT/TPOT rows equal an
-    InferenceX row of the same model, GPU, plan, lengths, concurrency and metric to ``rel``,
-    counted by that InferenceX row's ``spec_method`` (the evidence of
-    ``aic_inferencex_campaigns``) and by its run date (keys ``run YYYY-MM-DD``, the evidence of
-    ``aic_campaign_run_dates``), plus ``rows``: the campaign's rows of those metrics."""
-    metrics = ("tpot_ms", "ttft_ms")
+    InferenceX row of the same run (``_run_key``) to ``rel``, counted by that InferenceX row's
+    ``spec_method`` (the evidence of ``aic_inferencex_campaigns``) and by its run date (keys
+    ``run YYYY-MM-DD``, the evidence of ``aic_campaign_run_dates``), plus ``rows``: the
+    campaign's rows of those metrics."""
     index: dict[tuple[str | None, ...], list[tuple[float, str, str]]] = {}
     for row in inferencex_rows:
-        if row["metric"] in metrics:
+        if row["metric"] in RUN_METRICS:
             m = re.search(r"spec_method\s*=\s*([\w.-]+)", row.get("notes", ""), re.I)
             method = m.group(1).lower() if m else "none"
-            index.setdefault((*_run_key(row), row["metric"]), []).append(
-                (float(row["value"]), method, run_date(row))
-            )
+            index.setdefault(_run_key(row), []).append((float(row["value"]), method, run_date(row)))
     out: dict[str, dict[str, int]] = {}
     for row in aic_rows:
         campaign = aic_campaign(row["source_id"], row.get("notes", ""))
-        if not campaign or row["metric"] not in metrics:
+        if not campaign or row["metric"] not in RUN_METRICS:
             continue
         counts = out.setdefault(campaign, {"rows": 0})
         counts["rows"] += 1
         value = float(row["value"])
-        for other, method, date in index.get((*_run_key(row), row["metric"]), []):
+        for other, method, date in index.get(_run_key(row), []):
             if abs(other - value) <= rel * abs(value):
                 counts[method] = counts.get(method, 0) + 1
                 run = f"run {date}"
@@ -227,53 +231,68 @@ def inferencex_campaign_evidence(
     return out
 
 
+# the metrics whose values identify a run in the evidence above and below
+RUN_METRICS = ("tpot_ms", "ttft_ms")
+
+
 def _run_key(row: dict[str, str]) -> tuple[str | None, ...]:
-    """What a TTFT/TPOT row measured, less its metric and value: the model's architecture, the
-    GPU, the plan (TP, EP, attention-DP), the lengths and the concurrency."""
+    """What a TTFT/TPOT row measured, less its value: the model's architecture (the row's model
+    name where it is no bundled model), the GPU, the plan (TP, EP, attention-DP), the lengths,
+    the concurrency, the engine and the metric."""
+    from ..specs.engine import engine_for_framework
     from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
 
-    model, gpu = _architecture(match_model_name(row["model"])), match_gpu_name(row["gpu"])
+    bundled = match_model_name(row["model"])
+    model = _architecture(bundled) if bundled else row["model"].strip().lower()
+    gpu = match_gpu_name(row["gpu"])
     read = attention_dp_field(row["dp"])
     dp = "adp" if not isinstance(read, str) and read[0] else ""
     plan = (row["tp"], row["ep"] or "1", dp)
-    return (model, gpu, *plan, row["isl"], row["osl"], row["concurrency_or_batch"])
+    run = (row["isl"], row["osl"], row["concurrency_or_batch"])
+    return (model, gpu, *plan, *run, engine_for_framework(row["framework"]), row["metric"])
 
 
-def _decimals(text: str) -> int:
-    """Decimal places a value is printed with ("629.1": 1, "308": 0)."""
-    return len(text.strip().partition(".")[2])
+def _printed(text: str) -> tuple[float, int] | None:
+    """(value, decimal places it is printed to: "629.1" 1, "308" 0, "1.5e3" -2), or None for
+    a value that is no number."""
+    try:
+        d = Decimal(text.strip())
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    return float(d), -int(d.as_tuple().exponent)
 
 
 def aic_copy_evidence(aic_rows: list[dict[str, str]]) -> dict[str, dict[str, int]]:
-    """Per AIConfigurator campaign of a harness other than the dated one (``AIC_HARNESSES``):
-    ``rows``, its TTFT/TPOT rows, and per dated campaign, how many of those rows equal one of
-    that campaign's rows of the same run (``_run_key``, engine, metric) at the printed
-    precision of the less precise of the two (the gap-analysis harness prints two decimals:
-    1224.47 for 1224.4687461316062). The evidence of ``AIC_CAMPAIGN_COPIES_FILE``."""
-    from ..specs.engine import engine_for_framework
-
-    metrics = ("tpot_ms", "ttft_ms")
-    dated: dict[tuple[str | None, ...], list[tuple[str, str]]] = {}
-    others: list[tuple[str, tuple[str | None, ...], str]] = []
+    """Per AIConfigurator campaign: ``rows``, its TTFT/TPOT rows; ``equal``, how many of them
+    equal a row of the same run (``_run_key``) in an earlier dated campaign (every dated one for
+    the database dump's and the gap-analysis harness's campaigns) at the printed precision of
+    the less precise of the two (1224.47 for 1224.4687461316062); and per such dated campaign,
+    how many equal one of its rows. The evidence of ``AIC_CAMPAIGN_COPIES_FILE``."""
+    dated: dict[tuple[str | None, ...], list[tuple[str, float, int]]] = {}
+    rows: list[tuple[str, bool, tuple[str | None, ...], float, int]] = []
     for row in aic_rows:
-        if row["metric"] not in metrics:
-            continue
         harness = aic_harness(row["source_id"], row.get("notes", ""))
-        if not harness:
+        printed = _printed(row["value"])
+        if row["metric"] not in RUN_METRICS or not harness or printed is None:
             continue
-        key = (*_run_key(row), engine_for_framework(row["framework"]), row["metric"])
-        campaign = aic_campaign(row["source_id"], row.get("notes", ""))
-        if harness == "aic-dated":
-            dated.setdefault(key, []).append((campaign, row["value"]))
-        else:
-            others.append((campaign, key, row["value"]))
+        campaign, key = aic_campaign(row["source_id"], row.get("notes", "")), _run_key(row)
+        is_dated = harness == "aic-dated"
+        rows.append((campaign, is_dated, key, *printed))
+        if is_dated:
+            dated.setdefault(key, []).append((campaign, *printed))
     out: dict[str, dict[str, int]] = {}
-    for campaign, key, text in others:
-        counts = out.setdefault(campaign, {"rows": 0})
+    for campaign, is_dated, key, value, places in rows:
+        counts = out.setdefault(campaign, {"rows": 0, "equal": 0})
         counts["rows"] += 1
-        value = float(text)
-        for run, other in dated.get(key, []):
-            tol = 0.5 * 10.0 ** -min(_decimals(text), _decimals(other)) + 1e-9 * abs(value)
-            if abs(float(other) - value) <= tol:
+        matched = False
+        for run, other, other_places in dated.get(key, []):
+            if is_dated and run[:10] >= campaign[:10]:  # (an earlier dated campaign's runs)
+                continue
+            tol = 0.5 * 10.0 ** -min(places, other_places) + 1e-9 * abs(value)
+            if abs(other - value) <= tol:
                 counts[run] = counts.get(run, 0) + 1
+                matched = True
+        counts["equal"] += matched
     return out
