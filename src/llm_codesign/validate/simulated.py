@@ -16,8 +16,10 @@ Each distinct (plan, lengths, arrival, rate or clients, request count) is simula
 seed 0, with the benchmark's request count where the row states it (else
 ``DEFAULT_REQUESTS``). A closed loop runs its clients on one replica (as the analytic model
 does); open-loop requests spread over ``metric_gpus / (tp x pp)`` replicas. TTFT, TPOT (ITL)
-and E2E are the counted requests' mean or percentile; throughput is the run's (first request
-sent to last finished, as a benchmark client measures it).
+and E2E are the counted requests' mean or percentile; throughput is the run's, first request
+sent to last finished, as a benchmark client measures it (a closed loop started spread, another
+source's percentile row: its steady window, ``serving.sim_stats``). A closed loop whose run
+thrashes is priced by the analytic model instead (``PREEMPTED_SHARE``).
 """
 
 from __future__ import annotations
