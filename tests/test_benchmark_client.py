@@ -55,6 +55,8 @@ def test_a_thrashing_run_stops_at_its_preemption_limit():
                  clients_start="together")  # fmt: skip
     free = simulate(m, hw, p, eng, tr)
     assert free.feasible and free.summary["preemptions"] > free.summary["requests"]
+    # it says so: more preemptions than requests, no admission back-off
+    assert any("preemptions over 1024 requests" in n for n in free.notes)
     capped = simulate(m, hw, p, eng, tr, max_preemptions=52)
     assert not capped.feasible and "more than 52 preemptions" in capped.reason
     assert "thrashes" in capped.reason

@@ -234,6 +234,12 @@ def simulate(
         notes.append(
             f"{counts['rejected']} requests never fit the KV cache on their own and were dropped"
         )
+    if counts["preemptions"] > n:  # (validate prices such a closed loop analytically)
+        notes.append(
+            f"{counts['preemptions']} preemptions over {n} requests: the simulator recomputes a "
+            "preempted request and admits again at once, with none of the engines' admission "
+            "back-off, so this run thrashes more than the engine would; take the analytic means"
+        )
     return SimulationResult(issue, first, finish, reqs.isl, reqs.osl, summary, notes=notes)
 
 
