@@ -221,30 +221,11 @@ class Engine:
 
 
 class Thrashing(Exception):
-    """A simulated run passed its ``Engine.max_preemptions``."""
+    """A simulated run passed its ``Engine.max_preemptions`` (its message ends in
+    ``THRASHING``)."""
 
 
-def replica_kv_tokens(
-    model: ModelSpec,
-    hw: HardwareSpec,
-    prec: Precision,
-    eng: EngineConstants,
-    axes: dict[str, Any],
-    ctx_ref: float,
-) -> float:
-    """The KV capacity of one replica (``axes``: tp, pp, ep, cp, attention_dp), in tokens of
-    sequences ``ctx_ref`` tokens long (``serving.memory.memory_fit``; every attention-DP rank
-    its own share); 0 where the weights do not fit."""
-    eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
-    tp, pp, ep, cp, adp = (np.asarray(axes[k]) for k in ("tp", "pp", "ep", "cp", "attention_dp"))
-    _, kv_seq, _, usable, _ = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, adp, cp, np.asarray(ctx_ref)
-    )
-    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
-    if usable_f <= 0:
-        return 0.0
-    ranks = float(scheduling_ranks(tp, adp))
-    return usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
+THRASHING = "(the run thrashes)"  # the end of a stopped run's reason: what callers look for
 
 
 def engine_for(
@@ -265,10 +246,23 @@ def engine_for(
     if reason:
         return reason
     ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
-    kv_tokens = replica_kv_tokens(model, hw, prec, eng, axes, ctx_ref)
-    if kv_tokens <= 0:
+    _, kv_seq, _, usable, _ = memory_fit(
+        model,
+        hw,
+        prec,
+        eng,
+        np.asarray(tp),
+        np.asarray(pp),
+        np.asarray(ep),
+        np.asarray(adp),
+        np.asarray(cp),
+        np.asarray(ctx_ref),
+    )
+    usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
+    if usable_f <= 0:
         return "weights_exceed_memory"
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
+    kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
     rank_tokens = float(rank_token_budget(eng, ranks))  # (a rank's; SGLang's server share)
     budget = rank_tokens * ranks * int(pp)

@@ -65,7 +65,7 @@ from ..specs.precision import Precision
 from ..specs.traffic import Requests, Traffic
 from .sim_ranks import Ranks
 from .sim_stats import summarize_run
-from .sim_table import Engine, Thrashing, engine_for, tuned_batch_limit
+from .sim_table import THRASHING, Engine, Thrashing, engine_for, tuned_batch_limit
 from .step import PROMPT_BUDGET_FLOOR, speculating_engine, tokens_per_step
 
 Array = np.ndarray
@@ -342,7 +342,7 @@ def run_replica(
         ranks.decoding[r] -= 1
         ranks.placed[r] -= 1
         if e.max_preemptions and counts["preemptions"] >= e.max_preemptions:
-            raise Thrashing(f"more than {e.max_preemptions} preemptions (the run thrashes)")
+            raise Thrashing(f"more than {e.max_preemptions} preemptions {THRASHING}")
         return out
 
     def running() -> bool:  # (a preemption that left nothing running blocks nothing)

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
+from ..specs.engine import engine_for_framework
 from ..specs.model import load_model
 from .conventions import attention_dp_field
 from .tables import bundled_rows
@@ -239,7 +240,6 @@ def _run_key(row: dict[str, str]) -> tuple[str | None, ...]:
     """What a TTFT/TPOT row measured, less its value: the model's architecture (the row's model
     name where it is no bundled model), the GPU, the plan (TP, EP, attention-DP), the lengths,
     the concurrency, the engine and the metric."""
-    from ..specs.engine import engine_for_framework
     from .mapping import match_gpu_name, match_model_name  # (mapping imports this module)
 
     bundled = match_model_name(row["model"])

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..report.launch_data import gpus_per_node
 from ..serving.balance import holds_context
+from ..serving.sim_table import THRASHING
 from ..serving.simulate import simulate
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -180,7 +181,7 @@ def predict_simulated(
         run = runs[key]
         if isinstance(run, str):
             # a closed loop the analytic model prices too: back to it where the run thrashed
-            back = "thrashes" in run and split_percentile(r.metric) is None and not r.arrival
+            back = run.endswith(THRASHING) and split_percentile(r.metric) is None and not r.arrival
             vals.append(float("nan"))
             notes.append(THRASH_NOTE if back else run)
             analytic.append(back)
