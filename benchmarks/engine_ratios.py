@@ -57,15 +57,20 @@ def main() -> None:
     )
     print("|---|---|---|---:|---|---:|---:|")
     for (family, engine, metric), pairs in sorted(out.items()):
-        meas = sorted(m for m, _ in pairs)
-        pred = [p for _, p in pairs]
-        rel = [p / m for m, p in pairs]
-        lo, hi = meas[len(meas) // 10], meas[(9 * len(meas)) // 10]
-        print(
-            f"| {family} | {engine} | {metric} | {len(pairs)} | {statistics.median(meas):.2f} "
-            f"({lo:.2f}-{hi:.2f}) | {statistics.median(pred):.2f} | "
-            f"{statistics.median(rel):.2f} |"
-        )
+        print(f"| {family} | {engine} | {metric} | {ratio_cells(pairs)} |")
+
+
+def ratio_cells(pairs: list[tuple[float, float]]) -> str:
+    """A table row's cells for (measured, predicted) ratio pairs: the count, the measured
+    median (p10-p90), the predicted median and the median predicted / measured."""
+    meas = sorted(m for m, _ in pairs)
+    pred = [p for _, p in pairs]
+    rel = [p / m for m, p in pairs]
+    lo, hi = meas[len(meas) // 10], meas[(9 * len(meas)) // 10]
+    return (
+        f"{len(pairs)} | {statistics.median(meas):.2f} ({lo:.2f}-{hi:.2f}) | "
+        f"{statistics.median(pred):.2f} | {statistics.median(rel):.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ Run: python benchmarks/generation_ratios.py [--files serving.csv,...] [--by mode
 from __future__ import annotations
 
 import argparse
-import statistics
 from collections import defaultdict
 from pathlib import Path
+
+from engine_ratios import ratio_cells
 
 from llm_codesign import load_hardware, load_model, validate
 from llm_codesign.validate import metric_class
@@ -25,8 +26,9 @@ GENERATIONS = ("hopper", "blackwell")  # architectures compared: the second over
 
 
 def generation(gpu: str) -> str:
-    """The GPU's architecture family ("hopper", "blackwell", ...; its hardware file's)."""
-    return load_hardware(gpu).architecture.split("-")[0]
+    """The GPU's architecture as its hardware file names it ("hopper", "blackwell" for the
+    datacenter B200 / GB200; "blackwell-rtx", "blackwell-ultra" ... are others)."""
+    return load_hardware(gpu).architecture
 
 
 def pairs(rows: list[dict], by: str = "model") -> dict[tuple[str, str], list[tuple[float, float]]]:
@@ -64,15 +66,7 @@ def main() -> None:
     )
     print("|---|---|---:|---|---:|---:|")
     for (group, metric), ps in sorted(pairs(rep.rows, args.by).items()):
-        meas = sorted(m for m, _ in ps)
-        pred = [p for _, p in ps]
-        rel = [p / m for m, p in ps]
-        lo, hi = meas[len(meas) // 10], meas[(9 * len(meas)) // 10]
-        print(
-            f"| {group} | {metric} | {len(ps)} | {statistics.median(meas):.2f} "
-            f"({lo:.2f}-{hi:.2f}) | {statistics.median(pred):.2f} | "
-            f"{statistics.median(rel):.2f} |"
-        )
+        print(f"| {group} | {metric} | {ratio_cells(ps)} |")
 
 
 if __name__ == "__main__":
