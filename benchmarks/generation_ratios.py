@@ -48,6 +48,8 @@ def pairs(rows: list[dict], by: str = "model") -> dict[tuple[str, str], list[tup
         group = model if by == "model" else ("moe" if moe else "dense")
         for a in by_gen.get(old, []):
             for b in by_gen.get(new, []):
+                if not (a["predicted"] > 0 and b["predicted"] > 0):  # (NaN: not predicted)
+                    continue
                 ratio = (b["measured"] / a["measured"], b["predicted"] / a["predicted"])
                 out[(group, metric_class(key[-1]))].append(ratio)
     return out
