@@ -144,7 +144,7 @@ def predict_simulated(
     eng: EngineConstants,
     rows: list[MappedRow],
     spec: dict[str, Any],
-) -> tuple[list[float], list[str]]:
+) -> tuple[list[float], list[str], list[bool]]:
     """(prediction, note, whether the analytic model prices it instead) per row; NaN and the
     reason where the simulation cannot run, and ``THRASH_NOTE`` with True for a closed loop
     (not a percentile) whose run thrashed (``PREEMPTED_SHARE``)."""
