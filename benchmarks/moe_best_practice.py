@@ -11,6 +11,11 @@ is the user's), TP8 EP8 attention-DP, CUDA graphs):
   H200, FP8, max_batch_size 128, max_num_tokens 1151, concurrency 1024: 1,436.2
 (``Per GPU Output Throughput``; both limits apply per attention-DP rank.)
 
+The three runs are of one TensorRT-LLM commit, so they also check the GPU generation (issue 11:
+Hopper-fitted physics must predict Blackwell) with the software held fixed: each B200 run over
+the H200 run, measured and predicted (``generation_ratios.py`` does the same over the
+calibration tables, whose Hopper and Blackwell rows may be of different releases).
+
 Run: python benchmarks/moe_best_practice.py [--engines trtllm,default]
 """
 
@@ -27,6 +32,7 @@ RUNS = (
     ("b200", "nvfp4+bf16-kv", 384, 1536, 3072, 4548.0),
     ("h200-sxm", "fp8+fp8_block-w", 128, 1151, 1024, 1436.2),  # DeepSeek's block FP8
 )
+HOPPER = "h200-sxm"  # the run the Blackwell runs are compared with
 
 
 def main() -> None:
@@ -39,6 +45,7 @@ def main() -> None:
         "| TPOT ms |"
     )
     print("|---|---|---:|---|---:|---:|---:|---:|")
+    results: dict[tuple[str, str, str], tuple[float, float]] = {}  # (engine, hw, prec) -> pair
     for hw, prec, mbs, mnt, clients, published in RUNS:
         for name in args.engines.split(","):
             eng = load_engine(name).with_overrides(max_batch_size=mbs, max_num_tokens=mnt)
@@ -56,10 +63,24 @@ def main() -> None:
                 benchmark_burst=True,
             )
             pred = float(r.output_tok_s_per_gpu)
+            results[(name, hw, prec)] = (published, pred)
             print(
                 f"| {hw} | {prec} | {mbs} | {name} | {published:,.0f} | {pred:,.0f} | "
                 f"{pred / published - 1:+.0%} | {float(r.tpot_s) * 1e3:.1f} |"
             )
+
+    print()
+    print("| engine | B200 run | measured B200 / H200 | predicted | predicted / measured |")
+    print("|---|---|---:|---:|---:|")
+    old = next(run for run in RUNS if run[0] == HOPPER)
+    for (name, hw, prec), (published, pred) in results.items():
+        if hw == HOPPER:
+            continue
+        base_pub, base_pred = results[(name, HOPPER, old[1])]
+        measured, predicted = published / base_pub, pred / base_pred
+        print(
+            f"| {name} | {prec} | {measured:.2f} | {predicted:.2f} | {predicted / measured:.2f} |"
+        )
 
 
 if __name__ == "__main__":
