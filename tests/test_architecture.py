@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "formats": 0,
     "pareto": 0,
     "outputs": 0,
+    "distinct": 0,
     "specs": 1,
     "ops": 2,
     "routing": 2,

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from llm_codesign import load_hardware, load_model, parse_precision
 from llm_codesign.comm import collective_time, moe_comm_family, moe_comm_time
-from llm_codesign.cost import gemm_time, moe_rank_imbalance
+from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import step_ops, step_shape
+from llm_codesign.routing import moe_rank_imbalance
 from llm_codesign.serving import evaluate
 from llm_codesign.serving.step import chunked_prefill, pipelined_step
 from llm_codesign.specs.engine import EXPERT_POPULARITY_CV, load_engine

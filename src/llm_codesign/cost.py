@@ -34,7 +34,9 @@ from __future__ import annotations
 import numpy as np
 
 from .comm import collective_time, fed_every_token, moe_comm_time
+from .distinct import distinct
 from .moe_kernels import (
+    busiest_rank_rows,
     fuses_activation,
     grouped_block_efficiency,
     grouped_share,
@@ -47,8 +49,8 @@ from .moe_kernels import (
     weight_only_tiles,
 )
 from .ops import Op
-from .routing import busiest_touch_ratio, expected_row_tiles, moe_rank_imbalance
-from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
+from .routing import expected_row_tiles
+from .specs.engine import EngineConstants
 from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
 
 Array = np.ndarray
@@ -401,31 +403,27 @@ def gemm_time(
         # their row tiles are computed once per layer (``memo``'s last one)
         last = memo.get("routed")
         if last is None or last[0] is not op.m or last[1] is not moe or last[2] is not eng:
-            cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
-            pairs, local = moe["pairs_per_rank"], moe["experts_local"]
-            args = (pairs, moe["ep"], eng.routing_skew, moe["top_k"])
-            imb = moe_rank_imbalance(*args, local, cv)
-            k, ep = moe["top_k"], moe["ep"]
-            # its experts (routing.busiest_rank_experts), over which its pairs spread
-            touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)
-            g, rows = op.groups * touch, m * imb / touch
-            pad = padded_rows(hw, eng, moe)  # vLLM's DeepGEMM MoE: the rows computed instead
-            rows = rows if pad is None else np.where(pad > 0, pad / np.maximum(g, 1e-9), rows)
-            last = memo["routed"] = (op.m, moe, eng, rows, {}, g, pad)  # (held: ids stay valid)
-        m, row_tiles, groups, pad = last[3:]
+            rows, g, pad = busiest_rank_rows(hw, eng, m, op.groups, moe)
+            # (its distinct (rows, experts) points, where a grid repeats them: distinct.py)
+            last = memo["routed"] = (op.m, moe, eng, rows, {}, g, pad, distinct(rows, g))
+        m, row_tiles, groups, pad, dist = last[3:]
         touched = groups
     elem = op.a_elem_bytes or op.a_bytes  # (the alignment's element: alignment_factor)
     routed, ratio = bool(moe and moe.get("routed", False)), _speed_ratio(hw, rate_class)
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, ratio, elem)
     else:
-        weights, shape = moe.get("weights", ""), (hw, m, op.n, op.k, groups, ratio, elem, routed)
-        eff = gemm_shape_efficiency(*shape, grouped_token_tiles(hw, eng, weights), row_tiles)
+        few = dist if dist is not None and np.ndim(op.n) == np.ndim(op.k) == 0 else None
+        rows_g, tiles = ((m, groups), row_tiles) if few is None else (few.columns, few.cache)
+        weights, shape = moe.get("weights", ""), (hw, rows_g[0], op.n, op.k, rows_g[1])
+        shape += (ratio, elem, routed)
+        spread = (lambda x: x) if few is None else few.expand
+        eff = spread(gemm_shape_efficiency(*shape, grouped_token_tiles(hw, eng, weights), tiles))
         alone = weight_only_tiles(hw, eng, weights)
         if alone is not None:  # the weight-only path, where the MoE is not tensor-parallel
             takes = takes_weight_only_path(moe.get("moe_tp", 1))
             if np.any(takes):
-                eff = np.where(takes, gemm_shape_efficiency(*shape, alone, row_tiles), eff)
+                eff = np.where(takes, spread(gemm_shape_efficiency(*shape, alone, tiles)), eff)
     flops = 2.0 * m * op.n * op.k * groups
     # a measured grouped kernel's share of the dense ceiling (routed GEMMs; moe_kernels): per
     # class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work off

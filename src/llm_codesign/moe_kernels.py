@@ -11,8 +11,8 @@ import numpy as np
 
 from .comm import fed_every_token
 from .formats import BLOCK_SCALED_WEIGHTS
-from .routing import rank_experts, reach_share
-from .specs.engine import EngineConstants
+from .routing import busiest_touch_ratio, moe_rank_imbalance, rank_experts, reach_share
+from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
 
 # Routed (grouped) expert GEMMs on the Triton path (vLLM's and SGLang's fused_moe, and the
@@ -388,3 +388,23 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
     if eng.moe_kernels == "trtllm_gen" and not gen:
         return "cutlass"
     return eng.moe_kernels
+
+
+def busiest_rank_rows(
+    hw: HardwareSpec, eng: EngineConstants, m: Any, groups: Any, moe: dict[str, Any]
+) -> tuple[Any, Any, Any]:
+    """The busiest EP rank's side of a routed grouped GEMM of mean ``m`` rows on each of
+    ``groups`` experts (``cost.gemm_time``; ``moe``: the op's routing): (its rows per expert it
+    touches, the experts it touches, vLLM's DeepGEMM padded rows or None). It carries
+    ``routing.moe_rank_imbalance`` times the mean pairs (the draw and the experts' popularity,
+    ``specs.engine.EXPERT_POPULARITY_CV`` of the engine's balancer) over the experts it touches
+    (``routing.busiest_rank_experts``); on the deepgemm path each expert computes its padded rows
+    (:func:`padded_rows`) instead."""
+    cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
+    pairs, local, k, ep = moe["pairs_per_rank"], moe["experts_local"], moe["top_k"], moe["ep"]
+    imb = moe_rank_imbalance(pairs, ep, eng.routing_skew, k, local, cv)
+    touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)
+    g, rows = groups * touch, m * imb / touch
+    pad = padded_rows(hw, eng, moe)
+    rows = rows if pad is None else np.where(pad > 0, pad / np.maximum(g, 1e-9), rows)
+    return rows, g, pad
