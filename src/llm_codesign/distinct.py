@@ -1,4 +1,7 @@
-"""An elementwise function of a grid, evaluated once per distinct point of its arguments.
+"""The distinct rows of a grid's inputs: :func:`distinct_rows` (a dense id per distinct row;
+``serving.groups`` and ``serving.admission`` group a grid's configurations with it) and
+:func:`distinct`, which lets an elementwise function of a grid be evaluated once per distinct
+point of its arguments.
 
 The simulator's step tables (``serving.sim_table``) price a step on a 4-D grid of (decoding
 sequences, prompt tokens, their two contexts), and an MoE layer's grouped GEMMs depend on the
@@ -38,6 +41,20 @@ class Distinct:
         return np.asarray(values)[self.inverse].reshape(self.shape)
 
 
+def distinct_rows(cols: list[Array]) -> tuple[Array, Array]:
+    """A dense id per distinct row of the columns ``cols`` (equal length), and the first
+    position of each id."""
+    code = np.zeros(cols[0].size, dtype=np.int64)
+    first = np.zeros(1, dtype=np.int64)
+    for c in cols:
+        _, inv = np.unique(c, return_inverse=True)
+        code = code * (int(inv.max(initial=0)) + 1) + inv.ravel()
+        # relabelled densely after each column (the code stays below the row count squared)
+        _, first, code = np.unique(code, return_index=True, return_inverse=True)
+        code = code.ravel()
+    return code, first
+
+
 def distinct(*arrays: Array | float) -> Distinct | None:
     """The distinct points of the broadcast ``arrays``, or None where the grid is small
     (``MIN_POINTS``) or mostly distinct (``MAX_SHARE``).
@@ -56,13 +73,7 @@ def distinct(*arrays: Array | float) -> Distinct | None:
     grid = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in arrays))
     shape = grid[0].shape
     flat = [g.reshape(-1) for g in grid]
-    if len(flat) <= 2:  # a complex key sorts as the (first, second) pair: a 1-D sort, exact
-        key = flat[0] + 1j * flat[-1] if len(flat) == 2 else flat[0]
-        uniq, inverse = np.unique(key, return_inverse=True)
-        columns = (uniq.real, uniq.imag) if len(flat) == 2 else (uniq,)
-    else:
-        rows, inverse = np.unique(np.stack(flat, axis=1), axis=0, return_inverse=True)
-        columns = tuple(rows[:, i] for i in range(rows.shape[1]))
-    if len(columns[0]) > MAX_SHARE * flat[0].size:
+    inverse, first = distinct_rows(flat)
+    if first.size > MAX_SHARE * flat[0].size:
         return None
-    return Distinct(tuple(np.ascontiguousarray(c) for c in columns), inverse.reshape(-1), shape)
+    return Distinct(tuple(c[first] for c in flat), inverse, shape)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import SWAP_AB_MAX_ROWS, SWAP_AB_ROW_STEP
-from .groups import distinct_rows
+from ..distinct import distinct_rows
 from .memory import scheduling_ranks
 from .step import pipelined_step
 

@@ -7,21 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..distinct import distinct_rows
+
 Array = np.ndarray
-
-
-def distinct_rows(cols: list[Array]) -> tuple[Array, Array]:
-    """A dense id per distinct row of the columns ``cols`` (equal length), and the first
-    position of each id."""
-    code = np.zeros(cols[0].size, dtype=np.int64)
-    first = np.zeros(1, dtype=np.int64)
-    for c in cols:
-        _, inv = np.unique(c, return_inverse=True)
-        code = code * (int(inv.max(initial=0)) + 1) + inv.ravel()
-        # relabelled densely after each column (the code stays below the row count squared)
-        _, first, code = np.unique(code, return_index=True, return_inverse=True)
-        code = code.ravel()
-    return code, first
 
 
 def concurrency_groups(inputs: list[Array], shape: tuple[int, ...]) -> Array:
