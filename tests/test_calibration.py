@@ -820,3 +820,34 @@ def test_calibrate_fit_warns_of_constants_on_a_bound(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert out.exists() and "objective 0.2000 -> 0.1000" in r.output
     assert f"warning: routing_skew = {hi:.4g} ended on the bound" in r.output
+
+
+def test_a_fit_is_the_same_on_any_number_of_workers():
+    """A step's candidates priced together in worker processes are taken in the order the
+    sequential descent takes them: the same constants, objective and history."""
+    from llm_codesign.calibrate.fit import fit_engine
+
+    data = [bundled_data("aic_silicon_dense.csv")]
+    kw = dict(
+        sweeps=1,
+        params=["request_overhead_s", "ttft_burst", "kernel_overhead_s"],
+        max_rows=40,
+        from_current=True,
+    )
+    one = fit_engine(data, "vllm", workers=1, **kw)
+    two = fit_engine(data, "vllm", workers=2, **kw)
+    assert one.history, "the fit moved nothing: the comparison would be empty"
+    assert two.history == one.history
+    assert (two.before, two.after) == (one.before, one.after)
+    assert two.engine == one.engine
+
+
+def test_calibrate_fit_workers_must_be_a_positive_count(tmp_path):
+    data = tmp_path / "rows.csv"
+    data.write_text("x\n")
+    r = CliRunner().invoke(
+        main,
+        ["calibrate-fit", "--data", str(data), "--engine", "vllm", "--out", str(tmp_path / "o")]
+        + ["--workers", "0"],
+    )
+    assert r.exit_code == 2 and "--workers" in r.output and "1<=x<=64" in r.output

@@ -11,7 +11,10 @@ Procedure (documented and repeatable; ``llm-codesign calibrate-fit`` runs it):
      physically plausible bounds (efficiencies <= 1, multipliers near 1, latencies >= 0), a few
      sweeps with a shrinking step; where no step of a sweep helps a constant, steps of a half
      and a quarter of it (``_finer``: an optimum inside a coarse step is found rather than
-     missed); deterministic (no randomness).
+     missed); deterministic (no randomness). A step's candidates differ from the current
+     engine in one constant each, so they are priced at once (``workers`` processes, each
+     holding the rows) and then taken in order as the sequential descent takes them: the same
+     fit on any number of workers.
 No constant is per row or per model: every row of an engine shares the same few numbers.
 """
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -185,6 +189,39 @@ def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
     return rows
 
 
+FIT_WORKERS = 6  # a step's most candidates (the shares' six coarse steps): more workers idle
+_WORKER_ROWS: list[MappedRow] = []  # a worker process's rows (``_Objectives``)
+
+
+def _hold_rows(rows: list[MappedRow]) -> None:
+    global _WORKER_ROWS
+    _WORKER_ROWS = rows
+
+
+def _worker_objective(eng: EngineConstants) -> float:
+    return objective(_WORKER_ROWS, eng)
+
+
+class _Objectives:
+    """:func:`objective` of several engines on one row set: in this process, or over
+    ``workers`` processes that each receive the rows once."""
+
+    def __init__(self, rows: list[MappedRow], workers: int):
+        self.rows = rows
+        self.pool = None
+        if workers > 1:
+            self.pool = ProcessPoolExecutor(workers, initializer=_hold_rows, initargs=(rows,))
+
+    def __call__(self, engines: list[EngineConstants]) -> list[float]:
+        if self.pool is None or len(engines) < 2:
+            return [objective(self.rows, e) for e in engines]
+        return list(self.pool.map(_worker_objective, engines))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
 def _descend(
     rows: list[MappedRow],
     eng: EngineConstants,
@@ -192,8 +229,11 @@ def _descend(
     sweeps: int,
     progress: Callable[[str], None] | None,
     bounds: dict[str, tuple[float, float]],
+    objectives: _Objectives | None = None,
 ) -> tuple[EngineConstants, float, list[tuple[str, float, float]]]:
-    """Coordinate descent from ``eng`` (module doc, step 3) within ``bounds``."""
+    """Coordinate descent from ``eng`` (module doc, step 3) within ``bounds``; ``objectives``
+    prices a step's candidates (default: one by one in this process)."""
+    objectives = objectives or _Objectives(rows, 1)
     best = objective(rows, eng)
     history: list[tuple[str, float, float]] = []
     factor = 1.6
@@ -219,11 +259,17 @@ def _descend(
                 # value and them (an optimum inside a coarse step, e.g. a multiplier near 1)
                 if improved:
                     break
-                for c in (min(max(c, lo), hi) for c in stage):  # within the bounds
-                    if c == getattr(eng, name):
+                stage = [min(max(c, lo), hi) for c in stage]  # within the bounds
+                # each candidate is the engine with one value of this constant, whichever of the
+                # stage's earlier ones was taken: priced together, taken in order
+                todo = list(dict.fromkeys(c for c in stage if c != getattr(eng, name)))
+                trials = {c: eng.with_overrides(**{name: c}) for c in todo}
+                vals = dict(zip(todo, objectives(list(trials.values()))))
+                for c in stage:
+                    # (a value the stage started at: the engine before this stage, never better)
+                    if c == getattr(eng, name) or c not in trials:
                         continue
-                    trial = eng.with_overrides(**{name: c})
-                    val = objective(rows, trial)
+                    trial, val = trials[c], vals[c]
                     if val < best - 1e-6:
                         best, eng, improved = val, trial, True
                         history.append((name, c, val))
@@ -257,6 +303,7 @@ def fit_engine(
     progress: Callable[[str], None] | None = None,
     max_rows: int | None = None,
     from_current: bool = False,
+    workers: int = 1,
 ) -> FitResult:
     """Fit ``FIT_SPACE`` constants of one engine to the rows of ``paths`` for that engine.
 
@@ -264,7 +311,8 @@ def fit_engine(
     value, and (for a bundled engine) the engine file's current values; the better end point is
     kept. A refit is therefore never worse on the same data than the file it replaces.
     ``from_current``: only the second start (a refit of ``params`` after a change of physics;
-    ``before`` is then the file's objective)."""
+    ``before`` is then the file's objective). ``workers``: processes pricing a step's
+    candidates together (the same fit on any number)."""
     rows = load_rows(paths, engine_id)
     if not rows:  # nothing to fit: never a "fitted" engine made of the base values
         raise DataFileError(
@@ -300,13 +348,17 @@ def fit_engine(
             "nothing to fit"
         )
     names = params or list(FIT_SPACE)
-    eng, best, history = _descend(rows, start, names, sweeps, progress, bounds)
-    if held.id == engine_id and held != start and not from_current:
-        if progress:
-            progress("second start: the engine file's current values")
-        eng2, best2, history2 = _descend(rows, held, names, sweeps, progress, bounds)
-        if best2 < best:
-            eng, best, history = eng2, best2, history2
+    objectives = _Objectives(rows, workers)
+    try:
+        eng, best, history = _descend(rows, start, names, sweeps, progress, bounds, objectives)
+        if held.id == engine_id and held != start and not from_current:
+            if progress:
+                progress("second start: the engine file's current values")
+            second = _descend(rows, held, names, sweeps, progress, bounds, objectives)
+            if second[1] < best:
+                eng, best, history = second
+    finally:
+        objectives.close()
     refit = f"{', '.join(names)} from the file's values" if from_current else ""
     return FitResult(eng, before, best, len(rows), history, refit, tuple(names), bounds)
 

@@ -8,6 +8,8 @@ import click
 
 from .. import fit_engine, write_engine_yaml
 from .. import validate as run_validation
+from ..calibrate.fit import FIT_WORKERS
+from ..explore.runner import default_workers
 from ..report import check_output_path, console, table, to_json
 
 
@@ -172,12 +174,21 @@ def validate(data, engine, profile, out, write_bands, worst, as_json):
     "constants (the other engines keep theirs) to this JSON file: the file to ship with the "
     "refitted engine (data/validation/error_bands.json)",
 )
-def calibrate_fit(data, engine, out, sweeps, bands):
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(1, 64),
+    help="processes pricing a step's candidate values together (default: the CPUs this process "
+    "may use, at most 6, a step's most candidates); the fit is the same on any number",
+)
+def calibrate_fit(data, engine, out, sweeps, bands, workers):
     """Fit an engine's few physical constants to calibration measurements."""
     for path in (out, bands):
         if path:
             check_output_path(path)  # before the fit, not after
-    res = fit_engine(list(data), engine, sweeps=sweeps, progress=lambda s: click.echo(s, err=True))
+    workers = workers or min(default_workers(), FIT_WORKERS)
+    echo = lambda s: click.echo(s, err=True)  # noqa: E731
+    res = fit_engine(list(data), engine, sweeps=sweeps, progress=echo, workers=workers)
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(
         f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
