@@ -20,14 +20,12 @@ from pathlib import Path
 from llm_codesign import load_engine
 from llm_codesign.calibrate.fit import (
     FIT_SPACE,
-    FIT_WORKERS,
     at_bound,
     fit_bounds,
     fit_engine,
     load_rows,
     write_engine_yaml,
 )
-from llm_codesign.explore.runner import default_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = ROOT.parent / "shared" / "groundtruth"
@@ -65,7 +63,7 @@ def main() -> None:
             params=args.params.split(",") if args.params else None,
             progress=print,
             from_current=args.from_current,
-            workers=args.workers or min(default_workers(), FIT_WORKERS),
+            workers=args.workers or 0,
         )
         write_engine_yaml(res, OUT / f"{engine}.yaml", [f.name for f in files])
         print(

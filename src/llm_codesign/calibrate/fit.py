@@ -32,6 +32,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataFileError, UnknownIdError
+from ..explore.runner import default_workers
 from ..outputs import write_text
 from ..report.launch_data import gpus_per_node
 from ..serving.memory import scheduling_ranks
@@ -312,7 +313,8 @@ def fit_engine(
     kept. A refit is therefore never worse on the same data than the file it replaces.
     ``from_current``: only the second start (a refit of ``params`` after a change of physics;
     ``before`` is then the file's objective). ``workers``: processes pricing a step's
-    candidates together (the same fit on any number)."""
+    candidates together (the same fit on any number; 0: the CPUs this process may use, at most
+    ``FIT_WORKERS``)."""
     rows = load_rows(paths, engine_id)
     if not rows:  # nothing to fit: never a "fitted" engine made of the base values
         raise DataFileError(
@@ -348,7 +350,7 @@ def fit_engine(
             "nothing to fit"
         )
     names = params or list(FIT_SPACE)
-    objectives = _Objectives(rows, workers)
+    objectives = _Objectives(rows, workers or min(default_workers(), FIT_WORKERS))
     try:
         eng, best, history = _descend(rows, start, names, sweeps, progress, bounds, objectives)
         if held.id == engine_id and held != start and not from_current:

@@ -8,8 +8,6 @@ import click
 
 from .. import fit_engine, write_engine_yaml
 from .. import validate as run_validation
-from ..calibrate.fit import FIT_WORKERS
-from ..explore.runner import default_workers
 from ..report import check_output_path, console, table, to_json
 
 
@@ -186,9 +184,8 @@ def calibrate_fit(data, engine, out, sweeps, bands, workers):
     for path in (out, bands):
         if path:
             check_output_path(path)  # before the fit, not after
-    workers = workers or min(default_workers(), FIT_WORKERS)
     echo = lambda s: click.echo(s, err=True)  # noqa: E731
-    res = fit_engine(list(data), engine, sweeps=sweeps, progress=echo, workers=workers)
+    res = fit_engine(list(data), engine, sweeps=sweeps, progress=echo, workers=workers or 0)
     write_engine_yaml(res, out, [Path(d).name for d in data])
     click.echo(
         f"{engine}: {res.rows} rows, objective {res.before:.4f} -> {res.after:.4f}; wrote {out}"
