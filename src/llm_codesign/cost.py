@@ -404,16 +404,18 @@ def gemm_time(
         last = memo.get("routed")
         if last is None or last[0] is not op.m or last[1] is not moe or last[2] is not eng:
             rows, g, pad = busiest_rank_rows(hw, eng, m, op.groups, moe)
-            # (its distinct (rows, experts) points, where a grid repeats them: distinct.py)
-            last = memo["routed"] = (op.m, moe, eng, rows, {}, g, pad, distinct(rows, g))
-        m, row_tiles, groups, pad, dist = last[3:]
+            last = memo["routed"] = (op.m, moe, eng, rows, {}, g, pad, {})
+        m, row_tiles, groups, pad, lazy = last[3:]
         touched = groups
     elem = op.a_elem_bytes or op.a_bytes  # (the alignment's element: alignment_factor)
     routed, ratio = bool(moe and moe.get("routed", False)), _speed_ratio(hw, rate_class)
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, ratio, elem)
     else:
-        few = dist if dist is not None and np.ndim(op.n) == np.ndim(op.k) == 0 else None
+        scalar = np.ndim(op.n) == np.ndim(op.k) == 0  # (then priced on its distinct points)
+        if scalar and "few" not in lazy:  # (the grid's distinct (rows, experts): distinct.py)
+            lazy["few"] = distinct(m, groups)
+        few = lazy["few"] if scalar else None
         rows_g, tiles = ((m, groups), row_tiles) if few is None else (few.columns, few.cache)
         weights, shape = moe.get("weights", ""), (hw, rows_g[0], op.n, op.k, rows_g[1])
         shape += (ratio, elem, routed)

@@ -5,12 +5,13 @@ point of its arguments.
 
 The simulator's step tables (``serving.sim_table``) price a step on a 4-D grid of (decoding
 sequences, prompt tokens, their two contexts), and an MoE layer's grouped GEMMs depend on the
-tokens alone: of the 7,560 points of a typical mixed table a few hundred carry distinct expert
-rows. ``cost.gemm_time`` prices the routed GEMMs' tile efficiency (the costliest part of a step)
-on those distinct points and spreads the result back. Every function it is used for is
-elementwise in the reduced arguments or depends on the whole array only through its maximum
-(``routing.expected_row_tiles``' spread), which the distinct points share: the numbers are those
-of the whole grid.
+tokens alone: DeepSeek-V3's attention-DP table with one MTP draft has 49,938 mixed points and
+1,120 distinct expert rows. ``cost.gemm_time`` prices the routed GEMMs' tile efficiency (the
+costliest part of a step) on those distinct points and spreads the result back. Every function
+it is used for is elementwise in the reduced arguments, or depends on the whole array only
+through its maximum (``routing.expected_row_tiles``' spread) or whether any element passes a
+test (the swap-AB and narrow-tile checks of ``cost.gemm_shape_efficiency``), which the distinct
+points share: the numbers are those of the whole grid.
 """
 
 from __future__ import annotations

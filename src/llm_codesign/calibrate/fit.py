@@ -21,8 +21,8 @@ No constant is per row or per model: every row of an engine shares the same few 
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 
 from ..errors import DataFileError, UnknownIdError
-from ..explore.runner import default_workers
+from ..explore.runner import POOL_STOP_TIMEOUT_S, _stop, _worker_signals, default_workers
 from ..outputs import write_text
 from ..report.launch_data import gpus_per_node
 from ..serving.memory import scheduling_ranks
@@ -196,6 +196,7 @@ _WORKER_ROWS: list[MappedRow] = []  # a worker process's rows (``_Objectives``)
 
 def _hold_rows(rows: list[MappedRow]) -> None:
     global _WORKER_ROWS
+    _worker_signals()
     _WORKER_ROWS = rows
 
 
@@ -205,22 +206,27 @@ def _worker_objective(eng: EngineConstants) -> float:
 
 class _Objectives:
     """:func:`objective` of several engines on one row set: in this process, or over
-    ``workers`` processes that each receive the rows once."""
+    ``workers`` forked processes that hold the rows (the frontier's pool: its workers leave
+    Ctrl-C to the parent and are stopped within ``POOL_STOP_TIMEOUT_S``); in this process where
+    the platform cannot fork or this process is itself a pool's worker."""
 
     def __init__(self, rows: list[MappedRow], workers: int):
         self.rows = rows
-        self.pool = None
-        if workers > 1:
-            self.pool = ProcessPoolExecutor(workers, initializer=_hold_rows, initargs=(rows,))
+        self.pool: Any = None
+        forks = "fork" in multiprocessing.get_all_start_methods()
+        if workers > 1 and forks and not multiprocessing.current_process().daemon:
+            ctx = multiprocessing.get_context("fork")
+            self.pool = ctx.Pool(workers, initializer=_hold_rows, initargs=(rows,))
 
     def __call__(self, engines: list[EngineConstants]) -> list[float]:
         if self.pool is None or len(engines) < 2:
             return [objective(self.rows, e) for e in engines]
-        return list(self.pool.map(_worker_objective, engines))
+        return list(self.pool.map(_worker_objective, engines, chunksize=1))
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            _stop(pool, timeout_s=POOL_STOP_TIMEOUT_S)
 
 
 def _descend(
