@@ -855,26 +855,15 @@ def test_calibrate_fit_workers_must_be_a_positive_count(tmp_path):
 
 def _sequential_descent(fit, eng, names, sweeps, bounds):
     """The descent as it ran before its candidates were priced together (stop 64's
-    ``calibrate.fit._descend``): each candidate priced and taken or not in turn."""
+    ``calibrate.fit._descend``, its candidates from ``_stages``): each candidate priced and
+    taken or not in turn."""
     best, history, factor = fit.objective([], eng), [], 1.6
     for sweep in range(sweeps):
         for name in names:
             lo, hi = bounds[name]
             cur = getattr(eng, name)
-            if name == "per_seq_overhead_s" and cur == 0.0:
-                cands = [2e-6, 8e-6, 20e-6, 50e-6]
-            elif name == "request_overhead_s" and cur == 0.0:
-                cands = [2e-3, 8e-3, 20e-3, 50e-3]
-            elif name in ("ttft_burst", "host_overlap"):
-                cands = [
-                    min(max(cur + d / (sweep + 1), lo), hi)
-                    for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)
-                ]
-            else:
-                f = factor ** (1.0 / (sweep + 1))
-                cands = [cur * f**j for j in (-2, -1, 1, 2)]
             improved = False
-            for stage in (cands, fit._finer(name, cur, sweep, factor)):
+            for stage in fit._stages(name, cur, sweep, (lo, hi), factor):
                 if improved:
                     break
                 for c in (min(max(c, lo), hi) for c in stage):

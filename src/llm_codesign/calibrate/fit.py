@@ -248,20 +248,8 @@ def _descend(
         for name in names:
             lo, hi = bounds[name]
             cur = getattr(eng, name)
-            if name == "per_seq_overhead_s" and cur == 0.0:
-                cands = [2e-6, 8e-6, 20e-6, 50e-6]
-            elif name == "request_overhead_s" and cur == 0.0:
-                cands = [2e-3, 8e-3, 20e-3, 50e-3]
-            elif name in ("ttft_burst", "host_overlap"):
-                cands = [
-                    min(max(cur + d / (sweep + 1), lo), hi)
-                    for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)
-                ]
-            else:
-                f = factor ** (1.0 / (sweep + 1))
-                cands = [cur * f**j for j in (-2, -1, 1, 2)]
             improved = False
-            for stage in (cands, _finer(name, cur, sweep, factor)):
+            for stage in _stages(name, cur, sweep, (lo, hi), factor):
                 # the coarse steps first; where none of them helps, steps between the current
                 # value and them (an optimum inside a coarse step, e.g. a multiplier near 1)
                 if improved:
@@ -283,6 +271,25 @@ def _descend(
                         if progress:
                             progress(f"sweep {sweep + 1}: {name} = {c:.4g} -> objective {val:.4f}")
     return eng, best, history
+
+
+def _stages(
+    name: str, cur: float, sweep: int, bounds: tuple[float, float], factor: float
+) -> tuple[list[float], list[float]]:
+    """A step's candidates for ``name`` at ``cur``: the coarse steps (fixed first values where a
+    host term starts at 0; shares by an added amount; the other constants by powers of
+    ``factor``, shrinking with the sweep), then :func:`_finer`."""
+    lo, hi = bounds
+    if name == "per_seq_overhead_s" and cur == 0.0:
+        cands = [2e-6, 8e-6, 20e-6, 50e-6]
+    elif name == "request_overhead_s" and cur == 0.0:
+        cands = [2e-3, 8e-3, 20e-3, 50e-3]
+    elif name in ("ttft_burst", "host_overlap"):
+        cands = [min(max(cur + d / (sweep + 1), lo), hi) for d in (-0.4, -0.2, -0.1, 0.1, 0.2, 0.4)]
+    else:
+        f = factor ** (1.0 / (sweep + 1))
+        cands = [cur * f**j for j in (-2, -1, 1, 2)]
+    return cands, _finer(name, cur, sweep, factor)
 
 
 def _finer(name: str, cur: float, sweep: int, factor: float) -> list[float]:
