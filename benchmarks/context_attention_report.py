@@ -25,17 +25,11 @@ from __future__ import annotations
 import argparse
 import re
 
+from mla_decode_report import GPU_DIRS  # (AIConfigurator's GPU folders -> hardware ids)
+
 from llm_codesign import load_engine, load_hardware
 from llm_codesign.cost import attention_rate_class
 
-GPU_DIRS = {
-    "h100_sxm": "h100-sxm",
-    "h200_sxm": "h200-sxm",
-    "b200_sxm": "b200",
-    "b300_sxm": "b300",
-    "gb200": "gb200",
-    "gb300": "gb300",
-}
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 MLA_QK, MLA_V = 192, 128  # DeepSeek-V3's expanded query-key and value head dimensions
 GQA_HEAD = 128
