@@ -13,9 +13,9 @@ no window); the median over the rows of each length with at least 16 query heads
 (GQA) and at least 4,096 tokens in the batch. GQA rows of one format only (attention and cache
 both FP8, or both BF16).
 
-The model's rate: the engine's ``attn_prefill_efficiency`` x the peak of the attention's rate
-class (``cost.attention_rate_class``: FP8 with an FP8 cache, else BF16), whatever the length:
-the compute term of ``cost.attention_time``.
+The model's rate: the compute term of ``cost.attention_time`` for a prefill op of the attention's
+class (FP8 with an FP8 cache, else BF16): the engine's ``attn_prefill_efficiency`` x that rate
+class's peak, whatever the length.
 
 Run: python benchmarks/context_attention_report.py FILE... [--engine trtllm]
 """
@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import replace
 
 from mla_decode_report import GPU_DIRS  # (AIConfigurator's GPU folders -> hardware ids)
 
 from llm_codesign import load_engine, load_hardware
-from llm_codesign.cost import attention_rate_class
+from llm_codesign.cost import attention_time
+from llm_codesign.ops import Op
 
 LENGTHS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 MLA_QK, MLA_V = 192, 128  # DeepSeek-V3's expanded query-key and value head dimensions
@@ -72,6 +74,15 @@ def measured_rates(path: str) -> tuple[str, str, str, dict[str, dict[int, float]
     return GPU_DIRS[m.group(1)], "MLA" if mla else "GQA", m.group(4), out
 
 
+def model_rate(hw, eng, compute_class: str) -> float:
+    """The model's prefill attention rate (FLOP/s): ``cost.attention_time``'s compute term for a
+    compute-bound prefill op of that class (the same for any FLOPs)."""
+    flops = 1e15
+    op = Op("attention_prefill", "attention", "attention", 1.0, 1.0, flops=flops, bytes=0.0)
+    op = replace(op, phase="prefill", compute_class=compute_class)
+    return flops / float(attention_time(op, hw, eng)[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
@@ -85,8 +96,7 @@ def main() -> None:
         gpu, kernel, version, rates = measured_rates(path)
         hw = load_hardware(gpu)
         for fmt, by_len in sorted(rates.items()):
-            cls = attention_rate_class(hw, "fp8" if fmt == "fp8" else "bf16")
-            model = hw.peak_flops(cls) * eng.attn_prefill_efficiency
+            model = model_rate(hw, eng, "fp8" if fmt == "fp8" else "bf16")
             cells = " | ".join(f"{by_len[n] / 1e12:,.0f}" if n in by_len else "" for n in LENGTHS)
             ratios = [model / by_len[n] for n in (1024, 8192) if n in by_len]
             span = " .. ".join(f"{r:.2f}" for r in ratios)
