@@ -344,9 +344,10 @@ def test_an_engine_with_the_balance_launches_and_reads_back(tmp_path):
 
 
 def test_estimate_says_what_the_balance_does_to_ttft():
-    """The estimate's note gives the wait the TTFT holds: TTFT with the balance less TTFT
-    without it is the note's milliseconds (within the fixed point's tolerance), and the round's
-    step that carries the prompt; below two sequences per rank it says no prompt waits."""
+    """The estimate's note gives the wait the TTFT holds and the round's step that carries the
+    prompt: TTFT with the balance less TTFT without it is the note's wait, plus at most the
+    round's step (which carries every waiting rank's prompt, where without the balance a prompt
+    rides a step of its own); below two sequences per rank it says no prompt waits."""
     from llm_codesign import estimate
     from llm_codesign.specs.plan import ParallelPlan
     from llm_codesign.specs.workload import Workload
@@ -360,9 +361,9 @@ def test_estimate_says_what_the_balance_does_to_ttft():
     note = next(n for n in e_on.notes if "context balance" in n)
     waited_ms = float(note.split("(")[2].split(" ms")[0].replace(",", ""))
     assert waited_ms > 100.0
-    assert e_on.ttft_ms - e_off.ttft_ms == pytest.approx(waited_ms, rel=0.05)
     # and the round's step that carries the prompt, which the TTFT holds whole
     round_ms = float(note.split("round's step (")[1].split(" ms")[0].replace(",", ""))
+    assert waited_ms * 0.99 <= e_on.ttft_ms - e_off.ttft_ms <= waited_ms + round_ms
     assert e_on.ttft_ms >= waited_ms + round_ms
     assert not any("context balance" in n for n in e_off.notes)
     few = estimate(*args, Workload(1024, 1024, 8), engine=on, explain=False)

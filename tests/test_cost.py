@@ -222,6 +222,30 @@ def test_allreduce_cost_by_hand():
     assert t16 > 5 * t
 
 
+def test_nccl_gather_cost_by_hand():
+    """All-gather and reduce-scatter on NVLink take NCCL's measured latency and link share, not
+    the engine's one-shot all-reduce latency: on H200 (NVLink 4) 8 GPUs, 6.65 us + 7 x 0.85 us
+    = 12.6 us, then 7/8 S at 0.509 x 450 GB/s; on B200 (NVLink 5) 9.49 + 7 x 1.22 = 18.0 us at
+    0.422 x 900 GB/s; whatever the engine's all-reduce latency. AIConfigurator's nccl-tests
+    tables measure 10.5-13.3 us for 64 KiB at 8 H200s and 33-45 us for 8 MiB (0.5 of the link)."""
+    hw, b200 = load_hardware("h200-sxm"), load_hardware("b200")
+    s = 8 * 2**20
+    for coll in ("allgather", "reducescatter"):
+        t = float(collective_time(coll, np.array(float(s)), np.array(8), hw, ENG))
+        assert t == pytest.approx(12.6e-6 + 7 / 8 * s / (0.509 * 450e9), rel=1e-9)
+        fast = ENG.with_overrides(allreduce_latency_s=1e-6)
+        assert float(collective_time(coll, np.array(float(s)), np.array(8), hw, fast)) == t
+        tb = float(collective_time(coll, np.array(float(s)), np.array(8), b200, ENG))
+        assert tb == pytest.approx(9.49e-6 + 7 * 1.22e-6 + 7 / 8 * s / (0.422 * 900e9), rel=1e-9)
+    assert 10.5e-6 < float(collective_time("allgather", np.array(65536.0), np.array(8), hw, ENG))
+    assert float(collective_time("allgather", np.array(65536.0), np.array(8), hw, ENG)) < 13.3e-6
+    # a fabric without NCCL tables keeps the engine's all-reduce latency and efficiency
+    mi = load_hardware("mi300x")
+    bw = mi.scaleup_bytes_per_s * mi.scaleup_efficiency.value
+    t_mi = float(collective_time("allgather", np.array(float(s)), np.array(8), mi, ENG))
+    assert t_mi == pytest.approx(ENG.allreduce_latency_s + 7 / 8 * s / bw, rel=1e-9)
+
+
 def test_moe_decode_reads_only_touched_experts():
     m, hw = load_model("mixtral-8x7b"), load_hardware("h200-sxm")
     prec = parse_precision("bf16")

@@ -309,9 +309,10 @@ def test_a_prefill_worker_under_attention_dp_keeps_each_prompt_on_one_rank():
     adp1, adp8, tp1, tp8 = worker(True, 1), worker(True, 8), worker(False, 1), worker(False, 8)
     assert float(adp1.latency_s) > float(tp1.latency_s)  # attention on one GPU, not eight
     # eight ranks in parallel: several times the requests/s (below 8x: each rank's MoE runs on
-    # the experts' share of all eight prompts' tokens, 8x one prompt's; Blackwell's grouped FP4
-    # GEMMs at 0.42 of the dense ceiling make that share larger)
-    assert float(adp8.rate_req_s) > 3 * float(adp1.rate_req_s)
+    # the experts' share of all eight prompts' tokens, 8x one prompt's, and the NCCL all-gather
+    # and reduce-scatter move all eight prompts' tokens at NCCL's measured share of the link;
+    # Blackwell's grouped FP4 GEMMs at 0.42 of the dense ceiling make that share larger)
+    assert float(adp8.rate_req_s) > 2.5 * float(adp1.rate_req_s)
     assert float(adp8.latency_s) < float(tp8.latency_s)  # no queue behind one budget
     # without attention-DP the budget (8,192 tokens) takes one prompt per step either way
     assert float(tp8.rate_req_s) == pytest.approx(float(tp1.rate_req_s), rel=1e-9)

@@ -89,6 +89,20 @@ def scaleout_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
 # (H200, B200) only; other scale-up fabrics (PCIe, xGMI) take it as an assumption.
 ALLREDUCE_LARGE_LATENCY_S = 21.6e-6
 
+# NCCL's all-gather and reduce-scatter inside an NVLink domain (the attention-DP MoE gather path:
+# TensorRT-LLM's AllGather / ReduceScatter ops and vLLM's AgRs manager call NCCL, not the custom
+# all-reduce kernels): time = base + (n - 1) hop + (n - 1) / n S / (fraction x the per-direction
+# link), n GPUs, S the gathered bytes. Fit (benchmarks/nccl_gather_report.py): AIConfigurator's
+# nccl-tests tables (ai-dynamo/aiconfigurator @095f58a, systems/data/<gpu>/comm/nccl/<version>/
+# nccl_perf.parquet: all_gather_perf and reduce_scatter_perf, FP16 and INT8, 2-8 GPUs), messages
+# of 64 KiB to 64 MiB, least squares on the relative error per link generation: NVLink 4 (H100,
+# H200; NCCL 2.23-2.29, 792 points): 6.65 us + 0.85 us a hop at 0.509 of 450 GB/s, median
+# |error| 12.3%; NVLink 5 (B200, B300, GB200; NCCL 2.23-2.29, 968 points): 9.49 us + 1.22 us at
+# 0.422 of 900 GB/s, 9.0%. At 8 GPUs that is 12.6 / 18.0 us of latency, where the engines'
+# one-shot all-reduce latency (TensorRT-LLM's 4.6 us) had priced them. Other fabrics keep the
+# engine's all-reduce latency and the hardware's all-reduce efficiency (an assumption).
+NCCL_GATHER = {"NVLink4": (6.65e-6, 0.85e-6, 0.509), "NVLink5": (9.49e-6, 1.22e-6, 0.422)}
+
 
 def collective_time(
     collective: str, nbytes: Array, group: Array, hw: HardwareSpec, eng: EngineConstants
@@ -98,8 +112,10 @@ def collective_time(
     bandwidth-optimal algorithm (``ALLREDUCE_LARGE_LATENCY_S``).
 
     ``nbytes`` is the per-GPU payload (the full tensor for all-reduce). Inside the NVLink domain
-    the per-direction scale-up bandwidth x measured efficiency applies; beyond it the per-GPU
-    scale-out NIC bandwidth and an extra network latency. Group size 1 or 0 bytes costs nothing.
+    the per-direction scale-up bandwidth x measured efficiency applies (an all-gather or
+    reduce-scatter on NVLink: NCCL's measured latency and fraction, ``NCCL_GATHER``); beyond it
+    the per-GPU scale-out NIC bandwidth and an extra network latency. Group size 1 or 0 bytes
+    costs nothing.
     """
     nbytes = np.asarray(nbytes, dtype=float)
     group = np.asarray(group, dtype=float)
@@ -112,6 +128,12 @@ def collective_time(
     elif collective in ("alltoall", "allgather", "reducescatter"):
         wire = (n - 1.0) / n * nbytes
         lat = eng.alltoall_latency_s if collective == "alltoall" else eng.allreduce_latency_s
+        nccl = NCCL_GATHER.get(hw.scaleup_technology)
+        if collective != "alltoall" and nccl is not None:  # NCCL's own, inside the domain
+            base, hop, frac = nccl
+            lat = np.where(inside, base + (n - 1.0) * hop, lat)
+            link = hw.scaleup_bytes_per_s * frac * eng.comm_efficiency
+            bw = np.where(inside, link, bw)
     elif collective == "p2p":
         wire = nbytes
         lat = eng.allreduce_latency_s / 2.0
