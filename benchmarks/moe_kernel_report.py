@@ -32,6 +32,10 @@ each bundled row of that path (TensorRT-LLM tech blog 24's TRTLLM-Gen column, so
 its engine's constants, its measured time less the rest of the
 priced layer is the chain's time; the median over the rows, and the median error at that value.)
 
+     python benchmarks/moe_kernel_report.py --cutlass-fp4-fixed
+(the fit of ``moe_kernels.CUTLASS_FP4_LAYER_S``, the cutlass path's fixed chain per MoE layer
+with NVFP4 experts: as --trtllm-gen-fixed, over the bundled cutlass NVFP4 rows of 1-16 tokens.)
+
      python benchmarks/moe_kernel_report.py --mxfp4-share FILE... [--shares ...]
 (the fit of Hopper's ``efficiency.grouped_gemm.mxfp4``: FILEs are AIConfigurator
 ``moe_perf.parquet`` tables holding weight-only MXFP4 modules, ``w4a16_mxfp4``
@@ -174,19 +178,26 @@ def fixed_cost(engine: str, files: list[str]) -> None:
         )
 
 
-def trtllm_gen_fixed() -> None:
-    """Print the TRTLLM-Gen path's fixed chain per MoE layer that its bundled rows measure
-    (module docstring)."""
-    from llm_codesign.moe_kernels import TRTLLM_GEN_LAYER_S
+def path_fixed(kernel_path: str, dtype: str = "", max_tokens: int = 0) -> None:
+    """Print the fixed chain per MoE layer that the bundled rows of a kernel path (of one
+    format, at most ``max_tokens`` tokens, where given) measure (module docstring)."""
+    from llm_codesign.moe_kernels import CUTLASS_FP4_LAYER_S, TRTLLM_GEN_LAYER_S
     from llm_codesign.specs.engine import load_engine
     from llm_codesign.validate.moe_layer import moe_layer_time
 
+    bundled = {"trtllm_gen": TRTLLM_GEN_LAYER_S, "cutlass": CUTLASS_FP4_LAYER_S}[kernel_path]
     path = bundled_data("moe_layer.csv")
-    rows = [r for r in csv.DictReader(path.open(encoding="utf-8")) if r["path"] == "trtllm_gen"]
+    rows = [
+        r
+        for r in csv.DictReader(path.open(encoding="utf-8"))
+        if r["path"] == kernel_path
+        and (not dtype or r["dtype"] == dtype)
+        and (not max_tokens or int(r["tokens"]) <= max_tokens)
+    ]
     implied: list[tuple[float, float, float]] = []  # (measured, priced without the chain, chain)
     for r in rows:
         eng = load_engine(r["framework"]).with_overrides(
-            moe_kernels="trtllm_gen", expert_balancer="uniform"
+            moe_kernels=kernel_path, expert_balancer="uniform"
         )
         gpu = match_gpu_name(r["gpu"])
         dims = [int(r[k]) for k in ("tokens", "experts", "experts_local", "top_k", "hidden")]
@@ -197,7 +208,7 @@ def trtllm_gen_fixed() -> None:
         print(f"tokens {r['tokens']:>4}: measured {measured * 1e6:6.1f} us, the layer without")
         print(f"  the chain {rest * 1e6:6.1f} us, chain {(measured - rest) * 1e6:5.1f} us")
     fit = statistics.median(c for _, _, c in implied)
-    for label, value in (("median", fit), ("bundled", TRTLLM_GEN_LAYER_S)):
+    for label, value in (("median", fit), ("bundled", bundled)):
         errs = [(rest + value) / m - 1.0 for m, rest, _ in implied]
         print(
             f"{label} chain {value * 1e6:.1f} us over {len(implied)} rows: median error "
@@ -303,6 +314,7 @@ def main() -> None:
     ap.add_argument("--mxfp4-share", nargs="+", metavar="FILE", default=None)
     ap.add_argument("--fixed-cost", nargs="+", metavar=("ENGINE", "FILE"), default=None)
     ap.add_argument("--trtllm-gen-fixed", action="store_true")
+    ap.add_argument("--cutlass-fp4-fixed", action="store_true")
     ap.add_argument("--shares", default="1.0,0.7,0.65,0.6,0.55,0.5")
     args = ap.parse_args()
     if args.fp8_block_share:
@@ -314,7 +326,10 @@ def main() -> None:
         fixed_cost(args.fixed_cost[0], args.fixed_cost[1:])
         return
     if args.trtllm_gen_fixed:
-        trtllm_gen_fixed()
+        path_fixed("trtllm_gen")
+        return
+    if args.cutlass_fp4_fixed:
+        path_fixed("cutlass", "nvfp4", 16)
         return
     if args.mxfp4_share:
         mxfp4_share(args.mxfp4_share, [float(x) for x in args.shares.split(",")])

@@ -63,6 +63,19 @@ AITER_MOE_LAYER_S = 13.1e-6
 # of each row's time less the rest of its priced layer under TensorRT-LLM's constants, 11.3 us
 # (``benchmarks/moe_kernel_report.py --trtllm-gen-fixed``).
 TRTLLM_GEN_LAYER_S = 11.3e-6
+# The cutlass path with NVFP4 experts (TensorRT-LLM's CUTLASS MoE runner and FlashInfer's copy,
+# cutlass_fused_moe, on Blackwell): its chain quantizes the routed tokens and GEMM1's output to
+# FP4 with swizzled block scales around the grouped GEMMs, beyond the BF16 / FP8 chain the
+# engine's ``moe_layer_overhead_s`` prices. Its fixed chain per layer (in place of the engine's
+# constant: the kernels are the library's): the median over the 8 bundled rows of that path at
+# 1-16 tokens (data/validation/moe_layer.csv: FlashInfer PR #4985's CUTLASS column on B300, 5
+# rows, 16-30 us; TensorRT-LLM tech blog 24's CUTLASS column on B200, 3 rows, 76-102 us) of each
+# row's time less the rest of its priced layer under TensorRT-LLM's constants, 30.2 us
+# (``benchmarks/moe_kernel_report.py --cutlass-fp4-fixed``). AIConfigurator's NVFP4 module
+# tables (B200, B300, GB200; 1-2 tokens, expert parallel) put it at 15.4-21.7 us beyond the
+# per-kernel charges (``--fixed-cost``); their modules at 1,024 tokens and more want the rows'
+# value (``tests/test_moe_kernels.py::test_blackwell_fp4_fused_moe_layers``).
+CUTLASS_FP4_LAYER_S = 30.2e-6
 # Its grouped GEMMs launch the grid the worst routing could need, and the CTAs past the routed
 # tiles exit: the host knows no expert counts, so the batch dimension holds min(T k, E) token
 # tiles (one pair on each of as many experts as the pairs reach) plus one tile per t pairs left
@@ -185,15 +198,20 @@ def runs_aiter(hw: HardwareSpec, eng: EngineConstants) -> bool:
     return hw.vendor == "amd" and moe_kernel_path(hw, eng) == "triton"
 
 
-def moe_layer_fixed_s(hw: HardwareSpec, eng: EngineConstants) -> float:
+def moe_layer_fixed_s(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -> float:
     """Fixed time per MoE layer per step of the kernels around the grouped GEMMs (the
-    ``moe_routing`` op): the engine's ``moe_layer_overhead_s``; on the trtllm_gen path the
-    fused library's own chain instead (``TRTLLM_GEN_LAYER_S``); with AITER's fused MoE
-    (``runs_aiter``) the engine's chain plus AITER's stages' fixed time (``AITER_MOE_LAYER_S``).
+    ``moe_routing`` op) for experts in the ``weights`` format: the engine's
+    ``moe_layer_overhead_s``; on the trtllm_gen path the fused library's own chain instead
+    (``TRTLLM_GEN_LAYER_S``), and on the cutlass path with NVFP4 experts that path's chain
+    (``CUTLASS_FP4_LAYER_S``); with AITER's fused MoE (``runs_aiter``) the engine's chain plus
+    AITER's stages' fixed time (``AITER_MOE_LAYER_S``).
 
     Example: vLLM (21.9 us) on MI355X -> 35.0 us; on H200 -> 21.9 us; on B200 -> 11.3 us."""
-    if moe_kernel_path(hw, eng) == "trtllm_gen":
+    path = moe_kernel_path(hw, eng)
+    if path == "trtllm_gen":
         return TRTLLM_GEN_LAYER_S
+    if path == "cutlass" and weights == "nvfp4":
+        return CUTLASS_FP4_LAYER_S
     return eng.moe_layer_overhead_s + (AITER_MOE_LAYER_S if runs_aiter(hw, eng) else 0.0)
 
 

@@ -364,8 +364,7 @@ def layer_group_ops(
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
         up = gemm("experts_up", "ffn", rows, mats * fe_local, d, groups=touched, touched=touched)
         down = gemm("experts_down", "ffn", rows, d, fe_local, groups=touched, touched=touched)
-        # the busiest EP rank's load follows from the mean pairs per rank
-        # (routing.moe_rank_imbalance)
+        # the busiest EP rank's load follows from the mean pairs (routing.moe_rank_imbalance)
         up.meta["moe"] = down.meta["moe"] = {
             "pairs_per_rank": pairs,
             "ep": ep,
@@ -376,10 +375,11 @@ def layer_group_ops(
             "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)
             "adp": adp, "pure_ep": ep == tp,  # fed every token? (comm.fed_every_token)
         }  # fmt: skip
-        # routing/top-k, sort/align, permute, quantize, finalize: fixed per layer (cost.op_time)
-        ops.append(fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s"))
-        # ... and the bytes the permute and finalize stream, which grow with the tokens, by the
-        # engine's kernel path (cost.moe_permute_time; launches counted in moe_routing)
+        # routing, sort, permute, quantize, finalize: fixed a layer (moe_kernels.moe_layer_fixed_s)
+        routing = fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s")
+        routing.meta["moe"] = up.meta["moe"]
+        ops.append(routing)
+        # ... and the permute/finalize bytes, by kernel path (cost.moe_permute_time; launched above)
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
         # (every routed pair, attention-DP and GEMM1's width: what a kernel fed every token fills)
         permute.meta["moe_permute"] = {"tokens": t_all, "pairs": pairs, "hidden": float(d),
