@@ -583,7 +583,7 @@ def op_time(
         return t, (np.where(c >= m, "compute", "memory") if bound else None)
     if op.kind == "fixed":  # a kernel chain of fixed time per layer (MoE routing, DSA indexer)
         name = op.meta["fixed"]
-        w = op.meta["moe"]["weights"] if name == "moe_layer_overhead_s" else None
+        w = op.meta["weights"] if name == "moe_layer_overhead_s" else None
         fixed = getattr(eng, name) if w is None else moe_layer_fixed_s(hw, eng, w)
         return np.where(np.asarray(op.m) > 0, fixed, 0.0), "overhead"
     if op.kind == "attention":

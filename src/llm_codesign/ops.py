@@ -377,7 +377,7 @@ def layer_group_ops(
         }  # fmt: skip
         # routing, sort, permute, quantize, finalize: fixed a layer (moe_kernels.moe_layer_fixed_s)
         routing = fixed_op("moe_routing", "ffn", layers, t_all, "moe_layer_overhead_s")
-        routing.meta["moe"] = up.meta["moe"]
+        routing.meta["weights"] = prec.weights.id  # (its chain differs by format)
         ops.append(routing)
         # ... and the permute/finalize bytes, by kernel path (cost.moe_permute_time; launched above)
         permute = Op("moe_permute", "ffn", "permute", layers, 0.0)
