@@ -7,7 +7,7 @@ collector/network/collect_nccl.py, runs nccl-tests' all_gather_perf / reduce_sca
 keeps the out-of-place time; columns op_name, nccl_dtype half or int8, num_gpus, message_size in
 elements of the whole gathered buffer, latency in ms). Extract them with
 ``git show HEAD:<path> > FILE`` from a fetched snapshot; a FILE's GPU is read from its name
-(h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200). Needs pandas and pyarrow.
+(an AIConfigurator GPU folder: ``mla_decode_report.GPU_DIRS``). Needs pandas and pyarrow.
 
 It prints:
 - per link generation (the hardware file's scale-up technology), the least-squares fit of
@@ -25,17 +25,11 @@ import re
 from collections import defaultdict
 
 import numpy as np
+from mla_decode_report import GPU_DIRS  # (AIConfigurator's GPU folders -> hardware ids)
 
 from llm_codesign import load_engine, load_hardware
 from llm_codesign.comm import collective_time
 
-GPUS = {
-    "h100_sxm": "h100-sxm",
-    "h200_sxm": "h200-sxm",
-    "b200_sxm": "b200",
-    "b300_sxm": "b300",
-    "gb200": "gb200",
-}
 OPS = {"all_gather": "allgather", "reduce_scatter": "reducescatter"}
 SIZES = (64 * 2**10, 64 * 2**20)  # the messages fitted and reported, bytes
 
@@ -46,10 +40,10 @@ def _points(files: list[str]) -> list[tuple[str, str, str, int, float, float]]:
 
     out = []
     for path in files:
-        gpu = next((g for g in GPUS if re.search(g, path)), None)
+        gpu = next((g for g in GPU_DIRS if re.search(g, path)), None)
         if gpu is None:
-            raise SystemExit(f"{path}: no GPU of {sorted(GPUS)} in the path")
-        hw = load_hardware(GPUS[gpu])
+            raise SystemExit(f"{path}: no GPU of {sorted(GPU_DIRS)} in the path")
+        hw = load_hardware(GPU_DIRS[gpu])
         d = pd.read_parquet(path)
         for (op, n, dtype), x in d.groupby(["op_name", "num_gpus", "nccl_dtype"]):
             if op not in OPS or not 2 <= n <= hw.scaleup_domain_size:
