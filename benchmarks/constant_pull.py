@@ -21,19 +21,13 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import fields, replace
-from pathlib import Path
+
+from engine_by_gpu import FILES as DEFAULT_FILES  # the four calibration sets the fit reads
+from engine_by_gpu import GT
 
 from llm_codesign import load_engine, load_model
 from llm_codesign.calibrate.fit import load_rows, objective
 from llm_codesign.validate import metric_class, predict_rows
-
-GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
-DEFAULT_FILES = (
-    "serving.csv",
-    "aic_silicon_dense.csv",
-    "aic_silicon_moe_hopper.csv",
-    "inferencex_hopper.csv",
-)
 
 
 def group_errors(rows: list, preds: list[float]) -> dict[tuple[str, str, str], list[float]]:
