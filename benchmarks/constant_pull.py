@@ -3,7 +3,7 @@ a constant at a bound means physics the model lacks, and this says which rows wa
 
 For one engine's rows of the calibration sets (``calibrate.fit.load_rows``) and a few values of
 one of its constants (the others as the engine file has them), it prints the fit's objective
-(``calibrate.fit.objective``: the mean over metric class x dense/MoE of the median |log
+(``calibrate.fit.objective_of``: the mean over metric class x dense/MoE of the median |log
 predicted / measured|) and the same median for each group of metric class, model family and
 load mode (offline max-throughput, client concurrency, disaggregated pools, static batch). A
 group whose median falls as the value moves past the bound is a group that wants the
@@ -26,7 +26,7 @@ from engine_by_gpu import FILES as DEFAULT_FILES  # the four calibration sets th
 from engine_by_gpu import GT
 
 from llm_codesign import load_engine, load_model
-from llm_codesign.calibrate.fit import load_rows, objective
+from llm_codesign.calibrate.fit import load_rows, objective_of
 from llm_codesign.validate import metric_class, predict_rows
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     for i, v in enumerate(values):
         eng = replace(base, **{args.constant: v})
         preds, _ = predict_rows(rows, engine_override=eng)
-        objectives.append(objective(rows, eng))
+        objectives.append(objective_of(rows, preds))
         for key, errs in group_errors(rows, preds).items():
             table.setdefault(key, [float("nan")] * len(values))[i] = statistics.median(errs)
             counts[key] = max(counts.get(key, 0), len(errs))

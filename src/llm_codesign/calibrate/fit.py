@@ -169,6 +169,13 @@ def _is_moe(model: str) -> bool:
 
 def objective(rows: list[MappedRow], eng: EngineConstants) -> float:
     preds, _ = predict_rows(rows, engine_override=eng)
+    return objective_of(rows, preds)
+
+
+def objective_of(rows: list[MappedRow], preds: list[float]) -> float:
+    """The fit's objective for ``rows`` predicted as ``preds``: the mean over metric class x
+    dense/MoE of the median |log predicted / measured| (rows without a finite prediction left
+    out)."""
     by_class: dict[tuple[str, bool], list[float]] = {}
     for r, p in zip(rows, preds):
         if np.isfinite(p) and p > 0:
