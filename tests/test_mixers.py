@@ -4,12 +4,17 @@ and 9) at 8k, 128k and 1M tokens of context."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_codesign import load_engine, load_hardware, load_model
 from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
+from llm_codesign.mixers import prefill_head_dim_share
 from llm_codesign.ops import StepShape, kv_bytes_per_sequence_per_gpu, layer_group_ops
 from llm_codesign.specs.model import bundled_models
 from llm_codesign.specs.model_config import model_from_config
@@ -435,3 +440,41 @@ def test_dsa_indexer_chain_adds_its_fixed_time_per_sparse_layer():
 def test_indexer_overhead_must_be_a_time():
     with pytest.raises(SpecError, match="indexer_overhead_s"):
         load_engine("sglang").with_overrides(indexer_overhead_s=-1e-6)
+
+
+# ---- prefill attention by head dim (mixers.prefill_head_dim_share) ----
+
+
+def test_prefill_head_dim_share_matches_flashattention_ratios():
+    # FlashAttention-3 BF16 forward on H100 SXM5, head dim 64 over 128 (arXiv 2407.08608 Fig. 5):
+    # 460/625 = 0.736 (2k) .. 496/646 = 0.768 (8k); FA4 on B200 at 8k: 1,079/1,418 = 0.761
+    assert 0.69 <= prefill_head_dim_share(64) <= 0.78
+    assert prefill_head_dim_share(128) == prefill_head_dim_share(256) == 1.0
+    assert prefill_head_dim_share(32) == prefill_head_dim_share(64)  # (64's below 64)
+    # linear in log2: 96 sits at log2(1.5) = 0.585 of the way from 64 to 128
+    want = prefill_head_dim_share(64) + 0.585 * (1.0 - prefill_head_dim_share(64))
+    assert prefill_head_dim_share(96) == pytest.approx(want, abs=1e-3)
+
+
+@given(st.integers(1, 1024), st.integers(1, 1024))
+@settings(max_examples=200, deadline=None)
+def test_prefill_head_dim_share_is_monotone_and_bounded(a, b):
+    lo, hi = sorted((a, b))
+    assert 0.0 < prefill_head_dim_share(lo) <= prefill_head_dim_share(hi) <= 1.0
+
+
+def test_prefill_attention_of_64_wide_heads_runs_at_their_share():
+    # gpt-oss-120b (head dim 64) against the same op at head dim 128: a compute-bound prefill
+    # (8k tokens over a 4k mean context) takes 1 / share as long; MLA's prefill keeps no share
+    hw, eng, p = load_hardware("h200-sxm"), load_engine("trtllm"), parse_precision("bf16")
+    step = _prefill_step(8192, 4096)
+    op = _op(load_model("gpt-oss-120b"), p, "attention", "attention_prefill", step)
+    assert op.meta == {"head_dim": 64}
+    t64, c64, m64 = attention_time(op, hw, eng)
+    t128, c128, _ = attention_time(replace(op, meta={"head_dim": 128}), hw, eng)
+    assert float(c64) > float(m64)  # compute-bound
+    assert float(t64) / float(t128) == pytest.approx(1.0 / prefill_head_dim_share(64))
+    peak = hw.peak_flops(hw.compute_rate_class("bf16"))
+    assert float(c128) == pytest.approx(float(op.flops) / (peak * eng.attn_prefill_efficiency))
+    mla = _op(load_model("deepseek-r1"), p, "attention", "attention_prefill", step)
+    assert "head_dim" not in mla.meta

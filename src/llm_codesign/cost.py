@@ -35,6 +35,7 @@ import numpy as np
 
 from .comm import collective_time, fed_every_token, moe_comm_time
 from .distinct import distinct
+from .mixers import prefill_head_dim_share
 from .moe_kernels import (
     busiest_rank_rows,
     fuses_activation,
@@ -514,14 +515,13 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     and per call (``efficiency.attention_decode``, :class:`DecodeKernel`). A GQA decode op over
     an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured FP8-cache rate of
     the engine's GQA decode kernels (``efficiency.fp8_kv_decode``, ``gqa_decode_kernels``):
-    Hopper's FlashAttention kernels are bound by converting FP8, not by HBM."""
-    rate_class = attention_rate_class(hw, op.compute_class)
-    peak = hw.peak_flops(rate_class)
+    Hopper's FlashAttention kernels are bound by converting FP8, not by HBM. Prefill: at most
+    ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``."""
+    peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     if op.phase == "decode":
         kern = decode_attention_efficiency(hw, rate_class, eng)
         compute = np.asarray(op.flops) / (peak * kern.value)
-        query_heads = op.meta.get("query_heads")
-        hbm = eng.attn_decode_efficiency
+        query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
         if query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
         elif op.meta.get("fp8_kv") and (fp8 := fp8_kv_decode_rate(hw, eng)) is not None:
@@ -532,8 +532,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
             q = np.asarray(query_heads, dtype=float)
             t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
         return t, compute, memory
-    compute = np.asarray(op.flops) / (peak * eng.attn_prefill_efficiency)
-    memory = np.asarray(op.bytes) / hbm_bytes_per_s_achieved(hw, eng)
+    share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim", 128))
+    compute, memory = np.asarray(op.flops) / (peak * share), memory_time(op, hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 

@@ -127,6 +127,31 @@ def softmax_counts(
     return dec_flops, dec_bytes, pre_flops, pre_bytes
 
 
+# Prefill attention's share of the engine's attn_prefill_efficiency (set at head dim 128) by head
+# dim: a 64-wide head reaches less of the tensor cores (less work per loaded tile, the softmax a
+# larger part). FlashAttention-3 BF16 forward on H100 SXM5, non-causal, 64 / 128 (arXiv
+# 2407.08608 Fig. 5): 392/565 = 0.69 (1k), 460/625 = 0.74 (2k), 476/638 = 0.75 (4k), 496/646 =
+# 0.77 (8k), 497/648 = 0.77 (16k); on B200, FA4 at 8k: causal 1,079/1,418 = 0.76, non-causal
+# 1,193/1,535 = 0.78 (Dao-AILab/flash-attention PR #2605's 64-wide rows over PR #2280's 128-wide),
+# cuDNN at 1k, non-causal: 980/1,428 = 0.69 (PR #2605). Between 64 and 128 the share
+# runs linearly in log2(head dim); below 64, 64's. Above 128 it stays 1: the generations disagree
+# (FA3 on H100 at 256: 746/646 = 1.15 at 8k; FA4 on B200: 1,059/1,418 = 0.75, causal, PR #2432's
+# first 256-wide kernel). MLA's prefill (192/128 and 576/512 heads) keeps 1: no published ratio.
+HEAD_DIM_64_PREFILL_SHARE = 0.75
+
+
+def prefill_head_dim_share(head_dim: int) -> float:
+    """Prefill attention's share of ``attn_prefill_efficiency`` at this head dim (the comment
+    above): 0.75 at 64 and below, 1 at 128 and above, linear in log2 between.
+
+    Example:
+        >>> prefill_head_dim_share(64), prefill_head_dim_share(128), prefill_head_dim_share(256)
+        (0.75, 1.0, 1.0)
+    """
+    x = min(max(np.log2(max(head_dim, 1)) - 6.0, 0.0), 1.0)
+    return float(HEAD_DIM_64_PREFILL_SHARE + (1.0 - HEAD_DIM_64_PREFILL_SHARE) * x)
+
+
 def indexer_counts(
     model: ModelSpec, seqs: Array, q: Array, ctx_d: Array, t_pre: Array, ctx_p: Array, cp: Array
 ) -> tuple[Array, Array, Array, Array]:

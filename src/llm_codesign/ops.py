@@ -139,8 +139,7 @@ def step_shape(
         (32.0, 1536.0)
     """
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
-    isl_f = np.asarray(isl, dtype=float)
-    osl_f = np.asarray(osl, dtype=float)
+    isl_f, osl_f = np.asarray(isl, dtype=float), np.asarray(osl, dtype=float)
     pre = np.asarray(prefill_tokens, dtype=float)
     pseqs = pre / isl_f if prefill_seqs is None else np.asarray(prefill_seqs, dtype=float)
     dec = np.asarray(decode_seqs, dtype=float)
@@ -307,7 +306,7 @@ def layer_group_ops(
     kernels = []
     if g.mixer == "linear":
         kernels.append(
-            ("linear_attention", linear_counts(model, seqs_local, q, t_pre, atp), "bf16", {})
+            ("linear_attention", linear_counts(model, seqs_local, q, t_pre, atp), "bf16", {}, {})
         )
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
@@ -318,14 +317,15 @@ def layer_group_ops(
         # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)
         mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
         meta = mla or ({"fp8_kv": True} if prec.kv_fp8 else {})
-        kernels.append(("attention", counts, prec.attention_class, meta))
+        pre = {} if mla else {"head_dim": a.head_dim}  # (cost.attention_time)
+        kernels.append(("attention", counts, prec.attention_class, meta, pre))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)
-            kernels.append(("indexer", counts, "fp8", {}))
-    for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta in kernels:
+            kernels.append(("indexer", counts, "fp8", {}, {}))
+    for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta, pre_meta in kernels:
         for phase, flops, nbytes, meta in (
             ("decode", dec_flops, dec_bytes, dec_meta),
-            ("prefill", pre_flops, pre_bytes, {}),
+            ("prefill", pre_flops, pre_bytes, pre_meta),
         ):
             ops.append(
                 Op(
