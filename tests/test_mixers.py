@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_codesign import load_engine, load_hardware, load_model
+from llm_codesign import estimate, load_engine, load_hardware, load_model
 from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
 from llm_codesign.mixers import prefill_head_dim_share
@@ -478,3 +478,15 @@ def test_prefill_attention_of_64_wide_heads_runs_at_their_share():
     assert float(c128) == pytest.approx(float(op.flops) / (peak * eng.attn_prefill_efficiency))
     mla = _op(load_model("deepseek-r1"), p, "attention", "attention_prefill", step)
     assert "head_dim" not in mla.meta
+
+
+def test_estimate_states_the_prefill_attention_efficiency_it_priced():
+    # the assumptions show the engine's value x the head-dim share: gpt-oss (64) at 0.75 of it,
+    # Llama (128) and DeepSeek-R1 (MLA) at the engine's own
+    for model, share in (("gpt-oss-120b", prefill_head_dim_share(64)), ("llama-3.1-8b", 1.0)):
+        e = estimate(model, "h200-sxm", engine="vllm")
+        a = e.assumptions()["attention_prefill_efficiency"]
+        assert a["head_dim_share"] == share
+        assert a["value"] == pytest.approx(load_engine("vllm").attn_prefill_efficiency * share)
+    a = estimate("deepseek-r1", "h200-sxm", engine="vllm").assumptions()
+    assert a["attention_prefill_efficiency"]["head_dim_share"] == 1.0

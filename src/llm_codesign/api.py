@@ -14,6 +14,7 @@ from .comm import dispatch_family
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.result import to_dataframe
+from .mixers import prefill_attention_efficiency
 from .moe_kernels import grouped_efficiency, moe_kernel_path
 from .ops import kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import (
@@ -72,12 +73,9 @@ class Estimate:
     economics: dict[str, Any] = field(default_factory=dict)  # serving.economics
     notes: list[str] = field(default_factory=list)  # what a reader must know to read the numbers
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
-    # how far to trust the numbers: the class and its validation error (specs.uncertainty)
-    uncertainty: dict[str, Any] = field(default_factory=dict)
-    # the request-level simulation of ``traffic`` (``simulation_section``), when one ran
-    simulation: dict[str, Any] | None = None
-    # sequences a replica runs at once (the memory cap, or the batch limit a tuned engine
-    # keeps: serving.admission); None for a disaggregated estimate
+    uncertainty: dict[str, Any] = field(default_factory=dict)  # how far to trust it (bands)
+    simulation: dict[str, Any] | None = None  # the simulation of ``traffic``, when one ran
+    # sequences a replica runs at once (memory cap or batch limit: serving.admission); None: disagg
     running_concurrency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,6 +143,8 @@ class Estimate:
             "attention_decode_efficiency": {"compute_class": att}
             | asdict(decode_attention_efficiency(hw, att, self.engine)),
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
+            "attention_prefill_efficiency": {"compute_class": att}
+            | prefill_attention_efficiency(self.model, self.engine.attn_prefill_efficiency),
             # the fused-MoE kernels priced (the engine's moe_kernels resolved on this GPU)
             "moe_kernel_path": moe_kernel_path(hw, self.engine) if self.model.moe else None,
             # the MoE dispatch/combine kernels priced for (the decode pool's) attention-DP ranks

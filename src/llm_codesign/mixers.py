@@ -152,6 +152,21 @@ def prefill_head_dim_share(head_dim: int) -> float:
     return float(HEAD_DIM_64_PREFILL_SHARE + (1.0 - HEAD_DIM_64_PREFILL_SHARE) * x)
 
 
+def prefill_attention_efficiency(model: ModelSpec, engine_value: float) -> dict[str, float | str]:
+    """What prefill attention reaches for this model (``estimate``'s assumptions): the engine's
+    ``attn_prefill_efficiency`` (``engine_value``) x the head-dim share of its softmax layers
+    (:func:`prefill_head_dim_share`; 1 for MLA, whose prefill keeps the engine's value)."""
+    a = model.attention
+    share = 1.0 if a.kind == "mla" else prefill_head_dim_share(a.head_dim)
+    why = "MLA: none measured" if a.kind == "mla" else f"head dim {a.head_dim}"
+    return {
+        "value": engine_value * share,
+        "head_dim_share": share,
+        "source": f"engine attn_prefill_efficiency x head-dim share {share:.3f} ({why}; "
+        "FlashAttention-3 / FA4 64- over 128-wide rates: mixers.prefill_head_dim_share)",
+    }
+
+
 def indexer_counts(
     model: ModelSpec, seqs: Array, q: Array, ctx_d: Array, t_pre: Array, ctx_p: Array, cp: Array
 ) -> tuple[Array, Array, Array, Array]:

@@ -116,7 +116,12 @@ def clean(obj: Any) -> Any:
 # `engine_constants` state the limits resolved on its GPU (SGLang's 16,384-token chunk on a B200).
 # 28: the engine constants add `token_budget_scope` (rank, server: whose `max_num_tokens` it is;
 # SGLang's is the server's, split over its DP-attention ranks, `serving.memory.rank_token_budget`).
-SCHEMA_VERSION = 29
+# 29: the simulation's `traffic` states `clients_start` (clients starting together or spread).
+# 30: `assumptions` adds `attention_prefill_efficiency` (`compute_class`, `value`,
+# `head_dim_share`, `source`): prefill attention's fraction of the peak, the engine's
+# `attn_prefill_efficiency` x the head-dim share of the model's softmax layers (0.75 at head dim
+# 64, 1 at 128 and above and for MLA: `mixers.prefill_head_dim_share`).
+SCHEMA_VERSION = 30
 
 
 def to_json(obj: Any) -> str:
