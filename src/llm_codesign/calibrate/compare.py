@@ -192,6 +192,7 @@ def compare_profile(
                 bytes=r["bytes"],
                 phase=phase,
                 compute_class=r["dtype"],
+                meta={"head_dim": r["head_dim"]} if phase == "prefill" else {},
             )
             t_arr, c_arr, mem_arr = cost.attention_time(op, hw, eng)
             t = float(t_arr)
