@@ -1,6 +1,7 @@
 """Token mixers: the FLOPs, bytes and cache of one layer's attention kernel by kind (softmax
 attention, DeepSeek Sparse Attention, Gated DeltaNet), counting only. ``ops`` turns these counts
-into ops; ``cost`` times them.
+into ops; ``cost`` times them, prefill attention at the head-dim share of the engine's efficiency
+that this module states (``prefill_head_dim_share``, the published ratios beside it).
 
 Closed forms (``../shared/reference/architectures.md`` section 9; FlashMLA deep dive for the
 attention form FLOPs = 2 x heads x queries x keys x (d_k + d_v)):
