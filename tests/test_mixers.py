@@ -477,7 +477,7 @@ def test_prefill_attention_of_64_wide_heads_runs_at_their_share():
     peak = hw.peak_flops(hw.compute_rate_class("bf16"))
     assert float(c128) == pytest.approx(float(op.flops) / (peak * eng.attn_prefill_efficiency))
     mla = _op(load_model("deepseek-r1"), p, "attention", "attention_prefill", step)
-    assert "head_dim" not in mla.meta
+    assert mla.meta["head_dim"] is None and prefill_head_dim_share(None) == 1.0
 
 
 def test_estimate_states_the_prefill_attention_efficiency_it_priced():

@@ -532,7 +532,7 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
             q = np.asarray(query_heads, dtype=float)
             t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
         return t, compute, memory
-    share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim", 128))
+    share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
     compute, memory = np.asarray(op.flops) / (peak * share), memory_time(op, hw, eng)
     return np.maximum(compute, memory), compute, memory
 

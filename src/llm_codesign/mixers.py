@@ -141,14 +141,17 @@ def softmax_counts(
 HEAD_DIM_64_PREFILL_SHARE = 0.75
 
 
-def prefill_head_dim_share(head_dim: int) -> float:
+def prefill_head_dim_share(head_dim: int | None) -> float:
     """Prefill attention's share of ``attn_prefill_efficiency`` at this head dim (the comment
-    above): 0.75 at 64 and below, 1 at 128 and above, linear in log2 between.
+    above): 0.75 at 64 and below, 1 at 128 and above, linear in log2 between; 1 for None (no
+    share: MLA, ``AttentionSpec.prefill_head_dim``, and the kernels other than attention).
 
     Example:
-        >>> prefill_head_dim_share(64), prefill_head_dim_share(128), prefill_head_dim_share(256)
+        >>> prefill_head_dim_share(64), prefill_head_dim_share(128), prefill_head_dim_share(None)
         (0.75, 1.0, 1.0)
     """
+    if head_dim is None:
+        return 1.0
     x = min(max(np.log2(max(head_dim, 1)) - 6.0, 0.0), 1.0)
     return float(HEAD_DIM_64_PREFILL_SHARE + (1.0 - HEAD_DIM_64_PREFILL_SHARE) * x)
 
@@ -157,9 +160,9 @@ def prefill_attention_efficiency(model: ModelSpec, engine_value: float) -> dict[
     """What prefill attention reaches for this model (``estimate``'s assumptions): the engine's
     ``attn_prefill_efficiency`` (``engine_value``) x the head-dim share of its softmax layers
     (:func:`prefill_head_dim_share`; 1 for MLA, whose prefill keeps the engine's value)."""
-    a = model.attention
-    share = 1.0 if a.kind == "mla" else prefill_head_dim_share(a.head_dim)
-    why = "MLA: none measured" if a.kind == "mla" else f"head dim {a.head_dim}"
+    d = model.attention.prefill_head_dim
+    share = prefill_head_dim_share(d)
+    why = "MLA: none measured" if d is None else f"head dim {d}"
     return {
         "value": engine_value * share,
         "head_dim_share": share,

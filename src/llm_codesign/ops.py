@@ -317,7 +317,7 @@ def layer_group_ops(
         # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)
         mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
         meta = mla or ({"fp8_kv": True} if prec.kv_fp8 else {})
-        pre = {} if mla else {"head_dim": a.head_dim}  # (cost.attention_time)
+        pre = {"head_dim": a.prefill_head_dim}  # (cost.attention_time)
         kernels.append(("attention", counts, prec.attention_class, meta, pre))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)

@@ -75,6 +75,11 @@ class AttentionSpec:
             return self.kv_lora_rank + self.qk_rope_head_dim
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)
 
+    @property
+    def prefill_head_dim(self) -> int | None:
+        """Head width prefill kernels tile (``mixers.prefill_head_dim_share``); None for MLA."""
+        return None if self.kind == "mla" else self.head_dim
+
 
 @dataclass(frozen=True)
 class IndexerSpec:
