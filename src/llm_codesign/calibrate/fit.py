@@ -40,6 +40,7 @@ from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
+from ..validate.consistency import consistent_rows
 from ..validate.conventions import throughput_metric, throughput_value
 
 # name -> (lower bound, upper bound, physical meaning)
@@ -187,6 +188,9 @@ def objective_of(rows: list[MappedRow], preds: list[float]) -> float:
 
 
 def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
+    """The mapped rows of ``paths`` the fit of ``engine_id`` prices: that engine's rows (every
+    framework's for ``generic``), less the closed-loop runs that contradict their own sweep
+    (``validate.consistency``, as ``validate`` skips them)."""
     rows: list[MappedRow] = []
     for p in paths:
         for i, raw in enumerate(read_measurements(p)):
@@ -194,7 +198,7 @@ def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
             # "generic" pools every framework: the fallback for engines without their own fit
             if not isinstance(m, str) and (m.engine == engine_id or engine_id == "generic"):
                 rows.append(m)
-    return rows
+    return consistent_rows(rows)[0]
 
 
 FIT_WORKERS = 6  # a step's most candidates (the shares' six coarse steps): more workers idle

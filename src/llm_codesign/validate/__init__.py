@@ -21,6 +21,7 @@ from ..calibrate import apply_profile, load_profile, match_hardware_id
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import load_hardware
 from .bands import error_bands, record_class, write_error_bands
+from .consistency import TPOT_METRIC, contradicting_runs, sweep_key
 from .conventions import MTP_ACCEPTANCE, MTP_DRAFT_TOKENS, parse_pools, pools_label, speculative
 from .gemm import GEMM_COLUMNS, is_gemm_table, validate_gemm
 from .mapping import (
@@ -150,6 +151,8 @@ def validate(
     target = (prof.device.hardware_id or match_hardware_id(prof.device.name)) if prof else None
     hw_over: dict[str, Any] = {}
     records = RecordTable()
+    # each record's closed-loop run (validate.consistency): sweep key and concurrency, or None
+    runs: list[tuple[Any, float] | None] = []
     map_skips: dict[str, int] = {}
     predict_skips: dict[str, int] = {}
     mapper = RowMapper()
@@ -176,7 +179,9 @@ def validate(
             key = (price_key(first), first.note)
             if key not in priced and key not in new:
                 new[key] = first
-            mapped.append((i, row["source_id"], measured, key))
+            sweep = sweep_key(row["source_id"], first)
+            run = None if sweep is None else (sweep, first.load)
+            mapped.append((i, row["source_id"], measured, key, run))
         del chunk
         fresh = list(new.values())
         if prof is not None and target not in hw_over and any(r.hardware == target for r in fresh):
@@ -204,11 +209,12 @@ def validate(
                     "note": "; ".join(n for n in (r.note, note) if n),
                 }
             )
-        for i, source_id, measured, key in mapped:
+        for i, source_id, measured, key, run in mapped:
             shared = priced[key]
             if isinstance(shared, str):
                 predict_skips[shared] = predict_skips.get(shared, 0) + 1
                 continue
+            runs.append(run)
             records.append(
                 shared
                 | {
@@ -218,12 +224,40 @@ def validate(
                     "row": i,
                 }
             )
+    records, contradicting = _without_contradicting_runs(records, runs)
     skipped = {**map_skips}
-    for k, v in predict_skips.items():
+    for k, v in (*predict_skips.items(), *contradicting.items()):
         skipped[k] = skipped.get(k, 0) + v
     return ValidationReport(
         records, skipped_list(skipped), summarize(records), [Path(p) for p in paths], replaced
     )
+
+
+def _without_contradicting_runs(
+    records: RecordTable, runs: list[tuple[Any, float] | None]
+) -> tuple[RecordTable, dict[str, int]]:
+    """``records`` without the closed-loop runs that contradict their own sweep
+    (``validate.consistency``: every metric of such a run), and those records counted by
+    reason."""
+    metrics, names = records.codes("metric")
+    measured = records.column("measured")
+    tpot = names.index(TPOT_METRIC) if TPOT_METRIC in names else -1
+    points = [
+        (run[0], run[1], float(measured[k]))
+        for k, run in enumerate(runs)
+        if run is not None and metrics[k] == tpot
+    ]
+    flagged = contradicting_runs(points)
+    if not flagged:
+        return records, {}
+    keep = np.ones(len(records), dtype=bool)
+    dropped: dict[str, int] = {}
+    for k, run in enumerate(runs):
+        reason = flagged.get(run) if run is not None else None
+        if reason is not None:
+            keep[k] = False
+            dropped[reason] = dropped.get(reason, 0) + 1
+    return records.select(keep), dropped
 
 
 def _chunks(
