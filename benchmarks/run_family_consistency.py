@@ -1,75 +1,61 @@
-"""Closed-loop runs that contradict their own campaign (issue 11, the c257+ class).
+"""Closed-loop runs that contradict their own concurrency sweep (issue 11, the c257+ class).
 
-A closed-loop benchmark at concurrency c keeps c requests in flight; each spends TTFT waiting
-for its first token and D = (OSL - 1) x TPOT decoding, so by Little's law the engine decodes
-B = c x D / (TTFT + D) sequences a step on average. A decode step never gets faster with more
-sequences in it, so the run's TPOT cannot be far below the TPOT the same campaign measured at a
-concurrency of B or less (same model, GPU, engine, plan, ISL/OSL: the ``id=`` of the row's
-notes less its ``_c<N>`` and its serial number). This lists the rows whose TPOT is below
-``--tolerance`` x the slowest such sibling: runs whose engine did not hold the stated
-concurrency, which no model monotone in load can meet. It changes nothing in ``validate``; it
-is evidence for the closing note.
+The rule is ``validate.consistency`` (one home): in a steady closed loop a run's TPOT neither
+falls as clients grow nor grows faster than they do (within ``SWEEP_TOLERANCE``), and the run
+that breaks that against the most runs of its sweep is flagged first. ``validate`` keeps such
+runs' rows as measured with a note; ``calibrate-fit`` leaves them out. This lists them for the
+four calibration sets, each with the sequences it had in flight by Little's law where the run
+states its TTFT: a closed loop at c clients decodes B = c x D / (TTFT + D) sequences a step,
+D = (OSL - 1) x TPOT (the vLLM gpt-oss-120b 512-client runs: about 100, aiohttp's connection
+limit; stop 50).
 
-Run: python benchmarks/run_family_consistency.py [--tolerance 0.8]
+Run: python benchmarks/run_family_consistency.py
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import re
+import importlib
 from collections import defaultdict
-from pathlib import Path
 
-GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
-FILES = ("aic_silicon_moe_hopper.csv", "aic_silicon_dense.csv")
-RUN_ID = re.compile(r"id=(\S+?)_c(\d+)_(\S+?)(?:;|$)")
+from engine_by_gpu import FILES, GT
 
+from llm_codesign.validate import map_row, read_measurements
 
-def _runs() -> dict[str, dict[tuple[int, str], dict[str, float]]]:
-    """family -> (concurrency, serial number) -> metric -> value, with the run's OSL under
-    'osl' (a run's TTFT and TPOT pair within its own serial number)."""
-    fams: dict[str, dict[tuple[int, str], dict[str, float]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
-    for name in FILES:
-        path = GT / name
-        if not path.exists():
-            continue
-        with path.open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                m = RUN_ID.search(row.get("notes", ""))
-                if not m or row["metric"] not in ("tpot_ms", "ttft_ms"):
-                    continue
-                plan = re.sub(r"_\d+$", "", m.group(3))  # less the run's serial number
-                family = f"{name}:{m.group(1)}_{plan}"
-                run = fams[family][(int(m.group(2)), m.group(3)[len(plan) :])]
-                run[row["metric"]] = float(row["value"])
-                run["osl"] = float(row["osl"])
-    return fams
+consistency = importlib.import_module("llm_codesign.validate.consistency")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tolerance", type=float, default=0.8)
-    args = ap.parse_args()
-    flagged, checked = [], 0
-    for family, runs in sorted(_runs().items()):
-        for (c, _), run in sorted(runs.items()):
-            if "tpot_ms" not in run or "ttft_ms" not in run:
-                continue
-            checked += 1
-            decode = (run["osl"] - 1) * run["tpot_ms"]
-            in_flight = c * decode / (run["ttft_ms"] + decode)
-            below = [r["tpot_ms"] for (c2, _), r in runs.items() if c2 < c and c2 <= in_flight
-                     and "tpot_ms" in r]  # fmt: skip
-            if below and run["tpot_ms"] < args.tolerance * max(below):
-                flagged.append((family, c, in_flight, run["tpot_ms"], max(below)))
-    print(f"runs checked (TPOT and TTFT): {checked}; contradicting their campaign: {len(flagged)}")
-    print("| campaign run family | c | in flight (Little) | TPOT ms | slowest sibling <= it |")
-    print("|---|---:|---:|---:|---:|")
-    for family, c, b, tpot, sib in flagged:
-        print(f"| {family.split(':', 1)[1][-58:]} | {c} | {b:.0f} | {tpot:.2f} | {sib:.2f} |")
+    rows = []
+    for name in FILES:
+        path = GT / name
+        if path.exists():
+            for i, raw in enumerate(read_measurements(path)):
+                m = map_row(i, raw)
+                if not isinstance(m, str):
+                    rows.append(m)
+    keyed = [(consistency.sweep_key(r.source_id, r), r) for r in rows]
+    points = [(k, r.load, r.measured) for k, r in keyed if k and r.metric == "tpot_ms"]
+    flagged = consistency.contradicting_runs(points)
+    runs: dict[tuple, dict[str, float]] = defaultdict(dict)
+    for k, r in keyed:
+        if k is not None and (k, r.load) in flagged:
+            runs[(k, r.load)][r.metric] = r.measured
+    sweeps = {k for k, _, _ in points}
+    print(f"closed-loop sweeps with TPOT: {len(sweeps)}; runs contradicting theirs: {len(flagged)}")
+    head = "source | model | GPU | engine | plan | ISL/OSL | clients | TPOT ms | in flight | reason"
+    print(f"| {head} |")
+    print("|---|---|---|---|---|---|---:|---:|---:|---|")
+    for (key, load), reason in sorted(flagged.items(), key=lambda kv: str(kv[0])):
+        source, _, model, gpu, _, engine, plan, isl, osl = key
+        m = runs[(key, load)]
+        tpot, ttft = m.get("tpot_ms", float("nan")), m.get("ttft_ms")
+        decode = (osl - 1) * tpot
+        flight = f"{load * decode / (ttft + decode):.0f}" if ttft else "-"
+        pairs = reason.split(" against ", 1)[1].split(" (a steady", 1)[0]
+        print(
+            f"| {source} | {model} | {gpu} | {engine} | {plan} | {isl}/{osl} | {load:g} | "
+            f"{tpot:.2f} | {flight} | against {pairs} |"
+        )
 
 
 if __name__ == "__main__":

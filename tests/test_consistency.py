@@ -1,6 +1,6 @@
 """validate.consistency: closed-loop runs that contradict their own concurrency sweep. Bounds
 checked by hand, the greedy removal on hand-made sweeps, a property (no sweep a physical closed
-loop produces is flagged), and the runs' rows skipped by validate and left out of the fit."""
+loop produces is flagged), and the runs' rows marked by validate and left out of the fit."""
 
 import csv
 import importlib
@@ -114,7 +114,7 @@ def _row(conc, metric, value, model="Llama-3.1-8B"):
     )
 
 
-def test_validate_skips_the_runs_and_the_fit_leaves_them_out(tmp_path):
+def test_validate_marks_the_runs_and_the_fit_leaves_them_out(tmp_path):
     tpot = {4: 8.0, 8: 8.6, 16: 9.5, 32: 11.0, 64: 14.0, 512: 5.0}
     rows = [_row(c, "tpot_ms", t) for c, t in tpot.items()]
     rows += [_row(c, "ttft_ms", 100.0) for c in tpot]
@@ -124,11 +124,14 @@ def test_validate_skips_the_runs_and_the_fit_leaves_them_out(tmp_path):
         w.writeheader()
         w.writerows(rows)
     rep = validate(path)
-    # the 512-client run (TPOT 5.0 ms below 0.75 x every TPOT from 16 clients up): both of its
-    # rows skipped with the reason, every other row priced
-    assert sorted(r["load"] for r in rep.rows if r["metric"] == "tpot_ms") == [4, 8, 16, 32, 64]
-    assert len(rep.rows) == 10
-    (skip,) = [s for s in rep.skipped if "concurrency sweep" in s["reason"]]
-    assert skip["count"] == 2 and "5 ms at 512 clients" in skip["reason"]
+    # every row priced and kept as measured; the 512-client run (TPOT 5.0 ms, below 0.75 x every
+    # TPOT from 16 clients up) has both of its rows' notes ending in the reason, no other row has
+    assert len(rep.rows) == 12 and rep.skipped == []
+    marked = [r for r in rep.rows if "concurrency sweep" in r["note"]]
+    assert sorted((r["load"], r["metric"]) for r in marked) == [
+        (512, "tpot_ms"),
+        (512, "ttft_ms"),
+    ]
+    assert "5 ms at 512 clients" in marked[0]["note"]
     fitted = load_rows([path], "vllm")
     assert len(fitted) == 10 and all(r.load != 512 for r in fitted)

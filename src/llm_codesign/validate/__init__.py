@@ -224,21 +224,21 @@ def validate(
                     "row": i,
                 }
             )
-    records, contradicting = _without_contradicting_runs(records, runs)
+    records = _flag_contradicting_runs(records, runs)
     skipped = {**map_skips}
-    for k, v in (*predict_skips.items(), *contradicting.items()):
+    for k, v in predict_skips.items():
         skipped[k] = skipped.get(k, 0) + v
     return ValidationReport(
         records, skipped_list(skipped), summarize(records), [Path(p) for p in paths], replaced
     )
 
 
-def _without_contradicting_runs(
+def _flag_contradicting_runs(
     records: RecordTable, runs: list[tuple[Any, float] | None]
-) -> tuple[RecordTable, dict[str, int]]:
-    """``records`` without the closed-loop runs that contradict their own sweep
-    (``validate.consistency``: every metric of such a run), and those records counted by
-    reason."""
+) -> RecordTable:
+    """``records`` with the note of every record of a closed-loop run that contradicts its own
+    sweep (``validate.consistency``) ending in the reason: such rows stay in the error figures
+    as measured, marked."""
     metrics, names = records.codes("metric")
     measured = records.column("measured")
     tpot = names.index(TPOT_METRIC) if TPOT_METRIC in names else -1
@@ -249,15 +249,14 @@ def _without_contradicting_runs(
     ]
     flagged = contradicting_runs(points)
     if not flagged:
-        return records, {}
-    keep = np.ones(len(records), dtype=bool)
-    dropped: dict[str, int] = {}
-    for k, run in enumerate(runs):
+        return records
+    out = RecordTable()
+    for rec, run in zip(records, runs):
         reason = flagged.get(run) if run is not None else None
         if reason is not None:
-            keep[k] = False
-            dropped[reason] = dropped.get(reason, 0) + 1
-    return records.select(keep), dropped
+            rec["note"] = "; ".join(n for n in (rec["note"], reason) if n)
+        out.append(rec)
+    return out
 
 
 def _chunks(

@@ -20,8 +20,8 @@ such TPOTs: AIConfigurator's vLLM gpt-oss-120b runs at 512 clients on H100 measu
 the 4-client TPOT, where 64 clients measure 7-17 ms). :func:`contradicting_runs` removes such
 runs one at a time, the one that breaks the most pairs first, until no pair breaks a bound or
 the sweep cannot tell which run is wrong (two runs that break only each other). ``validate``
-reports each removed run's rows as skipped with the pairs it breaks, and ``calibrate-fit`` does
-not fit to them.
+keeps such a run's rows in its figures as measured, their note ending in the pairs the run
+breaks; ``calibrate-fit`` does not fit to them (no model monotone in load can meet them).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _sweep_outliers(tpot: dict[float, float]) -> dict[float, list[float]]:
 def contradicting_runs(
     points: Iterable[tuple[Hashable, float, float]],
 ) -> dict[tuple[Hashable, float], str]:
-    """The runs that contradict their sweep, each with the reason ``validate`` reports.
+    """The runs that contradict their sweep, each with the reason ``validate`` notes.
 
     ``points``: (sweep key, concurrency, mean TPOT in ms) of every closed-loop TPOT row; rows of
     one sweep at one concurrency are one run (their median TPOT). Returns {(sweep key,

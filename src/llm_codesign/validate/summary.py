@@ -96,16 +96,6 @@ class RecordTable(Sequence[dict[str, Any]]):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self._row(k) for k in range(len(self)))
 
-    def select(self, keep: np.ndarray) -> RecordTable:
-        """A table of the records where the boolean mask ``keep`` is true, in order."""
-        out = RecordTable()
-        idx = np.flatnonzero(np.asarray(keep, dtype=bool))
-        for f, col in self._cols.items():
-            out._cols[f] = array(col.typecode, np.asarray(col)[idx].tolist())
-        out._codes = {f: dict(c) for f, c in self._codes.items()}
-        out._values = {f: list(v) for f, v in self._values.items()}
-        return out
-
     def column(self, name: str) -> np.ndarray:
         """One numeric column as an array (no dicts made)."""
         return np.frombuffer(
