@@ -4,7 +4,10 @@ Reads the shared calibration sets through `validate`. The metric classes, model 
 concurrency buckets are the error bands' (`specs.uncertainty`).
 
 Run: python benchmarks/moe_report.py [--engine ENGINE] [--files a.csv,b.csv] [--dense]
-(--dense: the same table for the dense rows, which must keep their error)
+                                     [--without-marked]
+(--dense: the same table for the dense rows, which must keep their error; --without-marked:
+without the rows of closed-loop runs that contradict their own concurrency sweep, which
+`validate` keeps as measured and marks in their note: `validate.consistency`)
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from llm_codesign.validate import metric_class
 
 GT = Path(__file__).resolve().parents[2] / "shared" / "groundtruth"
 DEFAULT_FILES = ("aic_silicon_moe_hopper.csv", "serving.csv", "inferencex_hopper.csv")
+MARK = "contradicts its own concurrency sweep"  # (validate.consistency's note)
 
 
 def _layout(plan: str) -> str:
@@ -34,12 +38,15 @@ def main() -> None:
     ap.add_argument("--engine", default=None)
     ap.add_argument("--files", default=",".join(DEFAULT_FILES + ("aic_silicon_dense.csv",)))
     ap.add_argument("--dense", action="store_true", help="report the dense rows instead")
+    ap.add_argument("--without-marked", action="store_true", help="leave out marked runs")
     args = ap.parse_args()
     files = [GT / f for f in args.files.split(",")]
     rep = validate([str(f) for f in files if f.exists()], engine=args.engine)
     groups: dict[tuple[str, ...], list[float]] = defaultdict(list)
     for r in rep.rows:
         if (load_model(r["model"]).moe is None) != args.dense:
+            continue
+        if args.without_marked and MARK in r["note"]:
             continue
         cls = metric_class(r["metric"])
         keys = {
