@@ -2,14 +2,14 @@
 checked by hand, the greedy removal on hand-made sweeps, a property (no sweep a physical closed
 loop produces is flagged), and the runs' rows marked by validate and left out of the fit."""
 
-import csv
 import importlib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_validate import row, write_csv
 
 from llm_codesign.calibrate.fit import load_rows
-from llm_codesign.validate import REQUIRED_COLUMNS, validate
+from llm_codesign.validate import validate
 
 consistency = importlib.import_module("llm_codesign.validate.consistency")
 breaks_bounds = consistency.breaks_bounds
@@ -93,24 +93,13 @@ def test_no_physical_closed_loop_is_flagged(a, b, p, loads, noise):
     assert contradicting_runs(pts) == {}
 
 
-def _row(conc, metric, value, model="Llama-3.1-8B"):
-    return dict(
-        source_id="s",
-        model=model,
+def _row(conc, metric, value):
+    return row(
         gpu="H100 SXM 80GB",
-        num_gpus="1",
-        precision="fp8/fp8/fp8",
-        tp="1",
-        pp="1",
-        ep="",
-        dp="",
         framework="vllm 0.11.2",
-        isl="1024",
-        osl="1024",
         concurrency_or_batch=str(conc),
         metric=metric,
         value=str(value),
-        notes="",
     )
 
 
@@ -118,11 +107,7 @@ def test_validate_marks_the_runs_and_the_fit_leaves_them_out(tmp_path):
     tpot = {4: 8.0, 8: 8.6, 16: 9.5, 32: 11.0, 64: 14.0, 512: 5.0}
     rows = [_row(c, "tpot_ms", t) for c, t in tpot.items()]
     rows += [_row(c, "ttft_ms", 100.0) for c in tpot]
-    path = tmp_path / "sweep.csv"
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(REQUIRED_COLUMNS) + ["notes"])
-        w.writeheader()
-        w.writerows(rows)
+    path = write_csv(tmp_path / "sweep.csv", rows)
     rep = validate(path)
     # every row priced and kept as measured; the 512-client run (TPOT 5.0 ms, below 0.75 x every
     # TPOT from 16 clients up) has both of its rows' notes ending in the reason, no other row has
