@@ -83,6 +83,11 @@ def test_record_table_reads_back_what_was_appended():
     assert all(type(a[f]) is type(b[f]) for a, b in zip(t, recs) for f in V.RECORD_FIELDS)
     with pytest.raises(IndexError):
         t[5]
+    # a coded column's value replaced in one record: a new value and one another record holds
+    t.set_value(2, "note", "marked")
+    t.set_value(4, "note", "note0")
+    assert t[2] == recs[2] | {"note": "marked"} and t[4] == recs[4] | {"note": "note0"}
+    assert [r["note"] for r in t] == ["note0", "note1", "marked", "note0", "note0"]
 
 
 def test_duplicated_rows_are_priced_as_if_each_stood_alone(tmp_path, monkeypatch):

@@ -190,7 +190,7 @@ def objective_of(rows: list[MappedRow], preds: list[float]) -> float:
 def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
     """The mapped rows of ``paths`` the fit of ``engine_id`` prices: that engine's rows (every
     framework's for ``generic``), less the closed-loop runs that contradict their own sweep
-    (``validate.consistency``, as ``validate`` skips them)."""
+    (``validate.consistency``; ``validate`` keeps and marks them)."""
     rows: list[MappedRow] = []
     for p in paths:
         for i, raw in enumerate(read_measurements(p)):

@@ -10,6 +10,7 @@ Errors are (predicted - measured) / measured.
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -151,8 +152,10 @@ def validate(
     target = (prof.device.hardware_id or match_hardware_id(prof.device.name)) if prof else None
     hw_over: dict[str, Any] = {}
     records = RecordTable()
-    # each record's closed-loop run (validate.consistency): sweep key and concurrency, or None
-    runs: list[tuple[Any, float] | None] = []
+    # each record's closed-loop run (validate.consistency): an id into run_ids' keys (sweep key,
+    # concurrency), -1 for a row of another mode (a code a record, as the records keep theirs)
+    run_ids: dict[tuple[Any, float], int] = {}
+    runs = array("i")
     map_skips: dict[str, int] = {}
     predict_skips: dict[str, int] = {}
     mapper = RowMapper()
@@ -180,7 +183,7 @@ def validate(
             if key not in priced and key not in new:
                 new[key] = first
             sweep = sweep_key(row["source_id"], first)
-            run = None if sweep is None else (sweep, first.load)
+            run = -1 if sweep is None else run_ids.setdefault((sweep, first.load), len(run_ids))
             mapped.append((i, row["source_id"], measured, key, run))
         del chunk
         fresh = list(new.values())
@@ -224,7 +227,7 @@ def validate(
                     "row": i,
                 }
             )
-    records = _flag_contradicting_runs(records, runs)
+    _mark_contradicting_runs(records, runs, list(run_ids))
     skipped = {**map_skips}
     for k, v in predict_skips.items():
         skipped[k] = skipped.get(k, 0) + v
@@ -233,30 +236,26 @@ def validate(
     )
 
 
-def _flag_contradicting_runs(
-    records: RecordTable, runs: list[tuple[Any, float] | None]
-) -> RecordTable:
-    """``records`` with the note of every record of a closed-loop run that contradicts its own
-    sweep (``validate.consistency``) ending in the reason: such rows stay in the error figures
-    as measured, marked."""
+def _mark_contradicting_runs(
+    records: RecordTable, runs: array, run_keys: list[tuple[Any, float]]
+) -> None:
+    """End the note of every record of a closed-loop run that contradicts its own sweep
+    (``validate.consistency``; ``runs``: each record's index into ``run_keys``, -1 for none)
+    with the reason: such rows stay in the error figures as measured, marked."""
     metrics, names = records.codes("metric")
     measured = records.column("measured")
     tpot = names.index(TPOT_METRIC) if TPOT_METRIC in names else -1
     points = [
-        (run[0], run[1], float(measured[k]))
+        (*run_keys[run], float(measured[k]))
         for k, run in enumerate(runs)
-        if run is not None and metrics[k] == tpot
+        if run >= 0 and metrics[k] == tpot
     ]
     flagged = contradicting_runs(points)
-    if not flagged:
-        return records
-    out = RecordTable()
-    for rec, run in zip(records, runs):
-        reason = flagged.get(run) if run is not None else None
+    for k, run in enumerate(runs):
+        reason = flagged.get(run_keys[run]) if run >= 0 else None
         if reason is not None:
-            rec["note"] = "; ".join(n for n in (rec["note"], reason) if n)
-        out.append(rec)
-    return out
+            note = records[k]["note"]
+            records.set_value(k, "note", "; ".join(n for n in (note, reason) if n))
 
 
 def _chunks(

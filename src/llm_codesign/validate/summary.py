@@ -72,6 +72,15 @@ class RecordTable(Sequence[dict[str, Any]]):
                 v = code
             self._cols[f].append(v)
 
+    def set_value(self, i: int, name: str, value: Any) -> None:
+        """Replace record ``i``'s value of the coded (non-numeric) column ``name``."""
+        codes = self._codes[name]
+        code = codes.get(value)
+        if code is None:
+            code = codes[value] = len(self._values[name])
+            self._values[name].append(value)
+        self._cols[name][i] = code
+
     def __len__(self) -> int:
         return len(self._cols["row"])
 
