@@ -3,12 +3,15 @@ checked by hand, the greedy removal on hand-made sweeps, a property (no sweep a 
 loop produces is flagged), and the runs' rows marked by validate and left out of the fit."""
 
 import importlib
+import json
 
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_validate import row, write_csv
 
 from llm_codesign.calibrate.fit import load_rows
+from llm_codesign.cli import main
 from llm_codesign.validate import validate
 
 consistency = importlib.import_module("llm_codesign.validate.consistency")
@@ -118,5 +121,16 @@ def test_validate_marks_the_runs_and_the_fit_leaves_them_out(tmp_path):
         (512, "ttft_ms"),
     ]
     assert "5 ms at 512 clients" in marked[0]["note"]
+    ((what, count),) = [(m["reason"], m["count"]) for m in rep.marked]
+    assert count == 2 and what.startswith(
+        "s: llama-3.1-8b on h100-sxm, vllm tp1 pp1 ep1, 1024/1024:"
+    )
+    assert what.endswith(marked[0]["note"].rsplit("; ", 1)[-1])
+    out = CliRunner().invoke(main, ["validate", "--data", str(path)], terminal_width=200)
+    assert out.exit_code == 0 and "runs that contradict their own concurrency sweep" in out.output
+    # the JSON keeps its shape: the reason travels in the rows' notes
+    doc = json.loads(CliRunner().invoke(main, ["validate", "--data", str(path), "--json"]).output)
+    assert set(doc) == {"schema_version", "rows", "skipped", "summary"}
+    assert sum("concurrency sweep" in r["note"] for r in doc["rows"]) == 2
     fitted = load_rows([path], "vllm")
     assert len(fitted) == 10 and all(r.load != 512 for r in fitted)

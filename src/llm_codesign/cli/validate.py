@@ -135,6 +135,15 @@ def validate(data, engine, profile, out, write_bands, worst, as_json):
             ],
         )
     )
+    if report.marked:
+        c.print(
+            table(
+                "kept as measured, marked: runs that contradict their own concurrency sweep "
+                "(calibrate-fit leaves them out)",
+                ["reason", "rows"],
+                [[s["reason"], s["count"]] for s in report.marked],
+            )
+        )
     c.print(
         table(
             "skipped rows", ["reason", "rows"], [[s["reason"], s["count"]] for s in report.skipped]

@@ -227,21 +227,27 @@ def validate(
                     "row": i,
                 }
             )
-    _mark_contradicting_runs(records, runs, list(run_ids))
+    marked = _mark_contradicting_runs(records, runs, list(run_ids))
     skipped = {**map_skips}
     for k, v in predict_skips.items():
         skipped[k] = skipped.get(k, 0) + v
     return ValidationReport(
-        records, skipped_list(skipped), summarize(records), [Path(p) for p in paths], replaced
+        records,
+        skipped_list(skipped),
+        summarize(records),
+        [Path(p) for p in paths],
+        replaced,
+        skipped_list(marked),
     )
 
 
 def _mark_contradicting_runs(
     records: RecordTable, runs: array, run_keys: list[tuple[Any, float]]
-) -> None:
+) -> dict[str, int]:
     """End the note of every record of a closed-loop run that contradicts its own sweep
     (``validate.consistency``; ``runs``: each record's index into ``run_keys``, -1 for none)
-    with the reason: such rows stay in the error figures as measured, marked."""
+    with the reason: such rows stay in the error figures as measured, marked. Returns the
+    marked records counted by run (its source and configuration, and the reason)."""
     metrics, names = records.codes("metric")
     measured = records.column("measured")
     tpot = names.index(TPOT_METRIC) if TPOT_METRIC in names else -1
@@ -251,11 +257,18 @@ def _mark_contradicting_runs(
         if run >= 0 and metrics[k] == tpot
     ]
     flagged = contradicting_runs(points)
+    marked: dict[str, int] = {}
     for k, run in enumerate(runs):
         reason = flagged.get(run_keys[run]) if run >= 0 else None
         if reason is not None:
-            note = records[k]["note"]
-            records.set_value(k, "note", "; ".join(n for n in (note, reason) if n))
+            rec = records[k]
+            records.set_value(k, "note", "; ".join(n for n in (rec["note"], reason) if n))
+            what = (
+                f"{rec['source_id']}: {rec['model']} on {rec['gpu']}, {rec['engine']} "
+                f"{rec['plan']}, {rec['isl']}/{rec['osl']}: {reason}"
+            )
+            marked[what] = marked.get(what, 0) + 1
+    return marked
 
 
 def _chunks(

@@ -140,6 +140,9 @@ class ValidationReport:
     # the serving tables validated and the constants that replaced bundled engines (error bands)
     tables: list[Path] = field(default_factory=list)
     engines: dict[str, EngineConstants] = field(default_factory=dict)
+    # rows kept in the figures whose closed-loop run contradicts its own concurrency sweep
+    # (validate.consistency), per reason as ``skipped`` lists them; their notes say it too
+    marked: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": list(self.rows), "skipped": self.skipped, "summary": self.summary}
