@@ -168,15 +168,15 @@ def test_misaligned_reduction_dim_penalty_reproduces_swiglu_measurement():
 
 def test_block_scaled_activations_align_by_their_elements():
     """16-byte alignment counts a GEMM's elements, not their amortized block scales (a separate
-    tensor in a block-scaled GEMM): gpt-oss's W4A8 GEMMs on B200 (MXFP8 activations, 8 + 8/32
-    bits an element) are as aligned as FP8 ones at K = 2880, N = 5760 (multiples of 16 one-byte
-    elements), so the same shape prices the same compute; only a K off 16 elements (2,872)
-    pays ``MISALIGNED_FACTOR``."""
+    tensor in a block-scaled GEMM): gpt-oss's W4A8 expert GEMMs on B200 (MXFP8 activations, 8 +
+    8/32 bits an element; its attention is BF16, specs.checkpoint.sixteen_bit_parts) are as
+    aligned as FP8 ones at K = 2880, N = 5760 (multiples of 16 one-byte elements), so the same
+    shape prices the same compute; only a K off 16 elements (2,872) pays ``MISALIGNED_FACTOR``."""
     hw, eng = load_hardware("b200"), load_engine("trtllm")
 
     def compute(prec: str, k: float) -> float:
         ops = [o for o in step_ops(load_model("gpt-oss-120b"), parse_precision(prec), shape(64.0))
-               if o.name == "o_proj"]  # fmt: skip
+               if o.name == "experts_up"]  # fmt: skip
         op = ops[0]
         assert op.a_elem_bytes == 1.0 and op.a_bytes >= 1.0
         op = Op(op.name, op.op_class, "gemm", 1.0, m=1024.0, n=5760.0, k=k, w_bytes=op.w_bytes,

@@ -20,6 +20,7 @@ import numpy as np
 
 from .mixers import cache_bytes_per_layer, indexer_counts, linear_counts, softmax_counts
 from .routing import rank_experts
+from .specs.checkpoint import sixteen_bit_parts
 from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
@@ -190,6 +191,11 @@ def layer_group_ops(
     cc = prec.compute_class
     heads = a.num_heads / atp
     ops: list[Op] = []
+    # parts the checkpoint keeps in 16 bits (gpt-oss's attention, Kimi's attention, shared
+    # experts and dense FFNs): their GEMMs take BF16 weights and activations
+    keep = sixteen_bit_parts(model, prec)
+    w16: dict = {"wbytes": 2.0, "ccls": "bf16", "abytes": 2.0}
+    at16, sh16, dn16 = ((w16 if p in keep else {}) for p in ("attention", "shared", "dense"))
 
     def gemm(
         name: str,
@@ -238,14 +244,14 @@ def layer_group_ops(
                     t_attn,
                     a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim,
                     d,
+                    **at16,
                 )
             )
-            ops.append(gemm("q_b_proj", "attention", t_attn, heads * qk, a.q_lora_rank))
+            ops.append(gemm("q_b_proj", "attention", t_attn, heads * qk, a.q_lora_rank, **at16))
         else:
-            ops.append(gemm("q_proj", "attention", t_attn, heads * qk, d))
-            ops.append(
-                gemm("kv_a_proj", "attention", t_attn, a.kv_lora_rank + a.qk_rope_head_dim, d)
-            )
+            ops.append(gemm("q_proj", "attention", t_attn, heads * qk, d, **at16))
+            kv_a = a.kv_lora_rank + a.qk_rope_head_dim
+            ops.append(gemm("kv_a_proj", "attention", t_attn, kv_a, d, **at16))
         # decode: absorbed W_UK / W_UV as per-head batched GEMMs; prefill: decompress K, V
         ops.append(
             gemm(
@@ -280,13 +286,15 @@ def layer_group_ops(
                 t_pre,
                 heads * (a.qk_nope_head_dim + a.v_head_dim),
                 a.kv_lora_rank,
+                **at16,
             )
         )
         o_k = heads * a.v_head_dim
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # + output gate
-        ops.append(gemm("qkv_proj", "attention", t_attn, q_width + 2 * kv_local * a.head_dim, d))
+        qkv = q_width + 2 * kv_local * a.head_dim
+        ops.append(gemm("qkv_proj", "attention", t_attn, qkv, d, **at16))
         o_k = heads * a.v_head_dim
     if g.mixer == "sparse":
         idx = model.indexer
@@ -297,7 +305,7 @@ def layer_group_ops(
         ops.append(gemm("indexer_k_w", "attention", t_attn, idx.head_dim + idx.num_heads, d))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, "indexer_overhead_s"))
-    ops.append(gemm("o_proj", "attention", t_attn, d, o_k))
+    ops.append(gemm("o_proj", "attention", t_attn, d, o_k, **at16))
 
     # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
     seqs_local = s.decode_seqs / rank_div
@@ -348,8 +356,8 @@ def layer_group_ops(
     if not g.moe:
         f_local = model.intermediate_size / np.where(adp, 1, tp)
         t_ffn = np.where(adp, t_attn, t_all)
-        ops.append(gemm("ffn_up", "ffn", t_ffn, mats * f_local, d))
-        ops.append(gemm("ffn_down", "ffn", t_ffn, d, f_local))
+        ops.append(gemm("ffn_up", "ffn", t_ffn, mats * f_local, d, **dn16))
+        ops.append(gemm("ffn_down", "ffn", t_ffn, d, f_local, **dn16))
     else:
         moe = model.moe
         assert moe is not None
@@ -391,40 +399,20 @@ def layer_group_ops(
         if moe.num_shared:
             fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
             t_sh = np.where(adp, t_attn, t_all)
-            ops.append(gemm("shared_up", "ffn", t_sh, mats * fs_local, d))
-            ops.append(gemm("shared_down", "ffn", t_sh, d, fs_local))
+            ops.append(gemm("shared_up", "ffn", t_sh, mats * fs_local, d, **sh16))
+            ops.append(gemm("shared_down", "ffn", t_sh, d, fs_local, **sh16))
 
     # ---- communication ----
     comm = prec.comm_bytes
     multi = tp > 1
     ar_attn = np.where(multi & ~adp, t_all * d * comm, 0.0)
-    ops.append(
-        Op(
-            "allreduce_attn",
-            "communication",
-            "comm",
-            layers,
-            1.0,
-            bytes=ar_attn,
-            collective="allreduce",
-            group_size=tp,
-        )
-    )
+    ops.append(Op("allreduce_attn", "communication", "comm", layers, 1.0, bytes=ar_attn,
+                  collective="allreduce", group_size=tp))  # fmt: skip
     if a.qk_norm_across_heads and g.mixer == "attention":
         # RMSNorm over all heads of a token: tp ranks all-reduce the FP32 variance of q and k
         qk_var = np.where(multi & ~adp, t_attn * 2 * 4.0, 0.0)
-        ops.append(
-            Op(
-                "allreduce_qk_norm",
-                "communication",
-                "comm",
-                layers,
-                1.0,
-                bytes=qk_var,
-                collective="allreduce",
-                group_size=tp,
-            )
-        )
+        ops.append(Op("allreduce_qk_norm", "communication", "comm", layers, 1.0, bytes=qk_var,
+                      collective="allreduce", group_size=tp))  # fmt: skip
     if g.moe:
         # attention-DP: each rank's tokens travel to the GPUs holding their experts (top-k owners,
         # each sliced over moe_tp GPUs) and back: at most all tp GPUs (an all-gather)
@@ -561,17 +549,19 @@ def weight_bytes_per_gpu(
     atp = np.where(attention_dp, 1, tp // cp)
     dense_div = np.where(attention_dp, 1, tp)
     wb = prec.weight_bytes
+    keep = sixteen_bit_parts(model, prec)  # (parts the checkpoint keeps in 16 bits)
+    wa, ws, wd = (2.0 if p in keep else wb for p in ("attention", "shared", "dense"))
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
     for g in model.layer_groups:
-        per = model.mixer_params(g.mixer) / atp * wb + model.norm_params_per_layer * 2.0
+        per = model.mixer_params(g.mixer) / atp * wa + model.norm_params_per_layer * 2.0
         if not g.ffn:
             pass
         elif g.moe:
             assert model.moe is not None
             per = per + model.moe.num_experts * model.expert_params / tp * wb
-            per = per + model.shared_expert_params / dense_div * wb + model.router_params * 2.0
+            per = per + model.shared_expert_params / dense_div * ws + model.router_params * 2.0
         else:
-            per = per + model.dense_ffn_params / dense_div * wb
+            per = per + model.dense_ffn_params / dense_div * wd
         total = total + g.count * per
     vocab_div = np.where(attention_dp, 1, tp)
     total = total / pp + (model.embedding_params + model.lm_head_params) * 2.0 / vocab_div

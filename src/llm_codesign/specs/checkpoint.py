@@ -23,7 +23,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import functools
+import re
 from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -218,6 +220,57 @@ def checkpoint_precision(config: Mapping[str, Any]) -> Reading | None:
     return None
 
 
+# The parts of a model whose linear layers a checkpoint may leave in 16 bits, each with module
+# names of that part in HuggingFace's spelling (matched against the checkpoint's exclusions)
+SIXTEEN_BIT_PARTS = {
+    "attention": ("model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj"),
+    "shared": ("model.layers.1.mlp.shared_experts.gate_proj",),
+    "dense": ("model.layers.0.mlp.gate_proj", "model.layers.0.mlp.down_proj"),
+}
+
+
+def _excluded(name: str, pattern: str) -> bool:
+    """Whether a checkpoint's exclusion ``pattern`` names module ``name``: ``re:`` a regular
+    expression on the whole name (compressed-tensors' ``ignore``), a pattern with a dot or a
+    ``*`` a glob on the name or a prefix of it (``model.layers.*.self_attn``), else one whole
+    component of it (``gate``, ``lm_head``)."""
+    if pattern.startswith("re:"):
+        return re.fullmatch(pattern[3:], name) is not None
+    if "." in pattern or "*" in pattern:
+        return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*")
+    return pattern in name.split(".")
+
+
+def sixteen_bit_parts(spec: ModelSpec, prec: Precision) -> frozenset[str]:
+    """The parts (``SIXTEEN_BIT_PARTS``: attention projections, shared experts, dense FFNs)
+    whose linear layers ``spec``'s checkpoint keeps in 16 bits (its ``modules_to_not_convert``,
+    compressed-tensors' ``ignore``, ModelOpt's ``exclude_modules``), where ``prec`` serves that
+    checkpoint's own weight format (its family: INT4 in any group size); none otherwise (a
+    precision of another weight format is a quantization of every linear layer). ``ops``
+    prices those parts' GEMMs and weights in BF16.
+
+    Example: gpt-oss-120b's MXFP4 checkpoint leaves ``model.layers.*.self_attn`` unconverted
+    (only the experts are MXFP4): ``{"attention"}`` at ``mxfp4-a16``, none at ``nvfp4``."""
+    own = checkpoint_precision(spec.config)
+    family = prec.weights.id.split("_")[0]  # (int4 in any group size: the checkpoint's INT4)
+    if own is None or parse_precision(own[0]).weights.id.split("_")[0] != family:
+        return frozenset()
+    q = quantization_config(spec.config) or {}
+    modelopt = spec.config.get(HF_QUANT_CONFIG_KEY)
+    if isinstance(modelopt, Mapping) and isinstance(modelopt.get("quantization"), Mapping):
+        q = {**q, **modelopt["quantization"]}
+    patterns = [
+        str(p)
+        for key in ("modules_to_not_convert", "ignore", "exclude_modules")
+        for p in (q.get(key) or [])
+    ]
+    return frozenset(
+        part
+        for part, names in SIXTEEN_BIT_PARTS.items()
+        if any(_excluded(n, p) for n in names for p in patterns)
+    )
+
+
 def stated_quantization(config: Mapping[str, Any]) -> str:
     """A short description of the quantization a config states ("" when none), for warnings."""
     q = quantization_config(config)
@@ -294,7 +347,7 @@ def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Readin
                 why += f", served with MXFP8 activations on {hw.id} (-p {weight_only}: BF16)"
             elif hw.supports("mxfp8"):  # the path exists, the engines' kernels do not take it
                 why += f", served with BF16 activations on {hw.id} (-p mxfp4-a8: MXFP8)"
-        return text, f"checkpoint: {why}"
+        return text, f"checkpoint: {why}{_sixteen_bit_note(spec, text)}"
     stated = stated_quantization(spec.config)
     if stated:
         return "bf16", f"checkpoint {stated} not recognised: bf16 assumed, pass a precision"
@@ -318,15 +371,33 @@ def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     if not isinstance(precision, str):  # a Precision object is taken as given
         return precision, ""
     text = precision.strip().lower()
+    kept = _sixteen_bit_note(spec, text).removeprefix("; ")
     if "+" in text or text not in PRESETS:
-        return precision, ""
+        return precision, kept
     reading = checkpoint_precision(spec.config)
     if reading is None:
-        return precision, ""
+        return precision, kept
     w, base = parse_precision(reading[0]).weights, FORMATS[PRESETS[text][0]]
     if w.id in BLOCK_SCALED_WEIGHTS and w.element == base.element and w.id != base.id:
         return f"{text}+{w.id}-w", f"{text}: the checkpoint's {w.id} weights ({reading[1]})"
-    return precision, ""
+    return precision, kept
+
+
+def _sixteen_bit_note(spec: ModelSpec, text: str) -> str:
+    """``"; <parts> kept in BF16 ..."`` where the checkpoint keeps parts of ``text``'s weight
+    format in 16 bits (:func:`sixteen_bit_parts`), else "" (and for a text that is no
+    precision: its error is the caller's to raise)."""
+    try:
+        parts = sixteen_bit_parts(spec, parse_precision(text))
+    except SpecError:
+        return ""
+    names = {
+        "attention": "attention projections",
+        "shared": "shared experts",
+        "dense": "dense FFNs",
+    }
+    kept = ", ".join(names[p] for p in SIXTEEN_BIT_PARTS if p in parts)
+    return f"; its {kept} kept in BF16 (the checkpoint's exclusions)" if kept else ""
 
 
 def preset_precision(spec: ModelSpec, precision: str | Precision) -> Precision:
