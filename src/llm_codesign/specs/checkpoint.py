@@ -359,7 +359,8 @@ def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     the checkpoint stores that preset's weights block-scaled: DeepSeek-V3/R1's and MiniMax-M2.5's
     FP8 is ``fp8+fp8_block-w`` (128x128 weight blocks), the FP8 model that exists and that a
     launch of it serves; its grouped GEMMs run slower on Hopper (``efficiency.grouped_gemm``).
-    Anything else is returned as given. With a note saying so ("" when unchanged).
+    Anything else is returned as given. With a note saying so, or which layers the checkpoint
+    keeps in BF16 at that precision (:func:`sixteen_bit_parts`; "" when neither).
 
     Example:
         >>> from .model import load_model
