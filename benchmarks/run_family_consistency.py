@@ -33,14 +33,12 @@ def main() -> None:
                 m = map_row(i, raw)
                 if not isinstance(m, str):
                     rows.append(m)
-    keyed = [(consistency.sweep_key(r.source_id, r), r) for r in rows]
-    points = [(k, r.load, r.measured) for k, r in keyed if k and r.metric == "tpot_ms"]
-    flagged = consistency.contradicting_runs(points)
+    keys, flagged = consistency.mapped_contradictions(rows)
     runs: dict[tuple, dict[str, float]] = defaultdict(dict)
-    for k, r in keyed:
+    for k, r in zip(keys, rows):
         if k is not None and (k, r.load) in flagged:
             runs[(k, r.load)][r.metric] = r.measured
-    sweeps = {k for k, _, _ in points}
+    sweeps = {k for k, r in zip(keys, rows) if k is not None and r.metric == "tpot_ms"}
     print(f"closed-loop sweeps with TPOT: {len(sweeps)}; runs contradicting theirs: {len(flagged)}")
     head = "source | model | GPU | engine | plan | ISL/OSL | clients | TPOT ms | in flight | reason"
     print(f"| {head} |")

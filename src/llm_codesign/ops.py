@@ -172,9 +172,15 @@ def step_shape(
 
 
 def layer_group_ops(
-    model: ModelSpec, prec: Precision, g: LayerGroup, s: StepShape, layers: Array
+    model: ModelSpec,
+    prec: Precision,
+    g: LayerGroup,
+    s: StepShape,
+    layers: Array,
+    keep: frozenset[str] | None = None,
 ) -> list[Op]:
-    """Ops of one layer of group ``g`` on one GPU, ``layers`` = how many such layers it holds."""
+    """Ops of one layer of group ``g`` on one GPU, ``layers`` = how many such layers it holds;
+    ``keep``: the model's ``sixteen_bit_parts`` at ``prec`` (None: read here)."""
     a = model.attention
     d = model.hidden_size
     adp = s.attention_dp
@@ -193,7 +199,7 @@ def layer_group_ops(
     ops: list[Op] = []
     # parts the checkpoint keeps in 16 bits (gpt-oss's attention, Kimi's attention, shared
     # experts and dense FFNs): their GEMMs take BF16 weights and activations
-    keep = sixteen_bit_parts(model, prec)
+    keep = sixteen_bit_parts(model, prec) if keep is None else keep
     w16: dict = {"wbytes": 2.0, "ccls": "bf16", "abytes": 2.0}
     at16, sh16, dn16 = ((w16 if p in keep else {}) for p in ("attention", "shared", "dense"))
 
@@ -498,9 +504,9 @@ def _in_block(op: Op, g: LayerGroup) -> bool:
 def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
     """All ops of one step on one GPU of the first pipeline stage's size (layers / pp each)."""
     ops: list[Op] = []
+    keep = sixteen_bit_parts(model, prec)  # (read once for every group)
     for g in model.layer_groups:
-        layers = g.count / s.pp
-        ops.extend(layer_group_ops(model, prec, g, s, layers))
+        ops.extend(layer_group_ops(model, prec, g, s, g.count / s.pp, keep))
     adp = s.attention_dp
     rank_div = np.where(adp, s.tp, 1)
     logits_rows = (s.decode_seqs * s.decode_query + s.prefill_seqs) / rank_div

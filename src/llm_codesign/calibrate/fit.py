@@ -198,7 +198,7 @@ def load_rows(paths: list[str | Path], engine_id: str) -> list[MappedRow]:
             # "generic" pools every framework: the fallback for engines without their own fit
             if not isinstance(m, str) and (m.engine == engine_id or engine_id == "generic"):
                 rows.append(m)
-    return consistent_rows(rows)[0]
+    return consistent_rows(rows)
 
 
 FIT_WORKERS = 6  # a step's most candidates (the shares' six coarse steps): more workers idle

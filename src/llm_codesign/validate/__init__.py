@@ -258,6 +258,8 @@ def _mark_contradicting_runs(
     ]
     flagged = contradicting_runs(points)
     marked: dict[str, int] = {}
+    if not flagged:
+        return marked
     for k, run in enumerate(runs):
         reason = flagged.get(run_keys[run]) if run >= 0 else None
         if reason is not None:

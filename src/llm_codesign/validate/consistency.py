@@ -134,22 +134,22 @@ def sweep_key(source_id: str, row: MappedRow) -> tuple[Hashable, ...] | None:
             row.isl, row.osl)  # fmt: skip
 
 
-def consistent_rows(rows: list[MappedRow]) -> tuple[list[MappedRow], dict[str, int]]:
-    """``rows`` without the runs that contradict their sweep (:func:`contradicting_runs`), and
-    the dropped rows counted by reason (``calibrate.fit.load_rows``: no fit to them)."""
+def mapped_contradictions(
+    rows: list[MappedRow],
+) -> tuple[list[tuple[Hashable, ...] | None], dict[tuple[Hashable, float], str]]:
+    """Each mapped row's sweep key (:func:`sweep_key`) and the runs among them that contradict
+    their sweep (:func:`contradicting_runs` of the rows' mean TPOTs)."""
     keys = [sweep_key(r.source_id, r) for r in rows]
     points = [
         (k, r.load, r.measured)
         for k, r in zip(keys, rows)
         if k is not None and r.metric == TPOT_METRIC
     ]
-    flagged = contradicting_runs(points)
-    kept: list[MappedRow] = []
-    dropped: dict[str, int] = {}
-    for k, r in zip(keys, rows):
-        reason = flagged.get((k, r.load)) if k is not None else None
-        if reason is None:
-            kept.append(r)
-        else:
-            dropped[reason] = dropped.get(reason, 0) + 1
-    return kept, dropped
+    return keys, contradicting_runs(points)
+
+
+def consistent_rows(rows: list[MappedRow]) -> list[MappedRow]:
+    """``rows`` without the runs that contradict their sweep (``calibrate.fit.load_rows``: no
+    fit to them)."""
+    keys, flagged = mapped_contradictions(rows)
+    return [r for k, r in zip(keys, rows) if k is None or (k, r.load) not in flagged]
