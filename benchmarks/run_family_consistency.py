@@ -44,7 +44,9 @@ def main() -> None:
     print(f"| {head} |")
     print("|---|---|---|---|---|---|---:|---:|---:|---|")
     for (key, load), reason in sorted(flagged.items(), key=lambda kv: str(kv[0])):
-        source, _, model, gpu, _, engine, plan, isl, osl = key
+        source, model, gpu, engine, plan = key.source, key.model, key.gpu, key.engine, key.plan
+        isl, osl = key.isl, key.osl
+        engine = f"{engine} ({key.release})" if key.release else engine
         m = runs[(key, load)]
         tpot, ttft = m.get("tpot_ms", float("nan")), m.get("ttft_ms")
         decode = (osl - 1) * tpot

@@ -4,6 +4,7 @@ loop produces is flagged), and the runs' rows marked by validate and left out of
 
 import importlib
 import json
+from dataclasses import replace
 
 from click.testing import CliRunner
 from hypothesis import given, settings
@@ -134,3 +135,25 @@ def test_validate_marks_the_runs_and_the_fit_leaves_them_out(tmp_path):
     assert sum("concurrency sweep" in r["note"] for r in doc["rows"]) == 2
     fitted = load_rows([path], "vllm")
     assert len(fitted) == 10 and all(r.load != 512 for r in fitted)
+
+
+def test_two_releases_of_an_engine_are_two_sweeps(tmp_path):
+    # the sweep above with its 512-client run measured on another vLLM release (AIConfigurator's
+    # gpt-oss-120b H100 campaign of 2026-04-06: 4-64 clients on 0.18.0, 512 on 0.11.2): no
+    # bound relates runs of two engines, so nothing is marked and the fit keeps every row
+    tpot = {4: 8.0, 8: 8.6, 16: 9.5, 32: 11.0, 64: 14.0, 512: 5.0}
+    rows = [
+        dict(_row(c, m, t if m == "tpot_ms" else 100.0), framework=release)
+        for c, t in tpot.items()
+        for m in ("tpot_ms", "ttft_ms")
+        for release in ["vllm 0.11.2" if c == 512 else "vllm  0.18.0"]
+    ]
+    path = write_csv(tmp_path / "two.csv", rows)
+    rep = validate(path)
+    assert len(rep.rows) == 12 and rep.marked == []
+    assert len(load_rows([path], "vllm")) == 12
+    # the release is read as written, less case and spacing: "vLLM 0.18.0" is "vllm  0.18.0"
+    (at_64,) = [r for r in load_rows([path], "vllm") if r.load == 64 and r.metric == "tpot_ms"]
+    assert consistency.sweep_key("s", at_64).release == "vllm 0.18.0"
+    spelled = replace(at_64, raw=dict(at_64.raw, framework=" vLLM 0.18.0"))
+    assert consistency.sweep_key("s", spelled) == consistency.sweep_key("s", at_64)

@@ -1,9 +1,11 @@
 """Runs of a closed-loop concurrency sweep that contradict the rest of their own sweep.
 
-A sweep is one source's rows of one configuration (model, GPU, precision, engine, plan, input
-and output lengths) measured at several client concurrencies; a run is the sweep's rows at one
-concurrency. In a steady closed loop two bounds hold between any two runs at concurrencies
-C1 < C2 (TPOT: the mean time per output token):
+A sweep is one source's rows of one configuration (model, GPU, precision, engine and the release
+the row states, plan, input and output lengths) measured at several client concurrencies; a run
+is the sweep's rows at one concurrency. Two releases of one engine are two engines: a campaign
+that measured some concurrencies on vLLM 0.11.2 and the others on 0.18.0 holds two sweeps. In a
+steady closed loop two bounds hold between any two runs at concurrencies C1 < C2 (TPOT: the mean
+time per output token):
 
 * more sequences never make a step faster: TPOT(C2) >= TPOT(C1). An engine whose batch limit is
   below C2 keeps TPOT at its limit's value (the other clients queue, TTFT grows); TPOT does not
@@ -16,8 +18,8 @@ C1 < C2 (TPOT: the mean time per output token):
 Each bound holds within ``SWEEP_TOLERANCE`` (client lengths drawn at random, run-to-run noise).
 A run that breaks the bounds against more of its sweep than any other run is not a measurement
 of that configuration in steady state (a benchmark whose requests failed or timed out reports
-such TPOTs: AIConfigurator's vLLM gpt-oss-120b runs at 512 clients on H100 measure 3.6-5.6 ms,
-the 4-client TPOT, where 64 clients measure 7-17 ms). :func:`contradicting_runs` removes such
+such TPOTs: AIConfigurator's TensorRT-LLM Qwen3-32B run at 2 clients on GB200 measures 41.9 ms
+where 1 client measures 8.1 ms and 8 clients 27.6 ms). :func:`contradicting_runs` removes such
 runs one at a time, the one that breaks the most pairs first, until no pair breaks a bound or
 the sweep cannot tell which run is wrong (two runs that break only each other). ``validate``
 keeps such a run's rows in its figures as measured, their note ending in the pairs the run
@@ -29,6 +31,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
+from typing import NamedTuple
 
 from .campaigns import aic_campaign, run_date
 from .mapping import MappedRow
@@ -122,21 +125,38 @@ def contradicting_runs(
     return out
 
 
-def sweep_key(source_id: str, row: MappedRow) -> tuple[Hashable, ...] | None:
+class Sweep(NamedTuple):
+    """A closed-loop sweep's identity (:func:`sweep_key`)."""
+
+    source: str
+    run: str
+    model: str
+    gpu: str
+    precision: str
+    engine: str
+    release: str
+    plan: str
+    isl: int
+    osl: int
+
+
+def sweep_key(source_id: str, row: MappedRow) -> Sweep | None:
     """The sweep a mapped closed-loop row belongs to (None for other modes): its source, the run
     it is part of (an AIConfigurator campaign, an InferenceX run date; "" where the source names
-    none), model, GPU, precision, engine, plan and lengths."""
+    none), model, GPU, precision, engine, the framework text the row states (its release: one
+    release, one engine; blank where the row names none), plan and lengths."""
     if row.mode != "concurrency":
         return None
     notes = row.raw.get("notes", "")
     run = aic_campaign(source_id, notes) or run_date(row.raw)
-    return (source_id, run, row.model, row.hardware, row.precision, row.engine, row.plan_label,
-            row.isl, row.osl)  # fmt: skip
+    release = " ".join(row.raw.get("framework", "").lower().split())
+    return Sweep(source_id, run, row.model, row.hardware, row.precision, row.engine, release,
+                 row.plan_label, row.isl, row.osl)  # fmt: skip
 
 
 def mapped_contradictions(
     rows: list[MappedRow],
-) -> tuple[list[tuple[Hashable, ...] | None], dict[tuple[Hashable, float], str]]:
+) -> tuple[list[Sweep | None], dict[tuple[Hashable, float], str]]:
     """Each mapped row's sweep key (:func:`sweep_key`) and the runs among them that contradict
     their sweep (:func:`contradicting_runs` of the rows' mean TPOTs)."""
     keys = [sweep_key(r.source_id, r) for r in rows]
