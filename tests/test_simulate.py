@@ -458,6 +458,24 @@ def test_closed_loop_keeps_the_tuned_batch_limit_of_the_analytic_model():
         return simulate(*args, eng, t, tp=2)
 
     at, past = run(256), run(257)
-    assert not at.notes and "limited to 256 sequences" in past.notes[0]
+    # (3 requests a client: both runs also say their statistics still hold the start-up)
+    assert not any("limited" in n for n in at.notes)
+    assert any("limited to 256 sequences" in n for n in past.notes)
+    assert all(any("3.0 a client" in n for n in r.notes) for r in (at, past))
     thr = [r.summary["output_tok_s_per_gpu"] for r in (at, past)]
     assert thr[1] == pytest.approx(thr[0], rel=0.01)
+
+
+def test_closed_loops_take_enough_requests_to_settle():
+    """A closed loop whose clients start spread needs about STEADY_REQUESTS_PER_CLIENT requests a
+    client: the CLI's default takes them, a run with fewer says so (the few-rounds note), and a
+    benchmark replay (clients together) is measured as it ran, without the note."""
+    from llm_codesign.serving.simulate import few_rounds_note
+    from llm_codesign.specs.traffic import STEADY_REQUESTS_PER_CLIENT, default_requests
+
+    assert default_requests("closed", 1024) == STEADY_REQUESTS_PER_CLIENT * 1024 == 10240
+    assert default_requests("closed", 8) == 2000 and default_requests("poisson", 1024) == 2000
+    assert few_rounds_note(Traffic(clients=1024, num_requests=10240)) == []
+    (note,) = few_rounds_note(Traffic(clients=1024, num_requests=400))
+    assert "0.4 a client" in note and "at least 10,240 requests" in note
+    assert few_rounds_note(Traffic(clients=1024, num_requests=400, clients_start="together")) == []

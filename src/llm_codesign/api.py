@@ -32,7 +32,7 @@ from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
-from .specs.checkpoint import default_precision, preset_weights
+from .specs.checkpoint import context_note, default_precision, preset_weights
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -75,8 +75,7 @@ class Estimate:
     precision_note: str = ""  # where a default precision came from (the checkpoint's config)
     uncertainty: dict[str, Any] = field(default_factory=dict)  # how far to trust it (bands)
     simulation: dict[str, Any] | None = None  # the simulation of ``traffic``, when one ran
-    # sequences a replica runs at once (memory cap or batch limit: serving.admission); None: disagg
-    running_concurrency: float | None = None
+    running_concurrency: float | None = None  # running batch (serving.admission); None: disagg
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -346,7 +345,7 @@ def _queue_note(clients: float, held: float, who: str) -> str:
 def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     """What the numbers mean when not a plain steady state: queueing past the capacity or a
     tuned engine's batch limit, replicas sharing the users, infeasibility."""
-    out = []
+    out = list(e.notes)  # (_estimate_of's: the context window)
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
         out.append(_queue_note(c, cap, "a replica can run"))
@@ -542,6 +541,7 @@ def _estimate_of(
         reason=reason,
         breakdown=breakdown,
         ops=ops,
+        notes=context_note(m, wl.isl, wl.osl),  # (the rest by the callers)
         uncertainty=shipped_error_bands().uncertainty(
             config_class(m, hw, eng.id, wl.concurrency, wl.isl, wl.osl)
         ),

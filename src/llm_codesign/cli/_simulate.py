@@ -10,6 +10,7 @@ import click
 
 from .. import Traffic, parse_length_dist, read_trace
 from ..report import table
+from ..specs.traffic import default_requests
 
 SIMULATION_OPTIONS = (
     "arrival_rate",
@@ -69,9 +70,9 @@ def simulation_options(f: Callable) -> Callable:
             click.option(
                 "--num-requests",
                 type=click.IntRange(1, 10_000_000),
-                default=2000,
-                show_default=True,
-                help="requests simulated",
+                default=None,
+                help="requests simulated (default: 2000, and a closed loop at least 10 per "
+                "client, the rounds its statistics need to settle)",
             ),
             click.option(
                 "--prefix-len",
@@ -151,7 +152,7 @@ def traffic_from(params: dict[str, Any], given: set[str]) -> Traffic | None:
         arrival=arrival,
         clients=params["concurrency"],
         rate_per_s=params["arrival_rate"] or 0.0,
-        num_requests=params["num_requests"],
+        num_requests=params["num_requests"] or default_requests(arrival, params["concurrency"]),
         isl=isl,
         osl=osl,
         prefix_len=params["prefix_len"],

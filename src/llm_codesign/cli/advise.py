@@ -24,6 +24,11 @@ from ..advise import (
 )
 from ..report import check_output_path, console, table, to_json, write_text
 
+# the precision the advisors price without -p (explore.operating.advisor_precision)
+ADVISOR_PRECISION_HELP = (
+    "default: a quantized checkpoint's own format, else fp8 where native, else bf16"
+)
+
 
 def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
     if text is None:
@@ -112,7 +117,7 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     show_default=True,
     help="bundled GPU id or YAML/JSON path",
 )
-@click.option("--precision", "-p", default=None, help="default: fp8 where native, else bf16")
+@click.option("--precision", "-p", default=None, help=ADVISOR_PRECISION_HELP)
 @click.option(
     "--workload",
     "-w",
@@ -155,7 +160,7 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
 @click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
-@click.option("--precision", "-p", default=None, help="default: fp8 where native, else bf16")
+@click.option("--precision", "-p", default=None, help=ADVISOR_PRECISION_HELP)
 @click.option("--short-isl", type=click.IntRange(min=1), default=SHORT_ISL, show_default=True)
 @click.option("--long-isl", type=click.IntRange(min=1), default=LONG_ISL, show_default=True)
 @click.option("--osl", type=click.IntRange(min=1), default=SHORT_OSL, show_default=True)
@@ -228,7 +233,7 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
 @click.command()
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
-@click.option("--precision", "-p", default=None, help="default: fp8 where native, else bf16")
+@click.option("--precision", "-p", default=None, help=ADVISOR_PRECISION_HELP)
 @click.option(
     "--workload", "-w", default="1024/1024", show_default=True, help="ISL/OSL of the frontier"
 )

@@ -18,7 +18,9 @@ from .. import (
 from .. import (
     estimate as estimate_config,
 )
+from ..explore.operating import smaller_formats
 from ..report import console, read_deployment, table, to_json, trust_text
+from ..specs.plan import PLAN_REASONS, explain_reason
 from ._common import deployment_options, plan_options
 from ._simulate import print_simulation, simulation_options, traffic_from
 
@@ -276,11 +278,7 @@ def estimate(
     if dep is not None:
         _print_deployment(c, dep.to_dict())
     if not e.feasible:
-        click.echo(
-            f"infeasible: {e.reason} (max concurrency that fits: {e.max_concurrency}); no "
-            "prediction for this configuration",
-            err=True,
-        )
+        click.echo(f"infeasible: {_infeasible(e)}; no prediction for this configuration", err=True)
         raise SystemExit(1)
     c.print(
         table(
@@ -492,3 +490,22 @@ def hardware(as_json, template):
             ],
         )
     )
+
+
+# reasons that are memory: the concurrency that fits says how far off the configuration is
+MEMORY_REASONS = ("oom", "weights_exceed_memory")
+
+
+def _infeasible(e) -> str:
+    """Why an estimate has no prediction: a plan rule's arithmetic (``specs.plan.explain_reason``,
+    with the engine for the rules an engine sets), the memory reasons with the concurrency that
+    fits (and the smaller weight formats the GPU runs), else the reason as the estimate states
+    it."""
+    plan = getattr(e.plan, "decode", e.plan)
+    if e.reason in PLAN_REASONS:
+        return f"{explain_reason(e.reason, e.model, plan)} (engine {e.engine.id})"
+    if e.reason in MEMORY_REASONS:
+        smaller = smaller_formats(e.hardware, e.precision)
+        hint = f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
+        return f"{e.reason} (max concurrency that fits: {e.max_concurrency}){hint}"
+    return e.reason

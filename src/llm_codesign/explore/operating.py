@@ -14,12 +14,13 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
-from ..specs.checkpoint import preset_precision
+from ..specs.checkpoint import checkpoint_precision, preset_precision
+from ..specs.checkpoint import default_precision as checkpoint_default
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
-from ..specs.precision import Precision
+from ..specs.precision import Precision, parse_precision
 from .grid import power_of_two_grid
 from .plans import candidate_plans
 
@@ -154,12 +155,32 @@ def operating_point(
         score = np.where(ok, g.tok_s_per_user, -np.inf)
     if not np.isfinite(score).any():
         reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
+        smaller = smaller_formats(hw, prec) if "weights_exceed_memory" in reasons else []
+        hint = f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
         raise SpecError(
             f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any "
-            f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)})"
+            f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)}){hint}"
         )
     i, j = np.unravel_index(int(np.argmax(score)), score.shape)
     return _point(g, int(i), int(j), plans[int(i)], isl, osl, concs[int(j)])
+
+
+# presets a refusal for weights that do not fit may suggest, smallest weights last
+SMALLER_PRESETS = ("fp8", "nvfp4", "mxfp4", "w4a16")
+
+
+def smaller_formats(hw: HardwareSpec, prec: Precision) -> list[str]:
+    """The presets of ``SMALLER_PRESETS`` whose weights are smaller than ``prec``'s and whose
+    math ``hw`` runs natively (a refusal's hint).
+
+    Example: FP8 on an H100 -> ['w4a16'] (it has no FP4 math); BF16 on a B200 -> all four."""
+    bits = prec.weights.element_bits
+    out = []
+    for name in SMALLER_PRESETS:
+        p = parse_precision(name)
+        if p.weights.element_bits < bits and hw.supports(p.compute_class):
+            out.append(name)
+    return out
 
 
 def default_precision(hw: HardwareSpec) -> str:
@@ -170,9 +191,16 @@ def default_precision(hw: HardwareSpec) -> str:
 
 
 def advisor_precision(model: ModelSpec, hw: HardwareSpec, precision: str | None) -> Precision:
-    """The precision an advisor (lint, regimes, search) prices: the one given, else
-    :func:`default_precision`; a bare preset takes the checkpoint's block-scaled weights
-    (DeepSeek's FP8: ``specs.checkpoint.preset_weights``), as estimate and the frontier do."""
+    """The precision an advisor (lint, regimes, search) prices: the one given; else the
+    precision a quantized checkpoint states (``specs.checkpoint.default_precision``, as estimate
+    and the frontier price it: Kimi-K2.5's INT4, gpt-oss's MXFP4) where the GPU runs its math;
+    else :func:`default_precision` (an unquantized checkpoint is served quantized where the GPU
+    has FP8). A bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8:
+    ``specs.checkpoint.preset_weights``), as estimate and the frontier do."""
+    if precision is None and checkpoint_precision(model.config) is not None:
+        own = parse_precision(checkpoint_default(model, hw)[0])
+        if hw.supports(own.compute_class):
+            return own
     return preset_precision(model, precision or default_precision(hw))
 
 

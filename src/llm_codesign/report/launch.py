@@ -23,6 +23,7 @@ from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.balance import holds_context
 from ..serving.memory import engine_kv_bytes, memory_fraction_for
 from ..serving.step import runs_without_overlap
+from ..specs.checkpoint import context_note
 from ..specs.engine import load_engine, sglang_auto_kv_fp8
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision
@@ -456,7 +457,7 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
-    notes += _windowed_notes(fr, prec, x.engines)
+    notes += _windowed_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
     if spec and not mtp_layers(fr.model):
         notes.append(
             f"the point assumes {spec} speculative tokens; {fr.model.id} ships no MTP layers, "

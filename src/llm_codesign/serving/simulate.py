@@ -62,7 +62,7 @@ from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from ..specs.traffic import Requests, Traffic
+from ..specs.traffic import STEADY_REQUESTS_PER_CLIENT, Requests, Traffic
 from .sim_ranks import Ranks
 from .sim_stats import summarize_run
 from .sim_table import THRASHING, Engine, Thrashing, engine_for, tuned_batch_limit
@@ -193,7 +193,7 @@ def simulate(
         return SimulationResult(
             issue, first, finish, reqs.isl, reqs.osl, {}, feasible=False, reason=engine
         )
-    notes = []
+    notes = few_rounds_note(traffic) if closed else []
     if closed:
         limit = tuned_batch_limit(model, hw, prec, eng, axes, reqs, traffic.clients, spec_tokens,
                                   spec_acceptance)  # fmt: skip
@@ -574,3 +574,18 @@ def _preempt(
     if n_dec - 1 == 0:
         ctx_base = kv_base = 0.0
     return n_dec - 1, ctx_base, kv_base
+
+
+def few_rounds_note(traffic: Traffic) -> list[str]:
+    """A note where a closed loop whose clients start spread (the steady state asked for, not a
+    benchmark's start-up) simulates fewer than ``STEADY_REQUESTS_PER_CLIENT`` requests a client:
+    its statistics still hold the start-up."""
+    n, clients = traffic.count, traffic.clients
+    if traffic.clients_start != "spread" or n >= STEADY_REQUESTS_PER_CLIENT * clients:
+        return []
+    return [
+        f"{n:,} requests for {clients:,} clients ({n / clients:.1f} a client): a closed loop "
+        f"needs about {STEADY_REQUESTS_PER_CLIENT} a client before its statistics settle "
+        "(specs.traffic.STEADY_REQUESTS_PER_CLIENT); these still hold its start-up, so take "
+        f"at least {STEADY_REQUESTS_PER_CLIENT * clients:,} requests"
+    ]

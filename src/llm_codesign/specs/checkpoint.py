@@ -486,3 +486,47 @@ def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
     config = {**spec.config, "quantization_config": dict(found[2])}
     source = f"https://huggingface.co/{found[1]} ({found[3]}); architecture: {spec.source}"
     return dataclasses.replace(spec, name=found[1], config=config, source=source)
+
+
+# the config keys that state a checkpoint's context window (top level or under text_config)
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def context_window(spec: ModelSpec) -> int | None:
+    """The longest sequence (prompt + output tokens) the checkpoint's config serves: its
+    ``max_position_embeddings`` (or ``n_positions``, ``max_sequence_length``, ``seq_length``;
+    top level or under ``text_config``), or the window its ``rope_scaling`` stretches
+    (``factor`` x ``original_max_position_embeddings``) where that is longer, as vLLM derives
+    its default ``max_model_len``. None where the config states none.
+
+    Example:
+        >>> from .model import load_model
+        >>> context_window(load_model("deepseek-r1")), context_window(load_model("mixtral-8x7b"))
+        (163840, 32768)
+    """
+    cfg = spec.config
+    for part in (cfg, cfg.get("text_config") or {}):
+        stated = next((part[k] for k in CONTEXT_KEYS if isinstance(part.get(k), int)), None)
+        if stated is None:
+            continue
+        rope = part.get("rope_scaling") or {}
+        base, factor = rope.get("original_max_position_embeddings"), rope.get("factor")
+        if isinstance(base, int) and isinstance(factor, (int, float)) and factor > 1:
+            stated = max(stated, int(base * factor))
+        return int(stated)
+    return None
+
+
+def context_note(spec: ModelSpec, isl: int, osl: int) -> list[str]:
+    """A note where ISL + OSL exceeds the checkpoint's context window (:func:`context_window`):
+    the engines refuse such a request (vLLM and SGLang cap max_model_len / context-length at
+    it, TensorRT-LLM's max_seq_len likewise) unless the deployment stretches the window; the
+    numbers price the lengths as asked. Empty where it fits or the config states no window."""
+    window = context_window(spec)
+    if window is None or isl + osl <= window:
+        return []
+    return [
+        f"ISL + OSL = {isl + osl:,} tokens exceeds {spec.id}'s context window of {window:,} "
+        "(its config): the engines refuse such requests unless the deployment extends the "
+        "window (rope scaling in the config); the numbers price the lengths as asked"
+    ]

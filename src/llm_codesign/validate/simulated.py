@@ -37,13 +37,12 @@ from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from ..specs.traffic import LengthDist, Traffic, fixed
+from ..specs.traffic import STEADY_REQUESTS_PER_CLIENT, LengthDist, Traffic, fixed
 from .conventions import throughput_value
 from .mapping import MappedRow, split_percentile
 from .recipes import inferencex_lengths
 
 DEFAULT_REQUESTS = 1000  # requests simulated when a row does not state the benchmark's count
-CLOSED_LOOP_ROUNDS = 10  # a closed loop's requests: this many per client (at least the default)
 
 
 def simulated(r: MappedRow, eng: EngineConstants | None = None) -> bool:
@@ -106,7 +105,7 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     if r.arrival == "burst":
         return Traffic(arrival="burst", num_requests=n, isl=isl, osl=osl), replicas
     clients = int(r.load)
-    n = max(CLOSED_LOOP_ROUNDS * clients, r.requests or DEFAULT_REQUESTS)
+    n = max(STEADY_REQUESTS_PER_CLIENT * clients, r.requests or DEFAULT_REQUESTS)
     # InferenceX's client (benchmark_serving.py) finishes its warmup requests, then starts its
     # clients together (--request-rate inf under the --max-concurrency semaphore) and counts
     # every request it sends; other closed loops start spread, a fifth left out

@@ -1,0 +1,101 @@
+"""What a user is told where a request leaves the model's or the engine's limits: the context
+window a checkpoint states, the format advisors price by default, the smaller formats a GPU
+runs when weights do not fit, and a plan an engine cannot run."""
+
+import json
+
+from click.testing import CliRunner
+
+from llm_codesign import Workload, estimate, load_hardware, load_model
+from llm_codesign.cli import main
+from llm_codesign.explore import advisor_precision
+from llm_codesign.explore.operating import smaller_formats
+from llm_codesign.specs.checkpoint import context_note, context_window
+from llm_codesign.specs.model_config import model_from_config
+from llm_codesign.specs.plan import ParallelPlan
+from llm_codesign.specs.precision import parse_precision
+
+
+def _config(**extra):
+    base = {
+        "model_type": "llama",
+        "hidden_size": 1024,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "intermediate_size": 4096,
+        "vocab_size": 32000,
+    }
+    return model_from_config(base | extra, model_id="t")
+
+
+def test_context_window_as_the_config_states_it():
+    # the bundled configs' max_position_embeddings (HF config.json)
+    assert context_window(load_model("mixtral-8x7b")) == 32768
+    assert context_window(load_model("qwen3-30b-a3b")) == 40960
+    # DeepSeek's YaRN: 40 x 4096 = 163,840, as its max_position_embeddings states too
+    assert context_window(load_model("deepseek-r1")) == 163840
+    # rope scaling that stretches a shorter stated window: 4 x 32,768 = 131,072
+    rope = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    assert context_window(_config(max_position_embeddings=32768, rope_scaling=rope)) == 131072
+    # under text_config (multimodal checkpoints), and none where nothing is stated
+    assert context_window(_config(text_config={"max_position_embeddings": 8192})) == 8192
+    assert context_window(_config()) is None
+
+
+def test_lengths_past_the_context_window_are_noted_where_numbers_are_given():
+    m = load_model("mixtral-8x7b")
+    assert context_note(m, 32000, 768) == []  # 32,768: exactly the window
+    (note,) = context_note(m, 32000, 769)
+    assert "32,769 tokens exceeds mixtral-8x7b's context window of 32,768" in note
+    kw = {"hardware": "h200-sxm", "plan": ParallelPlan(tp=2)}
+    long = estimate("mixtral-8x7b", workload=Workload(isl=131072, osl=1024), **kw)
+    assert long.feasible and any("context window of 32,768" in n for n in long.notes)
+    short = estimate("mixtral-8x7b", workload=Workload(isl=1024, osl=1024), **kw)
+    assert not any("context window" in n for n in short.notes)
+    # the launch settings the frontier writes say it too (the engines would refuse them)
+    out = CliRunner().invoke(
+        main, ["frontier", "-m", "mixtral-8x7b", "-g", "h200-sxm", "-n", "8", "--isl", "65536"]
+    )
+    assert out.exit_code == 0 and "context window of 32,768" in out.output
+
+
+def test_advisors_price_a_quantized_checkpoint_in_its_own_format():
+    h100, b200, mi355x = (load_hardware(g) for g in ("h100-sxm", "b200", "mi355x"))
+    # Kimi-K2.5 ships INT4 weights (compressed-tensors): w4a16, as estimate prices it
+    assert advisor_precision(load_model("kimi-k2.5"), h100, None).id.startswith("w4a16")
+    # gpt-oss's MXFP4 experts: MXFP8 activations where the engines take them (served_mxfp4)
+    assert advisor_precision(load_model("gpt-oss-120b"), b200, None).id == "mxfp4-a8"
+    assert advisor_precision(load_model("gpt-oss-120b"), mi355x, None).id == "mxfp4-a16"
+    # an unquantized checkpoint: FP8 where the GPU has it; a given precision as given
+    assert advisor_precision(load_model("llama-3.1-8b"), h100, None).id == "fp8"
+    assert advisor_precision(load_model("gpt-oss-120b"), b200, "fp8").id == "fp8"
+    out = CliRunner().invoke(main, ["regimes", "-m", "kimi-k2.5", "-g", "h100-sxm", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["precision"].startswith("w4a16")
+
+
+def test_weights_that_do_not_fit_name_the_smaller_formats_the_gpu_runs():
+    fp8, bf16 = parse_precision("fp8"), parse_precision("bf16")
+    # H100: no FP4 math, so weight-only INT4 only; B200 runs every smaller format
+    assert smaller_formats(load_hardware("h100-sxm"), fp8) == ["w4a16"]
+    assert smaller_formats(load_hardware("b200"), bf16) == ["fp8", "nvfp4", "mxfp4", "w4a16"]
+    assert smaller_formats(load_hardware("b200"), parse_precision("w4a16")) == []
+    # DeepSeek-R1 at FP8 on 8 H100s: 671 GB of weights in 640 GB
+    cmd = ["estimate", "-m", "deepseek-r1", "-g", "h100-sxm", "--tp", "8", "--ep", "8"]
+    out = CliRunner().invoke(main, cmd + ["-c", "64"])
+    assert out.exit_code == 1
+    assert "weights_exceed_memory" in out.output and "smaller weights the GPU runs: -p w4a16" in (
+        out.output
+    )
+    out = CliRunner().invoke(main, ["regimes", "-m", "deepseek-r1", "-g", "h100-sxm"])
+    assert out.exit_code != 0 and "-p w4a16" in out.output
+
+
+def test_a_plan_the_engine_cannot_run_is_explained():
+    # vLLM's experts are all expert-parallel or all tensor-parallel over the tp ranks
+    cmd = ["estimate", "-m", "deepseek-r1", "-g", "b200", "--engine", "vllm", "--tp", "8"]
+    out = CliRunner().invoke(main, cmd + ["--ep", "4", "-c", "64"])
+    assert out.exit_code == 1
+    assert "ep must be 1 or 8, got ep=4 (engine vllm)" in out.output
+    assert "max concurrency that fits" not in out.output
