@@ -99,3 +99,18 @@ def test_a_plan_the_engine_cannot_run_is_explained():
     assert out.exit_code == 1
     assert "ep must be 1 or 8, got ep=4 (engine vllm)" in out.output
     assert "max concurrency that fits" not in out.output
+
+
+def test_frontier_marks_points_whose_clients_queue():
+    from llm_codesign.cli.frontier import QUEUED_LEGEND, _clients
+
+    assert _clients({"concurrency": 4096, "running_concurrency": 3852.0}) == "4,096 q"
+    assert _clients({"concurrency": 64, "running_concurrency": 64.0}) == 64
+    # Mixtral-8x7B on 8 x B200 with SGLang: its 1,024-client points run 961 sequences at once
+    out = CliRunner().invoke(
+        main,
+        ["frontier", "-m", "mixtral-8x7b", "-g", "b200", "-n", "8", "--engine", "sglang"],
+        terminal_width=200,
+    )
+    assert out.exit_code == 0 and " q " in out.output
+    assert QUEUED_LEGEND.split(":")[0].lstrip("; ") + ":" in out.output

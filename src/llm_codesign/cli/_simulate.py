@@ -10,7 +10,6 @@ import click
 
 from .. import Traffic, parse_length_dist, read_trace
 from ..report import table
-from ..specs.traffic import default_requests
 
 SIMULATION_OPTIONS = (
     "arrival_rate",
@@ -152,7 +151,7 @@ def traffic_from(params: dict[str, Any], given: set[str]) -> Traffic | None:
         arrival=arrival,
         clients=params["concurrency"],
         rate_per_s=params["arrival_rate"] or 0.0,
-        num_requests=params["num_requests"] or default_requests(arrival, params["concurrency"]),
+        num_requests=params["num_requests"],
         isl=isl,
         osl=osl,
         prefix_len=params["prefix_len"],

@@ -18,9 +18,7 @@ from .. import (
 from .. import (
     estimate as estimate_config,
 )
-from ..explore.operating import smaller_formats
-from ..report import console, read_deployment, table, to_json, trust_text
-from ..specs.plan import PLAN_REASONS, explain_reason
+from ..report import console, infeasible_text, read_deployment, table, to_json, trust_text
 from ._common import deployment_options, plan_options
 from ._simulate import print_simulation, simulation_options, traffic_from
 
@@ -266,6 +264,7 @@ def estimate(
     c.print(
         f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), "
         f"{prec}, ISL/OSL {isl}/{osl}, concurrency {concurrency}"
+        + (f", {spec_tokens} draft tokens at {spec_acceptance:g} acceptance" if spec_tokens else "")
         + (" (the analytic closed loop; the simulated traffic is below)" if traffic else "")
         + f", engine {e.engine.id}"
         + (
@@ -278,7 +277,9 @@ def estimate(
     if dep is not None:
         _print_deployment(c, dep.to_dict())
     if not e.feasible:
-        click.echo(f"infeasible: {_infeasible(e)}; no prediction for this configuration", err=True)
+        click.echo(
+            f"infeasible: {infeasible_text(e)}; no prediction for this configuration", err=True
+        )
         raise SystemExit(1)
     c.print(
         table(
@@ -490,22 +491,3 @@ def hardware(as_json, template):
             ],
         )
     )
-
-
-# reasons that are memory: the concurrency that fits says how far off the configuration is
-MEMORY_REASONS = ("oom", "weights_exceed_memory")
-
-
-def _infeasible(e) -> str:
-    """Why an estimate has no prediction: a plan rule's arithmetic (``specs.plan.explain_reason``,
-    with the engine for the rules an engine sets), the memory reasons with the concurrency that
-    fits (and the smaller weight formats the GPU runs), else the reason as the estimate states
-    it."""
-    plan = getattr(e.plan, "decode", e.plan)
-    if e.reason in PLAN_REASONS:
-        return f"{explain_reason(e.reason, e.model, plan)} (engine {e.engine.id})"
-    if e.reason in MEMORY_REASONS:
-        smaller = smaller_formats(e.hardware, e.precision)
-        hint = f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
-        return f"{e.reason} (max concurrency that fits: {e.max_concurrency}){hint}"
-    return e.reason

@@ -426,7 +426,7 @@ def _render(results: list[Frontier]) -> None:
                 p["tpot_ms"],
                 p["plan_label"],
                 p["precision"],
-                p["concurrency"],
+                _clients(p),
                 p["concurrency_total"],
                 p["num_gpus"],
                 p["memory_per_gpu_gb"],
@@ -463,6 +463,7 @@ def _render(results: list[Frontier]) -> None:
         c.print(
             "±: median |error| of tok/s/GPU in the point's class on validated rows (* "
             "extrapolated: model kind never measured on this GPU generation)"
+            + (QUEUED_LEGEND if any(_queued(p) for p in shown) else "")
         )
         c.print(
             f"area {f.area:,.1f} tok/s/GPU (mean over {f.area_range[0]:g}-{f.area_range[1]:g} "
@@ -556,3 +557,21 @@ def _launches(launch: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     if "prefill" in launch:
         return [("prefill", launch["prefill"]), ("decode", launch["decode"])]
     return [("", launch)]
+
+
+# the legend of a point whose engine runs fewer sequences than its clients (``_clients``)
+QUEUED_LEGEND = (
+    "; q: more clients than the engine runs at once (memory or a tuned batch limit; --json: "
+    "running_concurrency), the others queue and TTFT includes their wait"
+)
+
+
+def _queued(p: dict) -> bool:
+    """Whether a frontier point's clients exceed the sequences its engine runs at once."""
+    return p["running_concurrency"] < p["concurrency"] - 0.5
+
+
+def _clients(p: dict) -> str | int:
+    """A point's clients per replica, marked ``q`` where its engine runs fewer at once
+    (``QUEUED_LEGEND``)."""
+    return f"{p['concurrency']:,} q" if _queued(p) else p["concurrency"]

@@ -15,6 +15,7 @@ from .operating import (
     evaluate_plans,
     grid_curve,
     operating_point,
+    smaller_formats,
 )
 from .plans import PlanTable, axis_values, candidate_plans, enumerate_plans
 from .points import COLUMNS, MODE_AGGREGATED, MODE_DISAGGREGATED, MODES, PHASES, Points
@@ -63,6 +64,7 @@ __all__ = [
     "parse_compare",
     "plan_label",
     "power_of_two_grid",
+    "smaller_formats",
     "staircase",
     "write_csv",
 ]

@@ -7,8 +7,9 @@ means miss a target misses it at any percentile above the median too, so only po
 means meet the targets can meet the percentile. Among those, the best (highest output
 tokens/s/GPU) sits where latency is closest to the targets: ``choose_best`` simulates the
 candidates in that order (``serving.simulate``: a closed loop of the point's concurrency per
-replica, fixed ISL/OSL, ``SLO_REQUESTS`` requests or more) and stops at the first whose
-percentile meets the targets. Points the analytic model already rules out are never simulated.
+replica, fixed ISL/OSL, ``specs.traffic.default_requests``: 2,000 requests, at least 10 a
+client) and stops at the first whose percentile meets the targets. Points the analytic model
+already rules out are never simulated.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ import numpy as np
 
 from ..errors import SpecError
 from ..serving.simulate import simulate
-from ..specs.traffic import Traffic, fixed
+from ..specs.traffic import DEFAULT_REQUESTS, Traffic, fixed
 from .points import MODE_DISAGGREGATED, Points
 from .result import Targets
 from .runner import Job
 
 SLO_STATISTICS = ("mean", "p50", "p90", "p99")
-SLO_REQUESTS = 2000  # requests per simulated point (a fifth is the closed loop's warm-up)
-SLO_REQUESTS_PER_CLIENT = 10  # and at least this many per client, so the loop turns over
 SLO_MAX_SIMULATED = 64  # candidates simulated before giving up (each is one simulation)
 
 Array = np.ndarray
@@ -46,7 +45,6 @@ def _simulated(job: Job, pts: Points, i: int, statistic: str) -> dict[str, Any]:
     traffic = Traffic(
         arrival="closed",
         clients=clients,
-        num_requests=max(SLO_REQUESTS, SLO_REQUESTS_PER_CLIENT * clients),
         isl=fixed(job.isl),
         osl=fixed(job.osl),
     )
@@ -97,7 +95,7 @@ def choose_best(
     ...}``. ``met``: the points whose analytic means meet the targets (the candidates)."""
     report: dict[str, Any] = {
         "statistic": statistic,
-        "requests": SLO_REQUESTS,
+        "requests": DEFAULT_REQUESTS,  # (a closed loop: at least 10 a client, default_requests)
         "checked": [],
         "skipped_disaggregated": 0,
         "note": "",

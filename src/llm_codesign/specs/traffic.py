@@ -280,8 +280,9 @@ class Traffic:
 
     ``clients``: the closed loop's clients per replica; ``rate_per_s``: the Poisson rate of
     the whole deployment (its replicas share it round robin); ``num_requests``: requests
-    simulated (a trace: its own); ``prefix_len``: tokens of a prompt prefix every request
-    shares (prefix caching; 0: off); ``seed``: the random draws' seed (same seed, same run);
+    simulated (a trace: its own; None: ``default_requests``); ``prefix_len``: tokens of a
+    prompt prefix every request shares (prefix caching; 0: off); ``seed``: the random draws'
+    seed (same seed, same run);
     ``warmup``: leading requests left out of the statistics (None: a fifth of a closed loop's
     whose clients start spread, none of one whose clients start together, which a benchmark
     counts from its start, nor of an open loop's); ``clients_start``: a closed loop's clients
@@ -291,7 +292,7 @@ class Traffic:
     arrival: str = "closed"
     clients: int = 1
     rate_per_s: float = 0.0
-    num_requests: int = DEFAULT_REQUESTS
+    num_requests: int | None = None  # None: ``default_requests``
     isl: LengthDist = field(default_factory=lambda: fixed(1024))
     osl: LengthDist = field(default_factory=lambda: fixed(1024))
     prefix_len: int = 0
@@ -304,6 +305,8 @@ class Traffic:
     CLIENT_STARTS: ClassVar[tuple[str, ...]] = CLIENT_STARTS  # (the choices, for the CLI)
 
     def __post_init__(self) -> None:
+        if self.num_requests is None and isinstance(self.clients, int):
+            object.__setattr__(self, "num_requests", default_requests(self.arrival, self.clients))
         if self.arrival not in ARRIVALS:
             raise SpecError(
                 f"traffic: arrival {self.arrival!r} is not one of {', '.join(ARRIVALS)}"
