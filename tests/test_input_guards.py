@@ -5,28 +5,15 @@ runs when weights do not fit, and a plan an engine cannot run."""
 import json
 
 from click.testing import CliRunner
+from test_advise import dense
 
 from llm_codesign import Workload, estimate, load_hardware, load_model
 from llm_codesign.cli import main
 from llm_codesign.explore import advisor_precision
 from llm_codesign.explore.operating import smaller_formats
 from llm_codesign.specs.checkpoint import context_note, context_window
-from llm_codesign.specs.model_config import model_from_config
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.precision import parse_precision
-
-
-def _config(**extra):
-    base = {
-        "model_type": "llama",
-        "hidden_size": 1024,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 8,
-        "intermediate_size": 4096,
-        "vocab_size": 32000,
-    }
-    return model_from_config(base | extra, model_id="t")
 
 
 def test_context_window_as_the_config_states_it():
@@ -37,10 +24,10 @@ def test_context_window_as_the_config_states_it():
     assert context_window(load_model("deepseek-r1")) == 163840
     # rope scaling that stretches a shorter stated window: 4 x 32,768 = 131,072
     rope = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
-    assert context_window(_config(max_position_embeddings=32768, rope_scaling=rope)) == 131072
+    assert context_window(dense(max_position_embeddings=32768, rope_scaling=rope)) == 131072
     # under text_config (multimodal checkpoints), and none where nothing is stated
-    assert context_window(_config(text_config={"max_position_embeddings": 8192})) == 8192
-    assert context_window(_config()) is None
+    assert context_window(dense(text_config={"max_position_embeddings": 8192})) == 8192
+    assert context_window(dense()) is None
 
 
 def test_lengths_past_the_context_window_are_noted_where_numbers_are_given():
