@@ -6,8 +6,9 @@ that breaks that against the most runs of its sweep is flagged first. ``validate
 runs' rows as measured with a note; ``calibrate-fit`` leaves them out. This lists them for the
 four calibration sets, each with the sequences it had in flight by Little's law where the run
 states its TTFT: a closed loop at c clients decodes B = c x D / (TTFT + D) sequences a step,
-D = (OSL - 1) x TPOT (the vLLM gpt-oss-120b 512-client runs: about 100, aiohttp's connection
-limit; stop 50).
+D = (OSL - 1) x TPOT. A sweep is one engine release (stop 70): the vLLM gpt-oss-120b
+512-client runs (vLLM 0.11.2, about 100 in flight) are no longer compared with the 0.18.0 runs
+of their campaign.
 
 Run: python benchmarks/run_family_consistency.py
 """

@@ -53,7 +53,8 @@ def test_advisors_price_a_quantized_checkpoint_in_its_own_format():
     assert advisor_precision(load_model("kimi-k2.5"), h100, None).id.startswith("w4a16")
     # gpt-oss's MXFP4 experts: MXFP8 activations where the engines take them (served_mxfp4)
     assert advisor_precision(load_model("gpt-oss-120b"), b200, None).id == "mxfp4-a8"
-    assert advisor_precision(load_model("gpt-oss-120b"), mi355x, None).id == "mxfp4-a16"
+    # (with an FP8 KV cache wherever the GPU has FP8, as for an unquantized checkpoint)
+    assert advisor_precision(load_model("gpt-oss-120b"), mi355x, None).id == "mxfp4-a16+fp8-kv"
     # an unquantized checkpoint: FP8 where the GPU has it; a given precision as given
     assert advisor_precision(load_model("llama-3.1-8b"), h100, None).id == "fp8"
     assert advisor_precision(load_model("gpt-oss-120b"), b200, "fp8").id == "fp8"
@@ -84,7 +85,8 @@ def test_a_plan_the_engine_cannot_run_is_explained():
     cmd = ["estimate", "-m", "deepseek-r1", "-g", "b200", "--engine", "vllm", "--tp", "8"]
     out = CliRunner().invoke(main, cmd + ["--ep", "4", "-c", "64"])
     assert out.exit_code == 1
-    assert "ep must be 1 or 8, got ep=4 (engine vllm)" in out.output
+    assert "engine vllm runs MoE experts" in out.output
+    assert "ep must be 1 or 8, got ep=4" in out.output
     assert "max concurrency that fits" not in out.output
 
 
@@ -101,3 +103,55 @@ def test_frontier_marks_points_whose_clients_queue():
     )
     assert out.exit_code == 0 and " q " in out.output
     assert QUEUED_LEGEND.split(":")[0].lstrip("; ") + ":" in out.output
+
+
+def test_context_window_follows_vllms_rule_and_survives_odd_configs():
+    # the smallest length key present (vLLM's max_model_len)
+    assert context_window(dense(max_position_embeddings=8192, seq_length=4096)) == 4096
+    # llama3 rope scaling is already in max_position_embeddings; linear multiplies it by factor
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
+    assert context_window(dense(max_position_embeddings=131072, rope_scaling=llama3)) == 131072
+    linear = {"type": "linear", "factor": 4.0}
+    assert context_window(dense(max_position_embeddings=4096, rope_scaling=linear)) == 16384
+    # YaRN: original x factor, also under transformers v5's rope_parameters
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    assert context_window(dense(max_position_embeddings=40960, rope_parameters=yarn)) == 131072
+    # configs the loader accepts but that state no usable window: no crash, no false window
+    for odd in (
+        {"max_position_embeddings": 4096, "rope_scaling": "linear"},
+        {"text_config": "none"},
+        {"max_position_embeddings": True},
+        {"max_position_embeddings": 0},
+        {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 1e308}},
+    ):
+        window = context_window(dense(**odd))
+        assert window is None or 1 <= window <= 16 * 1024 * 1024
+    # 32768.0 is a length as well
+    assert context_window(dense(max_position_embeddings=32768.0)) == 32768
+
+
+def test_advisors_fall_back_where_the_gpu_cannot_run_the_checkpoint():
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}
+    m = dense(quantization_config=nvfp4)
+    # no FP4 math on an H100: FP8 (and its FP8 cache); a B200 runs the checkpoint's NVFP4
+    assert advisor_precision(m, load_hardware("h100-sxm"), None).id == "fp8"
+    assert advisor_precision(m, load_hardware("b200"), None).id.startswith("nvfp4")
+    # gpt-oss's MXFP4 on Hopper: weight-only, with an FP8 cache as for any checkpoint
+    assert advisor_precision(load_model("gpt-oss-120b"), load_hardware("h100-sxm"), None).id == (
+        "mxfp4-a16+fp8-kv"
+    )
+
+
+def test_refusals_name_the_pool_and_reach_the_json():
+    # the prefill pool breaks vLLM's all-or-none EP, the decode pool does not
+    cmd = ["estimate", "-m", "deepseek-r1", "-g", "b200", "--engine", "vllm", "--tp", "8"]
+    cmd += ["--ep", "8", "-c", "64", "--prefill-workers", "1", "--prefill-tp", "8"]
+    out = CliRunner().invoke(main, [*cmd, "--prefill-ep", "4"])
+    assert out.exit_code == 1 and "prefill pool: engine vllm" in out.output
+    assert "ep must be 1 or 8, got ep=4" in out.output
+    # the JSON's notes carry the same explanation, not the code
+    cmd = ["estimate", "-m", "deepseek-r1", "-g", "b200", "--engine", "vllm", "--tp", "8"]
+    out = CliRunner().invoke(main, [*cmd, "--ep", "4", "-c", "64", "--json"])
+    notes = json.loads(out.output)["notes"]
+    assert any("ep must be 1 or 8, got ep=4" in n for n in notes)
+    assert not any("engine_moe_ep_all_or_none" in n for n in notes)

@@ -470,6 +470,8 @@ def test_closed_loops_take_enough_requests_to_settle():
     """A closed loop whose clients start spread needs about STEADY_REQUESTS_PER_CLIENT requests a
     client: the CLI's default takes them, a run with fewer says so (the few-rounds note), and a
     benchmark replay (clients together) is measured as it ran, without the note."""
+    from dataclasses import replace
+
     from llm_codesign.serving.simulate import few_rounds_note
     from llm_codesign.specs.traffic import STEADY_REQUESTS_PER_CLIENT, default_requests
 
@@ -477,5 +479,10 @@ def test_closed_loops_take_enough_requests_to_settle():
     assert default_requests("closed", 8) == 2000 and default_requests("poisson", 1024) == 2000
     assert few_rounds_note(Traffic(clients=1024, num_requests=10240)) == []
     (note,) = few_rounds_note(Traffic(clients=1024, num_requests=400))
-    assert "0.4 a client" in note and "at least 10,240 requests" in note
+    assert "0.4 a client" in note and "simulate 10,240 requests" in note
+    # more clients than requests can ever be simulated: the note asks for the most allowed
+    (huge,) = few_rounds_note(Traffic(clients=2_000_000, num_requests=4_000_000))
+    assert "simulate 10,000,000 requests" in huge
+    # the default follows the clients (dataclasses.replace recomputes it)
+    assert replace(Traffic(clients=8), clients=1024).count == 10240
     assert few_rounds_note(Traffic(clients=1024, num_requests=400, clients_start="together")) == []

@@ -13,6 +13,7 @@ from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .comm import dispatch_family
 from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
+from .explore.operating import infeasible_text, queue_note
 from .explore.result import to_dataframe
 from .mixers import prefill_attention_efficiency
 from .moe_kernels import grouped_efficiency, moe_kernel_path
@@ -333,22 +334,13 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
     }
 
 
-def _queue_note(clients: float, held: float, who: str) -> str:
-    """The note of clients beyond the sequences ``who`` (a replica, a decode worker) runs."""
-    return (
-        f"concurrency {clients:,.0f} exceeds the {held:,.0f} sequences {who} (KV cache or "
-        f"max_batch_size): {clients - held:,.0f} requests queue, and TTFT includes their wait "
-        "(Little's law); throughput is the capacity's"
-    )
-
-
 def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
     """What the numbers mean when not a plain steady state: queueing past the capacity or a
     tuned engine's batch limit, replicas sharing the users, infeasibility."""
     out = list(e.notes)  # (_estimate_of's: the context window)
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
-        out.append(_queue_note(c, cap, "a replica can run"))
+        out.append(queue_note(c, cap, "a replica can run"))
     if e.feasible and running < min(c, cap or c) - 1e-6:
         out.append(
             f"a tuned engine runs {running:,.0f} of the {c:,} clients at once (its batch limit: "
@@ -365,7 +357,9 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
             "the engine step's time and its inverse, not a per-user decode rate"
         )
     if not e.feasible:
-        out.append(f"infeasible: {e.reason}; the numbers are not a prediction")
+        why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
+                              e.max_concurrency)  # fmt: skip
+        out.append(f"infeasible: {why}; the numbers are not a prediction")
     return out
 
 
@@ -494,7 +488,10 @@ def _estimate_disaggregated(
     ops = explain_ops(m, hw, prec, eng, plan.decode, wl, running) if explain else []
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     full = est.feasible and running < wl.concurrency - 1e-6
-    queue = [_queue_note(wl.concurrency, running, "a decode worker holds")] * full
+    queue = [queue_note(wl.concurrency, running, "a decode worker holds")] * full
+    if not est.feasible:
+        why = infeasible_text(m, hw, prec, eng, plan, est.reason, est.max_concurrency)
+        queue.append(f"infeasible: {why}; the numbers are not a prediction")
     return replace(est, notes=est.notes + queue, running_concurrency=running)
 
 

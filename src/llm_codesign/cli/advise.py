@@ -26,7 +26,8 @@ from ..report import check_output_path, console, table, to_json, write_text
 
 # the precision the advisors price without -p (explore.operating.advisor_precision)
 ADVISOR_PRECISION_HELP = (
-    "default: a quantized checkpoint's own format, else fp8 where native, else bf16"
+    "default: a quantized checkpoint's own weights where the GPU runs them, else fp8 where "
+    "native, else bf16; an fp8 KV cache where the GPU has fp8"
 )
 
 

@@ -18,7 +18,8 @@ from .. import (
 from .. import (
     estimate as estimate_config,
 )
-from ..report import console, infeasible_text, read_deployment, table, to_json, trust_text
+from ..explore import infeasible_text
+from ..report import console, read_deployment, table, to_json, trust_text
 from ._common import deployment_options, plan_options
 from ._simulate import print_simulation, simulation_options, traffic_from
 
@@ -277,9 +278,9 @@ def estimate(
     if dep is not None:
         _print_deployment(c, dep.to_dict())
     if not e.feasible:
-        click.echo(
-            f"infeasible: {infeasible_text(e)}; no prediction for this configuration", err=True
-        )
+        why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
+                              e.max_concurrency)  # fmt: skip
+        click.echo(f"infeasible: {why}; no prediction for this configuration", err=True)
         raise SystemExit(1)
     c.print(
         table(

@@ -19,7 +19,13 @@ from ..specs.checkpoint import default_precision as checkpoint_default
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.plan import ParallelPlan
+from ..specs.plan import (
+    PLAN_REASONS,
+    DisaggregatedPlan,
+    ParallelPlan,
+    explain_reason,
+    plan_feasibility,
+)
 from ..specs.precision import Precision, parse_precision
 from .grid import power_of_two_grid
 from .plans import candidate_plans
@@ -155,8 +161,7 @@ def operating_point(
         score = np.where(ok, g.tok_s_per_user, -np.inf)
     if not np.isfinite(score).any():
         reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
-        smaller = smaller_formats(hw, prec) if "weights_exceed_memory" in reasons else []
-        hint = f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
+        hint = smaller_formats_hint(hw, prec) if "weights_exceed_memory" in reasons else ""
         raise SpecError(
             f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any "
             f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)}){hint}"
@@ -183,6 +188,53 @@ def smaller_formats(hw: HardwareSpec, prec: Precision) -> list[str]:
     return out
 
 
+def smaller_formats_hint(hw: HardwareSpec, prec: Precision) -> str:
+    """A refusal's hint for weights that do not fit (:func:`smaller_formats`); "" where none."""
+    smaller = smaller_formats(hw, prec)
+    return f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
+
+
+# reasons that are memory: the concurrency that fits says how far off the configuration is
+MEMORY_REASONS = ("oom", "weights_exceed_memory")
+
+
+def infeasible_text(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan | DisaggregatedPlan,
+    reason: str,
+    max_concurrency: int,
+) -> str:
+    """Why a configuration has no prediction: a plan rule's arithmetic (``specs.plan.
+    explain_reason``, naming the engine for the rules an engine sets, and under a disaggregated
+    plan the pool that breaks it), a memory reason with the concurrency that fits and the smaller
+    weight formats the GPU runs, else the reason as stated."""
+    if reason in PLAN_REASONS:
+        pools = [("", plan)]
+        if isinstance(plan, DisaggregatedPlan):
+            pools = [("prefill pool: ", plan.prefill), ("decode pool: ", plan.decode)]
+        for label, p in pools:
+            got = plan_feasibility(model, p.tp, p.pp, p.ep, p.attention_dp, p.cp,
+                                   eng.moe_partial_ep)  # fmt: skip
+            if str(got) == reason or label == pools[-1][0]:
+                return label + explain_reason(reason, model, p, f"engine {eng.id}")
+    if reason in MEMORY_REASONS:
+        hint = smaller_formats_hint(hw, prec)
+        return f"{reason} (max concurrency that fits: {max_concurrency}){hint}"
+    return reason
+
+
+def queue_note(clients: float, held: float, who: str) -> str:
+    """The note of clients beyond the sequences ``who`` (a replica, a decode worker) runs."""
+    return (
+        f"concurrency {clients:,.0f} exceeds the {held:,.0f} sequences {who} (KV cache or "
+        f"max_batch_size): {clients - held:,.0f} requests queue, and TTFT includes their wait "
+        "(Little's law); throughput is the capacity's"
+    )
+
+
 def default_precision(hw: HardwareSpec) -> str:
     """FP8 where the GPU runs it natively, else BF16 (FP16 on parts without BF16)."""
     if hw.supports("fp8"):
@@ -191,16 +243,24 @@ def default_precision(hw: HardwareSpec) -> str:
 
 
 def advisor_precision(model: ModelSpec, hw: HardwareSpec, precision: str | None) -> Precision:
-    """The precision an advisor (lint, regimes, search) prices: the one given; else the
-    precision a quantized checkpoint states (``specs.checkpoint.default_precision``, as estimate
-    and the frontier price it: Kimi-K2.5's INT4, gpt-oss's MXFP4) where the GPU runs its math;
-    else :func:`default_precision` (an unquantized checkpoint is served quantized where the GPU
-    has FP8). A bare preset takes the checkpoint's block-scaled weights (DeepSeek's FP8:
-    ``specs.checkpoint.preset_weights``), as estimate and the frontier do."""
+    """The precision an advisor (lint, regimes, search) prices: the one given; else a quantized
+    checkpoint's own weights and activations (``specs.checkpoint.default_precision``, as
+    estimate and the frontier price them: Kimi-K2.5's INT4, gpt-oss's MXFP4) where the GPU runs
+    their math, else :func:`default_precision` (an unquantized checkpoint is served quantized where
+    the GPU has FP8). The KV cache is FP8 wherever the GPU has FP8, whatever the checkpoint's
+    config states, as for an unquantized checkpoint. A bare preset takes the checkpoint's
+    block-scaled weights (DeepSeek's FP8: ``specs.checkpoint.preset_weights``).
+
+    Example: Kimi-K2.5 on an H100 -> ``w4a16+int4_g32_sym-w+fp8-kv``; DeepSeek-R1 ->
+    ``fp8+fp8_block-w`` (its preset's KV is FP8)."""
     if precision is None and checkpoint_precision(model.config) is not None:
-        own = parse_precision(checkpoint_default(model, hw)[0])
-        if hw.supports(own.compute_class):
-            return own
+        own = "+".join(
+            part for part in checkpoint_default(model, hw)[0].split("+") if not part.endswith("-kv")
+        )
+        if hw.supports(parse_precision(own).compute_class):
+            if hw.supports("fp8") and parse_precision(own).kv_cache.id != "fp8":
+                own += "+fp8-kv"
+            return parse_precision(own)
     return preset_precision(model, precision or default_precision(hw))
 
 

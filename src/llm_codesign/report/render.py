@@ -10,9 +10,6 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..explore import smaller_formats
-from ..specs.plan import PLAN_REASONS, explain_reason
-
 
 def clean(obj: Any) -> Any:
     """Make an object JSON-safe: numpy scalars to Python, NaN/inf to None."""
@@ -205,22 +202,3 @@ def fmt(v: Any) -> str:
             return f"{v:.1f}"
         return f"{v:.3g}"
     return str(v)
-
-
-# reasons that are memory: the concurrency that fits says how far off the configuration is
-MEMORY_REASONS = ("oom", "weights_exceed_memory")
-
-
-def infeasible_text(e: Any) -> str:
-    """Why an estimate (``api.Estimate``) has no prediction: a plan rule's arithmetic
-    (``specs.plan.explain_reason``, with the engine, for the rules an engine sets), a memory
-    reason with the concurrency that fits and the smaller weight formats the GPU runs
-    (``explore.smaller_formats``), else the reason as the estimate states it."""
-    plan = getattr(e.plan, "decode", e.plan)
-    if e.reason in PLAN_REASONS:
-        return f"{explain_reason(e.reason, e.model, plan)} (engine {e.engine.id})"
-    if e.reason in MEMORY_REASONS:
-        smaller = smaller_formats(e.hardware, e.precision)
-        hint = f"; smaller weights the GPU runs: -p {' or -p '.join(smaller)}" if smaller else ""
-        return f"{e.reason} (max concurrency that fits: {e.max_concurrency}){hint}"
-    return e.reason

@@ -62,7 +62,7 @@ from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from ..specs.traffic import STEADY_REQUESTS_PER_CLIENT, Requests, Traffic
+from ..specs.traffic import MAX_REQUESTS, STEADY_REQUESTS_PER_CLIENT, Requests, Traffic
 from .sim_ranks import Ranks
 from .sim_stats import summarize_run
 from .sim_table import THRASHING, Engine, Thrashing, engine_for, tuned_batch_limit
@@ -581,11 +581,11 @@ def few_rounds_note(traffic: Traffic) -> list[str]:
     benchmark's start-up) simulates fewer than ``STEADY_REQUESTS_PER_CLIENT`` requests a client:
     its statistics still hold the start-up."""
     n, clients = traffic.count, traffic.clients
-    if traffic.clients_start != "spread" or n >= STEADY_REQUESTS_PER_CLIENT * clients:
+    need = min(STEADY_REQUESTS_PER_CLIENT * clients, MAX_REQUESTS)
+    if traffic.clients_start != "spread" or n >= need:
         return []
     return [
         f"{n:,} requests for {clients:,} clients ({n / clients:.1f} a client): a closed loop "
-        f"needs about {STEADY_REQUESTS_PER_CLIENT} a client before its statistics settle "
-        "(specs.traffic.STEADY_REQUESTS_PER_CLIENT); these still hold its start-up, so take "
-        f"at least {STEADY_REQUESTS_PER_CLIENT * clients:,} requests"
+        f"needs about {STEADY_REQUESTS_PER_CLIENT} a client before its statistics settle, so "
+        f"these still hold its start-up; simulate {need:,} requests (--num-requests)"
     ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+import math
 import re
 from collections.abc import Callable, Mapping
 from importlib import resources
@@ -37,6 +38,7 @@ from ._load import Fields, read_mapping
 from .hardware import HardwareSpec
 from .model import ModelSpec
 from .precision import PRESETS, Precision, parse_precision
+from .workload import MAX_CONTEXT_TOKENS
 
 DEPLOY = "deploy.yaml"  # data/launch: published checkpoints (deploy_file)
 
@@ -488,16 +490,37 @@ def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
     return dataclasses.replace(spec, name=found[1], config=config, source=source)
 
 
-# the config keys that state a checkpoint's context window (top level or under text_config)
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+# vLLM's max_model_len rule (vllm-project/vllm ``_get_and_verify_max_len``, vllm/config): the
+# smallest of these config keys that are present, then stretched by the config's rope scaling
+# (``rope_scaling``, or ``rope_parameters`` in transformers v5 configs): YaRN sets it to
+# ``original_max_position_embeddings`` x ``factor``; other types but ``su``, ``longrope`` and
+# ``llama3`` (whose max_position_embeddings already counts it) multiply it by ``factor``; Gemma 3
+# is not stretched. SGLang's ``context-length`` and TensorRT-LLM's ``max_seq_len`` derive their
+# defaults otherwise; vLLM's is the window a launch of the checkpoint refuses to exceed
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+UNSTRETCHED_ROPE = ("su", "longrope", "llama3")
+
+
+def _length(value: Any) -> float | None:
+    """A positive, finite length a config states (a bool or anything else: None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 def context_window(spec: ModelSpec) -> int | None:
-    """The longest sequence (prompt + output tokens) the checkpoint's config serves: its
-    ``max_position_embeddings`` (or ``n_positions``, ``max_sequence_length``, ``seq_length``;
-    top level or under ``text_config``), or the window its ``rope_scaling`` stretches
-    (``factor`` x ``original_max_position_embeddings``) where that is longer, as vLLM derives
-    its default ``max_model_len``. None where the config states none.
+    """The longest sequence (prompt + output tokens) vLLM serves the checkpoint at by default
+    (its ``max_model_len``: the rule above ``CONTEXT_KEYS``), from the config's top level or,
+    where that states no length, its ``text_config``. None where the config states none.
 
     Example:
         >>> from .model import load_model
@@ -505,28 +528,35 @@ def context_window(spec: ModelSpec) -> int | None:
         (163840, 32768)
     """
     cfg = spec.config
-    for part in (cfg, cfg.get("text_config") or {}):
-        stated = next((part[k] for k in CONTEXT_KEYS if isinstance(part.get(k), int)), None)
-        if stated is None:
+    for part in (cfg, cfg.get("text_config")):
+        if not isinstance(part, Mapping):
             continue
-        rope = part.get("rope_scaling") or {}
-        base, factor = rope.get("original_max_position_embeddings"), rope.get("factor")
-        if isinstance(base, int) and isinstance(factor, (int, float)) and factor > 1:
-            stated = max(stated, int(base * factor))
-        return int(stated)
+        stated = [n for n in (_length(part.get(k)) for k in CONTEXT_KEYS) if n is not None]
+        if not stated:
+            continue
+        window = min(stated)
+        rope = part.get("rope_scaling") or part.get("rope_parameters")
+        gemma3 = "gemma3" in str(cfg.get("model_type", ""))
+        if isinstance(rope, Mapping) and not gemma3:
+            kind = str(rope.get("rope_type") or rope.get("type") or "")
+            factor = _length(rope.get("factor"))
+            if factor is not None and kind not in UNSTRETCHED_ROPE:
+                base = _length(rope.get("original_max_position_embeddings"))
+                window = (base if kind == "yarn" and base is not None else window) * factor
+        return int(min(window, MAX_CONTEXT_TOKENS))
     return None
 
 
 def context_note(spec: ModelSpec, isl: int, osl: int) -> list[str]:
     """A note where ISL + OSL exceeds the checkpoint's context window (:func:`context_window`):
-    the engines refuse such a request (vLLM and SGLang cap max_model_len / context-length at
-    it, TensorRT-LLM's max_seq_len likewise) unless the deployment stretches the window; the
-    numbers price the lengths as asked. Empty where it fits or the config states no window."""
+    vLLM refuses such a request unless the deployment stretches the window (``max_model_len``,
+    rope scaling); the numbers price the lengths as asked. Empty where it fits or the config
+    states no window."""
     window = context_window(spec)
     if window is None or isl + osl <= window:
         return []
     return [
         f"ISL + OSL = {isl + osl:,} tokens exceeds {spec.id}'s context window of {window:,} "
-        "(its config): the engines refuse such requests unless the deployment extends the "
-        "window (rope scaling in the config); the numbers price the lengths as asked"
+        "(vLLM's max_model_len from its config): an engine refuses such requests unless the "
+        "deployment extends the window (rope scaling); the numbers price the lengths as asked"
     ]

@@ -266,9 +266,11 @@ def partial_moe_ep(tp: Array | int, ep: Array | int) -> Array:
     return (np.asarray(ep) > 1) & (np.asarray(ep) < np.asarray(tp))
 
 
-def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> str:
+def explain_reason(
+    code: str, model: ModelSpec | None, plan: ParallelPlan, engine: str = "this engine"
+) -> str:
     """The arithmetic behind a ``plan_feasibility`` reason code, for one plan (``model`` may be
-    None for the structural rules)."""
+    None for the structural rules; ``engine``: the engine an engine's rule names)."""
     if model is None:
         structural = {
             "ep_not_dividing_tp": f"ep={plan.ep} must divide tp={plan.tp} (MoE layers split the "
@@ -297,7 +299,7 @@ def explain_reason(code: str, model: ModelSpec | None, plan: ParallelPlan) -> st
         f"{moe.expert_intermediate if moe else 0}",
         "tp_not_dividing_ffn": f"tp={plan.tp} does not divide intermediate_size="
         f"{model.intermediate_size} of {model.id}",
-        "engine_moe_ep_all_or_none": f"this engine runs MoE experts either all expert-parallel "
+        "engine_moe_ep_all_or_none": f"{engine} runs MoE experts either all expert-parallel "
         f"or all tensor-parallel over the tp={plan.tp} ranks: ep must be 1 or {plan.tp}, got "
         f"ep={plan.ep}",
         "tp_not_dividing_linear_heads": f"attention tp={atp} does not divide the linear-"

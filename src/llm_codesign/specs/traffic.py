@@ -305,8 +305,6 @@ class Traffic:
     CLIENT_STARTS: ClassVar[tuple[str, ...]] = CLIENT_STARTS  # (the choices, for the CLI)
 
     def __post_init__(self) -> None:
-        if self.num_requests is None and isinstance(self.clients, int):
-            object.__setattr__(self, "num_requests", default_requests(self.arrival, self.clients))
         if self.arrival not in ARRIVALS:
             raise SpecError(
                 f"traffic: arrival {self.arrival!r} is not one of {', '.join(ARRIVALS)}"
@@ -322,7 +320,8 @@ class Traffic:
             raise SpecError(f"traffic: arrival rate must be > 0 requests/s, got {self.rate_per_s}")
         if not (isinstance(self.clients, int) and 1 <= self.clients <= MAX_REQUESTS):
             raise SpecError(f"traffic: clients must be an integer >= 1, got {self.clients!r}")
-        if not (isinstance(self.num_requests, int) and 1 <= self.num_requests <= MAX_REQUESTS):
+        n = self.num_requests
+        if n is not None and not (isinstance(n, int) and 1 <= n <= MAX_REQUESTS):
             raise SpecError(
                 f"traffic: num_requests must be an integer in 1..{MAX_REQUESTS}, "
                 f"got {self.num_requests!r}"
@@ -341,7 +340,11 @@ class Traffic:
     @property
     def count(self) -> int:
         """Requests in the run."""
-        return len(self.trace.requests.isl) if self.trace is not None else self.num_requests
+        if self.trace is not None:
+            return len(self.trace.requests.isl)
+        if self.num_requests is None:  # (the default for this arrival and these clients)
+            return default_requests(self.arrival, self.clients)
+        return self.num_requests
 
     @property
     def warmup_requests(self) -> int:
@@ -355,7 +358,7 @@ class Traffic:
         if self.trace is not None:
             return self.trace.requests
         rng = np.random.default_rng(self.seed)
-        n = self.num_requests
+        n = self.count
         isl = self.isl.draw(rng, n)
         osl = self.osl.draw(rng, n)
         if self.arrival == "poisson":

@@ -14,7 +14,7 @@ duration, which ends with the last round's drain.
 
 Each distinct (plan, lengths, arrival, rate or clients, request count) is simulated once,
 seed 0, with the benchmark's request count where the row states it (else
-``DEFAULT_REQUESTS``). A closed loop runs its clients on one replica (as the analytic model
+``UNSTATED_REQUESTS``). A closed loop runs its clients on one replica (as the analytic model
 does); open-loop requests spread over ``metric_gpus / (tp x pp)`` replicas. TTFT, TPOT (ITL)
 and E2E are the counted requests' mean or percentile; throughput is the run's, first request
 sent to last finished, as a benchmark client measures it (a closed loop started spread, another
@@ -42,7 +42,7 @@ from .conventions import throughput_value
 from .mapping import MappedRow, split_percentile
 from .recipes import inferencex_lengths
 
-DEFAULT_REQUESTS = 1000  # requests simulated when a row does not state the benchmark's count
+UNSTATED_REQUESTS = 1000  # requests simulated when a row does not state the benchmark's count
 
 
 def simulated(r: MappedRow, eng: EngineConstants | None = None) -> bool:
@@ -96,7 +96,7 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
             )
             for n in (r.isl, r.osl)
         )
-    n = r.requests or DEFAULT_REQUESTS
+    n = r.requests or UNSTATED_REQUESTS
     replicas = max(r.metric_gpus // max(r.tp * r.pp, 1), 1)
     if r.arrival == "poisson":
         return Traffic(
@@ -105,7 +105,7 @@ def traffic_of(r: MappedRow) -> tuple[Traffic, int]:
     if r.arrival == "burst":
         return Traffic(arrival="burst", num_requests=n, isl=isl, osl=osl), replicas
     clients = int(r.load)
-    n = max(STEADY_REQUESTS_PER_CLIENT * clients, r.requests or DEFAULT_REQUESTS)
+    n = max(STEADY_REQUESTS_PER_CLIENT * clients, r.requests or UNSTATED_REQUESTS)
     # InferenceX's client (benchmark_serving.py) finishes its warmup requests, then starts its
     # clients together (--request-rate inf under the --max-concurrency semaphore) and counts
     # every request it sends; other closed loops start spread, a fifth left out
