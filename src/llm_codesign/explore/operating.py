@@ -254,13 +254,11 @@ def advisor_precision(model: ModelSpec, hw: HardwareSpec, precision: str | None)
     Example: Kimi-K2.5 on an H100 -> ``w4a16+int4_g32_sym-w+fp8-kv``; DeepSeek-R1 ->
     ``fp8+fp8_block-w`` (its preset's KV is FP8)."""
     if precision is None and checkpoint_precision(model.config) is not None:
-        own = "+".join(
-            part for part in checkpoint_default(model, hw)[0].split("+") if not part.endswith("-kv")
-        )
-        if hw.supports(parse_precision(own).compute_class):
-            if hw.supports("fp8") and parse_precision(own).kv_cache.id != "fp8":
-                own += "+fp8-kv"
-            return parse_precision(own)
+        parts = checkpoint_default(model, hw)[0].split("+")
+        own = parse_precision("+".join(p for p in parts if not p.endswith("-kv")))
+        if hw.supports(own.compute_class):
+            fp8_kv = hw.supports("fp8") and own.kv_cache.id != "fp8"
+            return parse_precision(own.id + "+fp8-kv") if fp8_kv else own
     return preset_precision(model, precision or default_precision(hw))
 
 

@@ -10,15 +10,7 @@ from .html import write_report
 from .launch import launch_settings
 from .launch_files import launch_files, write_launch_dir
 from .plots import output_paths, plot_frontiers
-from .render import (
-    SCHEMA_VERSION,
-    clean,
-    console,
-    fmt,
-    table,
-    to_json,
-    trust_text,
-)
+from .render import SCHEMA_VERSION, clean, console, fmt, table, to_json, trust_text
 
 __all__ = [
     "SCHEMA_VERSION",
