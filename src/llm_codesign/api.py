@@ -492,7 +492,8 @@ def _estimate_disaggregated(
     if not est.feasible:
         why = infeasible_text(m, hw, prec, eng, plan, est.reason, est.max_concurrency)
         queue.append(f"infeasible: {why}; the numbers are not a prediction")
-    return replace(est, notes=est.notes + queue, running_concurrency=running)
+    notes = est.notes + queue + overlap_note(m, eng, spec["spec_tokens"])
+    return replace(est, notes=notes, running_concurrency=running)
 
 
 def _phase(d: dict[str, np.ndarray]) -> dict[str, float]:

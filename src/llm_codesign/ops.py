@@ -259,32 +259,10 @@ def layer_group_ops(
             kv_a = a.kv_lora_rank + a.qk_rope_head_dim
             ops.append(gemm("kv_a_proj", "attention", t_attn, kv_a, d, **at16))
         # decode: absorbed W_UK / W_UV as per-head batched GEMMs; prefill: decompress K, V
-        ops.append(
-            gemm(
-                "mla_absorb_uk",
-                "attention",
-                t_dec,
-                a.kv_lora_rank,
-                a.qk_nope_head_dim,
-                groups=heads,
-                ccls="bf16",
-                wbytes=2.0,
-                abytes=2.0,
-            )
-        )
-        ops.append(
-            gemm(
-                "mla_absorb_uv",
-                "attention",
-                t_dec,
-                a.v_head_dim,
-                a.kv_lora_rank,
-                groups=heads,
-                ccls="bf16",
-                wbytes=2.0,
-                abytes=2.0,
-            )
-        )
+        uk = (a.kv_lora_rank, a.qk_nope_head_dim)
+        ops.append(gemm("mla_absorb_uk", "attention", t_dec, *uk, groups=heads, **w16))
+        uv = (a.v_head_dim, a.kv_lora_rank)
+        ops.append(gemm("mla_absorb_uv", "attention", t_dec, *uv, groups=heads, **w16))
         ops.append(
             gemm(
                 "kv_b_proj",
@@ -542,6 +520,19 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
     return ops
 
 
+def mtp_group(model: ModelSpec) -> LayerGroup:
+    """The layer group an MTP block is made like: the last with an FFN and full softmax attention
+    (DeepSeek-V3's MTP module is one of its MoE blocks; Qwen3.5's an attention layer)."""
+    full = [g for g in model.layer_groups if g.ffn and g.mixer in ("attention", "sparse")]
+    return (full or list(model.layer_groups))[-1]
+
+
+def draft_layers(model: ModelSpec, spec_tokens: int) -> int:
+    """MTP blocks a deployment loads beside the model: all the checkpoint holds where it drafts
+    (``spec_tokens`` > 0), none otherwise. A draft model of its own (EAGLE heads) is not one."""
+    return model.num_mtp_layers if spec_tokens else 0
+
+
 def weight_bytes_per_gpu(
     model: ModelSpec,
     prec: Precision,
@@ -550,14 +541,22 @@ def weight_bytes_per_gpu(
     pp: Array,
     attention_dp: Array,
     cp: Array,
+    drafts: int = 0,
 ) -> Array:
-    """Weight bytes resident on one GPU (the largest pipeline stage ~ layers / pp)."""
+    """Weight bytes resident on one GPU (the largest pipeline stage ~ layers / pp), with
+    ``drafts`` MTP blocks (:func:`draft_layers`) on the last stage: each a layer of
+    :func:`mtp_group` plus its projection of [embedding; hidden] (2d x d, an unquantized
+    replicated linear in vLLM's and TensorRT-LLM's MTP) and three norms; the embedding and the
+    head are the model's."""
     atp = np.where(attention_dp, 1, tp // cp)
     dense_div = np.where(attention_dp, 1, tp)
     wb = prec.weight_bytes
     keep = sixteen_bit_parts(model, prec)  # (parts the checkpoint keeps in 16 bits)
     wa, ws, wd = (2.0 if p in keep else wb for p in ("attention", "shared", "dense"))
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
+    mtp = mtp_group(model) if drafts else None
+    d = model.hidden_size
+    extra = drafts * (2.0 * d * d + 3.0 * d) * 2.0
     for g in model.layer_groups:
         per = model.mixer_params(g.mixer) / atp * wa + model.norm_params_per_layer * 2.0
         if not g.ffn:
@@ -569,9 +568,10 @@ def weight_bytes_per_gpu(
         else:
             per = per + model.dense_ffn_params / dense_div * wd
         total = total + g.count * per
+        extra = extra + (drafts * per if g is mtp else 0.0)
     vocab_div = np.where(attention_dp, 1, tp)
     total = total / pp + (model.embedding_params + model.lm_head_params) * 2.0 / vocab_div
-    return total
+    return total + extra
 
 
 def kv_bytes_per_sequence_per_gpu(
@@ -583,14 +583,18 @@ def kv_bytes_per_sequence_per_gpu(
     attention_dp: Array,
     cp: Array,
     window_share: float = 0.0,
+    drafts: int = 0,
 ) -> Array:
     """KV-cache (and recurrent-state) bytes one sequence of ``context`` tokens occupies on one
     GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer``
     (``window_share``: the share of the context a windowed layer holds beside its window, 0 for
-    the window only; an engine's is ``mixers.windowed_share`` of its ``windowed_kv_share``)."""
+    the window only; an engine's is ``mixers.windowed_share`` of its ``windowed_kv_share``),
+    with ``drafts`` MTP blocks' on the last stage (the engines cache their attention too)."""
     atp = np.where(attention_dp, 1, tp // cp)
     ctx = np.asarray(context, dtype=float)
     total = 0.0
     for g in model.layer_groups:
         total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share)
+    if drafts:
+        total = total + drafts * pp * cache_bytes_per_layer(model, prec, mtp_group(model), ctx, atp)
     return total / pp / cp

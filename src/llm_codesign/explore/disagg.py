@@ -64,8 +64,9 @@ def disaggregated_points(
     b = batches[bi].astype(float)
     p_tp, p_pp, p_ep, p_cp, p_adp = (v[pidx] for v in (pl.tp, pl.pp, pl.ep, pl.cp, pl.attention_dp))
     pw = prefill_workers(
-        m, hw, prec, eng, tp=p_tp, pp=p_pp, ep=p_ep, cp=p_cp, attention_dp=p_adp, batch=b, isl=isl
-    )
+        m, hw, prec, eng, tp=p_tp, pp=p_pp, ep=p_ep, cp=p_cp, attention_dp=p_adp, batch=b, isl=isl,
+        spec_tokens=job.spec_tokens,
+    )  # fmt: skip
     latency_p, rate_p, g_p = pw.latency_s, pw.rate_req_s, pw.gpus
     good = pw.fits & np.isfinite(rate_p) & (rate_p > 0)
     if ttft_target_s is not None and np.any(good & (latency_p <= ttft_target_s)):
@@ -84,8 +85,9 @@ def disaggregated_points(
     cand = cand[eff >= np.maximum.accumulate(eff)]
     # ---- decode workers: plans x concurrency ----
     *_, lim_d = memory_fit(
-        m, hw, prec, eng, pl.tp, pl.pp, pl.ep, pl.attention_dp, pl.cp, kv_context(eng, isl, osl)
-    )
+        m, hw, prec, eng, pl.tp, pl.pp, pl.ep, pl.attention_dp, pl.cp, kv_context(eng, isl, osl),
+        job.spec_tokens,
+    )  # fmt: skip
     row, conc = concurrency_grid(
         concurrency_cap(eng, lim_d, pl.tp, pl.attention_dp), points_per_octave
     )

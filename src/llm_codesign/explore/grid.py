@@ -30,14 +30,16 @@ def memory_limit(
     eng: EngineConstants,
     plans: PlanTable,
     context: float,
+    spec_tokens: int = 0,
 ) -> tuple[Array, Array]:
     """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU) per plan:
-    :func:`serving.memory_fit`, so the concurrency grid stops at the limit before anything is
-    evaluated."""
+    :func:`serving.memory_fit` (with ``spec_tokens`` drafts: the MTP blocks' memory too), so
+    the concurrency grid stops at the limit before anything is evaluated."""
     safe = plans.valid
     tp, ep, cp, pp = (np.where(safe, v, 1) for v in (plans.tp, plans.ep, plans.cp, plans.pp))
+    ctx = np.asarray(float(context))
     _, _, _, usable, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, plans.attention_dp, cp, np.asarray(float(context))
+        model, hw, prec, eng, tp, pp, ep, plans.attention_dp, cp, ctx, spec_tokens
     )
     return max_conc, usable
 

@@ -246,7 +246,8 @@ def frontier(
     invalid: list[Points] = []
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
     for pi, prec in enumerate(precs):
-        lim, usable = memory_limit(m, hw, prec, eng, pv, float(kv_context(eng, isl, osl)))
+        ctx = float(kv_context(eng, isl, osl))
+        lim, usable = memory_limit(m, hw, prec, eng, pv, ctx, job.spec_tokens)
         lim = concurrency_cap(eng, lim, pv.tp, pv.attention_dp)
         no_fit = usable <= 0
         no_seq = ~no_fit & (lim < 1)

@@ -59,8 +59,9 @@ class _Ctx:
         """The engine's memory fraction (``budget``: its convention) that gives the KV cache
         what the prediction gave it (``serving.memory.memory_fraction_for``)."""
         fr = self.fr
+        plan = (tp, pp, ep, adp, cp)
         return memory_fraction_for(
-            fr.model, fr.hardware, self.prec, fr.engine, (tp, pp, ep, adp, cp), budget
+            fr.model, fr.hardware, self.prec, fr.engine, plan, budget, self.spec
         )
 
     @property

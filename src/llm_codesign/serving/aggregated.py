@@ -195,7 +195,7 @@ def _evaluate_running(
 
     # ---- memory: clients beyond what the engine holds (KV or max_batch_size) queue ----
     w_bytes, kv_seq, workspace, usable, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, adp, cp, kv_context(eng, isl_f, osl_f)
+        model, hw, prec, eng, tp, pp, ep, adp, cp, kv_context(eng, isl_f, osl_f), k_spec
     )
     client_conc = conc
     conc = np.maximum(np.minimum(conc, concurrency_cap(eng, max_conc, tp, adp)), 1.0)

@@ -80,8 +80,10 @@ def prefill_workers(
     attention_dp: Array,
     batch: Array | int,
     isl: int,
+    spec_tokens: int = 0,
 ) -> PrefillWorkers:
-    """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc)."""
+    """Prefill workers running batches of ``batch`` prompts of ``isl`` tokens (module doc);
+    with ``spec_tokens`` drafts they hold the model's MTP blocks (``ops.draft_layers``) too."""
     eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     b = np.asarray(batch, dtype=float)
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
@@ -112,7 +114,7 @@ def prefill_workers(
     # stages fill with other batches either way (the rate)
     steps = lone_prompt_passes(eng, n_chunks, pp)
     *_, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl))
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl)), spec_tokens
     )
     by_class = {c: np.broadcast_to(stage.by_class[c], stage_s.shape) * steps for c in OP_CLASSES}
     return PrefillWorkers(
@@ -176,7 +178,7 @@ def decode_workers(
     yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
     w, kv, workspace, _, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl)
+        model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl), spec_tokens
     )
     cap = np.maximum(concurrency_cap(eng, max_conc, tp, attention_dp), 1.0)
     conc = np.minimum(np.asarray(concurrency, dtype=float), cap)
@@ -488,7 +490,9 @@ def evaluate_disaggregated(
     ok = reason == ""
     pplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in pplan.items()}
     dplan = {k: np.where(ok, v, 1 if k != "attention_dp" else v) for k, v in dplan.items()}
-    pw = prefill_workers(model, hw, prec, peng, **pplan, batch=prefill_batch, isl=isl)
+    pw = prefill_workers(
+        model, hw, prec, peng, **pplan, batch=prefill_batch, isl=isl, spec_tokens=spec_tokens
+    )
     dw = decode_workers(
         model, hw, prec, eng, **dplan, concurrency=concurrency, isl=isl, osl=osl,
         spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..mixers import windowed_layers, windowed_share
-from ..ops import kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
+from ..ops import draft_layers, kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu, sglang_tier
 from ..specs.hardware import HardwareSpec
@@ -168,10 +168,13 @@ def weights_and_workspace(
     ep: Array,
     attention_dp: Array,
     cp: Array,
+    spec_tokens: int = 0,
 ) -> tuple[Array, Array]:
     """Per-GPU (weight bytes, workspace bytes): the workspace is the runtime reserve plus the
-    activations of one ``max_num_tokens`` step."""
-    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
+    activations of one ``max_num_tokens`` step. With ``spec_tokens`` drafts the weights hold
+    the model's MTP blocks (``ops.draft_layers``)."""
+    drafts = draft_layers(model, spec_tokens)
+    w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp, drafts)
     d = model.hidden_size
     ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
     step = rank_token_budget(eng, scheduling_ranks(tp, attention_dp))  # (a rank's step tokens)
@@ -186,6 +189,7 @@ def memory_fraction_for(
     eng: EngineConstants,
     plan: tuple[int, int, int, bool, int],
     budget: str,
+    spec_tokens: int = 0,
 ) -> float:
     """The memory fraction that gives the KV cache, under another engine's ``budget``
     convention (``specs.engine.MEMORY_BUDGETS``), the bytes ``eng`` gives it on ``plan``
@@ -194,7 +198,7 @@ def memory_fraction_for(
     tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
     w, o = (
         float(np.reshape(x, -1)[0])
-        for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp)
+        for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp, spec_tokens)
     )
     kv = max(float(kv_budget_bytes(hw, eng, w, o, (tp, pp, adp))), 0.0)
     a, b = _budget_terms(hw, budget, w, o)
@@ -213,6 +217,7 @@ def memory_fit(
     attention_dp: Array,
     cp: Array,
     context: Array,
+    spec_tokens: int = 0,
 ) -> tuple[Array, Array, Array, Array, Array]:
     """Per-GPU memory: (weight bytes, KV bytes per sequence of ``context`` tokens, workspace
     bytes, bytes the KV cache may use, max concurrency per replica).
@@ -224,10 +229,12 @@ def memory_fit(
     share of the context the engine's cache reserves for it where that is more
     (``EngineConstants.windowed_kv_share``). Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step (the runtime's on ``hw``: ``for_gpu``).
+    With ``spec_tokens`` drafts the model's MTP blocks hold weights and KV too.
     """
     eng = for_gpu(eng, hw)
-    w_bytes, workspace = weights_and_workspace(model, prec, eng, tp, pp, ep, attention_dp, cp)
-    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
+    plan = (tp, pp, ep, attention_dp, cp)
+    w_bytes, workspace = weights_and_workspace(model, prec, eng, *plan, spec_tokens)
+    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp, spec_tokens)
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp))
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
@@ -276,12 +283,16 @@ def engine_kv_bytes(
     pp: Array,
     attention_dp: Array,
     cp: Array,
+    spec_tokens: int = 0,
 ) -> Array:
     """KV bytes one sequence of ``context`` tokens holds on one GPU in this engine's cache: its
-    windowed layers hold ``mixers.windowed_share`` of the engine's ``windowed_kv_share``."""
+    windowed layers hold ``mixers.windowed_share`` of the engine's ``windowed_kv_share``; with
+    ``spec_tokens`` drafts, the model's MTP blocks hold theirs."""
     share = windowed_share(model, eng.windowed_kv_share)
     ctx = np.asarray(context, dtype=float)
-    return kv_bytes_per_sequence_per_gpu(model, prec, ctx, tp, pp, attention_dp, cp, share)
+    drafts = draft_layers(model, spec_tokens)
+    plan = (tp, pp, attention_dp, cp)
+    return kv_bytes_per_sequence_per_gpu(model, prec, ctx, *plan, share, drafts)
 
 
 def windowed_kv_note(

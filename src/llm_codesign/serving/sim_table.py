@@ -257,6 +257,7 @@ def engine_for(
         np.asarray(adp),
         np.asarray(cp),
         np.asarray(ctx_ref),
+        spec_tokens,
     )
     usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
     if usable_f <= 0:

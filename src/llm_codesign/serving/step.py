@@ -466,16 +466,34 @@ def speculating_engine(eng: EngineConstants, spec_tokens: int) -> EngineConstant
     return eng
 
 
+def draft_note(model: ModelSpec, spec_tokens: int) -> list[str]:
+    """An estimate's note on what its ``spec_tokens`` drafts load (``ops.draft_layers``): the
+    model's MTP blocks, counted in weights and KV, or a draft model of its own, not counted."""
+    if not spec_tokens:
+        return []
+    n = model.num_mtp_layers
+    if n:
+        return [
+            f"{model.id}'s MTP module ({n} block{'s' * (n > 1)}, one run a draft) is loaded to "
+            "draft: its weights and KV cache are counted in the memory fit"
+        ]
+    return [
+        f"{model.id} has no MTP module: each draft is priced as one of its layers, and a draft "
+        "model of its own (an EAGLE head) is not counted in the memory fit"
+    ]
+
+
 def overlap_note(model: ModelSpec, eng: EngineConstants, spec_tokens: int) -> list[str]:
     """An estimate's notes where the engine a configuration with ``spec_tokens`` runs has no
     overlap scheduler for this model (:func:`runs_without_overlap`), or runs its drafts as passes
-    of their own (``EngineConstants.spec_separate_drafts``, :func:`draft_time`)."""
+    of their own (``EngineConstants.spec_separate_drafts``, :func:`draft_time`), and what the
+    drafts load (:func:`draft_note`)."""
     if spec_tokens:
         host = f"{eng.step_overhead_s * 1e3:.2g} ms + {eng.per_seq_overhead_s * 1e6:.3g} us"
-        return [
+        return draft_note(model, spec_tokens) + [
             f"engine {eng.id} runs each of the {spec_tokens} drafts a step as a pass of its own "
             f"after the verify: {host} per sequence of host work each"
-        ] if eng.spec_separate_drafts else []  # fmt: skip
+        ] * eng.spec_separate_drafts  # fmt: skip
     if not runs_without_overlap(model, eng):
         return []
     return [
@@ -499,8 +517,9 @@ def draft_time(
     """Seconds of ``k_spec`` speculative draft tokens (MTP) per step: each one layer-equivalent
     of the plain decode step ``plain_s`` (one query token per sequence) without the fixed step
     overhead it shows (the share the overlap scheduler leaves in it, 1 - :func:`host_overlap_share`;
-    exact where the step's GPU work is at least its host work), times the MTP layers
-    (DeepSeek's MTP module is one transformer block). Where the engine runs the drafts as passes
+    exact where the step's GPU work is at least its host work): an MTP module is one block
+    (DeepSeek-V3's, run k times; MiniMax-M2's ``mtp_transformer_layers`` and Qwen3.5's
+    ``mtp_num_hidden_layers`` are 1). Where the engine runs the drafts as passes
     of their own (``EngineConstants.spec_separate_drafts``), each of the k passes adds the host
     work of a step for the ``decode_seqs`` a scheduling rank holds (as in :func:`step_cost`),
     ``step_overhead_s`` + ``per_seq_overhead_s`` x those, none of it hidden (the host builds a
@@ -511,7 +530,7 @@ def draft_time(
     pp_f = np.asarray(pp, dtype=float)
     shown = eng.step_overhead_s * (1.0 - host_overlap_share(model, eng))
     per_layer = np.maximum(plain_s / pp_f - shown / pp_f, 0.0)
-    gpu = k_spec * max(model.num_mtp_layers, 1) * per_layer * pp_f / model.num_layers
+    gpu = k_spec * per_layer * pp_f / model.num_layers
     if not eng.spec_separate_drafts:
         return gpu
     seqs = np.asarray(decode_seqs) / scheduling_ranks(np.asarray(tp), np.asarray(attention_dp))

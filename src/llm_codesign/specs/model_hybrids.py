@@ -103,7 +103,7 @@ def minimax(
         gated=True,
         pattern=[(0, True, "attention" if x else "linear") for x in softmax],
         moe=moe,
-        mtp=f.int("num_mtp_modules", 0, minimum=0),
+        mtp=f.int("num_mtp_modules", 0, minimum=0) * f.int("mtp_transformer_layers", 1, minimum=1),
         norm=2 * d + ((heads + kv_heads) * head_dim if m2 else 0),
         linear=lightning if 0 in softmax else None,
     )
