@@ -155,3 +155,36 @@ def test_refusals_name_the_pool_and_reach_the_json():
     notes = json.loads(out.output)["notes"]
     assert any("ep must be 1 or 8, got ep=4" in n for n in notes)
     assert not any("engine_moe_ep_all_or_none" in n for n in notes)
+
+
+def test_the_long_regimes_stay_within_the_window():
+    """Mixtral-8x7B states 32,768 tokens (max_position_embeddings): the default long prompt with
+    1,024 output tokens is 32,768 - 1,024 = 31,744; DeepSeek-R1's 163,840 keeps 32,768. An
+    explicit length past the window is refused with the longest that fits."""
+    from llm_codesign import lint, regimes
+    from llm_codesign.advise import default_workloads, parse_workload
+    from llm_codesign.advise.regimes import long_isl_for
+    from llm_codesign.errors import SpecError
+
+    mix, r1 = load_model("mixtral-8x7b"), load_model("deepseek-r1")
+    assert long_isl_for(mix) == 31744 and long_isl_for(r1) == 32768
+    assert long_isl_for(mix, 4096) == 28672
+    assert default_workloads(mix) == ["1024/1024", "31744/1024"]
+    assert parse_workload("long-latency", mix).isl == 31744
+    assert parse_workload("long-latency").isl == 32768  # (no model: the documented default)
+    rep = regimes(mix, "h100-sxm", engine="base")
+    longs = [g.point.isl for g in rep.regimes if g.name.startswith("long")]
+    assert longs == [31744, 31744] and rep.assumptions["long_context"]["isl"] == 31744
+    for call in (
+        lambda: regimes(mix, "h100-sxm", long_isl=32768),
+        lambda: lint(mix, "h100-sxm", workloads=["32768/1024"]),
+    ):
+        try:
+            call()
+        except SpecError as e:
+            assert "32,768" in str(e) and "31,744" in str(e)
+        else:
+            raise AssertionError("a length past the window was priced")
+    out = CliRunner().invoke(main, ["regimes", "-m", "mixtral-8x7b", "-g", "h100-sxm",
+                                    "--long-isl", "40000"])  # fmt: skip
+    assert out.exit_code != 0 and "Traceback" not in out.output and "32,768" in out.output

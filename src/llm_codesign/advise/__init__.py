@@ -7,8 +7,9 @@ Consumes explore (operating points, curves) and pareto; prices nothing itself.
 """
 
 from .archsearch import SearchSpace, search
+from .findings import DEFAULT_WORKLOADS, default_workloads
 from .gemm import gemm_sweep, save_plot
-from .lint import DEFAULT_WORKLOADS, RULES, parse_workload
+from .lint import RULES, parse_workload
 from .regimes import LONG_ISL, SHORT_ISL, SHORT_OSL
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "SHORT_ISL",
     "SHORT_OSL",
     "SearchSpace",
+    "default_workloads",
     "gemm_sweep",
     "parse_workload",
     "save_plot",

@@ -22,7 +22,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
-from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL
+from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL, long_isl_for
 
 RULES = (
     "dim-alignment",
@@ -90,14 +90,22 @@ class WorkloadSpec:
         return f"{self.isl}/{self.osl}" + (f"/{self.concurrency}" if self.concurrency else "")
 
 
-def parse_workload(text: str | WorkloadSpec) -> WorkloadSpec:
-    """``ISL/OSL[/CONCURRENCY]`` (e.g. ``8192/1024/64``) or a regime name (``long-throughput``)."""
+def default_workloads(model: ModelSpec) -> list[str]:
+    """``DEFAULT_WORKLOADS`` for ``model``: the long one's prompt within its context window
+    (``regimes.long_isl_for``)."""
+    return [f"{SHORT_ISL}/{SHORT_OSL}", f"{long_isl_for(model, LONG_OSL)}/{LONG_OSL}"]
+
+
+def parse_workload(text: str | WorkloadSpec, model: ModelSpec | None = None) -> WorkloadSpec:
+    """``ISL/OSL[/CONCURRENCY]`` (e.g. ``8192/1024/64``) or a regime name (``long-throughput``;
+    with ``model``, a long regime's prompt within its context window: ``long_isl_for``)."""
     if isinstance(text, WorkloadSpec):
         return text
     t = str(text).strip().lower()
     if t in REGIMES:
         isl, osl, _goal = REGIMES[t]
-        return WorkloadSpec(isl, osl)
+        long = model is not None and t.startswith("long")
+        return WorkloadSpec(long_isl_for(model, osl) if long else isl, osl)
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
         raise SpecError(

@@ -56,7 +56,6 @@ from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
 from .archsearch import default_align
 from .findings import (
-    DEFAULT_WORKLOADS,
     MIN_IMPACT,
     RULES,
     SEVERITIES,
@@ -65,8 +64,10 @@ from .findings import (
     LintContext,
     LintReport,
     WorkloadSpec,
+    default_workloads,
     parse_workload,
 )
+from .regimes import check_window
 from .rules_moe import rule_moe_balance, rule_moe_expert_m, rule_moe_expert_tp
 from .rules_serving import (
     rule_attention_tp,
@@ -103,8 +104,10 @@ def lint(
     """Lint ``model`` for ``hardware``: findings sorted by severity then impact.
 
     ``workloads``: ``ISL/OSL[/CONCURRENCY]`` strings or regime names; the first is the primary
-    setting (default ``1024/1024`` and ``32768/1024``, each at its throughput operating point:
-    plan and concurrency chosen by the serving model). ``plan`` pins the deployment plan.
+    setting (default ``1024/1024`` and ``32768/1024``, the long prompt within the checkpoint's
+    context window: ``regimes.long_isl_for``; each at its throughput operating point: plan and
+    concurrency chosen by the serving model; lengths past the window are refused). ``plan``
+    pins the deployment plan.
 
     Example:
         >>> [f.rule for f in lint("deepseek-r1", "h200-sxm", rules=["pipeline-balance"]).findings]
@@ -114,9 +117,11 @@ def lint(
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
-    wls = [parse_workload(w) for w in (workloads or DEFAULT_WORKLOADS)]
+    wls = [parse_workload(w, m) for w in (workloads or default_workloads(m))]
     if not wls:
         raise SpecError("lint: at least one workload is required")
+    for w in wls:
+        check_window(m, w.isl, w.osl, f"lint: workload {w.label}")
     chosen = list(rules) if rules is not None else list(RULES)
     unknown = [r for r in chosen if r not in _RULE_FUNCS]
     if unknown:

@@ -45,6 +45,7 @@ from ..explore import (
 )
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
+from ..specs.checkpoint import context_window
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -61,6 +62,33 @@ REGIMES: dict[str, tuple[int, int, str]] = {
     "long-throughput": (LONG_ISL, LONG_OSL, "throughput"),
     "long-latency": (LONG_ISL, LONG_OSL, "latency"),
 }
+
+
+def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
+    """The long regimes' prompt for ``model``: ``LONG_ISL``, or the longest that fits the
+    checkpoint's context window (``specs.checkpoint.context_window``) with ``osl`` output
+    tokens where that is less (Mixtral-8x7B's 32,768 with 1,024: 31,744).
+
+    Example:
+        >>> long_isl_for(load_model("mixtral-8x7b")), long_isl_for(load_model("deepseek-r1"))
+        (31744, 32768)
+    """
+    window = context_window(model)
+    if window is None or LONG_ISL + osl <= window:
+        return LONG_ISL
+    return max(window - osl, 1)
+
+
+def check_window(model: ModelSpec, isl: int, osl: int, what: str) -> None:
+    """Refuse lengths past the checkpoint's context window (an engine refuses such requests):
+    the error names ``what`` and the largest prompt that fits."""
+    window = context_window(model)
+    if window is not None and isl + osl > window:
+        raise SpecError(
+            f"{what}: ISL + OSL = {isl:,} + {osl:,} exceeds {model.id}'s context window of "
+            f"{window:,} tokens; the longest prompt with {osl:,} output tokens is "
+            f"{max(window - osl, 0):,} (a config.json with rope_scaling states a longer window)"
+        )
 
 
 def amdahl_speedup(fraction: float, factor: float) -> float:
@@ -180,7 +208,7 @@ def regimes(
     *,
     engine: str | Path | EngineConstants | None = None,
     short_isl: int = SHORT_ISL,
-    long_isl: int = LONG_ISL,
+    long_isl: int | None = None,
     osl: int = SHORT_OSL,
     throughput_concurrency: int | None = None,
     latency_concurrency: int = LATENCY_CONCURRENCY,
@@ -189,7 +217,8 @@ def regimes(
     plans: list[ParallelPlan] | None = None,
 ) -> RegimeReport:
     """The four deployment quadrants of ``model`` on ``hardware``: time split by op class, the
-    bound resource and Amdahl's ceilings per class.
+    bound resource and Amdahl's ceilings per class. ``long_isl`` None: :func:`long_isl_for`
+    (``LONG_ISL`` within the checkpoint's context window); lengths past the window are refused.
 
     Example:
         >>> r = regimes("llama-3.1-8b", "h200-sxm", "fp8")
@@ -200,6 +229,7 @@ def regimes(
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
+    long_isl = long_isl_for(m, osl) if long_isl is None else long_isl
     for name, v in (
         ("short_isl", short_isl),
         ("long_isl", long_isl),
@@ -208,6 +238,8 @@ def regimes(
     ):
         if int(v) < 1:
             raise SpecError(f"regimes: {name}={v} must be >= 1")
+    for name, v in (("short_isl", short_isl), ("long_isl", long_isl)):
+        check_window(m, int(v), int(osl), f"regimes: {name}")
     plans = plans or candidate_plans(m, hw)
     out: list[Regime] = []
     for name, (_isl, _osl, goal) in REGIMES.items():

@@ -126,7 +126,8 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     multiple=True,
     help=(
         "ISL/OSL[/CONCURRENCY] or a regime name; repeat for several "
-        f"(default {' and '.join(DEFAULT_WORKLOADS)})"
+        f"(default {' and '.join(DEFAULT_WORKLOADS)}, the long prompt within the model's "
+        "context window)"
     ),
 )
 @click.option(
@@ -163,7 +164,12 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option("--precision", "-p", default=None, help=ADVISOR_PRECISION_HELP)
 @click.option("--short-isl", type=click.IntRange(min=1), default=SHORT_ISL, show_default=True)
-@click.option("--long-isl", type=click.IntRange(min=1), default=LONG_ISL, show_default=True)
+@click.option(
+    "--long-isl",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"long regimes' prompt [default: {LONG_ISL}, or the model's context window less --osl]",
+)
 @click.option("--osl", type=click.IntRange(min=1), default=SHORT_OSL, show_default=True)
 @click.option(
     "--concurrency",

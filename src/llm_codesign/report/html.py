@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..advise import DEFAULT_WORKLOADS
+from ..advise import default_workloads
 from ..advise.lint import lint
 from ..advise.regimes import regimes
 from ..api import estimate
@@ -173,7 +173,7 @@ def _extras(
             f.model,
             f.hardware,
             prec,
-            workloads=[wl, *(w for w in DEFAULT_WORKLOADS if w != wl)],
+            workloads=[wl, *(w for w in default_workloads(f.model) if w != wl)],
             engine=f.engine,
         )
     except CodesignError as exc:
