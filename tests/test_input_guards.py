@@ -188,3 +188,36 @@ def test_the_long_regimes_stay_within_the_window():
     out = CliRunner().invoke(main, ["regimes", "-m", "mixtral-8x7b", "-g", "h100-sxm",
                                     "--long-isl", "40000"])  # fmt: skip
     assert out.exit_code != 0 and "Traceback" not in out.output and "32,768" in out.output
+
+
+def test_small_windows_shorten_the_defaults_and_name_the_output_that_fills_them():
+    """GPT-J-6B states 2,048 tokens: with 1,024 output tokens both default prompts are 1,024, so
+    lint runs the one workload once; an OSL that fills the window is named as the cause."""
+    from llm_codesign import regimes
+    from llm_codesign.advise import default_workloads
+    from llm_codesign.advise.regimes import isl_within
+    from llm_codesign.errors import SpecError
+
+    gptj = load_model("gpt-j-6b")
+    assert context_window(gptj) == 2048
+    assert default_workloads(gptj) == ["1024/1024"]
+    assert isl_within(gptj, 1024, 512) == 1024 and isl_within(gptj, 32768, 512) == 1536
+    try:
+        regimes("mixtral-8x7b", "h100-sxm", osl=40000)
+    except SpecError as e:
+        assert "OSL = 40,000" in str(e) and "32,767" in str(e)
+    else:
+        raise AssertionError("an OSL past the window was priced")
+
+
+def test_a_latency_regime_name_lints_the_latency_point():
+    """``lint -w short-latency`` lints the point ``regimes`` calls short-latency (one request per
+    replica on the plan with the most tokens/s per user), not the throughput point."""
+    from llm_codesign import lint, regimes
+
+    kw = dict(engine="base")
+    rep = regimes("llama-3.1-8b", "h200-sxm", "fp8", **kw)
+    want = next(g.point for g in rep.regimes if g.name == "short-latency")
+    got = lint("llama-3.1-8b", "h200-sxm", "fp8", workloads=["short-latency"], **kw).workloads[0]
+    assert got["spec"] == "1024/1024 (latency)"
+    assert got["plan_label"] == want.plan.label() and got["concurrency"] == want.concurrency

@@ -118,3 +118,92 @@ def test_the_closed_loop_sees_fewer_sequences_fit():
     plain = evaluate(R1, hw, FP8, eng, **kw)
     mtp = evaluate(R1, hw, FP8, eng, **kw, spec_tokens=1, spec_acceptance=0.8)
     assert float(mtp.max_concurrency) < float(plain.max_concurrency)
+
+
+def test_every_path_that_knows_the_drafts_fits_no_more():
+    """The decode workers of a disaggregated deployment, the frontier's memory grid and the
+    launch files' memory fraction see the MTP block as the closed loop does: with drafts, no
+    more sequences fit, and the fraction a launch file states gives the KV cache, under each
+    engine's convention, the bytes the drafting prediction gave it (less the rounding down to
+    0.001 of the GPU)."""
+    from llm_codesign.explore.grid import memory_limit
+    from llm_codesign.explore.plans import enumerate_plans
+    from llm_codesign.serving.disaggregated import decode_workers
+    from llm_codesign.serving.memory import memory_fraction_for
+
+    hw, eng = load_hardware("h200-sxm"), load_engine("trtllm")
+    axes = dict(tp=np.asarray(8), pp=ONE, ep=np.asarray(8), cp=ONE, attention_dp=NO)
+    kw = dict(concurrency=4096.0, isl=8192, osl=1024)
+    plain = decode_workers(R1, hw, FP8, eng, **axes, **kw)
+    mtp = decode_workers(R1, hw, FP8, eng, **axes, **kw, spec_tokens=2, spec_acceptance=0.7)
+    assert float(mtp.running) < float(plain.running)
+    plans = enumerate_plans(R1, hw, 8)
+    lim0, use0 = memory_limit(R1, hw, FP8, eng, plans, 9216.0)
+    lim1, use1 = memory_limit(R1, hw, FP8, eng, plans, 9216.0, 2)
+    assert np.all(lim1 <= lim0) and np.any(lim1 < lim0) and np.all(use1 <= use0)
+    args = (np.asarray(8), ONE, np.asarray(8), NO, ONE, np.asarray(9216.0))
+    kv = float(memory_fit(R1, hw, FP8, eng, *args, 2)[3])
+    assert kv < float(memory_fit(R1, hw, FP8, eng, *args)[3])
+    for budget in ("free", "total", "static"):
+        f = memory_fraction_for(R1, hw, FP8, eng, (8, 1, 8, False, 1), budget, 2)
+        other = eng.with_overrides(memory_budget=budget, memory_utilization=f)
+        got = float(memory_fit(R1, hw, FP8, other, *args, 2)[3])
+        assert kv - 0.001 * hw.device_memory <= got <= kv + 1.0, budget
+
+
+def test_sglang_keeps_its_draft_reserve():
+    """SGLang's default memory fraction sets 2 GiB more aside when it speculates
+    (``SGLANG_DRAFT_RESERVED_MIB``): for a model without an MTP module (nothing else changes)
+    the KV cache loses 2 GiB a GPU, within the fraction's rounding to 0.001 of the GPU."""
+    hw, eng = load_hardware("h200-sxm"), load_engine("sglang")
+    goss, prec = load_model("gpt-oss-120b"), parse_precision("mxfp4-a16")
+    one = (ONE, ONE, ONE, NO, ONE, np.asarray(2048.0))
+    usable = [float(memory_fit(goss, hw, prec, eng, *one, k)[3]) for k in (0, 2)]
+    assert abs((usable[0] - usable[1]) - 2 * 2**30) <= 0.001 * hw.device_memory
+
+
+def test_the_launch_files_speculate_where_the_memory_fit_loads_mtp():
+    """One notion of "has an MTP module": the launch files write an MTP speculative config for
+    exactly the models whose MTP blocks the memory fit loads."""
+    from pathlib import Path
+
+    from llm_codesign.report.launch_data import mtp_layers
+
+    root = Path(__file__).parents[1] / "src/llm_codesign/data/models"
+    for f in sorted(root.glob("*.json")):
+        m = load_model(f.stem)
+        assert mtp_layers(m) == m.num_mtp_layers == draft_layers(m, 1), m.id
+
+
+def test_mixer_savings_compare_like_with_like_when_drafting():
+    """Qwen3.5's savings against softmax attention everywhere: the baseline drafts too, so its
+    concurrency is the softmax model's with the MTP block loaded (not the plain one's)."""
+    from llm_codesign.api import _evaluate_one
+
+    plan, wl = ParallelPlan(tp=8, ep=8), Workload(isl=8192, osl=1024, concurrency=64)
+    kw = dict(model="qwen3.5-397b-a17b", hardware="h200-sxm", precision="fp8", plan=plan)
+    e = estimate(**kw, workload=wl, spec_tokens=2, spec_acceptance=0.7)
+    dense = load_model("qwen3.5-397b-a17b").with_softmax_attention()
+    hw, eng, prec = load_hardware("h200-sxm"), e.engine, parse_precision(e.precision)
+    want = _evaluate_one(dense, hw, prec, eng, plan, wl, spec_tokens=2, spec_acceptance=0.7)
+    assert e.mixer_savings["baseline_max_concurrency"] == int(want.max_concurrency)
+    plain = _evaluate_one(dense, hw, prec, eng, plan, wl)
+    assert int(want.max_concurrency) < int(plain.max_concurrency)
+
+
+def test_an_mtp_module_of_several_blocks_is_refused():
+    """MiniMax-M2's config: a draft runs one module, whose ``mtp_transformer_layers`` the model
+    prices as one block; another count is refused by name, not priced wrong."""
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    from llm_codesign.errors import SpecError
+    from llm_codesign.specs.model_config import model_from_config
+
+    path = Path(__file__).parents[1] / "src/llm_codesign/data/models/minimax-m2.5.json"
+    cfg = json.loads(path.read_text())
+    cfg = cfg.get("config", cfg)
+    with pytest.raises(SpecError, match="mtp_transformer_layers"):
+        model_from_config({**cfg, "mtp_transformer_layers": 2}, model_id="mm2")

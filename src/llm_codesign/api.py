@@ -17,7 +17,7 @@ from .explore.operating import infeasible_text, queue_note
 from .explore.result import to_dataframe
 from .mixers import prefill_attention_efficiency
 from .moe_kernels import grouped_efficiency, moe_kernel_path
-from .ops import kv_bytes_per_sequence_per_gpu, step_shape
+from .ops import draft_layers, kv_bytes_per_sequence_per_gpu, step_shape
 from .serving import (
     DisaggregatedResult,
     GridResult,
@@ -243,12 +243,12 @@ def estimate(
         eng = calibrated_engine(eng, hw)
     plan = plan or ParallelPlan()
     wl = workload or Workload(isl=1024, osl=1024, concurrency=1)
+    spec: dict[str, Any] = {"spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance}
     if isinstance(plan, DisaggregatedPlan):
         if num_gpus is not None:
             raise SpecError("a disaggregated plan sets its own GPU count (num_gpus not allowed)")
         if spec_tokens and traffic is not None:
             raise SpecError("the disaggregated request simulator takes no speculative decoding")
-        spec = {"spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance}
         spec["prefill_engine"] = load_engine(prefill_engine, hw) if prefill_engine else None
         e = _estimate_disaggregated(m, hw, prec, eng, plan, wl, explain, spec)
         if traffic is not None:
@@ -272,8 +272,7 @@ def estimate(
             f"plan tp={plan.tp} spans more than one scale-up domain of {hw.id} (domain size "
             f"{hw.scaleup_domain_size}) and the hardware file gives no scale-out bandwidth"
         )
-    r = _evaluate_one(m, hw, prec, eng, plan, wl, spec_tokens=spec_tokens,
-                      spec_acceptance=spec_acceptance)  # fmt: skip
+    r = _evaluate_one(m, hw, prec, eng, plan, wl, **spec)
 
     breakdown = {
         "prefill": _phase(r.prefill_breakdown),
@@ -293,10 +292,9 @@ def estimate(
         + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl),
         running_concurrency=running,
     )
-    est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running)
+    est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running, spec)
     if traffic is not None:
-        run = simulate(m, hw, prec, eng, traffic, **plan.to_dict(), spec_tokens=spec_tokens,
-                       spec_acceptance=spec_acceptance)  # fmt: skip
+        run = simulate(m, hw, prec, eng, traffic, **plan.to_dict(), **spec)
         est.simulation = simulation_section(run, traffic)
     return est
 
@@ -426,25 +424,29 @@ def mixer_savings(
     wl: Workload,
     est: Estimate,
     running: float,
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """What a model's sparse or linear token mixers save against the same model with softmax
-    attention in every layer (``ModelSpec.with_softmax_attention``), at this configuration:
-    KV/state bytes per sequence of ISL + OSL tokens on one GPU, the decode step's attention
-    time at the estimate's running batch (``running``; the baseline's own loop may keep
-    another), TPOT and the concurrency that fits. None for a softmax-only model."""
+    attention in every layer (``ModelSpec.with_softmax_attention``), both with ``spec`` (its
+    ``spec_tokens``, ``spec_acceptance``): KV/state bytes per sequence of ISL + OSL tokens on
+    one GPU, the decode step's attention time at the estimate's running batch (``running``;
+    the baseline's loop may keep another), TPOT and the concurrency that fits. None for a
+    softmax-only model."""
     dense = m.with_softmax_attention()
     if dense is m:
         return None
-    r = _evaluate_one(dense, hw, prec, eng, plan, wl)
+    r = _evaluate_one(dense, hw, prec, eng, plan, wl, **(spec or {}))
+    k = int((spec or {}).get("spec_tokens", 0))
     ctx = float(wl.isl + wl.osl)
-    axes = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
-    mine = _scalar(kv_bytes_per_sequence_per_gpu(m, prec, ctx, *axes))
-    base = _scalar(kv_bytes_per_sequence_per_gpu(dense, prec, ctx, *axes))
+    axes = (plan.tp, plan.pp, plan.attention_dp, plan.cp, 0.0)
+    mine, base = (
+        _scalar(kv_bytes_per_sequence_per_gpu(x, prec, ctx, *axes, draft_layers(x, k)))
+        for x in (m, dense)
+    )
     attn = est.breakdown["decode"]["attention"]
     plan_axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
-    base_step = pipelined_step(
-        dense, prec, hw, eng, **plan_axes, isl=wl.isl, osl=wl.osl, decode_seqs=running
-    )
+    base_step = pipelined_step(dense, prec, hw, eng, **plan_axes, isl=wl.isl, osl=wl.osl,
+                               decode_seqs=running, decode_query=1.0 + k)  # fmt: skip
     base_attn = _scalar(base_step.by_class["attention"])
     return {
         "layers": m.layer_mix(),

@@ -521,10 +521,10 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
 
 
 def mtp_group(model: ModelSpec) -> LayerGroup:
-    """The layer group an MTP block is made like: the last with an FFN and full softmax attention
-    (DeepSeek-V3's MTP module is one of its MoE blocks; Qwen3.5's an attention layer)."""
-    full = [g for g in model.layer_groups if g.ffn and g.mixer in ("attention", "sparse")]
-    return (full or list(model.layer_groups))[-1]
+    """The layer group an MTP block is made like: the last with an FFN and full softmax attention,
+    else windowed, else the last (DeepSeek-V3's MTP module is one of its MoE blocks)."""
+    soft = [g for g in model.layer_groups if g.ffn and g.mixer in ("attention", "sparse")]
+    return ([g for g in soft if not g.window] or soft or list(model.layer_groups))[-1]
 
 
 def draft_layers(model: ModelSpec, spec_tokens: int) -> int:

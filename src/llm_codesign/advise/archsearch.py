@@ -45,6 +45,7 @@ from ..specs.model_config import model_from_config
 from ..specs.precision import Precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions
+from .regimes import check_window
 
 DEFAULT_PARAM_TOLERANCE = 0.02  # |variant / original - 1| for total and for active params
 MIN_GAIN = 1.005  # a variant must beat the original by 0.5% to be reported
@@ -519,6 +520,7 @@ def search(
         raise SpecError(f"quality_tolerance={quality_tolerance} must be a finite number >= 0")
     if isl < 1 or osl < 1:
         raise SpecError(f"isl={isl} and osl={osl} must be >= 1")
+    check_window(m, isl, osl, "search: isl and osl")
     if top < 1:
         raise SpecError(f"top={top} must be >= 1")
     score = _objective_fn(objective, target_tok_s_per_user)

@@ -22,7 +22,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
 from ..specs.precision import Precision
-from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL, long_isl_for
+from .regimes import LONG_ISL, LONG_OSL, REGIMES, SHORT_ISL, SHORT_OSL, isl_within, long_isl_for
 
 RULES = (
     "dim-alignment",
@@ -79,33 +79,37 @@ class Finding:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """ISL/OSL and an optional fixed concurrency (None: the throughput operating point)."""
+    """ISL/OSL, an optional fixed concurrency (None: the goal's operating point) and the goal
+    (``throughput``; a latency regime's name gives ``latency``, as ``regimes`` prices it)."""
 
     isl: int
     osl: int
     concurrency: int | None = None
+    goal: str = "throughput"
 
     @property
     def label(self) -> str:
-        return f"{self.isl}/{self.osl}" + (f"/{self.concurrency}" if self.concurrency else "")
+        label = f"{self.isl}/{self.osl}" + (f"/{self.concurrency}" if self.concurrency else "")
+        return label + (" (latency)" if self.goal == "latency" else "")
 
 
 def default_workloads(model: ModelSpec) -> list[str]:
-    """``DEFAULT_WORKLOADS`` for ``model``: the long one's prompt within its context window
-    (``regimes.long_isl_for``)."""
-    return [f"{SHORT_ISL}/{SHORT_OSL}", f"{long_isl_for(model, LONG_OSL)}/{LONG_OSL}"]
+    """``DEFAULT_WORKLOADS`` for ``model``: their prompts within its context window
+    (``regimes.isl_within``), the two once where a small window makes them one."""
+    short = f"{isl_within(model, SHORT_ISL, SHORT_OSL)}/{SHORT_OSL}"
+    long = f"{long_isl_for(model, LONG_OSL)}/{LONG_OSL}"
+    return [short] + [long] * (long != short)
 
 
 def parse_workload(text: str | WorkloadSpec, model: ModelSpec | None = None) -> WorkloadSpec:
     """``ISL/OSL[/CONCURRENCY]`` (e.g. ``8192/1024/64``) or a regime name (``long-throughput``;
-    with ``model``, a long regime's prompt within its context window: ``long_isl_for``)."""
+    with ``model``, its prompt within the model's context window: ``regimes.isl_within``)."""
     if isinstance(text, WorkloadSpec):
         return text
     t = str(text).strip().lower()
     if t in REGIMES:
-        isl, osl, _goal = REGIMES[t]
-        long = model is not None and t.startswith("long")
-        return WorkloadSpec(long_isl_for(model, osl) if long else isl, osl)
+        isl, osl, goal = REGIMES[t]
+        return WorkloadSpec(isl if model is None else isl_within(model, isl, osl), osl, None, goal)
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
         raise SpecError(

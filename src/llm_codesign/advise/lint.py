@@ -131,7 +131,7 @@ def lint(
     plans = [plan] if plan is not None else candidate_plans(m, hw)
     points = [
         operating_point(
-            m, hw, prec, eng, w.isl, w.osl, "throughput", plans=plans, concurrency=w.concurrency
+            m, hw, prec, eng, w.isl, w.osl, w.goal, plans=plans, concurrency=w.concurrency
         )
         for w in wls
     ]

@@ -64,31 +64,46 @@ REGIMES: dict[str, tuple[int, int, str]] = {
 }
 
 
-def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
-    """The long regimes' prompt for ``model``: ``LONG_ISL``, or the longest that fits the
-    checkpoint's context window (``specs.checkpoint.context_window``) with ``osl`` output
-    tokens where that is less (Mixtral-8x7B's 32,768 with 1,024: 31,744).
+def isl_within(model: ModelSpec, isl: int, osl: int) -> int:
+    """``isl``, or the longest prompt that fits the checkpoint's context window
+    (``specs.checkpoint.context_window``) with ``osl`` output tokens where that is less (at
+    least 1: :func:`check_window` refuses an ``osl`` that fills the window).
 
-    Example:
-        >>> long_isl_for(load_model("mixtral-8x7b")), long_isl_for(load_model("deepseek-r1"))
-        (31744, 32768)
+    Example (Mixtral-8x7B's 32,768 tokens; DeepSeek-R1's 163,840):
+        >>> isl_within(load_model("mixtral-8x7b"), LONG_ISL, 1024)
+        31744
+        >>> isl_within(load_model("deepseek-r1"), LONG_ISL, 1024)
+        32768
     """
     window = context_window(model)
-    if window is None or LONG_ISL + osl <= window:
-        return LONG_ISL
+    if window is None or isl + osl <= window:
+        return isl
     return max(window - osl, 1)
+
+
+def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
+    """The long regimes' prompt for ``model``: ``LONG_ISL`` within its window (:func:`isl_within`;
+    a small window makes it as short as the short regimes', which then coincide)."""
+    return isl_within(model, LONG_ISL, osl)
 
 
 def check_window(model: ModelSpec, isl: int, osl: int, what: str) -> None:
     """Refuse lengths past the checkpoint's context window (an engine refuses such requests):
-    the error names ``what`` and the largest prompt that fits."""
+    the error names ``what`` and the largest prompt that fits, or the output tokens that do."""
     window = context_window(model)
-    if window is not None and isl + osl > window:
+    if window is None or isl + osl <= window:
+        return
+    where = f"{model.id}'s {window:,}-token context window"
+    hint = "(a config.json with rope_scaling states a longer window)"
+    if osl >= window:
         raise SpecError(
-            f"{what}: ISL + OSL = {isl:,} + {osl:,} exceeds {model.id}'s context window of "
-            f"{window:,} tokens; the longest prompt with {osl:,} output tokens is "
-            f"{max(window - osl, 0):,} (a config.json with rope_scaling states a longer window)"
+            f"{what}: OSL = {osl:,} output tokens leave no room for a prompt in {where}; at "
+            f"most {window - 1:,} output tokens {hint}"
         )
+    raise SpecError(
+        f"{what}: ISL + OSL = {isl:,} + {osl:,} exceeds {where}; the longest prompt with "
+        f"{osl:,} output tokens is {window - osl:,} {hint}"
+    )
 
 
 def amdahl_speedup(fraction: float, factor: float) -> float:
@@ -207,7 +222,7 @@ def regimes(
     precision: str | Precision | None = None,
     *,
     engine: str | Path | EngineConstants | None = None,
-    short_isl: int = SHORT_ISL,
+    short_isl: int | None = None,
     long_isl: int | None = None,
     osl: int = SHORT_OSL,
     throughput_concurrency: int | None = None,
@@ -217,8 +232,9 @@ def regimes(
     plans: list[ParallelPlan] | None = None,
 ) -> RegimeReport:
     """The four deployment quadrants of ``model`` on ``hardware``: time split by op class, the
-    bound resource and Amdahl's ceilings per class. ``long_isl`` None: :func:`long_isl_for`
-    (``LONG_ISL`` within the checkpoint's context window); lengths past the window are refused.
+    bound resource and Amdahl's ceilings per class. ``short_isl`` / ``long_isl`` None:
+    ``SHORT_ISL`` / ``LONG_ISL`` within the checkpoint's context window (:func:`isl_within`);
+    lengths past the window are refused (:func:`check_window`).
 
     Example:
         >>> r = regimes("llama-3.1-8b", "h200-sxm", "fp8")
@@ -229,6 +245,7 @@ def regimes(
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
     prec = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
+    short_isl = isl_within(m, SHORT_ISL, osl) if short_isl is None else short_isl
     long_isl = long_isl_for(m, osl) if long_isl is None else long_isl
     for name, v in (
         ("short_isl", short_isl),
@@ -239,7 +256,7 @@ def regimes(
         if int(v) < 1:
             raise SpecError(f"regimes: {name}={v} must be >= 1")
     for name, v in (("short_isl", short_isl), ("long_isl", long_isl)):
-        check_window(m, int(v), int(osl), f"regimes: {name}")
+        check_window(m, int(v), int(osl), f"regimes ({name})")
     plans = plans or candidate_plans(m, hw)
     out: list[Regime] = []
     for name, (_isl, _osl, goal) in REGIMES.items():

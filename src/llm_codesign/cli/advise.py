@@ -9,7 +9,7 @@ import json
 
 import click
 
-from .. import SearchSpace, SpecError, gemm_sweep
+from .. import SearchSpace, SpecError, gemm_sweep, load_model
 from .. import lint as lint_model
 from .. import regimes as regime_report
 from .. import search as search_arch
@@ -163,7 +163,12 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
 @click.option("--model", "-m", required=True, help="bundled model id or config.json path")
 @click.option("--hardware", "-g", required=True, help="bundled GPU id or YAML/JSON path")
 @click.option("--precision", "-p", default=None, help=ADVISOR_PRECISION_HELP)
-@click.option("--short-isl", type=click.IntRange(min=1), default=SHORT_ISL, show_default=True)
+@click.option(
+    "--short-isl",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"short regimes' prompt [default: {SHORT_ISL}, or the model's context window less --osl]",
+)
 @click.option(
     "--long-isl",
     type=click.IntRange(min=1),
@@ -313,7 +318,7 @@ def search(
 
     if out_dir:
         check_output_path(out_dir, directory=True, create=True)  # before the search
-    w = parse_workload(workload)
+    w = parse_workload(workload, load_model(model))  # (a long regime within the model's window)
     default = SearchSpace()
     space = SearchSpace(
         hidden_scales=_floats(hidden_scales, "hidden-scales") or default.hidden_scales,

@@ -265,7 +265,12 @@ def estimate(
     c.print(
         f"[bold]{e.model.id}[/] on {e.num_gpus} x {e.hardware.id} ({e.plan.label()}), "
         f"{prec}, ISL/OSL {isl}/{osl}, concurrency {concurrency}"
-        + (f", {spec_tokens} draft tokens at {spec_acceptance:g} acceptance" if spec_tokens else "")
+        + (
+            f", {spec_tokens} draft token{'s' * (spec_tokens != 1)} at {spec_acceptance:g} "
+            "acceptance"
+            if spec_tokens
+            else ""
+        )
         + (" (the analytic closed loop; the simulated traffic is below)" if traffic else "")
         + f", engine {e.engine.id}"
         + (
@@ -280,6 +285,8 @@ def estimate(
     if not e.feasible:
         why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
                               e.max_concurrency)  # fmt: skip
+        for note in (n for n in e.notes if not n.startswith("infeasible")):  # (what it loads)
+            click.echo(f"note: {note}", err=True)
         click.echo(f"infeasible: {why}; no prediction for this configuration", err=True)
         raise SystemExit(1)
     c.print(

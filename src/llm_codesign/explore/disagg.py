@@ -126,7 +126,7 @@ def disaggregated_points(
     # ---- combine: decode points x prefill candidates, integer balance ----
     x, y, req_s, gpus, k = best_split(rate_p[cand], g_p[cand], rate_d, g_d, num_gpus)
     c = cand[k]
-    transfer, inside = kv_transfer_time(m, hw, prec, eng, g_p[c], g_d, gpus, isl)
+    transfer, inside = kv_transfer_time(m, hw, prec, eng, g_p[c], g_d, gpus, isl, job.spec_tokens)
     ttft, req_s = closed_loop_ttft(
         latency_p[c] + transfer,
         tpot,

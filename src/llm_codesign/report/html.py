@@ -30,6 +30,7 @@ from ..api import estimate
 from ..errors import CodesignError, SpecError, UnsupportedError
 from ..explore import Frontier, frontier
 from ..outputs import check_output_path, write_text
+from ..specs.checkpoint import context_note
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
@@ -167,13 +168,14 @@ def _extras(
         out["regimes"] = regimes(f.model, f.hardware, prec, engine=f.engine)
     except CodesignError as exc:
         notes["regimes"] = str(exc)
-    wl = f"{f.isl}/{f.osl}"
+    # lint refuses lengths past the checkpoint's window (estimate's note says so): the defaults
+    wl = f"{f.isl}/{f.osl}" if not context_note(f.model, f.isl, f.osl) else ""
     try:
         out["lint"] = lint(
             f.model,
             f.hardware,
             prec,
-            workloads=[wl, *(w for w in default_workloads(f.model) if w != wl)],
+            workloads=[*([wl] if wl else []), *(w for w in default_workloads(f.model) if w != wl)],
             engine=f.engine,
         )
     except CodesignError as exc:

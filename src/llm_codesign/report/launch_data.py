@@ -310,5 +310,7 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
 
 
 def mtp_layers(model: ModelSpec) -> int:
-    """Multi-token-prediction layers the checkpoint ships (DeepSeek-V3/R1: 1), else 0."""
-    return int(model.config.get("num_nextn_predict_layers") or 0)
+    """Multi-token-prediction blocks the checkpoint ships (``ModelSpec.num_mtp_layers``, as the
+    memory fit loads them: DeepSeek-V3/R1 and GLM ``num_nextn_predict_layers`` 1, Qwen3.5
+    ``mtp_num_hidden_layers`` 1, MiniMax-M2.5 three modules), else 0."""
+    return model.num_mtp_layers

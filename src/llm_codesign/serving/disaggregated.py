@@ -26,7 +26,7 @@ import numpy as np
 
 from ..comm import collective_time
 from ..errors import SpecError
-from ..ops import OP_CLASSES, kv_bytes_per_sequence_per_gpu, step_shape
+from ..ops import OP_CLASSES, draft_layers, kv_bytes_per_sequence_per_gpu, step_shape
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
@@ -232,19 +232,15 @@ def kv_transfer_time(
     gpus_decode: Array,
     gpus_total: Array,
     isl: int,
+    spec_tokens: int = 0,
 ) -> tuple[Array, Array]:
     """(seconds to move one request's KV cache from its prefill to its decode worker, whether
-    the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links."""
+    the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links;
+    with ``spec_tokens`` drafts, the MTP blocks' cache too (``ops.draft_layers``)."""
+    one, ctx = np.asarray(1), np.asarray(float(isl))
+    drafts = draft_layers(model, spec_tokens)
     kv_req = float(
-        kv_bytes_per_sequence_per_gpu(
-            model,
-            prec,
-            np.asarray(float(isl)),
-            np.asarray(1),
-            np.asarray(1),
-            np.asarray(False),
-            np.asarray(1),
-        )
+        kv_bytes_per_sequence_per_gpu(model, prec, ctx, one, one, np.asarray(False), one, 0, drafts)
     )
     links = np.minimum(gpus_prefill, gpus_decode)
     inside = np.asarray(gpus_total) <= hw.scaleup_domain_size
@@ -498,7 +494,9 @@ def evaluate_disaggregated(
         spec_tokens=spec_tokens, spec_acceptance=spec_acceptance,
     )  # fmt: skip
     gpus = x * pw.gpus + y * dw.gpus
-    transfer, inside = kv_transfer_time(model, hw, prec, eng, pw.gpus, dw.gpus, gpus, isl)
+    transfer, inside = kv_transfer_time(
+        model, hw, prec, eng, pw.gpus, dw.gpus, gpus, isl, spec_tokens
+    )
     conc = np.asarray(concurrency, dtype=float)
     ttft, req_s = closed_loop_ttft(
         pw.latency_s + transfer,

@@ -80,16 +80,21 @@ def sglang_memory_fraction(
 
 
 def memory_utilization(
-    hw: HardwareSpec, eng: EngineConstants, tp: Array | int, pp: Array | int, attention_dp: Array
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    tp: Array | int,
+    pp: Array | int,
+    attention_dp: Array,
+    drafts: bool = False,
 ) -> Array | float:
     """The engine's memory fraction on this plan: ``memory_utilization``, or where it is 0
     (SGLang's default, ``--mem-fraction-static`` unset) :func:`sglang_memory_fraction` with the
-    engine's ``max_num_tokens`` on this GPU (``for_gpu``) as the chunk and SGLang's default
-    CUDA-graph batch."""
+    engine's ``max_num_tokens`` on this GPU (``for_gpu``) as the chunk, SGLang's default
+    CUDA-graph batch and, with ``drafts`` (speculative decoding), its draft reserve."""
     if eng.memory_utilization > 0:
         return eng.memory_utilization
     chunk = for_gpu(eng, hw).max_num_tokens
-    return sglang_memory_fraction(hw.device_memory, tp, pp, attention_dp, chunk)
+    return sglang_memory_fraction(hw.device_memory, tp, pp, attention_dp, chunk, drafts=drafts)
 
 
 def scheduling_ranks(tp: Array, attention_dp: Array) -> Array:
@@ -141,10 +146,12 @@ def kv_budget_bytes(
     w_bytes: Array,
     other: Array,
     plan: tuple[Array | int, Array | int, Array | bool] = (1, 1, False),
+    drafts: bool = False,
 ) -> Array:
     """Bytes per GPU the engine gives its KV cache: weights ``w_bytes``, ``other`` the rest it
     holds besides KV (runtime reserve and activations), :func:`memory_utilization` on ``plan``
-    (tp, pp, attention_dp) a fraction of what the engine's ``memory_budget`` says:
+    (tp, pp, attention_dp; ``drafts``: speculative decoding) a fraction of what the engine's
+    ``memory_budget`` says:
 
     * ``free`` (TensorRT-LLM): u x (HBM - weights - other), what is free after the profiling
       pass (``KvCacheCreator._cal_max_memory``: fraction x (total - peak));
@@ -156,7 +163,7 @@ def kv_budget_bytes(
 
     Negative where the weights alone exceed the budget."""
     a, b = _budget_terms(hw, eng.memory_budget, w_bytes, other)
-    return np.asarray(a * memory_utilization(hw, eng, *plan) - b)
+    return np.asarray(a * memory_utilization(hw, eng, *plan, drafts=drafts) - b)
 
 
 def weights_and_workspace(
@@ -200,7 +207,7 @@ def memory_fraction_for(
         float(np.reshape(x, -1)[0])
         for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp, spec_tokens)
     )
-    kv = max(float(kv_budget_bytes(hw, eng, w, o, (tp, pp, adp))), 0.0)
+    kv = max(float(kv_budget_bytes(hw, eng, w, o, (tp, pp, adp), spec_tokens > 0)), 0.0)
     a, b = _budget_terms(hw, budget, w, o)
     u = (kv + float(b)) / max(float(a), 1.0)
     return min(max(math.floor(u * 1000.0 + 1e-6) / 1000.0, 0.001), 1.0)
@@ -229,13 +236,14 @@ def memory_fit(
     share of the context the engine's cache reserves for it where that is more
     (``EngineConstants.windowed_kv_share``). Workspace = runtime
     reserve + activations of one ``max_num_tokens`` step (the runtime's on ``hw``: ``for_gpu``).
-    With ``spec_tokens`` drafts the model's MTP blocks hold weights and KV too.
+    With ``spec_tokens`` drafts the model's MTP blocks hold weights and KV too, and SGLang's
+    default fraction keeps its draft reserve.
     """
     eng = for_gpu(eng, hw)
     plan = (tp, pp, ep, attention_dp, cp)
     w_bytes, workspace = weights_and_workspace(model, prec, eng, *plan, spec_tokens)
     kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp, spec_tokens)
-    usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp))
+    usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp), spec_tokens > 0)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
 

@@ -474,8 +474,8 @@ def draft_note(model: ModelSpec, spec_tokens: int) -> list[str]:
     n = model.num_mtp_layers
     if n:
         return [
-            f"{model.id}'s MTP module ({n} block{'s' * (n > 1)}, one run a draft) is loaded to "
-            "draft: its weights and KV cache are counted in the memory fit"
+            f"{model.id}'s MTP module ({n} block{'s' * (n > 1)}; each draft runs one) is loaded "
+            "to draft: its weights and KV cache are counted in the memory fit"
         ]
     return [
         f"{model.id} has no MTP module: each draft is priced as one of its layers, and a draft "

@@ -87,6 +87,8 @@ def minimax(
         kind="lightning",
         chunk=f.int("block_size", 256),
     )
+    if f.int("mtp_transformer_layers", 1, minimum=1) != 1:  # (a draft runs one block)
+        raise SpecError(f"{f.where}: mtp_transformer_layers: allowed: 1 (one block an MTP module)")
     moe = MoESpec(
         f.int("num_local_experts"),
         f.int("num_experts_per_tok"),
@@ -103,7 +105,7 @@ def minimax(
         gated=True,
         pattern=[(0, True, "attention" if x else "linear") for x in softmax],
         moe=moe,
-        mtp=f.int("num_mtp_modules", 0, minimum=0) * f.int("mtp_transformer_layers", 1, minimum=1),
+        mtp=f.int("num_mtp_modules", 0, minimum=0),
         norm=2 * d + ((heads + kv_heads) * head_dim if m2 else 0),
         linear=lightning if 0 in softmax else None,
     )
