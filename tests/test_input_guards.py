@@ -221,3 +221,11 @@ def test_a_latency_regime_name_lints_the_latency_point():
     got = lint("llama-3.1-8b", "h200-sxm", "fp8", workloads=["short-latency"], **kw).workloads[0]
     assert got["spec"] == "1024/1024 (latency)"
     assert got["plan_label"] == want.plan.label() and got["concurrency"] == want.concurrency
+
+
+def test_a_config_class_default_window_where_the_config_states_none():
+    """Falcon-180B's and Gemma 3's configs state no length; vLLM reads their config classes'
+    defaults (transformers FalconConfig 2,048, Gemma3TextConfig 131,072), so does the window."""
+    assert context_window(load_model("falcon-180b")) == 2048
+    assert context_window(load_model("gemma-3-27b")) == 131072
+    assert context_window(dense()) is None  # (a Llama-type config that states nothing)

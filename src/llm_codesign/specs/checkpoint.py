@@ -508,6 +508,10 @@ CONTEXT_KEYS = (
     "seq_len",
 )
 UNSTRETCHED_ROPE = ("su", "longrope", "llama3")
+# the window a config class gives a config that states no length key (vLLM reads the class's
+# attributes): transformers' FalconConfig and Gemma3TextConfig ``max_position_embeddings``
+# defaults (configuration_falcon.py 2,048; configuration_gemma3.py v4.51.3 131,072)
+CLASS_WINDOWS = {"falcon": 2048, "gemma3_text": 131072}
 
 
 def _length(value: Any) -> float | None:
@@ -520,7 +524,8 @@ def _length(value: Any) -> float | None:
 def context_window(spec: ModelSpec) -> int | None:
     """The longest sequence (prompt + output tokens) vLLM serves the checkpoint at by default
     (its ``max_model_len``: the rule above ``CONTEXT_KEYS``), from the config's top level or,
-    where that states no length, its ``text_config``. None where the config states none.
+    where that states no length, its ``text_config``; a config class's default where a config
+    states none (``CLASS_WINDOWS``: Falcon, Gemma 3). None where nothing states one.
 
     Example:
         >>> from .model import load_model
@@ -532,6 +537,8 @@ def context_window(spec: ModelSpec) -> int | None:
         if not isinstance(part, Mapping):
             continue
         stated = [n for n in (_length(part.get(k)) for k in CONTEXT_KEYS) if n is not None]
+        default = CLASS_WINDOWS.get(str(part.get("model_type")))
+        stated = stated or ([float(default)] if default else [])
         if not stated:
             continue
         window = min(stated)
