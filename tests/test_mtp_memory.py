@@ -162,17 +162,26 @@ def test_sglang_keeps_its_draft_reserve():
     assert abs((usable[0] - usable[1]) - 2 * 2**30) <= 0.001 * hw.device_memory
 
 
-def test_the_launch_files_speculate_where_the_memory_fit_loads_mtp():
-    """One notion of "has an MTP module": the launch files write an MTP speculative config for
-    exactly the models whose MTP blocks the memory fit loads."""
-    from pathlib import Path
-
+def test_the_launch_files_draft_with_mtp_where_an_engine_runs_it():
+    """A launch file writes an MTP drafter where the engine runs the model's MTP module:
+    DeepSeek-style ``num_nextn_predict_layers`` checkpoints everywhere, Qwen3.5 on vLLM
+    (``qwen3_5_mtp``) and SGLang, MiniMax-M2.5 nowhere (no engine registers its modules); the
+    memory fit loads the blocks wherever the prediction drafts."""
     from llm_codesign.report.launch_data import mtp_layers
 
-    root = Path(__file__).parents[1] / "src/llm_codesign/data/models"
-    for f in sorted(root.glob("*.json")):
-        m = load_model(f.stem)
-        assert mtp_layers(m) == m.num_mtp_layers == draft_layers(m, 1), m.id
+    engines = ("trtllm", "vllm", "sglang")
+    want = {
+        "deepseek-r1": (1, 1, 1),
+        "glm-5": (1, 1, 1),
+        "qwen3.5-397b-a17b": (0, 1, 1),
+        "minimax-m2.5": (0, 0, 0),
+        "gpt-oss-120b": (0, 0, 0),
+    }
+    for mid, counts in want.items():
+        m = load_model(mid)
+        assert tuple(mtp_layers(m, e) for e in engines) == counts, mid
+        assert draft_layers(m, 1) == m.num_mtp_layers
+    assert draft_layers(load_model("minimax-m2.5"), 1) == 3
 
 
 def test_mixer_savings_compare_like_with_like_when_drafting():
@@ -207,3 +216,5 @@ def test_an_mtp_module_of_several_blocks_is_refused():
     cfg = cfg.get("config", cfg)
     with pytest.raises(SpecError, match="mtp_transformer_layers"):
         model_from_config({**cfg, "mtp_transformer_layers": 2}, model_id="mm2")
+    plain = {**cfg, "num_mtp_modules": 0, "mtp_transformer_layers": 2}  # (no module: no matter)
+    assert model_from_config(plain, model_id="mm2").num_mtp_layers == 0

@@ -427,11 +427,10 @@ def mixer_savings(
     spec: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """What a model's sparse or linear token mixers save against the same model with softmax
-    attention in every layer (``ModelSpec.with_softmax_attention``), both with ``spec`` (its
-    ``spec_tokens``, ``spec_acceptance``): KV/state bytes per sequence of ISL + OSL tokens on
-    one GPU, the decode step's attention time at the estimate's running batch (``running``;
-    the baseline's loop may keep another), TPOT and the concurrency that fits. None for a
-    softmax-only model."""
+    attention in every layer (``ModelSpec.with_softmax_attention``), both drafting as ``spec``
+    says: KV/state bytes per sequence of ISL + OSL tokens on one GPU, the decode step's attention
+    time (one query a sequence) at the estimate's running batch (``running``; the baseline's loop
+    may keep another), TPOT and the concurrency that fits. None for a softmax-only model."""
     dense = m.with_softmax_attention()
     if dense is m:
         return None
@@ -445,8 +444,9 @@ def mixer_savings(
     )
     attn = est.breakdown["decode"]["attention"]
     plan_axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
-    base_step = pipelined_step(dense, prec, hw, eng, **plan_axes, isl=wl.isl, osl=wl.osl,
-                               decode_seqs=running, decode_query=1.0 + k)  # fmt: skip
+    base_step = pipelined_step(
+        dense, prec, hw, eng, **plan_axes, isl=wl.isl, osl=wl.osl, decode_seqs=running
+    )
     base_attn = _scalar(base_step.by_class["attention"])
     return {
         "layers": m.layer_mix(),

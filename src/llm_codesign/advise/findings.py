@@ -79,18 +79,15 @@ class Finding:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """ISL/OSL, an optional fixed concurrency (None: the goal's operating point) and the goal
-    (``throughput``; a latency regime's name gives ``latency``, as ``regimes`` prices it)."""
+    """ISL/OSL and an optional fixed concurrency (None: the throughput operating point)."""
 
     isl: int
     osl: int
     concurrency: int | None = None
-    goal: str = "throughput"
 
     @property
     def label(self) -> str:
-        label = f"{self.isl}/{self.osl}" + (f"/{self.concurrency}" if self.concurrency else "")
-        return label + (" (latency)" if self.goal == "latency" else "")
+        return f"{self.isl}/{self.osl}" + (f"/{self.concurrency}" if self.concurrency else "")
 
 
 def default_workloads(model: ModelSpec) -> list[str]:
@@ -108,8 +105,8 @@ def parse_workload(text: str | WorkloadSpec, model: ModelSpec | None = None) -> 
         return text
     t = str(text).strip().lower()
     if t in REGIMES:
-        isl, osl, goal = REGIMES[t]
-        return WorkloadSpec(isl if model is None else isl_within(model, isl, osl), osl, None, goal)
+        isl, osl, _goal = REGIMES[t]  # (its lengths; lint prices each at the throughput goal)
+        return WorkloadSpec(isl if model is None else isl_within(model, isl, osl), osl)
     m = re.fullmatch(r"(\d+)[/:x](\d+)(?:[/:x@](\d+))?", t)
     if not m:
         raise SpecError(
@@ -187,9 +184,14 @@ def severity_for(impact: float) -> str:
 def best_throughput(
     ctx: LintContext, model: ModelSpec, isl: int, osl: int, plans: list[ParallelPlan] | None = None
 ) -> tuple[float, OperatingPoint | None]:
-    """Output tok/s/GPU of the best plan at the throughput goal (0 and None when none fits)."""
+    """Output tok/s/GPU of the best plan at the throughput goal (0 and None when none fits), at
+    the concurrency the workload of these lengths pins (an alternative is compared like with
+    like: ``-w 1024/1024/1`` against one request, not the best concurrency)."""
+    conc = next((w.concurrency for w in ctx.workloads if (w.isl, w.osl) == (isl, osl)), None)
     try:
-        pt = operating_point(model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans)
+        pt = operating_point(
+            model, ctx.hw, ctx.prec, ctx.eng, isl, osl, "throughput", plans=plans, concurrency=conc
+        )
     except SpecError:
         return 0.0, None
     return pt.output_tok_s_per_gpu, pt

@@ -103,11 +103,11 @@ def lint(
 ) -> LintReport:
     """Lint ``model`` for ``hardware``: findings sorted by severity then impact.
 
-    ``workloads``: ``ISL/OSL[/CONCURRENCY]`` strings or regime names; the first is the primary
-    setting (default ``1024/1024`` and ``32768/1024``, the long prompt within the checkpoint's
-    context window: ``regimes.long_isl_for``; each at its throughput operating point: plan and
-    concurrency chosen by the serving model; lengths past the window are refused). ``plan``
-    pins the deployment plan.
+    ``workloads``: ``ISL/OSL[/CONCURRENCY]`` strings or regime names (their lengths); the first
+    is the primary setting (default ``1024/1024`` and ``32768/1024``, their prompts within the
+    checkpoint's context window: ``findings.default_workloads``); each at its throughput
+    operating point (plan and concurrency chosen by the serving model); lengths past the window
+    are refused. ``plan`` pins the deployment plan.
 
     Example:
         >>> [f.rule for f in lint("deepseek-r1", "h200-sxm", rules=["pipeline-balance"]).findings]
@@ -131,7 +131,7 @@ def lint(
     plans = [plan] if plan is not None else candidate_plans(m, hw)
     points = [
         operating_point(
-            m, hw, prec, eng, w.isl, w.osl, w.goal, plans=plans, concurrency=w.concurrency
+            m, hw, prec, eng, w.isl, w.osl, "throughput", plans=plans, concurrency=w.concurrency
         )
         for w in wls
     ]

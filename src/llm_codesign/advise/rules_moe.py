@@ -122,7 +122,7 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
     base = p.output_tok_s_per_gpu
     impact, how = 1.0, ""
     if wider:
-        thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, None)
+        thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, ctx.workloads[0].concurrency)
         if pt is not None and thr > base:
             impact, how = (
                 thr / base,

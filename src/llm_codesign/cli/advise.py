@@ -126,8 +126,8 @@ def gemm(hardware, dtype, m, n, k, tile, engine, plot_path, as_json):
     multiple=True,
     help=(
         "ISL/OSL[/CONCURRENCY] or a regime name; repeat for several "
-        f"(default {' and '.join(DEFAULT_WORKLOADS)}, the long prompt within the model's "
-        "context window)"
+        f"(default {' and '.join(DEFAULT_WORKLOADS)}, their prompts within the model's "
+        "context window); each at its throughput operating point"
     ),
 )
 @click.option(

@@ -374,7 +374,8 @@ def _spec_tokens(by: dict[str, Setting], m: ModelSpec, note: Any) -> int:
         return 0
     if not mtp_layers(m):
         raise SpecError(
-            f"{origin.origin}: {m.id} ships no MTP layers; a separate draft model is not priced"
+            f"{origin.origin}: {m.id} has no MTP module an engine launches as its drafter; a "
+            "separate draft model is not priced"
         )
     note(origin, f"speculative decoding: {n} MTP draft tokens per step")
     for name in ("spec_tokens", "spec_steps", "spec_topk", "spec_draft_tokens"):

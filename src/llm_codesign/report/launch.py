@@ -35,7 +35,7 @@ from .launch_data import (
     mtp_layers,
     trtllm_moe_backend,
 )
-from .launch_files import disaggregated_deployment
+from .launch_files import ENGINE_NAMES, disaggregated_deployment
 
 PORT = 8000
 RPC_PORT = 13345
@@ -109,7 +109,7 @@ def _trtllm_config(
     if not adp and not role and holds_context(eng, False):  # the engine's batch waiting
         cfg["batch_wait_timeout_iters"] = eng.batch_wait_timeout_iters
         cfg["batch_wait_max_tokens_ratio"] = eng.batch_wait_max_tokens_ratio
-    if x.spec and mtp_layers(m):
+    if x.spec and mtp_layers(m, "trtllm"):
         cfg["speculative_config"] = {"decoding_type": "MTP", "num_nextn_predict_layers": x.spec}
     if cp > 1:
         cfg["context_parallel_size"] = cp
@@ -188,7 +188,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         v.append("--kv-cache-dtype fp8")
     if x.ckpt["how"] == "online":
         v.append("--quantization fp8")  # BF16 weights quantized at load
-    if x.spec and mtp_layers(m):
+    if x.spec and mtp_layers(m, "vllm"):
         conf = json.dumps({"method": "mtp", "num_speculative_tokens": x.spec})
         v.append(f"--speculative-config '{conf}'")
     return v
@@ -249,7 +249,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         s.append("--quantization fp8")
     elif x.ckpt.get("quant_method") == "modelopt_fp4":
         s.append("--quantization modelopt_fp4")
-    if x.spec and mtp_layers(m):
+    if x.spec and mtp_layers(m, "sglang"):
         s += [
             "--speculative-algorithm EAGLE",
             f"--speculative-num-steps {x.spec}",
@@ -258,10 +258,11 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         ]
     if cp > 1:
         notes.append("SGLang: no Helix/KV-parallel decode; nearest is the same tp without cp")
-    if m.has_recurrent_state and not (x.spec and mtp_layers(m)):
+    if m.has_recurrent_state:
         # SGLang runs recurrent-state models without its overlap scheduler while its radix cache
-        # is on (serving.step.runs_without_overlap): launch as the estimate priced it
-        if not runs_without_overlap(m, x.fr.engine):
+        # is on (serving.step.runs_without_overlap), and drafts only without it (priced so:
+        # serving.step.speculating_engine): launch as the estimate priced it
+        if not runs_without_overlap(m, x.fr.engine) or x.spec:
             s.append("--disable-radix-cache")
             notes.append(
                 "SGLang: --disable-radix-cache keeps the overlap scheduler for this model's "
@@ -459,10 +460,11 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
     notes += _windowed_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
-    if spec and not mtp_layers(fr.model):
+    if spec and not all(mtp_layers(fr.model, e) for e in x.engines):
+        which = [ENGINE_NAMES.get(e, e) for e in x.engines if not mtp_layers(fr.model, e)]
         notes.append(
-            f"the point assumes {spec} speculative tokens; {fr.model.id} ships no MTP layers, "
-            "so choose a draft model (EAGLE) for your engine: no flag is written for it"
+            f"the point assumes {spec} speculative tokens; no MTP drafter for {fr.model.id} in "
+            f"{', '.join(which)}, so choose a draft model (EAGLE) there: no flag is written for it"
         )
     if disagg:
         pre = _role(

@@ -309,8 +309,19 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
     return [f"--all2all-backend {({v: k for k, v in VLLM_A2A.items()})[family]}"], note
 
 
-def mtp_layers(model: ModelSpec) -> int:
-    """Multi-token-prediction blocks the checkpoint ships (``ModelSpec.num_mtp_layers``, as the
-    memory fit loads them: DeepSeek-V3/R1 and GLM ``num_nextn_predict_layers`` 1, Qwen3.5
-    ``mtp_num_hidden_layers`` 1, MiniMax-M2.5 three modules), else 0."""
-    return model.num_mtp_layers
+# engines that launch a model's own MTP module as a drafter beyond the DeepSeek-style
+# ``num_nextn_predict_layers`` checkpoints (DeepSeek-V3/R1/V3.2, GLM: every engine here): Qwen3.5's
+# ``mtp_num_hidden_layers`` on vLLM (its ``qwen3_5_mtp`` draft model) and SGLang (NEXTN / EAGLE);
+# MiniMax-M2's modules on none (vLLM registers no MiniMax MTP draft model)
+MTP_ENGINES = {"qwen3_5_moe_text": ("vllm", "sglang"), "qwen3_5_moe": ("vllm", "sglang")}
+
+
+def mtp_layers(model: ModelSpec, engine: str | None = None) -> int:
+    """Multi-token-prediction blocks a launch file on ``engine`` (None: any engine here) drafts
+    with: the checkpoint's ``num_nextn_predict_layers`` (DeepSeek-V3/R1: 1), or its MTP blocks
+    (``ModelSpec.num_mtp_layers``) where ``MTP_ENGINES`` names the engine; else 0 (the memory
+    fit still loads the blocks the prediction drafts with)."""
+    nextn = int(model.config.get("num_nextn_predict_layers") or 0)
+    engines = MTP_ENGINES.get(model.model_type, ())
+    own = model.num_mtp_layers if (engines if engine is None else engine in engines) else 0
+    return nextn or own

@@ -87,7 +87,8 @@ def minimax(
         kind="lightning",
         chunk=f.int("block_size", 256),
     )
-    if f.int("mtp_transformer_layers", 1, minimum=1) != 1:  # (a draft runs one block)
+    modules = f.int("num_mtp_modules", 0, minimum=0)  # (a draft runs one block of one module)
+    if modules and f.int("mtp_transformer_layers", 1, minimum=1) != 1:
         raise SpecError(f"{f.where}: mtp_transformer_layers: allowed: 1 (one block an MTP module)")
     moe = MoESpec(
         f.int("num_local_experts"),
@@ -105,7 +106,7 @@ def minimax(
         gated=True,
         pattern=[(0, True, "attention" if x else "linear") for x in softmax],
         moe=moe,
-        mtp=f.int("num_mtp_modules", 0, minimum=0),
+        mtp=modules,
         norm=2 * d + ((heads + kv_heads) * head_dim if m2 else 0),
         linear=lightning if 0 in softmax else None,
     )
