@@ -546,8 +546,8 @@ def weight_bytes_per_gpu(
     """Weight bytes resident on one GPU (the largest pipeline stage ~ layers / pp), with
     ``drafts`` MTP blocks (:func:`draft_layers`) on the last stage: each a layer of
     :func:`mtp_group` plus its projection of [embedding; hidden] (2d x d, an unquantized
-    replicated linear in vLLM's and TensorRT-LLM's MTP) and three norms; the embedding and the
-    head are the model's."""
+    replicated ``nn.Linear`` in vLLM's DeepSeek MTP) and three norms, in BF16; the embedding and
+    the head are the model's."""
     atp = np.where(attention_dp, 1, tp // cp)
     dense_div = np.where(attention_dp, 1, tp)
     wb = prec.weight_bytes
