@@ -296,3 +296,30 @@ def test_launch_files_set_the_batch_the_point_runs():
     assert f"--max-num-seqs {run}" in s["vllm"] and f"--max-running-requests {run}" in s["sglang"]
     assert any(f"batch limit {run} of the {conc} clients" in n for n in s["notes"])
     assert f"--max-concurrency {conc * int(p['dp'][i])}" in s["bench"]["vllm"]
+
+
+def test_memory_fractions_a_launch_can_start_with():
+    """A launch states at most what leaves the runtime its own memory outside the fraction
+    (vLLM refuses to start where the memory free at start-up is below the fraction it asks
+    for): Kimi-K2.5 on 8 x H100 nearly fills each GPU with weights, so the TensorRT-LLM-priced
+    best point's KV needs vLLM at 0.993 of the GPU, past 1 - 2 GB / 85.5 GB = 0.976; the line
+    says 0.976 and the note says how much less KV it holds. An infeasible point has no launch."""
+    import math
+
+    from llm_codesign.errors import SpecError
+    from llm_codesign.serving.memory import RUNTIME_RESERVED_BYTES, fraction_ceiling
+
+    hw = load_hardware("h100-sxm")
+    cap = fraction_ceiling(hw, "total")
+    assert cap == math.floor((1 - RUNTIME_RESERVED_BYTES / hw.device_memory) * 1000) / 1000
+    f = frontier("kimi-k2.5", "h100-sxm", 8, workers=1)
+    s = launch_settings(f, f.best)
+    got = float(re.search(r"--gpu-memory-utilization (\S+)", s["vllm"]).group(1))
+    sg = float(re.search(r"--mem-fraction-static (\S+)", s["sglang"]).group(1))
+    assert got == cap and sg <= fraction_ceiling(hw, "static")
+    assert any(
+        n.startswith("vLLM: the point's KV cache needs a memory fraction of") for n in s["notes"]
+    )
+    bad = next(j for j in range(len(f.points)) if not f.points.cols["feasible"][j])
+    with pytest.raises(SpecError, match="cannot run"):
+        launch_settings(f, bad)

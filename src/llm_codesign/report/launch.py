@@ -19,9 +19,15 @@ from typing import Any
 import yaml
 
 from ..comm import dispatch_family
+from ..errors import SpecError
 from ..explore import MODE_DISAGGREGATED, Frontier
 from ..serving.balance import holds_context
-from ..serving.memory import engine_kv_bytes, memory_fraction_for
+from ..serving.memory import (
+    RUNTIME_RESERVED_BYTES,
+    engine_kv_bytes,
+    fraction_ceiling,
+    memory_fraction_for,
+)
 from ..serving.step import runs_without_overlap
 from ..specs.checkpoint import context_note
 from ..specs.engine import load_engine, sglang_auto_kv_fp8
@@ -55,14 +61,32 @@ class _Ctx:
     spec: int
     max_len: int
 
-    def memory_fraction(self, budget: str, tp: int, pp: int, ep: int, adp: bool, cp: int) -> float:
+    def needed_fraction(self, budget: str, plan: tuple) -> float:
         """The engine's memory fraction (``budget``: its convention) that gives the KV cache
-        what the prediction gave it (``serving.memory.memory_fraction_for``)."""
+        what the prediction gave it on ``plan`` (``serving.memory.memory_fraction_for``)."""
         fr = self.fr
-        plan = (tp, pp, ep, adp, cp)
         return memory_fraction_for(
             fr.model, fr.hardware, self.prec, fr.engine, plan, budget, self.spec
         )
+
+    def memory_fraction(self, budget: str, tp: int, pp: int, ep: int, adp: bool, cp: int) -> float:
+        """:meth:`needed_fraction`, at most what a launch can state
+        (``serving.memory.fraction_ceiling``; :meth:`fraction_note` says where it binds)."""
+        u = self.needed_fraction(budget, (tp, pp, ep, adp, cp))
+        return min(u, fraction_ceiling(self.fr.hardware, budget))
+
+    def fraction_note(self, name: str, budget: str, plan: tuple, notes: list[str]) -> None:
+        """A note where the fraction the point needs is past what ``name`` can start with: its
+        KV cache (and batch) is then smaller than the point's."""
+        u, cap = self.needed_fraction(budget, plan), fraction_ceiling(self.fr.hardware, budget)
+        if u > cap:
+            less = (u - cap) * self.fr.hardware.device_memory / 1e9
+            notes.append(
+                f"{name}: the point's KV cache needs a memory fraction of {u:.3f}, past the "
+                f"{cap:.3f} a launch can state ({RUNTIME_RESERVED_BYTES / 1e9:g} GB a GPU left to "
+                f"the runtime): launched at {cap:.3f}, its cache holds about {less:.1f} GB a GPU "
+                "less, so fewer sequences than the point runs"
+            )
 
     @property
     def model_for(self) -> dict[str, str]:
@@ -184,6 +208,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         f"--max-model-len {x.max_len}",
         f"--gpu-memory-utilization {x.memory_fraction('total', tp, pp, ep, adp, cp)}",
     ]
+    x.fraction_note("vLLM", "total", (tp, pp, ep, adp, cp), notes)
     if x.kv_fp8:
         v.append("--kv-cache-dtype fp8")
     if x.ckpt["how"] == "online":
@@ -241,6 +266,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         f"--mem-fraction-static {x.memory_fraction('static', tp, pp, ep, adp, cp)}",
         f"--cuda-graph-max-bs {batch}",
     ]
+    x.fraction_note("SGLang", "static", (tp, pp, ep, adp, cp), notes)
     if x.kv_fp8:
         s.append("--kv-cache-dtype fp8_e4m3")
     elif sglang_auto_kv_fp8(m, x.fr.hardware):  # its auto would be FP8 here: ask for BF16
@@ -384,8 +410,12 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     """Engine artifacts that reproduce point ``i`` (module doc): TP/PP/EP, attention DP,
     Helix, max batch, chunk size, KV dtype, speculative decoding, per engine and node, plus
     the checkpoint to load (``checkpoint``: how it was found, and any quantization step) and
-    the benchmark-client commands (``bench``) with the prediction they check."""
+    the benchmark-client commands (``bench``) with the prediction they check. An infeasible
+    point (``Frontier.points``' ``feasible`` false) has none: SpecError with its reason."""
     c = fr.points.cols
+    if not 0 <= int(i) < len(fr.points) or not bool(c["feasible"][i]):
+        why = "no such point" if not 0 <= int(i) < len(fr.points) else str(c["reason"][i])
+        raise SpecError(f"launch settings: point {i} of {len(fr.points)} cannot run ({why})")
     prec = fr.precisions[int(c["precision"][i])]
     ckpt = checkpoint_for(fr.model, prec, fr.accuracy.get(prec.id, {}), fr.hardware)
     spec = int(fr.settings.get("spec_tokens", 0) or 0)

@@ -189,6 +189,22 @@ def weights_and_workspace(
     return w_bytes, workspace
 
 
+def fraction_ceiling(hw: HardwareSpec, budget: str) -> float:
+    """The largest memory fraction a launch under ``budget`` can state on ``hw``: 1 of the free
+    memory (``free``); a fraction of the whole GPU (``total``, ``static``) leaves at least the
+    runtime's own ``RUNTIME_RESERVED_BYTES`` outside it (vLLM refuses to start where the memory
+    free at start-up is below the fraction it asks for). Rounded down to 0.001.
+
+    Example (H100 80 GB, 85.5e9 bytes as its driver reports them):
+        >>> from ..specs.hardware import load_hardware
+        >>> fraction_ceiling(load_hardware("h100-sxm"), "total")
+        0.976
+    """
+    if budget == "free":
+        return 1.0
+    return math.floor((1.0 - RUNTIME_RESERVED_BYTES / hw.device_memory) * 1000.0) / 1000.0
+
+
 def memory_fraction_for(
     model: ModelSpec,
     hw: HardwareSpec,
