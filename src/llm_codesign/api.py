@@ -354,11 +354,14 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
             "OSL 1: no token follows the first, so there is no decode: TPOT and tok/s/user are "
             "the engine step's time and its inverse, not a per-user decode rate"
         )
-    if not e.feasible:
-        why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
-                              e.max_concurrency)  # fmt: skip
-        out.append(f"infeasible: {why}; the numbers are not a prediction")
-    return out
+    return out + _infeasible_note(e)
+
+
+def _infeasible_note(e: Estimate) -> list[str]:
+    """The note of an estimate without a prediction: why (``explore.infeasible_text``)."""
+    args = (e.model, e.hardware, e.precision, e.engine, e.plan, e.reason, e.max_concurrency)
+    why = "" if e.feasible else infeasible_text(*args)
+    return [f"infeasible: {why}; the numbers are not a prediction"] * (not e.feasible)
 
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
@@ -491,10 +494,7 @@ def _estimate_disaggregated(
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     full = est.feasible and running < wl.concurrency - 1e-6
     queue = [queue_note(wl.concurrency, running, "a decode worker holds")] * full
-    if not est.feasible:
-        why = infeasible_text(m, hw, prec, eng, plan, est.reason, est.max_concurrency)
-        queue.append(f"infeasible: {why}; the numbers are not a prediction")
-    notes = est.notes + queue + overlap_note(m, eng, spec["spec_tokens"])
+    notes = est.notes + queue + _infeasible_note(est) + overlap_note(m, eng, spec["spec_tokens"])
     return replace(est, notes=notes, running_concurrency=running)
 
 

@@ -61,32 +61,27 @@ class _Ctx:
     spec: int
     max_len: int
 
-    def needed_fraction(self, budget: str, plan: tuple) -> float:
+    def memory_fraction(
+        self, budget: str, plan: tuple, notes: list[str] | None = None, name: str = ""
+    ) -> float:
         """The engine's memory fraction (``budget``: its convention) that gives the KV cache
-        what the prediction gave it on ``plan`` (``serving.memory.memory_fraction_for``)."""
+        what the prediction gave it on ``plan`` (``serving.memory.memory_fraction_for``), at most
+        what a launch can state (``serving.memory.fraction_ceiling``). Where that binds, a note
+        for engine ``name`` in ``notes``: its KV cache (and batch) is smaller than the point's."""
         fr = self.fr
-        return memory_fraction_for(
+        u = memory_fraction_for(
             fr.model, fr.hardware, self.prec, fr.engine, plan, budget, self.spec
         )
-
-    def memory_fraction(self, budget: str, tp: int, pp: int, ep: int, adp: bool, cp: int) -> float:
-        """:meth:`needed_fraction`, at most what a launch can state
-        (``serving.memory.fraction_ceiling``; :meth:`fraction_note` says where it binds)."""
-        u = self.needed_fraction(budget, (tp, pp, ep, adp, cp))
-        return min(u, fraction_ceiling(self.fr.hardware, budget))
-
-    def fraction_note(self, name: str, budget: str, plan: tuple, notes: list[str]) -> None:
-        """A note where the fraction the point needs is past what ``name`` can start with: its
-        KV cache (and batch) is then smaller than the point's."""
-        u, cap = self.needed_fraction(budget, plan), fraction_ceiling(self.fr.hardware, budget)
-        if u > cap:
-            less = (u - cap) * self.fr.hardware.device_memory / 1e9
+        cap = fraction_ceiling(fr.hardware, budget)
+        if u > cap and notes is not None:
+            less = (u - cap) * fr.hardware.device_memory / 1e9
             notes.append(
                 f"{name}: the point's KV cache needs a memory fraction of {u:.3f}, past the "
                 f"{cap:.3f} a launch can state ({RUNTIME_RESERVED_BYTES / 1e9:g} GB a GPU left to "
                 f"the runtime): launched at {cap:.3f}, its cache holds about {less:.1f} GB a GPU "
                 "less, so fewer sequences than the point runs"
             )
+        return min(u, cap)
 
     @property
     def model_for(self) -> dict[str, str]:
@@ -116,7 +111,7 @@ def _trtllm_config(
         enable_chunked_prefill=True,
         kv_cache_config={
             "dtype": "fp8" if x.kv_fp8 else "auto",
-            "free_gpu_memory_fraction": x.memory_fraction("free", tp, pp, ep, adp, cp),
+            "free_gpu_memory_fraction": x.memory_fraction("free", (tp, pp, ep, adp, cp)),
         },
         cuda_graph_config={"enable_padding": True, "max_batch_size": batch},
     )
@@ -183,7 +178,7 @@ def _a2a(x: _Ctx, target: str, tp: int, ep: int, adp: bool, notes: list[str]) ->
 
 
 def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[str]:
-    m = x.fr.model
+    m, plan = x.fr.model, (tp, pp, ep, adp, cp)
     v: list[str] = []
     if adp:  # attention DP: each rank its own engine; MoE layers span dp x tp ranks
         v += [f"--data-parallel-size {tp}", "--tensor-parallel-size 1"]
@@ -206,9 +201,8 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         f"--max-num-batched-tokens {x.chunk}",
         "--enable-chunked-prefill",
         f"--max-model-len {x.max_len}",
-        f"--gpu-memory-utilization {x.memory_fraction('total', tp, pp, ep, adp, cp)}",
+        f"--gpu-memory-utilization {x.memory_fraction('total', plan, notes, 'vLLM')}",
     ]
-    x.fraction_note("vLLM", "total", (tp, pp, ep, adp, cp), notes)
     if x.kv_fp8:
         v.append("--kv-cache-dtype fp8")
     if x.ckpt["how"] == "online":
@@ -250,7 +244,7 @@ def _vllm(x: _Ctx, tp, pp, ep, adp, cp, batch, port, notes) -> dict[str, Any]:
 
 
 def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[str]:
-    m = x.fr.model
+    m, plan = x.fr.model, (tp, pp, ep, adp, cp)
     s = [f"--tp {tp}"]
     if adp:
         s += [f"--dp {tp}", "--enable-dp-attention"]
@@ -263,10 +257,9 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         f"--max-running-requests {batch * (tp if adp else 1)}",
         f"--chunked-prefill-size {x.chunk}",
         f"--context-length {x.max_len}",
-        f"--mem-fraction-static {x.memory_fraction('static', tp, pp, ep, adp, cp)}",
+        f"--mem-fraction-static {x.memory_fraction('static', plan, notes, 'SGLang')}",
         f"--cuda-graph-max-bs {batch}",
     ]
-    x.fraction_note("SGLang", "static", (tp, pp, ep, adp, cp), notes)
     if x.kv_fp8:
         s.append("--kv-cache-dtype fp8_e4m3")
     elif sglang_auto_kv_fp8(m, x.fr.hardware):  # its auto would be FP8 here: ask for BF16
@@ -490,8 +483,8 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
     notes += _windowed_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
-    if spec and not all(mtp_layers(fr.model, e) for e in x.engines):
-        which = [ENGINE_NAMES.get(e, e) for e in x.engines if not mtp_layers(fr.model, e)]
+    which = [ENGINE_NAMES.get(e, e) for e in x.engines if not mtp_layers(fr.model, e)]
+    if spec and which:
         notes.append(
             f"the point assumes {spec} speculative tokens; no MTP drafter for {fr.model.id} in "
             f"{', '.join(which)}, so choose a draft model (EAGLE) there: no flag is written for it"
