@@ -4,6 +4,7 @@ runs when weights do not fit, and a plan an engine cannot run."""
 
 import json
 
+import numpy as np
 from click.testing import CliRunner
 from test_advise import dense
 
@@ -11,7 +12,7 @@ from llm_codesign import Workload, estimate, load_hardware, load_model
 from llm_codesign.cli import main
 from llm_codesign.explore import advisor_precision
 from llm_codesign.explore.operating import smaller_formats
-from llm_codesign.specs.checkpoint import context_note, context_window
+from llm_codesign.specs.context import context_note, context_window
 from llm_codesign.specs.plan import ParallelPlan
 from llm_codesign.specs.precision import parse_precision
 
@@ -229,3 +230,55 @@ def test_a_pinned_concurrency_compares_alternatives_at_it():
     assert rep.findings and all(f.impact < 5 for f in rep.findings), [
         (f.rule, f.impact) for f in rep.findings
     ]
+
+
+def test_one_window_test_for_every_length_check():
+    """Mixtral-8x7B's window is 32,768 tokens: 31,744 + 1,024 fits and 31,745 + 1,024 does not,
+    elementwise over arrays too; the regimes' longest prompt, their refusal and the estimate's
+    note all follow that one test (``specs.context.past_window``)."""
+    from llm_codesign.advise.regimes import check_window, isl_within
+    from llm_codesign.errors import SpecError
+    from llm_codesign.specs.context import past_window
+
+    m = load_model("mixtral-8x7b")
+    assert past_window(m, 31744, 1024) == (32768, False)
+    assert past_window(m, 31745, 1024) == (32768, True)
+    assert past_window(m, np.array([1, 31744, 31745, 40000]), 1024)[1].tolist() == [
+        False, False, True, True,
+    ]  # fmt: skip
+    for isl in (1024, 31744, 31745, 40000):
+        past = past_window(m, isl, 1024)[1]
+        assert bool(context_note(m, isl, 1024)) == past
+        assert (isl_within(m, isl, 1024) < isl) == past
+        try:
+            check_window(m, isl, 1024, "test")
+            refused = False
+        except SpecError:
+            refused = True
+        assert refused == past
+
+
+def test_a_simulation_notes_the_sampled_lengths_past_the_window():
+    """Prompts drawn uniformly on 20,000..40,000 tokens with 1,024 output tokens on
+    Mixtral-8x7B (window 32,768): the note counts the requests an engine would refuse, the
+    same count as the simulated lengths give by hand; fixed lengths past the window leave it
+    to the estimate's note (no second one), and lengths inside it have none."""
+    from llm_codesign import load_engine, simulate
+    from llm_codesign.specs.context import context_share_note
+    from llm_codesign.specs.traffic import LengthDist, Traffic, fixed
+
+    m, hw, p = load_model("mixtral-8x7b"), load_hardware("h200-sxm"), parse_precision("fp8")
+    eng = load_engine("vllm")
+    wide = Traffic(clients=4, num_requests=80, isl=LengthDist("uniform", 20000.0, 40000.0),
+                   osl=fixed(1024))  # fmt: skip
+    r = simulate(m, hw, p, eng, wide, tp=2)
+    past = int(np.count_nonzero(r.isl + r.osl > 32768))
+    assert 0 < past < 80
+    said = [n for n in r.notes if "context window" in n]
+    assert said == [n for n in context_share_note(m, r.isl, r.osl)]
+    assert said[0].startswith(f"{past} of 80 simulated requests ({past / 80:.1%})")
+    at_once = Traffic(clients=4, num_requests=40, isl=fixed(40000), osl=fixed(1024))
+    assert not [n for n in simulate(m, hw, p, eng, at_once, tp=2).notes if "window" in n]
+    inside = Traffic(clients=4, num_requests=40, isl=LengthDist("uniform", 1000.0, 2000.0),
+                     osl=fixed(1024))  # fmt: skip
+    assert not [n for n in simulate(m, hw, p, eng, inside, tp=2).notes if "window" in n]

@@ -33,7 +33,8 @@ from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
-from .specs.checkpoint import context_note, default_precision, preset_weights
+from .specs.checkpoint import default_precision, preset_weights
+from .specs.context import context_note
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -300,9 +301,8 @@ def estimate(
 
 
 def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
-    """The ``simulation`` section of an estimate: the traffic, whether it ran, the
-    distributions (mean, p50, p90, p99 in ms) of TTFT, TPOT and E2E, throughput, goodput
-    under the traffic's SLA, and the run's size (``serving.sim_stats.summarize_run``)."""
+    """An estimate's ``simulation``: the traffic, whether it ran, TTFT, TPOT and E2E (mean, p50,
+    p90, p99 in ms), throughput, goodput, the run's size (``serving.sim_stats.summarize_run``)."""
     s = r.summary
     keys = (
         "ttft_ms",

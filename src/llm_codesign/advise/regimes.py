@@ -45,7 +45,7 @@ from ..explore import (
 )
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
-from ..specs.checkpoint import context_window
+from ..specs.context import past_window
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -66,7 +66,7 @@ REGIMES: dict[str, tuple[int, int, str]] = {
 
 def isl_within(model: ModelSpec, isl: int, osl: int) -> int:
     """``isl``, or the longest prompt that fits the checkpoint's context window
-    (``specs.checkpoint.context_window``) with ``osl`` output tokens where that is less (at
+    (``specs.context.past_window``) with ``osl`` output tokens where that is less (at
     least 1: :func:`check_window` refuses an ``osl`` that fills the window).
 
     Example (Mixtral-8x7B's 32,768 tokens; DeepSeek-R1's 163,840):
@@ -75,10 +75,8 @@ def isl_within(model: ModelSpec, isl: int, osl: int) -> int:
         >>> isl_within(load_model("deepseek-r1"), LONG_ISL, 1024)
         32768
     """
-    window = context_window(model)
-    if window is None or isl + osl <= window:
-        return isl
-    return max(window - osl, 1)
+    window, past = past_window(model, isl, osl)
+    return max(window - osl, 1) if window is not None and past else isl
 
 
 def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
@@ -90,8 +88,8 @@ def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
 def check_window(model: ModelSpec, isl: int, osl: int, what: str) -> None:
     """Refuse lengths past the checkpoint's context window (an engine refuses such requests):
     the error names ``what`` and the largest prompt that fits, or the output tokens that do."""
-    window = context_window(model)
-    if window is None or isl + osl <= window:
+    window, past = past_window(model, isl, osl)
+    if window is None or not past:
         return
     where = f"{model.id}'s {window:,}-token context window"
     hint = "(a config.json with rope_scaling states a longer window)"

@@ -30,7 +30,7 @@ from ..api import estimate
 from ..errors import CodesignError, SpecError, UnsupportedError
 from ..explore import Frontier, frontier
 from ..outputs import check_output_path, write_text
-from ..specs.checkpoint import context_note
+from ..specs.context import context_note
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan

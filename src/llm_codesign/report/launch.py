@@ -29,7 +29,7 @@ from ..serving.memory import (
     memory_fraction_for,
 )
 from ..serving.step import runs_without_overlap
-from ..specs.checkpoint import context_note
+from ..specs.context import context_note
 from ..specs.engine import load_engine, sglang_auto_kv_fp8
 from ..specs.plan import partial_moe_ep
 from ..specs.precision import Precision

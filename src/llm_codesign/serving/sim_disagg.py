@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SpecError
+from ..specs.context import context_share_note
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
@@ -113,7 +114,7 @@ def simulate_disaggregated(
     summary["table_points"] = pre.table.points + dec.table.points
     summary["kv_transfer_ms_mean"] = float(np.mean(transfer)) * 1e3
     summary["wall_s"] = time.perf_counter() - wall
-    notes = []
+    notes = context_share_note(model, reqs.isl, reqs.osl)  # (lengths past the window)
     if counts["rejected"]:
         notes.append(f"{counts['rejected']} requests never fit a decode worker's KV cache")
     return SimulationResult(issue, first, finish, reqs.isl, reqs.osl, summary, notes=notes)

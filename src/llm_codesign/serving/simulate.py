@@ -57,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from ..specs.context import context_share_note
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
@@ -193,7 +194,8 @@ def simulate(
         return SimulationResult(
             issue, first, finish, reqs.isl, reqs.osl, {}, feasible=False, reason=engine
         )
-    notes = few_rounds_note(traffic) if closed else []
+    notes = context_share_note(model, reqs.isl, reqs.osl)  # (lengths past the window)
+    notes += few_rounds_note(traffic) if closed else []
     if closed:
         limit = tuned_batch_limit(model, hw, prec, eng, axes, reqs, traffic.clients, spec_tokens,
                                   spec_acceptance)  # fmt: skip
