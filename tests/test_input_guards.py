@@ -236,9 +236,9 @@ def test_one_window_test_for_every_length_check():
     """Mixtral-8x7B's window is 32,768 tokens: 31,744 + 1,024 fits and 31,745 + 1,024 does not,
     elementwise over arrays too; the regimes' longest prompt, their refusal and the estimate's
     note all follow that one test (``specs.context.past_window``)."""
-    from llm_codesign.advise.regimes import check_window, isl_within
+    from llm_codesign.advise.regimes import isl_within
     from llm_codesign.errors import SpecError
-    from llm_codesign.specs.context import past_window
+    from llm_codesign.specs.context import check_window, past_window
 
     m = load_model("mixtral-8x7b")
     assert past_window(m, 31744, 1024) == (32768, False)

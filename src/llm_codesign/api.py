@@ -361,7 +361,7 @@ def _infeasible_note(e: Estimate) -> list[str]:
     """The note of an estimate without a prediction: why (``explore.infeasible_text``)."""
     args = (e.model, e.hardware, e.precision, e.engine, e.plan, e.reason, e.max_concurrency)
     why = "" if e.feasible else infeasible_text(*args)
-    return [f"infeasible: {why}; the numbers are not a prediction"] * (not e.feasible)
+    return [] if e.feasible else [f"infeasible: {why}; the numbers are not a prediction"]
 
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
@@ -427,7 +427,7 @@ def mixer_savings(
     wl: Workload,
     est: Estimate,
     running: float,
-    spec: dict[str, Any] | None = None,
+    spec: dict[str, Any],
 ) -> dict[str, Any] | None:
     """What a model's sparse or linear token mixers save against the same model with softmax
     attention in every layer (``ModelSpec.with_softmax_attention``), both drafting as ``spec``
@@ -437,12 +437,11 @@ def mixer_savings(
     dense = m.with_softmax_attention()
     if dense is m:
         return None
-    r = _evaluate_one(dense, hw, prec, eng, plan, wl, **(spec or {}))
-    k = int((spec or {}).get("spec_tokens", 0))
-    ctx = float(wl.isl + wl.osl)
-    axes = (plan.tp, plan.pp, plan.attention_dp, plan.cp, 0.0)
+    r = _evaluate_one(dense, hw, prec, eng, plan, wl, **spec)
+    ctx, axes = float(wl.isl + wl.osl), (plan.tp, plan.pp, plan.attention_dp, plan.cp)
+    k = spec["spec_tokens"]
     mine, base = (
-        _scalar(kv_bytes_per_sequence_per_gpu(x, prec, ctx, *axes, draft_layers(x, k)))
+        _scalar(kv_bytes_per_sequence_per_gpu(x, prec, ctx, *axes, drafts=draft_layers(x, k)))
         for x in (m, dense)
     )
     attn = est.breakdown["decode"]["attention"]

@@ -595,6 +595,5 @@ def kv_bytes_per_sequence_per_gpu(
     total = 0.0
     for g in model.layer_groups:
         total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share)
-    if drafts:
-        total = total + drafts * pp * cache_bytes_per_layer(model, prec, mtp_group(model), ctx, atp)
-    return total / pp / cp
+    mtp = drafts * cache_bytes_per_layer(model, prec, mtp_group(model), ctx, atp) if drafts else 0
+    return (total / pp + mtp) / cp

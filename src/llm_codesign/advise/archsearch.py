@@ -38,6 +38,7 @@ import numpy as np
 from ..calibrate import resolve_hardware
 from ..errors import SpecError
 from ..explore import ADVISOR_CONCURRENCY, Curve, advisor_precision, candidate_plans, grid_curve
+from ..specs.context import check_window
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, gdn_like, load_model
@@ -45,7 +46,6 @@ from ..specs.model_config import model_from_config
 from ..specs.precision import Precision
 from .quality import DEFAULT_LOSS_TOLERANCE, QualityEstimate, estimate_quality
 from .quality import assumptions as quality_assumptions
-from .regimes import check_window
 
 DEFAULT_PARAM_TOLERANCE = 0.02  # |variant / original - 1| for total and for active params
 MIN_GAIN = 1.005  # a variant must beat the original by 0.5% to be reported

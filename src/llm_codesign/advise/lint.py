@@ -49,6 +49,7 @@ from ..explore import (
     candidate_plans,
     operating_point,
 )
+from ..specs.context import check_window
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -67,7 +68,6 @@ from .findings import (
     default_workloads,
     parse_workload,
 )
-from .regimes import check_window
 from .rules_moe import rule_moe_balance, rule_moe_expert_m, rule_moe_expert_tp
 from .rules_serving import (
     rule_attention_tp,

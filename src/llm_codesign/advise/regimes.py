@@ -45,7 +45,7 @@ from ..explore import (
 )
 from ..explore.operating import LATENCY_CONCURRENCY, operating_step
 from ..serving import RESOURCES, bound_split
-from ..specs.context import past_window
+from ..specs.context import check_window, past_window
 from ..specs.engine import EngineConstants, load_engine
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
@@ -83,25 +83,6 @@ def long_isl_for(model: ModelSpec, osl: int = LONG_OSL) -> int:
     """The long regimes' prompt for ``model``: ``LONG_ISL`` within its window (:func:`isl_within`;
     a small window makes it as short as the short regimes', which then coincide)."""
     return isl_within(model, LONG_ISL, osl)
-
-
-def check_window(model: ModelSpec, isl: int, osl: int, what: str) -> None:
-    """Refuse lengths past the checkpoint's context window (an engine refuses such requests):
-    the error names ``what`` and the largest prompt that fits, or the output tokens that do."""
-    window, past = past_window(model, isl, osl)
-    if window is None or not past:
-        return
-    where = f"{model.id}'s {window:,}-token context window"
-    hint = "(a config.json with rope_scaling states a longer window)"
-    if osl >= window:
-        raise SpecError(
-            f"{what}: OSL = {osl:,} output tokens leave no room for a prompt in {where}; at "
-            f"most {window - 1:,} output tokens {hint}"
-        )
-    raise SpecError(
-        f"{what}: ISL + OSL = {isl:,} + {osl:,} exceeds {where}; the longest prompt with "
-        f"{osl:,} output tokens is {window - osl:,} {hint}"
-    )
 
 
 def amdahl_speedup(fraction: float, factor: float) -> float:

@@ -10,10 +10,8 @@ import math
 import numpy as np
 
 from ..errors import SpecError
-from ..explore import OperatingPoint, candidate_plans, operating_point
+from ..explore import candidate_plans
 from ..ops import Op
-from ..specs.model import ModelSpec
-from ..specs.plan import ParallelPlan
 from .archsearch import build_variant
 from .findings import (
     EXPERT_TP_MIN_WIDTH,
@@ -26,31 +24,6 @@ from .findings import (
     surgery,
 )
 from .rules_shape import nearest_multiple
-
-
-def _throughput_at(
-    ctx: LintContext,
-    model: ModelSpec,
-    plans: list[ParallelPlan],
-    isl: int,
-    osl: int,
-    concurrency: int | None,
-) -> tuple[float, OperatingPoint | None]:
-    try:
-        pt = operating_point(
-            model,
-            ctx.hw,
-            ctx.prec,
-            ctx.eng,
-            isl,
-            osl,
-            "throughput",
-            plans=plans,
-            concurrency=concurrency,
-        )
-    except SpecError:
-        return 0.0, None
-    return pt.output_tok_s_per_gpu, pt
 
 
 def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
@@ -69,9 +42,9 @@ def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
         with_ep = [p for p in plans if p.tp == tp and p.ep > 1]
         if not tp_only or not with_ep:
             continue
-        conc = ctx.workloads[0].concurrency
-        a, pa = _throughput_at(ctx, ctx.model, tp_only, p0.isl, p0.osl, conc)
-        b, pb = _throughput_at(ctx, ctx.model, with_ep, p0.isl, p0.osl, conc)
+        # (at the primary workload's pinned concurrency, as lint's other comparisons)
+        a, pa = best_throughput(ctx, ctx.model, p0.isl, p0.osl, tp_only)
+        b, pb = best_throughput(ctx, ctx.model, p0.isl, p0.osl, with_ep)
         if a <= 0 or b <= 0 or pa is None or pb is None:
             continue
         impact = b / a
@@ -122,7 +95,7 @@ def rule_moe_expert_m(ctx: LintContext) -> list[Finding]:
     base = p.output_tok_s_per_gpu
     impact, how = 1.0, ""
     if wider:
-        thr, pt = _throughput_at(ctx, ctx.model, wider, p.isl, p.osl, ctx.workloads[0].concurrency)
+        thr, pt = best_throughput(ctx, ctx.model, p.isl, p.osl, wider)
         if pt is not None and thr > base:
             impact, how = (
                 thr / base,

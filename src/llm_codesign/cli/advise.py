@@ -318,7 +318,8 @@ def search(
 
     if out_dir:
         check_output_path(out_dir, directory=True, create=True)  # before the search
-    w = parse_workload(workload, load_model(model))  # (a long regime within the model's window)
+    m = load_model(model)  # (once: parsed here and searched below)
+    w = parse_workload(workload, m)  # (a long regime within the model's window)
     default = SearchSpace()
     space = SearchSpace(
         hidden_scales=_floats(hidden_scales, "hidden-scales") or default.hidden_scales,
@@ -329,7 +330,7 @@ def search(
         linear_shares=_floats(linear_shares, "linear-shares") or default.linear_shares,
     )
     r = search_arch(
-        model,
+        m,
         hardware,
         precision,
         isl=w.isl,

@@ -16,8 +16,6 @@ from .operating import (
     grid_curve,
     infeasible_text,
     operating_point,
-    queue_note,
-    smaller_formats,
 )
 from .plans import PlanTable, axis_values, candidate_plans, enumerate_plans
 from .points import COLUMNS, MODE_AGGREGATED, MODE_DISAGGREGATED, MODES, PHASES, Points
@@ -67,8 +65,6 @@ __all__ = [
     "parse_compare",
     "plan_label",
     "power_of_two_grid",
-    "queue_note",
-    "smaller_formats",
     "staircase",
     "write_csv",
 ]

@@ -245,8 +245,8 @@ def frontier(
     pv = plans.take(valid_idx)
     invalid: list[Points] = []
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
+    ctx = float(kv_context(eng, isl, osl))  # (the same for every precision)
     for pi, prec in enumerate(precs):
-        ctx = float(kv_context(eng, isl, osl))
         lim, usable = memory_limit(m, hw, prec, eng, pv, ctx, job.spec_tokens)
         lim = concurrency_cap(eng, lim, pv.tp, pv.attention_dp)
         no_fit = usable <= 0

@@ -30,7 +30,7 @@ from ..api import estimate
 from ..errors import CodesignError, SpecError, UnsupportedError
 from ..explore import Frontier, frontier
 from ..outputs import check_output_path, write_text
-from ..specs.context import context_note
+from ..specs.context import past_window
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import ParallelPlan
@@ -169,7 +169,7 @@ def _extras(
     except CodesignError as exc:
         notes["regimes"] = str(exc)
     # lint refuses lengths past the checkpoint's window (estimate's note says so): the defaults
-    wl = f"{f.isl}/{f.osl}" if not context_note(f.model, f.isl, f.osl) else ""
+    wl = f"{f.isl}/{f.osl}" if not past_window(f.model, f.isl, f.osl)[1] else ""
     try:
         out["lint"] = lint(
             f.model,

@@ -28,7 +28,7 @@ from ..serving.memory import (
     fraction_ceiling,
     memory_fraction_for,
 )
-from ..serving.step import runs_without_overlap
+from ..serving.step import runs_without_overlap, speculating_engine
 from ..specs.context import context_note
 from ..specs.engine import load_engine, sglang_auto_kv_fp8
 from ..specs.plan import partial_moe_ep
@@ -281,7 +281,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
         # SGLang runs recurrent-state models without its overlap scheduler while its radix cache
         # is on (serving.step.runs_without_overlap), and drafts only without it (priced so:
         # serving.step.speculating_engine): launch as the estimate priced it
-        if not runs_without_overlap(m, x.fr.engine) or x.spec:
+        if not runs_without_overlap(m, speculating_engine(x.fr.engine, x.spec)):
             s.append("--disable-radix-cache")
             notes.append(
                 "SGLang: --disable-radix-cache keeps the overlap scheduler for this model's "
@@ -406,8 +406,9 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     the benchmark-client commands (``bench``) with the prediction they check. An infeasible
     point (``Frontier.points``' ``feasible`` false) has none: SpecError with its reason."""
     c = fr.points.cols
-    if not 0 <= int(i) < len(fr.points) or not bool(c["feasible"][i]):
-        why = "no such point" if not 0 <= int(i) < len(fr.points) else str(c["reason"][i])
+    exists = 0 <= int(i) < len(fr.points)
+    if not exists or not bool(c["feasible"][i]):
+        why = str(c["reason"][i]) if exists else "no such point"
         raise SpecError(f"launch settings: point {i} of {len(fr.points)} cannot run ({why})")
     prec = fr.precisions[int(c["precision"][i])]
     ckpt = checkpoint_for(fr.model, prec, fr.accuracy.get(prec.id, {}), fr.hardware)

@@ -240,7 +240,9 @@ def kv_transfer_time(
     one, ctx = np.asarray(1), np.asarray(float(isl))
     drafts = draft_layers(model, spec_tokens)
     kv_req = float(
-        kv_bytes_per_sequence_per_gpu(model, prec, ctx, one, one, np.asarray(False), one, 0, drafts)
+        kv_bytes_per_sequence_per_gpu(
+            model, prec, ctx, one, one, np.asarray(False), one, drafts=drafts
+        )
     )
     links = np.minimum(gpus_prefill, gpus_decode)
     inside = np.asarray(gpus_total) <= hw.scaleup_domain_size

@@ -63,7 +63,7 @@ from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.precision import Precision
-from ..specs.traffic import MAX_REQUESTS, STEADY_REQUESTS_PER_CLIENT, Requests, Traffic
+from ..specs.traffic import STEADY_REQUESTS_PER_CLIENT, Requests, Traffic, steady_requests
 from .sim_ranks import Ranks
 from .sim_stats import summarize_run
 from .sim_table import THRASHING, Engine, Thrashing, engine_for, tuned_batch_limit
@@ -583,7 +583,7 @@ def few_rounds_note(traffic: Traffic) -> list[str]:
     benchmark's start-up) simulates fewer than ``STEADY_REQUESTS_PER_CLIENT`` requests a client:
     its statistics still hold the start-up."""
     n, clients = traffic.count, traffic.clients
-    need = min(STEADY_REQUESTS_PER_CLIENT * clients, MAX_REQUESTS)
+    need = steady_requests(clients)
     if traffic.clients_start != "spread" or n >= need:
         return []
     return [

@@ -23,7 +23,7 @@ import numpy as np
 from ..comm import collective_time
 from ..cost import op_time
 from ..errors import SpecError
-from ..ops import OP_CLASSES, Op, StepShape, step_ops, step_shape
+from ..ops import OP_CLASSES, Op, StepShape, draft_layers, step_ops, step_shape
 from ..routing import normal_max_mean
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu
@@ -471,8 +471,7 @@ def draft_note(model: ModelSpec, spec_tokens: int) -> list[str]:
     model's MTP blocks, counted in weights and KV, or a draft model of its own, not counted."""
     if not spec_tokens:
         return []
-    n = model.num_mtp_layers
-    if n:
+    if n := draft_layers(model, spec_tokens):
         return [
             f"{model.id}'s MTP module ({n} block{'s' * (n > 1)}; each draft runs one) is loaded "
             "to draft: its weights and KV cache are counted in the memory fit"

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SpecError
 from .model import ModelSpec
 from .workload import MAX_CONTEXT_TOKENS
 
@@ -94,6 +95,25 @@ def past_window(spec: ModelSpec, isl: Any, osl: Any) -> tuple[int | None, Any]:
         return None, False
     past = np.asarray(isl) + np.asarray(osl) > window
     return window, past if np.ndim(past) else bool(past)
+
+
+def check_window(model: ModelSpec, isl: int, osl: int, what: str) -> None:
+    """Refuse lengths past the checkpoint's context window (an engine refuses such requests):
+    the error names ``what`` and the largest prompt that fits, or the output tokens that do."""
+    window, past = past_window(model, isl, osl)
+    if window is None or not past:
+        return
+    where = f"{model.id}'s {window:,}-token context window"
+    hint = "(a config.json with rope_scaling states a longer window)"
+    if osl >= window:
+        raise SpecError(
+            f"{what}: OSL = {osl:,} output tokens leave no room for a prompt in {where}; at "
+            f"most {window - 1:,} output tokens {hint}"
+        )
+    raise SpecError(
+        f"{what}: ISL + OSL = {isl:,} + {osl:,} exceeds {where}; the longest prompt with "
+        f"{osl:,} output tokens is {window - osl:,} {hint}"
+    )
 
 
 def _refused(spec: ModelSpec, window: int) -> str:

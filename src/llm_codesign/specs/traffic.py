@@ -410,4 +410,10 @@ def default_requests(arrival: str, clients: int) -> int:
     Example: a closed loop of 1,024 clients -> 10,240; Poisson arrivals -> 2,000."""
     if arrival != "closed":
         return DEFAULT_REQUESTS
-    return min(max(DEFAULT_REQUESTS, STEADY_REQUESTS_PER_CLIENT * clients), MAX_REQUESTS)
+    return max(DEFAULT_REQUESTS, steady_requests(clients))
+
+
+def steady_requests(clients: int) -> int:
+    """The requests a closed loop of ``clients`` needs before its statistics settle:
+    ``STEADY_REQUESTS_PER_CLIENT`` per client, capped at ``MAX_REQUESTS``."""
+    return min(STEADY_REQUESTS_PER_CLIENT * clients, MAX_REQUESTS)
