@@ -164,16 +164,17 @@ def test_sglang_keeps_its_draft_reserve():
 
 def test_the_launch_files_draft_with_mtp_where_an_engine_runs_it():
     """A launch file writes an MTP drafter where the engine runs the model's MTP module:
-    DeepSeek-style ``num_nextn_predict_layers`` checkpoints everywhere, Qwen3.5 on vLLM
-    (``qwen3_5_mtp``) and SGLang, MiniMax-M2.5 nowhere (no engine registers its modules); the
-    memory fit loads the blocks wherever the prediction drafts."""
+    DeepSeek-style ``num_nextn_predict_layers`` checkpoints everywhere, Qwen3.5 on TensorRT-LLM
+    (InferenceX's MTP script), vLLM (``qwen3_5_mtp``) and SGLang, MiniMax-M2.5 nowhere (no
+    engine registers its modules); the memory fit loads the blocks wherever the prediction
+    drafts."""
     from llm_codesign.report.launch_data import mtp_layers
 
     engines = ("trtllm", "vllm", "sglang")
     want = {
         "deepseek-r1": (1, 1, 1),
         "glm-5": (1, 1, 1),
-        "qwen3.5-397b-a17b": (0, 1, 1),
+        "qwen3.5-397b-a17b": (1, 1, 1),
         "minimax-m2.5": (0, 0, 0),
         "gpt-oss-120b": (0, 0, 0),
     }
@@ -198,6 +199,22 @@ def test_mixer_savings_compare_like_with_like_when_drafting():
     assert e.mixer_savings["baseline_max_concurrency"] == int(want.max_concurrency)
     plain = _evaluate_one(dense, hw, prec, eng, plan, wl)
     assert int(want.max_concurrency) < int(plain.max_concurrency)
+
+
+def test_tensorrt_llm_drafts_qwen35_with_its_gdn_prefill_off():
+    """TensorRT-LLM launches Qwen3.5's MTP module as InferenceX's qwen3.5_fp4_b200_trt_mtp.sh
+    does: ``speculative_config`` MTP with the draft tokens, and the FlashInfer GDN prefill off
+    (an environment line before ``trtllm-serve`` on node 0, the command unchanged)."""
+    from llm_codesign.explore import frontier
+    from llm_codesign.report import launch_settings
+
+    fr = frontier("qwen3.5-397b-a17b", "h200-sxm", 8, spec_tokens=2, spec_acceptance=0.7, workers=1)
+    i = next(k for k in range(len(fr.points)) if fr.points.cols["feasible"][k])
+    t = launch_settings(fr, i)["trtllm"]
+    spec = {"decoding_type": "MTP", "num_nextn_predict_layers": 2}
+    assert t["config"]["speculative_config"] == spec
+    assert t["nodes"][0] == ["export TLLM_USE_FLASHINFER_GDN_PREFILL=0", t["command"]]
+    assert t["command"].startswith("trtllm-serve")  # (one node: no MPI job)
 
 
 def test_an_mtp_module_of_several_blocks_is_refused():

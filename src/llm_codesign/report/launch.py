@@ -147,12 +147,26 @@ def _trtllm(x: _Ctx, tp, pp, ep, adp, cp, batch, role, port) -> dict[str, Any]:
     gpus = tp * pp
     nodes = math.ceil(gpus / x.gpn)
     notes = []
+    # MTP drafting on a Gated DeltaNet model needs TensorRT-LLM's FlashInfer GDN prefill off
+    # (InferenceX's qwen3.5_fp4_b200_trt_mtp.sh: TLLM_USE_FLASHINFER_GDN_PREFILL=0)
+    m = x.fr.model
+    gdn = bool(x.spec and mtp_layers(m, "trtllm") and m.has_recurrent_state)
     if nodes > 1:
         hosts = ",".join(f"$NODE{k}_ADDR:{x.gpn}" for k in range(nodes))
-        serve = f"mpirun --allow-run-as-root -H {hosts} -np {gpus} trtllm-llmapi-launch {serve}"
+        fwd = " -x TLLM_USE_FLASHINFER_GDN_PREFILL" if gdn else ""
+        serve = (
+            f"mpirun --allow-run-as-root -H {hosts} -np {gpus}{fwd} trtllm-llmapi-launch {serve}"
+        )
         notes.append(
             f"TensorRT-LLM: {nodes} nodes of {x.gpn} GPUs run as one MPI job started on node 0 "
             "(same container and paths on every host, passwordless ssh between them)"
+        )
+    first = [serve]  # (node 0's lines)
+    if gdn:
+        first = ["export TLLM_USE_FLASHINFER_GDN_PREFILL=0", serve]
+        notes.append(
+            "TensorRT-LLM: MTP drafting on this Gated DeltaNet model runs with the FlashInfer GDN "
+            "prefill off (TLLM_USE_FLASHINFER_GDN_PREFILL=0, as InferenceX's MTP script sets it)"
         )
     return {
         "command": serve,
@@ -162,7 +176,7 @@ def _trtllm(x: _Ctx, tp, pp, ep, adp, cp, batch, role, port) -> dict[str, Any]:
         ).strip(),
         "config_file": fname,
         "config": cfg,
-        "nodes": [[serve]] + [[] for _ in range(nodes - 1)],
+        "nodes": [first] + [[] for _ in range(nodes - 1)],
         "notes": notes,
     }
 

@@ -311,9 +311,12 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
 
 # engines that launch a model's own MTP module as a drafter beyond the DeepSeek-style
 # ``num_nextn_predict_layers`` checkpoints (DeepSeek-V3/R1/V3.2, GLM: every engine here): Qwen3.5's
-# ``mtp_num_hidden_layers`` on vLLM (its ``qwen3_5_mtp`` draft model) and SGLang (NEXTN / EAGLE);
-# MiniMax-M2's modules on none (vLLM registers no MiniMax MTP draft model)
-MTP_ENGINES = {"qwen3_5_moe_text": ("vllm", "sglang"), "qwen3_5_moe": ("vllm", "sglang")}
+# ``mtp_num_hidden_layers`` on TensorRT-LLM (InferenceX's qwen3.5_fp4_b200_trt_mtp.sh:
+# ``speculative_config`` MTP, ``num_nextn_predict_layers`` 3), vLLM (its ``qwen3_5_mtp`` draft
+# model) and SGLang (NEXTN / EAGLE); MiniMax-M2's modules on none (vLLM registers no MiniMax MTP
+# draft model)
+QWEN35_MTP = ("trtllm", "vllm", "sglang")
+MTP_ENGINES = {"qwen3_5_moe_text": QWEN35_MTP, "qwen3_5_moe": QWEN35_MTP}
 
 
 def mtp_layers(model: ModelSpec, engine: str | None = None) -> int:

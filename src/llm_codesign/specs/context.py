@@ -141,8 +141,7 @@ def context_note(spec: ModelSpec, isl: int, osl: int) -> list[str]:
 
 def context_share_note(spec: ModelSpec, isl: Any, osl: Any) -> list[str]:
     """:func:`context_note` for sampled lengths (the request simulator's length distributions):
-    how many requests' ISL + OSL exceed the window, served as sampled. Empty where none does,
-    and where every request has the same lengths (the estimate's :func:`context_note` says it).
+    how many requests' ISL + OSL exceed the window, served as sampled. Empty where none does.
 
     Example (Mixtral-8x7B's 32,768 tokens):
         >>> from .model import load_model
@@ -150,10 +149,10 @@ def context_share_note(spec: ModelSpec, isl: Any, osl: Any) -> list[str]:
         '1 of 2 simulated requests (50.0%) have ISL + '
     """
     window, past = past_window(spec, isl, osl)
-    total = np.asarray(isl) + np.asarray(osl)
-    k, n = int(np.count_nonzero(past)), int(total.size)
-    if window is None or not k or np.ptp(total) == 0:
+    k = int(np.count_nonzero(past))
+    if window is None or not k:
         return []
+    n = int(np.size(past))
     return [
         f"{k:,} of {n:,} simulated requests ({k / n:.1%}) have ISL + OSL past "
         f"{_refused(spec, window)}; the simulation serves them as sampled"
