@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "cost": 3,
     "comm": 3,
     "moe_kernels": 3,
+    "attention_kernels": 3,
     # calibration profiles replace default efficiencies (DESIGN.md puts them with cost); the
     # microbenchmarks, device probing and the engine fit are interfaces
     "calibrate": 3,

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from . import attention_kernels as kernels
 from .calibrate import calibrated_engine, provenance, resolve_hardware
 from .comm import dispatch_family
-from .cost import attention_rate_class, decode_attention_efficiency, fp8_kv_decode_rate
 from .errors import SpecError
 from .explore.operating import infeasible_text, queue_note
 from .explore.result import to_dataframe
@@ -123,9 +123,9 @@ class Estimate:
     def assumptions(self) -> dict[str, Any]:
         hw = self.hardware
         rate = hw.compute_rate_class(self.precision.compute_class)
-        att = attention_rate_class(hw, self.precision.attention_class)
+        att = kernels.attention_rate_class(hw, self.precision.attention_class)
         # the measured rate capping GQA decode over an FP8 cache (None: no FP8 cache, or none)
-        fp8 = fp8_kv_decode_rate(hw, self.engine) if self.precision.kv_fp8 else None
+        fp8 = kernels.fp8_kv_decode_rate(hw, self.engine) if self.precision.kv_fp8 else None
         pl = getattr(self.plan, "decode", self.plan)
         return {
             "hardware_file": hw.id,
@@ -142,7 +142,7 @@ class Estimate:
             "scaleup_bytes_per_s_per_direction": hw.scaleup_bytes_per_s,
             "scaleup_efficiency": asdict(hw.scaleup_efficiency),
             "attention_decode_efficiency": {"compute_class": att}
-            | asdict(decode_attention_efficiency(hw, att, self.engine)),
+            | asdict(kernels.decode_attention_efficiency(hw, att, self.engine)),
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
             "attention_prefill_efficiency": {"compute_class": att}
             | prefill_attention_efficiency(self.model, self.engine.attn_prefill_efficiency),

@@ -33,6 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .attention_kernels import (
+    attention_rate_class,
+    decode_attention_efficiency,
+    fp8_kv_decode_rate,
+    sparse_kernel,
+)
 from .comm import collective_time, fed_every_token, moe_comm_time
 from .distinct import distinct
 from .mixers import prefill_head_dim_share
@@ -52,7 +58,7 @@ from .moe_kernels import (
 from .ops import Op
 from .routing import expected_row_tiles
 from .specs.engine import EngineConstants
-from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
+from .specs.hardware import HardwareSpec
 
 Array = np.ndarray
 
@@ -479,35 +485,6 @@ def gemm_overlap_time(compute: Array, memory: Array) -> Array:
     return np.cbrt(compute * compute * compute + memory * memory * memory)
 
 
-def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
-    """The tensor-core class attention math runs in: its own where native, else BF16's."""
-    cls = compute_class if hw.supports(compute_class) else "bf16"
-    return hw.compute_rate_class(cls)
-
-
-def decode_attention_efficiency(
-    hw: HardwareSpec, rate_class: str, eng: EngineConstants
-) -> DecodeKernel:
-    """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU file's
-    measured decode kernel of the engine's family (``attention_kernels``: ``efficiency.
-    attention_decode_<family>``) where it has one, else its default one (``efficiency.
-    attention_decode``: MLA decode kernels, whose 128 heads per latent KV make decode
-    compute-bound), else ``attn_prefill_efficiency`` as the compute fraction, no kernel terms."""
-    family = hw.attention_decode_kernels.get(eng.attention_kernels, {})
-    measured = family.get(rate_class) or hw.attention_decode_efficiency.get(rate_class)
-    if measured is not None:
-        return measured
-    src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"
-    return DecodeKernel(eng.attn_prefill_efficiency, src)
-
-
-def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | None:
-    """The GPU file's measured rate at which the engine's GQA decode kernels read an FP8 KV cache
-    (``efficiency.fp8_kv_decode`` of ``gqa_decode_kernels``' family; a fraction of the datasheet
-    bandwidth at one byte per element), or None where the file measures none."""
-    return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
-
-
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
     """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
     (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
@@ -516,11 +493,24 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured FP8-cache rate of
     the engine's GQA decode kernels (``efficiency.fp8_kv_decode``, ``gqa_decode_kernels``):
     Hopper's FlashAttention kernels are bound by converting FP8, not by HBM. Prefill: at most
-    ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``."""
+    ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``.
+    DSA's sparse core (``meta["sparse_heads"]``: the rank's query heads) computes the heads its
+    kernel pads them to, at that kernel's BF16 rate (``attention_kernels.sparse_kernel``), where
+    it runs the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not)."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
+    flops, pad, sparse = np.asarray(op.flops), 1.0, None
+    if (h := op.meta.get("sparse_heads")) is not None:
+        own = np.asarray(h, dtype=float)
+        padded, eff = sparse_kernel(hw, eng, op.phase, op.meta["fp8_cache"], own)
+        on = op.meta.get("sparse_path", True) & (own > 0)
+        pad = np.where(on, padded / np.maximum(own, 1e-30), 1.0)
+        flops = flops * pad
+        if eff is not None:  # the sparse kernel's time where it runs (compute, BF16 math)
+            sparse = (on, flops / (hw.peak_flops(attention_rate_class(hw, "bf16")) * eff))
     if op.phase == "decode":
         kern = decode_attention_efficiency(hw, rate_class, eng)
-        compute = np.asarray(op.flops) / (peak * kern.value)
+        compute = flops / (peak * kern.value)
+        compute = compute if sparse is None else np.where(sparse[0], sparse[1], compute)
         query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
         if query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
@@ -529,11 +519,12 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * hbm)
         t = np.maximum(compute, memory)
         if query_heads is not None:
-            q = np.asarray(query_heads, dtype=float)
+            q = np.asarray(query_heads, dtype=float) * pad
             t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
-    compute, memory = np.asarray(op.flops) / (peak * share), memory_time(op, hw, eng)
+    compute, memory = flops / (peak * share), memory_time(op, hw, eng)
+    compute = compute if sparse is None else np.where(sparse[0], sparse[1], compute)
     return np.maximum(compute, memory), compute, memory
 
 

@@ -99,7 +99,7 @@ def softmax_counts(
         k = model.indexer.topk
         dec_keys = np.minimum(ctx_d, k) / cp
         pre_keys = causal_mean_ctx(ctx_p, k) / cp
-        dense_prefill = 2.0 * ctx_p <= k  # prompts within top-k: dense (masked MHA) kernels
+        dense_prefill = ~sparse_prefill(model, ctx_p)
     elif g.window > 0 and a.chunked_window:  # aligned chunks: keys restart at each boundary
         half = np.asarray(span, dtype=float) / 2.0
         dec_keys = chunk_mean_keys(ctx_d - half, ctx_d + half, g.window) / cp
@@ -126,6 +126,28 @@ def softmax_counts(
         + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2
     )
     return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def sparse_prefill(model: ModelSpec, ctx_p: Array) -> Array:
+    """Whether a DSA layer's prompt tokens at mean causal context ``ctx_p`` run the sparse core
+    (elementwise): prompts past top-k (2 x the mean context); within it the dense (masked MHA)
+    kernels run, as the engines do (SGLang set_nsa_prefill_impl: MHA while the longest KV is
+    within index_topk)."""
+    assert model.indexer is not None
+    return 2.0 * np.asarray(ctx_p, dtype=float) > model.indexer.topk
+
+
+def dsa_meta(
+    model: ModelSpec, prec: Precision, g: LayerGroup, heads: Array, ctx_p: Array
+) -> tuple[dict, dict]:
+    """(decode, prefill) op meta of a layer's attention kernel that ``cost.attention_time`` pads
+    (``attention_kernels.sparse_kernel_heads``): for a DSA layer the rank's query heads, whether
+    the cache is FP8 and, in prefill, whether the sparse core runs (:func:`sparse_prefill`);
+    empty for other layers."""
+    if g.mixer != "sparse":
+        return {}, {}
+    dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8}
+    return dec, {**dec, "sparse_path": sparse_prefill(model, ctx_p)}
 
 
 # Prefill attention's share of the engine's attn_prefill_efficiency (set at head dim 128) by head

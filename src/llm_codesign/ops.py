@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .mixers import cache_bytes_per_layer, indexer_counts, linear_counts, softmax_counts
+from .mixers import cache_bytes_per_layer, dsa_meta, indexer_counts, linear_counts, softmax_counts
 from .routing import rank_experts
 from .specs.checkpoint import sixteen_bit_parts
 from .specs.model import LayerGroup, ModelSpec
@@ -305,11 +305,12 @@ def layer_group_ops(
         counts = softmax_counts(
             model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp, s.decode_span
         )
-        # MLA decode runs the GPU's measured decode kernel, whose time has a part per query
-        # head; GQA decode over an FP8 cache may be bound by its conversion (cost.attention_time)
+        # MLA decode: the GPU's measured kernel (a part per query head); GQA decode over an FP8
+        # cache may be bound by its conversion; DSA's kernels pad heads (cost.attention_time)
         mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
-        meta = mla or ({"fp8_kv": True} if prec.kv_fp8 else {})
-        pre = {"head_dim": a.prefill_head_dim}  # (cost.attention_time)
+        dsa, pre = dsa_meta(model, prec, g, heads, ctx_p)
+        meta = {**(mla or ({"fp8_kv": True} if prec.kv_fp8 else {})), **dsa}
+        pre = {"head_dim": a.prefill_head_dim, **pre}
         kernels.append(("attention", counts, prec.attention_class, meta, pre))
         if g.mixer == "sparse":
             counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)

@@ -121,7 +121,10 @@ def clean(obj: Any) -> Any:
 # `head_dim_share`, `source`): prefill attention's fraction of the peak, the engine's
 # `attn_prefill_efficiency` x the head-dim share of the model's softmax layers (0.75 at head dim
 # 64, 1 at 128 and above and for MLA: `mixers.prefill_head_dim_share`).
-SCHEMA_VERSION = 30
+# 31: the engine constants add `dsa_kernels` (none, flashmla, flashmla_fa3: the DeepSeek Sparse
+# Attention kernels the engine runs, which may pad a rank's query heads:
+# `attention_kernels.sparse_kernel`).
+SCHEMA_VERSION = 31
 
 
 def to_json(obj: Any) -> str:

@@ -76,6 +76,9 @@ WEIGHT_ONLY_MOE_KERNELS = ("same", "cutlass", "triton")
 # file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
 # family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
 ATTENTION_KERNELS = ("default", *ATTENTION_KERNEL_FAMILIES)
+# DeepSeek Sparse Attention's kernel family (attention_kernels.sparse_kernel_heads: the heads
+# each pads a rank's to, and which engine runs which)
+DSA_KERNELS = ("none", "flashmla", "flashmla_fa3")
 # GQA decode-attention kernel family (``cost.attention_time``): ``default`` = none the GPU files
 # measure apart, else a family whose FP8-cache read rate a GPU file may give
 # (``efficiency.fp8_kv_decode``)
@@ -157,6 +160,7 @@ class EngineConstants:
         attention_kernels: the MLA decode-attention kernel family the engine runs
             (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
             for that family where it has them, else its default entries.
+        dsa_kernels: the DeepSeek Sparse Attention kernels the engine runs (``DSA_KERNELS``).
         gqa_decode_kernels: the GQA decode-attention kernel family the engine runs
             (``GQA_DECODE_KERNELS``): a GPU file's measured FP8-cache read rate of that family
             (``efficiency.fp8_kv_decode``) caps ``attn_decode_efficiency`` over an FP8 cache.
@@ -266,6 +270,7 @@ class EngineConstants:
     moe_kernels_weight_only: str
     attention_kernels: str
     gqa_decode_kernels: str
+    dsa_kernels: str
     kv_admission: str
     moe_layer_overhead_s: float
     indexer_overhead_s: float
@@ -382,6 +387,7 @@ CHOICES = (
         GQA_DECODE_KERNELS,
         " is not a known GQA decode-attention kernel family",
     ),
+    ("dsa_kernels", DSA_KERNELS, " is not a known DeepSeek Sparse Attention kernel family"),
     ("expert_balancer", EXPERT_BALANCERS, " is not a known expert load balancer"),
     ("memory_budget", MEMORY_BUDGETS, " is not a known memory fraction convention"),
     ("gpu_defaults", GPU_DEFAULTS, ""),

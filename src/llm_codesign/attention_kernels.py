@@ -1,0 +1,103 @@
+"""Attention kernels: which kernel an engine runs for attention on a GPU and what it computes
+beyond the model's own work. The tensor-core class attention math runs in, the GPU file's
+measured decode kernel of the engine's family (MLA: ``efficiency.attention_decode``; GQA over an
+FP8 cache: ``efficiency.fp8_kv_decode``), and the query heads DeepSeek Sparse Attention's sparse
+core computes on the engine's DSA kernels (``EngineConstants.dsa_kernels``), padded past a rank's
+own heads. ``cost.attention_time`` prices attention ops with these; ``mixers`` counts the work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .specs.engine import EngineConstants
+from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
+
+Array = np.ndarray
+
+# FlashMLA's sparse MLA kernels (deepseek-ai/FlashMLA; the kernels SGLang's and vLLM's DSA
+# backends call) compute a fixed number of query heads and take a rank's fewer heads
+# zero-padded. The sparse prefill kernel (flash_mla_sparse_fwd, BF16) takes a multiple of 64
+# heads on SM90 and of 128 on SM100 (SGLang python/sglang/srt/layers/attention/nsa_backend.py
+# _forward_flashmla_sparse, "requires num_heads to be a multiple of 64 (Hopper) or 128
+# (Blackwell)"; vLLM vllm/v1/attention/backends/mla/flashmla_sparse.py pads its BF16 prefill the
+# same). The sparse decode kernel over the FP8 cache (flash_mla_with_kvcache with top-k indices)
+# runs 64 or 128 heads (vLLM flashmla_sparse.py: "FP8 decode kernel only supports h_q = 64 or
+# 128", _compute_fp8_decode_padded_heads: 64 where the rank has at most 64, else 128). GLM-5 at
+# TP 8 holds 8 heads a rank: its sparse core computes 64 on Hopper, 8x its own work.
+SPARSE_PREFILL_HEAD_MULTIPLE = {"hopper": 64, "blackwell": 128, "blackwell-ultra": 128}
+SPARSE_FP8_DECODE_HEADS = (64, 128)
+# Their math is BF16 whatever the cache (the FP8 cache is dequantized in the kernel) and their
+# compute-bound rates are published as fractions of the BF16 dense peak (deepseek-ai/FlashMLA
+# README, ../shared/reference/architectures.md section 1): sparse prefill 640 TFLOPS on H800
+# SXM5 and 1,450 on B200 (of 989.4 and 2,250: 0.647 and 0.644), sparse decode over the FP8 cache
+# 410 TFLOPS on H800 (0.414). The prefill kernel's rate prices a BF16 cache's decode through it.
+FLASHMLA_SPARSE_PREFILL_EFFICIENCY = 0.645
+FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = 0.414
+# the engines' DSA kernel families (``EngineConstants.dsa_kernels``):
+#   none: the sparse core computes the rank's own heads (TensorRT-LLM on Blackwell: its own
+#     sparse MLA kernels, which swap the MMA operands for TP's few heads, SwapsMmaAb, tech blog
+#     15 "Optimizing DeepSeek-V3.2 on NVIDIA Blackwell GPUs"; base and generic: no kernel);
+#   flashmla: FlashMLA's sparse kernels for every sparse pass, a BF16 cache decoding through the
+#     prefill kernel (vLLM's FlashMLASparse backend);
+#   flashmla_fa3: FlashMLA's for prefill and for decode over an FP8 cache, a BF16 cache
+#     decoding on its own heads (SGLang: FlashAttention-3 on Hopper, TensorRT-LLM's kernels on
+#     Blackwell, server_args._set_default_nsa_backends).
+# Other GPUs (AMD's, SM120) run other kernels: their own heads.
+# (specs.engine.DSA_KERNELS)
+
+
+def attention_rate_class(hw: HardwareSpec, compute_class: str) -> str:
+    """The tensor-core class attention math runs in: its own where native, else BF16's."""
+    cls = compute_class if hw.supports(compute_class) else "bf16"
+    return hw.compute_rate_class(cls)
+
+
+def decode_attention_efficiency(
+    hw: HardwareSpec, rate_class: str, eng: EngineConstants
+) -> DecodeKernel:
+    """Decode attention's kernel at ``rate_class`` (:func:`attention_rate_class`): the GPU file's
+    measured decode kernel of the engine's family (``attention_kernels``: ``efficiency.
+    attention_decode_<family>``) where it has one, else its default one (``efficiency.
+    attention_decode``: MLA decode kernels, whose 128 heads per latent KV make decode
+    compute-bound), else ``attn_prefill_efficiency`` as the compute fraction, no kernel terms."""
+    family = hw.attention_decode_kernels.get(eng.attention_kernels, {})
+    measured = family.get(rate_class) or hw.attention_decode_efficiency.get(rate_class)
+    if measured is not None:
+        return measured
+    src = "engine constant attn_prefill_efficiency (no measured decode kernel for this GPU)"
+    return DecodeKernel(eng.attn_prefill_efficiency, src)
+
+
+def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | None:
+    """The GPU file's measured rate at which the engine's GQA decode kernels read an FP8 KV cache
+    (``efficiency.fp8_kv_decode`` of ``gqa_decode_kernels``' family; a fraction of the datasheet
+    bandwidth at one byte per element), or None where the file measures none."""
+    return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
+
+
+def sparse_kernel(
+    hw: HardwareSpec, eng: EngineConstants, phase: str, fp8_cache: bool, heads: Array
+) -> tuple[Array, float | None]:
+    """(query heads, compute fraction of the BF16 peak) of the kernel a rank's DSA sparse core
+    runs in ``phase`` (``prefill`` or ``decode``) for its ``heads`` (elementwise), over an FP8
+    cache or not, on the engine's DSA kernels (``specs.engine.DSA_KERNELS``): FlashMLA's padded
+    heads and published rate on the GPUs it runs on (the comments above); else ``heads`` and
+    None (the engine's own attention kernel prices it).
+
+    Example: GLM-5 at TP 8 (8 heads a rank) on SGLang's kernels on an H200 computes 64 heads in
+    prefill at 0.645, 64 in decode over an FP8 cache at 0.414 and 8 over a BF16 one (its
+    FlashAttention-3 kernel, None)."""
+    h = np.asarray(heads, dtype=float)
+    step = SPARSE_PREFILL_HEAD_MULTIPLE.get(hw.architecture)
+    fam = eng.dsa_kernels
+    if fam == "none" or str(hw.vendor).lower() != "nvidia" or step is None:
+        return h, None
+    if phase == "decode" and fp8_cache:
+        low, high = SPARSE_FP8_DECODE_HEADS
+        return np.where(
+            h <= low, low, np.ceil(h / high) * high
+        ), FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY
+    if phase == "decode" and fam == "flashmla_fa3":
+        return h, None
+    return np.ceil(h / step) * step, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
