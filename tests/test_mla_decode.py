@@ -139,7 +139,7 @@ def test_engine_kernel_family_with_default_fallback():
     """SGLang runs FlashAttention-3 for MLA on Hopper and TensorRT-LLM's trtllm-gen kernels on
     Blackwell (docs.sglang.io, attention_backend): the H200 file's fa3 entry prices it there,
     the B200 file (no fa3 entry) its default kernel."""
-    from llm_codesign.cost import decode_attention_efficiency
+    from llm_codesign.attention_kernels import decode_attention_efficiency
 
     sglang, trtllm = load_engine("sglang"), load_engine("trtllm")
     h200, b200 = load_hardware("h200-sxm"), load_hardware("b200")

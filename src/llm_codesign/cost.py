@@ -501,7 +501,7 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     flops, pad, sparse = np.asarray(op.flops), 1.0, None
     if (h := op.meta.get("sparse_heads")) is not None:
         own = np.asarray(h, dtype=float)
-        padded, eff = sparse_kernel(hw, eng, op.phase, op.meta["fp8_cache"], own)
+        padded, eff = sparse_kernel(hw, eng, op.phase, op.meta.get("fp8_cache", False), own)
         on = op.meta.get("sparse_path", True) & (own > 0)
         pad = np.where(on, padded / np.maximum(own, 1e-30), 1.0)
         flops = flops * pad

@@ -141,10 +141,10 @@ def dsa_meta(
     model: ModelSpec, prec: Precision, g: LayerGroup, heads: Array, ctx_p: Array
 ) -> tuple[dict, dict]:
     """(decode, prefill) op meta of a layer's attention kernel that ``cost.attention_time`` pads
-    (``attention_kernels.sparse_kernel_heads``): for a DSA layer the rank's query heads, whether
+    (``attention_kernels.sparse_kernel``): for a DSA layer the rank's query heads, whether
     the cache is FP8 and, in prefill, whether the sparse core runs (:func:`sparse_prefill`);
-    empty for other layers."""
-    if g.mixer != "sparse":
+    empty for other layers (and a sparse GQA layer: no MLA kernel)."""
+    if g.mixer != "sparse" or model.attention.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}
     dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8}
     return dec, {**dec, "sparse_path": sparse_prefill(model, ctx_p)}

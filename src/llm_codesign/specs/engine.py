@@ -72,11 +72,12 @@ MOE_KERNELS = ("auto", "cutlass", "triton", "trtllm_gen", "deepgemm")
 # the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``): ``same`` = the
 # engine's ``moe_kernels``
 WEIGHT_ONLY_MOE_KERNELS = ("same", "cutlass", "triton")
-# MLA decode-attention kernel family (cost.decode_attention_efficiency): ``default`` = the GPU
-# file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the bundled files), else a
-# family the GPU file may measure apart (``efficiency.attention_decode_<family>``)
+# MLA decode-attention kernel family (attention_kernels.decode_attention_efficiency):
+# ``default`` = the GPU file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the
+# bundled files), else a family the GPU file may measure apart
+# (``efficiency.attention_decode_<family>``)
 ATTENTION_KERNELS = ("default", *ATTENTION_KERNEL_FAMILIES)
-# DeepSeek Sparse Attention's kernel family (attention_kernels.sparse_kernel_heads: the heads
+# DeepSeek Sparse Attention's kernel family (attention_kernels.sparse_kernel: the heads
 # each pads a rank's to, and which engine runs which)
 DSA_KERNELS = ("none", "flashmla", "flashmla_fa3")
 # GQA decode-attention kernel family (``cost.attention_time``): ``default`` = none the GPU files
@@ -158,8 +159,8 @@ class EngineConstants:
             tensor-parallel (``WEIGHT_ONLY_MOE_KERNELS``; ``moe_kernels.weight_only_tiles``):
             ``same`` keeps ``moe_kernels``.
         attention_kernels: the MLA decode-attention kernel family the engine runs
-            (``ATTENTION_KERNELS``; ``cost.decode_attention_efficiency``): a GPU file's entries
-            for that family where it has them, else its default entries.
+            (``ATTENTION_KERNELS``; ``attention_kernels.decode_attention_efficiency``): a GPU
+            file's entries for that family where it has them, else its default entries.
         dsa_kernels: the DeepSeek Sparse Attention kernels the engine runs (``DSA_KERNELS``).
         gqa_decode_kernels: the GQA decode-attention kernel family the engine runs
             (``GQA_DECODE_KERNELS``): a GPU file's measured FP8-cache read rate of that family
