@@ -439,6 +439,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "moe_kernels_weight_only",
         "attention_kernels",
         "gqa_decode_kernels",
+        "dsa_kernels",  # (the DSA kernels: attention_kernels.sparse_kernel)
         "expert_balancer",
         "kv_admission",
         "moe_partial_ep",
@@ -472,7 +473,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, moe_kernels_weight_only, attention_kernels, "
-            "gqa_decode_kernels, expert_balancer, "
+            "gqa_decode_kernels, dsa_kernels, expert_balancer, "
             "kv_admission and memory_budget state the engine's own behaviour (see "
             "kv_admission_source)"
         ),
