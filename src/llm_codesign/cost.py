@@ -498,19 +498,22 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     kernel pads them to, at that kernel's BF16 rate (``attention_kernels.sparse_kernel``), where
     it runs the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not)."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
-    flops, pad, sparse = np.asarray(op.flops), 1.0, None
+    flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:
         own = np.asarray(h, dtype=float)
         padded, eff = sparse_kernel(hw, eng, op.phase, op.meta.get("fp8_cache", False), own)
         on = op.meta.get("sparse_path", True) & (own > 0)
         pad = np.where(on, padded / np.maximum(own, 1e-30), 1.0)
         flops = flops * pad
-        if eff is not None:  # the sparse kernel's time where it runs (compute, BF16 math)
-            sparse = (on, flops / (hw.peak_flops(attention_rate_class(hw, "bf16")) * eff))
+        if eff is not None:  # where it runs, the sparse kernel's rate (BF16 math)
+            sparse_rate = hw.peak_flops("bf16") * eff
+
+    def rate(engine_rate: float) -> Array | float:
+        return engine_rate if sparse_rate is None else np.where(on, sparse_rate, engine_rate)
+
     if op.phase == "decode":
         kern = decode_attention_efficiency(hw, rate_class, eng)
-        compute = flops / (peak * kern.value)
-        compute = compute if sparse is None else np.where(sparse[0], sparse[1], compute)
+        compute = flops / rate(peak * kern.value)
         query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
         if query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
@@ -523,8 +526,7 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
             t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
-    compute, memory = flops / (peak * share), memory_time(op, hw, eng)
-    compute = compute if sparse is None else np.where(sparse[0], sparse[1], compute)
+    compute, memory = flops / rate(peak * share), memory_time(op, hw, eng)
     return np.maximum(compute, memory), compute, memory
 
 
