@@ -10,11 +10,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from llm_codesign import load_hardware, load_model, parse_precision
-from llm_codesign.attention_kernels import sparse_kernel
+from llm_codesign import (
+    ParallelPlan,
+    Workload,
+    estimate,
+    frontier,
+    load_hardware,
+    load_model,
+    parse_precision,
+)
+from llm_codesign.attention_kernels import sparse_fp8_cache_bytes, sparse_kernel
 from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import step_ops, step_shape
+from llm_codesign.report import launch_settings
+from llm_codesign.serving.memory import engine_kv_bytes
 from llm_codesign.specs.engine import load_engine
 
 H200, B200 = load_hardware("h200-sxm"), load_hardware("b200")
@@ -80,3 +90,70 @@ def test_padding_never_makes_the_sparse_core_faster():
 def test_an_unknown_family_is_refused_by_name():
     with pytest.raises(SpecError, match="dsa_kernels"):
         SGLANG.with_overrides(dsa_kernels="flashinfer")
+
+
+# FlashMLA's FP8 cache layout (deepseek-ai/FlashMLA README; SGLang's DSA pool and vLLM's
+# fp8_ds_mla): 512 FP8 latent values, 4 FP32 scales (one per 128), 64 BF16 RoPE values
+FLASHMLA_FP8_TOKEN = 512 * 1 + 4 * 4 + 64 * 2  # 656
+MODEL_FP8_TOKEN = 512 + 64  # the model's latent and RoPE at one byte each
+INDEXER_TOKEN = 128 + 4  # the indexer key: 128 FP8 values and one FP32 scale
+
+
+def test_flashmla_fp8_layout_by_hand():
+    assert sparse_fp8_cache_bytes(H200, SGLANG, 512, 64) == FLASHMLA_FP8_TOKEN == 656
+    assert sparse_fp8_cache_bytes(B200, VLLM, 512, 64) == 656
+    # TensorRT-LLM's per-tensor FP8 cache and other GPUs' kernels: the model's own
+    assert sparse_fp8_cache_bytes(H200, TRTLLM, 512, 64) is None
+    assert sparse_fp8_cache_bytes(load_hardware("mi355x"), SGLANG, 512, 64) is None
+
+
+@pytest.mark.parametrize("model_id", ["glm-5", "deepseek-v3.2"])
+def test_a_sequence_holds_flashmla_layout_over_fp8_cache_only(model_id):
+    m, ctx, one = load_model(model_id), np.array(9216.0), np.array(1)
+    plan = (np.array(8), one, np.array(False), one)  # TP 8: the latent is replicated
+
+    def held(eng, prec):
+        return float(engine_kv_bytes(m, H200, parse_precision(prec), eng, ctx, *plan))
+
+    layers = m.num_layers  # every layer of both is a DSA layer
+    assert held(TRTLLM, "fp8") == pytest.approx(layers * 9216 * (MODEL_FP8_TOKEN + INDEXER_TOKEN))
+    for eng in (SGLANG, VLLM):
+        assert held(eng, "fp8") == pytest.approx(
+            layers * 9216 * (FLASHMLA_FP8_TOKEN + INDEXER_TOKEN)
+        )
+        # a BF16 cache is the model's latent and RoPE at two bytes on every engine
+        assert held(eng, "fp8+bf16-kv") == pytest.approx(held(TRTLLM, "fp8+bf16-kv"))
+
+
+def test_the_fp8_decode_reads_the_layout():
+    op = _attention("decode", 8192.0)  # top-k keys a sequence, over the FP8 cache
+    none = SGLANG.with_overrides(dsa_kernels="none")
+    for eng in (SGLANG, VLLM):
+        flashmla = float(attention_time(op, H200, eng)[2])
+        assert flashmla == pytest.approx(
+            float(attention_time(op, H200, none)[2]) * FLASHMLA_FP8_TOKEN / MODEL_FP8_TOKEN
+        )
+    bf16 = _attention("decode", 8192.0, "fp8+bf16-kv")  # a BF16 cache: the model's bytes
+    assert float(attention_time(bf16, H200, SGLANG)[2]) == float(
+        attention_time(bf16, H200, none)[2]
+    )
+
+
+def test_fewer_sequences_fit_and_the_launch_files_say_why():
+    """GLM-5 on 8 x H200 with an FP8 cache: SGLang's layout holds more a sequence than the
+    model's own, so fewer fit; a point priced on TensorRT-LLM says so in SGLang's and vLLM's
+    launch files, naming the cause."""
+    plan, wl = ParallelPlan(tp=8), Workload(isl=8192, osl=1024, concurrency=8)
+    none = SGLANG.with_overrides(dsa_kernels="none")
+    flashmla, own = (
+        estimate("glm-5", "h200-sxm", "fp8", plan, wl, engine=e) for e in (SGLANG, none)
+    )
+    ratio = (FLASHMLA_FP8_TOKEN + INDEXER_TOKEN) / (MODEL_FP8_TOKEN + INDEXER_TOKEN)
+    assert flashmla.kv_cache_per_gpu_gb == pytest.approx(own.kv_cache_per_gpu_gb * ratio)
+    assert flashmla.max_concurrency < own.max_concurrency
+    fr = frontier("glm-5", "h200-sxm", num_gpus=8, precision="fp8", engine="trtllm", helix=False)
+    notes = [n for n in launch_settings(fr, int(fr.pareto[0]))["notes"] if "dsa_kernels" in n]
+    assert sorted(n.split()[0] for n in notes) == ["sglang", "vllm"]
+    assert all(f"{ratio:.2f}x" in n and "fewer sequences fit" in n for n in notes)
+    assert all("656 bytes a token against 576" in n for n in notes)
+    assert not any("windowed" in n for n in notes)

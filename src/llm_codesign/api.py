@@ -17,7 +17,7 @@ from .explore.operating import infeasible_text, queue_note
 from .explore.result import to_dataframe
 from .mixers import prefill_attention_efficiency
 from .moe_kernels import grouped_efficiency, moe_kernel_path
-from .ops import draft_layers, kv_bytes_per_sequence_per_gpu, step_shape
+from .ops import step_shape
 from .serving import (
     DisaggregatedResult,
     GridResult,
@@ -28,7 +28,7 @@ from .serving import (
     step_cost,
 )
 from .serving.balance import context_hold_note, holds_context
-from .serving.memory import rank_token_budget, scheduling_ranks, windowed_kv_note
+from .serving.memory import engine_kv_bytes, rank_token_budget, scheduling_ranks, windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import overlap_note, tokens_per_step
@@ -431,9 +431,10 @@ def mixer_savings(
 ) -> dict[str, Any] | None:
     """What a model's sparse or linear token mixers save against the same model with softmax
     attention in every layer (``ModelSpec.with_softmax_attention``), both drafting as ``spec``
-    says: KV/state bytes per sequence of ISL + OSL tokens on one GPU, the decode step's attention
-    time (one query a sequence) at the estimate's running batch (``running``; the baseline's loop
-    may keep another), TPOT and the concurrency that fits. None for a softmax-only model."""
+    says: KV/state bytes per sequence of ISL + OSL tokens on one GPU in the engine's cache
+    (``serving.memory.engine_kv_bytes``), the decode step's attention time (one query a
+    sequence) at the estimate's running batch (``running``; the baseline's loop may keep
+    another), TPOT and the concurrency that fits. None for a softmax-only model."""
     dense = m.with_softmax_attention()
     if dense is m:
         return None
@@ -441,8 +442,7 @@ def mixer_savings(
     ctx, axes = float(wl.isl + wl.osl), (plan.tp, plan.pp, plan.attention_dp, plan.cp)
     k = spec["spec_tokens"]
     mine, base = (
-        _scalar(kv_bytes_per_sequence_per_gpu(x, prec, ctx, *axes, drafts=draft_layers(x, k)))
-        for x in (m, dense)
+        _scalar(engine_kv_bytes(x, hw, prec, eng, np.asarray(ctx), *axes, k)) for x in (m, dense)
     )
     attn = est.breakdown["decode"]["attention"]
     plan_axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)

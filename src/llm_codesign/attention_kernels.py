@@ -34,6 +34,15 @@ SPARSE_FP8_DECODE_HEADS = (64, 128)
 # 410 TFLOPS on H800 (0.414). The prefill kernel's rate prices a BF16 cache's decode through it.
 FLASHMLA_SPARSE_PREFILL_EFFICIENCY = 0.645
 FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = 0.414
+# FlashMLA's sparse kernels read an FP8 cache in their own layout, which both engines store
+# (deepseek-ai/FlashMLA README, its FP8 format for sparse MLA): per token the kv_lora_rank
+# latent values in FP8, one FP32 scale per 128 of them and the RoPE part in BF16 (DeepSeek-V3.2
+# and GLM-5: 512 + 4 x 4 + 64 x 2 = 656 bytes, not the 576 of an FP8 latent and RoPE). SGLang's
+# DSA pool (mem_cache/memory_pool.py: nsa_kv_cache_store_fp8, kv_cache_dim 656 from
+# calculate_mla_kv_cache_dim; ROCm keeps the raw layout, sgl-project/sglang PR #22314) and
+# vLLM's fp8_ds_mla (flashmla_sparse.py get_kv_cache_shape: "custom storage format is 656
+# bytes").
+FLASHMLA_FP8_SCALE_GROUP = 128
 # the engines' DSA kernel families (``EngineConstants.dsa_kernels``):
 #   none: the sparse core computes the rank's own heads (TensorRT-LLM on Blackwell: its own
 #     sparse MLA kernels, which swap the MMA operands for TP's few heads, SwapsMmaAb, tech blog
@@ -101,3 +110,27 @@ def sparse_kernel(
     if phase == "decode" and fam == "flashmla_fa3":
         return h, None
     return np.ceil(h / step) * step, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
+
+
+def sparse_fp8_cache_bytes(
+    hw: HardwareSpec, eng: EngineConstants, kv_lora_rank: int, rope_dim: int
+) -> float | None:
+    """Bytes per token a DSA (sparse MLA) layer's FP8 cache holds on the engine's DSA kernels:
+    FlashMLA's layout (the comment above) where they run it, else None (the model's latent and
+    RoPE at one byte each: TensorRT-LLM's per-tensor FP8 cache, other GPUs' kernels).
+
+    Example: DeepSeek-V3.2's (kv_lora_rank 512, RoPE 64) on SGLang's or vLLM's kernels on an
+    H200 or a B200: 512 + 4 x 4 + 64 x 2 = 656 bytes."""
+    if eng.dsa_kernels == "none" or hw.architecture not in SPARSE_PREFILL_HEAD_MULTIPLE:
+        return None
+    scales = -(-kv_lora_rank // FLASHMLA_FP8_SCALE_GROUP)
+    return kv_lora_rank * 1.0 + 4.0 * scales + 2.0 * rope_dim
+
+
+def sparse_cache_scale(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> float:
+    """A DSA decode op's cache bytes in the engine's FP8 layout over the model's
+    (:func:`sparse_fp8_cache_bytes` over latent + RoPE at one byte each; ``meta``: the op's,
+    ``mixers.dsa_meta``); 1 for other ops and caches."""
+    dims = meta.get("latent")
+    own = sparse_fp8_cache_bytes(hw, eng, *dims) if dims and meta["fp8_cache"] else None
+    return 1.0 if own is None else own / float(sum(dims))

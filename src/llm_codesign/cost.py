@@ -37,6 +37,7 @@ from .attention_kernels import (
     attention_rate_class,
     decode_attention_efficiency,
     fp8_kv_decode_rate,
+    sparse_cache_scale,
     sparse_kernel,
 )
 from .comm import collective_time, fed_every_token, moe_comm_time
@@ -519,7 +520,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
             hbm = kern.hbm
         elif op.meta.get("fp8_kv") and (fp8 := fp8_kv_decode_rate(hw, eng)) is not None:
             hbm = min(hbm, fp8.value)
-        memory = np.asarray(op.bytes) / (hw.hbm_bytes_per_s * hbm)
+        nbytes = np.asarray(op.bytes) * sparse_cache_scale(hw, eng, op.meta)  # (DSA's layout)
+        memory = nbytes / (hw.hbm_bytes_per_s * hbm)
         t = np.maximum(compute, memory)
         if query_heads is not None:
             q = np.asarray(query_heads, dtype=float) * pad

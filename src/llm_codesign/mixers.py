@@ -142,11 +142,15 @@ def dsa_meta(
 ) -> tuple[dict, dict]:
     """(decode, prefill) op meta of a layer's attention kernel that ``cost.attention_time`` pads
     (``attention_kernels.sparse_kernel``): for a DSA layer the rank's query heads, whether
-    the cache is FP8 and, in prefill, whether the sparse core runs (:func:`sparse_prefill`);
-    empty for other layers (and a sparse GQA layer: no MLA kernel)."""
-    if g.mixer != "sparse" or model.attention.kind != "mla":  # (FlashMLA's kernels: MLA)
+    the cache is FP8, the (latent, RoPE) dims a cached token holds (its bytes in the engine's
+    layout: ``attention_kernels.sparse_fp8_cache_bytes``) and, in prefill, whether the sparse
+    core runs (:func:`sparse_prefill`); empty for other layers (and a sparse GQA layer: no MLA
+    kernel)."""
+    a = model.attention
+    if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}
-    dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8}
+    latent = (a.kv_lora_rank, a.qk_rope_head_dim)
+    dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent}
     return dec, {**dec, "sparse_path": sparse_prefill(model, ctx_p)}
 
 
@@ -271,12 +275,14 @@ def cache_bytes_per_layer(
     context: Array,
     atp: Array,
     window_share: float = 0.0,
+    sparse_latent: float | None = None,
 ) -> Array:
     """Bytes one sequence of ``context`` tokens holds in one layer of group ``g`` on one GPU:
     cached K/V (capped at the window, or ``window_share`` x the context where that is more: the
     share an engine's cache reserves for windowed layers, ``EngineConstants.windowed_kv_share``),
-    MLA latent (+ the indexer key for sparse layers), or the fixed recurrent state and
-    convolution window of a linear layer."""
+    MLA latent (+ the indexer key for sparse layers; ``sparse_latent``: a sparse layer's latent
+    bytes per token in the engine's layout, ``attention_kernels.sparse_fp8_cache_bytes``), or the
+    fixed recurrent state and convolution window of a linear layer."""
     if g.mixer == "none":
         return 0.0 * np.asarray(context, dtype=float) + 0.0 * atp
     if g.mixer == "linear":
@@ -294,5 +300,7 @@ def cache_bytes_per_layer(
             np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
         )
     if g.mixer == "sparse" and model.indexer is not None:
+        if a.kind == "mla" and sparse_latent is not None:
+            per_tok = sparse_latent + 0.0 * atp
         per_tok = per_tok + model.indexer.cache_bytes_per_token
     return ctx * per_tok

@@ -585,16 +585,16 @@ def kv_bytes_per_sequence_per_gpu(
     cp: Array,
     window_share: float = 0.0,
     drafts: int = 0,
+    sparse_latent: float | None = None,
 ) -> Array:
     """KV-cache (and recurrent-state) bytes one sequence of ``context`` tokens occupies on one
-    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer``
-    (``window_share``: the share of the context a windowed layer holds beside its window, 0 for
-    the window only; an engine's is ``mixers.windowed_share`` of its ``windowed_kv_share``),
+    GPU holding it: the sum over layer groups of ``mixers.cache_bytes_per_layer`` (its
+    ``window_share`` and ``sparse_latent``: an engine's, ``serving.memory.engine_kv_bytes``),
     with ``drafts`` MTP blocks' on the last stage (the engines cache their attention too)."""
     atp = np.where(attention_dp, 1, tp // cp)
     ctx = np.asarray(context, dtype=float)
-    total = 0.0
+    total, lay, mtp_g = 0.0, sparse_latent, mtp_group(model)
     for g in model.layer_groups:
-        total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share)
-    mtp = drafts * cache_bytes_per_layer(model, prec, mtp_group(model), ctx, atp) if drafts else 0
+        total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share, lay)
+    mtp = drafts * cache_bytes_per_layer(model, prec, mtp_g, ctx, atp, 0, lay) if drafts else 0
     return (total / pp + mtp) / cp

@@ -21,12 +21,14 @@ import yaml
 from ..comm import dispatch_family
 from ..errors import SpecError
 from ..explore import MODE_DISAGGREGATED, Frontier
+from ..mixers import windowed_share
 from ..serving.balance import holds_context
 from ..serving.memory import (
     RUNTIME_RESERVED_BYTES,
     engine_kv_bytes,
     fraction_ceiling,
     memory_fraction_for,
+    sparse_latent_bytes,
 )
 from ..serving.step import runs_without_overlap, speculating_engine
 from ..specs.context import context_note
@@ -310,24 +312,42 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
 
 
 def _windowed_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
-    """Where an offered engine holds the model's windowed attention layers otherwise than the
-    engine that priced the point (``mixers.windowed_share`` of its ``windowed_kv_share``), so
-    that a sequence of ISL + OSL tokens holds more or less KV: its batch fits differently in the
-    same memory. The ratio does not depend on the plan (every layer divides alike)."""
-    ctx = float(fr.isl + fr.osl)
+    """Where an offered engine's cache holds a sequence otherwise than the engine that priced
+    the point, so that a sequence of ISL + OSL tokens holds more or less KV and its batch fits
+    differently in the same memory: the model's windowed attention layers
+    (``mixers.windowed_share`` of ``windowed_kv_share``) or its DSA layers' FP8 latent in the
+    layout of the engine's DSA kernels (``serving.memory.sparse_latent_bytes``). The ratio does
+    not depend on the plan (every layer divides alike)."""
+    ctx, m, hw = float(fr.isl + fr.osl), fr.model, fr.hardware
 
     def held(eng: Any) -> float:  # on one GPU of TP1 (the ratio is the plan's)
-        return float(engine_kv_bytes(fr.model, prec, eng, ctx, 1, 1, False, 1))
+        return float(engine_kv_bytes(m, hw, prec, eng, ctx, 1, 1, False, 1))
+
+    def why(eng: Any) -> str:
+        parts = []
+        if windowed_share(m, eng.windowed_kv_share) != windowed_share(
+            m, fr.engine.windowed_kv_share
+        ):
+            parts.append("windowed attention layers: windowed_kv_share")
+        own = m.attention.kv_elements_per_token * prec.kv_bytes
+        theirs, ours = (sparse_latent_bytes(m, hw, prec, e) or own for e in (eng, fr.engine))
+        if theirs != ours:
+            parts.append(
+                f"DSA layers' FP8 latent in its kernels' layout, {theirs:.0f} bytes a token "
+                f"against {ours:.0f}: dsa_kernels"
+            )
+        return "; ".join(parts)
 
     priced = held(fr.engine)
     out = []
     for name in engines:
-        ratio = held(load_engine(name)) / max(priced, 1e-9)
+        eng = load_engine(name)
+        ratio = held(eng) / max(priced, 1e-9)
         if abs(ratio - 1.0) > 0.01:
             out.append(
                 f"{name} holds {ratio:.2f}x the KV a sequence of {fr.isl + fr.osl:,} tokens "
-                f"holds on {fr.engine.id}, which priced the point (windowed attention layers: "
-                f"windowed_kv_share), so {'fewer' if ratio > 1 else 'more'} sequences fit its cache"
+                f"holds on {fr.engine.id}, which priced the point ({why(eng)}), so "
+                f"{'fewer' if ratio > 1 else 'more'} sequences fit its cache"
             )
     return out
 

@@ -40,6 +40,7 @@ from .memory import (
     rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
+    sparse_latent_bytes,
 )
 from .step import (
     PipelinedStep,
@@ -236,12 +237,14 @@ def kv_transfer_time(
 ) -> tuple[Array, Array]:
     """(seconds to move one request's KV cache from its prefill to its decode worker, whether
     the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links;
-    with ``spec_tokens`` drafts, the MTP blocks' cache too (``ops.draft_layers``)."""
+    with ``spec_tokens`` drafts, the MTP blocks' cache too (``ops.draft_layers``); DSA layers'
+    FP8 latent in the layout of the engine's kernels (``memory.sparse_latent_bytes``)."""
     one, ctx = np.asarray(1), np.asarray(float(isl))
     drafts = draft_layers(model, spec_tokens)
+    lay = sparse_latent_bytes(model, hw, prec, eng)  # (DSA's FP8 cache in its kernels' layout)
     kv_req = float(
         kv_bytes_per_sequence_per_gpu(
-            model, prec, ctx, one, one, np.asarray(False), one, drafts=drafts
+            model, prec, ctx, one, one, np.asarray(False), one, drafts=drafts, sparse_latent=lay
         )
     )
     links = np.minimum(gpus_prefill, gpus_decode)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attention_kernels import sparse_fp8_cache_bytes
 from ..mixers import windowed_layers, windowed_share
 from ..ops import draft_layers, kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
@@ -258,7 +259,7 @@ def memory_fit(
     eng = for_gpu(eng, hw)
     plan = (tp, pp, ep, attention_dp, cp)
     w_bytes, workspace = weights_and_workspace(model, prec, eng, *plan, spec_tokens)
-    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp, spec_tokens)
+    kv_seq = engine_kv_bytes(model, hw, prec, eng, context, tp, pp, attention_dp, cp, spec_tokens)
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp), spec_tokens > 0)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
@@ -293,13 +294,14 @@ def static_batch_fits(
     """Whether a static batch of ``batch`` sequences of ``context`` tokens fits: the session
     benchmark reserves the full context per sequence and no chunked-prefill workspace."""
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp)
-    kv_seq = engine_kv_bytes(model, prec, eng, context, tp, pp, attention_dp, cp)
+    kv_seq = engine_kv_bytes(model, hw, prec, eng, context, tp, pp, attention_dp, cp)
     usable = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES, (tp, pp, attention_dp))
     return usable >= np.ceil(batch / scheduling_ranks(tp, attention_dp)) * kv_seq
 
 
 def engine_kv_bytes(
     model: ModelSpec,
+    hw: HardwareSpec,
     prec: Precision,
     eng: EngineConstants,
     context: Array,
@@ -309,14 +311,30 @@ def engine_kv_bytes(
     cp: Array,
     spec_tokens: int = 0,
 ) -> Array:
-    """KV bytes one sequence of ``context`` tokens holds on one GPU in this engine's cache: its
-    windowed layers hold ``mixers.windowed_share`` of the engine's ``windowed_kv_share``; with
-    ``spec_tokens`` drafts, the model's MTP blocks hold theirs."""
+    """KV bytes one sequence of ``context`` tokens holds on one GPU in this engine's cache on
+    ``hw``: its windowed layers hold ``mixers.windowed_share`` of the engine's
+    ``windowed_kv_share``, its DSA layers' FP8 latent the layout of the engine's DSA kernels
+    (:func:`sparse_latent_bytes`); with ``spec_tokens`` drafts, the model's MTP blocks hold
+    theirs."""
     share = windowed_share(model, eng.windowed_kv_share)
     ctx = np.asarray(context, dtype=float)
     drafts = draft_layers(model, spec_tokens)
     plan = (tp, pp, attention_dp, cp)
-    return kv_bytes_per_sequence_per_gpu(model, prec, ctx, *plan, share, drafts)
+    lay = sparse_latent_bytes(model, hw, prec, eng)
+    return kv_bytes_per_sequence_per_gpu(model, prec, ctx, *plan, share, drafts, lay)
+
+
+def sparse_latent_bytes(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants
+) -> float | None:
+    """Bytes per token a DSA (sparse MLA) layer's latent cache holds on the engine's DSA kernels
+    on ``hw`` where they store an FP8 cache in a layout of their own
+    (``attention_kernels.sparse_fp8_cache_bytes``: FlashMLA's 656 B for DeepSeek-V3.2 and
+    GLM-5); None where the model's own (latent + RoPE x the cache's element) holds."""
+    a = model.attention
+    if not prec.kv_fp8 or a.kind != "mla" or model.indexer is None:
+        return None
+    return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
 
 
 def windowed_kv_note(
@@ -336,8 +354,10 @@ def windowed_kv_note(
         return []
     args = tuple(np.asarray(v) for v in plan)
     context = float(kv_context(eng, wl.isl, wl.osl))
-    held = float(engine_kv_bytes(model, prec, eng, context, *args))
-    only = float(kv_bytes_per_sequence_per_gpu(model, prec, np.asarray(context), *args, 0.0))
+    held, only = (
+        float(kv_bytes_per_sequence_per_gpu(model, prec, np.asarray(context), *args, s))
+        for s in (share, 0.0)
+    )
     if held <= only * (1 + 1e-9):
         return []
     chunked = model.attention.chunked_window
