@@ -52,6 +52,21 @@ def test_flashmla_heads_and_rates_by_hand():
     assert sparse_kernel(load_hardware("mi355x"), SGLANG, "prefill", False, eight) == (8.0, None)
 
 
+def test_vllm_runs_few_heads_prompts_through_the_fp8_decode_kernel():
+    """vLLM's FlashMLASparse backend over an FP8 cache: below 32 heads a rank its prompt tokens
+    join the decode batch (FP8 decode kernel, 64 or 128 heads, 0.414); from 32 up the BF16
+    prefill kernel (64 a multiple on Hopper, 128 on Blackwell, 0.645). SGLang keeps the
+    prefill kernel; a BF16 cache keeps it on both."""
+    heads = np.array([8.0, 16.0, 31.0, 32.0, 64.0])
+    hopper, rate = sparse_kernel(H200, VLLM, "prefill", True, heads)
+    assert list(hopper) == [64.0, 64.0, 64.0, 64.0, 64.0]
+    assert list(rate) == [0.414, 0.414, 0.414, 0.645, 0.645]
+    blackwell, _ = sparse_kernel(B200, VLLM, "prefill", True, heads)
+    assert list(blackwell) == [64.0, 64.0, 64.0, 128.0, 128.0]
+    assert sparse_kernel(H200, SGLANG, "prefill", True, np.array(8.0)) == (64.0, 0.645)
+    assert sparse_kernel(B200, VLLM, "prefill", False, np.array(8.0)) == (128.0, 0.645)
+
+
 def _attention(phase: str, isl: float, precision: str = "fp8"):
     kw = {"decode_seqs": 16.0} if phase == "decode" else {"prefill_tokens": isl}
     shape = step_shape(8, 1, 1, 1, False, isl=isl, osl=1, **kw)

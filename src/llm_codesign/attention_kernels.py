@@ -27,6 +27,7 @@ Array = np.ndarray
 # TP 8 holds 8 heads a rank: its sparse core computes 64 on Hopper, 8x its own work.
 SPARSE_PREFILL_HEAD_MULTIPLE = {"hopper": 64, "blackwell": 128, "blackwell-ultra": 128}
 SPARSE_FP8_DECODE_HEADS = (64, 128)
+FP8_MIXED_BATCH_BELOW_HEADS = 32  # (flashmla: the family comment below)
 # Their math is BF16 whatever the cache (the FP8 cache is dequantized in the kernel) and their
 # compute-bound rates are published as fractions of the BF16 dense peak (deepseek-ai/FlashMLA
 # README, ../shared/reference/architectures.md section 1): sparse prefill 640 TFLOPS on H800
@@ -48,7 +49,9 @@ FLASHMLA_FP8_SCALE_GROUP = 128
 #     sparse MLA kernels, which swap the MMA operands for TP's few heads, SwapsMmaAb, tech blog
 #     15 "Optimizing DeepSeek-V3.2 on NVIDIA Blackwell GPUs"; base and generic: no kernel);
 #   flashmla: FlashMLA's sparse kernels for every sparse pass, a BF16 cache decoding through the
-#     prefill kernel (vLLM's FlashMLASparse backend);
+#     prefill kernel, and an FP8 cache's prompt tokens through the FP8 decode kernel where a rank
+#     holds fewer than 32 heads (vLLM's FlashMLASparse backend: its "mixed batch mode" below
+#     MIN_HEADS_FOR_BF16_PREFILL = 32, which spares TP's few heads the prefill kernel's padding);
 #   flashmla_fa3: FlashMLA's for prefill and for decode over an FP8 cache, a BF16 cache
 #     decoding on its own heads (SGLang: FlashAttention-3 on Hopper, TensorRT-LLM's kernels on
 #     Blackwell, server_args._set_default_nsa_backends).
@@ -87,7 +90,7 @@ def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | N
 
 def sparse_kernel(
     hw: HardwareSpec, eng: EngineConstants, phase: str, fp8_cache: bool, heads: Array
-) -> tuple[Array, float | None]:
+) -> tuple[Array, Array | float | None]:
     """(query heads, compute fraction of the BF16 peak) of the kernel a rank's DSA sparse core
     runs in ``phase`` (``prefill`` or ``decode``) for its ``heads`` (elementwise), over an FP8
     cache or not, on the engine's DSA kernels (``specs.engine.DSA_KERNELS``): FlashMLA's padded
@@ -96,20 +99,26 @@ def sparse_kernel(
 
     Example: GLM-5 at TP 8 (8 heads a rank) on SGLang's kernels on an H200 computes 64 heads in
     prefill at 0.645, 64 in decode over an FP8 cache at 0.414 and 8 over a BF16 one (its
-    FlashAttention-3 kernel, None)."""
+    FlashAttention-3 kernel, None); on vLLM's, over an FP8 cache, 64 in prefill at 0.414 (the
+    decode kernel: fewer than 32 heads a rank)."""
     h = np.asarray(heads, dtype=float)
     step = SPARSE_PREFILL_HEAD_MULTIPLE.get(hw.architecture)
     fam = eng.dsa_kernels
     if fam == "none" or step is None:  # (FlashMLA's GPUs: NVIDIA's SM90 and SM100 alone)
         return h, None
+    low, high = SPARSE_FP8_DECODE_HEADS
+    fp8_decode = np.where(h <= low, low, np.ceil(h / high) * high)
     if phase == "decode" and fp8_cache:
-        low, high = SPARSE_FP8_DECODE_HEADS
-        return np.where(
-            h <= low, low, np.ceil(h / high) * high
-        ), FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY
+        return fp8_decode, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY
     if phase == "decode" and fam == "flashmla_fa3":
         return h, None
-    return np.ceil(h / step) * step, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
+    prefill = np.ceil(h / step) * step
+    if fam == "flashmla" and fp8_cache and np.any(mixed := h < FP8_MIXED_BATCH_BELOW_HEADS):
+        rate = np.where(
+            mixed, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
+        )
+        return np.where(mixed, fp8_decode, prefill), rate
+    return prefill, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
 
 
 def sparse_fp8_cache_bytes(
