@@ -55,16 +55,21 @@ def test_flashmla_heads_and_rates_by_hand():
 def test_vllm_runs_few_heads_prompts_through_the_fp8_decode_kernel():
     """vLLM's FlashMLASparse backend over an FP8 cache: below 32 heads a rank its prompt tokens
     join the decode batch (FP8 decode kernel, 64 or 128 heads, 0.414); from 32 up the BF16
-    prefill kernel (64 a multiple on Hopper, 128 on Blackwell, 0.645). SGLang keeps the
-    prefill kernel; a BF16 cache keeps it on both."""
+    prefill kernel (64 a multiple on Hopper, 128 on Blackwell, 0.645). SGLang's flashmla_auto
+    runs an FP8 cache's prompts on the decode kernel on Hopper and on the prefill kernel on
+    Blackwell; a BF16 cache keeps the prefill kernel on both engines."""
     heads = np.array([8.0, 16.0, 31.0, 32.0, 64.0])
     hopper, rate = sparse_kernel(H200, VLLM, "prefill", True, heads)
     assert list(hopper) == [64.0, 64.0, 64.0, 64.0, 64.0]
     assert list(rate) == [0.414, 0.414, 0.414, 0.645, 0.645]
     blackwell, _ = sparse_kernel(B200, VLLM, "prefill", True, heads)
     assert list(blackwell) == [64.0, 64.0, 64.0, 128.0, 128.0]
-    assert sparse_kernel(H200, SGLANG, "prefill", True, np.array(8.0)) == (64.0, 0.645)
-    assert sparse_kernel(B200, VLLM, "prefill", False, np.array(8.0)) == (128.0, 0.645)
+    sglang_hopper, rate = sparse_kernel(H200, SGLANG, "prefill", True, heads)
+    assert list(sglang_hopper) == [64.0, 64.0, 64.0, 64.0, 64.0] and set(rate) == {0.414}
+    assert sparse_kernel(B200, SGLANG, "prefill", True, np.array(8.0)) == (128.0, 0.645)
+    for eng in (SGLANG, VLLM):
+        assert sparse_kernel(B200, eng, "prefill", False, np.array(8.0)) == (128.0, 0.645)
+        assert sparse_kernel(H200, eng, "prefill", False, np.array(8.0)) == (64.0, 0.645)
 
 
 def _attention(phase: str, isl: float, precision: str = "fp8"):
@@ -77,7 +82,9 @@ def _attention(phase: str, isl: float, precision: str = "fp8"):
 
 
 def test_padded_prefill_is_eight_times_the_work_at_flashmla_rate():
-    op = _attention("prefill", 8192.0)  # an 8k prompt: past top-k, the sparse core runs
+    # an 8k prompt over a BF16 cache (SGLang's on Hopper): past top-k, the sparse core runs on
+    # the prefill kernel
+    op = _attention("prefill", 8192.0, "fp8+bf16-kv")
     assert op.meta["sparse_heads"] == 8.0 and bool(op.meta["sparse_path"])
     _, compute, _ = attention_time(op, H200, SGLANG)
     by_hand = 8.0 * float(op.flops) / (H200.peak_flops("bf16") * 0.645)

@@ -54,7 +54,10 @@ FLASHMLA_FP8_SCALE_GROUP = 128
 #     MIN_HEADS_FOR_BF16_PREFILL = 32, which spares TP's few heads the prefill kernel's padding);
 #   flashmla_fa3: FlashMLA's for prefill and for decode over an FP8 cache, a BF16 cache
 #     decoding on its own heads (SGLang: FlashAttention-3 on Hopper, TensorRT-LLM's kernels on
-#     Blackwell, server_args._set_default_nsa_backends).
+#     Blackwell, server_args._set_default_nsa_backends); over an FP8 cache its prefill backend
+#     flashmla_auto runs Hopper's prompts on the FP8 decode kernel (flashmla_kv) and
+#     Blackwell's fresh ones on the prefill kernel (nsa_backend.set_nsa_prefill_impl: flashmla_
+#     sparse where the batch's KV tokens are under 512 x its query tokens).
 # Other GPUs (AMD's, SM120) run other kernels: their own heads.
 # (specs.engine.DSA_KERNELS)
 
@@ -97,10 +100,10 @@ def sparse_kernel(
     heads and published rate on the GPUs it runs on (the comments above); else ``heads`` and
     None (the engine's own attention kernel prices it).
 
-    Example: GLM-5 at TP 8 (8 heads a rank) on SGLang's kernels on an H200 computes 64 heads in
-    prefill at 0.645, 64 in decode over an FP8 cache at 0.414 and 8 over a BF16 one (its
-    FlashAttention-3 kernel, None); on vLLM's, over an FP8 cache, 64 in prefill at 0.414 (the
-    decode kernel: fewer than 32 heads a rank)."""
+    Example: GLM-5 at TP 8 (8 heads a rank) on SGLang's kernels on an H200 computes, over a
+    BF16 cache, 64 heads in prefill at 0.645 and 8 in decode (its FlashAttention-3 kernel,
+    None); over an FP8 cache 64 in both at 0.414 (the FP8 decode kernel), as on vLLM's (fewer
+    than 32 heads a rank)."""
     h = np.asarray(heads, dtype=float)
     step = SPARSE_PREFILL_HEAD_MULTIPLE.get(hw.architecture)
     fam = eng.dsa_kernels
@@ -113,11 +116,15 @@ def sparse_kernel(
     if phase == "decode" and fam == "flashmla_fa3":
         return h, None
     prefill = np.ceil(h / step) * step
-    if fam == "flashmla" and fp8_cache and np.any(mixed := h < FP8_MIXED_BATCH_BELOW_HEADS):
+    # prompts over an FP8 cache on the FP8 decode kernel: vLLM's below 32 heads a rank, SGLang's
+    # on Hopper (the family comments above)
+    hopper = np.full(h.shape, hw.architecture == "hopper")
+    on_decode = h < FP8_MIXED_BATCH_BELOW_HEADS if fam == "flashmla" else hopper
+    if fp8_cache and np.any(on_decode):
         rate = np.where(
-            mixed, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
+            on_decode, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
         )
-        return np.where(mixed, fp8_decode, prefill), rate
+        return np.where(on_decode, fp8_decode, prefill), rate
     return prefill, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
 
 
