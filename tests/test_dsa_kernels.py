@@ -1,7 +1,8 @@
 """DeepSeek Sparse Attention's sparse core on the engines' kernels: FlashMLA pads a rank's query
 heads (prefill to a multiple of 64 on Hopper and 128 on Blackwell, decode over an FP8 cache to
 64 or 128) and runs BF16 math at its published rates (``attention_kernels.sparse_kernel``, read
-by ``cost.attention_time``)."""
+by ``cost.attention_time``), which kernel runs a prompt over an FP8 cache, and the FP8 cache in
+FlashMLA's layout (656 bytes a token: ``attention_kernels.sparse_fp8_cache_bytes``)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_flashmla_heads_and_rates_by_hand():
     assert sparse_kernel(load_hardware("mi355x"), SGLANG, "prefill", False, eight) == (8.0, None)
 
 
-def test_vllm_runs_few_heads_prompts_through_the_fp8_decode_kernel():
+def test_fp8_cache_prompts_run_the_engines_kernels():
     """vLLM's FlashMLASparse backend over an FP8 cache: below 32 heads a rank its prompt tokens
     join the decode batch (FP8 decode kernel, 64 or 128 heads, 0.414); from 32 up the BF16
     prefill kernel (64 a multiple on Hopper, 128 on Blackwell, 0.645). SGLang's flashmla_auto
@@ -179,3 +180,27 @@ def test_fewer_sequences_fit_and_the_launch_files_say_why():
     assert all(f"{ratio:.2f}x" in n and "fewer sequences fit" in n for n in notes)
     assert all("656 bytes a token against 576" in n for n in notes)
     assert not any("windowed" in n for n in notes)
+
+
+def test_fp8_prompts_priced_per_kernel_through_the_cost_model():
+    """An 8k prompt over an FP8 cache at 8 and 32 heads a rank on vLLM on an H200: the 8-head
+    rank runs the FP8 decode kernel (64 heads at 0.414), the 32-head one the prefill kernel (64
+    heads at 0.645): compute = padded FLOPs over the BF16 peak x that rate, by hand."""
+    op = _attention("prefill", 8192.0)
+    flops = float(op.flops)
+    heads = np.array([8.0, 32.0])
+    both = replace(op, meta={**op.meta, "sparse_heads": heads})
+    _, compute, _ = attention_time(both, H200, VLLM)
+    peak = H200.peak_flops("bf16")
+    assert compute[0] == pytest.approx(flops * 64 / 8 / (peak * 0.414), rel=1e-12)
+    assert compute[1] == pytest.approx(flops * 64 / 32 / (peak * 0.645), rel=1e-12)
+
+
+def test_the_decode_read_scales_by_bytes_per_element():
+    """An MXFP8 cache (1.03125 bytes an element, FP8 too) stores FlashMLA's 656-byte layout on
+    SGLang's kernels: the decode read is 656 bytes a token, not 656 x 1.03125."""
+    op = _attention("decode", 8192.0, "fp8+mxfp8-kv")
+    none = SGLANG.with_overrides(dsa_kernels="none")
+    own = float(attention_time(op, H200, none)[2])  # the model's 576 x 1.03125 bytes a token
+    flashmla = float(attention_time(op, H200, SGLANG)[2])
+    assert flashmla == pytest.approx(own * 656 / (576 * 1.03125))

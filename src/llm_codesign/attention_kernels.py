@@ -51,7 +51,7 @@ FLASHMLA_FP8_SCALE_GROUP = 128
 #   flashmla: FlashMLA's sparse kernels for every sparse pass, a BF16 cache decoding through the
 #     prefill kernel, and an FP8 cache's prompt tokens through the FP8 decode kernel where a rank
 #     holds fewer than 32 heads (vLLM's FlashMLASparse backend: its "mixed batch mode" below
-#     MIN_HEADS_FOR_BF16_PREFILL = 32, which spares TP's few heads the prefill kernel's padding);
+#     MIN_HEADS_FOR_BF16_PREFILL = 32: on Blackwell 64 heads instead of the prefill kernel's 128);
 #   flashmla_fa3: FlashMLA's for prefill and for decode over an FP8 cache, a BF16 cache
 #     decoding on its own heads (SGLang: FlashAttention-3 on Hopper, TensorRT-LLM's kernels on
 #     Blackwell, server_args._set_default_nsa_backends); over an FP8 cache its prefill backend
@@ -145,8 +145,10 @@ def sparse_fp8_cache_bytes(
 
 def sparse_cache_scale(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> float:
     """A DSA decode op's cache bytes in the engine's FP8 layout over the model's
-    (:func:`sparse_fp8_cache_bytes` over latent + RoPE at one byte each; ``meta``: the op's,
-    ``mixers.dsa_meta``); 1 for other ops and caches."""
+    (:func:`sparse_fp8_cache_bytes` over latent + RoPE at the cache's bytes per element;
+    ``meta``: the op's, ``mixers.dsa_meta``); 1 for other ops and caches. The capacity's side
+    of the same rule: ``serving.memory.sparse_latent_bytes``. (A prompt the FP8 decode kernel
+    runs reads the layout too; its bytes stay the model's: that kernel is compute-bound there.)"""
     dims = meta.get("latent")
     own = sparse_fp8_cache_bytes(hw, eng, *dims) if dims and meta["fp8_cache"] else None
-    return 1.0 if own is None else own / float(sum(dims))
+    return 1.0 if own is None else own / (float(sum(dims)) * meta["kv"])

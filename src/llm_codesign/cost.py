@@ -497,7 +497,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``.
     DSA's sparse core (``meta["sparse_heads"]``: the rank's query heads) computes the heads its
     kernel pads them to, at that kernel's BF16 rate (``attention_kernels.sparse_kernel``), where
-    it runs the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not)."""
+    it runs the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not),
+    and its decode reads an FP8 cache in their layout (``attention_kernels.sparse_cache_scale``)."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:

@@ -142,15 +142,16 @@ def dsa_meta(
 ) -> tuple[dict, dict]:
     """(decode, prefill) op meta of a layer's attention kernel that ``cost.attention_time`` pads
     (``attention_kernels.sparse_kernel``): for a DSA layer the rank's query heads, whether
-    the cache is FP8, the (latent, RoPE) dims a cached token holds (its bytes in the engine's
-    layout: ``attention_kernels.sparse_fp8_cache_bytes``) and, in prefill, whether the sparse
+    the cache is FP8, the (latent, RoPE) dims a cached token holds and the cache's bytes per
+    element (its bytes in the engine's layout: ``attention_kernels.sparse_cache_scale``) and, in
+    prefill, whether the sparse
     core runs (:func:`sparse_prefill`); empty for other layers (and a sparse GQA layer: no MLA
     kernel)."""
     a = model.attention
     if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}
     latent = (a.kv_lora_rank, a.qk_rope_head_dim)
-    dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent}
+    dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent, "kv": prec.kv_bytes}
     return dec, {**dec, "sparse_path": sparse_prefill(model, ctx_p)}
 
 

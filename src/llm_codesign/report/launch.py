@@ -311,7 +311,7 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     return s
 
 
-def _windowed_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
+def _kv_held_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
     """Where an offered engine's cache holds a sequence otherwise than the engine that priced
     the point, so that a sequence of ISL + OSL tokens holds more or less KV and its batch fits
     differently in the same memory: the model's windowed attention layers
@@ -517,7 +517,7 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
             )
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
-    notes += _windowed_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
+    notes += _kv_held_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
     which = [ENGINE_NAMES.get(e, e) for e in x.engines if not mtp_layers(fr.model, e)]
     if spec and which:
         notes.append(
