@@ -359,9 +359,10 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
 
 def _infeasible_note(e: Estimate) -> list[str]:
     """The note of an estimate without a prediction: why (``explore.infeasible_text``)."""
+    if e.feasible:
+        return []
     args = (e.model, e.hardware, e.precision, e.engine, e.plan, e.reason, e.max_concurrency)
-    why = "" if e.feasible else infeasible_text(*args)
-    return [] if e.feasible else [f"infeasible: {why}; the numbers are not a prediction"]
+    return [f"infeasible: {infeasible_text(*args)}; the numbers are not a prediction"]
 
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
@@ -441,9 +442,7 @@ def mixer_savings(
     r = _evaluate_one(dense, hw, prec, eng, plan, wl, **spec)
     ctx, axes = float(wl.isl + wl.osl), (plan.tp, plan.pp, plan.attention_dp, plan.cp)
     k = spec["spec_tokens"]
-    mine, base = (
-        _scalar(engine_kv_bytes(x, hw, prec, eng, np.asarray(ctx), *axes, k)) for x in (m, dense)
-    )
+    mine, base = (_scalar(engine_kv_bytes(x, hw, prec, eng, ctx, *axes, k)) for x in (m, dense))
     attn = est.breakdown["decode"]["attention"]
     plan_axes = dict(tp=plan.tp, pp=plan.pp, ep=plan.ep, cp=plan.cp, attention_dp=plan.attention_dp)
     base_step = pipelined_step(

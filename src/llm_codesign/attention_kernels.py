@@ -12,6 +12,8 @@ import numpy as np
 
 from .specs.engine import EngineConstants
 from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
+from .specs.model import ModelSpec
+from .specs.precision import Precision
 
 Array = np.ndarray
 
@@ -91,6 +93,12 @@ def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | N
     return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
 
 
+def flashmla_runs(hw: HardwareSpec, eng: EngineConstants) -> bool:
+    """Whether the engine's DSA kernels are FlashMLA's on ``hw`` (``dsa_kernels`` other than
+    ``none``, on the GPUs FlashMLA runs on: NVIDIA's SM90 and SM100 alone)."""
+    return eng.dsa_kernels != "none" and hw.architecture in SPARSE_PREFILL_HEAD_MULTIPLE
+
+
 def sparse_kernel(
     hw: HardwareSpec, eng: EngineConstants, phase: str, fp8_cache: bool, heads: Array
 ) -> tuple[Array, Array | float | None]:
@@ -105,10 +113,9 @@ def sparse_kernel(
     None); over an FP8 cache 64 in both at 0.414 (the FP8 decode kernel), as on vLLM's (fewer
     than 32 heads a rank)."""
     h = np.asarray(heads, dtype=float)
-    step = SPARSE_PREFILL_HEAD_MULTIPLE.get(hw.architecture)
-    fam = eng.dsa_kernels
-    if fam == "none" or step is None:  # (FlashMLA's GPUs: NVIDIA's SM90 and SM100 alone)
+    if not flashmla_runs(hw, eng):
         return h, None
+    step, fam = SPARSE_PREFILL_HEAD_MULTIPLE[hw.architecture], eng.dsa_kernels
     low, high = SPARSE_FP8_DECODE_HEADS
     fp8_decode = np.where(h <= low, low, np.ceil(h / high) * high)
     if phase == "decode" and fp8_cache:
@@ -118,8 +125,10 @@ def sparse_kernel(
     prefill = np.ceil(h / step) * step
     # prompts over an FP8 cache on the FP8 decode kernel: vLLM's below 32 heads a rank, SGLang's
     # on Hopper (the family comments above)
-    hopper = np.full(h.shape, hw.architecture == "hopper")
-    on_decode = h < FP8_MIXED_BATCH_BELOW_HEADS if fam == "flashmla" else hopper
+    if fam == "flashmla":
+        on_decode = h < FP8_MIXED_BATCH_BELOW_HEADS
+    else:
+        on_decode = np.full(h.shape, hw.architecture == "hopper")
     if fp8_cache and np.any(on_decode):
         rate = np.where(
             on_decode, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
@@ -137,17 +146,30 @@ def sparse_fp8_cache_bytes(
 
     Example: DeepSeek-V3.2's (kv_lora_rank 512, RoPE 64) on SGLang's or vLLM's kernels on an
     H200 or a B200: 512 + 4 x 4 + 64 x 2 = 656 bytes."""
-    if eng.dsa_kernels == "none" or hw.architecture not in SPARSE_PREFILL_HEAD_MULTIPLE:
+    if not flashmla_runs(hw, eng):
         return None
     scales = -(-kv_lora_rank // FLASHMLA_FP8_SCALE_GROUP)
     return kv_lora_rank * 1.0 + 4.0 * scales + 2.0 * rope_dim
+
+
+def sparse_latent_bytes(
+    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants
+) -> float | None:
+    """Bytes per token a DSA (sparse MLA) layer's latent cache holds on the engine's DSA kernels
+    on ``hw`` where they store an FP8 cache in a layout of their own
+    (:func:`sparse_fp8_cache_bytes`: FlashMLA's 656 B for DeepSeek-V3.2 and
+    GLM-5); None where the model's own (latent + RoPE x the cache's element) holds."""
+    a = model.attention
+    if not prec.kv_fp8 or a.kind != "mla" or model.indexer is None:
+        return None
+    return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
 
 
 def sparse_cache_scale(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> float:
     """A DSA decode op's cache bytes in the engine's FP8 layout over the model's
     (:func:`sparse_fp8_cache_bytes` over latent + RoPE at the cache's bytes per element;
     ``meta``: the op's, ``mixers.dsa_meta``); 1 for other ops and caches. The capacity's side
-    of the same rule: ``serving.memory.sparse_latent_bytes``. (A prompt the FP8 decode kernel
+    of the same rule: :func:`sparse_latent_bytes`. (A prompt the FP8 decode kernel
     runs reads the layout too; its bytes stay the model's: that kernel is compute-bound there.)"""
     dims = meta.get("latent")
     own = sparse_fp8_cache_bytes(hw, eng, *dims) if dims and meta["fp8_cache"] else None

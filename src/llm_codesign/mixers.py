@@ -144,9 +144,8 @@ def dsa_meta(
     (``attention_kernels.sparse_kernel``): for a DSA layer the rank's query heads, whether
     the cache is FP8, the (latent, RoPE) dims a cached token holds and the cache's bytes per
     element (its bytes in the engine's layout: ``attention_kernels.sparse_cache_scale``) and, in
-    prefill, whether the sparse
-    core runs (:func:`sparse_prefill`); empty for other layers (and a sparse GQA layer: no MLA
-    kernel)."""
+    prefill, whether the sparse core runs (:func:`sparse_prefill`); empty for other layers (and
+    a sparse GQA layer: no MLA kernel)."""
     a = model.attention
     if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}

@@ -593,7 +593,7 @@ def kv_bytes_per_sequence_per_gpu(
     with ``drafts`` MTP blocks' on the last stage (the engines cache their attention too)."""
     atp = np.where(attention_dp, 1, tp // cp)
     ctx = np.asarray(context, dtype=float)
-    total, lay, mtp_g = 0.0, sparse_latent, mtp_group(model)
+    total, lay, mtp_g = 0.0, sparse_latent, (mtp_group(model) if drafts else None)
     for g in model.layer_groups:
         total = total + g.count * cache_bytes_per_layer(model, prec, g, ctx, atp, window_share, lay)
     mtp = drafts * cache_bytes_per_layer(model, prec, mtp_g, ctx, atp, 0, lay) if drafts else 0

@@ -36,7 +36,7 @@ from ..explore.runner import POOL_STOP_TIMEOUT_S, _stop, _worker_signals, defaul
 from ..outputs import write_text
 from ..report.launch_data import gpus_per_node
 from ..serving.memory import scheduling_ranks
-from ..specs.engine import EngineConstants, load_engine
+from ..specs.engine import CHOICES, EngineConstants, load_engine
 from ..specs.hardware import load_hardware
 from ..specs.model import load_model
 from ..validate import MappedRow, map_row, metric_class, predict_rows, read_measurements
@@ -433,15 +433,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
     d: dict[str, Any] = {"id": eng.id}
     for name in FIT_SPACE:
         d[name] = _stored(getattr(eng, name), result.bounds.get(name))
-    keep = {
-        "moe_comm",
-        "moe_kernels",
-        "moe_kernels_weight_only",
-        "attention_kernels",
-        "gqa_decode_kernels",
-        "dsa_kernels",  # (the DSA kernels: attention_kernels.sparse_kernel)
-        "expert_balancer",
-        "kv_admission",
+    # the kernel families and conventions (specs.engine.CHOICES) and the unfitted constants
+    keep = {name for name, _, _ in CHOICES} | {
         "moe_partial_ep",
         "pp_prefill_overlap",
         "recurrent_state_overlap",
@@ -449,17 +442,13 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "windowed_kv_share",
         "adp_balance_timeout_iters",
         "adp_balance_wait_iters",
-        "adp_balance_kind",  # (whose hold: TensorRT-LLM's executor or SGLang's delayer)
         "batch_wait_timeout_iters",
         "batch_wait_max_tokens_ratio",
         "network_latency_s",
         "comm_efficiency",
         "max_num_tokens",
         "memory_utilization",
-        "memory_budget",
         "max_batch_size",
-        "gpu_defaults",  # (whose rule fills the limits at 0 for each GPU)
-        "token_budget_scope",  # (whose max_num_tokens: a rank's or the server's)
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
     }
     for name in sorted(keep):

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..attention_kernels import sparse_latent_bytes
 from ..comm import dispatch_family
 from ..errors import SpecError
 from ..explore import MODE_DISAGGREGATED, Frontier
@@ -28,7 +29,6 @@ from ..serving.memory import (
     engine_kv_bytes,
     fraction_ceiling,
     memory_fraction_for,
-    sparse_latent_bytes,
 )
 from ..serving.step import runs_without_overlap, speculating_engine
 from ..specs.context import context_note
@@ -316,7 +316,7 @@ def _kv_held_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
     the point, so that a sequence of ISL + OSL tokens holds more or less KV and its batch fits
     differently in the same memory: the model's windowed attention layers
     (``mixers.windowed_share`` of ``windowed_kv_share``) or its DSA layers' FP8 latent in the
-    layout of the engine's DSA kernels (``serving.memory.sparse_latent_bytes``). The ratio does
+    layout of the engine's DSA kernels (``attention_kernels.sparse_latent_bytes``). The ratio does
     not depend on the plan (every layer divides alike)."""
     ctx, m, hw = float(fr.isl + fr.osl), fr.model, fr.hardware
 

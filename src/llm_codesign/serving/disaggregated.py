@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..attention_kernels import sparse_latent_bytes
 from ..comm import collective_time
 from ..errors import SpecError
 from ..ops import OP_CLASSES, draft_layers, kv_bytes_per_sequence_per_gpu, step_shape
@@ -40,7 +41,6 @@ from .memory import (
     rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
-    sparse_latent_bytes,
 )
 from .step import (
     PipelinedStep,
@@ -238,7 +238,7 @@ def kv_transfer_time(
     """(seconds to move one request's KV cache from its prefill to its decode worker, whether
     the deployment fits in one scale-up domain): the bytes over min(g_p, g_d) parallel links;
     with ``spec_tokens`` drafts, the MTP blocks' cache too (``ops.draft_layers``); DSA layers'
-    FP8 latent in the layout of the engine's kernels (``memory.sparse_latent_bytes``)."""
+    FP8 latent in the layout of the engine's kernels (``attention_kernels.sparse_latent_bytes``)."""
     one, ctx = np.asarray(1), np.asarray(float(isl))
     drafts = draft_layers(model, spec_tokens)
     lay = sparse_latent_bytes(model, hw, prec, eng)  # (DSA's FP8 cache in its kernels' layout)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attention_kernels import sparse_fp8_cache_bytes
+from ..attention_kernels import sparse_latent_bytes
 from ..mixers import windowed_layers, windowed_share
 from ..ops import draft_layers, kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
@@ -314,27 +314,14 @@ def engine_kv_bytes(
     """KV bytes one sequence of ``context`` tokens holds on one GPU in this engine's cache on
     ``hw``: its windowed layers hold ``mixers.windowed_share`` of the engine's
     ``windowed_kv_share``, its DSA layers' FP8 latent the layout of the engine's DSA kernels
-    (:func:`sparse_latent_bytes`); with ``spec_tokens`` drafts, the model's MTP blocks hold
-    theirs."""
+    (``attention_kernels.sparse_latent_bytes``); with ``spec_tokens`` drafts, the model's MTP
+    blocks hold theirs."""
     share = windowed_share(model, eng.windowed_kv_share)
     ctx = np.asarray(context, dtype=float)
     drafts = draft_layers(model, spec_tokens)
     plan = (tp, pp, attention_dp, cp)
     lay = sparse_latent_bytes(model, hw, prec, eng)
     return kv_bytes_per_sequence_per_gpu(model, prec, ctx, *plan, share, drafts, lay)
-
-
-def sparse_latent_bytes(
-    model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants
-) -> float | None:
-    """Bytes per token a DSA (sparse MLA) layer's latent cache holds on the engine's DSA kernels
-    on ``hw`` where they store an FP8 cache in a layout of their own
-    (``attention_kernels.sparse_fp8_cache_bytes``: FlashMLA's 656 B for DeepSeek-V3.2 and
-    GLM-5); None where the model's own (latent + RoPE x the cache's element) holds."""
-    a = model.attention
-    if not prec.kv_fp8 or a.kind != "mla" or model.indexer is None:
-        return None
-    return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
 
 
 def windowed_kv_note(
