@@ -181,15 +181,29 @@ def checkpoint_for(
         }
     step, out = _quantize_step(model, prec, key, native, hw)
     if key == "fp8" and native == "bf16":
+        # a published export of the family in other weights (Qwen's and Z.ai's block-scaled
+        # FP8) is what naming it prices and serves; this precision's weights it does not store
+        said = f"no known published FP8 checkpoint of {own}"
+        for r in deploy_file()["checkpoints"]:
+            stated = {"quantization_config": r.get("quantization_config") or {}}
+            if (r["model"], r["precision"]) == (model.id, key) and (
+                reading := checkpoint_precision(stated)
+            ):
+                said = (
+                    f"{r['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
+                    f"{r['checkpoint']} prices and serves them), not in this precision's "
+                    f"{prec.weights.id} weights"
+                )
+                break
         return {
             **base,
             "id": own,
             "how": "online",
             "quant_method": "",
             "step": step,
-            "note": f"no known published FP8 checkpoint of {own}: vLLM and SGLang quantize its "
-            "BF16 weights to FP8 at load (--quantization fp8, per-tensor dynamic); TensorRT-LLM "
-            f"loads the output of the quantization step ({out})",
+            "note": f"{said}: vLLM and SGLang quantize its BF16 weights to FP8 at load "
+            "(--quantization fp8, per-tensor dynamic); TensorRT-LLM loads the output of the "
+            f"quantization step ({out})",
             "quantized_id": out,
         }
     if step:

@@ -46,6 +46,21 @@ HF_QUANT_CONFIG_KEY = "hf_quant_config"
 
 Reading = tuple[str, str]  # (precision string, reason)
 
+# A published quantized export names its format (nvidia/DeepSeek-R1-0528-FP4-v2,
+# zai-org/GLM-5-FP8, nvidia/Qwen3-235B-A22B-NVFP4, ...-GPTQ-Int4): the word, the preset that
+# prices that format and whether a weight format is it. A name read here with no
+# quantization_config to say the rest (scales, activations, KV) is priced as the checkpoint the
+# table has, with a note saying so (``unread_export``), not silently
+EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...] = tuple(
+    (re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])", re.I), word, preset, is_format)
+    for words, word, preset, is_format in (
+        ("mxfp4", "MXFP4", "mxfp4", lambda w: w.id == "mxfp4"),
+        ("nvfp4|fp4", "NVFP4", "nvfp4", lambda w: w.id == "nvfp4"),
+        ("fp8", "FP8", "fp8", lambda w: w.element == "e4m3"),
+        ("int4|awq|gptq|w4a16", "INT4", "w4a16", lambda w: w.id.startswith("int4")),
+    )
+)
+
 
 def _compose(base: str, **roles: str) -> str:
     """``base`` plus a ``+FORMAT-ROLE`` override for each role whose format differs from the
@@ -322,6 +337,31 @@ def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False, eight_bit: bool = 
     return "mxfp4-a8" if not sixteen_bit and (own or (path and eight_bit)) else "mxfp4-a16"
 
 
+def unread_export(spec: ModelSpec, reading: Reading | None = None) -> str:
+    """Why a model's name is not the checkpoint priced: ``spec.name`` names a quantized export
+    (``EXPORT_NAMES``) whose weight format neither a bundled ``quantization_config`` of that name
+    (``named_checkpoints``) nor the model's own states; "" otherwise. ``reading``: the spec's
+    :func:`checkpoint_precision`.
+
+    Example:
+        >>> from .model import load_model
+        >>> unread_export(load_model("nvidia/Llama-3.3-70B-Instruct-FP4"))[:60]
+        'nvidia/Llama-3.3-70B-Instruct-FP4 names an NVFP4 export whos'
+    """
+    found = next((e for e in EXPORT_NAMES if e[0].search(spec.name)), None)
+    if found is None:
+        return ""
+    _, word, preset, is_format = found
+    reading = reading or checkpoint_precision(spec.config)
+    if reading is not None and is_format(parse_precision(reading[0]).weights):
+        return ""
+    priced = f"the model's own {reading[0]}" if reading else "bf16, the model's own"
+    return (
+        f"{spec.name} names an {word} export whose quantization_config is not bundled "
+        f"(data/launch/deploy.yaml): priced at {priced}; pass -p {preset} to price that format"
+    )
+
+
 def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Reading:
     """The precision a model is served at when none is given: the checkpoint's own when its
     config states one this reader knows, else ``bf16``; with a note saying which (empty for an
@@ -337,6 +377,8 @@ def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Readin
         'mxfp4-a8'
     """
     reading = checkpoint_precision(spec.config)
+    if unread := unread_export(spec, reading):
+        return (reading[0] if reading else "bf16"), unread
     if reading is not None:
         text, why = reading
         weight_only = "mxfp4-a16"
@@ -481,6 +523,8 @@ def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
         'fp8+fp8_block-w'
     """
     found = named_checkpoints().get(name.strip().lower())
+    if found is None and any(rx.search(name) for rx, *_ in EXPORT_NAMES):
+        return dataclasses.replace(spec, name=name.strip())  # (``unread_export`` reads it)
     if found is None or found[0] != spec.id or "quantization_config" in spec.config:
         return spec
     config = {**spec.config, "quantization_config": dict(found[2])}

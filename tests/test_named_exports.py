@@ -1,0 +1,113 @@
+"""A model named by a published quantized export prices that export or says why not: the names
+read by ``specs.checkpoint.EXPORT_NAMES``, the bundled ``quantization_config`` rows
+(data/launch/deploy.yaml: Z.ai's block-scaled GLM-5-FP8), and the launch note where a precision's
+weights are not the published export's."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_codesign import ParallelPlan, Workload, estimate, load_hardware, load_model
+from llm_codesign.report.launch_data import checkpoint_for
+from llm_codesign.specs.checkpoint import (
+    EXPORT_NAMES,
+    checkpoint_precision,
+    default_precision,
+    unread_export,
+)
+from llm_codesign.specs.model import bundled_models
+from llm_codesign.specs.precision import parse_precision
+
+
+def test_each_export_word_prices_its_own_format():
+    # the preset a word points the user to is that format (the note's advice holds)
+    for _rx, word, preset, is_format in EXPORT_NAMES:
+        assert is_format(parse_precision(preset).weights), word
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [
+        ("nvidia/DeepSeek-R1-0528-FP4-v2", "NVFP4"),
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "NVFP4"),
+        ("zai-org/GLM-5-FP8", "FP8"),
+        ("gpt-oss-120b-mxfp4", "MXFP4"),  # not NVFP4: the "fp4" inside "mxfp4" is no word
+        ("Qwen/Qwen3.5-397B-A17B-GPTQ-Int4", "INT4"),
+        ("meta-llama/Llama-3.1-8B-Instruct", None),
+        ("DeepSeek-R1", None),
+    ],
+)
+def test_export_words(name, word):
+    found = next((w for rx, w, _p, _t in EXPORT_NAMES if rx.search(name)), None)
+    assert found == word
+
+
+def test_an_unread_export_says_what_it_is_priced_at():
+    # NVIDIA's NVFP4 export of Llama-3.3-70B: no quantization_config bundled, the model's own
+    # checkpoint is BF16 -> BF16 with a note that names the format and the preset
+    spec = load_model("nvidia/Llama-3.3-70B-Instruct-FP4")
+    text, note = default_precision(spec)
+    assert text == "bf16"
+    assert "NVFP4 export" in note and "-p nvfp4" in note
+    # DeepSeek-R1's NVFP4 export: the model's own FP8 (block) checkpoint is what is priced, and
+    # said to be
+    spec = load_model("nvidia/DeepSeek-R1-0528-FP4-v2")
+    text, note = default_precision(spec)
+    assert parse_precision(text).weights.id == "fp8_block"
+    assert "NVFP4 export" in note and "-p nvfp4" in note
+
+
+def test_a_read_export_has_no_note():
+    for name in ("Qwen/Qwen3-235B-A22B-FP8", "gpt-oss-120b-mxfp4", "deepseek-r1", "llama-3.1-8b"):
+        spec = load_model(name)
+        assert unread_export(spec) == "", name
+
+
+def test_glm5_fp8_is_the_block_scaled_release():
+    # Z.ai's GLM-5-FP8: 128x128 block-scaled FP8 weights (deploy.yaml's row and its sources);
+    # named, it prices those weights, and the BF16 model's FP8 preset stays per-tensor
+    spec = load_model("zai-org/GLM-5-FP8")
+    text, note = default_precision(spec)
+    assert parse_precision(text).weights.id == "fp8_block"
+    assert "block 128x128" in note
+    assert parse_precision(default_precision(load_model("glm-5"))[0]).weights.id == "bf16"
+    # served as published (its own precision is native)
+    hw = load_hardware("h200")
+    ck = checkpoint_for(spec, parse_precision(text), {}, hw)
+    assert (ck["how"], ck["id"]) == ("native", "zai-org/GLM-5-FP8")
+    # on 8 x H200 the named export fits and the BF16 release does not: 744e9 parameters x 2
+    # bytes / 8 GPUs = 186 GB a GPU against 141 GB; x 1 byte (+ block scales) about 93 GB
+    plan = ParallelPlan(tp=8)
+    work = Workload(isl=1024, osl=1024, concurrency=8)
+    assert estimate("zai-org/GLM-5-FP8", "h200", plan=plan, workload=work).feasible
+    assert not estimate("glm-5", "h200", plan=plan, workload=work).feasible
+
+
+def test_the_launch_names_a_published_export_in_other_weights():
+    # -m glm-5 -p fp8 (per-tensor weights) is quantized at load; the note says that the
+    # block-scaled export exists and how to price and serve it
+    hw = load_hardware("h200")
+    ck = checkpoint_for(load_model("glm-5"), parse_precision("fp8"), {}, hw)
+    assert ck["how"] == "online"
+    assert ck["note"].startswith("zai-org/GLM-5-FP8 is published in other FP8 weights")
+    assert "-m zai-org/GLM-5-FP8" in ck["note"]
+    # no such export: the note says none is known
+    ck = checkpoint_for(load_model("glm-4.5"), parse_precision("fp8"), {}, hw)
+    assert ck["note"].startswith("no known published FP8 checkpoint")
+
+
+def test_no_bundled_alias_is_silently_priced_in_another_format():
+    # every name a bundled model answers to either names no export, or is priced in the format
+    # it names, or says it is not (the invariant the note exists for)
+    for spec in bundled_models().values():
+        for alias in spec.aliases:
+            named = load_model(alias)
+            found = [t for rx, _w, _p, t in EXPORT_NAMES if rx.search(alias)]
+            if not found:
+                continue
+            text, note = default_precision(named)
+            reading = checkpoint_precision(named.config)
+            priced_as_named = reading is not None and found[0](parse_precision(text).weights)
+            assert priced_as_named or "export whose quantization_config is not bundled" in note, (
+                alias
+            )
