@@ -11,11 +11,9 @@ from llm_codesign import ParallelPlan, Workload, estimate, load_hardware, load_m
 from llm_codesign.report.launch_data import checkpoint_for
 from llm_codesign.specs.checkpoint import (
     EXPORT_NAMES,
-    checkpoint_precision,
     default_precision,
     unread_export,
 )
-from llm_codesign.specs.model import bundled_models
 from llm_codesign.specs.precision import parse_precision
 
 
@@ -96,18 +94,43 @@ def test_the_launch_names_a_published_export_in_other_weights():
     assert ck["note"].startswith("no known published FP8 checkpoint")
 
 
-def test_no_bundled_alias_is_silently_priced_in_another_format():
-    # every name a bundled model answers to either names no export, or is priced in the format
-    # it names, or says it is not (the invariant the note exists for)
-    for spec in bundled_models().values():
-        for alias in spec.aliases:
-            named = load_model(alias)
-            found = [t for rx, _w, _p, t in EXPORT_NAMES if rx.search(alias)]
-            if not found:
-                continue
-            text, note = default_precision(named)
-            reading = checkpoint_precision(named.config)
-            priced_as_named = reading is not None and found[0](parse_precision(text).weights)
-            assert priced_as_named or "export whose quantization_config is not bundled" in note, (
-                alias
-            )
+@pytest.mark.parametrize(
+    ("alias", "priced", "noted"),
+    [
+        # (a bundled alias, the weights it is priced in, whether the note says it is not the
+        # export's): read exports are priced as published, unread ones noted
+        ("zai-org/GLM-5-FP8", "fp8_block", False),
+        ("Qwen/Qwen3-235B-A22B-FP8", "fp8_block", False),
+        ("gpt-oss-120b-mxfp4", "mxfp4", False),
+        ("nvidia/GLM-5.1-NVFP4", "bf16", True),
+        ("nvidia/DeepSeek-V3.2-NVFP4", "fp8_block", True),
+        ("nvidia/Llama-3.1-8B-Instruct-FP8", "bf16", True),
+        ("Mixtral-8x7B-FP8", "bf16", True),
+        ("meta-llama/Llama-3.1-8B-Instruct", "bf16", False),
+    ],
+)
+def test_bundled_aliases(alias, priced, noted):
+    text, note = default_precision(load_model(alias))
+    assert parse_precision(text).weights.id == priced
+    assert ("export whose quantization_config is not bundled" in note) is noted
+
+
+def test_an_unread_name_changes_nothing_but_the_note():
+    # the export's name is kept for its note only: the estimate is the bundled model's
+    plan = ParallelPlan(tp=1)
+    work = Workload(isl=1024, osl=256, concurrency=4)
+    named = estimate("nvidia/Llama-3.3-70B-Instruct-FP4", "b200", plan=plan, workload=work)
+    bare = estimate("llama-3.3-70b", "b200", plan=plan, workload=work)
+    assert (named.ttft_ms, named.tpot_ms, named.output_tok_s_per_gpu) == (
+        bare.ttft_ms,
+        bare.tpot_ms,
+        bare.output_tok_s_per_gpu,
+    )
+    assert "NVFP4 export" in named.precision_note and "NVFP4" not in bare.precision_note
+
+
+def test_a_launch_read_back_takes_the_name_words_of_the_one_table():
+    # estimate --from reads a checkpoint name's format with specs.checkpoint.EXPORT_NAMES
+    from llm_codesign.report.deploy_values import NAME_TOKENS
+
+    assert [p for _rx, p in NAME_TOKENS[:-1]] == [p for _rx, _w, p, _t in EXPORT_NAMES]

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import SpecError
 from ..serving.memory import sglang_memory_fraction
 from ..specs.accuracy import accuracy_for, accuracy_key
-from ..specs.checkpoint import default_precision
+from ..specs.checkpoint import EXPORT_NAMES, default_precision
 from ..specs.engine import (
     ADP_BALANCE_MAX_ITERS,
     SGLANG_PREFILL_DELAYER_PASSES,
@@ -62,13 +62,11 @@ DTYPES = ("auto", "bfloat16", "bf16", "float16", "fp16", "half")
 # accuracy key -> the preset serving it; the checkpoint's own key serves its own format
 PRESET_OF = {"bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4a16": "w4a16"}
 PRESET_OF |= {"int8": "int8"}
+# a checkpoint name's format word: the quantized exports' (``specs.checkpoint.EXPORT_NAMES``),
+# then a 16-bit copy's
 NAME_TOKENS = (
-    (r"mxfp4", "mxfp4"),
-    (r"(nv)?fp4", "nvfp4"),
-    (r"fp8", "fp8"),
-    (r"awq|gptq|int4|w4a16", "w4a16"),
-    (r"w8a8|int8", "int8"),
-    (r"bf16", "bf16"),
+    *((rx, preset) for rx, _word, preset, _is in EXPORT_NAMES),
+    (re.compile(r"(?<![a-z0-9])bf16(?![a-z0-9])", re.I), "bf16"),
 )
 TRTLLM_BACKENDS = {"pytorch": "trtllm", "tensorrt": "trtllm-trt", "trt": "trtllm-trt"}
 SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")  # SGLang's MTP runs through its EAGLE worker
@@ -148,8 +146,8 @@ def server_precision(
             why = f"checkpoint {name} (the checkpoint a {key} launch loads)"
     if key is None and name:
         base = Path(name).name.lower()
-        for pattern, k in NAME_TOKENS:
-            if re.search(rf"(^|[-_.]){pattern}($|[-_.])", base):
+        for rx, k in NAME_TOKENS:
+            if rx.search(base):
                 key, why = k, f"checkpoint name {Path(name).name}"
                 break
     if key is None:

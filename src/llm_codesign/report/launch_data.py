@@ -45,11 +45,16 @@ def flag_table() -> dict[str, Any]:
     return _read("flags.yaml")
 
 
+def _row_reading(row: dict[str, Any]) -> tuple[str, str] | None:
+    """The precision a published checkpoint row's ``quantization_config`` states (None: none)."""
+    return checkpoint_precision({"quantization_config": row.get("quantization_config") or {}})
+
+
 def _stores(row: dict[str, Any], prec: Precision) -> bool:
     """Whether a published checkpoint row serves ``prec``'s weights: a row that states its
     ``quantization_config`` only for the weight format it stores (Qwen's block-scaled FP8 is not
     a per-tensor ``fp8``); any other row as its precision family says."""
-    reading = checkpoint_precision({"quantization_config": row.get("quantization_config") or {}})
+    reading = _row_reading(row)
     return reading is None or parse_precision(reading[0]).weights.id == prec.weights.id
 
 
@@ -151,11 +156,10 @@ def checkpoint_for(
             "fp8_cast_bf16.py for FP8 block weights) at this path",
         }
     published = (accuracy or {}).get("checkpoint") or ""
-    rows = [
-        r
-        for r in deploy_file()["checkpoints"]
-        if (r["model"], r["precision"]) == (model.id, key) and _stores(r, prec)
+    family = [
+        r for r in deploy_file()["checkpoints"] if (r["model"], r["precision"]) == (model.id, key)
     ]
+    rows = [r for r in family if _stores(r, prec)]
     if published:
         out = {**base, "id": published, "how": "published", "quant_method": _method(key)}
         modelopt = [r for r in rows if r["quant_method"].startswith("modelopt")]
@@ -184,17 +188,13 @@ def checkpoint_for(
         # a published export of the family in other weights (Qwen's and Z.ai's block-scaled
         # FP8) is what naming it prices and serves; this precision's weights it does not store
         said = f"no known published FP8 checkpoint of {own}"
-        for r in deploy_file()["checkpoints"]:
-            stated = {"quantization_config": r.get("quantization_config") or {}}
-            if (r["model"], r["precision"]) == (model.id, key) and (
-                reading := checkpoint_precision(stated)
-            ):
-                said = (
-                    f"{r['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
-                    f"{r['checkpoint']} prices and serves them), not in this precision's "
-                    f"{prec.weights.id} weights"
-                )
-                break
+        other = next(iter(family), None)  # (none stores this precision's weights: rows is empty)
+        if other is not None and (reading := _row_reading(other)):
+            said = (
+                f"{other['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
+                f"{other['checkpoint']} prices and serves them), not in this precision's "
+                f"{prec.weights.id} weights"
+            )
         return {
             **base,
             "id": own,

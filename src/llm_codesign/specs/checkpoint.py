@@ -48,9 +48,10 @@ Reading = tuple[str, str]  # (precision string, reason)
 
 # A published quantized export names its format (nvidia/DeepSeek-R1-0528-FP4-v2,
 # zai-org/GLM-5-FP8, nvidia/Qwen3-235B-A22B-NVFP4, ...-GPTQ-Int4): the word, the preset that
-# prices that format and whether a weight format is it. A name read here with no
-# quantization_config to say the rest (scales, activations, KV) is priced as the checkpoint the
-# table has, with a note saying so (``unread_export``), not silently
+# prices that format and whether a weight format is it; the one table of these words (a launch
+# read back takes its weights from them too, ``report.deploy_values.server_precision``). A model
+# named so with no quantization_config to say the rest (scales, activations, KV) is priced as the
+# checkpoint the table has, with a note saying so (``unread_export``), not silently
 EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...] = tuple(
     (re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])", re.I), word, preset, is_format)
     for words, word, preset, is_format in (
@@ -58,6 +59,7 @@ EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...
         ("nvfp4|fp4", "NVFP4", "nvfp4", lambda w: w.id == "nvfp4"),
         ("fp8", "FP8", "fp8", lambda w: w.element == "e4m3"),
         ("int4|awq|gptq|w4a16", "INT4", "w4a16", lambda w: w.id.startswith("int4")),
+        ("w8a8|int8", "INT8", "int8", lambda w: w.id == "int8"),
     )
 )
 
@@ -337,11 +339,10 @@ def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False, eight_bit: bool = 
     return "mxfp4-a8" if not sixteen_bit and (own or (path and eight_bit)) else "mxfp4-a16"
 
 
-def unread_export(spec: ModelSpec, reading: Reading | None = None) -> str:
+def unread_export(spec: ModelSpec) -> str:
     """Why a model's name is not the checkpoint priced: ``spec.name`` names a quantized export
     (``EXPORT_NAMES``) whose weight format neither a bundled ``quantization_config`` of that name
-    (``named_checkpoints``) nor the model's own states; "" otherwise. ``reading``: the spec's
-    :func:`checkpoint_precision`.
+    (``named_checkpoints``) nor the model's own states; "" otherwise.
 
     Example:
         >>> from .model import load_model
@@ -352,10 +353,10 @@ def unread_export(spec: ModelSpec, reading: Reading | None = None) -> str:
     if found is None:
         return ""
     _, word, preset, is_format = found
-    reading = reading or checkpoint_precision(spec.config)
+    reading = checkpoint_precision(spec.config)
     if reading is not None and is_format(parse_precision(reading[0]).weights):
         return ""
-    priced = f"the model's own {reading[0]}" if reading else "bf16, the model's own"
+    priced = f"the model's own checkpoint ({reading[0]})" if reading else "bf16, the model's own"
     return (
         f"{spec.name} names an {word} export whose quantization_config is not bundled "
         f"(data/launch/deploy.yaml): priced at {priced}; pass -p {preset} to price that format"
@@ -376,9 +377,15 @@ def default_precision(spec: ModelSpec, hw: HardwareSpec | None = None) -> Readin
         >>> default_precision(load_model("gpt-oss-120b"), load_hardware("b200"))[0]
         'mxfp4-a8'
     """
+    text, why = _own_precision(spec, hw)
+    if unread := unread_export(spec):
+        why = f"{unread}; {why}" if why else unread
+    return text, why
+
+
+def _own_precision(spec: ModelSpec, hw: HardwareSpec | None) -> Reading:
+    """``default_precision`` before an export's name is read (``unread_export``)."""
     reading = checkpoint_precision(spec.config)
-    if unread := unread_export(spec, reading):
-        return (reading[0] if reading else "bf16"), unread
     if reading is not None:
         text, why = reading
         weight_only = "mxfp4-a16"
@@ -515,7 +522,9 @@ def named_checkpoint(spec: ModelSpec, name: str) -> ModelSpec:
     bundled model's quantized checkpoints (:func:`named_checkpoints`): its name and repository
     (``source``, which a launch loads), and its ``quantization_config`` in ``config`` (so the
     checkpoint's own precision is the default and an ``fp8`` preset takes its block-scaled
-    weights); ``spec`` itself otherwise.
+    weights); where ``name`` says an export's format (``EXPORT_NAMES``) that no bundled
+    ``quantization_config`` gives, ``spec`` under that name (its precision note says so:
+    :func:`unread_export`); ``spec`` itself otherwise.
 
     Example:
         >>> from .model import load_model

@@ -389,7 +389,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     if not hw.supports(parse_precision(prec).compute_class):
         return f"precision not runnable: {row['precision'].strip()} ({prec}) on {hw_id}"
     notes: list[str] = [model_note] if model_note else []
-    if model is not base and (reading := checkpoint_precision(model.config)):  # the checkpoint's
+    # a named checkpoint's own quantization_config (not a name only: ``unread_export``)
+    if model.config is not base.config and (reading := checkpoint_precision(model.config)):
         notes.append(f"{model.name}: {reading[1]}")
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
