@@ -5,7 +5,6 @@ from its dtype) and the workload of a benchmark client (mean ISL and OSL, total 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from ..errors import SpecError
 from ..serving.memory import sglang_memory_fraction
 from ..specs.accuracy import accuracy_for, accuracy_key
-from ..specs.checkpoint import EXPORT_NAMES, default_precision
+from ..specs.checkpoint import EXPORT_NAMES, default_precision, format_word
 from ..specs.engine import (
     ADP_BALANCE_MAX_ITERS,
     SGLANG_PREFILL_DELAYER_PASSES,
@@ -66,7 +65,7 @@ PRESET_OF |= {"int8": "int8"}
 # then a 16-bit copy's
 NAME_TOKENS = (
     *((rx, preset) for rx, _word, preset, _is in EXPORT_NAMES),
-    (re.compile(r"(?<![a-z0-9])bf16(?![a-z0-9])", re.I), "bf16"),
+    (format_word("bf16"), "bf16"),
 )
 TRTLLM_BACKENDS = {"pytorch": "trtllm", "tensorrt": "trtllm-trt", "trt": "trtllm-trt"}
 SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")  # SGLang's MTP runs through its EAGLE worker

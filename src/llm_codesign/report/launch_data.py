@@ -187,14 +187,15 @@ def checkpoint_for(
     if key == "fp8" and native == "bf16":
         # a published export of the family in other weights (Qwen's and Z.ai's block-scaled
         # FP8) is what naming it prices and serves; this precision's weights it does not store
+        # (rows is empty here: every family row states weights this precision's are not)
         said = f"no known published FP8 checkpoint of {own}"
-        other = next(iter(family), None)  # (none stores this precision's weights: rows is empty)
-        if other is not None and (reading := _row_reading(other)):
-            said = (
-                f"{other['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
-                f"{other['checkpoint']} prices and serves them), not in this precision's "
-                f"{prec.weights.id} weights"
-            )
+        for other in family[:1]:
+            if reading := _row_reading(other):
+                said = (
+                    f"{other['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
+                    f"{other['checkpoint']} prices and serves them), not in this precision's "
+                    f"{prec.weights.id} weights"
+                )
         return {
             **base,
             "id": own,

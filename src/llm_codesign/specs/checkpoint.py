@@ -46,14 +46,21 @@ HF_QUANT_CONFIG_KEY = "hf_quant_config"
 
 Reading = tuple[str, str]  # (precision string, reason)
 
+
 # A published quantized export names its format (nvidia/DeepSeek-R1-0528-FP4-v2,
 # zai-org/GLM-5-FP8, nvidia/Qwen3-235B-A22B-NVFP4, ...-GPTQ-Int4): the word, the preset that
 # prices that format and whether a weight format is it; the one table of these words (a launch
 # read back takes its weights from them too, ``report.deploy_values.server_precision``). A model
 # named so with no quantization_config to say the rest (scales, activations, KV) is priced as the
 # checkpoint the table has, with a note saying so (``unread_export``), not silently
+def format_word(words: str) -> re.Pattern[str]:
+    """A checkpoint name's format word, any of ``words`` (``a|b``), standing alone between
+    non-alphanumerics ("fp4" in "-FP4-v2", not in "mxfp4"), in any case."""
+    return re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])", re.I)
+
+
 EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...] = tuple(
-    (re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])", re.I), word, preset, is_format)
+    (format_word(words), word, preset, is_format)
     for words, word, preset, is_format in (
         ("mxfp4", "MXFP4", "mxfp4", lambda w: w.id == "mxfp4"),
         ("nvfp4|fp4", "NVFP4", "nvfp4", lambda w: w.id == "nvfp4"),
