@@ -51,17 +51,21 @@ def test_lengths_past_the_context_window_are_noted_where_numbers_are_given():
 def test_advisors_price_a_quantized_checkpoint_in_its_own_format():
     h100, b200, mi355x = (load_hardware(g) for g in ("h100-sxm", "b200", "mi355x"))
     # Kimi-K2.5 ships INT4 weights (compressed-tensors): w4a16, as estimate prices it
-    assert advisor_precision(load_model("kimi-k2.5"), h100, None).id.startswith("w4a16")
+    assert advisor_precision(load_model("kimi-k2.5"), h100, None)[0].id.startswith("w4a16")
     # gpt-oss's MXFP4 experts: MXFP8 activations where the engines take them (served_mxfp4)
-    assert advisor_precision(load_model("gpt-oss-120b"), b200, None).id == "mxfp4-a8"
+    assert advisor_precision(load_model("gpt-oss-120b"), b200, None)[0].id == "mxfp4-a8"
     # (with an FP8 KV cache wherever the GPU has FP8, as for an unquantized checkpoint)
-    assert advisor_precision(load_model("gpt-oss-120b"), mi355x, None).id == "mxfp4-a16+fp8-kv"
+    assert advisor_precision(load_model("gpt-oss-120b"), mi355x, None)[0].id == "mxfp4-a16+fp8-kv"
     # an unquantized checkpoint: FP8 where the GPU has it; a given precision as given
-    assert advisor_precision(load_model("llama-3.1-8b"), h100, None).id == "fp8"
-    assert advisor_precision(load_model("gpt-oss-120b"), b200, "fp8").id == "fp8"
+    assert advisor_precision(load_model("llama-3.1-8b"), h100, None)[0].id == "fp8"
+    assert advisor_precision(load_model("gpt-oss-120b"), b200, "fp8")[0].id == "fp8"
     out = CliRunner().invoke(main, ["regimes", "-m", "kimi-k2.5", "-g", "h100-sxm", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output)["precision"].startswith("w4a16")
+    doc = json.loads(out.output)
+    assert doc["precision"].startswith("w4a16")
+    # the document says why (schema 32): the checkpoint's own INT4, with the cache it prices
+    assert doc["assumptions"]["precision"].startswith("checkpoint: quantization_config")
+    assert doc["assumptions"]["precision"].endswith("an fp8 KV cache on h100-sxm")
 
 
 def test_weights_that_do_not_fit_name_the_smaller_formats_the_gpu_runs():
@@ -135,10 +139,10 @@ def test_advisors_fall_back_where_the_gpu_cannot_run_the_checkpoint():
     nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}
     m = dense(quantization_config=nvfp4)
     # no FP4 math on an H100: FP8 (and its FP8 cache); a B200 runs the checkpoint's NVFP4
-    assert advisor_precision(m, load_hardware("h100-sxm"), None).id == "fp8"
-    assert advisor_precision(m, load_hardware("b200"), None).id.startswith("nvfp4")
+    assert advisor_precision(m, load_hardware("h100-sxm"), None)[0].id == "fp8"
+    assert advisor_precision(m, load_hardware("b200"), None)[0].id.startswith("nvfp4")
     # gpt-oss's MXFP4 on Hopper: weight-only, with an FP8 cache as for any checkpoint
-    assert advisor_precision(load_model("gpt-oss-120b"), load_hardware("h100-sxm"), None).id == (
+    assert advisor_precision(load_model("gpt-oss-120b"), load_hardware("h100-sxm"), None)[0].id == (
         "mxfp4-a16+fp8-kv"
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llm_codesign import ParallelPlan, Workload, estimate, load_hardware, load_model
+from llm_codesign.explore import advisor_precision
 from llm_codesign.report.launch_data import checkpoint_for
 from llm_codesign.specs.checkpoint import (
     EXPORT_NAMES,
@@ -134,3 +135,43 @@ def test_a_launch_read_back_takes_the_name_words_of_the_one_table():
     from llm_codesign.report.deploy_values import NAME_TOKENS
 
     assert [p for _rx, p in NAME_TOKENS[:-1]] == [p for _rx, _w, p, _t in EXPORT_NAMES]
+
+
+def test_the_advisors_say_what_they_price_for_an_unread_export():
+    # lint, regimes and search price an unquantized-config export name at their own default
+    # (fp8 where the GPU has it); their note names the export, that price and the preset to pass
+    m = load_model("nvidia/Llama-3.3-70B-Instruct-FP4")
+    for gpu in ("h100-sxm", "b200"):
+        prec, note = advisor_precision(m, load_hardware(gpu), None)
+        assert prec.id == "fp8"
+        assert "names an NVFP4 export" in note and "-p nvfp4" in note
+        assert f"priced at {prec.id}, the advisors' default on {gpu}" in note
+    # given, the preset is priced as asked, with no export note
+    prec, note = advisor_precision(m, load_hardware("b200"), "nvfp4")
+    assert prec.weights.id == "nvfp4" and "names an" not in note and note.startswith("given")
+
+
+def test_the_advisors_note_states_the_kv_cache_they_price():
+    # DeepSeek-R1's checkpoint keeps a BF16 cache; the advisors price FP8 where the GPU has it
+    # and say so: the note's KV format is the priced one
+    h200, a100 = load_hardware("h200-sxm"), load_hardware("a100-sxm-80gb")
+    prec, note = advisor_precision(load_model("deepseek-r1"), h200, None)
+    assert prec.kv_cache.id == "fp8" and note.endswith("an fp8 KV cache on h200-sxm")
+    # no FP8 math on an A100: the advisors' 16-bit default, and the checkpoint's FP8 named
+    prec, note = advisor_precision(load_model("deepseek-r1"), a100, None)
+    assert prec.id == "bf16"
+    assert note.startswith("the checkpoint's fp8+fp8_block-w does not run natively on a100")
+
+
+def test_the_estimate_document_carries_its_precision_note():
+    e = estimate(
+        "nvidia/Llama-3.3-70B-Instruct-FP4",
+        "h200-sxm",
+        None,
+        ParallelPlan(tp=8),
+        Workload(1024, 128, 8),
+    )
+    d = e.to_dict()
+    assert (
+        d["precision_note"] == e.precision_note and "names an NVFP4 export" in d["precision_note"]
+    )

@@ -84,6 +84,7 @@ class Estimate:
             "model": self.model.id,
             "hardware": self.hardware.id,
             "precision": self.precision.id,
+            "precision_note": self.precision_note,
             "engine": self.engine.id,
             "plan": self.plan.to_dict(),
             "mode": "disaggregated" if isinstance(self.plan, DisaggregatedPlan) else "aggregated",

@@ -511,7 +511,7 @@ def search(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = advisor_precision(m, hw, precision)
+    prec, prec_note = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
     space = space or SearchSpace()
     if not 0 <= param_tolerance < 1:  # NaN fails too
@@ -582,6 +582,7 @@ def search(
         osl=osl,
         considered=len(cands),
         assumptions={
+            "precision": prec_note,
             "param_tolerance": param_tolerance,
             "align": align,
             "space": {k: list(v) for k, v in vars(space).items() if isinstance(v, tuple)},

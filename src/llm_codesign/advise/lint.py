@@ -115,7 +115,7 @@ def lint(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = advisor_precision(m, hw, precision)
+    prec, prec_note = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
     wls = [parse_workload(w, m) for w in (workloads or default_workloads(m))]
     if not wls:
@@ -149,6 +149,7 @@ def lint(
         workloads=[{"spec": w.label, **p.to_dict()} for w, p in zip(wls, points)],
         findings=findings,
         assumptions={
+            "precision": prec_note,
             "operating_point": (
                 "per workload: plan x concurrency "
                 f"({ADVISOR_CONCURRENCY[0]}..{ADVISOR_CONCURRENCY[-1]}) with the most output "

@@ -222,7 +222,7 @@ def regimes(
     """
     m = load_model(model)
     hw = resolve_hardware(hardware)  # a bundled id, a YAML/JSON spec or a calibration profile
-    prec = advisor_precision(m, hw, precision)
+    prec, prec_note = advisor_precision(m, hw, precision)
     eng = load_engine(engine, hw)
     short_isl = isl_within(m, SHORT_ISL, osl) if short_isl is None else short_isl
     long_isl = long_isl_for(m, osl) if long_isl is None else long_isl
@@ -262,6 +262,7 @@ def regimes(
         engine=eng.id,
         regimes=out,
         assumptions={
+            "precision": prec_note,
             "short_context": {"isl": short_isl, "osl": osl},
             "long_context": {"isl": long_isl, "osl": osl},
             "throughput_goal": (

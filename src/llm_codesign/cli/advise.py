@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 
 from .. import SearchSpace, SpecError, gemm_sweep, load_model
 from .. import lint as lint_model
@@ -29,6 +30,12 @@ ADVISOR_PRECISION_HELP = (
     "default: a quantized checkpoint's own weights where the GPU runs them, else fp8 where "
     "native, else bf16; an fp8 KV cache where the GPU has fp8"
 )
+
+
+def _precision_line(c, assumptions: dict, precision: str | None) -> None:
+    """The advisors' precision reading under their header, where it was not given."""
+    if precision is None:
+        c.print(f"[dim]precision: {escape(assumptions['precision'])}[/]")
 
 
 def _floats(text: str | None, name: str) -> tuple[float, ...] | None:
@@ -150,6 +157,7 @@ def lint(model, hardware, precision, workloads, rules, engine, as_json):
     c.print(
         f"[bold]{r.model}[/] on {r.hardware}, {r.precision} ({wl}): {len(r.findings)} finding(s)"
     )
+    _precision_line(c, r.assumptions, precision)
     c.print(
         table(
             "findings",
@@ -201,6 +209,7 @@ def regimes(model, hardware, precision, short_isl, long_isl, osl, concurrency, e
         return
     c = console(150)
     c.print(f"[bold]{r.model}[/] on {r.hardware}, {r.precision}, engine {r.engine}")
+    _precision_line(c, r.assumptions, precision)
     rows = []
     for g in r.regimes:
         f = g.fractions
@@ -358,6 +367,7 @@ def search(
         f"{r.objective} = {b.objective:,.0f}; {r.considered} variants within +-{tolerance:.0%} "
         "parameters considered"
     )
+    _precision_line(c, r.assumptions, precision)
     rows = []
     for v in r.variants:
         ch = (

@@ -14,7 +14,12 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
-from ..specs.checkpoint import checkpoint_precision, preset_precision
+from ..specs.checkpoint import (
+    checkpoint_precision,
+    preset_precision,
+    preset_weights,
+    unread_export,
+)
 from ..specs.checkpoint import default_precision as checkpoint_default
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -242,24 +247,42 @@ def default_precision(hw: HardwareSpec) -> str:
     return "bf16" if hw.supports("bf16") else "fp16"
 
 
-def advisor_precision(model: ModelSpec, hw: HardwareSpec, precision: str | None) -> Precision:
-    """The precision an advisor (lint, regimes, search) prices: the one given; else a quantized
-    checkpoint's own weights and activations (``specs.checkpoint.default_precision``, as
-    estimate and the frontier price them: Kimi-K2.5's INT4, gpt-oss's MXFP4) where the GPU runs
-    their math, else :func:`default_precision` (an unquantized checkpoint is served quantized where
-    the GPU has FP8). The KV cache is FP8 wherever the GPU has FP8, whatever the checkpoint's
-    config states, as for an unquantized checkpoint. A bare preset takes the checkpoint's
-    block-scaled weights (DeepSeek's FP8: ``specs.checkpoint.preset_weights``).
+def advisor_precision(
+    model: ModelSpec, hw: HardwareSpec, precision: str | None
+) -> tuple[Precision, str]:
+    """The precision an advisor (lint, regimes, search) prices, and why (their
+    ``assumptions["precision"]``): the one given; else a quantized checkpoint's own weights and
+    activations (``specs.checkpoint.default_precision``, as estimate and the frontier price them:
+    Kimi-K2.5's INT4, gpt-oss's MXFP4) where the GPU runs their math, else
+    :func:`default_precision` (an unquantized checkpoint is served quantized where the GPU has
+    FP8). The KV cache is FP8 wherever the GPU has FP8, whatever the checkpoint's config states,
+    as for an unquantized checkpoint. A bare preset takes the checkpoint's block-scaled weights
+    (DeepSeek's FP8: ``specs.checkpoint.preset_weights``). A name that says an export's format
+    with no bundled ``quantization_config`` says so, and what was priced instead
+    (``specs.checkpoint.unread_export``).
 
     Example: Kimi-K2.5 on an H100 -> ``w4a16+int4_g32_sym-w+fp8-kv``; DeepSeek-R1 ->
     ``fp8+fp8_block-w`` (its preset's KV is FP8)."""
-    if precision is None and checkpoint_precision(model.config) is not None:
-        parts = checkpoint_default(model, hw)[0].split("+")
-        own = parse_precision("+".join(p for p in parts if not p.endswith("-kv")))
+    if precision is not None:
+        note = preset_weights(model, precision)[1]
+        return preset_precision(model, precision), "given" + (note and f"; {note}")
+    unsupported = ""
+    if checkpoint_precision(model.config) is not None:
+        text, why = checkpoint_default(model, hw)
+        own = parse_precision("+".join(p for p in text.split("+") if not p.endswith("-kv")))
         if hw.supports(own.compute_class):
-            fp8_kv = hw.supports("fp8") and own.kv_cache.id != "fp8"
-            return parse_precision(own.id + "+fp8-kv") if fp8_kv else own
-    return preset_precision(model, precision or default_precision(hw))
+            if hw.supports("fp8") and own.kv_cache.id != "fp8":
+                own = parse_precision(own.id + "+fp8-kv")
+            if own.kv_cache.id != parse_precision(text).kv_cache.id:
+                why += f"; an {own.kv_cache.id} KV cache on {hw.id}"
+            return own, why
+        unsupported = f"the checkpoint's {own.id} does not run natively on {hw.id}; "
+    name = default_precision(hw)
+    prec = preset_precision(model, name)
+    default = f"{prec.id}, the advisors' default on {hw.id} (fp8 where native, else bf16)"
+    note = preset_weights(model, name)[1]
+    why = unsupported + (unread_export(model, priced=default) or default)
+    return prec, why + (note and f"; {note}")
 
 
 def operating_step(

@@ -124,7 +124,11 @@ def clean(obj: Any) -> Any:
 # 31: the engine constants add `dsa_kernels` (none, flashmla, flashmla_fa3: the DeepSeek Sparse
 # Attention kernels the engine runs, which may pad a rank's query heads:
 # `attention_kernels.sparse_kernel`).
-SCHEMA_VERSION = 31
+# 32: an estimate adds `precision_note` (where its precision came from, as `estimate` prints it;
+# "" for a precision given as is); lint's, regimes' and search's `assumptions` add `precision`
+# (the one given, the checkpoint's own, or the advisors' default, and a name that says an export's
+# format with no bundled quantization_config: `explore.operating.advisor_precision`).
+SCHEMA_VERSION = 32
 
 
 def to_json(obj: Any) -> str:

@@ -346,10 +346,11 @@ def served_mxfp4(hw: HardwareSpec, sixteen_bit: bool = False, eight_bit: bool = 
     return "mxfp4-a8" if not sixteen_bit and (own or (path and eight_bit)) else "mxfp4-a16"
 
 
-def unread_export(spec: ModelSpec) -> str:
+def unread_export(spec: ModelSpec, priced: str = "") -> str:
     """Why a model's name is not the checkpoint priced: ``spec.name`` names a quantized export
     (``EXPORT_NAMES``) whose weight format neither a bundled ``quantization_config`` of that name
-    (``named_checkpoints``) nor the model's own states; "" otherwise.
+    (``named_checkpoints``) nor the model's own states; "" otherwise. ``priced``: what is priced
+    instead (default: the model's own checkpoint, as ``estimate`` prices it).
 
     Example:
         >>> from .model import load_model
@@ -363,7 +364,8 @@ def unread_export(spec: ModelSpec) -> str:
     reading = checkpoint_precision(spec.config)
     if reading is not None and is_format(parse_precision(reading[0]).weights):
         return ""
-    priced = f"the model's own checkpoint ({reading[0]})" if reading else "bf16, the model's own"
+    own = f"the model's own checkpoint ({reading[0]})" if reading else "bf16, the model's own"
+    priced = priced or own
     return (
         f"{spec.name} names an {word} export whose quantization_config is not bundled "
         f"(data/launch/deploy.yaml): priced at {priced}; pass -p {preset} to price that format"
