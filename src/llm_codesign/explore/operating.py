@@ -279,7 +279,7 @@ def advisor_precision(
         unsupported = f"the checkpoint's {own.id} does not run natively on {hw.id}; "
     name = default_precision(hw)
     prec = preset_precision(model, name)
-    default = f"{prec.id}, the advisors' default on {hw.id} (fp8 where native, else bf16)"
+    default = f"{prec.id}, the advisors' default on {hw.id} (fp8 where native, else 16-bit)"
     note = preset_weights(model, name)[1]
     why = unsupported + (unread_export(model, priced=default) or default)
     return prec, why + (note and f"; {note}")
