@@ -14,12 +14,7 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
-from ..specs.checkpoint import (
-    checkpoint_precision,
-    preset_precision,
-    preset_weights,
-    unread_export,
-)
+from ..specs.checkpoint import checkpoint_precision, preset_weights, unread_export
 from ..specs.checkpoint import default_precision as checkpoint_default
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
@@ -248,7 +243,7 @@ def default_precision(hw: HardwareSpec) -> str:
 
 
 def advisor_precision(
-    model: ModelSpec, hw: HardwareSpec, precision: str | None
+    model: ModelSpec, hw: HardwareSpec, precision: str | Precision | None
 ) -> tuple[Precision, str]:
     """The precision an advisor (lint, regimes, search) prices, and why (their
     ``assumptions["precision"]``): the one given; else a quantized checkpoint's own weights and
@@ -264,8 +259,8 @@ def advisor_precision(
     Example: Kimi-K2.5 on an H100 -> ``w4a16+int4_g32_sym-w+fp8-kv``; DeepSeek-R1 ->
     ``fp8+fp8_block-w`` (its preset's KV is FP8)."""
     if precision is not None:
-        note = preset_weights(model, precision)[1]
-        return preset_precision(model, precision), "given" + (note and f"; {note}")
+        text, note = preset_weights(model, precision)  # (``preset_precision``'s reading)
+        return parse_precision(text), "given" + (note and f"; {note}")
     unsupported = ""
     if checkpoint_precision(model.config) is not None:
         text, why = checkpoint_default(model, hw)
@@ -277,10 +272,9 @@ def advisor_precision(
                 why += f"; an {own.kv_cache.id} KV cache on {hw.id}"
             return own, why
         unsupported = f"the checkpoint's {own.id} does not run natively on {hw.id}; "
-    name = default_precision(hw)
-    prec = preset_precision(model, name)
+    text, note = preset_weights(model, default_precision(hw))
+    prec = parse_precision(text)
     default = f"{prec.id}, the advisors' default on {hw.id} (fp8 where native, else 16-bit)"
-    note = preset_weights(model, name)[1]
     why = unsupported + (unread_export(model, priced=default) or default)
     return prec, why + (note and f"; {note}")
 
