@@ -127,15 +127,13 @@ class Estimate:
         att = kernels.attention_rate_class(hw, self.precision.attention_class)
         # the measured rate capping GQA decode over an FP8 cache (None: no FP8 cache, or none)
         fp8 = kernels.fp8_kv_decode_rate(hw, self.engine) if self.precision.kv_fp8 else None
-        pl = getattr(self.plan, "decode", self.plan)
+        pl, experts = getattr(self.plan, "decode", self.plan), self.precision.weights.id
         return {
             "hardware_file": hw.id,
             "peak_flops_per_s": hw.peak_flops(rate),
             "compute_class": rate,
             "gemm_efficiency": asdict(hw.gemm_efficiency_for(rate)),
-            "grouped_gemm_efficiency": asdict(
-                grouped_efficiency(hw, self.engine, rate, self.precision.weights.id)
-            ),
+            "grouped_gemm_efficiency": asdict(grouped_efficiency(hw, self.engine, rate, experts)),
             "hbm_bytes_per_s": hw.hbm_bytes_per_s,
             "hbm_efficiency": asdict(hw.hbm_efficiency),
             "device_memory_bytes": hw.device_memory,
@@ -147,8 +145,8 @@ class Estimate:
             "fp8_kv_decode": asdict(fp8) if fp8 else None,
             "attention_prefill_efficiency": {"compute_class": att}
             | prefill_attention_efficiency(self.model, self.engine.attn_prefill_efficiency),
-            # the fused-MoE kernels priced (the engine's moe_kernels resolved on this GPU)
-            "moe_kernel_path": moe_kernel_path(hw, self.engine) if self.model.moe else None,
+            # the fused-MoE kernels priced (the engine's moe_kernels for these experts on this GPU)
+            "moe_kernel_path": self.model.moe and moe_kernel_path(hw, self.engine, experts),
             # the MoE dispatch/combine kernels priced for (the decode pool's) attention-DP ranks
             "moe_dispatch": dispatch_family(hw, self.engine, pl.tp, pl.ep)
             if self.model.moe

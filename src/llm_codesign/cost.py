@@ -49,6 +49,7 @@ from .moe_kernels import (
     grouped_block_efficiency,
     grouped_share,
     grouped_token_tiles,
+    marlin_share,
     moe_kernel_path,
     moe_layer_fixed_s,
     padded_rows,
@@ -438,9 +439,12 @@ def gemm_time(
     # a measured grouped kernel's share of the dense ceiling (routed GEMMs; moe_kernels): per
     # class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work off
     # the tensor cores (FP8 block rescaling, Hopper's conversion of MXFP4 weights to BF16)
-    share = grouped_share(hw, eng, rate_class).value if routed else 1.0
+    weights = moe.get("weights", "") if moe else ""
+    share = grouped_share(hw, eng, rate_class, weights).value if routed else 1.0
     scaled = grouped_block_efficiency(hw, eng, moe, rate_class) if routed else None
     block = scaled.value if scaled is not None else 1.0  # (DeepGEMM's rows: its own rate)
+    if routed and (own := marlin_share(hw, eng, weights, m, peak * ceiling * share)) is not None:
+        block = own  # the marlin path's own math rate, on the rows its tiles compute
     deep = pad > 0 if pad is not None else False
     compute = np.where(flops > 0, flops / (peak * ceiling * share * np.maximum(eff, 1e-9)), 0.0)
     if hw.gemm_table is not None:  # calibration profile: measured throughput where covered
@@ -461,7 +465,7 @@ def gemm_time(
         rows = np.minimum(m, GROUPED_GEMM_GROUP_ROWS)
         groups_s = np.asarray(groups) * 2.0 * rows * np.asarray(op.n) * op.k / (peak * ceiling)
     t = gemm_overlap_time(compute + groups_s, memory)
-    if block < 1.0:
+    if np.any(block < 1.0):
         # the work off the tensor cores (on the rows computed, not the tiles' padding) bounds the
         # time where the GEMM is compute-bound and hides under the weight stream where it is not:
         # block-scaled modules at 1-512 tokens time as the per-tensor ones, weight-only MXFP4
@@ -548,12 +552,12 @@ def moe_permute_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     t = np.asarray(mp["tokens"], dtype=float) * mp["hidden"]
     p = np.asarray(mp["pairs"], dtype=float) * mp["hidden"]
     a = mp["act_bytes"]
-    path, w = moe_kernel_path(hw, eng), mp["width"]
+    path, w = moe_kernel_path(hw, eng, mp["moe"].get("weights", "")), mp["width"]
     if path == "cutlass":
         nbytes = 2.0 * t + a * p
     else:
         nbytes = (2.0 + a if a < 2.0 else 0.0) * t + 2.0 * p + 2.0 * t
-    if path in ("triton", "deepgemm"):
+    if path in ("triton", "deepgemm", "marlin"):
         # fed every token (no dispatch), each pair routed off this GPU is zero-filled (GEMM1's
         # and GEMM2's outputs), activated and summed like a local one, in BF16
         fed_all = fed_every_token(hw, eng, mp["moe"]["adp"], mp["moe"]["pure_ep"])

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .comm import fed_every_token
-from .formats import BLOCK_SCALED_WEIGHTS
+from .formats import BLOCK_SCALED_WEIGHTS, FORMATS
 from .routing import busiest_touch_ratio, moe_rank_imbalance, rank_experts, reach_share
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
@@ -136,6 +136,31 @@ TRTLLM_GEN_W4A16 = Efficiency(
 )
 # the hardware architectures the TRTLLM-Gen kernels are built for (SM100, SM103)
 TRTLLM_GEN_ARCHITECTURES = ("blackwell", "blackwell-ultra")
+# The marlin path: the Marlin MoE kernel that vLLM and SGLang run for 4-bit integer weight-only
+# experts (GPTQ/AWQ, compressed-tensors pack-quantized INT4: ``EngineConstants.moe_kernels_int4``).
+# It converts the INT4 weights to BF16 in registers and multiplies with the warp-level mma.sync
+# instructions, not Hopper's wgmma or Blackwell's tcgen05, so its math rate is its own: a rate
+# per SM, not a share of the GPU's BF16 peak, on the rows its tiles compute. Marlin picks its
+# token tile from 8, 16, 32, 48 and 64 rows by rows per expert (vLLM fused_marlin_moe and SGLang's
+# copy: "for block_size_m in [8, 16, 32, 48, 64]: if M * topk / E / block_size_m < 0.9: break"),
+# MARLIN_TOKEN_TILES, ``marlin_rows``; its fused gather and separate activation and sum stream what
+# the Triton path's do (cost.moe_permute_time). MARLIN_SM_FLOPS is the rate per SM that prices
+# AIConfigurator's Marlin MoE modules on Hopper best (moe_dtype int4_wo, kernel_source
+# sglang_marlin_moe, vllm_marlin_moe, vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts:
+# SGLang 0.5.9, 0.5.10, 0.5.14 and vLLM 0.14, 0.24 on H100 and H200; balanced routing, every
+# shape, experts all local, 16-16,384 tokens, 372 modules; ai-dynamo/aiconfigurator @095f58a,
+# systems/data/<gpu>/moe/<engine>/<version>/moe_perf.parquet): median |error| 8.9% (bias -0.6%)
+# at 2.25e12, 9.5% at 2.2e12, 9.2% at 2.35e12, 10.9% at 2.1e12 (benchmarks/marlin_moe_report.py
+# --scan). The same rate per SM prices the Blackwell tables (B200, B300, GB200, GB300, 546
+# modules) at 11.4% (bias -6.9%); from 1,024 tokens within -2% to +8% by GPU: their Kimi-K2.5
+# modules reach 268-310 TFLOPS at 16,384 tokens against 233-266 on H100/H200, about their SM
+# counts' ratio (148 to 132), where their BF16 peaks are 2.3 times Hopper's. Below 256 tokens
+# the Blackwell modules stream their weights slower than the model (-19% to -33%), and SGLang's
+# modules at EP 2-8 time as its EP 1 ones (as if every pair were local): neither is priced here.
+# vLLM 0.18 and 0.19's tables (kernel_source vllm_marlin_int4_moe) time the same shapes 2-6 times
+# slower than vLLM 0.14 and 0.24 on the same GPUs, at one token as well, and are not used.
+MARLIN_SM_FLOPS = 2.25e12
+MARLIN_TOKEN_TILES = (8, 16, 32, 48, 64)
 # The deepgemm path: vLLM's DeepGEMM MoE, its default for block-scaled FP8 experts on Hopper and
 # SM100 Blackwell in vLLM 0.12 (vllm-project/vllm v0.12.0, commit 4fd9d6a8: VLLM_USE_DEEP_GEMM,
 # VLLM_MOE_USE_DEEP_GEMM and VLLM_USE_DEEP_GEMM_E8M0 on by default, envs.py; quantization/fp8.py
@@ -179,7 +204,7 @@ def grouped_token_tiles(hw: HardwareSpec, eng: EngineConstants, weights: str) ->
     token-side tiles at small batches the serving rows do not confirm (RESULTS.md, stop 42). On
     AMD GPUs the Triton path is AITER's fused MoE (``runs_aiter``), whose tuner picks 16- and
     32-row token tiles at small batches (``GROUPED_TOKEN_TILES``' comment)."""
-    return _path_tiles(moe_kernel_path(hw, eng))
+    return _path_tiles(moe_kernel_path(hw, eng, weights))
 
 
 def _path_tiles(path: str) -> tuple[int, ...]:
@@ -188,6 +213,8 @@ def _path_tiles(path: str) -> tuple[int, ...]:
     (``grouped_token_tiles``)."""
     if path == "trtllm_gen":  # its batched GEMMs tile tokens narrowly in every format
         return GROUPED_TOKEN_TILES
+    if path == "marlin":
+        return MARLIN_TOKEN_TILES
     triton = path in ("triton", "deepgemm")  # (deepgemm: Triton's where its rows are not padded)
     return GROUPED_TOKEN_TILES if triton else ()
 
@@ -207,7 +234,7 @@ def moe_layer_fixed_s(hw: HardwareSpec, eng: EngineConstants, weights: str = "")
     AITER's stages' fixed time (``AITER_MOE_LAYER_S``).
 
     Example: vLLM (21.9 us) on MI355X -> 35.0 us; on H200 -> 21.9 us; on B200 -> 11.3 us."""
-    path = moe_kernel_path(hw, eng)
+    path = moe_kernel_path(hw, eng, weights)
     if path == "trtllm_gen":
         return TRTLLM_GEN_LAYER_S
     if path == "cutlass" and weights == "nvfp4":
@@ -229,7 +256,8 @@ def padded_rows(hw: HardwareSpec, eng: EngineConstants, moe: dict[str, Any]) -> 
     dispatch (DeepEP) the prepare step counts each expert's tokens and nothing is padded (0).
 
     Example: Qwen3-235B's 128 experts, 16 tokens (128 pairs) -> 16,384 rows; 20 -> 16,512."""
-    if moe_kernel_path(hw, eng) != "deepgemm" or moe.get("weights") not in BLOCK_SCALED_WEIGHTS:
+    weights = moe.get("weights", "")
+    if moe_kernel_path(hw, eng, weights) != "deepgemm" or weights not in BLOCK_SCALED_WEIGHTS:
         return None
     m, pairs = DEEPGEMM_BLOCK_M, np.asarray(moe["pairs_per_rank"], dtype=float)
     seen = pairs * moe["ep"]  # every routed pair of the tokens it is fed (all of them)
@@ -281,7 +309,7 @@ def trtllm_gen_idle_time(
     path, 0 on the others. ``tokens``: the layer's tokens, which the kernel is fed where no
     dispatch picks the GPU's own (``comm.fed_every_token``); behind a dispatch only those with a
     pair on this GPU, 1 - (1 - 1 / ep)^top_k of them."""
-    if moe_kernel_path(hw, eng) != "trtllm_gen":
+    if moe_kernel_path(hw, eng, moe.get("weights", "")) != "trtllm_gen":
         return 0.0
     k, ep, local = moe["top_k"], np.asarray(moe["ep"], dtype=float), moe["experts_local"]
     fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
@@ -304,18 +332,65 @@ def fuses_activation(hw: HardwareSpec, eng: EngineConstants, meta: dict[str, Any
     and run it as a kernel of its own (FlashInfer csrc/trtllm_fused_moe_runner.cu, MoE::Runner::run:
     "We do activation only for DeepSeek FP8, as cubins do not have fused activation")."""
     moe = meta.get("moe")
-    gen = moe is not None and moe_kernel_path(hw, eng) == "trtllm_gen"
+    gen = moe is not None and moe_kernel_path(hw, eng, moe.get("weights", "")) == "trtllm_gen"
     return gen and moe.get("weights") not in BLOCK_SCALED_WEIGHTS
 
 
-def grouped_share(hw: HardwareSpec, eng: EngineConstants, rate_class: str) -> Efficiency:
-    """A routed GEMM's share of the dense ceiling at ``rate_class``: the GPU file's grouped kernel
-    (``efficiency.grouped_gemm``: Blackwell's entry is CUTLASS's grouped NVFP4 MoE, 0.42), 1.0 on
-    the trtllm_gen path, whose batched GEMMs run at the dense rate (``TRTLLM_GEN_FP8_BLOCK``'s
-    comment)."""
-    if moe_kernel_path(hw, eng) == "trtllm_gen":
+def grouped_share(
+    hw: HardwareSpec, eng: EngineConstants, rate_class: str, weights: str = ""
+) -> Efficiency:
+    """A routed GEMM's share of the dense ceiling at ``rate_class`` for experts in ``weights``:
+    the GPU file's grouped kernel (``efficiency.grouped_gemm``: Blackwell's entry is CUTLASS's
+    grouped NVFP4 MoE, 0.42), 1.0 on the trtllm_gen path, whose batched GEMMs run at the dense
+    rate (``TRTLLM_GEN_FP8_BLOCK``'s comment), and on the marlin path, whose rate is its own
+    (``marlin_flops``)."""
+    path = moe_kernel_path(hw, eng, weights)
+    if path == "trtllm_gen":
         return Efficiency(1.0, "trtllm_gen: TRTLLM-Gen's batched GEMMs at the dense rate")
+    if path == "marlin":
+        return Efficiency(1.0, "marlin: Marlin's own rate per SM (moe_kernels.MARLIN_SM_FLOPS)")
     return hw.grouped_gemm_efficiency_for(rate_class)
+
+
+def marlin_rows(rows: Any) -> Any:
+    """The rows Marlin computes for ``rows`` rows of one expert (elementwise): its tile is the
+    first of ``MARLIN_TOKEN_TILES`` that ``rows`` fills to under 0.9, else 64 (vLLM's
+    fused_marlin_moe: ``M * topk / E / block_size_m < 0.9``), and it computes whole tiles.
+
+    Example: 12 rows -> 16 (tile 16); 85 -> 128 (two of 64); 341 -> 384; 0 -> 0."""
+    r = np.asarray(rows, dtype=float)
+    tile = np.full_like(r, MARLIN_TOKEN_TILES[-1])
+    for t in reversed(MARLIN_TOKEN_TILES):  # the smallest tile that qualifies wins
+        tile = np.where(r / t < 0.9, t, tile)
+    return np.ceil(r / tile - 1e-9) * tile
+
+
+def marlin_flops(hw: HardwareSpec, eng: EngineConstants, weights: str) -> float | None:
+    """The math rate (FLOP/s) of a routed GEMM of ``weights`` experts on the marlin path
+    (``MARLIN_SM_FLOPS`` x the GPU's SMs), None on every other path (``cost.gemm_time`` takes it
+    as the bound of the rows' time, as ``grouped_block_efficiency``'s shares).
+
+    Example: vLLM, Kimi-K2.5's INT4 experts on H200 -> 2.97e14 (132 SMs); on B200 -> 3.33e14."""
+    if moe_kernel_path(hw, eng, weights) != "marlin":
+        return None
+    return MARLIN_SM_FLOPS * hw.sm_count
+
+
+def marlin_share(
+    hw: HardwareSpec, eng: EngineConstants, weights: str, rows: Any, ceiling: float
+) -> Any:
+    """The share of a ``ceiling`` FLOP/s rate that a routed GEMM of ``weights`` experts with
+    ``rows`` rows per expert computes its rows at on the marlin path (``marlin_flops``, on the
+    rows its tiles compute, ``marlin_rows``; at most 1, elementwise), None on the other paths
+    (``cost.gemm_time``'s bound of the rows' time).
+
+    Example: 341 rows (384 computed) at Marlin's 2.97e14 on H200 against a 7.9e14 ceiling ->
+    2.97e14 / 7.9e14 x 341 / 384 = 0.33."""
+    rate = marlin_flops(hw, eng, weights)
+    if rate is None:
+        return None
+    r = np.asarray(rows, dtype=float)
+    return np.minimum(1.0, rate / ceiling * r / np.maximum(marlin_rows(r), 1e-9))
 
 
 def grouped_block_efficiency(
@@ -328,7 +403,7 @@ def grouped_block_efficiency(
     elsewhere."""
     weights = moe.get("weights", "")
     own = hw.block_scaled_efficiency(weights, rate_class)
-    if own is not None or moe_kernel_path(hw, eng) != "trtllm_gen":
+    if own is not None or moe_kernel_path(hw, eng, weights) != "trtllm_gen":
         return own
     family = _trtllm_gen_format(weights, rate_class == "bf16")
     return {"fp8_block": TRTLLM_GEN_FP8_BLOCK, "mxfp4-a16": TRTLLM_GEN_W4A16}.get(family)
@@ -339,9 +414,21 @@ def grouped_efficiency(
 ) -> Efficiency:
     """The share of the dense ceiling routed GEMMs of ``weights`` are priced at, as the estimate's
     assumptions report it: the bound of their work off the tensor cores where one applies
-    (``grouped_block_efficiency``), else the class's grouped share (``grouped_share``)."""
+    (``grouped_block_efficiency``), on the marlin path its rate over that ceiling
+    (``marlin_flops``, as ``cost.gemm_time`` bounds it), else the class's grouped share
+    (``grouped_share``)."""
+    rate = marlin_flops(hw, eng, weights)
+    if rate is not None:
+        from .cost import gemm_ceiling  # (cost imports this module)
+
+        peak, ceiling = gemm_ceiling(hw, rate_class, eng)
+        return Efficiency(
+            min(1.0, rate / (peak * ceiling)),
+            f"marlin: {MARLIN_SM_FLOPS / 1e12:.2f} TFLOP/s per SM x {hw.sm_count} SMs "
+            "(moe_kernels.MARLIN_SM_FLOPS)",
+        )
     block = grouped_block_efficiency(hw, eng, {"weights": weights}, rate_class)
-    return block if block is not None else grouped_share(hw, eng, rate_class)
+    return block if block is not None else grouped_share(hw, eng, rate_class, weights)
 
 
 def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> str | None:
@@ -355,7 +442,7 @@ def weight_only_path(hw: HardwareSpec, eng: EngineConstants, weights: str) -> st
     Example: TensorRT-LLM (``triton``) with MXFP4 experts on H200 -> "triton"; on B200 (native
     FP4) or with FP8 experts -> None; vLLM (``same``) -> None."""
     path = eng.moe_kernels_weight_only
-    if path in ("same", moe_kernel_path(hw, eng)) or not hw.runs_weight_only(weights):
+    if path in ("same", moe_kernel_path(hw, eng, weights)) or not hw.runs_weight_only(weights):
         return None
     return path
 
@@ -383,7 +470,15 @@ def weight_only_tiles(
     return None if path is None else _path_tiles(path)
 
 
-def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
+def int4_weight_only(weights: str) -> bool:
+    """Whether ``weights`` is a 4-bit integer weight-only format (GPTQ/AWQ, compressed-tensors
+    pack-quantized INT4: element ``int4``, BF16 math), whose experts take the engine's
+    ``moe_kernels_int4`` path."""
+    fmt = FORMATS.get(weights)
+    return fmt is not None and fmt.element == "int4" and fmt.compute_class == "bf16"
+
+
+def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -> str:
     """The MoE kernel path the engine runs on this hardware: ``auto`` is trtllm_gen on NVIDIA's
     datacenter Blackwell GPUs (SM100/SM103: B200, GB200, B300, GB300), where SGLang and vLLM run
     FlashInfer's TRTLLM-Gen fused MoE (``TRTLLM_GEN_LAYER_S``), cutlass on the workstation
@@ -393,9 +488,17 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants) -> str:
     deepgemm (vLLM 0.12's DeepGEMM MoE, ``padded_rows``; other formats price as triton) runs on
     SM90 and SM100 (``runs_deepgemm``), elsewhere auto's path.
 
+    Experts in a 4-bit integer weight-only format (``int4_weight_only``) take the engine's
+    ``moe_kernels_int4`` on NVIDIA GPUs: ``marlin`` (``MARLIN_SM_FLOPS``), or ``trtllm_gen``
+    (TRTLLM-Gen's MxInt4 MoE) where it runs and marlin elsewhere; ``same`` the path above.
+
     Example: SGLang (auto) on B200 -> "trtllm_gen", on H200 -> "triton"; TensorRT-LLM
-    (cutlass) -> "cutlass" everywhere."""
+    (cutlass) -> "cutlass" everywhere; vLLM with Kimi-K2.5's INT4 experts ("int4_g32_sym") ->
+    "marlin" on H200 and B200."""
     gen = runs_trtllm_gen(hw)
+    int4 = eng.moe_kernels_int4
+    if int4 != "same" and hw.vendor == "nvidia" and weights and int4_weight_only(weights):
+        return "trtllm_gen" if int4 == "trtllm_gen" and gen else "marlin"
     if eng.moe_kernels == "deepgemm" and runs_deepgemm(hw):
         return "deepgemm"
     if eng.moe_kernels in ("auto", "deepgemm"):

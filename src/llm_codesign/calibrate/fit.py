@@ -461,7 +461,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "own for each GPU, gpu_defaults), memory utilization are not fitted (base.yaml's "
             "values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
-            "moe_comm, moe_kernels, moe_kernels_weight_only, attention_kernels, "
+            "moe_comm, moe_kernels, moe_kernels_weight_only, moe_kernels_int4, attention_kernels, "
             "gqa_decode_kernels, dsa_kernels, expert_balancer, "
             "kv_admission and memory_budget state the engine's own behaviour (see "
             "kv_admission_source)"

@@ -128,7 +128,10 @@ def clean(obj: Any) -> Any:
 # "" for a precision given as is); lint's, regimes' and search's `assumptions` add `precision`
 # (the one given, the checkpoint's own, or the advisors' default, and a name that says an export's
 # format with no bundled quantization_config: `explore.operating.advisor_precision`).
-SCHEMA_VERSION = 32
+# 33: the engine constants add `moe_kernels_int4` (same, marlin, trtllm_gen: the grouped GEMMs' path
+# for 4-bit integer weight-only experts, `moe_kernels.moe_kernel_path`); `moe_kernel_path` in
+# `assumptions` is the experts' own (marlin for Kimi-K2.5's INT4 experts on vLLM).
+SCHEMA_VERSION = 33
 
 
 def to_json(obj: Any) -> str:

@@ -69,9 +69,10 @@ MOE_COMM = (
 # trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S;
 # deepgemm: vLLM 0.12's DeepGEMM MoE on SM90/SM100, moe_kernels.DEEPGEMM_BLOCK_M)
 MOE_KERNELS = ("auto", "cutlass", "triton", "trtllm_gen", "deepgemm")
-# the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``): ``same`` = the
-# engine's ``moe_kernels``
+# the grouped GEMMs' path for weight-only experts (``moe_kernels_weight_only``) and for 4-bit
+# integer ones (``moe_kernels_int4``: ``moe_kernels.moe_kernel_path``); ``same`` = ``moe_kernels``
 WEIGHT_ONLY_MOE_KERNELS = ("same", "cutlass", "triton")
+INT4_MOE_KERNELS = ("same", "marlin", "trtllm_gen")
 # MLA decode-attention kernel family (attention_kernels.decode_attention_efficiency):
 # ``default`` = the GPU file's ``efficiency.attention_decode`` (TensorRT-LLM's kernels in the
 # bundled files), else a family the GPU file may measure apart
@@ -158,6 +159,7 @@ class EngineConstants:
             (``HardwareSpec.runs_weight_only``: MXFP4 on Hopper), where the MoE is not
             tensor-parallel (``WEIGHT_ONLY_MOE_KERNELS``; ``moe_kernels.weight_only_tiles``):
             ``same`` keeps ``moe_kernels``.
+        moe_kernels_int4: the path for 4-bit integer weight-only experts (``INT4_MOE_KERNELS``).
         attention_kernels: the MLA decode-attention kernel family the engine runs
             (``ATTENTION_KERNELS``; ``attention_kernels.decode_attention_efficiency``): a GPU
             file's entries for that family where it has them, else its default entries.
@@ -269,6 +271,7 @@ class EngineConstants:
     moe_comm: str
     moe_kernels: str
     moe_kernels_weight_only: str
+    moe_kernels_int4: str
     attention_kernels: str
     gqa_decode_kernels: str
     dsa_kernels: str
@@ -372,28 +375,22 @@ TIMES = (
 )
 
 
-# the engine's named behaviours: (constant, its allowed values, what an unknown value is not)
+# the engine's named behaviours: (constant, its allowed values, what an unknown value is not:
+# "" for none, the message's "is not a known <what>")
 CHOICES = (
     ("kv_admission", KV_ADMISSION, ""),
-    ("moe_comm", MOE_COMM, " is not a known kernel family"),
-    ("moe_kernels", MOE_KERNELS, " is not a known MoE kernel path"),
-    (
-        "moe_kernels_weight_only",
-        WEIGHT_ONLY_MOE_KERNELS,
-        " is not a known weight-only MoE kernel path",
-    ),
-    ("attention_kernels", ATTENTION_KERNELS, " is not a known decode-attention kernel family"),
-    (
-        "gqa_decode_kernels",
-        GQA_DECODE_KERNELS,
-        " is not a known GQA decode-attention kernel family",
-    ),
-    ("dsa_kernels", DSA_KERNELS, " is not a known DeepSeek Sparse Attention kernel family"),
-    ("expert_balancer", EXPERT_BALANCERS, " is not a known expert load balancer"),
-    ("memory_budget", MEMORY_BUDGETS, " is not a known memory fraction convention"),
+    ("moe_comm", MOE_COMM, "kernel family"),
+    ("moe_kernels", MOE_KERNELS, "MoE kernel path"),
+    ("moe_kernels_weight_only", WEIGHT_ONLY_MOE_KERNELS, "weight-only MoE kernel path"),
+    ("moe_kernels_int4", INT4_MOE_KERNELS, "INT4 MoE kernel path"),
+    ("attention_kernels", ATTENTION_KERNELS, "decode-attention kernel family"),
+    ("gqa_decode_kernels", GQA_DECODE_KERNELS, "GQA decode-attention kernel family"),
+    ("dsa_kernels", DSA_KERNELS, "DeepSeek Sparse Attention kernel family"),
+    ("expert_balancer", EXPERT_BALANCERS, "expert load balancer"),
+    ("memory_budget", MEMORY_BUDGETS, "memory fraction convention"),
     ("gpu_defaults", GPU_DEFAULTS, ""),
     ("token_budget_scope", TOKEN_BUDGET_SCOPES, ""),
-    ("adp_balance_kind", ADP_BALANCE_KINDS, " is not a known attention-DP hold"),
+    ("adp_balance_kind", ADP_BALANCE_KINDS, "attention-DP hold"),
 )
 
 
@@ -441,6 +438,7 @@ def _check(c: EngineConstants, where: str) -> None:
         raise SpecError(f"{where}: routing_skew={c.routing_skew} must lie in [0, 100]")
     for name, allowed, what in CHOICES:  # each named behaviour: one of its known values
         if getattr(c, name) not in allowed:
+            what = f" is not a known {what}" if what else ""
             raise SpecError(
                 f"{where}: {name}={getattr(c, name)!r}{what}; allowed: " + ", ".join(allowed)
             )
