@@ -18,6 +18,8 @@ from llm_codesign.moe_kernels import (
     grouped_token_tiles,
     int4_weight_only,
     marlin_flops,
+    marlin_rows,
+    marlin_share,
     moe_kernel_path,
 )
 from llm_codesign.validate.moe_layer import moe_layer_time
@@ -75,6 +77,17 @@ def test_marlin_rate_is_per_sm():
     share_h, share_b = (grouped_efficiency(g, vllm, "bf16", KIMI).value for g in (h200, b200))
     assert 0.0 < share_b < share_h < 1.0  # the same SMs' rate is a smaller share of Blackwell
     assert grouped_token_tiles(h200, vllm, KIMI) == MARLIN_TOKEN_TILES == (8, 16, 32, 48, 64)
+
+
+def test_marlin_rows_and_share_by_hand():
+    """vLLM's tile rule by hand (the first of 8-64 rows filled under 0.9, else 64): 7 rows -> 8,
+    8 -> 16, 12 -> 16, 40 -> 48, 85 -> two tiles of 64, 341 -> six; the share is the rate over
+    the ceiling on the rows computed, and no rows set no bound (no 0 / 0)."""
+    assert list(marlin_rows([7, 8, 12, 40, 85, 341])) == [8, 16, 16, 48, 128, 384]
+    h200, vllm = load_hardware("h200-sxm"), load_engine("vllm")
+    s = marlin_share(h200, vllm, KIMI, np.array([0.0, 341.0]), 7.9e14)
+    assert s[0] == 1.0 and s[1] == pytest.approx(MARLIN_SM_FLOPS * 132 / 7.9e14 * 341 / 384)
+    assert marlin_share(h200, vllm, "fp8_block", 341.0, 7.9e14) is None
 
 
 @pytest.mark.parametrize("gpu", ["h200-sxm", "b200", "gb300"])

@@ -357,7 +357,7 @@ def marlin_rows(rows: Any) -> Any:
     first of ``MARLIN_TOKEN_TILES`` that ``rows`` fills to under 0.9, else 64 (vLLM's
     fused_marlin_moe: ``M * topk / E / block_size_m < 0.9``), and it computes whole tiles.
 
-    Example: 12 rows -> 16 (tile 16); 85 -> 128 (two of 64); 341 -> 384; 0 -> 0."""
+    Example: 12 rows -> 16 (tile 16); 85 -> 128 (two of 64); 341 -> 384."""
     r = np.asarray(rows, dtype=float)
     tile = np.full_like(r, MARLIN_TOKEN_TILES[-1])
     for t in reversed(MARLIN_TOKEN_TILES):  # the smallest tile that qualifies wins
@@ -381,8 +381,8 @@ def marlin_share(
 ) -> Any:
     """The share of a ``ceiling`` FLOP/s rate that a routed GEMM of ``weights`` experts with
     ``rows`` rows per expert computes its rows at on the marlin path (``marlin_flops``, on the
-    rows its tiles compute, ``marlin_rows``; at most 1, elementwise), None on the other paths
-    (``cost.gemm_time``'s bound of the rows' time).
+    rows its tiles compute, ``marlin_rows``; at most 1, elementwise; 1 where there are no rows:
+    no bound), None on the other paths (``cost.gemm_time``'s bound of the rows' time).
 
     Example: 341 rows (384 computed) at Marlin's 2.97e14 on H200 against a 7.9e14 ceiling ->
     2.97e14 / 7.9e14 x 341 / 384 = 0.33."""
@@ -390,7 +390,8 @@ def marlin_share(
     if rate is None:
         return None
     r = np.asarray(rows, dtype=float)
-    return np.minimum(1.0, rate / ceiling * r / np.maximum(marlin_rows(r), 1e-9))
+    share = rate / ceiling * r / np.maximum(marlin_rows(r), 1e-9)
+    return np.where(r > 0, np.minimum(1.0, share), 1.0)
 
 
 def grouped_block_efficiency(
