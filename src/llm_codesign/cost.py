@@ -418,6 +418,7 @@ def gemm_time(
         touched = groups
     elem = op.a_elem_bytes or op.a_bytes  # (the alignment's element: alignment_factor)
     routed, ratio = bool(moe and moe.get("routed", False)), _speed_ratio(hw, rate_class)
+    weights = moe.get("weights", "") if moe else ""  # (the experts' format: their kernel path)
     if not routed:
         eff = _unrouted_efficiency(hw, m, op.n, op.k, groups, ratio, elem)
     else:
@@ -426,7 +427,7 @@ def gemm_time(
             lazy["few"] = distinct(m, groups)
         few = lazy["few"] if scalar else None
         rows_g, tiles = ((m, groups), row_tiles) if few is None else (few.columns, few.cache)
-        weights, shape = moe.get("weights", ""), (hw, rows_g[0], op.n, op.k, rows_g[1])
+        shape = (hw, rows_g[0], op.n, op.k, rows_g[1])
         shape += (ratio, elem, routed)
         spread = (lambda x: x) if few is None else few.expand
         eff = spread(gemm_shape_efficiency(*shape, grouped_token_tiles(hw, eng, weights), tiles))
@@ -439,7 +440,6 @@ def gemm_time(
     # a measured grouped kernel's share of the dense ceiling (routed GEMMs; moe_kernels): per
     # class, the kernel's math rate (Blackwell's grouped FP4 tiles); per weight format, work off
     # the tensor cores (FP8 block rescaling, Hopper's conversion of MXFP4 weights to BF16)
-    weights = moe.get("weights", "") if moe else ""
     share = grouped_share(hw, eng, rate_class, weights).value if routed else 1.0
     scaled = grouped_block_efficiency(hw, eng, moe, rate_class) if routed else None
     block = scaled.value if scaled is not None else 1.0  # (DeepGEMM's rows: its own rate)

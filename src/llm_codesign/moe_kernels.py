@@ -382,13 +382,16 @@ def marlin_share(
     """The share of a ``ceiling`` FLOP/s rate that a routed GEMM of ``weights`` experts with
     ``rows`` rows per expert computes its rows at on the marlin path (``marlin_flops``, on the
     rows its tiles compute, ``marlin_rows``; at most 1, elementwise; 1 where there are no rows:
-    no bound), None on the other paths (``cost.gemm_time``'s bound of the rows' time).
+    no bound; ``rows`` None: the rate alone, as the estimate's assumptions report it), None on the
+    other paths (``cost.gemm_time``'s bound of the rows' time).
 
     Example: 341 rows (384 computed) at Marlin's 2.97e14 on H200 against a 7.9e14 ceiling ->
     2.97e14 / 7.9e14 x 341 / 384 = 0.33."""
     rate = marlin_flops(hw, eng, weights)
     if rate is None:
         return None
+    if rows is None:
+        return min(1.0, rate / ceiling)
     r = np.asarray(rows, dtype=float)
     share = rate / ceiling * r / np.maximum(marlin_rows(r), 1e-9)
     return np.where(r > 0, np.minimum(1.0, share), 1.0)
@@ -418,13 +421,12 @@ def grouped_efficiency(
     (``grouped_block_efficiency``), on the marlin path its rate over that ceiling
     (``marlin_flops``, as ``cost.gemm_time`` bounds it), else the class's grouped share
     (``grouped_share``)."""
-    rate = marlin_flops(hw, eng, weights)
-    if rate is not None:
+    if moe_kernel_path(hw, eng, weights) == "marlin":
         from .cost import gemm_ceiling  # (cost imports this module)
 
         peak, ceiling = gemm_ceiling(hw, rate_class, eng)
         return Efficiency(
-            min(1.0, rate / (peak * ceiling)),
+            float(marlin_share(hw, eng, weights, None, peak * ceiling)),
             f"marlin: {MARLIN_SM_FLOPS / 1e12:.2f} TFLOP/s per SM x {hw.sm_count} SMs "
             "(moe_kernels.MARLIN_SM_FLOPS)",
         )
