@@ -10,13 +10,13 @@ import yaml
 
 from llm_codesign import load_engine, load_hardware
 from llm_codesign.errors import SpecError
+from llm_codesign.formats import int4_weight_only
 from llm_codesign.moe_kernels import (
     MARLIN_SM_FLOPS,
     MARLIN_TOKEN_TILES,
     grouped_efficiency,
     grouped_share,
     grouped_token_tiles,
-    int4_weight_only,
     marlin_flops,
     marlin_rows,
     marlin_share,

@@ -149,6 +149,15 @@ BLOCK_SCALED_WEIGHTS = ("fp8_block",)
 GROUPED_WEIGHT_FORMATS = BLOCK_SCALED_WEIGHTS + ("mxfp4",)
 
 
+def int4_weight_only(fmt: str | NumberFormat) -> bool:
+    """Whether a format (or its id) is a 4-bit integer weight-only one: element ``int4`` at BF16
+    math (GPTQ/AWQ, compressed-tensors pack-quantized INT4), whose GEMMs the activations' class
+    decides (``Precision.compute_class``) and whose experts take the engine's INT4 MoE path
+    (``moe_kernels.moe_kernel_path``)."""
+    f = FORMATS.get(fmt) if isinstance(fmt, str) else fmt
+    return f is not None and f.element == "int4" and f.compute_class == "bf16"
+
+
 def get_format(format_id: str) -> NumberFormat:
     """Look up a format by id, with a clear error listing the allowed ids."""
     try:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .comm import fed_every_token
-from .formats import BLOCK_SCALED_WEIGHTS, FORMATS
+from .formats import BLOCK_SCALED_WEIGHTS, int4_weight_only
 from .routing import busiest_touch_ratio, moe_rank_imbalance, rank_experts, reach_share
 from .specs.engine import EXPERT_POPULARITY_CV, EngineConstants
 from .specs.hardware import Efficiency, HardwareSpec
@@ -473,14 +473,6 @@ def weight_only_tiles(
     return None if path is None else _path_tiles(path)
 
 
-def int4_weight_only(weights: str) -> bool:
-    """Whether ``weights`` is a 4-bit integer weight-only format (GPTQ/AWQ, compressed-tensors
-    pack-quantized INT4: element ``int4``, BF16 math), whose experts take the engine's
-    ``moe_kernels_int4`` path."""
-    fmt = FORMATS.get(weights)
-    return fmt is not None and fmt.element == "int4" and fmt.compute_class == "bf16"
-
-
 def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -> str:
     """The MoE kernel path the engine runs on this hardware: ``auto`` is trtllm_gen on NVIDIA's
     datacenter Blackwell GPUs (SM100/SM103: B200, GB200, B300, GB300), where SGLang and vLLM run
@@ -491,7 +483,7 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -
     deepgemm (vLLM 0.12's DeepGEMM MoE, ``padded_rows``; other formats price as triton) runs on
     SM90 and SM100 (``runs_deepgemm``), elsewhere auto's path.
 
-    Experts in a 4-bit integer weight-only format (``int4_weight_only``) take the engine's
+    Experts in a 4-bit integer weight-only format (``formats.int4_weight_only``) take the engine's
     ``moe_kernels_int4`` on NVIDIA GPUs: ``marlin`` (``MARLIN_SM_FLOPS``), or ``trtllm_gen``
     (TRTLLM-Gen's MxInt4 MoE) where it runs and marlin elsewhere; ``same`` the path above.
 

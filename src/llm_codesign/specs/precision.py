@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SpecError, UnknownIdError
-from ..formats import FORMATS, NumberFormat, get_format
+from ..formats import FORMATS, NumberFormat, get_format, int4_weight_only
 
 ROLES = {"w": "weights", "a": "activations", "kv": "kv_cache", "comm": "communication"}
 
@@ -52,7 +52,7 @@ class Precision:
         """Tensor-core rate class of the GEMMs: the operand with more bits decides."""
         w, a = self.weights, self.activations
         wider = w if w.element_bits >= a.element_bits else a
-        if w.compute_class == "bf16" and w.element == "int4":  # weight-only int4: A decides
+        if int4_weight_only(w):  # weight-only int4: the activations decide
             wider = a
         return wider.compute_class
 
