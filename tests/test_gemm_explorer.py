@@ -94,11 +94,18 @@ def test_mx_block_scales_do_not_misalign_the_gemm():
         assert mx == pytest.approx(fp8, rel=1e-3)
 
 
-def test_table2_small_reduction_dim_stays_memory_bound():
+def test_table2_small_reduction_dim_runs_below_the_square_gemm():
+    """The blog's Table 2 FFN-2 (H' = 512, H = 8192, GB300 NVFP4) runs below the near-square GEMM
+    of the same weight elements, and gains rate with tokens. The blog calls it memory-bound
+    "assuming 15 PFLOPS peak FP4"; at the FP4 rate GB300's GEMMs measure (gb300.yaml) it sits
+    past the ridge. AIConfigurator's GB300 tables (ai-dynamo/aiconfigurator @095f58a,
+    systems/data/gb300/gemm/<engine>/<version>/gemm_perf.parquet, five engine releases) measure
+    1,142-2,286 TFLOP/s at 16384x8192x512 and 1.17-1.68x that at 16384x2048x2048."""
     s = gemm_sweep("gb300", "nvfp4", m=[256, 2048, 16384], n=8192, k=512)
-    assert list(s.bound) == ["memory"] * 3
+    assert list(s.tflops) == sorted(s.tflops)
+    assert s.tflops[-1] <= 2286
     square = gemm_sweep("gb300", "nvfp4", m=16384, n=2048, k=2048)  # same weight elements
-    assert square.bound[0] == "compute" and square.tflops[0] > 2 * s.tflops[-1]
+    assert square.bound[0] == "compute" and square.tflops[0] > 1.17 * s.tflops[-1]
 
 
 def test_efficiency_is_fraction_of_peak_and_launch_overhead_counts():

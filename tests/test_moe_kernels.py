@@ -359,16 +359,33 @@ def test_grouped_fp4_share_on_blackwell_by_hand():
 
 
 def test_blackwell_fp4_fused_moe_layers():
-    """The CUTLASS FP4 rows of the kernel table: TensorRT-LLM 1.2's CUTLASS NVFP4 module on B200
-    (AIConfigurator) and FlashInfer's CUTLASS fused MoE on B300 (sglang PR #40105, flashinfer PR
-    #4985) at 1k tokens and more: within 15% at the median with the grouped share, where the
-    dense FP4 ceiling prices them 1.4-2.9x too fast at 8k tokens; the median bias within 6%
-    (-5.6% with the path's fixed chain fit on its rows of 1-16 tokens, CUTLASS_FP4_LAYER_S;
-    -3.7% with the 32.4 us the serving fit had held)."""
-    errs = _layer_errors("nvfp4", lambda x: int(x["tokens"]) >= 1024 and x["path"] == "cutlass")
-    assert len(errs) == 20
-    assert statistics.median(abs(e) for e in errs) <= 0.15
-    assert abs(statistics.median(errs)) <= 0.06
+    """The CUTLASS FP4 rows of the kernel table at 1k tokens and more. TensorRT-LLM 1.2's CUTLASS
+    NVFP4 module on B200 (AIConfigurator; the rows the grouped share 0.42 is fitted on): within
+    15% at the median, the median bias within 6%, where the dense FP4 ceiling prices them
+    1.4-2.9x too fast at 8k tokens. On B300 the same share on B300's own FP4 ceiling (b300.yaml,
+    the B200 fraction carried over by the GEMM tables' measured B300/B200 ratio) prices
+    TensorRT-LLM 1.3.0rc20's module within 25% at the median (slower than measured: the 1.3
+    runner is faster than the 1.2 one the share describes, on B200 too) and FlashInfer 0.6.18's
+    cutlass_fused_moe slower still (its faster kernel; sglang PR #40105, flashinfer PR #4985)."""
+
+    def errs(source: str) -> list[float]:
+        return _layer_errors(
+            "nvfp4",
+            lambda x: (
+                x["source_id"] == source and int(x["tokens"]) >= 1024 and x["path"] == "cutlass"
+            ),
+        )
+
+    b200 = errs("aiconfigurator_moe_b200_trtllm")
+    assert len(b200) == 12
+    assert statistics.median(abs(e) for e in b200) <= 0.15
+    assert abs(statistics.median(b200)) <= 0.06
+    b300 = errs("aiconfigurator_moe_b300_trtllm")
+    assert len(b300) == 12
+    assert 0.0 < statistics.median(b300) <= 0.25
+    flashinfer = errs("sglang_pr40105") + errs("flashinfer_pr4985")
+    assert len(flashinfer) == 8
+    assert statistics.median(flashinfer) > statistics.median(b300)
 
 
 def test_grouped_fp8_block_share_on_hopper_by_hand():

@@ -1,0 +1,58 @@
+"""The dense FP4 GEMM ceilings of the Blackwell GPUs against AIConfigurator's measured NVFP4 GEMM
+tables (ai-dynamo/aiconfigurator @095f58a, systems/data/<gpu>/gemm/<engine>/<version>/
+gemm_perf.parquet; benchmarks/fp4_gemm_report.py prints the figures quoted here).
+
+B300 and GB300 had no FP4 entry and fell back to their FP8 fraction, which priced an 8192^3
+NVFP4 GEMM at 10-11 PFLOPS where the tables measure 4.3-5.2 (no kernel faster than 6.5 at any
+shape): their files now carry the sibling's fraction (B200, GB200) over by the ratio the same
+kernels measure on the two GPUs."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_codesign.cost import _REFERENCE_SHAPE, gemm_time
+from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.hardware import load_hardware
+from llm_codesign.validate.gemm import kernel_gemm_op
+
+# (GPU, sibling, lowest and highest GPU / sibling TFLOP/s ratio at 8192^3 over the engine
+# releases the tables measure on both: B300/B200 6 releases, GB300/GB200 7)
+SIBLING_RATIOS = [("b300", "b200", 0.964, 1.202), ("gb300", "gb200", 0.865, 1.229)]
+# the fastest NVFP4 GEMM the tables measure on each GPU, at any shape (TFLOP/s)
+FASTEST_MEASURED = {"b200": 5764, "b300": 6091, "gb200": 6478, "gb300": 6467}
+
+
+def fp4_tflops(hw_id: str, m: float, n: float, k: float) -> float:
+    """The model's TFLOP/s of one dense NVFP4 GEMM (its compute and memory terms)."""
+    op = kernel_gemm_op(m, n, k, "nvfp4", 0.5625)
+    t = float(gemm_time(op, load_hardware(hw_id), load_engine("default"))[0])
+    return 2.0 * m * n * k / t / 1e12
+
+
+@pytest.mark.parametrize(("gpu", "sibling", "lo", "hi"), SIBLING_RATIOS)
+def test_fp4_ceiling_keeps_the_measured_sibling_ratio(gpu, sibling, lo, hi):
+    """At the reference shape the GPU runs NVFP4 at the ratio to its sibling that the same
+    kernels measure (not the 1.5x of the two datasheets' dense FP4 peaks)."""
+    ratio = fp4_tflops(gpu, *_REFERENCE_SHAPE) / fp4_tflops(sibling, *_REFERENCE_SHAPE)
+    assert lo <= ratio <= hi
+    assert load_hardware(gpu).peak_flops("nvfp4") / load_hardware(sibling).peak_flops(
+        "nvfp4"
+    ) == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("gpu", sorted(FASTEST_MEASURED))
+def test_fp4_ceiling_not_above_the_fastest_measured_kernel(gpu):
+    """No shape prices a dense NVFP4 GEMM faster than the fastest one measured on the GPU: the
+    reference shape and a larger one."""
+    for shape in (_REFERENCE_SHAPE, (16384.0, 16384.0, 16384.0)):
+        assert fp4_tflops(gpu, *shape) <= FASTEST_MEASURED[gpu]
+
+
+def test_fp4_fraction_is_measured_not_the_fp8_fallback():
+    """Every Blackwell datacenter GPU states its own FP4 fraction (a fallback to FP8's priced
+    B300 at 0.745 of 13.5 PF), and MXFP4 takes NVFP4's (the same tensor-core rate)."""
+    for gpu in FASTEST_MEASURED:
+        eff = load_hardware(gpu).gemm_efficiency
+        assert "nvfp4" in eff and "mxfp4" in eff
+        assert eff["mxfp4"].value == eff["nvfp4"].value
