@@ -25,9 +25,9 @@ def is_gemm_table(path: str | Path) -> bool:
 def kernel_gemm_op(
     m: float, n: float, k: float, compute_class: str, elem_bytes: float, groups: float = 1.0
 ) -> Op:
-    """One GEMM kernel (``groups`` of them in one launch) as the cost model prices it: operands
-    of ``elem_bytes`` a element, a 16-bit output. E.g. an NVFP4 GEMM: ``elem_bytes`` 0.5625 (4
-    bits and one E4M3 scale per 16 elements)."""
+    """One GEMM kernel (``groups`` of them in one launch) as the cost model prices it: both
+    operands ``elem_bytes`` per element, a 16-bit output. E.g. an NVFP4 GEMM: ``elem_bytes``
+    0.5625 (4 bits and one E4M3 scale per 16 elements)."""
     return Op(
         "gemm",
         "ffn",
