@@ -5,7 +5,8 @@ gemm_perf.parquet; benchmarks/fp4_gemm_report.py prints the figures quoted here)
 B300 and GB300 had no FP4 entry and fell back to their FP8 fraction, which priced an 8192^3
 NVFP4 GEMM at 10-11 PFLOPS where the tables measure 4.3-5.2 (no kernel faster than 6.5 at any
 shape): their files now carry the sibling's fraction (B200, GB200) over by the ratio the same
-kernels measure on the two GPUs."""
+kernels measure on the two GPUs. The RTX PRO 6000 had fallen back to its BF16 fraction for FP8
+and FP4: it now states the fastest kernel its tables measure at the reference shape."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from llm_codesign.validate.gemm import kernel_gemm_op
 # releases the tables measure on both: B300/B200 6 releases, GB300/GB200 7)
 SIBLING_RATIOS = [("b300", "b200", 0.964, 1.202), ("gb300", "gb200", 0.865, 1.229)]
 # the fastest NVFP4 GEMM the tables measure on each GPU, at any shape (TFLOP/s)
-FASTEST_MEASURED = {"b200": 5764, "b300": 6091, "gb200": 6478, "gb300": 6467}
+FASTEST_MEASURED = {"b200": 5764, "b300": 6091, "gb200": 6478, "gb300": 6467, "rtx-pro-6000": 1553}
 
 
 def fp4_tflops(hw_id: str, m: float, n: float, k: float) -> float:
@@ -50,8 +51,9 @@ def test_fp4_ceiling_not_above_the_fastest_measured_kernel(gpu):
 
 
 def test_fp4_fraction_is_measured_not_the_fp8_fallback():
-    """Every Blackwell datacenter GPU states its own FP4 fraction (a fallback to FP8's priced
-    B300 at 0.745 of 13.5 PF), and MXFP4 takes NVFP4's (the same tensor-core rate)."""
+    """Every Blackwell GPU states its own FP4 fraction (a fallback to FP8's priced B300 at 0.745
+    of 13.5 PF, one to BF16's the RTX PRO 6000 at 0.857 where its kernels reach 0.64-0.68), and
+    MXFP4 takes NVFP4's (the same tensor-core rate)."""
     for gpu in FASTEST_MEASURED:
         eff = load_hardware(gpu).gemm_efficiency
         assert "nvfp4" in eff and "mxfp4" in eff
