@@ -81,8 +81,8 @@ def test_gemm_shape_table2_small_ffn_width():
     """The blog's FFN-2 example (H' = 512, H = 8192, GB300 NVFP4): the near-square reshape speeds
     the op up by more than 1.5x. Its Table 2 calls the op memory-bound at every token count
     "assuming 15 PFLOPS peak FP4" (reference/codesign.md); at the FP4 rate GEMMs measure on GB300
-    (gb300.yaml: 0.385 of that peak at 8192^3) its math takes 2.6x longer and the 1,024-token op
-    sits past the ridge, so the bound is the model's, not asserted from the datasheet figure."""
+    (gb300.yaml: 0.385 of that peak at 8192^3) its math takes 2.6x longer, so which side of the
+    ridge it sits on is not asserted from the datasheet figure."""
     m = dense(intermediate_size=512)
     r = lint(m, "gb300", "nvfp4", workloads=SHORT, rules=["gemm-shape"])
     (f,) = [f for f in rules_of(r, "gemm-shape") if f.location == "op ffn_down"]
