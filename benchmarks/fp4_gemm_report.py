@@ -11,9 +11,9 @@ Three tables:
    a release were measured on one GPU), and their median: the fraction the
    GPU's file derives from its sibling's (the sibling's fraction x its peak x the median ratio /
    the GPU's peak), so that both GPUs' ceilings keep the order the same kernels measure.
-3. The model's dense GEMM time (``cost.gemm_time`` plus the engine's per-kernel cost, as
-   ``validate.gemm`` prices a kernel row) against every row with at least ``--min-m`` rows:
-   the median error (predicted / measured - 1) and median |error| per GPU.
+3. The model's dense GEMM throughput (``advise.gemm.gemm_sweep``, the GEMM explorer: its
+   compute and memory terms plus the engine's per-kernel cost) against every row with at least
+   ``--min-m`` rows: the median error (predicted / measured - 1) and median |error| per GPU.
 
 The GPU is each row's ``device`` (``validate.match_gpu_name``): a table filed under another
 GPU's folder counts for the GPU it was measured on.
@@ -33,30 +33,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hbm_fraction_report import COLUMNS, parquet_files  # noqa: E402
 
-from llm_codesign.cost import _REFERENCE_SHAPE, gemm_time  # noqa: E402
-from llm_codesign.specs.engine import load_engine  # noqa: E402
+from llm_codesign.advise.gemm import gemm_sweep  # noqa: E402
+from llm_codesign.cost import _REFERENCE_SHAPE  # noqa: E402
 from llm_codesign.specs.hardware import load_hardware  # noqa: E402
 from llm_codesign.validate import match_gpu_name  # noqa: E402
-from llm_codesign.validate.gemm import kernel_gemm_op  # noqa: E402
 
 # a GPU and the sibling whose measured fraction anchors it (the same die generation, the
 # predecessor SKU): the ratio of the same kernels on both carries the sibling's fraction over
 SIBLINGS = {"b300": "b200", "gb300": "gb200"}
-# a table's gemm_dtype -> (the model's compute class, bytes per operand element)
-DTYPES = {
-    "nvfp4": ("nvfp4", 0.5625),  # 4-bit elements + one E4M3 scale per 16
-    "fp8": ("fp8", 1.0),
-    "bfloat16": ("bf16", 2.0),
-}
+# a table's gemm_dtype -> the model's dtype (the GEMM explorer's, and the compute class)
+DTYPES = {"nvfp4": "nvfp4", "fp8": "fp8", "bfloat16": "bf16"}
 
 
 def model_tflops(hw_id: str, m: float, n: float, k: float, dtype: str = "nvfp4") -> float:
     """The model's TFLOP/s for one dense GEMM of a table's ``dtype`` (one launch, the default
     engine)."""
-    eng = load_engine("default")
-    op = kernel_gemm_op(m, n, k, *DTYPES[dtype])
-    t = float(gemm_time(op, load_hardware(hw_id), eng)[0])
-    return 2.0 * m * n * k / (t + eng.kernel_overhead_s) / 1e12
+    dims = (int(m), int(n), int(k))
+    return float(gemm_sweep(hw_id, DTYPES[dtype], *dims, engine="default").tflops[0])
 
 
 def main() -> None:
@@ -69,7 +62,7 @@ def main() -> None:
         "--dtype", default="nvfp4", choices=sorted(DTYPES), help="the tables' gemm_dtype"
     )
     args = ap.parse_args()
-    cls = DTYPES[args.dtype][0]
+    cls = DTYPES[args.dtype]
     ref = tuple(int(x) for x in _REFERENCE_SHAPE)
     # (gpu, engine version) -> TFLOP/s at the shape, one per table measured on that GPU
     at_ref: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -99,8 +92,8 @@ def main() -> None:
     print("\n| GPU | sibling | same-release pairs | ratio median (range) | sibling's fraction | "
           "derived fraction |")  # fmt: skip
     print("|---|---|---:|---|---:|---:|")
+    mid = {key: statistics.median(v) for key, v in at_ref.items()}
     for gpu, sib in SIBLINGS.items():
-        mid = {key: statistics.median(v) for key, v in at_ref.items()}
         pairs = [mid[(gpu, r)] / mid[(sib, r)] for g, r in mid if g == gpu and (sib, r) in mid]
         if not pairs:
             continue

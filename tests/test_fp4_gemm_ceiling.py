@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from llm_codesign.cost import _REFERENCE_SHAPE, gemm_time
-from llm_codesign.specs.engine import load_engine
+from llm_codesign.advise.gemm import gemm_sweep
+from llm_codesign.cost import _REFERENCE_SHAPE
 from llm_codesign.specs.hardware import load_hardware
-from llm_codesign.validate.gemm import kernel_gemm_op
 
 # (GPU, sibling, lowest and highest GPU / sibling TFLOP/s ratio at 8192^3 over the engine
 # releases the tables measure on both: B300/B200 6 releases, GB300/GB200 7)
@@ -33,10 +32,11 @@ FASTEST_MEASURED = {"b200": 5764, "b300": 6091, "gb200": 6478, "gb300": 6467, "r
 
 
 def fp4_tflops(hw_id: str, m: float, n: float, k: float) -> float:
-    """The model's TFLOP/s of one dense NVFP4 GEMM (its compute and memory terms)."""
-    op = kernel_gemm_op(m, n, k, "nvfp4", 0.5625)
-    t = float(gemm_time(op, load_hardware(hw_id), load_engine("default"))[0])
-    return 2.0 * m * n * k / t / 1e12
+    """The model's TFLOP/s of one dense NVFP4 GEMM (its compute and memory terms; the GEMM
+    explorer without a launch cost)."""
+    dims = (int(m), int(n), int(k))
+    sweep = gemm_sweep(hw_id, "nvfp4", *dims, engine="default", launch_overhead_s=0.0)
+    return float(sweep.tflops[0])
 
 
 @pytest.mark.parametrize(("gpu", "sibling", "lo", "hi"), SIBLING_RATIOS)

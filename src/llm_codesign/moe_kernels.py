@@ -492,7 +492,7 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -
     "marlin" on H200 and B200."""
     gen = runs_trtllm_gen(hw)
     int4 = eng.moe_kernels_int4
-    if int4 != "same" and hw.vendor == "nvidia" and weights and int4_weight_only(weights):
+    if int4 != "same" and hw.vendor == "nvidia" and int4_weight_only(weights):
         return "trtllm_gen" if int4 == "trtllm_gen" and gen else "marlin"
     if eng.moe_kernels == "deepgemm" and runs_deepgemm(hw):
         return "deepgemm"

@@ -264,11 +264,12 @@ def advisor_precision(
     unsupported = ""
     if checkpoint_precision(model.config) is not None:
         text, why = checkpoint_default(model, hw)
+        stated = parse_precision(text)
         own = parse_precision("+".join(p for p in text.split("+") if not p.endswith("-kv")))
         if hw.supports(own.compute_class):
             if hw.supports("fp8") and own.kv_cache.id != "fp8":
                 own = parse_precision(own.id + "+fp8-kv")
-            if own.kv_cache.id != parse_precision(text).kv_cache.id:
+            if own.kv_cache.id != stated.kv_cache.id:
                 why += f"; an {own.kv_cache.id} KV cache on {hw.id}"
             return own, why
         unsupported = f"the checkpoint's {own.id} does not run natively on {hw.id}; "

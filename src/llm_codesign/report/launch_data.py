@@ -189,13 +189,12 @@ def checkpoint_for(
         # FP8) is what naming it prices and serves; this precision's weights it does not store
         # (rows is empty here: every family row states weights this precision's are not)
         said = f"no known published FP8 checkpoint of {own}"
-        for other in family[:1]:
-            if reading := _row_reading(other):
-                said = (
-                    f"{other['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
-                    f"{other['checkpoint']} prices and serves them), not in this precision's "
-                    f"{prec.weights.id} weights"
-                )
+        if family and (reading := _row_reading(family[0])):
+            said = (
+                f"{family[0]['checkpoint']} is published in other FP8 weights ({reading[1]}; -m "
+                f"{family[0]['checkpoint']} prices and serves them), not in this precision's "
+                f"{prec.weights.id} weights"
+            )
         return {
             **base,
             "id": own,

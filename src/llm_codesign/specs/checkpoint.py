@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpecError
-from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS
+from ..formats import BLOCK_SCALED_WEIGHTS, FORMATS, int4_weight_only
 from ._load import Fields, read_mapping
 from .hardware import HardwareSpec
 from .model import ModelSpec
@@ -65,7 +65,7 @@ EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...
         ("mxfp4", "MXFP4", "mxfp4", lambda w: w.id == "mxfp4"),
         ("nvfp4|fp4", "NVFP4", "nvfp4", lambda w: w.id == "nvfp4"),
         ("fp8", "FP8", "fp8", lambda w: w.element == "e4m3"),
-        ("int4|awq|gptq|w4a16", "INT4", "w4a16", lambda w: w.id.startswith("int4")),
+        ("int4|awq|gptq|w4a16", "INT4", "w4a16", int4_weight_only),
         ("w8a8|int8", "INT8", "int8", lambda w: w.id == "int8"),
     )
 )

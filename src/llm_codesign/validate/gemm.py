@@ -22,29 +22,6 @@ def is_gemm_table(path: str | Path) -> bool:
     return has_columns(path, GEMM_COLUMNS)
 
 
-def kernel_gemm_op(
-    m: float, n: float, k: float, compute_class: str, elem_bytes: float, groups: float = 1.0
-) -> Op:
-    """One GEMM kernel (``groups`` of them in one launch) as the cost model prices it: both
-    operands ``elem_bytes`` per element, a 16-bit output. E.g. an NVFP4 GEMM: ``elem_bytes``
-    0.5625 (4 bits and one E4M3 scale per 16 elements)."""
-    return Op(
-        "gemm",
-        "ffn",
-        "gemm",
-        1.0,
-        m=float(m),
-        n=float(n),
-        k=float(k),
-        groups=groups,
-        touched=groups,
-        w_bytes=elem_bytes,
-        a_bytes=elem_bytes,
-        o_bytes=2.0,
-        compute_class=compute_class,
-    )
-
-
 def validate_gemm(
     path: str | Path, engine: str | EngineConstants | None = None
 ) -> ValidationReport:
@@ -79,7 +56,21 @@ def validate_gemm(
             skipped[f"{cls} not native on {hid}"] += 1
             continue
         groups = float(parse_int(r["batch_or_groups"] or "") or 1)
-        op = kernel_gemm_op(m, n, k, cls, 1.0 if cls == "fp8" else 2.0, groups)
+        op = Op(
+            "gemm",
+            "ffn",
+            "gemm",
+            1.0,
+            m=float(m),
+            n=float(n),
+            k=float(k),
+            groups=groups,
+            touched=groups,
+            w_bytes=1.0 if cls == "fp8" else 2.0,
+            a_bytes=1.0 if cls == "fp8" else 2.0,
+            o_bytes=2.0,
+            compute_class=cls,
+        )
         t, _, mem = gemm_time(op, hw, eng)
         # one launch: the same fixed per-kernel cost serving adds per kernel
         predicted = 2.0 * m * n * k * groups / (float(t) + eng.kernel_overhead_s) / 1e12
