@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from llm_codesign import estimate, frontier, load_engine, load_hardware
 from llm_codesign.cli import main
+from llm_codesign.errors import SpecError
 from llm_codesign.explore import MODE_DISAGGREGATED
 from llm_codesign.report import launch_settings, read_deployment, write_launch_dir
 from llm_codesign.report.deploy_read import reads
@@ -543,3 +544,31 @@ def test_sglang_dsa_kv_launch_reads_back(precision, tmp_path):
     (``specs.engine.sglang_auto_kv_fp8``): a launch file priced with a BF16 cache must ask for it
     (``--kv-cache-dtype bf16``), and both caches read back to the precision priced."""
     assert _round_trip("glm-5", "b200", precision, "sglang", tmp_path) >= 2
+
+
+def test_cuda_graph_settings_set_the_capture_sizes(tmp_path):
+    """A launch's CUDA-graph settings are priced (``specs.cuda_graphs``): TensorRT-LLM's
+    cuda_graph_config.max_batch_size caps its rule's sizes (the example: 128), a listed set is the
+    engine's, joined by the executor's max_batch_size (PR #4843); SGLang's --cuda-graph-max-bs caps
+    its rule; a size that is not a positive whole number exits with the allowed values."""
+    mtp = {"spec_acceptance": 0.7}
+    dep = read_deployment([str(EXAMPLES / "trtllm-serve.sh")], load_hardware("b200"), explicit=mtp)
+    assert dep.engine_constants.cuda_graph_batches == ",".join(
+        map(str, [1, 2, 4, *range(8, 129, 8)])
+    )
+    opts = (
+        (EXAMPLES / "trtllm-extra.yaml")
+        .read_text()
+        .replace("  max_batch_size: 128\nmoe_config", "  batch_sizes: [1, 4, 64, 256]\nmoe_config")
+    )
+    (tmp_path / "trtllm-extra.yaml").write_text(opts)
+    (tmp_path / "serve.sh").write_text((EXAMPLES / "trtllm-serve.sh").read_text())
+    dep = read_deployment([str(tmp_path / "serve.sh")], load_hardware("b200"), explicit=mtp)
+    assert dep.engine_constants.cuda_graph_batches == "1,4,64,128"  # max_batch_size 128
+    sgl = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8"
+    dep = read_deployment([sgl + " --cuda-graph-max-bs 48"], load_hardware("h200-sxm"))
+    assert dep.engine_constants.cuda_graph_batches == "1,2,4,8,12,16,24,32,40,48"
+    dep = read_deployment([sgl + " --cuda-graph-bs 8 32 16"], load_hardware("h200-sxm"))
+    assert dep.engine_constants.cuda_graph_batches == "8,16,32"
+    with pytest.raises(SpecError, match="allowed: positive whole numbers"):
+        read_deployment([sgl + " --cuda-graph-bs 0 8"], load_hardware("h200-sxm"))

@@ -274,13 +274,15 @@ def test_write_launch_dir_and_cli(tmp_path, ds_b200):
 
 def test_launch_files_set_the_batch_the_point_runs():
     """A frontier point whose tuned engine runs fewer sequences than its clients
-    (``serving.admission``: llama-3.1-8b, H100, FP8, 512/128, the golden frontier's best point
-    runs 1,536 of 1,573 clients) gets that batch as every engine's limit, a note, and a
-    benchmark that still sends all the clients."""
+    (``serving.admission``: llama-3.1-8b, H100, FP8, the best point at 489 clients runs 480,
+    the kernel-width step below them, where the engine pads no CUDA graph; with TensorRT-LLM's
+    graphs both run at 512) gets that batch as every engine's limit, a note, and a benchmark
+    that still sends all the clients."""
     from llm_codesign.explore import frontier
     from llm_codesign.report import launch_settings
 
-    f = frontier("llama-3.1-8b", "h100-sxm", 2, precision="fp8", workers=1)
+    eng = load_engine("trtllm").with_overrides(cuda_graph_batches="none")
+    f = frontier("llama-3.1-8b", "h100-sxm", 2, precision="fp8", workers=1, engine=eng)
     p = f.points
     tuned = [
         int(i)

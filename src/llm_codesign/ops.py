@@ -103,6 +103,8 @@ class StepShape:
     # spread of the decoding sequences' positions: uniform on decode_ctx -/+ decode_span / 2
     # (the steady state's [ISL, ISL + OSL]; 0 where the contexts are given as they are)
     decode_span: Array | float = 0.0
+    # a decode-only step's dummy sequences (per micro-batch), its CUDA graph's padding rows
+    pad_seqs: Array | float = 0.0
 
 
 def step_shape(
@@ -188,10 +190,12 @@ def layer_group_ops(
     atp = np.where(adp, 1, tp // cp)
     rank_div = np.where(adp, tp, 1)  # attention-DP splits sequences over the tp group
     q = s.decode_query
-    t_dec = s.decode_seqs * q / rank_div
+    pad = s.pad_seqs * q  # a CUDA graph's dummy rows: no context, no routed experts of their own
+    t_dec = (s.decode_seqs * q + pad) / rank_div
     t_pre = s.prefill_tokens / rank_div if s.rank_prefill_tokens is None else s.rank_prefill_tokens
     t_attn = t_dec + t_pre  # tokens through attention projections on this GPU
     t_all = s.decode_seqs * q + s.prefill_tokens  # tokens in the replica (MoE sees all of them)
+    t_run = t_all + pad  # ... and the rows its dense kernels and collectives run
     wb, ab, ob = prec.weight_bytes, prec.activation_bytes, 2.0
     ae = prec.activations.element_bits / 8.0  # (MXFP8: 1 byte; its E8M0 scales a tensor apart)
     cc = prec.compute_class
@@ -243,16 +247,8 @@ def layer_group_ops(
     elif a.kind == "mla":
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         if a.q_lora_rank:
-            ops.append(
-                gemm(
-                    "q_a_proj",
-                    "attention",
-                    t_attn,
-                    a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim,
-                    d,
-                    **at16,
-                )
-            )
+            qa = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+            ops.append(gemm("q_a_proj", "attention", t_attn, qa, d, **at16))
             ops.append(gemm("q_b_proj", "attention", t_attn, heads * qk, a.q_lora_rank, **at16))
         else:
             ops.append(gemm("q_proj", "attention", t_attn, heads * qk, d, **at16))
@@ -263,16 +259,8 @@ def layer_group_ops(
         ops.append(gemm("mla_absorb_uk", "attention", t_dec, *uk, groups=heads, **w16))
         uv = (a.v_head_dim, a.kv_lora_rank)
         ops.append(gemm("mla_absorb_uv", "attention", t_dec, *uv, groups=heads, **w16))
-        ops.append(
-            gemm(
-                "kv_b_proj",
-                "attention",
-                t_pre,
-                heads * (a.qk_nope_head_dim + a.v_head_dim),
-                a.kv_lora_rank,
-                **at16,
-            )
-        )
+        kv_b = heads * (a.qk_nope_head_dim + a.v_head_dim)
+        ops.append(gemm("kv_b_proj", "attention", t_pre, kv_b, a.kv_lora_rank, **at16))
         o_k = heads * a.v_head_dim
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
@@ -340,7 +328,7 @@ def layer_group_ops(
     moe_meta: dict = {}  # the routed experts' ``moe``, which the activation op carries too
     if not g.moe:
         f_local = model.intermediate_size / np.where(adp, 1, tp)
-        t_ffn = np.where(adp, t_attn, t_all)
+        t_ffn = np.where(adp, t_attn, t_run)
         ops.append(gemm("ffn_up", "ffn", t_ffn, mats * f_local, d, **dn16))
         ops.append(gemm("ffn_down", "ffn", t_ffn, d, f_local, **dn16))
     else:
@@ -383,14 +371,14 @@ def layer_group_ops(
         moe_meta = {"moe": up.meta["moe"]}
         if moe.num_shared:
             fs_local = moe.num_shared * moe.shared_intermediate / np.where(adp, 1, tp)
-            t_sh = np.where(adp, t_attn, t_all)
+            t_sh = np.where(adp, t_attn, t_run)
             ops.append(gemm("shared_up", "ffn", t_sh, mats * fs_local, d, **sh16))
             ops.append(gemm("shared_down", "ffn", t_sh, d, fs_local, **sh16))
 
     # ---- communication ----
     comm = prec.comm_bytes
     multi = tp > 1
-    ar_attn = np.where(multi & ~adp, t_all * d * comm, 0.0)
+    ar_attn = np.where(multi & ~adp, t_run * d * comm, 0.0)
     ops.append(Op("allreduce_attn", "communication", "comm", layers, 1.0, bytes=ar_attn,
                   collective="allreduce", group_size=tp))  # fmt: skip
     if a.qk_norm_across_heads and g.mixer == "attention":
@@ -418,7 +406,7 @@ def layer_group_ops(
             )
             op.meta["moe_comm"] = {
                 "tokens_rank": np.where(multi & adp, t_attn, 0.0),
-                "tokens_all": np.where(multi & adp, t_all, 0.0),
+                "tokens_all": np.where(multi & adp, t_run, 0.0),
                 "copies": copies,
                 "top_k": k_moe * (tp // ep),  # pairs a token sends without deduplication
                 "pure_ep": ep == tp,  # experts whole on their ranks (no moe_tp slicing)
@@ -434,7 +422,7 @@ def layer_group_ops(
             "comm",
             layers,
             1.0,
-            bytes=np.where(multi & ~adp, t_all * d * comm, 0.0),
+            bytes=np.where(multi & ~adp, t_run * d * comm, 0.0),
             collective="allreduce",
             group_size=tp,
         )
@@ -461,7 +449,7 @@ def layer_group_ops(
     ops.append(Op("norms_elementwise", "other", "memory", layers, 3.0, bytes=t_attn * d * 2.0 * 6))
     # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product;
     # the experts' ``moe``: a kernel path that fuses it into GEMM1, cost.op_time)
-    act = np.where(adp, t_attn, t_all) * ffn_width * 2.0 * 3
+    act = np.where(adp, t_attn, t_run) * ffn_width * 2.0 * 3
     ops.append(Op("ffn_activation", "ffn", "memory", layers, 1.0, bytes=act, meta=moe_meta))
     return [op for op in ops if _in_block(op, g)]
 
@@ -488,7 +476,8 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
         ops.extend(layer_group_ops(model, prec, g, s, g.count / s.pp, keep))
     adp = s.attention_dp
     rank_div = np.where(adp, s.tp, 1)
-    logits_rows = (s.decode_seqs * s.decode_query + s.prefill_seqs) / rank_div
+    rows = (s.decode_seqs + s.pad_seqs) * s.decode_query  # (a CUDA graph's dummy rows too)
+    logits_rows = (rows + s.prefill_seqs) / rank_div
     vocab_local = model.vocab_size / np.where(adp, 1, s.tp)
     # LM head and embeddings stay BF16 in NVIDIA ModelOpt FP8/NVFP4 checkpoints (not quantized)
     ops.append(
@@ -507,7 +496,7 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
             compute_class="bf16",
         )
     )
-    t_attn = (s.decode_seqs * s.decode_query + s.prefill_tokens) / rank_div
+    t_attn = (rows + s.prefill_tokens) / rank_div
     ops.append(
         Op(
             "embedding",

@@ -449,6 +449,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "max_num_tokens",
         "memory_utilization",
         "max_batch_size",
+        "cuda_graph_batches",  # the runtime's capture sizes (specs.cuda_graphs)
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
     }
     for name in sorted(keep):
@@ -462,7 +463,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
             "values unless the file sources its own) "
             "(MoE constants move only where MoE rows exist); "
             "moe_comm, moe_kernels, moe_kernels_weight_only, moe_kernels_int4, attention_kernels, "
-            "gqa_decode_kernels, dsa_kernels, expert_balancer, "
+            "gqa_decode_kernels, dsa_kernels, expert_balancer, cuda_graph_batches, "
             "kv_admission and memory_budget state the engine's own behaviour (see "
             "kv_admission_source)"
         ),

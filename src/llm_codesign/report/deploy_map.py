@@ -39,6 +39,8 @@ from .deploy_values import (
     as_int,
     bench_workload,
     check_lengths,
+    graph_settings,
+    launch_graph_sizes,
     read_moe_a2a,
     scheduler_settings,
     server_precision,
@@ -287,15 +289,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
     scheduler_settings(by, adp, sv.engine, note, skip)
-    if "cuda_graph_max_batch" in by:
-        sv.graph_batch = as_int(by["cuda_graph_max_batch"])
-    for name in ("cuda_graph_max_batch", "cuda_graph_batch_sizes"):
-        if name in by:
-            skip(
-                by[name],
-                "no engine constant for a CUDA-graph batch limit: the fitted per-step overheads "
-                "assume captured graphs",
-            )
+    sv.graph_batch = graph_settings(by, sv.engine, note)
     if "eager" in by and as_bool(by["eager"]):
         raise SpecError(
             f"{by['eager'].origin}: eager mode (no CUDA graphs) is not priced (the engine "
@@ -506,6 +500,9 @@ def read_deployment(
     spec = max(sv.spec_tokens for sv in maps)
     if "spec_tokens" in ex:
         spec = int(ex["spec_tokens"])
+    if isinstance(plan, ParallelPlan):  # the capture sizes as the launch runs them
+        graphs = launch_graph_sizes(constants, hardware, plan.tp, maps[0].graph_batch)
+        constants = constants.with_overrides(cuda_graph_batches=graphs)
     if constants.memory_utilization == 0 and isinstance(plan, ParallelPlan):  # SGLang's default
         u, why = sglang_line_fraction(hardware, plan, constants, maps[0].graph_batch, spec)
         constants, mapped = constants.with_overrides(memory_utilization=u), mapped + why

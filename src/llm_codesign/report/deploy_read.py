@@ -240,6 +240,10 @@ def read_command(line: str, where: str, base: Path) -> Source | None:
     return src
 
 
+# settings a flag gives as several words (SGLang's --cuda-graph-bs 1 2 4, argparse nargs="+")
+LIST_SETTINGS = ("cuda_graph_batch_sizes",)
+
+
 def parse_args(src: Source, tool: str, args: list[str], base: Path) -> None:
     """Flags of ``tool`` into ``src``: settings, ignored flags (with the reason), and the
     TensorRT-LLM options file a ``config`` setting names."""
@@ -274,6 +278,9 @@ def parse_args(src: Source, tool: str, args: list[str], base: Path) -> None:
         origin = f"{flag} {val}" if val is not True else flag
         if flag in settings:
             name = settings[flag]
+            while name in LIST_SETTINGS and k < len(args) and args[k].isdigit():
+                val, k = f"{val} {args[k]}", k + 1  # (a flag of several values: nargs="+")
+            origin = f"{flag} {val}" if val is not True else flag
             if name == "config":
                 _read_config_file(str(val), base, src)
             src.settings.append(Setting(name, val, origin))

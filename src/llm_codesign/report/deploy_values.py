@@ -13,6 +13,7 @@ from ..errors import SpecError
 from ..serving.memory import sglang_memory_fraction
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import EXPORT_NAMES, default_precision, format_word
+from ..specs.cuda_graphs import GRAPH_RULES, graph_sizes
 from ..specs.engine import (
     ADP_BALANCE_MAX_ITERS,
     SGLANG_PREFILL_DELAYER_PASSES,
@@ -498,3 +499,44 @@ def sglang_line_fraction(
                                      chunk, graph_batch, spec > 0))  # fmt: skip
     said = f"engine memory_utilization={u} (SGLang's default for this plan on {hw.id})"
     return u, [{"setting": "no --mem-fraction-static", "maps_to": said}]
+
+
+def graph_settings(
+    by: dict[str, Setting], engine: dict[str, Any], note: Callable[[Setting, str], None]
+) -> int | None:
+    """A server line's CUDA-graph settings (``specs.cuda_graphs``): the sizes it lists become the
+    engine's ``cuda_graph_batches`` (TensorRT-LLM ``cuda_graph_config.batch_sizes``, SGLang
+    ``--cuda-graph-bs``, vLLM ``--cuda-graph-sizes``); its largest graph (TensorRT-LLM
+    ``cuda_graph_config.max_batch_size``, SGLang ``--cuda-graph-max-bs``) is returned, for
+    :func:`launch_graph_sizes` and SGLang's default memory fraction."""
+    top = None
+    if "cuda_graph_max_batch" in by:
+        top = as_int(by["cuda_graph_max_batch"])
+        note(by["cuda_graph_max_batch"], f"CUDA graphs up to {top} sequences a rank")
+    if "cuda_graph_batch_sizes" in by:
+        s = by["cuda_graph_batch_sizes"]
+        raw = s.value if isinstance(s.value, list) else str(s.value).strip("[] ").split()
+        try:
+            sizes = sorted({int(str(x).strip(", ")) for x in raw if str(x).strip(", ")})
+        except ValueError:
+            sizes = []
+        if not sizes or sizes[0] < 1:
+            raise SpecError(f"{s.origin}: CUDA-graph batch sizes {s.value!r}; allowed: positive "
+                            "whole numbers")  # fmt: skip
+        engine["cuda_graph_batches"] = ",".join(map(str, sizes))
+        note(s, f"engine cuda_graph_batches={engine['cuda_graph_batches']} (a decode step pads up)")
+    return top
+
+
+def launch_graph_sizes(eng: EngineConstants, hw: HardwareSpec, tp: int, top: int | None) -> str:
+    """The engine's capture sizes as a launch runs them: its rule up to the launch's largest
+    graph ``top``; a TensorRT-LLM list joined by the executor's ``max_batch_size`` and cut there
+    (NVIDIA/TensorRT-LLM PR #4843); the engine's own otherwise (``specs.cuda_graphs``)."""
+    rule = eng.cuda_graph_batches
+    listed = rule not in GRAPH_RULES
+    if rule == "none" or (top is None and not (listed and eng.id.startswith("trtllm"))):
+        return rule
+    if listed:
+        b = for_gpu(eng, hw).max_batch_size
+        return ",".join(map(str, sorted({int(x) for x in rule.split(",") if int(x) <= b} | {b})))
+    return ",".join(str(int(x)) for x in graph_sizes(eng, hw, tp, top=top))

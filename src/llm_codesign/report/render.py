@@ -131,7 +131,10 @@ def clean(obj: Any) -> Any:
 # 33: the engine constants add `moe_kernels_int4` (same, marlin, trtllm_gen: the grouped GEMMs' path
 # for 4-bit integer weight-only experts, `moe_kernels.moe_kernel_path`); `moe_kernel_path` in
 # `assumptions` is the experts' own (marlin for Kimi-K2.5's INT4 experts on vLLM).
-SCHEMA_VERSION = 33
+# 34: the engine constants add `cuda_graph_batches` (none, trtllm, trtllm-pow2, vllm, sglang, or a
+# comma-separated list: the batch sizes the engine captures its decode step at as CUDA graphs, a
+# decode-only step running the next one up with dummy rows, `specs.cuda_graphs`).
+SCHEMA_VERSION = 34
 
 
 def to_json(obj: Any) -> str:

@@ -25,6 +25,7 @@ from ..cost import op_time
 from ..errors import SpecError
 from ..ops import OP_CLASSES, Op, StepShape, draft_layers, step_ops, step_shape
 from ..routing import normal_max_mean
+from ..specs.cuda_graphs import graph_batch, graph_sizes
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
@@ -65,7 +66,9 @@ def step_cost(
     detail: bool = False,
     memo: dict | None = None,
 ) -> StepCost:
-    """Time of one pipeline stage's step: sum of op times x layers + kernel and step overheads."""
+    """Time of one pipeline stage's step: sum of op times x layers + kernel and step overheads;
+    a decode-only step runs the engine's next captured CUDA graph (:func:`graph_padded`)."""
+    s = graph_padded(s, hw, eng)
     ops = step_ops(model, prec, s)
     shape = np.broadcast(
         s.decode_seqs,
@@ -99,6 +102,27 @@ def step_cost(
     by_class["other"] = by_class["other"] + host - hidden
     total = sum(by_class.values())
     return StepCost(total, by_class, detail_rows)
+
+
+def graph_padded(s: StepShape, hw: HardwareSpec, eng: EngineConstants) -> StepShape:
+    """``s`` with the dummy sequences of the CUDA graph the engine replays for it
+    (``specs.cuda_graphs``): a step without prompt tokens whose scheduling ranks hold b
+    sequences each runs at the engine's next captured batch, every attention-DP rank at the same
+    size; a step with prompt tokens runs as it is. The dummy rows pass the dense kernels and the
+    collectives, not the attention's context nor the routed experts (``ops.StepShape.pad_seqs``),
+    and cost no host work."""
+    if eng.cuda_graph_batches == "none":
+        return s
+    eng = for_gpu(eng, hw)
+    ranks = scheduling_ranks(s.tp, s.attention_dp).astype(float)
+    per_rank = np.asarray(s.decode_seqs, dtype=float) / ranks
+    tp = np.broadcast_to(s.tp, np.broadcast(per_rank, s.tp).shape)
+    padded = np.broadcast_to(per_rank, tp.shape).copy()
+    for t in np.unique(tp):  # (SGLang's largest size depends on the TP size)
+        at = tp == t
+        padded[at] = graph_batch(graph_sizes(eng, hw, int(t)), padded[at])
+    decode_only = np.asarray(s.prefill_tokens, dtype=float) <= 0.0
+    return replace(s, pad_seqs=np.where(decode_only, (padded - per_rank) * ranks, 0.0))
 
 
 def chunked_prefill(

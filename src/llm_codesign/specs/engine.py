@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError, UnsupportedError
 from ._load import Fields, existing_file, read_mapping, shown
+from .cuda_graphs import check_graph_batches
 from .gpu_defaults import GPU_DEFAULTS, RULE_FIELDS, TOKEN_BUDGET_SCOPES, for_gpu
 from .hardware import ATTENTION_KERNEL_FAMILIES, GQA_DECODE_KERNEL_FAMILIES
 
@@ -196,6 +197,9 @@ class EngineConstants:
             (SGLang ``mem_fraction_static``). ``serving.memory.kv_budget_bytes``.
         max_batch_size: most sequences an engine schedules at once (bounds offline runs); 0:
             the runtime's own for the GPU (``gpu_defaults``).
+        cuda_graph_batches: the batch sizes the engine captures its decode step at as CUDA
+            graphs, a decode-only step running the next one up (``specs.cuda_graphs``: a rule of
+            ``GRAPH_RULES`` or a comma-separated list of sizes; ``none``: no padding).
         gpu_defaults: whose rule fills ``max_num_tokens`` / ``max_batch_size`` left at 0 for
             each GPU (``specs.gpu_defaults.GPU_DEFAULTS``: none, sglang, vllm; ``for_gpu``).
         token_budget_scope: whose ``max_num_tokens`` it is: ``rank``, each attention-DP rank's;
@@ -284,6 +288,7 @@ class EngineConstants:
     memory_utilization: float
     memory_budget: str
     max_batch_size: int
+    cuda_graph_batches: str
     gpu_defaults: str
     token_budget_scope: str
     ttft_burst: float
@@ -358,10 +363,7 @@ def sglang_auto_kv_fp8(model: Any, hardware: Any) -> bool:
     return dsa and nvidia and arch in SGLANG_DSA_FP8_KV_ARCHITECTURES
 
 
-FRACTIONS = (
-    "attn_prefill_efficiency",
-    "attn_decode_efficiency",
-)
+FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency")
 TIMES = (
     "kernel_overhead_s",
     "step_overhead_s",
@@ -442,6 +444,7 @@ def _check(c: EngineConstants, where: str) -> None:
             raise SpecError(
                 f"{where}: {name}={getattr(c, name)!r}{what}; allowed: " + ", ".join(allowed)
             )
+    check_graph_batches(c.cuda_graph_batches, where)
     for name in ("max_num_tokens", "max_batch_size"):  # 0: a rule's value for each GPU
         if getattr(c, name) < (0 if name in RULE_FIELDS.get(c.gpu_defaults, ()) else 1):
             rules = [r for r, names in RULE_FIELDS.items() if name in names]
@@ -494,14 +497,9 @@ def _from_mapping(
             kwargs[x.name] = f.int(x.name, minimum=0, maximum=ADP_BALANCE_MAX_ITERS)
         elif x.name in ("max_num_tokens", "max_batch_size"):
             kwargs[x.name] = f.int(x.name, minimum=0)  # (0: the runtime's, _check)
-        elif x.name in {name for name, _, _ in CHOICES}:
+        elif x.name in {name for name, _, _ in CHOICES} | {"cuda_graph_batches"}:
             kwargs[x.name] = f.str(x.name)
-        elif x.name in (
-            "moe_partial_ep",
-            "pp_prefill_overlap",
-            "recurrent_state_overlap",
-            "spec_separate_drafts",
-        ):
+        elif x.type in (bool, "bool"):
             kwargs[x.name] = f.bool(x.name)
         else:
             kwargs[x.name] = f.float(x.name, positive=False)

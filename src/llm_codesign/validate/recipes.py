@@ -191,6 +191,12 @@ INFERENCEX_DISAGG_SGLANG = "inferencex-disagg-sglang"
 # context balance's timeout_iters and batching_wait_iters, and where the file says so)
 TRTLLM_BENCH_OPTIONS_FILE = "trtllm_bench_options.csv"
 KV_FRACTION = 0.95  # --kv_cache_free_gpu_mem_fraction of the published runs (their notes)
+# the CUDA-graph sizes the published llm_options.yml sets for every model (cuda_graph_config:
+# enable_padding: true, batch_sizes; perf-overview.md @00f37686 for v1.0, the developer guide's
+# @03e27c7d): the sizes above the run's max_batch_size are dropped and max_batch_size joins them
+# (NVIDIA/TensorRT-LLM PR #4843, 2025-06-02, written for these perf runs), so a decode step pads up
+# to the next of them (specs.cuda_graphs)
+TRTLLM_BENCH_GRAPH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
 MAX_BATCH = 4096  # the rule's cap on the batch (before dividing by pp)
 MAX_TOKENS = 32768  # and on the token budget (before rounding)
 DEFAULT_LIMITS = (2048, 8192)  # BuildConfig's defaults, kept for checkpoints the rule skips
@@ -262,7 +268,11 @@ def recipe_engine(
     if recipe.partition(":")[0] != TRTLLM_BENCH:
         return recipe_behaviour(recipe, eng)
     batch, tokens = trtllm_bench_limits(model, hw, prec, tp, pp, isl, osl)
-    return replace(recipe_behaviour(recipe, eng), max_batch_size=batch, max_num_tokens=tokens)
+    eng = replace(recipe_behaviour(recipe, eng), max_batch_size=batch, max_num_tokens=tokens)
+    if eng.cuda_graph_batches == "none":  # (an engine without CUDA graphs: TRT engines)
+        return eng
+    sizes = sorted({s for s in TRTLLM_BENCH_GRAPH_SIZES if s <= batch} | {batch})
+    return replace(eng, cuda_graph_batches=",".join(map(str, sizes)))
 
 
 def trtllm_bench_recipe(source_id: str, model_id: str) -> tuple[str, str]:
