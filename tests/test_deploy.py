@@ -570,5 +570,8 @@ def test_cuda_graph_settings_set_the_capture_sizes(tmp_path):
     assert dep.engine_constants.cuda_graph_batches == "1,2,4,8,12,16,24,32,40,48"
     dep = read_deployment([sgl + " --cuda-graph-bs 8 32 16"], load_hardware("h200-sxm"))
     assert dep.engine_constants.cuda_graph_batches == "8,16,32"
+    vllm = "vllm serve meta-llama/Llama-3.1-8B-Instruct --cuda-graph-sizes 36"
+    dep = read_deployment([vllm], load_hardware("h100-sxm"))  # one value: 1, 2, 4, 8..N by 8
+    assert dep.engine_constants.cuda_graph_batches == "1,2,4,8,16,24,32"
     with pytest.raises(SpecError, match="allowed: positive whole numbers"):
         read_deployment([sgl + " --cuda-graph-bs 0 8"], load_hardware("h200-sxm"))

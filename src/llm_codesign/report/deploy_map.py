@@ -289,7 +289,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
         sv.max_len = as_int(by["max_len"])
         note(by["max_len"], "checked: ISL + OSL (+ drafts) must fit")
     scheduler_settings(by, adp, sv.engine, note, skip)
-    sv.graph_batch = graph_settings(by, sv.engine, note)
+    sv.graph_batch = graph_settings(by, sv.engine, note, src.engine)
     if "eager" in by and as_bool(by["eager"]):
         raise SpecError(
             f"{by['eager'].origin}: eager mode (no CUDA graphs) is not priced (the engine "

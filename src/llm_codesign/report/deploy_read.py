@@ -275,12 +275,11 @@ def parse_args(src: Source, tool: str, args: list[str], base: Path) -> None:
             val, k = args[k], k + 1
         else:
             raise SpecError(f"{src.where}: {tool}: {flag} needs a value")
+        while settings.get(flag) in LIST_SETTINGS and k < len(args) and args[k].isdigit():
+            val, k = f"{val} {args[k]}", k + 1  # (a flag of several values: nargs="+")
         origin = f"{flag} {val}" if val is not True else flag
         if flag in settings:
             name = settings[flag]
-            while name in LIST_SETTINGS and k < len(args) and args[k].isdigit():
-                val, k = f"{val} {args[k]}", k + 1  # (a flag of several values: nargs="+")
-            origin = f"{flag} {val}" if val is not True else flag
             if name == "config":
                 _read_config_file(str(val), base, src)
             src.settings.append(Setting(name, val, origin))

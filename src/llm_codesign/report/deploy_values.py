@@ -502,13 +502,15 @@ def sglang_line_fraction(
 
 
 def graph_settings(
-    by: dict[str, Setting], engine: dict[str, Any], note: Callable[[Setting, str], None]
+    by: dict[str, Setting], engine: dict[str, Any], note: Callable[[Setting, str], None], eid: str
 ) -> int | None:
-    """A server line's CUDA-graph settings (``specs.cuda_graphs``): the sizes it lists become the
-    engine's ``cuda_graph_batches`` (TensorRT-LLM ``cuda_graph_config.batch_sizes``, SGLang
-    ``--cuda-graph-bs``, vLLM ``--cuda-graph-sizes``); its largest graph (TensorRT-LLM
-    ``cuda_graph_config.max_batch_size``, SGLang ``--cuda-graph-max-bs``) is returned, for
-    :func:`launch_graph_sizes` and SGLang's default memory fraction."""
+    """A server line's CUDA-graph settings (``specs.cuda_graphs``) for engine ``eid``: the sizes
+    it lists become the engine's ``cuda_graph_batches`` (TensorRT-LLM
+    ``cuda_graph_config.batch_sizes``, SGLang ``--cuda-graph-bs``, vLLM ``--cuda-graph-sizes``,
+    where one value N is the list 1, 2, 4, 8..N by 8: vLLM's ``--cuda-graph-sizes`` help); its
+    largest graph (TensorRT-LLM ``cuda_graph_config.max_batch_size``, SGLang
+    ``--cuda-graph-max-bs``) is returned, for :func:`launch_graph_sizes` and SGLang's default
+    memory fraction."""
     top = None
     if "cuda_graph_max_batch" in by:
         top = as_int(by["cuda_graph_max_batch"])
@@ -523,6 +525,8 @@ def graph_settings(
         if not sizes or sizes[0] < 1:
             raise SpecError(f"{s.origin}: CUDA-graph batch sizes {s.value!r}; allowed: positive "
                             "whole numbers")  # fmt: skip
+        if eid == "vllm" and len(sizes) == 1:
+            sizes = [1, 2, 4, *range(8, sizes[0] + 1, 8)]
         engine["cuda_graph_batches"] = ",".join(map(str, sizes))
         note(s, f"engine cuda_graph_batches={engine['cuda_graph_batches']} (a decode step pads up)")
     return top
