@@ -116,3 +116,20 @@ def test_captured_sizes_and_prompt_steps_run_as_they_are():
     s = step_shape(8, 1, 8, 1, True, isl=1024, osl=1024, decode_seqs=1600.0)
     assert float(graph_padded(s, load_hardware("h200-sxm"), x2).pad_seqs) == 8 * 56
     assert m.moe is not None
+
+
+def test_estimate_says_when_its_decode_step_pads():
+    """An estimate notes the graph its decode step replays where it holds dummy rows, and says
+    nothing at a captured size (64 sequences)."""
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    plan = ParallelPlan(tp=8, ep=8, attention_dp=True)
+
+    def notes(clients: int) -> list[str]:
+        e = estimate("qwen3-235b-a22b", "h100-sxm", "fp8", plan, Workload(128, 2048, clients),
+                     engine="trtllm", explain=False)  # fmt: skip
+        return [n for n in e.notes if "CUDA graph" in n]
+
+    said = notes(1500)
+    assert said and "192 sequences a rank" in said[0] and "dummy rows" in said[0]
+    assert not notes(8 * 64)

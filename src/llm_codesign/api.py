@@ -35,6 +35,7 @@ from .serving.step import overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision, preset_weights
 from .specs.context import context_note
+from .specs.cuda_graphs import graph_note
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -289,7 +290,10 @@ def estimate(
         notes=_notes(est, plan, running)
         + _balance_notes(r, (m, prec, hw, eng), plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
-        + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl),
+        + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl)
+        + graph_note(
+            eng, hw, plan.tp, plan.tp if plan.attention_dp else 1, plan.pp, r.step_decode_seqs
+        ),
         running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running, spec)
@@ -303,25 +307,10 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
     """An estimate's ``simulation``: the traffic, whether it ran, TTFT, TPOT and E2E (mean, p50,
     p90, p99 in ms), throughput, goodput, the run's size (``serving.sim_stats.summarize_run``)."""
     s = r.summary
-    keys = (
-        "ttft_ms",
-        "tpot_ms",
-        "e2e_ms",
-        "request_rate_per_s",
-        "output_tok_s_per_gpu",
-        "total_tok_s_per_gpu",
-        "mean_in_flight",
-        "goodput",
-        "requests",
-        "counted_requests",
-        "warmup_requests",
-        "preemptions",
-        "rejected",
-        "steps",
-        "seed",
-        "kv_transfer_ms_mean",
-        "wall_s",
-    )
+    keys = ("ttft_ms", "tpot_ms", "e2e_ms", "request_rate_per_s", "output_tok_s_per_gpu",
+            "total_tok_s_per_gpu", "mean_in_flight", "goodput", "requests", "counted_requests",
+            "warmup_requests", "preemptions", "rejected", "steps", "seed", "kv_transfer_ms_mean",
+            "wall_s")  # fmt: skip
     return {
         "traffic": traffic.to_dict(),
         "feasible": r.feasible,

@@ -113,3 +113,18 @@ def graph_batch(sizes: np.ndarray, per_rank: Any) -> np.ndarray:
     i = np.searchsorted(sizes, need)
     padded = sizes[np.minimum(i, sizes.size - 1)]
     return np.where((b >= 1.0) & (i < sizes.size), padded, b)
+
+
+def graph_note(eng: Any, hw: Any, tp: int, ranks: int, micro: int, decode_seqs: Any) -> list[str]:
+    """An estimate's note where its decode step replays a larger CUDA graph than it runs:
+    ``decode_seqs`` sequences of the replica over ``ranks`` scheduling ranks and ``micro``
+    pipeline micro-batches; [] where the batch is a captured size or the engine pads none."""
+    per = float(np.asarray(decode_seqs, dtype=float).ravel()[0]) / max(ranks * micro, 1)
+    g = float(graph_batch(graph_sizes(eng, hw, tp), per))
+    if g - per < 0.5:
+        return []
+    return [
+        f"decode steps replay the engine's CUDA graph of {g:,.0f} sequences a rank for the "
+        f"{per:,.0f} it runs ({eng.cuda_graph_batches} sizes): {g - per:,.0f} dummy rows pass "
+        "the dense GEMMs and the collectives (specs.cuda_graphs)"
+    ]
