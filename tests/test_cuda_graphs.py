@@ -34,6 +34,10 @@ def test_tensorrt_llm_rules():
     assert sizes("trtllm-pow2", 1024) == SMALL + [256, 512, 1024]
     assert sizes("trtllm-pow2", 1280) == SMALL + [256, 512, 1024, 1280]
     assert sizes("trtllm", 64) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]
+    # tech blog 20 (Tuning CUDA Graph Batch Sizes): the x2 default's 23 sizes at max batch 2048,
+    # and the +64 set's 49
+    assert sizes("trtllm-pow2", 2048) == SMALL + [256, 512, 1024, 2048]
+    assert len(sizes("trtllm-pow2", 2048)) == 23 and len(sizes("trtllm", 2048)) == 49
 
 
 def test_vllm_and_sglang_rules():

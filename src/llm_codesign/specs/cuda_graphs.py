@@ -17,9 +17,9 @@ experts rather than spreading over them, so the routed experts are priced on the
   ``CudaGraphConfig._generate_cuda_graph_batch_sizes``): 1, 2, 4, then 8 to 128 by 8, then +64
   while at most ``max_batch_size``, and ``max_batch_size`` itself. The PR measured the padding
   the coarser set wastes: +64 sizes gave up to 1.3x the output throughput aggregated and 1.5x
-  disaggregated at high concurrency (DeepSeek-R1, V3.2, Kimi K2, Qwen3); the dummy rows as
-  priced here give at most 1.03x on its DeepSeek-R1 deployment (benchmarks/cuda_graph_report.py:
-  the engine's dummy rows cost more than these, not traced);
+  disaggregated at high concurrency (DeepSeek-R1, V3.2, Kimi K2, Qwen3; tech blog 20: 4 x GB200,
+  TP 4, 500/2000); the dummy rows as priced here give at most 1.05x on its DeepSeek-R1
+  deployment (benchmarks/cuda_graph_report.py: the engine's cost more, not traced);
 * ``trtllm-pow2``: the same before that PR: 1, 2, 4, 8 to 128 by 8, the powers of two from 256
   below ``max_batch_size``, and ``max_batch_size``;
 * ``vllm``: vLLM's default capture sizes (``_set_cudagraph_sizes``; reference/moe-comm.md 4):
