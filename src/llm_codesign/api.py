@@ -31,11 +31,10 @@ from .serving.balance import context_hold_note, holds_context
 from .serving.memory import engine_kv_bytes, rank_token_budget, scheduling_ranks, windowed_kv_note
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
-from .serving.step import overlap_note, tokens_per_step
+from .serving.step import graph_padded, overlap_note, tokens_per_step
 from .specs.accuracy import accuracy_for
 from .specs.checkpoint import default_precision, preset_weights
 from .specs.context import context_note
-from .specs.cuda_graphs import graph_note
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
@@ -192,6 +191,23 @@ def _scalar(x: Any) -> float:
     return v if math.isfinite(v) else 0.0
 
 
+def _graph_note(
+    hw: HardwareSpec, eng: EngineConstants, plan: ParallelPlan, wl: Workload, decode_seqs: Any
+) -> list[str]:
+    """The note where a decode step replays a larger CUDA graph than it runs; [] where none."""
+    s = step_shape(plan.tp, plan.pp, plan.ep, plan.cp, plan.attention_dp, isl=wl.isl,
+                   osl=wl.osl, decode_seqs=_scalar(decode_seqs))  # fmt: skip
+    ranks = _scalar(scheduling_ranks(plan.tp, plan.attention_dp))
+    per, pad = _scalar(s.decode_seqs) / ranks, _scalar(graph_padded(s, hw, eng).pad_seqs) / ranks
+    if pad < 0.5:
+        return []
+    return [
+        f"decode steps replay the engine's CUDA graph of {per + pad:,.0f} sequences a rank for "
+        f"the {per:,.0f} it runs ({eng.cuda_graph_batches} sizes): {pad:,.0f} dummy rows pass "
+        "the dense GEMMs and the collectives (specs.cuda_graphs)"
+    ]
+
+
 def estimate(
     model: str | Path | ModelSpec,
     hardware: str | Path | HardwareSpec,
@@ -291,9 +307,7 @@ def estimate(
         + _balance_notes(r, (m, prec, hw, eng), plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
         + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl)
-        + graph_note(
-            eng, hw, plan.tp, plan.tp if plan.attention_dp else 1, plan.pp, r.step_decode_seqs
-        ),
+        + _graph_note(hw, eng, plan, wl, r.step_decode_seqs),
         running_concurrency=running,
     )
     est.mixer_savings = mixer_savings(m, hw, prec, eng, plan, wl, est, running, spec)

@@ -13,7 +13,7 @@ from ..errors import SpecError
 from ..serving.memory import sglang_memory_fraction
 from ..specs.accuracy import accuracy_for, accuracy_key
 from ..specs.checkpoint import EXPORT_NAMES, default_precision, format_word
-from ..specs.cuda_graphs import GRAPH_RULES, graph_sizes
+from ..specs.cuda_graphs import GRAPH_RULES, executor_sizes, graph_sizes
 from ..specs.engine import (
     ADP_BALANCE_MAX_ITERS,
     SGLANG_PREFILL_DELAYER_PASSES,
@@ -537,10 +537,8 @@ def launch_graph_sizes(eng: EngineConstants, hw: HardwareSpec, tp: int, top: int
     graph ``top``; a TensorRT-LLM list joined by the executor's ``max_batch_size`` and cut there
     (NVIDIA/TensorRT-LLM PR #4843); the engine's own otherwise (``specs.cuda_graphs``)."""
     rule = eng.cuda_graph_batches
-    listed = rule not in GRAPH_RULES
-    if rule == "none" or (top is None and not (listed and eng.id.startswith("trtllm"))):
+    if rule == "none" or (top is None and (rule in GRAPH_RULES or not eng.id.startswith("trtllm"))):
         return rule
-    if listed:
-        b = for_gpu(eng, hw).max_batch_size
-        return ",".join(map(str, sorted({int(x) for x in rule.split(",") if int(x) <= b} | {b})))
-    return ",".join(str(int(x)) for x in graph_sizes(eng, hw, tp, top=top))
+    if rule in GRAPH_RULES:
+        return ",".join(str(int(x)) for x in graph_sizes(eng, hw, tp, top=top))
+    return executor_sizes(rule.split(","), for_gpu(eng, hw).max_batch_size)

@@ -99,6 +99,17 @@ def graph_sizes(eng: Any, hw: Any, tp: int, top: int | None = None) -> np.ndarra
     return np.unique(np.array(sizes, dtype=float))
 
 
+def executor_sizes(sizes: Any, max_batch: int) -> str:
+    """A listed set of capture sizes as TensorRT-LLM's executor runs it, comma-joined: those at
+    most its ``max_batch_size``, and ``max_batch_size`` itself (NVIDIA/TensorRT-LLM PR #4843).
+
+    Example:
+        >>> executor_sizes(["1", "4", "64", "256"], 128)
+        '1,4,64,128'
+    """
+    return ",".join(map(str, sorted({int(s) for s in sizes if int(s) <= max_batch} | {max_batch})))
+
+
 def graph_batch(sizes: np.ndarray, per_rank: Any) -> np.ndarray:
     """The batch a rank's decode-only step of ``per_rank`` sequences (a mean: whole sequences
     above it) runs at: the smallest of ``sizes`` holding them; ``per_rank`` itself below one
@@ -115,18 +126,3 @@ def graph_batch(sizes: np.ndarray, per_rank: Any) -> np.ndarray:
     i = np.searchsorted(sizes, need)
     padded = sizes[np.minimum(i, sizes.size - 1)]
     return np.where((b >= 1.0) & (i < sizes.size), padded, b)
-
-
-def graph_note(eng: Any, hw: Any, tp: int, ranks: int, micro: int, decode_seqs: Any) -> list[str]:
-    """An estimate's note where its decode step replays a larger CUDA graph than it runs:
-    ``decode_seqs`` sequences of the replica over ``ranks`` scheduling ranks and ``micro``
-    pipeline micro-batches; [] where the batch is a captured size or the engine pads none."""
-    per = float(np.asarray(decode_seqs, dtype=float).ravel()[0]) / max(ranks * micro, 1)
-    g = float(graph_batch(graph_sizes(eng, hw, tp), per))
-    if g - per < 0.5:
-        return []
-    return [
-        f"decode steps replay the engine's CUDA graph of {g:,.0f} sequences a rank for the "
-        f"{per:,.0f} it runs ({eng.cuda_graph_batches} sizes): {g - per:,.0f} dummy rows pass "
-        "the dense GEMMs and the collectives (specs.cuda_graphs)"
-    ]

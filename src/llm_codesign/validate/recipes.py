@@ -46,6 +46,7 @@ from dataclasses import replace
 from ..errors import SpecError
 from ..formats import BLOCK_SCALED_WEIGHTS
 from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
+from ..specs.cuda_graphs import executor_sizes
 from ..specs.engine import (
     ADP_BALANCE_FIELDS,
     MOE_COMM,
@@ -271,8 +272,7 @@ def recipe_engine(
     eng = replace(recipe_behaviour(recipe, eng), max_batch_size=batch, max_num_tokens=tokens)
     if eng.cuda_graph_batches == "none":  # (an engine without CUDA graphs: TRT engines)
         return eng
-    sizes = sorted({s for s in TRTLLM_BENCH_GRAPH_SIZES if s <= batch} | {batch})
-    return replace(eng, cuda_graph_batches=",".join(map(str, sizes)))
+    return replace(eng, cuda_graph_batches=executor_sizes(TRTLLM_BENCH_GRAPH_SIZES, batch))
 
 
 def trtllm_bench_recipe(source_id: str, model_id: str) -> tuple[str, str]:
