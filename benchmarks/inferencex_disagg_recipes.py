@@ -23,8 +23,9 @@ with the dates the master config named that recipe for that run, to the bundled 
   ``max-num-batched-tokens``);
 * decode_moe_comm / prefill_moe_comm: the MoE dispatch/combine family each pool runs
   (``pool_moe_comm``: SGLang's ``moe-a2a-backend`` and ``deepep-mode``, vLLM's
-  ``all2all-backend``; blank for TensorRT-LLM, which chooses its own, and for the master
-  config's settings form).
+  ``all2all-backend``, TensorRT-LLM's ``TRTLLM_FORCE_ALLTOALL_METHOD`` where the pool's
+  environment sets it; blank for TensorRT-LLM otherwise, which chooses its own, and for the
+  master config's settings form).
 
 A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
 ``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
@@ -46,7 +47,7 @@ from pathlib import Path
 
 import yaml
 
-from llm_codesign.report.launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, VLLM_A2A
+from llm_codesign.report.launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, TRTLLM_A2A, VLLM_A2A
 from llm_codesign.validate.mapping import match_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,9 +125,10 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
 def pool_moe_comm(rec: dict | None, pool: str) -> str:
     """The MoE dispatch/combine family the recipe's ``pool`` (prefill, decode) runs
     (``EngineConstants.moe_comm``): SGLang's ``moe-a2a-backend`` (older ``enable-deepep-moe``)
-    with ``deepep-mode``, vLLM's ``all2all-backend`` (the tables of
-    ``report.launch_data``; absent: the engine's all-gather), "" for TensorRT-LLM (its own
-    choice) or a backend the model has no family for."""
+    with ``deepep-mode``, vLLM's ``all2all-backend``, TensorRT-LLM's
+    ``TRTLLM_FORCE_ALLTOALL_METHOD`` in the pool's environment (the tables of
+    ``report.launch_data``; absent: the engine's all-gather), "" for TensorRT-LLM without it (its
+    own choice) or a backend the model has no family for."""
     be = (rec or {}).get("backend") or {}
     sg = ((be.get("sglang_config") or {}).get(pool)) or {}
     vl = ((be.get("vllm_config") or {}).get(pool)) or {}
@@ -138,7 +140,8 @@ def pool_moe_comm(rec: dict | None, pool: str) -> str:
         return SGLANG_DEEPEP_MODES.get(mode, "") if family == "deepep" else family
     if "vllm_config" in be:
         return VLLM_A2A.get(str(vl.get("all2all-backend", "allgather_reducescatter")), "")
-    return ""
+    forced = ((be.get(f"{pool}_environment") or {}).get("TRTLLM_FORCE_ALLTOALL_METHOD")) or ""
+    return TRTLLM_A2A.get(str(forced), "") if "trtllm_config" in be else ""
 
 
 def search_spaces(entry: dict):

@@ -430,7 +430,7 @@ def test_launch_memory_fractions_give_each_engine_the_predicted_kv(model, gpu, p
     m, hw, p = load_model(model), load_hardware(gpu), parse_precision(prec)
     eng = load_engine("trtllm")
     tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
-    w, other = weights_and_workspace(m, p, eng, tp, pp, ep, adp, cp)
+    w, other = weights_and_workspace(m, p, hw, eng, tp, pp, ep, adp, cp)
     want = float(kv_budget_bytes(hw, eng, w, other))
     assert memory_fraction_for(m, hw, p, eng, plan, "free") == eng.memory_utilization
     u = {}
@@ -439,6 +439,8 @@ def test_launch_memory_fractions_give_each_engine_the_predicted_kv(model, gpu, p
         other_engine = eng.with_overrides(memory_budget=budget, memory_utilization=u[budget])
         got = float(kv_budget_bytes(hw, other_engine, w, other))
         assert want - 0.001 * hw.hbm_bytes <= got <= want, (budget, u)
-    # a share of the whole GPU holds the weights too: 0.9 of the free memory is more of the
-    # total (1 - 0.1 x free / total); SGLang's leaves the activations outside, so less again
-    assert eng.memory_utilization < u["static"] <= u["total"] < 1.0
+    # a share of the whole GPU holds the weights and activations too: 0.9 of the free memory is
+    # more of the total (0.9 + 0.1 x (weights + activations) / total); SGLang's leaves the
+    # activations outside, so less again (below 0.9 where an MoE runner's buffers are large)
+    assert eng.memory_utilization < u["total"] < 1.0
+    assert u["static"] <= u["total"]

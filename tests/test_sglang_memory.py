@@ -45,7 +45,7 @@ def test_the_sglang_engine_takes_it_per_plan():
     model, prec = load_model("deepseek-r1"), parse_precision("fp8")
     budgets = {}
     for adp in (False, True):
-        w, o = weights_and_workspace(model, prec, eng, 8, 1, 8, adp, 1)
+        w, o = weights_and_workspace(model, prec, hw, eng, 8, 1, 8, adp, 1)
         u = float(sglang_memory_fraction(hw.device_memory, 8, 1, adp, eng.max_num_tokens))
         fixed = eng.with_overrides(memory_utilization=u)
         budgets[adp] = float(kv_budget_bytes(hw, eng, w, o, (8, 1, adp)))

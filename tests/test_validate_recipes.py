@@ -394,10 +394,14 @@ def _ix_disagg_row(**kw):
 
 def test_inferencex_disaggregated_row_runs_its_recipes_pool_limits():
     m = map_row(0, _ix_disagg_row())
-    assert m.recipe == "inferencex-disagg:decode=1:prefill=2:tokens=2048"
+    # the recipe's prefill pool sets TRTLLM_FORCE_ALLTOALL_METHOD: DeepEP (its normal kernels,
+    # family 4 of DISAGG_RECIPE_A2A); its decode pool leaves TensorRT-LLM its own choice
+    assert m.recipe == "inferencex-disagg:decode=1:prefill=2:tokens=2048:pa2a=4"
     assert "ctx1_gen3_tep16_batch1_eplb0_mtp0.yaml" in m.note
     eng = recipe_behaviour(m.recipe, load_engine("trtllm"))
     assert (eng.max_batch_size, eng.max_num_tokens) == (1, 2048)
+    assert eng.moe_comm == "auto"
+    assert disagg_prefill_engine(m.recipe, eng).moe_comm == "deepep_normal"
     # the prefill worker's 16 attention-DP ranks hold 2 prompts each (2048 // 921.5 mean
     # tokens, and the recipe's max_batch_size 2): 32, at most the 6 outstanding prompts
     assert disaggregated_inputs(m, eng)["prefill_batch"] == 6

@@ -312,12 +312,21 @@ def trtllm_gen_idle_time(
     if moe_kernel_path(hw, eng, moe.get("weights", "")) != "trtllm_gen":
         return 0.0
     k, ep, local = moe["top_k"], np.asarray(moe["ep"], dtype=float), moe["experts_local"]
-    fed_all = fed_every_token(hw, eng, moe["adp"], moe["pure_ep"])
-    fed = np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, reach_share(k, ep))
+    fed = fed_tokens(hw, eng, tokens, moe["adp"], moe["pure_ep"], k, ep)
     pairs = np.asarray(moe["pairs_per_rank"], dtype=float)
     idle = trtllm_gen_idle_ctas(fed, k, local * ep, local, pairs, widths)
     key = _trtllm_gen_format(moe["weights"], act_bytes >= 2.0)
     return idle * TRTLLM_GEN_IDLE_CTA_S.get(key, TRTLLM_GEN_IDLE_CTA_S[""]) / hw.sm_count
+
+
+def fed_tokens(
+    hw: HardwareSpec, eng: EngineConstants, tokens: Any, adp: Any, pure_ep: Any, top_k: Any, ep: Any
+) -> Any:
+    """The tokens one GPU's MoE kernels are fed of a layer's ``tokens``: all of them where no
+    dispatch picks the GPU's own (``comm.fed_every_token``), else those with a pair on this GPU,
+    1 - (1 - 1 / ep)^top_k of them (``routing.reach_share``, uniform routing)."""
+    fed_all = fed_every_token(hw, eng, adp, pure_ep)
+    return np.asarray(tokens, dtype=float) * np.where(fed_all, 1.0, reach_share(top_k, ep))
 
 
 def _trtllm_gen_format(weights: str, sixteen_bit: bool) -> str:

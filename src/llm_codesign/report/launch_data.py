@@ -288,6 +288,18 @@ VLLM_A2A = {
     "deepep_low_latency": "deepep_low_latency",
 }
 
+# TensorRT-LLM's TRTLLM_FORCE_ALLTOALL_METHOD environment variable (its AlltoallMethodType,
+# tensorrt_llm/_torch/modules/fused_moe: DeepEP the normal kernels, DeepEPLowLatency the
+# low-latency ones, MNNVL and later NVLinkOneSided its one-sided NVLink kernel, NotEnabled the
+# all-gather; NVLinkTwoSided has no family here)
+TRTLLM_A2A = {
+    "NotEnabled": "allgather_reducescatter",
+    "MNNVL": "nvlink_one_sided",
+    "NVLinkOneSided": "nvlink_one_sided",
+    "DeepEP": "deepep_normal",
+    "DeepEPLowLatency": "deepep_low_latency",
+}
+
 
 def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
     """(flags, note) that make engine ``target`` (sglang, vllm) run MoE dispatch/combine

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..attention_kernels import sparse_latent_bytes
+from ..formats import BLOCK_SCALED_WEIGHTS
 from ..mixers import windowed_layers, windowed_share
+from ..moe_kernels import fed_tokens, moe_kernel_path
 from ..ops import draft_layers, kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu, sglang_tier
@@ -25,6 +27,9 @@ Array = np.ndarray
 
 # Per-GPU memory the engine cannot give to weights or KV: CUDA context, cuBLAS/NCCL workspaces.
 RUNTIME_RESERVED_BYTES = 2.0e9
+# vLLM's fused-MoE chunk: its Triton experts take at most this many tokens at once and size
+# their workspace for it (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE, 16 x 1024)
+FUSED_MOE_CHUNK_TOKENS = 16384
 # Largest concurrency per replica any sweep considers (a bound on grids, far above real engines)
 MAX_CONCURRENCY = 1 << 22
 
@@ -170,6 +175,7 @@ def kv_budget_bytes(
 def weights_and_workspace(
     model: ModelSpec,
     prec: Precision,
+    hw: HardwareSpec,
     eng: EngineConstants,
     tp: Array,
     pp: Array,
@@ -179,15 +185,70 @@ def weights_and_workspace(
     spec_tokens: int = 0,
 ) -> tuple[Array, Array]:
     """Per-GPU (weight bytes, workspace bytes): the workspace is the runtime reserve plus the
-    activations of one ``max_num_tokens`` step. With ``spec_tokens`` drafts the weights hold
+    activations of one ``max_num_tokens`` step, the step an engine profiles before it sizes its
+    KV cache (TensorRT-LLM ``KvCacheCreator``: ``max_num_tokens`` of dummy prompts on every
+    rank; vLLM's profile run: ``max_num_batched_tokens``), with an MoE model's runner buffers
+    for that step (:func:`moe_runner_workspace`). With ``spec_tokens`` drafts the weights hold
     the model's MTP blocks (``ops.draft_layers``)."""
     drafts = draft_layers(model, spec_tokens)
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp, drafts)
     d = model.hidden_size
     ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
-    step = rank_token_budget(eng, scheduling_ranks(tp, attention_dp))  # (a rank's step tokens)
+    ranks = scheduling_ranks(tp, attention_dp)
+    step = rank_token_budget(eng, ranks)  # (a rank's step tokens)
     workspace = RUNTIME_RESERVED_BYTES + step * (8.0 * d + 4.0 * ffn_local) * 2.0
+    if model.moe is not None:  # (the MoE layer takes every rank's step tokens: the all-gather)
+        fed = fed_tokens(hw, eng, step * ranks, attention_dp, ep == tp, model.moe.top_k, ep)
+        workspace = workspace + moe_runner_workspace(model, prec, hw, eng, tp, ep, fed)
     return w_bytes, workspace
+
+
+def moe_runner_workspace(
+    model: ModelSpec,
+    prec: Precision,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    tp: Array,
+    ep: Array,
+    tokens: Array,
+) -> Array:
+    """Bytes one MoE layer's runner holds for ``tokens`` tokens fed to it, by the engine's kernel
+    path on ``hw`` (``moe_kernels.moe_kernel_path``); h the hidden size, k the top-k, I the
+    expert width on a GPU (the experts sliced over tp / ep GPUs):
+
+    * cutlass (TensorRT-LLM's ``CutlassMoeFCRunner``; FlashInfer's cutlass_fused_moe is that
+      runner): per token, k x (the overlapped GEMM-input region, the largest of the permuted
+      input, the FC1 result, a x I, and the BF16 FC2 result, 2h, a the activations' bytes; the
+      overlapped GEMM-output region, the gated FC1 result in BF16, 4I, or, unless the weights
+      are block-scaled FP8, the FC2 result, 2h; four int32 row maps and a float scale, 20) +
+      the runner's BF16 output, 2h (``getWorkspaceDeviceBufferSizes``, cpp/tensorrt_llm/kernels/
+      mixtureOfExperts/moe_kernels.cu, not the min-latency mode; the scale factors of FP4
+      activations, a sixteenth of theirs, left out);
+    * triton (vLLM's ``TritonExperts``): workspace1 (M, k, max(I, h)) and workspace2 (M, k,
+      max(2I, h)) in 16-bit activations and the output (M, h), M at most
+      ``FUSED_MOE_CHUNK_TOKENS`` (vLLM runs larger steps in chunks of it);
+    * trtllm_gen, deepgemm and marlin: 0. FlashInfer's TRTLLM-Gen MoE keeps its own buffers,
+      DeepGEMM's are per expert of padded rows and Marlin's are not read here: not priced.
+
+    Example (closed form): DeepSeek-R1 (h 7,168, k 8, I 2,048) in block-scaled FP8 on
+    TensorRT-LLM's CUTLASS runner: 8 x (14,336 + 8,192 + 20) + 14,336 = 194,720 bytes a token;
+    8,192 tokens on each of 8 attention-DP ranks, all-gathered: 65,536 x 194,720 B = 12.8 GB."""
+    moe = model.moe
+    if moe is None:
+        return np.zeros(np.broadcast(tp, ep).shape)
+    path = moe_kernel_path(hw, eng, prec.weights.id)
+    h, k = float(model.hidden_size), float(moe.top_k)
+    i = moe.expert_intermediate / np.maximum(np.asarray(tp, dtype=float) / np.asarray(ep), 1.0)
+    m = np.asarray(tokens, dtype=float)
+    if path == "cutlass":
+        inputs = np.maximum(2.0 * h, prec.activation_bytes * i)
+        block = prec.weights.id in BLOCK_SCALED_WEIGHTS  # (its FC2 result sits in the inputs)
+        outputs = 4.0 * i if block else np.maximum(4.0 * i, 2.0 * h)
+        return m * (k * (inputs + outputs + 20.0) + 2.0 * h)
+    if path == "triton":
+        m = np.minimum(m, FUSED_MOE_CHUNK_TOKENS)
+        return m * (k * (np.maximum(i, h) + np.maximum(2.0 * i, h)) * 2.0 + 2.0 * h)
+    return np.zeros(np.broadcast(m, i).shape)
 
 
 def fraction_ceiling(hw: HardwareSpec, budget: str) -> float:
@@ -222,7 +283,7 @@ def memory_fraction_for(
     tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
     w, o = (
         float(np.reshape(x, -1)[0])
-        for x in weights_and_workspace(model, prec, eng, tp, pp, ep, adp, cp, spec_tokens)
+        for x in weights_and_workspace(model, prec, hw, eng, tp, pp, ep, adp, cp, spec_tokens)
     )
     kv = max(float(kv_budget_bytes(hw, eng, w, o, (tp, pp, adp), spec_tokens > 0)), 0.0)
     a, b = _budget_terms(hw, budget, w, o)
@@ -258,7 +319,7 @@ def memory_fit(
     """
     eng = for_gpu(eng, hw)
     plan = (tp, pp, ep, attention_dp, cp)
-    w_bytes, workspace = weights_and_workspace(model, prec, eng, *plan, spec_tokens)
+    w_bytes, workspace = weights_and_workspace(model, prec, hw, eng, *plan, spec_tokens)
     kv_seq = engine_kv_bytes(model, hw, prec, eng, context, tp, pp, attention_dp, cp, spec_tokens)
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp), spec_tokens > 0)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
