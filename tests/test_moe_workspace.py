@@ -54,8 +54,10 @@ def test_triton_experts_by_hand_and_chunked():
 
 
 def test_paths_it_does_not_price_hold_nothing():
-    # FlashInfer's TRTLLM-Gen MoE (SGLang and vLLM on B200) keeps its own buffers
+    # FlashInfer's TRTLLM-Gen MoE (SGLang and vLLM on B200) keeps its own buffers; AITER's fused
+    # MoE (vLLM on MI355X) is not read
     assert _ws(R1, parse_precision("nvfp4"), "b200", "sglang", 8, 8, 8192) == 0.0
+    assert _ws(R1, parse_precision("fp8"), "mi355x", "vllm", 8, 8, 8192) == 0.0
 
 
 def test_dense_models_keep_their_workspace():

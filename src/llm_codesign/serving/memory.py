@@ -15,7 +15,7 @@ import numpy as np
 from ..attention_kernels import sparse_latent_bytes
 from ..formats import BLOCK_SCALED_WEIGHTS
 from ..mixers import windowed_layers, windowed_share
-from ..moe_kernels import fed_tokens, moe_kernel_path
+from ..moe_kernels import fed_tokens, moe_kernel_path, runs_aiter
 from ..ops import draft_layers, kv_bytes_per_sequence_per_gpu, weight_bytes_per_gpu
 from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu, sglang_tier
@@ -227,8 +227,10 @@ def moe_runner_workspace(
     * triton (vLLM's ``TritonExperts``): workspace1 (M, k, max(I, h)) and workspace2 (M, k,
       max(2I, h)) in 16-bit activations and the output (M, h), M at most
       ``FUSED_MOE_CHUNK_TOKENS`` (vLLM runs larger steps in chunks of it);
-    * trtllm_gen, deepgemm and marlin: 0. FlashInfer's TRTLLM-Gen MoE keeps its own buffers,
-      DeepGEMM's are per expert of padded rows and Marlin's are not read here: not priced.
+    * trtllm_gen, deepgemm and marlin, and AITER's fused MoE that the triton path is on AMD
+      GPUs (``moe_kernels.runs_aiter``): 0. FlashInfer's TRTLLM-Gen MoE keeps its own buffers,
+      DeepGEMM's are per expert of padded rows, Marlin's and AITER's are not read here: not
+      priced.
 
     Example (closed form): DeepSeek-R1 (h 7,168, k 8, I 2,048) in block-scaled FP8 on
     TensorRT-LLM's CUTLASS runner: 8 x (14,336 + 8,192 + 20) + 14,336 = 194,720 bytes a token;
@@ -245,7 +247,7 @@ def moe_runner_workspace(
         block = prec.weights.id in BLOCK_SCALED_WEIGHTS  # (its FC2 result sits in the inputs)
         outputs = 4.0 * i if block else np.maximum(4.0 * i, 2.0 * h)
         return m * (k * (inputs + outputs + 20.0) + 2.0 * h)
-    if path == "triton":
+    if path == "triton" and not runs_aiter(hw, eng):
         m = np.minimum(m, FUSED_MOE_CHUNK_TOKENS)
         return m * (k * (np.maximum(i, h) + np.maximum(2.0 * i, h)) * 2.0 + 2.0 * h)
     return np.zeros(np.broadcast(m, i).shape)
