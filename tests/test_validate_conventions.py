@@ -492,3 +492,24 @@ def test_input_per_node_and_pool_rates_follow_from_the_same_prediction():
     # a pool's rate on a row without pools names no pool: skipped with the reason
     why = map_row(0, row(metric="decode_tok_s_per_gpu"))
     assert isinstance(why, str) and "pool's rate" in why
+
+
+def test_amd_quark_export_names_its_activations():
+    """AMD's W4A8 gpt-oss (``amd/gpt-oss-120b-w-mxfp4-a-fp8``, InferenceX's MI355X vLLM runs)
+    is gpt-oss-120b, served with 8-bit activations: its name states them where the row's
+    precision text does not; the bundled checkpoint (weight-only MXFP4) stays W4A16 there."""
+    from dataclasses import replace
+
+    from llm_codesign.specs.checkpoint import named_activations
+    from llm_codesign.validate.conventions import map_precision
+    from llm_codesign.validate.mapping import match_model_name
+
+    name = "amd/gpt-oss-120b-w-mxfp4-a-fp8"
+    assert match_model_name(name) == "gpt-oss-120b"
+    assert named_activations(name) == "fp8" and named_activations("gpt-oss-120b") == ""
+    hw, base = load_hardware("mi355x"), load_model("gpt-oss-120b")
+    named = replace(base, name=name)
+    assert map_precision(base, hw, "fp4/?/?") == "mxfp4-a16"
+    assert map_precision(named, hw, "fp4/?/?") == "mxfp4-a8"
+    # a row stating 16-bit activations keeps them
+    assert map_precision(named, hw, "fp4/bf16/?") == "mxfp4-a16"

@@ -59,6 +59,24 @@ def format_word(words: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])", re.I)
 
 
+# AMD's Quark exports name their weight and their activation formats, ``-w-<format>-a-<format>``:
+# amd/gpt-oss-120b-w-mxfp4-a-fp8, the W4A8 gpt-oss InferenceX's MI355X vLLM runs serve
+# (SemiAnalysisAI/InferenceX .github/configs/amd-master.yaml, gptoss-fp4-mi355x-vllm @aa2df9534)
+_NAMED_ACTIVATIONS = re.compile(r"(?<![a-z0-9])a-((?:mx|nv)?fp(?:8|4))(?![a-z0-9])", re.I)
+
+
+def named_activations(name: str) -> str:
+    """The activation format a checkpoint's name states (``fp8``, ``mxfp8``, ...: AMD's
+    ``-a-<format>``), "" where it states none.
+
+    Example:
+        >>> named_activations("amd/gpt-oss-120b-w-mxfp4-a-fp8"), named_activations("gpt-oss-120b")
+        ('fp8', '')
+    """
+    found = _NAMED_ACTIVATIONS.search(name)
+    return found.group(1).lower() if found else ""
+
+
 EXPORT_NAMES: tuple[tuple[re.Pattern[str], str, str, Callable[[Any], bool]], ...] = tuple(
     (format_word(words), word, preset, is_format)
     for words, word, preset, is_format in (

@@ -83,7 +83,7 @@ import re
 from typing import Any
 
 from ..errors import SpecError
-from ..specs.checkpoint import preset_weights, served_mxfp4
+from ..specs.checkpoint import named_activations, preset_weights, served_mxfp4
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
@@ -295,6 +295,8 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         kv = for_hopper.group(1)
     if model.model_type == "gpt_oss":
         act = parts[1].split()[0] if len(parts) > 1 and parts[1] else "?"
+        # unstated: what the checkpoint's name states (AMD's W4A8 export, ``named_activations``)
+        act = named_activations(model.name) or act if act == "?" else act
         # 16-bit activations stated: W4A16; 8-bit: W4A8 where the GPU has the path; else the
         # engines' default on this GPU (``served_mxfp4``)
         base = served_mxfp4(hw, act in ("bf16", "fp16"), act in ("fp8", "mxfp8"))

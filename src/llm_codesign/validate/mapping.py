@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataFileError
-from ..specs.checkpoint import checkpoint_precision, named_checkpoint
+from ..specs.checkpoint import checkpoint_precision, named_activations, named_checkpoint
 from ..specs.engine import ATOM_FRAMEWORK, engine_for_framework
 from ..specs.hardware import hardware_alias_table, hardware_chip_table, load_hardware
 from ..specs.model import load_model, model_alias_table
@@ -251,12 +251,13 @@ _RATE = re.compile(
     rf"(?<![\w.])({_NUMBER})\s*(?:qps|rps|req/s|requests?/s|requests? per second)\b", re.I
 )
 
-# (one at a time from the end: ``amd/DeepSeek-R1-0528-MXFP4-v2`` -> ``deepseek-r1``, while
-# ``DeepSeek-V2-Chat`` stops at ``deepseek-v2``, a bundled id, before its ``-v2`` is read as a
-# checkpoint revision)
+# (one at a time from the end: ``amd/gpt-oss-120b-w-mxfp4-a-fp8`` -> ``gpt-oss-120b`` (AMD's
+# Quark formats), while ``DeepSeek-V2-Chat`` stops at ``deepseek-v2``, a bundled id, before its
+# ``-v2`` is read as a checkpoint revision)
 _MODEL_SUFFIX = re.compile(
     r"-(instruct|chat|hf|base|it|fp8|fp4|nvfp4|mxfp4|mxfp8|awq|gptq|int4|int8|w4a16|w8a8|bf16|"
-    r"fp16|dynamic|v0\.\d|v\d+|preview|0528|2507|2501|2412|thinking|reasoning)$"
+    r"fp16|dynamic|v0\.\d|v\d+|preview|0528|2507|2501|2412|thinking|reasoning|"
+    r"[wa]-(?:mx|nv)?fp[48])$"
 )
 
 
@@ -392,6 +393,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     # a named checkpoint's own quantization_config (not a name only: ``unread_export``)
     if model.config is not base.config and (reading := checkpoint_precision(model.config)):
         notes.append(f"{model.name}: {reading[1]}")
+    if (act := named_activations(row["model"])) and model.model_type == "gpt_oss":
+        notes.append(f"{row['model'].strip()}: its name states {act} activations (AMD's Quark)")
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
     pools: DisaggregatedPlan | None = None
