@@ -197,7 +197,8 @@ def weights_and_workspace(
     ranks = scheduling_ranks(tp, attention_dp)
     step = rank_token_budget(eng, ranks)  # (a rank's step tokens)
     workspace = RUNTIME_RESERVED_BYTES + step * (8.0 * d + 4.0 * ffn_local) * 2.0
-    if model.moe is not None:  # (the MoE layer takes every rank's step tokens: the all-gather)
+    if model.moe is not None:  # (every rank's step reaches the layer; the GPU's runner is fed
+        # all of it behind an all-gather, the tokens routed to it behind an all-to-all)
         fed = fed_tokens(hw, eng, step * ranks, attention_dp, ep == tp, model.moe.top_k, ep)
         workspace = workspace + moe_runner_workspace(model, prec, hw, eng, tp, ep, fed)
     return w_bytes, workspace
