@@ -120,3 +120,21 @@ def test_kv_never_grows_with_the_token_budget(tokens, adp, gpu):
         w, o = weights_and_workspace(R1, p, hw, e, 8, 1, 8, adp, 1)
         kvs.append(float(kv_budget_bytes(hw, e, w, o, (8, 1, adp))))
     assert kvs[1] < kvs[0]
+
+
+def test_the_estimate_says_what_the_runner_holds():
+    """TensorRT-LLM's DeepSeek-R1 on 8 x H200 with attention-DP: 8 x 8,192 tokens all-gathered,
+    194,720 bytes each, 12.8 GB a GPU (the closed form above); SGLang's static fraction and a
+    dense model get no such note."""
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    plan, wl = ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 64)
+
+    def said(model, engine, prec="fp8", p=plan):
+        est = estimate(model, "h200-sxm", prec, p, wl, engine=engine, explain=False)
+        return [n for n in est.notes if "MoE runner's buffers" in n]
+
+    note = said("deepseek-r1", "trtllm")
+    assert len(note) == 1 and "65,536 tokens" in note[0] and "12.8 GB" in note[0]
+    assert said("deepseek-r1", "sglang") == []
+    assert said("llama-3.1-70b", "trtllm", p=ParallelPlan(tp=8)) == []

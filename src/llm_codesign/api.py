@@ -28,7 +28,7 @@ from .serving import (
     step_cost,
 )
 from .serving.balance import context_hold_note, holds_context
-from .serving.memory import engine_kv_bytes, rank_token_budget, scheduling_ranks, windowed_kv_note
+from .serving.memory import engine_kv_bytes, memory_notes, rank_token_budget, scheduling_ranks
 from .serving.sim_disagg import simulate_disaggregated
 from .serving.simulate import SimulationResult, simulate
 from .serving.step import graph_padded, overlap_note, tokens_per_step
@@ -306,7 +306,7 @@ def estimate(
         notes=_notes(est, plan, running)
         + _balance_notes(r, (m, prec, hw, eng), plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
-        + windowed_kv_note(m, prec, eng, (plan.tp, plan.pp, plan.attention_dp, plan.cp), wl)
+        + memory_notes(m, prec, hw, eng, plan, wl)
         + _graph_note(hw, eng, plan, wl, r.step_decode_seqs),
         running_concurrency=running,
     )

@@ -197,11 +197,57 @@ def weights_and_workspace(
     ranks = scheduling_ranks(tp, attention_dp)
     step = rank_token_budget(eng, ranks)  # (a rank's step tokens)
     workspace = RUNTIME_RESERVED_BYTES + step * (8.0 * d + 4.0 * ffn_local) * 2.0
-    if model.moe is not None:  # (every rank's step reaches the layer; the GPU's runner is fed
-        # all of it behind an all-gather, the tokens routed to it behind an all-to-all)
-        fed = fed_tokens(hw, eng, step * ranks, attention_dp, ep == tp, model.moe.top_k, ep)
+    if model.moe is not None:
+        fed = moe_profile_tokens(model, hw, eng, tp, ep, attention_dp)
         workspace = workspace + moe_runner_workspace(model, prec, hw, eng, tp, ep, fed)
     return w_bytes, workspace
+
+
+def moe_profile_tokens(
+    model: ModelSpec, hw: HardwareSpec, eng: EngineConstants, tp: Array, ep: Array, adp: Array
+) -> Array:
+    """Tokens a GPU's MoE runner is fed in the step the engine profiles (every scheduling rank's
+    token budget reaches the layer: all of them behind an all-gather, the tokens routed to the
+    GPU behind an all-to-all, ``moe_kernels.fed_tokens``); 0 for a dense model."""
+    if model.moe is None:
+        return np.zeros(np.broadcast(tp, ep).shape)
+    ranks = scheduling_ranks(tp, adp)
+    step = rank_token_budget(eng, ranks) * ranks
+    return fed_tokens(hw, eng, step, adp, np.asarray(ep) == np.asarray(tp), model.moe.top_k, ep)
+
+
+def memory_notes(
+    model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineConstants, plan: Any, wl: Any
+) -> list[str]:
+    """An estimate's notes on the engine's memory beyond weights and a window-only KV cache
+    (:func:`windowed_kv_note`, :func:`moe_workspace_note`); ``plan``: a ``ParallelPlan``."""
+    args = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
+    return windowed_kv_note(model, prec, eng, args, wl) + moe_workspace_note(
+        model, prec, hw, eng, plan
+    )
+
+
+def moe_workspace_note(
+    model: ModelSpec, prec: Precision, hw: HardwareSpec, eng: EngineConstants, plan: Any
+) -> list[str]:
+    """An estimate's note where the engine sizes its KV cache after a profiled step (the
+    ``free`` and ``total`` budgets) whose MoE runner buffers take 1 GB a GPU or more
+    (:func:`moe_runner_workspace`); ``plan``: a ``ParallelPlan``."""
+    if model.moe is None or eng.memory_budget == "static":
+        return []
+    tp, ep, adp = (np.asarray(v) for v in (plan.tp, plan.ep, plan.attention_dp))
+    fed = moe_profile_tokens(model, hw, eng, tp, ep, adp)
+    held = float(moe_runner_workspace(model, prec, hw, eng, tp, ep, fed))
+    if held < 1e9:
+        return []
+    ranks = int(scheduling_ranks(tp, adp))
+    return [
+        f"engine {eng.id} sizes its KV cache after profiling a step of "
+        f"{float(rank_token_budget(eng, ranks)):,.0f} tokens on each of {ranks} scheduling "
+        f"rank{'s' if ranks > 1 else ''}: the MoE runner's buffers for the {float(fed):,.0f} "
+        f"tokens it is fed take {held / 1e9:.1f} GB a GPU the KV cache does not get "
+        "(moe_runner_workspace)"
+    ]
 
 
 def moe_runner_workspace(
