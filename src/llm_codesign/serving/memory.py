@@ -194,8 +194,7 @@ def weights_and_workspace(
     w_bytes = weight_bytes_per_gpu(model, prec, tp, ep, pp, attention_dp, cp, drafts)
     d = model.hidden_size
     ffn_local = model.intermediate_size / np.where(attention_dp, 1, tp)
-    ranks = scheduling_ranks(tp, attention_dp)
-    step = rank_token_budget(eng, ranks)  # (a rank's step tokens)
+    step = rank_token_budget(eng, scheduling_ranks(tp, attention_dp))  # (a rank's step tokens)
     workspace = RUNTIME_RESERVED_BYTES + step * (8.0 * d + 4.0 * ffn_local) * 2.0
     if model.moe is not None:
         fed = moe_profile_tokens(model, hw, eng, tp, ep, attention_dp)
@@ -208,9 +207,8 @@ def moe_profile_tokens(
 ) -> Array:
     """Tokens a GPU's MoE runner is fed in the step the engine profiles (every scheduling rank's
     token budget reaches the layer: all of them behind an all-gather, the tokens routed to the
-    GPU behind an all-to-all, ``moe_kernels.fed_tokens``); 0 for a dense model."""
-    if model.moe is None:
-        return np.zeros(np.broadcast(tp, ep).shape)
+    GPU behind an all-to-all, ``moe_kernels.fed_tokens``); an MoE ``model``."""
+    assert model.moe is not None
     ranks = scheduling_ranks(tp, adp)
     step = rank_token_budget(eng, ranks) * ranks
     return fed_tokens(hw, eng, step, adp, np.asarray(ep) == np.asarray(tp), model.moe.top_k, ep)

@@ -296,7 +296,8 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     if model.model_type == "gpt_oss":
         act = parts[1].split()[0] if len(parts) > 1 and parts[1] else "?"
         # unstated: what the checkpoint's name states (AMD's W4A8 export, ``named_activations``)
-        act = named_activations(model.name) or act if act == "?" else act
+        if act == "?":
+            act = named_activations(model.name) or act
         # 16-bit activations stated: W4A16; 8-bit: W4A8 where the GPU has the path; else the
         # engines' default on this GPU (``served_mxfp4``)
         base = served_mxfp4(hw, act in ("bf16", "fp16"), act in ("fp8", "mxfp8"))

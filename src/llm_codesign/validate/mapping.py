@@ -393,8 +393,8 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     # a named checkpoint's own quantization_config (not a name only: ``unread_export``)
     if model.config is not base.config and (reading := checkpoint_precision(model.config)):
         notes.append(f"{model.name}: {reading[1]}")
-    if (act := named_activations(row["model"])) and model.model_type == "gpt_oss":
-        notes.append(f"{row['model'].strip()}: its name states {act} activations (AMD's Quark)")
+    if (act := named_activations(model.name)) and model.model_type == "gpt_oss":
+        notes.append(f"{model.name}: its name states {act} activations (AMD's Quark)")
     prec, note = stated_block_weights(row.get("notes", ""), prec, model.moe is not None)
     notes.extend([note] if note else [])
     pools: DisaggregatedPlan | None = None
