@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .mixers import FP8_SCALES
 from .specs.engine import EngineConstants
 from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
 from .specs.model import ModelSpec
@@ -44,8 +45,7 @@ FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = 0.414
 # DSA pool (mem_cache/memory_pool.py: nsa_kv_cache_store_fp8, kv_cache_dim 656 from
 # calculate_mla_kv_cache_dim; ROCm keeps the raw layout, sgl-project/sglang PR #22314) and
 # vLLM's fp8_ds_mla (flashmla_sparse.py get_kv_cache_shape: "custom storage format is 656
-# bytes").
-FLASHMLA_FP8_SCALE_GROUP = 128
+# bytes"). DeepSeek-V4's rows, and both scale layouts: mixers.FP8_SCALES.
 # the engines' DSA kernel families (``EngineConstants.dsa_kernels``):
 #   none: the sparse core computes the rank's own heads (TensorRT-LLM on Blackwell: its own
 #     sparse MLA kernels, which swap the MMA operands for TP's few heads, SwapsMmaAb, tech blog
@@ -138,29 +138,43 @@ def sparse_kernel(
 
 
 def sparse_fp8_cache_bytes(
-    hw: HardwareSpec, eng: EngineConstants, kv_lora_rank: int, rope_dim: int
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    kv_lora_rank: int,
+    rope_dim: int,
+    scales: tuple[int, float] = FP8_SCALES["mla"],
 ) -> float | None:
-    """Bytes per token a DSA (sparse MLA) layer's FP8 cache holds on the engine's DSA kernels:
-    FlashMLA's layout (the comment above) where they run it, else None (the model's latent and
-    RoPE at one byte each: TensorRT-LLM's per-tensor FP8 cache, other GPUs' kernels).
+    """Bytes per token a DSA (sparse MLA) or DeepSeek-V4 layer's FP8 cache holds on the engine's
+    sparse kernels: FlashMLA's layout (the comment above; ``scales``: the latent values a scale
+    covers and its bytes, ``mixers.FP8_SCALES``), the row padded to 8 bytes, where they run it,
+    else None (the model's latent and RoPE at one byte each: TensorRT-LLM's per-tensor FP8
+    cache, other GPUs' kernels).
 
     Example: DeepSeek-V3.2's (kv_lora_rank 512, RoPE 64) on SGLang's or vLLM's kernels on an
-    H200 or a B200: 512 + 4 x 4 + 64 x 2 = 656 bytes."""
+    H200 or a B200: 512 + 4 x 4 + 64 x 2 = 656 bytes; DeepSeek-V4's (448 + 64, a byte per 64):
+    448 + 7 + 1 + 128 = 584."""
     if not flashmla_runs(hw, eng):
         return None
-    scales = -(-kv_lora_rank // FLASHMLA_FP8_SCALE_GROUP)
-    return kv_lora_rank * 1.0 + 4.0 * scales + 2.0 * rope_dim
+    group, scale_bytes = scales
+    row = kv_lora_rank * 1.0 + scale_bytes * -(-kv_lora_rank // group) + 2.0 * rope_dim
+    return 8.0 * np.ceil(row / 8.0)
 
 
 def sparse_latent_bytes(
     model: ModelSpec, hw: HardwareSpec, prec: Precision, eng: EngineConstants
 ) -> float | None:
-    """Bytes per token a DSA (sparse MLA) layer's latent cache holds on the engine's DSA kernels
-    on ``hw`` where they store an FP8 cache in a layout of their own
-    (:func:`sparse_fp8_cache_bytes`: FlashMLA's 656 B for DeepSeek-V3.2 and
-    GLM-5); None where the model's own (latent + RoPE x the cache's element) holds."""
+    """Bytes per token a DSA (sparse MLA) layer's latent cache, or a DeepSeek-V4 layer's shared
+    K = V entry, holds on the engine's sparse kernels on ``hw`` where they store an FP8 cache in
+    a layout of their own (:func:`sparse_fp8_cache_bytes`: FlashMLA's 656 B for DeepSeek-V3.2
+    and GLM-5, 584 B for DeepSeek-V4); None where the model's own (latent + RoPE x the cache's
+    element) holds."""
     a = model.attention
-    if not prec.kv_fp8 or a.kind != "mla" or model.indexer is None:
+    if not prec.kv_fp8:
+        return None
+    if a.kind == "shared_kv":
+        rope = a.qk_rope_head_dim
+        return sparse_fp8_cache_bytes(hw, eng, a.head_dim - rope, rope, FP8_SCALES["shared_kv"])
+    if a.kind != "mla" or model.indexer is None:
         return None
     return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
 
@@ -171,6 +185,6 @@ def sparse_cache_scale(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> fl
     ``meta``: the op's, ``mixers.dsa_meta``); 1 for other ops and caches. The capacity's side
     of the same rule: :func:`sparse_latent_bytes`. (A prompt the FP8 decode kernel
     runs reads the layout too; its bytes stay the model's: that kernel is compute-bound there.)"""
-    dims = meta.get("latent")
-    own = sparse_fp8_cache_bytes(hw, eng, *dims) if dims and meta["fp8_cache"] else None
+    dims, scales = meta.get("latent"), meta.get("scales", FP8_SCALES["mla"])
+    own = sparse_fp8_cache_bytes(hw, eng, *dims, scales) if dims and meta["fp8_cache"] else None
     return 1.0 if own is None else own / (float(sum(dims)) * meta["kv"])

@@ -94,7 +94,10 @@ def softmax_counts(
     attended keys (after the window, the chunk or top-k) are sharded over the KV-parallel
     (Helix) group ``cp``."""
     a = model.attention
-    if g.mixer == "sparse":
+    if g.mixer == "compressed":
+        dec_keys, pre_keys = compressed_keys(model, g, ctx_d, ctx_p)
+        dec_keys, pre_keys, dense_prefill = dec_keys / cp, pre_keys / cp, False
+    elif g.mixer == "sparse":
         assert model.indexer is not None
         k = model.indexer.topk
         dec_keys = np.minimum(ctx_d, k) / cp
@@ -118,6 +121,13 @@ def softmax_counts(
         pre_flops = np.where(dense_prefill, mha, mqa)
         pre_bytes = t_pre * (kv_el * prec.kv_bytes + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2)
         return dec_flops, dec_bytes, pre_flops, pre_bytes
+    if a.kind == "shared_kv":  # one cached vector is key and value: MQA over head_dim
+        entry = a.head_dim * prec.kv_bytes
+        dec_flops = 2.0 * seqs * q * dec_keys * heads * 2 * a.head_dim
+        dec_bytes = seqs * dec_keys * entry
+        pre_flops = 2.0 * t_pre * pre_keys * heads * 2 * a.head_dim
+        pre_bytes = t_pre * (entry + heads * 2 * a.head_dim * 2.0)
+        return dec_flops, dec_bytes, pre_flops, pre_bytes
     dec_flops = 2.0 * seqs * q * dec_keys * heads * (a.head_dim + a.v_head_dim)
     dec_bytes = seqs * dec_keys * kv_local * (a.head_dim + a.v_head_dim) * prec.kv_bytes
     pre_flops = 2.0 * t_pre * pre_keys * heads * (a.head_dim + a.v_head_dim)
@@ -126,6 +136,23 @@ def softmax_counts(
         + heads * (a.head_dim + a.v_head_dim) * 2.0 * 2
     )
     return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def compressed_keys(model: ModelSpec, g: LayerGroup, ctx_d: Array, ctx_p: Array) -> tuple:
+    """(decode, mean prefill) keys a query of a DeepSeek-V4 compressed layer attends at context
+    ``ctx_d`` / mean causal context ``ctx_p``: the window's raw tokens and the entries, one per
+    ``g.compress`` tokens, all of them (HCA) or at most the indexer's top-k (CSA).
+
+    Example: DeepSeek-V4-Pro's CSA layer at 8,192 tokens: 128 + min(2,048, 1,024) = 1,152 keys;
+    its HCA layer 128 + 64 = 192.
+    """
+    c = model.compressor
+    assert c is not None and g.compress > 0
+    cap = model.indexer.topk if c.indexed(g.compress) and model.indexer else 0
+    r = float(g.compress)
+    dec = windowed(ctx_d, g.window) + windowed(np.asarray(ctx_d, dtype=float) / r, cap)
+    pre = causal_mean_ctx(ctx_p, g.window) + causal_mean_ctx(np.asarray(ctx_p) / r, cap)
+    return dec, pre
 
 
 def sparse_prefill(model: ModelSpec, ctx_p: Array) -> Array:
@@ -147,11 +174,24 @@ def dsa_meta(
     prefill, whether the sparse core runs (:func:`sparse_prefill`); empty for other layers (and
     a sparse GQA layer: no MLA kernel)."""
     a = model.attention
+    if a.kind == "shared_kv":  # DeepSeek-V4: FlashMLA's sparse kernels in every layer
+        latent = (a.head_dim - a.qk_rope_head_dim, a.qk_rope_head_dim)
+        dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent,
+               "kv": prec.kv_bytes, "scales": FP8_SCALES["shared_kv"]}  # fmt: skip
+        return dec, {**dec, "sparse_path": True}
     if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}
     latent = (a.kv_lora_rank, a.qk_rope_head_dim)
     dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent, "kv": prec.kv_bytes}
     return dec, {**dec, "sparse_path": sparse_prefill(model, ctx_p)}
+
+
+# FlashMLA's FP8 cache rows by attention kind: (latent values a scale covers, bytes of a scale).
+# DSA (MLA): one FP32 scale per 128 (deepseek-ai/FlashMLA README, attention_kernels); DeepSeek-V4
+# (fp8_ds_mla): one UE8M0 byte per 64 of the 448 non-RoPE values, the row padded to 8 bytes: 448
+# + 7 + 1 + 64 x 2 = 584 (vLLM v1/attention/backends/mla/sparse_swa.py, SGLang
+# deepseek_v4_memory_pool.py asserting 448 + 128 + 8)
+FP8_SCALES = {"mla": (128, 4.0), "shared_kv": (64, 1.0)}
 
 
 # Prefill attention's share of the engine's attn_prefill_efficiency (set at head dim 128) by head
@@ -292,6 +332,9 @@ def cache_bytes_per_layer(
         return lin.state_bytes_per_sequence() / atp + 0.0 * np.asarray(context, dtype=float)
     a = model.attention
     full = np.asarray(context, dtype=float)
+    if a.kind == "shared_kv":  # DeepSeek-V4 (replicated over TP: one KV head)
+        entry = a.head_dim * prec.kv_bytes if sparse_latent is None else sparse_latent
+        return compressed_cache_bytes(model, g, full, entry) + 0.0 * atp
     ctx = np.maximum(windowed(full, g.window), window_share * full) if g.window > 0 else full
     if a.kind == "mla":
         per_tok = a.kv_elements_per_token * prec.kv_bytes + 0.0 * atp  # latent replicated over TP
@@ -304,3 +347,26 @@ def cache_bytes_per_layer(
             per_tok = sparse_latent + 0.0 * atp
         per_tok = per_tok + model.indexer.cache_bytes_per_token
     return ctx * per_tok
+
+
+def compressed_cache_bytes(model: ModelSpec, g: LayerGroup, context: Array, entry: float) -> Array:
+    """Bytes one sequence of ``context`` tokens holds in a DeepSeek-V4 layer of group ``g``, whose
+    cached rows (raw tokens and pooled entries alike) are ``entry`` bytes: the window's raw
+    tokens; in a compressed layer also one entry per ``g.compress`` tokens, the compressor's
+    decode state and, in a CSA layer, the indexer's key per entry and its own compressor's state
+    (vLLM ``models/deepseek_v4/compressor.py`` ``CompressorStateCache``, FP32).
+
+    Example: DeepSeek-V4-Pro's CSA layer at 8,192 tokens, 584-byte rows and the indexer's
+    132-byte FP8 keys: 128 x 584 + 2,048 x (584 + 132) + 65,536 + 16,384 = 1,623,040 bytes.
+    """
+    ctx = np.asarray(context, dtype=float)
+    out = windowed(ctx, g.window) * entry
+    c = model.compressor
+    if g.mixer != "compressed" or c is None:
+        return out
+    entries = np.floor(ctx / g.compress)
+    out = out + entries * entry + c.state_bytes(g.compress, model.attention.head_dim)
+    if c.indexed(g.compress) and model.indexer is not None:
+        idx = model.indexer
+        out = out + entries * idx.cache_bytes_per_token + c.state_bytes(g.compress, idx.head_dim)
+    return out

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .formats import get_format
 from .mixers import cache_bytes_per_layer, dsa_meta, indexer_counts, linear_counts, softmax_counts
 from .routing import rank_experts
-from .specs.checkpoint import sixteen_bit_parts
+from .specs.checkpoint import kept_parts
 from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
 Array = np.ndarray
+FP8_BLOCK_BYTES = get_format("fp8_block").bytes_per_element  # (its 128x128 scales amortized)
 
 OP_CLASSES = ("attention", "ffn", "communication", "other")
 # the ops of an MoE layer's routed experts, what a fused-MoE kernel benchmark times (routing,
@@ -179,10 +181,10 @@ def layer_group_ops(
     g: LayerGroup,
     s: StepShape,
     layers: Array,
-    keep: frozenset[str] | None = None,
+    keep: dict[str, str] | None = None,
 ) -> list[Op]:
     """Ops of one layer of group ``g`` on one GPU, ``layers`` = how many such layers it holds;
-    ``keep``: the model's ``sixteen_bit_parts`` at ``prec`` (None: read here)."""
+    ``keep``: the model's ``kept_parts`` at ``prec`` (None: read here)."""
     a = model.attention
     d = model.hidden_size
     adp = s.attention_dp
@@ -202,10 +204,12 @@ def layer_group_ops(
     heads = a.num_heads / atp
     ops: list[Op] = []
     # parts the checkpoint keeps in 16 bits (gpt-oss's attention, Kimi's attention, shared
-    # experts and dense FFNs): their GEMMs take BF16 weights and activations
-    keep = sixteen_bit_parts(model, prec) if keep is None else keep
+    # experts and dense FFNs: BF16 weights and activations) or in FP8 (DeepSeek-V4's beside its
+    # FP4 experts: FP8 block weights and activations)
+    keep = kept_parts(model, prec) if keep is None else keep
     w16: dict = {"wbytes": 2.0, "ccls": "bf16", "abytes": 2.0}
-    at16, sh16, dn16 = ((w16 if p in keep else {}) for p in ("attention", "shared", "dense"))
+    kept = {"bf16": w16, "fp8": {"wbytes": FP8_BLOCK_BYTES, "ccls": "fp8", "abytes": 1.0}}
+    at16, sh16, dn16 = (kept.get(keep.get(p, ""), {}) for p in ("attention", "shared", "dense"))
 
     def gemm(
         name: str,
@@ -262,19 +266,32 @@ def layer_group_ops(
         kv_b = heads * (a.qk_nope_head_dim + a.v_head_dim)
         ops.append(gemm("kv_b_proj", "attention", t_pre, kv_b, a.kv_lora_rank, **at16))
         o_k = heads * a.v_head_dim
+    elif a.kind == "shared_kv":  # DeepSeek-V4: wq_a and wkv fused, replicated over TP
+        ops.append(gemm("q_a_proj", "attention", t_attn, a.q_lora_rank + a.head_dim, d))
+        ops.append(gemm("q_b_proj", "attention", t_attn, heads * a.head_dim, a.q_lora_rank))
+        groups = a.o_groups * heads / a.num_heads  # wo_a: a batched GEMM over the rank's groups
+        o_in = a.num_heads // a.o_groups * a.head_dim
+        ops.append(gemm("o_a_proj", "attention", t_attn, a.o_lora_rank, o_in, groups=groups))
+        o_k = groups * a.o_lora_rank
+        if g.mixer == "compressed":  # wkv and wgate (vLLM: unquantized, FP32 out), replicated
+            width = 2 * model.compressor.overlap(g.compress) * a.head_dim  # type: ignore[union-attr]
+            ops.append(gemm("compressor", "attention", t_attn, width, d, **w16))
     else:
         kv_local = np.maximum(a.num_kv_heads / atp, 1.0)
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # + output gate
         qkv = q_width + 2 * kv_local * a.head_dim
         ops.append(gemm("qkv_proj", "attention", t_attn, qkv, d, **at16))
         o_k = heads * a.v_head_dim
-    if g.mixer == "sparse":
+    csa = g.mixer == "compressed" and model.compressor and model.compressor.indexed(g.compress)
+    if g.mixer == "sparse" or csa:
         idx = model.indexer
         assert idx is not None
-        # indexer: queries from the q latent, one shared key and per-head weights from hidden
+        # indexer: queries from the q latent, one shared key (V4: its compressor's wkv and wgate)
+        # and per-head weights from hidden
         q_in = a.q_lora_rank or d
         ops.append(gemm("indexer_q", "attention", t_attn, idx.num_heads * idx.head_dim, q_in))
-        ops.append(gemm("indexer_k_w", "attention", t_attn, idx.head_dim + idx.num_heads, d))
+        k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads
+        ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, "indexer_overhead_s"))
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k, **at16))
@@ -300,8 +317,9 @@ def layer_group_ops(
         meta = {**(mla or ({"fp8_kv": True} if prec.kv_fp8 else {})), **dsa}
         pre = {"head_dim": a.prefill_head_dim, **pre}
         kernels.append(("attention", counts, prec.attention_class, meta, pre))
-        if g.mixer == "sparse":
-            counts = indexer_counts(model, seqs_local, q, ctx_d, t_pre, ctx_p, cp)
+        if g.mixer == "sparse" or csa:  # (V4's indexer scores the entries: one per ratio)
+            r = g.compress or 1
+            counts = indexer_counts(model, seqs_local, q, ctx_d / r, t_pre, ctx_p / r, cp)
             kernels.append(("indexer", counts, "fp8", {}, {}))
     for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta, pre_meta in kernels:
         for phase, flops, nbytes, meta in (
@@ -447,6 +465,9 @@ def layer_group_ops(
     routed = model.moe.expert_intermediate * model.moe.top_k if g.moe and model.moe else 0.0
     ffn_width = (routed or model.intermediate_size) / np.where(adp, 1, tp) if g.ffn else 0.0
     ops.append(Op("norms_elementwise", "other", "memory", layers, 3.0, bytes=t_attn * d * 2.0 * 6))
+    if n := model.hyper_connections:  # mHC: each sublayer's fused post + pre over n BF16 streams
+        hc = t_attn * 2 * (2 * n + 2) * d * 2.0  # reads streams + output, writes streams + input
+        ops.append(Op("hyper_connections", "other", "memory", layers, 2.0, bytes=hc))
     # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product;
     # the experts' ``moe``: a kernel path that fuses it into GEMM1, cost.op_time)
     act = np.where(adp, t_attn, t_run) * ffn_width * 2.0 * 3
@@ -471,7 +492,7 @@ def _in_block(op: Op, g: LayerGroup) -> bool:
 def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
     """All ops of one step on one GPU of the first pipeline stage's size (layers / pp each)."""
     ops: list[Op] = []
-    keep = sixteen_bit_parts(model, prec)  # (read once for every group)
+    keep = kept_parts(model, prec)  # (read once for every group)
     for g in model.layer_groups:
         ops.extend(layer_group_ops(model, prec, g, s, g.count / s.pp, keep))
     adp = s.attention_dp
@@ -480,39 +501,20 @@ def step_ops(model: ModelSpec, prec: Precision, s: StepShape) -> list[Op]:
     logits_rows = (rows + s.prefill_seqs) / rank_div
     vocab_local = model.vocab_size / np.where(adp, 1, s.tp)
     # LM head and embeddings stay BF16 in NVIDIA ModelOpt FP8/NVFP4 checkpoints (not quantized)
-    ops.append(
-        Op(
-            "lm_head",
-            "other",
-            "gemm",
-            1.0 / s.pp,
-            1.0,
-            m=logits_rows,
-            n=vocab_local,
-            k=model.hidden_size,
-            w_bytes=2.0,
-            a_bytes=2.0,
-            o_bytes=4.0,
-            compute_class="bf16",
-        )
-    )
+    ops.append(Op("lm_head", "other", "gemm", 1.0 / s.pp, 1.0, m=logits_rows, n=vocab_local,
+                  k=model.hidden_size, w_bytes=2.0, a_bytes=2.0, o_bytes=4.0,
+                  compute_class="bf16"))  # fmt: skip
     t_attn = (rows + s.prefill_tokens) / rank_div
-    ops.append(
-        Op(
-            "embedding",
-            "other",
-            "memory",
-            1.0 / s.pp,
-            1.0,
-            bytes=t_attn * model.hidden_size * 2.0 * 2,
-        )
-    )
+    emb = t_attn * model.hidden_size * 2.0 * 2
+    ops.append(Op("embedding", "other", "memory", 1.0 / s.pp, 1.0, bytes=emb))
     return ops
 
 
 def mtp_group(model: ModelSpec) -> LayerGroup:
     """The layer group an MTP block is made like: the last with an FFN and full softmax attention,
     else windowed, else the last (DeepSeek-V3's MTP module is one of its MoE blocks)."""
+    if model.compressor is not None:  # DeepSeek-V4's: the window alone (compress_ratios 0)
+        return LayerGroup(1, model.compressor.window, True)
     soft = [g for g in model.layer_groups if g.ffn and g.mixer in ("attention", "sparse")]
     return ([g for g in soft if not g.window] or soft or list(model.layer_groups))[-1]
 
@@ -541,14 +543,15 @@ def weight_bytes_per_gpu(
     atp = np.where(attention_dp, 1, tp // cp)
     dense_div = np.where(attention_dp, 1, tp)
     wb = prec.weight_bytes
-    keep = sixteen_bit_parts(model, prec)  # (parts the checkpoint keeps in 16 bits)
-    wa, ws, wd = (2.0 if p in keep else wb for p in ("attention", "shared", "dense"))
+    keep = kept_parts(model, prec)  # (parts the checkpoint keeps in 16 or 8 bits)
+    kept = {"bf16": 2.0, "fp8": FP8_BLOCK_BYTES}
+    wa, ws, wd = (kept.get(keep.get(p, ""), wb) for p in ("attention", "shared", "dense"))
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
     mtp = mtp_group(model) if drafts else None
     d = model.hidden_size
     extra = drafts * (2.0 * d * d + 3.0 * d) * 2.0
     for g in model.layer_groups:
-        per = model.mixer_params(g.mixer) / atp * wa + model.norm_params_per_layer * 2.0
+        per = model.mixer_params(g.mixer, g.compress) / atp * wa + model.norm_params_per_layer * 2.0
         if not g.ffn:
             pass
         elif g.moe:

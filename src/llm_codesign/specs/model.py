@@ -13,6 +13,11 @@ cache (``../shared/reference/architectures.md`` sections 1, 2 and 9):
   * ``sparse``: DeepSeek Sparse Attention, MLA whose core attends the ``index_topk`` tokens a
     lightning indexer (``ModelSpec.indexer``) selects over the whole context; the cache holds
     the MLA latent and the indexer's FP8 key per token;
+  * ``compressed``: DeepSeek-V4's attention (``ModelSpec.compressor``): each query attends the
+    last ``window`` tokens and the entries a compressor pools, one per ``LayerGroup.compress``
+    tokens, all of them (HCA, ratio 128) or the ``index_topk`` an indexer over the entries
+    selects (CSA, ratio 4); the cache holds the window, the entries, the indexer's keys and the
+    compressor's FP32 state;
   * ``linear``: a recurrent layer with a fixed-size state per sequence
     (``ModelSpec.linear_attention``: Gated DeltaNet), cost linear in length, no KV cache.
 
@@ -33,12 +38,27 @@ from typing import Any
 
 from ..errors import SpecError, UnknownIdError
 from ._load import Fields, existing_file, read_mapping, shown
+from .model_parts import CompressorSpec, IndexerSpec, LinearAttentionSpec, MoESpec
+
+__all__ = [
+    "AttentionSpec",
+    "CompressorSpec",
+    "IndexerSpec",
+    "LayerGroup",
+    "LinearAttentionSpec",
+    "ModelSpec",
+    "MoESpec",
+]
 
 
 @dataclass(frozen=True)
 class AttentionSpec:
-    """Attention shape. ``kind`` is ``"gqa"`` (MHA/GQA/MQA) or ``"mla"`` (DeepSeek latent
-    attention).
+    """Attention shape. ``kind`` is ``"gqa"`` (MHA/GQA/MQA), ``"mla"`` (DeepSeek latent
+    attention) or ``"shared_kv"`` (DeepSeek-V4: one KV head whose cached ``head_dim`` vector is
+    both key and value, queries from a ``q_lora_rank`` latent, the output through ``o_groups``
+    grouped low-rank projections of width ``o_lora_rank`` and then to the hidden size, one
+    attention sink per head; reference ``inference/model.py`` ``Attention``, vLLM
+    ``models/deepseek_v4/attention.py``).
 
     For MLA, ``head_dim`` is the query/key head dim (nope + rope) and ``v_head_dim`` the value dim;
     the KV cache holds ``kv_lora_rank + qk_rope_head_dim`` elements per token per layer.
@@ -67,124 +87,27 @@ class AttentionSpec:
     output_gate: bool = False
     qk_norm_across_heads: bool = False
     chunked_window: bool = False
+    o_groups: int = 0
+    o_lora_rank: int = 0
 
     @property
     def kv_elements_per_token(self) -> int:
-        """KV-cache elements per token per layer (K and V, or MLA's latent + rope key)."""
+        """KV-cache elements per token per layer (K and V, MLA's latent + rope key, or the one
+        shared K = V vector)."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
+        if self.kind == "shared_kv":
+            return self.head_dim
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)
 
     @property
     def prefill_head_dim(self) -> int | None:
-        """Head width prefill kernels tile (``mixers.prefill_head_dim_share``); None for MLA."""
-        return None if self.kind == "mla" else self.head_dim
+        """Head width prefill kernels tile (``mixers.prefill_head_dim_share``); None for MLA and
+        shared KV (DeepSeek-V4 runs FlashMLA's sparse kernels)."""
+        return self.head_dim if self.kind == "gqa" else None
 
 
-@dataclass(frozen=True)
-class IndexerSpec:
-    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): ``num_heads`` x
-    ``head_dim`` FP8 scores of each query against one cached ``head_dim`` key per token, then
-    the MLA core attends the ``topk`` best tokens (architectures.md section 1)."""
-
-    num_heads: int
-    head_dim: int
-    topk: int
-
-    def params(self, hidden: int, q_lora_rank: int) -> int:
-        """wq_b (q latent -> heads x dim), wk (hidden -> dim) + its LayerNorm (weight, bias),
-        weights_proj (hidden -> heads): DeepSeek-V3.2-Exp inference/model.py ``Indexer``."""
-        q_in = q_lora_rank or hidden
-        return (
-            q_in * self.num_heads * self.head_dim
-            + hidden * self.head_dim
-            + 2 * self.head_dim
-            + hidden * self.num_heads
-        )
-
-    @property
-    def cache_bytes_per_token(self) -> float:
-        """Indexer key cache per token per layer: ``head_dim`` FP8 values + one FP32 scale per
-        128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog)."""
-        return self.head_dim * 1.0 + 4.0 * -(-self.head_dim // 128)
-
-
-@dataclass(frozen=True)
-class LinearAttentionSpec:
-    """A linear-attention (recurrent) layer with a fixed state per sequence; ``kind``:
-
-    * ``gated_deltanet`` (Qwen3-Next, Qwen3.5; architectures.md section 2): ``num_v_heads``
-      states of ``head_k_dim`` x ``head_v_dim``, a causal depthwise convolution of
-      ``conv_kernel`` over q, k, v, per-head decay and beta, a gated RMSNorm per head;
-    * ``lightning`` (MiniMax-01 / MiniMax-M1, arXiv 2501.08313; transformers
-      ``MiniMaxLightningAttention``): one ``head_k_dim`` x ``head_v_dim`` K^T V state per head
-      with a fixed per-head decay, no convolution, a sigmoid output gate and an RMSNorm over all
-      heads; prefill in blocks of ``chunk`` tokens;
-    * ``mamba2`` (Mamba-2 SSD, Nemotron-H; arXiv 2405.21060, HF ``NemotronHMamba2Mixer``): the
-      fields map as ``num_k_heads`` = n_groups and ``head_k_dim`` = ssm_state_size (B and C),
-      ``num_v_heads`` = mamba heads of ``head_v_dim`` (x); one head_dim x d_state state per
-      head, a convolution over x, B, C (with bias), dt/A/D per head, a gated RMSNorm over
-      d_inner.
-
-    ``state_bytes`` per state element (the config's ``mamba_ssm_dtype``: FP32 in Qwen3.5, else
-    the model dtype)."""
-
-    num_k_heads: int
-    num_v_heads: int
-    head_k_dim: int
-    head_v_dim: int
-    conv_kernel: int
-    state_bytes: float = 2.0
-    kind: str = "gated_deltanet"
-    chunk: int = 64
-
-    @property
-    def key_dim(self) -> int:
-        return self.num_k_heads * self.head_k_dim
-
-    @property
-    def value_dim(self) -> int:
-        return self.num_v_heads * self.head_v_dim
-
-    @property
-    def conv_dim(self) -> int:
-        """Channels through the short convolution: q and k (key_dim each) and v (0: none)."""
-        return 2 * self.key_dim + self.value_dim if self.conv_kernel else 0
-
-    @property
-    def in_proj_width(self) -> int:
-        """Projections from the hidden state: q, k, v and the output gate, plus (Gated
-        DeltaNet) beta and alpha per value head."""
-        gates = {"gated_deltanet": 2, "mamba2": 1}.get(self.kind, 0) * self.num_v_heads
-        return 2 * self.key_dim + 2 * self.value_dim + gates
-
-    def params(self, hidden: int) -> int:
-        """Gated DeltaNet: in_proj_qkvz + in_proj_ba, conv1d (no bias), dt_bias and A_log per
-        v-head, the gated RMSNorm over head_v_dim, out_proj (HF ``Qwen3NextGatedDeltaNet``).
-        Lightning: qkv_proj + output_gate, the RMSNorm over all heads, out_proj (HF
-        ``MiniMaxLightningAttention``). Mamba-2: in_proj (z, x, B, C, dt), conv1d with bias,
-        dt_bias, A_log and D per head, the gated RMSNorm, out_proj."""
-        proj = hidden * self.in_proj_width + self.value_dim * hidden
-        if self.kind == "lightning":
-            return proj + self.value_dim
-        if self.kind == "mamba2":  # conv weight + bias, dt_bias/A_log/D, norm over d_inner
-            conv = self.conv_dim * (self.conv_kernel + 1)
-            return proj + conv + 3 * self.num_v_heads + self.value_dim
-        return proj + self.conv_dim * self.conv_kernel + 2 * self.num_v_heads + self.head_v_dim
-
-    @property
-    def state_elements(self) -> int:
-        """Recurrent state per sequence per layer: num_v_heads x head_k_dim x head_v_dim."""
-        return self.num_v_heads * self.head_k_dim * self.head_v_dim
-
-    def state_bytes_per_sequence(self, conv_bytes: float = 2.0) -> float:
-        """Bytes one sequence holds per layer, independent of its length: the recurrent state
-        plus the convolution's last ``conv_kernel - 1`` inputs (vLLM mamba_utils shapes)."""
-        conv = max(self.conv_kernel - 1, 0) * self.conv_dim * conv_bytes
-        return self.state_elements * self.state_bytes + conv
-
-
-MIXERS = ("attention", "sparse", "linear", "none")
+MIXERS = ("attention", "sparse", "compressed", "linear", "none")
 
 
 def gdn_like(attention: AttentionSpec) -> LinearAttentionSpec:
@@ -199,31 +122,20 @@ DSA_INDEXER = IndexerSpec(64, 128, 2048)
 
 
 @dataclass(frozen=True)
-class MoESpec:
-    """Mixture-of-experts FFN: E routed experts of width ``expert_intermediate``, top-k routing,
-    plus ``num_shared`` always-on experts of width ``shared_intermediate``."""
-
-    num_experts: int
-    top_k: int
-    expert_intermediate: int
-    num_shared: int = 0
-    shared_intermediate: int = 0
-    expert_bias: bool = False
-    router_bias: bool = False
-
-
-@dataclass(frozen=True)
 class LayerGroup:
     """``count`` consecutive identical layers. ``window`` > 0 is a sliding/chunked attention window
     in tokens (0 = full causal attention); ``moe`` selects the MoE FFN instead of the dense one;
-    ``mixer`` is the token mixer (``MIXERS``: attention, sparse, linear, or none for an FFN-only
-    block); ``ffn`` False is a mixer-only block (Nemotron-H's Mamba and attention blocks)."""
+    ``mixer`` is the token mixer (``MIXERS``: attention, sparse, compressed, linear, or none for
+    an FFN-only block); ``ffn`` False is a mixer-only block (Nemotron-H's Mamba and attention
+    blocks); ``compress`` the tokens a ``compressed`` layer pools into one cached entry
+    (DeepSeek-V4's ``compress_ratios``: 4, CSA, or 128, HCA; ``model_parts.CompressorSpec``)."""
 
     count: int
     window: int
     moe: bool
     mixer: str = "attention"
     ffn: bool = True
+    compress: int = 0
 
 
 @dataclass(frozen=True)
@@ -256,6 +168,8 @@ class ModelSpec:
     active_params_convention: str = "all"
     indexer: IndexerSpec | None = None
     linear_attention: LinearAttentionSpec | None = None
+    compressor: CompressorSpec | None = None
+    hyper_connections: int = 0  # residual streams (DeepSeek-V4 mHC ``hc_mult``; 0: one)
     # index into layer_groups of each layer in model order (the config's layer pattern)
     layer_order: tuple[int, ...] = field(default=(), compare=False, repr=False)
     aliases: tuple[str, ...] = field(default=())
@@ -274,6 +188,11 @@ class ModelSpec:
             kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
             kv += a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
             return q + kv + a.num_heads * a.v_head_dim * d
+        if a.kind == "shared_kv":  # wq_a, q_norm, wq_b; wkv, kv_norm; wo_a, wo_b; sinks
+            q = d * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * a.num_heads * a.head_dim
+            kv = d * a.head_dim + a.head_dim
+            o = a.num_heads * a.head_dim * a.o_lora_rank + a.o_groups * a.o_lora_rank * d
+            return q + kv + o + a.num_heads
         q = d * a.num_heads * a.head_dim * (2 if a.output_gate else 1)
         kv = 2 * d * a.num_kv_heads * a.head_dim
         o = a.num_heads * a.v_head_dim * d
@@ -312,8 +231,9 @@ class ModelSpec:
             self.moe.num_experts if self.moe.router_bias else 0
         )
 
-    def mixer_params(self, mixer: str) -> int:
-        """Parameters of one layer's token mixer (attention, sparse or linear; module doc)."""
+    def mixer_params(self, mixer: str, compress: int = 0) -> int:
+        """Parameters of one layer's token mixer (attention, sparse, compressed with its
+        ``compress`` ratio, or linear; module doc)."""
         if mixer == "none":
             return 0
         if mixer == "linear":
@@ -323,10 +243,25 @@ class ModelSpec:
         if mixer == "sparse":
             assert self.indexer is not None
             p += self.indexer.params(self.hidden_size, self.attention.q_lora_rank)
-        return p
+        if mixer == "compressed":
+            c = self.compressor
+            assert c is not None
+            p += c.params(self.hidden_size, compress, self.attention.head_dim)
+            if c.indexed(compress):
+                assert self.indexer is not None
+                p += c.indexer_params(self.hidden_size, self.attention.q_lora_rank, self.indexer)
+        return p + self.hyper_connection_params
+
+    @property
+    def hyper_connection_params(self) -> int:
+        """mHC parameters of one layer (0 without): per sublayer (attention, FFN) a map of the
+        ``hyper_connections`` x hidden stream to its (2 + n) x n mixes, their biases and three
+        scales (reference ``Block.hc_attn_fn`` / ``hc_ffn_fn``)."""
+        n = self.hyper_connections
+        return 2 * ((2 + n) * n * (n * self.hidden_size + 1) + 3) if n else 0
 
     def _layer_params(self, g: LayerGroup, active: bool) -> int:
-        p = self.mixer_params(g.mixer) + self.norm_params_per_layer
+        p = self.mixer_params(g.mixer, g.compress) + self.norm_params_per_layer
         if not g.ffn:
             return p
         if not g.moe:
@@ -388,6 +323,11 @@ class ModelSpec:
             extra = (
                 self.indexer.cache_bytes_per_token if g.mixer == "sparse" and self.indexer else 0
             )
+            if g.mixer == "compressed" and self.compressor is not None:  # one entry a ratio
+                idx = self.indexer if self.compressor.indexed(g.compress) else None
+                extra = idx.cache_bytes_per_token / g.compress if idx else 0.0
+                total += g.count * (per / g.compress + extra)
+                continue
             total += g.count * (per + extra)
         return total
 
@@ -429,8 +369,13 @@ class ModelSpec:
         (their parameters change accordingly). A model without such layers returns itself."""
         if not any(g.mixer != "attention" for g in self.layer_groups):
             return self
-        kinds = [
-            (g.window, g.moe, "attention" if g.mixer != "none" else "none", g.ffn)
+        kinds = [  # (a compressed layer's baseline: full attention, not its window)
+            (
+                0 if g.compress else g.window,
+                g.moe,
+                "attention" if g.mixer != "none" else "none",
+                g.ffn,
+            )
             for g in self.layer_kinds()
         ]
         unique = sorted(set(kinds))
@@ -443,6 +388,7 @@ class ModelSpec:
             layer_order=tuple(unique.index(k) for k in kinds),
             indexer=None,
             linear_attention=None,
+            compressor=None,
         )
 
     def with_mixer(

@@ -14,6 +14,7 @@ from ..errors import SpecError, UnknownModelTypeWarning
 from ._load import Fields
 from .model import (
     AttentionSpec,
+    CompressorSpec,
     IndexerSpec,
     LayerGroup,
     LinearAttentionSpec,
@@ -21,13 +22,14 @@ from .model import (
     MoESpec,
 )
 from .model_families import FAMILY_PARSERS, generic, generic_missing, head_dim_of
-from .model_hybrids import gated_deltanet_hybrid, minimax, nemotron_h
+from .model_hybrids import deepseek_v4, gated_deltanet_hybrid, minimax, nemotron_h
 
 # model types this module parses itself; model_families.py parses the others
 _OWN_TYPES = (
     "deepseek_v2",
     "deepseek_v3",
     "deepseek_v32",
+    "deepseek_v4",
     "falcon",
     "glm_moe_dsa",
     "gpt_oss",
@@ -69,11 +71,12 @@ SUPPORTED_MODEL_TYPES = tuple(sorted(_OWN_TYPES + tuple(FAMILY_PARSERS)))
 
 
 def _groups(pattern: list[tuple]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:
-    """Per-layer (window, moe[, mixer[, ffn]]) -> sorted groups of identical layers (cost does
-    not depend on order; grouped by kind so the op list stays short) and each layer's group
-    index in model order (pipeline stages do). The mixer defaults to softmax ``attention``, the
-    FFN to present."""
-    keys = [(*k[:2], *(k[2:] or ("attention",)), *(k[3:] or (True,)))[:4] for k in pattern]
+    """Per-layer (window, moe[, mixer[, ffn[, compress]]]) -> sorted groups of identical layers
+    (cost does not depend on order; grouped by kind so the op list stays short) and each layer's
+    group index in model order (pipeline stages do). The mixer defaults to softmax
+    ``attention``, the FFN to present, the compression to none."""
+    defaults = ("attention", True, 0)
+    keys = [(*k, *defaults[len(k) - 2 :])[:5] for k in pattern]
     kinds = sorted(set(keys))
     groups = tuple(LayerGroup(keys.count(k), *k) for k in kinds)
     return groups, tuple(kinds.index(k) for k in keys)
@@ -227,6 +230,8 @@ def model_from_config(
             norm=2 * d,
             indexer=indexer,
         )
+    if model_type == "deepseek_v4":
+        return deepseek_v4(f, finish, d, layers, heads, kv_heads, vocab, tie)
     if model_type in GDN_TYPES:
         return gated_deltanet_hybrid(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
     if model_type == "nemotron_h":
@@ -396,6 +401,8 @@ def _finish(
     norm: int = 0,
     indexer: IndexerSpec | None = None,
     linear: LinearAttentionSpec | None = None,
+    compressor: CompressorSpec | None = None,
+    hyper_connections: int = 0,
 ) -> ModelSpec:
     if moe is not None and moe.top_k > moe.num_experts:
         raise SpecError(
@@ -422,5 +429,7 @@ def _finish(
         norm_params_per_layer=norm,
         indexer=indexer,
         linear_attention=linear,
+        compressor=compressor,
+        hyper_connections=hyper_connections,
         config=f.data,
     )

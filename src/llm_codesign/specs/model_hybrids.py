@@ -1,7 +1,8 @@
 """HuggingFace ``config.json`` -> :class:`ModelSpec` for models with linear (recurrent) token
 mixers: MiniMax-01 / M1 lightning attention and MiniMax-M2 (``minimax*``), Nemotron-H's Mamba-2
 blocks (``nemotron_h``), and the Gated DeltaNet hybrids Qwen3-Next and Qwen3.5
-(``qwen3_next``, ``qwen3_5_moe_text``). :func:`.model_config.model_from_config` dispatches here
+(``qwen3_next``, ``qwen3_5_moe_text``); and DeepSeek-V4's hybrid of windowed, compressed and
+sparse attention (``deepseek_v4``). :func:`.model_config.model_from_config` dispatches here
 with the common fields it has read; each parser returns ``finish(...)`` like its branches.
 """
 
@@ -12,7 +13,14 @@ from functools import partial
 from ..errors import SpecError
 from ..formats import get_format
 from ._load import Fields
-from .model import AttentionSpec, LinearAttentionSpec, ModelSpec, MoESpec
+from .model import (
+    AttentionSpec,
+    CompressorSpec,
+    IndexerSpec,
+    LinearAttentionSpec,
+    ModelSpec,
+    MoESpec,
+)
 from .model_families import head_dim_of, qwen_moe
 
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
@@ -250,4 +258,76 @@ def gated_deltanet_hybrid(
         # two RMSNorms and the shared expert's sigmoid gate (hidden -> 1) per layer
         norm=2 * d + (d if shared else 0),
         linear=linear,
+    )
+
+
+def deepseek_v4(
+    f: Fields,
+    finish: partial,
+    d: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    tie: bool,
+) -> ModelSpec:
+    """DeepSeek-V4 (``deepseek_v4``; V4-Pro and V4-Flash): shared-KV attention (one
+    ``head_dim`` KV head that is key and value, q from ``q_lora_rank``, the output through
+    ``o_groups`` low-rank groups of ``o_lora_rank``) over the last ``sliding_window`` tokens and
+    the entries its compressor pools, one per ``compress_ratios[i]`` tokens (0: the window
+    alone, 4: CSA with the ``index_*`` indexer choosing ``index_topk`` entries, 128: HCA over all
+    of them; the list's entries past the layers are the MTP layers'); MoE in every layer
+    (``n_routed_experts`` top ``num_experts_per_tok`` of ``moe_intermediate_size`` plus
+    ``n_shared_experts``; the first ``num_hash_layers`` route by a token-id table, same shapes);
+    ``hc_mult`` residual streams (mHC). Reference ``inference/model.py``, vLLM
+    ``models/deepseek_v4/``; AIConfigurator's bundled config.json files."""
+    if kv_heads != 1:
+        raise SpecError(f"{f.where}: num_key_value_heads {kv_heads}; DeepSeek-V4 has 1")
+    head_dim = f.int("head_dim")
+    groups = f.int("o_groups")
+    if heads % groups:
+        raise SpecError(f"{f.where}: num_attention_heads {heads} is not a multiple of o_groups")
+    attn = AttentionSpec(
+        "shared_kv",
+        heads,
+        1,
+        head_dim,
+        head_dim,
+        q_lora_rank=f.int("q_lora_rank"),
+        qk_rope_head_dim=f.int("qk_rope_head_dim"),
+        qk_nope_head_dim=head_dim - f.int("qk_rope_head_dim"),
+        sinks=True,
+        o_groups=groups,
+        o_lora_rank=f.int("o_lora_rank"),
+    )
+    ratios = f.int_list("compress_ratios")
+    if len(ratios) < layers:
+        raise SpecError(f"{f.where}: compress_ratios has {len(ratios)} entries for {layers} layers")
+    bad = sorted(set(ratios) - {0, 4, 128})
+    if bad:
+        raise SpecError(f"{f.where}: compress_ratios {bad} unknown; allowed: 0, 4, 128")
+    window = f.int("sliding_window")
+    pattern = [(window, True, "compressed" if r else "attention", True, r) for r in ratios[:layers]]
+    moe = MoESpec(
+        f.int("n_routed_experts"),
+        f.int("num_experts_per_tok"),
+        f.int("moe_intermediate_size"),
+        f.int("n_shared_experts", 0, minimum=0),
+        f.int("moe_intermediate_size"),
+    )
+    return finish(
+        d,
+        layers,
+        vocab,
+        tie,
+        attn,
+        f.int("moe_intermediate_size"),
+        gated=True,
+        pattern=pattern,
+        moe=moe,
+        mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
+        norm=2 * d,
+        indexer=IndexerSpec(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk")),
+        compressor=CompressorSpec(window),
+        hyper_connections=hc if (hc := f.int("hc_mult", 1, minimum=1)) > 1 else 0,
     )

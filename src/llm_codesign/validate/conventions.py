@@ -83,7 +83,12 @@ import re
 from typing import Any
 
 from ..errors import SpecError
-from ..specs.checkpoint import named_activations, preset_weights, served_mxfp4
+from ..specs.checkpoint import (
+    experts_alone_fp4,
+    named_activations,
+    preset_weights,
+    served_mxfp4,
+)
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
@@ -273,15 +278,16 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
     """Precision string ``weights/activations/kv`` -> preset id (+ KV override).
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell (MXFP4 on a GPU with MXFP4 but no NVFP4: AMD's
-    MI355X), except gpt-oss whose checkpoints are MXFP4: W4A8 (MXFP8 activations) where the
-    engines serve it so (NVIDIA Blackwell) or the text states 8-bit activations on a GPU with an
-    MXFP8 path, else weight-only W4A16 (Hopper, Ampere, Ada, AMD GPUs, or 16-bit activations
-    stated: the kernels take BF16 activations, ``served_mxfp4``); mxfp4 = MXFP4 where the
-    GPU runs it; fp8 = FP8 (gpt-oss there too: MXFP4 weights, FP8 KV), with the checkpoint's
-    block-scaled FP8 weights where its own checkpoint is block-scaled (DeepSeek-V3/R1,
-    MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8 third field sets FP8 KV; a format
-    stated for Hopper apart ("(Hopper: auto)") applies on Hopper, ``auto`` being the
-    checkpoint's own (BF16 where it does not quantize its KV).
+    MI355X), except DeepSeek-V4, whose checkpoint's experts alone are MXFP4 at FP8 activations
+    (``specs.checkpoint.experts_alone_fp4``; FP8 KV), and gpt-oss whose checkpoints are MXFP4:
+    W4A8 (MXFP8 activations) where the engines serve it so (NVIDIA Blackwell) or the text states
+    8-bit activations on a GPU with an MXFP8 path, else weight-only W4A16 (Hopper, Ampere, Ada,
+    AMD GPUs, or 16-bit activations stated: the kernels take BF16 activations,
+    ``served_mxfp4``); mxfp4 = MXFP4 where the GPU runs it; fp8 = FP8 (gpt-oss there too: MXFP4
+    weights, FP8 KV), with the checkpoint's block-scaled FP8 weights where its own checkpoint is
+    block-scaled (DeepSeek-V3/R1, MiniMax-M2.5); bf16/fp16 as written. KV: an explicit fp8 third
+    field sets FP8 KV; a format stated for Hopper apart ("(Hopper: auto)") applies on Hopper,
+    ``auto`` being the checkpoint's own (BF16 where it does not quantize its KV).
     """
     parts = [p.strip().lower() for p in text.split("/")]
     w = parts[0] if parts else ""
@@ -306,6 +312,10 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         stated = kv != "?"
         fp8_kv = kv == "fp8" if stated else bool(re.search(r"(?<!mx)fp8", text.lower()))
         return base + ("+fp8-kv" if fp8_kv else "")
+    if w in ("fp4", "mxfp4") and experts_alone_fp4(model.config) and hw.supports("mxfp4"):
+        # DeepSeek-V4's own checkpoint: MXFP4 experts at FP8 activations, FP8 KV (its reading)
+        base = served_mxfp4(hw, eight_bit=True)
+        return base + ("" if base == "mxfp4-a8" or kv in ("bf16", "fp16") else "+fp8-kv")
     if w in ("fp4", "nvfp4"):
         base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
     elif w == "mxfp4":  # an MXFP4 checkpoint (AMD's Quark exports: weights and activations)
