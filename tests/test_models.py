@@ -32,6 +32,8 @@ PUBLISHED = {
     "llama-4-maverick": (400e9, 17e9, 1e9, "Llama 4 card: 400B total, 17B active"),
     # issue 12: current sparse, linear and hybrid models (architectures.md)
     "deepseek-v3.2": (671e9, 37e9, 1e9, "DeepSeek-V3 shape (671B / 37B) + 0.85B indexer"),
+    "deepseek-v4-pro": (1.6e12, 49e9, 0.1e12, "HF blog deepseekv4: 1.6T total, 49B active"),
+    "deepseek-v4-flash": (284e9, 13e9, 1e9, "HF blog deepseekv4: 284B total, 13B active"),
     "glm-5": (744e9, 40e9, 1e9, "GLM-5 README / report: 744B total, 40B active"),
     "kimi-k2.5": (1.0e12, 32e9, 0.05e12, "Kimi K2 README: 1T total (rounded), 32B activated"),
     "minimax-m2.5": (230e9, 10e9, 1e9, "MiniMax-M2 card: 230B total, 10B active"),

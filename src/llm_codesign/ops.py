@@ -267,11 +267,13 @@ def layer_group_ops(
         ops.append(gemm("kv_b_proj", "attention", t_pre, kv_b, a.kv_lora_rank, **at16))
         o_k = heads * a.v_head_dim
     elif a.kind == "shared_kv":  # DeepSeek-V4: wq_a and wkv fused, replicated over TP
-        ops.append(gemm("q_a_proj", "attention", t_attn, a.q_lora_rank + a.head_dim, d))
-        ops.append(gemm("q_b_proj", "attention", t_attn, heads * a.head_dim, a.q_lora_rank))
+        ops.append(gemm("q_a_proj", "attention", t_attn, a.q_lora_rank + a.head_dim, d, **at16))
+        q_b = (heads * a.head_dim, a.q_lora_rank)
+        ops.append(gemm("q_b_proj", "attention", t_attn, *q_b, **at16))
         groups = a.o_groups * heads / a.num_heads  # wo_a: a batched GEMM over the rank's groups
         o_in = a.num_heads // a.o_groups * a.head_dim
-        ops.append(gemm("o_a_proj", "attention", t_attn, a.o_lora_rank, o_in, groups=groups))
+        o_a = (a.o_lora_rank, o_in)
+        ops.append(gemm("o_a_proj", "attention", t_attn, *o_a, groups=groups, **at16))
         o_k = groups * a.o_lora_rank
         if g.mixer == "compressed":  # wkv and wgate (vLLM: unquantized, FP32 out), replicated
             width = 2 * model.compressor.overlap(g.compress) * a.head_dim  # type: ignore[union-attr]
@@ -289,7 +291,8 @@ def layer_group_ops(
         # indexer: queries from the q latent, one shared key (V4: its compressor's wkv and wgate)
         # and per-head weights from hidden
         q_in = a.q_lora_rank or d
-        ops.append(gemm("indexer_q", "attention", t_attn, idx.num_heads * idx.head_dim, q_in))
+        q_i = (idx.num_heads * idx.head_dim, q_in)  # (V4: FP8, as its attention)
+        ops.append(gemm("indexer_q", "attention", t_attn, *q_i, **(at16 if csa else {})))
         k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads
         ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
