@@ -436,33 +436,14 @@ def layer_group_ops(
                 "elem_bytes": float(elem),
             }
             ops.append(op)
-    ops.append(
-        Op(
-            "allreduce_moe" if g.moe else "allreduce_ffn",
-            "communication",
-            "comm",
-            layers,
-            1.0,
-            bytes=np.where(multi & ~adp, t_run * d * comm, 0.0),
-            collective="allreduce",
-            group_size=tp,
-        )
-    )
+    ar_ffn = np.where(multi & ~adp, t_run * d * comm, 0.0)
+    ops.append(Op("allreduce_moe" if g.moe else "allreduce_ffn", "communication", "comm", layers,
+                  1.0, bytes=ar_ffn, collective="allreduce", group_size=tp))  # fmt: skip
     if np.any(np.asarray(cp) > 1):
         # Helix: exchange partial attention outputs + softmax stats across the KV-parallel group
         helix = np.where(cp > 1, seqs_local * a.num_heads / atp * (a.v_head_dim + 2) * 2.0, 0.0)
-        ops.append(
-            Op(
-                "helix_alltoall",
-                "communication",
-                "comm",
-                layers,
-                1.0,
-                bytes=helix,
-                collective="alltoall",
-                group_size=cp,
-            )
-        )
+        ops.append(Op("helix_alltoall", "communication", "comm", layers, 1.0, bytes=helix,
+                      collective="alltoall", group_size=cp))  # fmt: skip
 
     # ---- norms, residuals, activation functions, rope (bandwidth-bound elementwise) ----
     routed = model.moe.expert_intermediate * model.moe.top_k if g.moe and model.moe else 0.0
@@ -471,6 +452,9 @@ def layer_group_ops(
     if n := model.hyper_connections:  # mHC: each sublayer's fused post + pre over n BF16 streams
         hc = t_attn * 2 * (2 * n + 2) * d * 2.0  # reads streams + output, writes streams + input
         ops.append(Op("hyper_connections", "other", "memory", layers, 2.0, bytes=hc))
+        # ... and its mixes: the n x d streams -> (2 + n) x n by FP32 weights, per sublayer
+        mix = ((2 + n) * n, n * d, 2.0)
+        ops.append(gemm("hc_mixes", "other", t_attn, *mix, wbytes=4.0, ccls="bf16", abytes=2.0))
     # the FFN's activation function (SwiGLU: reads the gate and up outputs, writes their product;
     # the experts' ``moe``: a kernel path that fuses it into GEMM1, cost.op_time)
     act = np.where(adp, t_attn, t_run) * ffn_width * 2.0 * 3
