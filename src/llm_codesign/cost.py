@@ -145,20 +145,9 @@ def tile_reuse(tm: float, tn: float) -> float:
     return 1.0 / (1.0 + TILE_REUSE_C * (1.0 / tm + 1.0 / tn))
 
 
-def _tile_efficiency(
-    hw: HardwareSpec,
-    k0: float,
-    best_reuse: float,
-    routed: bool,
-    m: Array,
-    n: Array,
-    k: Array,
-    groups: Array,
-    tm: float | Array,
-    tn: float,
-    c: int,
-    m_tiles: Array,
-) -> Array:
+def _tile_efficiency(hw: HardwareSpec, k0: float, best_reuse: float, routed: bool, m: Array,
+                     n: Array, k: Array, groups: Array, tm: float | Array, tn: float, c: int,
+                     m_tiles: Array) -> Array:  # fmt: skip
     """Useful over issued work of one tile shape (tm x tn on clusters of c SMs, ``m_tiles`` row
     tiles per group) x its operand reuse over the best shape's (``gemm_shape_efficiency``)."""
     slots = max(hw.sm_count // c, 1)
@@ -494,15 +483,17 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
     (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
     kernel: its HBM fraction on the latent cache where measured, plus its time per query head
-    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`). A GQA decode op over
-    an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured FP8-cache rate of
-    the engine's GQA decode kernels (``efficiency.fp8_kv_decode``, ``gqa_decode_kernels``):
-    Hopper's FlashAttention kernels are bound by converting FP8, not by HBM. Prefill: at most
-    ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``.
-    DSA's sparse core (``meta["sparse_heads"]``: the rank's query heads) computes the heads its
-    kernel pads them to, at that kernel's BF16 rate (``attention_kernels.sparse_kernel``), where
-    it runs the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not),
-    and its decode reads an FP8 cache in their layout (``attention_kernels.sparse_cache_scale``)."""
+    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`; none per call where
+    ``meta["per_call"]`` is False: DeepSeek-V4's, whose module chain is its own op). A GQA
+    decode op over an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured
+    FP8-cache rate of the engine's GQA decode kernels (``efficiency.fp8_kv_decode``,
+    ``gqa_decode_kernels``): Hopper's FlashAttention kernels are bound by converting FP8, not by
+    HBM. Prefill: at most ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of
+    ``meta["head_dim"]``. DSA's sparse core (``meta["sparse_heads"]``: the rank's query heads)
+    computes the heads its kernel pads them to, at that kernel's BF16 rate
+    (``attention_kernels.sparse_kernel``), where it runs the sparse path
+    (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode reads an
+    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``)."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:
@@ -530,11 +521,14 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         t = np.maximum(compute, memory)
         if query_heads is not None:
             q = np.asarray(query_heads, dtype=float) * pad
-            t = t + np.where(q > 0, kern.per_call_s + kern.per_query_head_s * q, 0.0)
+            call = kern.per_call_s * op.meta.get("per_call", True) + kern.per_query_head_s * q
+            t = t + np.where(q > 0, call, 0.0)
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
     compute, memory = flops / rate(peak * share), memory_time(op, hw, eng)
-    return np.maximum(compute, memory), compute, memory
+    heads = np.asarray(op.meta.get("query_heads", 0.0)) * pad  # (DeepSeek-V4's per-head chain)
+    per_head = decode_attention_efficiency(hw, rate_class, eng).per_query_head_s * heads
+    return np.maximum(compute, memory) + per_head, compute, memory
 
 
 def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:

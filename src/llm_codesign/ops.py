@@ -296,7 +296,12 @@ def layer_group_ops(
         k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads
         ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
-        ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, "indexer_overhead_s"))
+        chain = "compressed_indexer_overhead_s" if csa else "indexer_overhead_s"
+        ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))
+    if g.mixer == "compressed":  # DeepSeek-V4's module chain (norms, RoPE, stores, pooling)
+        ops.append(
+            fixed_op("compressed_chain", "attention", layers, t_attn, "compressed_overhead_s")
+        )
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k, **at16))
 
     # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
@@ -313,12 +318,18 @@ def layer_group_ops(
         counts = softmax_counts(
             model, prec, g, seqs_local, q, ctx_d, t_pre, ctx_p, heads, kv_local, cp, s.decode_span
         )
-        # MLA decode: the GPU's measured kernel (a part per query head); GQA decode over an FP8
-        # cache may be bound by its conversion; DSA's kernels pad heads (cost.attention_time)
-        mla = {"query_heads": seqs_local * q * heads} if a.kind == "mla" else {}
+        # MLA decode (and DeepSeek-V4's, the same FlashMLA family over one latent-like head):
+        # the GPU's measured kernel (a part per query head); GQA decode over an FP8 cache may be
+        # bound by its conversion; DSA's kernels pad heads (cost.attention_time)
+        latent = a.kind in ("mla", "shared_kv")
+        mla = {"query_heads": seqs_local * q * heads} if latent else {}
+        if a.kind == "shared_kv":  # (its fixed time: the module's chain, compressed_chain)
+            mla["per_call"] = False
         dsa, pre = dsa_meta(model, prec, g, heads, ctx_p)
         meta = {**(mla or ({"fp8_kv": True} if prec.kv_fp8 else {})), **dsa}
         pre = {"head_dim": a.prefill_head_dim, **pre}
+        if a.kind == "shared_kv":  # (its per-head chain runs on prompt tokens alike)
+            pre["query_heads"] = t_pre * heads
         kernels.append(("attention", counts, prec.attention_class, meta, pre))
         if g.mixer == "sparse" or csa:  # (V4's indexer scores the entries: one per ratio)
             r = g.compress or 1
