@@ -451,6 +451,8 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "max_batch_size",
         "cuda_graph_batches",  # the runtime's capture sizes (specs.cuda_graphs)
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
+        "compressed_overhead_s",  # ... and these (benchmarks/dsv4_attention_report.py --fit)
+        "compressed_indexer_overhead_s",
     }
     for name in sorted(keep):
         d[name] = getattr(eng, name)
