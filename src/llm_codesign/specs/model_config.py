@@ -21,7 +21,7 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import FAMILY_PARSERS, generic, generic_missing, head_dim_of
+from .model_families import FAMILY_PARSERS, deepseek_moe, generic, generic_missing, head_dim_of
 from .model_hybrids import deepseek_v4, gated_deltanet_hybrid, minimax, nemotron_h
 
 # model types this module parses itself; model_families.py parses the others
@@ -197,13 +197,7 @@ def model_from_config(
             qk_rope_head_dim=rope,
             qk_nope_head_dim=nope,
         )
-        moe = MoESpec(
-            f.int("n_routed_experts"),
-            f.int("num_experts_per_tok"),
-            f.int("moe_intermediate_size"),
-            f.int("n_shared_experts", 0, minimum=0),
-            f.int("moe_intermediate_size"),
-        )
+        moe = deepseek_moe(f)
         first_dense = f.int("first_k_dense_replace", 0, minimum=0)
         freq = f.int("moe_layer_freq", 1)
         # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): every layer runs the lightning

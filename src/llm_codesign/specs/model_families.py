@@ -104,6 +104,14 @@ def _in_text_config(f: Fields, finish: partial) -> tuple[Fields, partial]:
     return text, partial(finish.func, text, *finish.args[1:], **finish.keywords)
 
 
+def deepseek_moe(f: Fields) -> MoESpec:
+    """DeepSeek's MoE fields (V2, V3, V3.2, V4; Kimi-K2, GLM-5): ``n_routed_experts`` top
+    ``num_experts_per_tok`` of ``moe_intermediate_size``, plus ``n_shared_experts`` as wide."""
+    width = f.int("moe_intermediate_size")
+    shared = f.int("n_shared_experts", 0, minimum=0)
+    return MoESpec(f.int("n_routed_experts"), f.int("num_experts_per_tok"), width, shared, width)
+
+
 def qwen_moe(f: Fields, layers: int, *, shared_required: bool) -> tuple[MoESpec, list[bool]]:
     """Qwen-style MoE fields (Qwen2-MoE, Qwen3-Next, Qwen3.5): ``num_experts`` routed experts
     of ``moe_intermediate_size``, top ``num_experts_per_tok``, one shared expert of

@@ -21,7 +21,7 @@ from .model import (
     ModelSpec,
     MoESpec,
 )
-from .model_families import head_dim_of, qwen_moe
+from .model_families import deepseek_moe, head_dim_of, qwen_moe
 
 # format of a recurrent state by the config's ``mamba_ssm_dtype`` ("auto": the model dtype)
 STATE_DTYPE_FORMAT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "auto": "bf16"}
@@ -261,16 +261,8 @@ def gated_deltanet_hybrid(
     )
 
 
-def deepseek_v4(
-    f: Fields,
-    finish: partial,
-    d: int,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    vocab: int,
-    tie: bool,
-) -> ModelSpec:
+def deepseek_v4(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_heads: int,
+                vocab: int, tie: bool) -> ModelSpec:  # fmt: skip
     """DeepSeek-V4 (``deepseek_v4``; V4-Pro and V4-Flash): shared-KV attention (one
     ``head_dim`` KV head that is key and value, q from ``q_lora_rank``, the output through
     ``o_groups`` low-rank groups of ``o_lora_rank``) over the last ``sliding_window`` tokens and
@@ -308,26 +300,10 @@ def deepseek_v4(
         raise SpecError(f"{f.where}: compress_ratios {bad} unknown; allowed: 0, 4, 128")
     window = f.int("sliding_window")
     pattern = [(window, True, "compressed" if r else "attention", True, r) for r in ratios[:layers]]
-    moe = MoESpec(
-        f.int("n_routed_experts"),
-        f.int("num_experts_per_tok"),
-        f.int("moe_intermediate_size"),
-        f.int("n_shared_experts", 0, minimum=0),
-        f.int("moe_intermediate_size"),
-    )
-    return finish(
-        d,
-        layers,
-        vocab,
-        tie,
-        attn,
-        f.int("moe_intermediate_size"),
-        gated=True,
-        pattern=pattern,
-        moe=moe,
-        mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
-        norm=2 * d,
-        indexer=IndexerSpec(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk")),
-        compressor=CompressorSpec(window),
-        hyper_connections=hc if (hc := f.int("hc_mult", 1, minimum=1)) > 1 else 0,
-    )
+    moe = deepseek_moe(f)
+    index = IndexerSpec(f.int("index_n_heads"), f.int("index_head_dim"), f.int("index_topk"))
+    hc = f.int("hc_mult", 1, minimum=1)  # (1: one residual stream, no mHC)
+    return finish(d, layers, vocab, tie, attn, moe.expert_intermediate, gated=True,
+                  pattern=pattern, moe=moe, mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
+                  norm=2 * d, indexer=index, compressor=CompressorSpec(window),
+                  hyper_connections=hc if hc > 1 else 0)  # fmt: skip
