@@ -75,7 +75,9 @@ def priced_layer_s(model_id, engine_id, gpu, ratio, tp, batch, step, isl=0, chai
     leaves out the engine's fixed chains of a compressed layer (what ``--fit`` measures)."""
     m, hw, eng = load_model(model_id), load_hardware(gpu), load_engine(engine_id)
     if not chains:
-        eng = eng.with_overrides(compressed_overhead_s=0.0, compressed_indexer_overhead_s=0.0)
+        eng = eng.with_overrides(
+            compressed_overhead_s=0.0, compressed_indexer_overhead_s=0.0, compressed_topk_s=0.0
+        )
     prec = parse_precision("fp8+fp8_block-w")
     g = next(g for g in m.layer_groups if g.compress == ratio)
     if isl:  # prompts: mean causal context step + isl / 2 (step_shape's isl / 2)
@@ -127,37 +129,43 @@ def report(repo: str, phase: str = "generation", by_batch: bool = False) -> None
 
 def fit(repo: str) -> None:
     """The fixed chains per engine: measured less priced (chains left out) one layer's decode
-    module at batch 1-64 (the launch-bound regime the engines graph), contexts 128-16,384,
-    DeepSeek-V4-Pro, every TP: the median over the HCA rows is ``compressed_overhead_s``, the
-    median over the CSA rows less it ``compressed_indexer_overhead_s``. Printed per GPU, so
-    that the Hopper fit (H100, H200) can be read against the Blackwell tables."""
+    module at batch 1-64 (the launch-bound regime the engines graph), contexts 128-65,536,
+    DeepSeek-V4-Pro, every TP. The median over the HCA rows is ``compressed_overhead_s``; over
+    the CSA rows whose entries (context / 4) are at most the indexer's top-k (1,024: every entry
+    is taken, no selection runs) less it, ``compressed_indexer_overhead_s``; over the CSA rows
+    past top-k less both, ``compressed_topk_s`` (the selection). Printed per GPU, so that the
+    Hopper fit (H100, H200) can be read against the Blackwell tables."""
+    topk = load_model("deepseek-v4-pro").indexer.topk  # type: ignore[union-attr]
     rest: dict[tuple, list[float]] = defaultdict(list)
     for gpu, engine, version, kind, df in _tables(repo, "generation"):
         keep = df.kv_cache_dtype.isin(["fp8", "fp8_e4m3"]) & (df.gemm_type == "fp8_block")
-        keep &= df.model.str.contains("V4-Pro") & (df.batch_size <= 64)
-        keep &= (df.step >= 128) & (df.step <= 16384)
+        keep &= df.model.str.contains("V4-Pro") & (df.batch_size <= 64) & (df.step >= 128)
         for (tp, batch, step), x in df[keep].groupby(["tp_size", "batch_size", "step"]):
             got = priced_layer_s("deepseek-v4-pro", ENGINES[engine], GPUS[gpu], RATIOS[kind],
                                  int(tp), int(batch), int(step), chains=False)  # fmt: skip
-            rest[(engine, version, gpu, kind)].append(float(x.latency.median()) * 1e-3 - got)
-    print("measured less priced without the chains, us (median, rows): HCA; CSA less HCA")
+            part = "hca" if kind == "hca" else ("csa>k" if step / 4 > topk else "csa")
+            rest[(engine, version, gpu, part)].append(float(x.latency.median()) * 1e-3 - got)
+
+    def chains(engine: str, version: str, gpus) -> tuple[float, ...] | None:
+        rows = {p: [v for k, r in rest.items() if k[:2] == (engine, version) and k[2] in gpus
+                    and k[3] == p for v in r] for p in ("hca", "csa", "csa>k")}  # fmt: skip
+        if not all(rows.values()):
+            return None
+        hca = statistics.median(rows["hca"])
+        idx = statistics.median(rows["csa"]) - hca
+        return hca, idx, statistics.median(rows["csa>k"]) - hca - idx
+
+    print("chains, us: compressed_overhead_s, compressed_indexer_overhead_s, compressed_topk_s")
     for engine, version, gpu in sorted({k[:3] for k in rest}):
-        hca = statistics.median(rest[(engine, version, gpu, "hca")])
-        csa = statistics.median(v - hca for v in rest[(engine, version, gpu, "csa")])
-        n = len(rest[(engine, version, gpu, "hca")])
-        print(f"  {engine} {version:10s} {gpu:9s} {hca * 1e6:6.1f}  {csa * 1e6:6.1f}  n={n}")
+        got = chains(engine, version, (gpu,))
+        if got:
+            print(f"  {engine} {version:10s} {gpu:9s} " + "  ".join(f"{v * 1e6:6.1f}" for v in got))
     for engine, version in sorted({k[:2] for k in rest}):
         for side, gpus in (("Hopper", ("h100_sxm", "h200_sxm")), ("Blackwell", ("b200_sxm",))):
-            hca = [v for k, r in rest.items() if k[:2] == (engine, version) and k[2] in gpus
-                   and k[3] == "hca" for v in r]  # fmt: skip
-            if not hca:
-                continue
-            h = statistics.median(hca)
-            csa = [v - h for k, r in rest.items() if k[:2] == (engine, version) and k[2] in gpus
-                   and k[3] == "csa" for v in r]  # fmt: skip
-            c = statistics.median(csa)
-            print(f"{engine} {version} fit on {side} ({', '.join(gpus)}): compressed_overhead_s "
-                  f"{h:.3g}, compressed_indexer_overhead_s {c:.3g}")  # fmt: skip
+            got = chains(engine, version, gpus)
+            if got:
+                print(f"{engine} {version} fit on {side} ({', '.join(gpus)}): "
+                      + ", ".join(f"{v:.3g}" for v in got))  # fmt: skip
 
 
 if __name__ == "__main__":

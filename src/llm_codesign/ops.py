@@ -298,6 +298,12 @@ def layer_group_ops(
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
         chain = "compressed_indexer_overhead_s" if csa else "indexer_overhead_s"
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))
+        if csa:  # its top-k selection runs where a query's entries pass top-k (decode, prompts)
+            k, r = idx.topk, g.compress  # (entries: one per r tokens, whole ones)
+            dec, pre = np.floor(s.decode_ctx / r) > k, np.floor(2.0 * s.prefill_ctx / r) > k
+            over = ((s.decode_seqs > 0) & dec) | ((t_pre > 0) & pre)
+            select = np.where(over, t_attn, 0.0)
+            ops.append(fixed_op("indexer_topk", "attention", layers, select, "compressed_topk_s"))
     if g.mixer == "compressed":  # DeepSeek-V4's module chain (norms, RoPE, stores, pooling)
         ops.append(
             fixed_op("compressed_chain", "attention", layers, t_attn, "compressed_overhead_s")

@@ -453,6 +453,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
         "compressed_overhead_s",  # ... and these (benchmarks/dsv4_attention_report.py --fit)
         "compressed_indexer_overhead_s",
+        "compressed_topk_s",
     }
     for name in sorted(keep):
         d[name] = getattr(eng, name)

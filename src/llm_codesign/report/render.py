@@ -134,9 +134,10 @@ def clean(obj: Any) -> Any:
 # 34: the engine constants add `cuda_graph_batches` (none, trtllm, trtllm-pow2, vllm, sglang, or a
 # comma-separated list: the batch sizes the engine captures its decode step at as CUDA graphs, a
 # decode-only step running the next one up with dummy rows, `specs.cuda_graphs`).
-# 35: the engine constants add `compressed_overhead_s` and `compressed_indexer_overhead_s` (the
-# fixed kernel chains of a DeepSeek-V4 compressed layer's attention module and of a CSA layer's
-# indexer); op tables of DeepSeek-V4 add `compressed_chain` (bound `overhead`), `compressor`,
+# 35: the engine constants add `compressed_overhead_s`, `compressed_indexer_overhead_s` and
+# `compressed_topk_s` (the fixed kernel chains of a DeepSeek-V4 compressed layer's attention
+# module, of a CSA layer's indexer, and of its top-k selection past top-k entries); op tables of
+# DeepSeek-V4 add `compressed_chain` and `indexer_topk` (bound `overhead`), `compressor`,
 # `o_a_proj`, `hyper_connections` and `hc_mixes`.
 SCHEMA_VERSION = 35
 

@@ -176,10 +176,11 @@ class EngineConstants:
             lightning indexer's kernel chain beyond what its GEMMs and logits cost at the
             roofline (LayerNorm, RoPE, FP8 quantization, index-K store, paged-logits metadata,
             top-k selection): measured per engine (``benchmarks/dsa_indexer_report.py``).
-        compressed_overhead_s / compressed_indexer_overhead_s: the same for a DeepSeek-V4
-            compressed layer's attention module (norms, RoPE, FP8 cache stores, the
-            compressor's pooling and state, metadata) / a CSA layer's indexer beside it:
-            measured per engine (``benchmarks/dsv4_attention_report.py --fit``).
+        compressed_overhead_s / compressed_indexer_overhead_s / compressed_topk_s: the same for
+            a DeepSeek-V4 compressed layer's attention module (norms, RoPE, FP8 cache stores,
+            the compressor's pooling and state, metadata) / a CSA layer's indexer beside it /
+            its top-k selection, which runs where the entries pass top-k: measured per engine
+            (``benchmarks/dsv4_attention_report.py --fit``).
         routing_skew: spread of the busiest EP rank's load over that of uniform multinomial
             top-k routing (1 = uniform; real routers without a load balancer are skewed, a
             balancer with redundant experts can do better than uniform, 0 = perfect balance).
@@ -288,6 +289,7 @@ class EngineConstants:
     indexer_overhead_s: float
     compressed_overhead_s: float
     compressed_indexer_overhead_s: float
+    compressed_topk_s: float
     routing_skew: float
     expert_balancer: str
     max_num_tokens: int
@@ -373,7 +375,7 @@ FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency")
 TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s",
          "allreduce_latency_s", "alltoall_latency_s", "network_latency_s",
          "moe_layer_overhead_s", "indexer_overhead_s", "compressed_overhead_s",
-         "compressed_indexer_overhead_s")  # fmt: skip
+         "compressed_indexer_overhead_s", "compressed_topk_s")  # fmt: skip
 
 
 # the engine's named behaviours: (constant, its allowed values, what an unknown value is not:
