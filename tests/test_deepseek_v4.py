@@ -192,3 +192,12 @@ def test_hopper_fitted_chains_price_blackwell_modules(engine, ratio):
     want = B200_MODULES_MS[(engine, ratio)] * 1e-3
     # (over the whole B200 tables, batch 1-64, the medians are 0.95-1.04 of measured)
     assert _module_s(engine, "b200", ratio, 64, 4096) == pytest.approx(want, rel=0.2)
+
+
+def test_a_mixer_variant_keeps_the_compressed_layers():
+    from llm_codesign.specs.model import gdn_like
+
+    m = load_model("deepseek-v4-flash")
+    v = m.with_mixer("linear", 0.5, "gdn", linear_attention=gdn_like(m.attention))
+    kinds = sorted((g.mixer, g.compress, g.count) for g in v.layer_groups)
+    assert ("compressed", 4, 21) in kinds and ("compressed", 128, 20) in kinds

@@ -405,12 +405,13 @@ class ModelSpec:
         DeltaNet layer is not an attention layer's size); the layer order becomes grouped."""
         if mixer not in ("sparse", "linear") or not 0.0 <= share <= 1.0:
             raise ValueError(f"with_mixer: mixer {mixer!r} share {share}")
+        import dataclasses
+
         groups: list[LayerGroup] = []
-        for g in self.layer_groups:
+        for g in self.layer_groups:  # (the rest keeps its kind: window, compression)
             moved = round(g.count * share) if g.mixer == "attention" and g.window == 0 else 0
             groups.append(LayerGroup(moved, 0, g.moe, mixer, g.ffn))
-            groups.append(LayerGroup(g.count - moved, g.window, g.moe, g.mixer, g.ffn))
-        import dataclasses
+            groups.append(dataclasses.replace(g, count=g.count - moved))
 
         return dataclasses.replace(
             self,
