@@ -15,10 +15,10 @@ at TP 1-8 (``num_heads``: the rank's heads), FP8 KV cache and FP8 block-scaled G
 
 The model prices the same layer: the attention-class ops of one layer of that group
 (``ops.layer_group_ops``), each with the engine's kernel overhead (as
-``benchmarks/dsa_indexer_report.py`` does), no collective (the module runs on one GPU). No
-constant is fitted here: the report is the check of the mixer's closed forms and of the sparse
-kernels' rates on Hopper (H100, H200: the calibration side) and Blackwell (B200, B300, GB200,
-GB300).
+``benchmarks/dsa_indexer_report.py`` does), no collective (the module runs on one GPU). The
+report checks the mixer's closed forms, the sparse kernels' rates and the engines' chains on
+Hopper (H100, H200: the calibration side) and Blackwell (B200, B300, GB200, GB300); ``--fit``
+measures the chains (the engine constants ``compressed_*``).
 
 Run: python benchmarks/dsv4_attention_report.py AIC_REPO_GIT_DIR [--context] [--by-batch] [--fit]
 (needs pandas and pyarrow; AIC_REPO_GIT_DIR: a clone or the ``fetch`` mirror's git directory).

@@ -253,7 +253,7 @@ def test_stage_balance_by_hand():
 
 def test_pipeline_flags_dense_first_and_odd_depth():
     seq = layer_sequence(load_model("deepseek-r1"))
-    assert seq[:3] == [(0, False, "attention", True)] * 3 and all(k[1] for k in seq[3:])
+    assert seq[:3] == [(0, False, "attention", True, 0)] * 3 and all(k[1] for k in seq[3:])
     (f,) = rules_of(
         lint("deepseek-r1", "h200-sxm", workloads=SHORT, rules=["pipeline-balance"]),
         "pipeline-balance",

@@ -201,3 +201,29 @@ def test_a_mixer_variant_keeps_the_compressed_layers():
     v = m.with_mixer("linear", 0.5, "gdn", linear_attention=gdn_like(m.attention))
     kinds = sorted((g.mixer, g.compress, g.count) for g in v.layer_groups)
     assert ("compressed", 4, 21) in kinds and ("compressed", 128, 20) in kinds
+
+
+def test_the_mtp_layer_weighs_a_moe_layer():
+    from llm_codesign.ops import weight_bytes_per_gpu
+
+    m, prec = load_model(PRO), parse_precision("mxfp4-a8")
+    args = (np.array(8), np.array(8), np.array(1), np.array(True), np.array(1))
+    extra = float(
+        weight_bytes_per_gpu(m, prec, *args, drafts=1) - weight_bytes_per_gpu(m, prec, *args)
+    )
+    # 384 experts x 66.06M parameters x 0.53125 bytes over 8 GPUs = 1.69 GB, besides its attention
+    assert 1.69e9 < extra < 2.5e9
+
+
+def test_attention_tp_must_divide_the_output_groups():
+    from llm_codesign.specs.plan import plan_feasibility
+
+    flash = load_model("deepseek-v4-flash")  # o_groups 8
+    got = plan_feasibility(flash, np.array([8, 16]), 1, 1, False, 1)
+    assert list(got) == ["", "tp_not_dividing_o_groups"]
+
+
+def test_rows_on_gpus_without_the_fp8_x_fp4_path_and_a_stated_cache():
+    m = load_model(PRO)
+    assert map_precision(m, load_hardware("h200-sxm"), "fp4/?/?") == "mxfp4-a16+fp8-kv"
+    assert map_precision(m, load_hardware("b200"), "fp4/fp8/bf16") == "mxfp4-a8+bf16-kv"

@@ -293,8 +293,8 @@ def layer_group_ops(
         q_in = a.q_lora_rank or d
         q_i = (idx.num_heads * idx.head_dim, q_in)  # (V4: FP8, as its attention)
         ops.append(gemm("indexer_q", "attention", t_attn, *q_i, **(at16 if csa else {})))
-        k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads
-        ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d))
+        k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads  # (V4's: unquantized, BF16)
+        ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d, **(w16 if csa else {})))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
         chain = "compressed_indexer_overhead_s" if csa else "indexer_overhead_s"
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))
@@ -554,18 +554,21 @@ def weight_bytes_per_gpu(
     mtp = mtp_group(model) if drafts else None
     d = model.hidden_size
     extra = drafts * (2.0 * d * d + 3.0 * d) * 2.0
-    for g in model.layer_groups:
-        per = model.mixer_params(g.mixer, g.compress) / atp * wa + model.norm_params_per_layer * 2.0
-        if not g.ffn:
-            pass
-        elif g.moe:
+
+    def layer(g: LayerGroup) -> Array:
+        split, rep, b16, f32 = model.mixer_param_split(g.mixer, g.compress)
+        per = (split / atp + rep) * wa + b16 * 2.0 + f32 * 4.0 + model.norm_params_per_layer * 2.0
+        if g.ffn and g.moe:
             assert model.moe is not None
             per = per + model.moe.num_experts * model.expert_params / tp * wb
             per = per + model.shared_expert_params / dense_div * ws + model.router_params * 2.0
-        else:
+        elif g.ffn:
             per = per + model.dense_ffn_params / dense_div * wd
-        total = total + g.count * per
-        extra = extra + (drafts * per if g is mtp else 0.0)
+        return per
+
+    for g in model.layer_groups:
+        total = total + g.count * layer(g)
+    extra = extra + (drafts * layer(mtp) if mtp is not None else 0.0)
     vocab_div = np.where(attention_dp, 1, tp)
     total = total / pp + (model.embedding_params + model.lm_head_params) * 2.0 / vocab_div
     return total + extra

@@ -294,23 +294,24 @@ def rule_kv_cache(ctx: LintContext) -> list[Finding]:
 # ---------------------------------------------------------------------------------------------
 
 
-def layer_sequence(model: ModelSpec) -> list[tuple[int, bool, str, bool]]:
-    """Per-layer (window, moe, mixer, ffn) in model order (``ModelSpec.layer_kinds``)."""
-    return [(g.window, g.moe, g.mixer, g.ffn) for g in model.layer_kinds()]
+def layer_sequence(model: ModelSpec) -> list[tuple[int, bool, str, bool, int]]:
+    """Per-layer (window, moe, mixer, ffn, compress) in model order (``ModelSpec.layer_kinds``)."""
+    return [(g.window, g.moe, g.mixer, g.ffn, g.compress) for g in model.layer_kinds()]
 
 
-def _kind_label(k: tuple[int, bool, str, bool], sep: str = " ") -> str:
-    """A layer kind in words: its FFN (MoE, dense or none), window and token mixer."""
+def _kind_label(k: tuple, sep: str = " ") -> str:
+    """A layer kind in words: its FFN (MoE, dense or none), window and token mixer (with its
+    compression ratio)."""
     parts = [("MoE" if k[1] else "dense") if k[3] else "mixer-only"]
     parts += [f"window{sep}{k[0]}"] if k[0] else []
     parts += [{"none": "ffn-only"}.get(k[2], k[2])] if k[2] != "attention" else []
+    parts += [f"ratio{sep}{k[4]}"] if len(k) > 4 and k[4] else []
     return sep.join(parts)
 
 
-def _layer_times(
-    ctx: LintContext, point: OperatingPoint
-) -> dict[tuple[int, bool, str, bool], float]:
-    """Time of one layer of each (window, moe, mixer, ffn) kind in the workload's mixed step."""
+def _layer_times(ctx: LintContext, point: OperatingPoint) -> dict[tuple, float]:
+    """Time of one layer of each (window, moe, mixer, ffn, compress) kind in the workload's
+    mixed step."""
     p = point.plan
     s = step_shape(
         p.tp,
@@ -329,7 +330,7 @@ def _layer_times(
         for op in layer_group_ops(ctx.model, ctx.prec, g, s, np.array(1.0)):
             tt, _ = cost.op_time(op, ctx.hw, ctx.eng)
             t += scalar(tt) + (op.kernels * ctx.eng.kernel_overhead_s if scalar(tt) > 0 else 0.0)
-        out[(g.window, g.moe, g.mixer, g.ffn)] = t
+        out[(g.window, g.moe, g.mixer, g.ffn, g.compress)] = t
     return out
 
 

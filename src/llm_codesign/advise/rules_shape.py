@@ -115,6 +115,17 @@ def _dims(model: ModelSpec, plan: ParallelPlan) -> list[_Dim]:
                     (("qkv_proj", "n", 2),),
                 )
             )
+    elif a.kind == "shared_kv":  # DeepSeek-V4: fused wq_a + wkv, wq_b, grouped wo_a, wo_b
+        group = a.num_heads // max(a.o_groups, 1) * a.head_dim
+        for name, value, split, ops_ in (
+            ("attention.q_a_proj (q_lora_rank + head_dim)", a.q_lora_rank + a.head_dim, 1,
+             (("q_a_proj", "n", 1),)),
+            ("attention.heads x head_dim", a.num_heads * a.head_dim, atp, (("q_b_proj", "n", 1),)),
+            ("attention.q_lora_rank", a.q_lora_rank, 1, (("q_b_proj", "k", 1),)),
+            ("attention.o_group (heads / o_groups x head_dim)", group, 1, (("o_a_proj", "k", 1),)),
+            ("attention.o_lora_rank", a.o_lora_rank, 1, (("o_a_proj", "n", 1),)),
+        ):  # fmt: skip
+            dims.append(_Dim(name, value, split, ops_))
     else:
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         dims.append(

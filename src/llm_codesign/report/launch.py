@@ -333,7 +333,7 @@ def _kv_held_notes(fr: Frontier, prec: Precision, engines: Any) -> list[str]:
         theirs, ours = (sparse_latent_bytes(m, hw, prec, e) or own for e in (eng, fr.engine))
         if theirs != ours:
             parts.append(
-                f"DSA layers' FP8 latent in its kernels' layout, {theirs:.0f} bytes a token "
+                f"sparse layers' FP8 cache rows in its kernels' layout, {theirs:.0f} bytes a token "
                 f"against {ours:.0f}: dsa_kernels"
             )
         return "; ".join(parts)

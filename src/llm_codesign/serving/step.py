@@ -289,10 +289,12 @@ def pipeline_hops(
     micro_batches: Array | None = None,
 ) -> Array:
     """Time of the (pp - 1) activation transfers between pipeline stages for one token step of
-    ``tokens`` tokens split into ``micro_batches`` micro-batches (default pp)."""
+    ``tokens`` tokens split into ``micro_batches`` micro-batches (default pp); a model with mHC
+    passes its ``hyper_connections`` residual streams."""
     stages = np.asarray(pp, dtype=float)
     micro = stages if micro_batches is None else np.asarray(micro_batches, dtype=float)
-    act = np.asarray(tokens, dtype=float) / micro * model.hidden_size * prec.comm_bytes
+    width = model.hidden_size * max(model.hyper_connections, 1)
+    act = np.asarray(tokens, dtype=float) / micro * width * prec.comm_bytes
     return (stages - 1.0) * collective_time("p2p", act, np.where(stages > 1, 2, 1), hw, eng)
 
 

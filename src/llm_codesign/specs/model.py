@@ -252,6 +252,30 @@ class ModelSpec:
                 p += c.indexer_params(self.hidden_size, self.attention.q_lora_rank, self.indexer)
         return p + self.hyper_connection_params
 
+    def mixer_param_split(self, mixer: str, compress: int = 0) -> tuple[int, int, int, int]:
+        """One layer's token-mixer parameters by how a GPU holds them: (split over attention
+        TP, replicated, replicated in BF16, replicated in FP32). DeepSeek-V4 replicates wq_a and
+        wkv (fused), its compressors (BF16) and its indexer (vLLM ``disable_tp``, FP8 queries)
+        and its mHC maps (FP32); every other mixer is split whole.
+
+        Example:
+            >>> m = load_model("deepseek-v4-pro")
+            >>> [round(x / 1e6, 2) for x in m.mixer_param_split("compressed", 128)]
+            [285.21, 14.68, 7.41, 1.38]
+        """
+        p, a, d = self.mixer_params(mixer, compress), self.attention, self.hidden_size
+        if a.kind != "shared_kv":
+            return p, 0, 0, 0
+        rep = d * a.q_lora_rank + a.q_lora_rank + d * a.head_dim + a.head_dim
+        b16, f32, c = 0, self.hyper_connection_params, self.compressor
+        if mixer == "compressed" and c is not None:
+            b16 = c.params(d, compress, a.head_dim)
+            if c.indexed(compress) and self.indexer is not None:
+                own = c.params(d, compress, self.indexer.head_dim)  # (its ratio-4 compressor)
+                b16 += own
+                rep += c.indexer_params(d, a.q_lora_rank, self.indexer) - own
+        return p - rep - b16 - f32, rep, b16, f32
+
     @property
     def hyper_connection_params(self) -> int:
         """mHC parameters of one layer (0 without): per sublayer (attention, FFN) a map of the

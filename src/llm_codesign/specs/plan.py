@@ -175,6 +175,7 @@ PLAN_REASONS = (
     "cp_not_dividing_tp",
     "attention_dp_with_cp",
     "tp_not_dividing_heads",
+    "tp_not_dividing_o_groups",
     "tp_exceeds_kv_heads_unevenly",
     "tp_not_dividing_kv_heads",
     "pp_exceeds_layers",
@@ -236,6 +237,8 @@ def plan_feasibility(
         reason = np.where((reason == "") & np.broadcast_to(cond, shape), why, reason)
 
     mark(a.num_heads % np.maximum(atp, 1) != 0, "tp_not_dividing_heads")
+    if a.o_groups:  # DeepSeek-V4's grouped output: whole groups a rank (vLLM n_local_groups)
+        mark(a.o_groups % np.maximum(atp, 1) != 0, "tp_not_dividing_o_groups")
     if a.kind == "gqa":
         kvh = a.num_kv_heads
         mark((atp > kvh) & (atp % kvh != 0), "tp_exceeds_kv_heads_unevenly")
@@ -286,6 +289,8 @@ def explain_reason(
     messages = {
         "tp_not_dividing_heads": f"attention tp={atp} does not divide "
         f"num_attention_heads={a.num_heads} of {model.id}",
+        "tp_not_dividing_o_groups": f"attention tp={atp} does not divide o_groups="
+        f"{a.o_groups} of {model.id} (each rank runs whole output groups)",
         "tp_exceeds_kv_heads_unevenly": f"attention tp={atp} exceeds num_kv_heads="
         f"{a.num_kv_heads} and is not a multiple of it (KV heads cannot be replicated evenly)",
         "tp_not_dividing_kv_heads": f"tp={atp} does not divide num_kv_heads={a.num_kv_heads} "

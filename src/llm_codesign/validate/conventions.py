@@ -312,10 +312,12 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         stated = kv != "?"
         fp8_kv = kv == "fp8" if stated else bool(re.search(r"(?<!mx)fp8", text.lower()))
         return base + ("+fp8-kv" if fp8_kv else "")
-    if w in ("fp4", "mxfp4") and experts_alone_fp4(model.config) and hw.supports("mxfp4"):
-        # DeepSeek-V4's own checkpoint: MXFP4 experts at FP8 activations, FP8 KV (its reading)
+    if w in ("fp4", "mxfp4") and experts_alone_fp4(model.config):
+        # DeepSeek-V4's own checkpoint: MXFP4 experts at FP8 activations where the GPU has the
+        # path, else weight-only; FP8 KV unless the row states 16 bits (its reading)
         base = served_mxfp4(hw, eight_bit=True)
-        return base + ("" if base == "mxfp4-a8" or kv in ("bf16", "fp16") else "+fp8-kv")
+        stated16 = kv in ("bf16", "fp16")
+        return base + (f"+{kv}-kv" if stated16 else "" if base == "mxfp4-a8" else "+fp8-kv")
     if w in ("fp4", "nvfp4"):
         base = "nvfp4" if hw.supports("nvfp4") else ("mxfp4" if hw.supports("mxfp4") else None)
     elif w == "mxfp4":  # an MXFP4 checkpoint (AMD's Quark exports: weights and activations)
