@@ -110,7 +110,10 @@ def test_checkpoint_precision_and_kept_parts():
     m = load_model(PRO)
     assert default_precision(m, load_hardware("b200"))[0] == "mxfp4-a8"
     assert default_precision(m, load_hardware("h200-sxm"))[0] == "mxfp4-a16+fp8-kv"
-    assert kept_parts(m, parse_precision("nvfp4")) == {"attention": "fp8", "shared": "fp8"}
+    assert kept_parts(m, parse_precision("nvfp4")) == {
+        "attention": "fp8_block",
+        "shared": "fp8_block",
+    }
     assert kept_parts(m, parse_precision("fp8")) == {}
     assert preset_weights(m, "fp8")[0] == "fp8+fp8_block-w"
     assert kept_parts(load_model("deepseek-r1"), parse_precision("nvfp4")) == {}

@@ -526,9 +526,10 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
     compute, memory = flops / rate(peak * share), memory_time(op, hw, eng)
-    heads = np.asarray(op.meta.get("query_heads", 0.0)) * pad  # (DeepSeek-V4's per-head chain)
-    per_head = decode_attention_efficiency(hw, rate_class, eng).per_query_head_s * heads
-    return np.maximum(compute, memory) + per_head, compute, memory
+    t = np.maximum(compute, memory)
+    if (heads := op.meta.get("query_heads")) is not None:  # (DeepSeek-V4's per-head chain)
+        t = t + decode_attention_efficiency(hw, rate_class, eng).per_query_head_s * heads * pad
+    return t, compute, memory
 
 
 def memory_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:

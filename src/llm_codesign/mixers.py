@@ -174,9 +174,10 @@ def dsa_meta(
     prefill, whether the sparse core runs (:func:`sparse_prefill`); empty for other layers (and
     a sparse GQA layer: no MLA kernel)."""
     a = model.attention
-    if a.kind == "shared_kv":  # DeepSeek-V4: FlashMLA's sparse kernels in every layer
+    if a.kind == "shared_kv":  # DeepSeek-V4: FlashMLA's sparse kernels in every layer; its
+        # fixed time is the module's chain (``compressed_chain``), not the kernel's per call
         latent = (a.head_dim - a.qk_rope_head_dim, a.qk_rope_head_dim)
-        dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent,
+        dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent, "per_call": False,
                "kv": prec.kv_bytes, "scales": FP8_SCALES["shared_kv"]}  # fmt: skip
         return dec, {**dec, "sparse_path": True}
     if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)

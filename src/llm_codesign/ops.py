@@ -26,7 +26,6 @@ from .specs.model import LayerGroup, ModelSpec
 from .specs.precision import Precision
 
 Array = np.ndarray
-FP8_BLOCK_BYTES = get_format("fp8_block").bytes_per_element  # (its 128x128 scales amortized)
 
 OP_CLASSES = ("attention", "ffn", "communication", "other")
 # the ops of an MoE layer's routed experts, what a fused-MoE kernel benchmark times (routing,
@@ -73,6 +72,15 @@ class Op:
 
     def total_flops(self) -> Array:
         return self.gemm_flops() if self.kind == "gemm" else np.asarray(self.flops, dtype=float)
+
+
+KEPT_PARTS = ("attention", "shared", "dense")  # (specs.checkpoint.kept_parts)
+
+
+def stored_as(fmt: str) -> dict:
+    """A GEMM's weights, math and activations where its weights are kept in format ``fmt``."""
+    f = get_format(fmt)
+    return {"wbytes": f.bytes_per_element, "ccls": f.compute_class, "abytes": f.element_bits / 8}
 
 
 def fixed_op(name: str, op_class: str, layers: Array | float, tokens: Array, constant: str) -> Op:
@@ -203,13 +211,11 @@ def layer_group_ops(
     cc = prec.compute_class
     heads = a.num_heads / atp
     ops: list[Op] = []
-    # parts the checkpoint keeps in 16 bits (gpt-oss's attention, Kimi's attention, shared
-    # experts and dense FFNs: BF16 weights and activations) or in FP8 (DeepSeek-V4's beside its
-    # FP4 experts: FP8 block weights and activations)
+    # parts the checkpoint keeps in BF16 (gpt-oss's attention; Kimi's attention, shared experts
+    # and dense FFNs) or FP8 blocks (DeepSeek-V4's beside its FP4 experts): their GEMMs so
     keep = kept_parts(model, prec) if keep is None else keep
-    w16: dict = {"wbytes": 2.0, "ccls": "bf16", "abytes": 2.0}
-    kept = {"bf16": w16, "fp8": {"wbytes": FP8_BLOCK_BYTES, "ccls": "fp8", "abytes": 1.0}}
-    at16, sh16, dn16 = (kept.get(keep.get(p, ""), {}) for p in ("attention", "shared", "dense"))
+    w16 = stored_as("bf16")
+    at16, sh16, dn16 = (stored_as(keep[p]) if p in keep else {} for p in KEPT_PARTS)
 
     def gemm(
         name: str,
@@ -271,8 +277,7 @@ def layer_group_ops(
         q_b = (heads * a.head_dim, a.q_lora_rank)
         ops.append(gemm("q_b_proj", "attention", t_attn, *q_b, **at16))
         groups = a.o_groups * heads / a.num_heads  # wo_a: a batched GEMM over the rank's groups
-        o_in = a.num_heads // a.o_groups * a.head_dim
-        o_a = (a.o_lora_rank, o_in)
+        o_a = (a.o_lora_rank, a.num_heads // a.o_groups * a.head_dim)
         ops.append(gemm("o_a_proj", "attention", t_attn, *o_a, groups=groups, **at16))
         o_k = groups * a.o_lora_rank
         if g.mixer == "compressed":  # wkv and wgate (vLLM: unquantized, FP32 out), replicated
@@ -305,9 +310,8 @@ def layer_group_ops(
             select = np.where(over, t_attn, 0.0)
             ops.append(fixed_op("indexer_topk", "attention", layers, select, "compressed_topk_s"))
     if g.mixer == "compressed":  # DeepSeek-V4's module chain (norms, RoPE, stores, pooling)
-        ops.append(
-            fixed_op("compressed_chain", "attention", layers, t_attn, "compressed_overhead_s")
-        )
+        chain = "compressed_overhead_s"
+        ops.append(fixed_op("compressed_chain", "attention", layers, t_attn, chain))
     ops.append(gemm("o_proj", "attention", t_attn, d, o_k, **at16))
 
     # ---- token-mixer kernels (mixers.py: closed forms per kind) ----
@@ -329,8 +333,6 @@ def layer_group_ops(
         # bound by its conversion; DSA's kernels pad heads (cost.attention_time)
         latent = a.kind in ("mla", "shared_kv")
         mla = {"query_heads": seqs_local * q * heads} if latent else {}
-        if a.kind == "shared_kv":  # (its fixed time: the module's chain, compressed_chain)
-            mla["per_call"] = False
         dsa, pre = dsa_meta(model, prec, g, heads, ctx_p)
         meta = {**(mla or ({"fp8_kv": True} if prec.kv_fp8 else {})), **dsa}
         pre = {"head_dim": a.prefill_head_dim, **pre}
@@ -548,8 +550,7 @@ def weight_bytes_per_gpu(
     dense_div = np.where(attention_dp, 1, tp)
     wb = prec.weight_bytes
     keep = kept_parts(model, prec)  # (parts the checkpoint keeps in 16 or 8 bits)
-    kept = {"bf16": 2.0, "fp8": FP8_BLOCK_BYTES}
-    wa, ws, wd = (kept.get(keep.get(p, ""), wb) for p in ("attention", "shared", "dense"))
+    wa, ws, wd = (stored_as(keep[p])["wbytes"] if p in keep else wb for p in KEPT_PARTS)
     total = np.zeros(np.broadcast(tp, ep, pp, attention_dp, cp).shape)
     mtp = mtp_group(model) if drafts else None
     d = model.hidden_size

@@ -305,7 +305,7 @@ def _kind_label(k: tuple, sep: str = " ") -> str:
     parts = [("MoE" if k[1] else "dense") if k[3] else "mixer-only"]
     parts += [f"window{sep}{k[0]}"] if k[0] else []
     parts += [{"none": "ffn-only"}.get(k[2], k[2])] if k[2] != "attention" else []
-    parts += [f"ratio{sep}{k[4]}"] if len(k) > 4 and k[4] else []
+    parts += [f"ratio{sep}{k[4]}"] if k[4] else []
     return sep.join(parts)
 
 

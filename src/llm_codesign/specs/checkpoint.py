@@ -252,6 +252,11 @@ def checkpoint_precision(config: Mapping[str, Any]) -> Reading | None:
     if experts_alone_fp4(config):  # (FlashMLA's FP8 layout: the engines' one cache for it)
         why = "expert_dtype fp4: MXFP4 routed experts at FP8 activations, the rest FP8 block 128"
         return "mxfp4-a8", f"{why}; KV cache FP8 (vLLM's and SGLang's DeepSeek-V4 pools)"
+    return _stated_precision(config)
+
+
+def _stated_precision(config: Mapping[str, Any]) -> Reading | None:
+    """The precision the config's quantization fields state (FP4 experts alone: the rest's)."""
     q = quantization_config(config)
     if q is not None:
         reader = READERS.get(str(q.get("quant_method", "")).lower())
@@ -317,24 +322,23 @@ def sixteen_bit_parts(spec: ModelSpec, prec: Precision) -> frozenset[str]:
 
 
 def experts_alone_fp4(config: Mapping[str, Any]) -> bool:
-    """Whether the routed experts alone are FP4 beside FP8 block-scaled layers: DeepSeek-V4's
-    ``expert_dtype: fp4`` (MXFP4, a UE8M0 scale per 32; attention, shared experts, indexer, MTP
-    in 128x128 FP8 blocks: ``inference/model.py``, vLLM ``Mxfp4MoEMethod``); its NVFP4 exports."""
+    """Whether the routed experts alone are FP4 (MXFP4) beside 128x128 FP8 blocks: DeepSeek-V4's
+    ``expert_dtype: fp4`` (``inference/model.py``, vLLM ``Mxfp4MoEMethod``), its NVFP4 exports."""
     return str(config.get("expert_dtype", "")).lower() == "fp4"
 
 
 def kept_parts(spec: ModelSpec, prec: Precision) -> dict[str, str]:
-    """Parts the checkpoint keeps in another format than ``prec``'s weights: ``bf16``
-    (:func:`sixteen_bit_parts`) or ``fp8`` (block weights and activations: attention and shared
-    experts beside FP4 experts alone, :func:`experts_alone_fp4`, at a 4-bit FP weight format).
+    """Parts the checkpoint keeps in another format than ``prec``'s weights, by format id:
+    ``bf16`` (:func:`sixteen_bit_parts`) or ``fp8_block`` (attention and shared experts beside
+    FP4 experts alone, :func:`experts_alone_fp4`, at a 4-bit FP weight format).
     Example:
         >>> from .model import load_model
         >>> kept_parts(load_model("deepseek-v4-pro"), parse_precision("nvfp4"))
-        {'attention': 'fp8', 'shared': 'fp8'}
+        {'attention': 'fp8_block', 'shared': 'fp8_block'}
     """
     out = dict.fromkeys(sixteen_bit_parts(spec, prec), "bf16")
     if experts_alone_fp4(spec.config) and prec.weights.id.split("_")[0] in ("mxfp4", "nvfp4"):
-        out = {"attention": "fp8", "shared": "fp8"} | out
+        out = {"attention": "fp8_block", "shared": "fp8_block"} | out
     return out
 
 
@@ -442,8 +446,7 @@ def _own_precision(spec: ModelSpec, hw: HardwareSpec | None) -> Reading:
         text, why = reading
         weight_only = "mxfp4-a16"
         if hw is not None and text == "mxfp4-a8" and not hw.supports("mxfp8"):
-            # DeepSeek-V4's FP4 experts where the GPU has no FP8 x FP4 path (Hopper): weight-only
-            text = weight_only + "+fp8-kv"
+            text = weight_only + "+fp8-kv"  # (DeepSeek-V4's experts: no FP8 x FP4 path)
             why += f", its experts weight-only on {hw.id} (no MXFP8 path)"
         elif hw is not None and text.split("+")[0] == weight_only:
             served = served_mxfp4(hw)
@@ -480,9 +483,7 @@ def preset_weights(spec: ModelSpec, precision: Any) -> tuple[Any, str]:
     kept = _sixteen_bit_note(spec, text).removeprefix("; ")
     if "+" in text or text not in PRESETS:
         return precision, kept
-    if text == "fp8" and experts_alone_fp4(spec.config):  # (sgl-project's FP8 conversions)
-        return "fp8+fp8_block-w", "fp8: FP8 block 128 weights, as the checkpoint's non-experts"
-    reading = checkpoint_precision(spec.config)
+    reading = _stated_precision(spec.config)  # (DeepSeek-V4's: its non-experts' FP8 blocks)
     if reading is None:
         return precision, kept
     w, base = parse_precision(reading[0]).weights, FORMATS[PRESETS[text][0]]
