@@ -1,5 +1,9 @@
 """DeepEP's dispatch and combine as the model prices them (``comm.deepep_time``) against DeepEP's
-published H800 tables (issue 11), and the fit of the low-latency constants.
+published H800 tables (issue 11), and the fit of the constants these tables decide: the
+low-latency kernels across nodes (alphas, f_rdma), the normal kernels' f_nvlink and their SM rate.
+The rest of ``comm.DEEPEP`` (the low-latency NVLink alphas and f_nvlink; the normal alphas, notify
+phase and f_rdma) is fitted on AIConfigurator's SGLang tables (benchmarks/deepep_aic_report.py),
+so the EP 8 low-latency rows and the internode normal rows here are a check.
 
 Rows: ``data/validation/gemm.csv`` source ``deepep_v1_legacy`` (deepseek-ai/DeepEP
 ``docs/legacy.md``): the low-latency table (128 tokens per rank, hidden 7168, top-8, FP8 dispatch
@@ -12,7 +16,8 @@ link fractions absorb.
 
 The normal rows are bandwidths; their time is DeepEP's own bytes over that bandwidth: NVLink
 (intranode) a token once per destination rank, the network (internode) once per destination
-node; routing over the test's 256 experts with top-8 taken as uniform.
+node, its own counted (DeepEP's convention; the model sends the other nodes' copies alone);
+routing over the test's 256 experts with top-8 taken as uniform.
 
 The normal kernels' SM bound (``comm.DEEPEP_NORMAL``: a token copy takes one SM c + its bytes at
 r): DeepEP's rows in NVIDIA's Hybrid-EP tables (gemm.csv ``deepep_hybrid_ep_readme``; B200 EP 8
@@ -20,14 +25,13 @@ at 16-48 SMs, GB200 EP 8/16/24 at 16-32 SMs, 4096 tokens, uniform routing over 8
 rank), fit on the B200 rows of at most 32 SMs.
 
 Run: python benchmarks/moe_comm_report.py          (the bundled constants against the tables)
-     python benchmarks/moe_comm_report.py --fit    (refit alpha, the link fractions, the SM rate)
+     python benchmarks/moe_comm_report.py --fit    (refit the constants above)
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import itertools
 import math
 import statistics
 from pathlib import Path
@@ -83,12 +87,15 @@ def priced(r: dict, hw, eng, constants=None) -> float:
 
 
 def fit(rows: list[dict], hw, eng) -> dict[str, float]:
-    """Least squares on log time over the low-latency rows: alpha (dispatch, combine) on a 0.2
-    us grid, the two link fractions on a 0.01 grid."""
-    ll = [r for r in rows if r["mode"] == "deepep_low_latency"]
+    """Least squares on log time over the internode low-latency rows (EP 16-256): alpha
+    (dispatch, combine) on a 0.2 us grid, f_rdma on a 0.01 grid. The NVLink alphas and f_nvlink
+    are fitted on AIConfigurator's one-node tables (benchmarks/deepep_aic_report.py); the EP 8
+    rows are their check."""
+    ll = [r for r in rows if r["mode"] == "deepep_low_latency" and r["ep"] > 8]
+    base = DEEPEP["deepep_low_latency"]
     best = (math.inf, {})
-    for fn, fr in itertools.product(np.arange(0.60, 1.01, 0.01), np.arange(0.60, 1.01, 0.01)):
-        c = {"nvlink": float(fn), "rdma": float(fr), "alpha_dispatch": 0.0, "alpha_combine": 0.0}
+    for fr in np.arange(0.60, 1.01, 0.01):
+        c = {**base, "rdma": float(fr), "alpha_dispatch": 0.0, "alpha_combine": 0.0}
         sse = 0.0
         for name, dispatch in (("alpha_dispatch", True), ("alpha_combine", False)):
             sub = [r for r in ll if r["dispatch"] == dispatch]
@@ -105,17 +112,16 @@ def fit(rows: list[dict], hw, eng) -> dict[str, float]:
     return best[1]
 
 
-def fit_normal(rows: list[dict], hw, eng, alpha: float) -> dict[str, float]:
-    """The normal kernels' link fractions, each on a 0.01 grid by least squares on log time
-    (NVLink from the intranode rows, the network from the internode ones), alpha given."""
-    nm = [r for r in rows if r["mode"] == "deepep_normal"]
-    c = {**DEEPEP["deepep_normal"], "alpha_dispatch": alpha, "alpha_combine": alpha}
-    for key, sub in (("nvlink", [r for r in nm if r["ep"] <= 8]),
-                     ("rdma", [r for r in nm if r["ep"] > 8])):  # fmt: skip
-        grid = np.arange(0.50, 1.51, 0.01)
-        sse = [sum(math.log(priced(r, hw, eng, {**c, key: float(f)}) / r["t"]) ** 2 for r in sub)
-               for f in grid]  # fmt: skip
-        c[key] = float(grid[int(np.argmin(sse))])
+def fit_normal(rows: list[dict], hw, eng) -> dict[str, float]:
+    """The normal kernels' f_nvlink on a 0.01 grid by least squares on log time over the EP 8
+    rows (H800's NVLink binds there, not the SMs); alpha, the notify phase and f_rdma are
+    AIConfigurator's (benchmarks/deepep_aic_report.py), so the internode rows are a check."""
+    sub = [r for r in rows if r["mode"] == "deepep_normal" and r["ep"] <= 8]
+    c = dict(DEEPEP["deepep_normal"])
+    grid = np.arange(0.50, 1.51, 0.01)
+    sse = [sum(math.log(priced(r, hw, eng, {**c, "nvlink": float(f)}) / r["t"]) ** 2 for r in sub)
+           for f in grid]  # fmt: skip
+    c["nvlink"] = float(grid[int(np.argmin(sse))])
     return c
 
 
@@ -125,7 +131,6 @@ def sm_rows() -> list[dict]:
     format's bytes) and the published seconds a copy takes one SM, SMs x (time - alpha) /
     copies, the time being DeepEP's algorithm bytes (with FP8's scales) over the bandwidth."""
     out = []
-    alpha = DEEPEP["deepep_normal"]["alpha_dispatch"]
     with open(GEMM_CSV, newline="") as f:
         for r in csv.DictReader(f):
             if r["source_id"] != "deepep_hybrid_ep_readme":
@@ -136,6 +141,8 @@ def sm_rows() -> list[dict]:
             copies = 4096 * ep * (1.0 - (1.0 - 1.0 / ep) ** TOP_K)
             algo = HIDDEN * (1.0 + 4.0 / 128.0) if fp8 else HIDDEN * 2.0
             t = copies * algo / (float(r["bandwidth_gb_s"]) * 1e9)
+            side = "dispatch" if "dispatch" in r["kernel"] else "combine"
+            alpha = DEEPEP["deepep_normal"][f"alpha_{side}"]
             out.append(dict(gpu=r["gpu"], ep=ep, sms=sms, dispatch="dispatch" in r["kernel"],
                             payload=HIDDEN * (1.0 if fp8 else 2.0), t=t,
                             tau=sms * max(t - alpha, 0.0) / copies))  # fmt: skip
@@ -154,7 +161,7 @@ def fit_sm(rows: list[dict]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fit", action="store_true", help="refit the low-latency constants")
+    ap.add_argument("--fit", action="store_true", help="refit the constants these tables fit")
     args = ap.parse_args()
     hw, eng = h800(), load_engine("base").with_overrides(comm_efficiency=1.0)
     rows = published()
@@ -162,13 +169,11 @@ def main() -> None:
     if args.fit:
         c = fit(rows, hw, eng)
         constants["deepep_low_latency"] = c
-        print(f"fit, low latency: alpha dispatch {c['alpha_dispatch'] * 1e6:.1f} us, combine "
-              f"{c['alpha_combine'] * 1e6:.1f} us, f_nvlink {c['nvlink']:.2f}, "
-              f"f_rdma {c['rdma']:.2f}")  # fmt: skip
-        n = fit_normal(rows, hw, eng, c["alpha_dispatch"])
+        print(f"fit, low latency across nodes: alpha dispatch {c['alpha_dispatch'] * 1e6:.1f} "
+              f"us, combine {c['alpha_combine'] * 1e6:.1f} us, f_rdma {c['rdma']:.2f}")
+        n = fit_normal(rows, hw, eng)
         constants["deepep_normal"] = n
-        print(f"fit, normal (alpha = the low-latency dispatch's): f_nvlink {n['nvlink']:.2f}, "
-              f"f_rdma {n['rdma']:.2f}")  # fmt: skip
+        print(f"fit, normal: f_nvlink {n['nvlink']:.2f}")
     print("| mode | op | EP | tokens/rank | published us | priced us | error |")
     print("|---|---|---:|---:|---:|---:|---:|")
     errs: dict[str, list[float]] = {}

@@ -29,34 +29,39 @@ Array = np.ndarray
 #   AgRsAll2AllManager); NCCL-style: the engine's all-reduce latency and the hardware's
 #   measured bus efficiency (collective_time).
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
-# DeepEP V1 (deepseek-ai/DeepEP docs/legacy.md, bundled as gemm.csv source deepep_v1_legacy):
-# time = alpha + max(NVLink bytes / (f_nvlink x the scale-up link per direction), network bytes
-# / (f_rdma x the NIC)), a rank's bytes split by where their destinations sit: itself (free),
-# the other GPUs of its NVLink domain, other nodes (``deepep_time``). Fit by
-# benchmarks/moe_comm_report.py --fit on DeepEP's H800 tables (NVLink 200 GB/s per direction,
-# 8 GPUs a node, CX7 400 Gb/s = 50 GB/s; hidden 7168, top-8, FP8 dispatch, BF16 combine):
+# DeepEP V1: time = alpha + max(NVLink bytes / (f_nvlink x the scale-up link per direction),
+# network bytes / (f_rdma x the NIC)), a rank's bytes split by where their destinations sit:
+# itself (free), the other GPUs of its NVLink domain, other nodes (``deepep_time``). Fit by
+# benchmarks/deepep_aic_report.py --fit on AIConfigurator's DeepEP tables measured through SGLang
+# on Hopper (aiconfigurator @095f58a systems/data/h100_sxm/comm/sglang/: 0.5.6.post2 on 1, 2, 4
+# and 8 H100 nodes of 8, 0.5.12 on one H100 and one H200 node; hidden 7168, top-8, 256 experts,
+# FP8 dispatch, BF16 combine; the 0.5.6.post2 H200 files repeat the H100 ones); Blackwell's
+# tables (B200, B300, GB200, GB300, 0.5.12) are the check, not the fit.
 # low_latency (decode; CUDA-graph safe): one message per (token, expert), top_k a token, no
-#   deduplication; 128 tokens a rank, EP 8-256, 12 rows: alpha 30.3 us dispatch, 23.7 us
-#   combine, f_nvlink 0.70 (DeepEP quotes "~160 GB/s NVLink maximum" = 0.80), f_rdma 0.86;
-#   median |error| 1.8%, worst -6.8%.
+#   deduplication. Inside one NVLink domain its messages go over NVLink (alpha_*_nvlink 12.7 us
+#   dispatch, 12.2 us combine, f_nvlink 0.51; 1-node rows); across nodes over RDMA with the
+#   alphas and f_rdma fit on DeepEP's H800 table (deepseek-ai/DeepEP docs/legacy.md, gemm.csv
+#   deepep_v1_legacy, EP 16-256 at 128 tokens: 29.4 us, 25.1 us, 0.86; benchmarks/
+#   moe_comm_report.py --fit), which AIConfigurator's 2-8 node rows confirm (median |error| 5%).
 # normal (prefill; not CUDA-graph safe): a token once per destination rank over NVLink, once
-#   per destination node over the network (DeepEP forwards inside the node; its RDMA bytes count
-#   the token's own node too, hence f_rdma above 1); 4096 tokens, EP 8 (NVLink) and 16-64
-#   (RDMA), 8 rows of published bandwidth: f_nvlink 0.80, f_rdma 1.09; median |error| 6.6%,
-#   worst -11.8%. alpha is not published (4096-token rows are 1-6 ms): the low-latency
-#   dispatch's, an assumption. The normal kernels copy on a fixed number of SMs (DeepEP's
-#   Buffer.num_sms, 20 by default), so their NVLink leg runs at most sms x payload / (c +
-#   payload / r) bytes/s: a token copy takes one SM c (dispatch 0.284 us, combine 0.404 us) plus
-#   its bytes at r = 37.3 GB/s, fit (--fit) on DeepEP's B200 rows of 16-32 SMs in NVIDIA's
-#   Hybrid-EP tables (gemm.csv deepep_hybrid_ep_readme, EP 8, 4096 tokens; 12 rows, median
-#   |error| 2.0%; GB200 EP 8-24, not fit, 27 rows: 7.7%, but its EP 24 combine runs 2.2-2.7x
-#   slower than priced); on H800's 160 GB/s NVLink the link binds, on NVLink 4/5 the SMs
-#   (B200, 24 SMs: 361 GB/s of FP8 payload, 349 in DeepEP's count with the scales, where the
-#   link gives 720).
-DEEPEP_LOW_LATENCY = {"alpha_dispatch": 30.3e-6, "alpha_combine": 23.7e-6, "nvlink": 0.70,
-                      "rdma": 0.86}  # fmt: skip
-DEEPEP_NORMAL = {"alpha_dispatch": 30.3e-6, "alpha_combine": 30.3e-6, "nvlink": 0.80, "rdma": 1.09,
-                 "sms": 20, "sm_dispatch_s": 0.284e-6, "sm_combine_s": 0.404e-6,
+#   per other destination node over the network; f_nvlink 0.80 (DeepEP's H800 EP 8 rows, where
+#   the link binds; moe_comm_report.py --fit). alpha 26.6 us dispatch, 48.6 us combine (the
+#   1-node rows at 16 tokens or less); across nodes a notify phase first (the ranks exchange
+#   their counts: 13.4 us + 10.0 us a node, the tables' notify column, 2-8 nodes, flat in
+#   tokens), and f_rdma 0.77 of the NIC on remote bytes (2 and 4 nodes, 1,024 tokens or more;
+#   the 8-node rows run at half that, DeepEP's own EP 64 row does not). The normal kernels copy
+#   on a fixed number of SMs (DeepEP's Buffer.num_sms, 20 by default), so their NVLink leg runs
+#   at most sms x payload / (c + payload / r) bytes/s: a token copy takes one SM c (dispatch
+#   0.288 us, combine 0.383 us) plus its bytes at r = 37.3 GB/s, fit on DeepEP's B200 rows of
+#   16-32 SMs in NVIDIA's Hybrid-EP tables (gemm.csv deepep_hybrid_ep_readme, EP 8, 4096 tokens;
+#   12 rows, median |error| 2.0%); on H800's 160 GB/s NVLink the link binds, on NVLink 4/5 the
+#   SMs (B200, 24 SMs: 358 GB/s of FP8 payload, 349 in DeepEP's count with the scales).
+DEEPEP_LOW_LATENCY = {"alpha_dispatch": 29.4e-6, "alpha_combine": 25.1e-6,
+                      "alpha_dispatch_nvlink": 12.7e-6, "alpha_combine_nvlink": 12.2e-6,
+                      "nvlink": 0.51, "rdma": 0.86}  # fmt: skip
+DEEPEP_NORMAL = {"alpha_dispatch": 26.6e-6, "alpha_combine": 48.6e-6, "notify_s": 13.4e-6,
+                 "notify_node_s": 10.0e-6, "nvlink": 0.80, "rdma": 0.77, "sms": 20,
+                 "sm_dispatch_s": 0.288e-6, "sm_combine_s": 0.383e-6,
                  "sm_bytes_per_s": 37.3e9}  # fmt: skip
 DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORMAL}
 
@@ -193,33 +198,36 @@ def deepep_time(
     EP ranks, ``payload`` bytes per token copy, in ``mode`` deepep_low_latency or deepep_normal
     (``DEEPEP``: alpha + the slower of the NVLink and network legs). Destinations spread evenly
     over the ranks (uniform routing): low_latency sends top_k copies per token, 1/group of them
-    to the rank itself; normal sends a token once to each distinct rank, G (1 - (1 - 1/G)^k) of
-    them, and once to each distinct node over the network (nodes of the NVLink domain's size).
+    to the rank itself, with its NVLink alpha where the group fits in one NVLink domain; normal
+    sends a token once to each distinct rank, G (1 - (1 - 1/G)^k) of them, and once to each
+    other distinct node over the network (nodes of the NVLink domain's size), after a notify
+    phase that grows with the nodes.
 
     Example (closed form): low_latency dispatch of 128 tokens, top-8, 7168 FP8 bytes, EP 8
-    inside one H800 node (200 GB/s per direction): 30.3 us + 128 x 8 x 7168 x 7/8 B / (0.70 x
-    200 GB/s) = 76.2 us (DeepEP publishes 77 us). ``constants`` replaces the mode's ``DEEPEP``
+    inside one H800 node (200 GB/s per direction): 12.7 us + 128 x 8 x 7168 x 7/8 B / (0.51 x
+    200 GB/s) = 75.7 us (DeepEP publishes 77 us). ``constants`` replaces the mode's ``DEEPEP``
     entry (the fit's trials)."""
     c = DEEPEP[mode] if constants is None else constants
     g = np.maximum(np.asarray(group, dtype=float), 1.0)
     s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
+    nodes = np.maximum(g / s, 1.0)
     b = np.asarray(tokens, dtype=float) * payload  # bytes of one copy of every token
     k = np.asarray(top_k, dtype=float)
     nvl_bw = hw.scaleup_bytes_per_s * c["nvlink"] * eng.comm_efficiency
     net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
+    side = "dispatch" if dispatch else "combine"
+    # the alphas are DeepEP's own, measured over NVLink and RDMA (no engine network latency)
     if mode == "deepep_low_latency":
         nvl = b * k * (s - 1.0) / g
         net = b * k * (g - s) / g
+        alpha = np.where(nodes > 1.0, c[f"alpha_{side}"], c[f"alpha_{side}_nvlink"])
     else:
-        per_copy = (
-            c["sm_dispatch_s" if dispatch else "sm_combine_s"] + payload / c["sm_bytes_per_s"]
-        )
+        per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
         nvl = b * g * reach_share(k, g)
-        nodes = np.maximum(g / s, 1.0)
-        net = np.where(nodes > 1.0, b * nodes * reach_share(k, nodes), 0.0)
-    alpha = c["alpha_dispatch"] if dispatch else c["alpha_combine"]
-    # alpha is DeepEP's own, measured over NVLink and RDMA alike (no engine network latency)
+        net = b * (nodes - 1.0) * reach_share(k, nodes)  # the token's own node is not sent
+        notify = np.where(nodes > 1.0, c["notify_s"] + c["notify_node_s"] * nodes, 0.0)
+        alpha = c[f"alpha_{side}"] + notify
     return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
 
 
