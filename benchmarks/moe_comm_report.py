@@ -169,8 +169,10 @@ def main() -> None:
     if args.fit:
         c = fit(rows, hw, eng)
         constants["deepep_low_latency"] = c
-        print(f"fit, low latency across nodes: alpha dispatch {c['alpha_dispatch'] * 1e6:.1f} "
-              f"us, combine {c['alpha_combine'] * 1e6:.1f} us, f_rdma {c['rdma']:.2f}")
+        print(
+            f"fit, low latency across nodes: alpha dispatch {c['alpha_dispatch'] * 1e6:.1f} "
+            f"us, combine {c['alpha_combine'] * 1e6:.1f} us, f_rdma {c['rdma']:.2f}"
+        )
         n = fit_normal(rows, hw, eng)
         constants["deepep_normal"] = n
         print(f"fit, normal: f_nvlink {n['nvlink']:.2f}")
