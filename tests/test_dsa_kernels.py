@@ -53,6 +53,19 @@ def test_flashmla_heads_and_rates_by_hand():
     assert sparse_kernel(load_hardware("mi355x"), SGLANG, "prefill", False, eight) == (8.0, None)
 
 
+def test_fp8_sparse_decode_runs_at_flashmla_published_rate_by_architecture():
+    """FlashMLA's README (@9241ae3): its FP8 sparse decode kernel reaches 410 TFLOPS on H800 SXM5
+    and "up to 350 TFlops on B200"; as fractions of the BF16 dense peak (989.4 and 2,250
+    TFLOPS): 0.414 and 0.156, so 0.156 x 2,250 = 351 TFLOPS on B200 (GB200's higher clock
+    scales it to 390)."""
+    eight = np.array(8.0)
+    for eng in (SGLANG, VLLM):
+        heads, rate = sparse_kernel(B200, eng, "decode", True, eight)
+        assert float(heads) == 64.0 and rate == 0.156
+        assert rate * B200.peak_flops_per_s["bf16"] / 1e12 == pytest.approx(350.0, rel=0.01)
+        assert sparse_kernel(H200, eng, "decode", True, eight)[1] == 0.414
+
+
 def test_fp8_cache_prompts_run_the_engines_kernels():
     """vLLM's FlashMLASparse backend over an FP8 cache: below 32 heads a rank its prompt tokens
     join the decode batch (FP8 decode kernel, 64 or 128 heads, 0.414); from 32 up the BF16

@@ -33,11 +33,14 @@ SPARSE_FP8_DECODE_HEADS = (64, 128)
 FP8_MIXED_BATCH_BELOW_HEADS = 32  # (flashmla: the family comment below)
 # Their math is BF16 whatever the cache (the FP8 cache is dequantized in the kernel) and their
 # compute-bound rates are published as fractions of the BF16 dense peak (deepseek-ai/FlashMLA
-# README, ../shared/reference/architectures.md section 1): sparse prefill 640 TFLOPS on H800
-# SXM5 and 1,450 on B200 (of 989.4 and 2,250: 0.647 and 0.644), sparse decode over the FP8 cache
-# 410 TFLOPS on H800 (0.414). The prefill kernel's rate prices a BF16 cache's decode through it.
+# README @9241ae3, ../shared/reference/architectures.md section 1): sparse prefill 640 TFLOPS on
+# H800 SXM5 and 1,450 on B200 (of 989.4 and 2,250: 0.647 and 0.644), sparse decode over the FP8
+# cache 410 TFLOPS on H800 (0.414) and "up to 350 TFlops on B200 (which is not really optimized
+# yet)" (0.156; its SM100 kernel, which B300's SM103 runs too). The prefill kernel's rate prices
+# a BF16 cache's decode through it.
 FLASHMLA_SPARSE_PREFILL_EFFICIENCY = 0.645
-FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = 0.414
+FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = {"hopper": 0.414, "blackwell": 0.156,
+                                         "blackwell-ultra": 0.156}  # fmt: skip
 # FlashMLA's sparse kernels read an FP8 cache in their own layout, which both engines store
 # (deepseek-ai/FlashMLA README, its FP8 format for sparse MLA): per token the kv_lora_rank
 # latent values in FP8, one FP32 scale per 128 of them and the RoPE part in BF16 (DeepSeek-V3.2
@@ -111,15 +114,16 @@ def sparse_kernel(
     Example: GLM-5 at TP 8 (8 heads a rank) on SGLang's kernels on an H200 computes, over a
     BF16 cache, 64 heads in prefill at 0.645 and 8 in decode (its FlashAttention-3 kernel,
     None); over an FP8 cache 64 in both at 0.414 (the FP8 decode kernel), as on vLLM's (fewer
-    than 32 heads a rank)."""
+    than 32 heads a rank). On a B200 that FP8 decode kernel runs at 0.156."""
     h = np.asarray(heads, dtype=float)
     if not flashmla_runs(hw, eng):
         return h, None
     step, fam = SPARSE_PREFILL_HEAD_MULTIPLE[hw.architecture], eng.dsa_kernels
+    fp8_rate = FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY[hw.architecture]
     low, high = SPARSE_FP8_DECODE_HEADS
     fp8_decode = np.where(h <= low, low, np.ceil(h / high) * high)
     if phase == "decode" and fp8_cache:
-        return fp8_decode, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY
+        return fp8_decode, fp8_rate
     if phase == "decode" and fam == "flashmla_fa3":
         return h, None
     prefill = np.ceil(h / step) * step
@@ -130,9 +134,7 @@ def sparse_kernel(
     else:
         on_decode = np.full(h.shape, hw.architecture == "hopper")
     if fp8_cache and np.any(on_decode):
-        rate = np.where(
-            on_decode, FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
-        )
+        rate = np.where(on_decode, fp8_rate, FLASHMLA_SPARSE_PREFILL_EFFICIENCY)
         return np.where(on_decode, fp8_decode, prefill), rate
     return prefill, FLASHMLA_SPARSE_PREFILL_EFFICIENCY
 

@@ -1,0 +1,108 @@
+"""DeepSeek Sparse Attention's decode module (DeepSeek-V3.2, GLM-5) priced against published
+module timings, on Hopper (the calibration side) and Blackwell (the check).
+
+AIConfigurator (ai-dynamo/aiconfigurator @095f58a,
+aic-core/src/aiconfigurator_core/systems/data/<gpu>/sparse_attention/<engine>/<version>/
+dsa_generation_module_perf.parquet) times one layer's whole attention module of a decode step
+under the engine's CUDA graph (projections, the lightning indexer and its top-k, the sparse MLA
+core over the top-k entries, o_proj): ``batch_size`` sequences of ``step`` tokens of history at
+``num_heads`` query heads a rank. Rows read: FP8 KV cache and FP8 block-scaled GEMMs (the
+engines' FlashMLA FP8 sparse decode kernel on Hopper and Blackwell; TensorRT-LLM's own), the
+two bundled DSA models.
+
+The model prices the same layer as ``benchmarks/dsv4_attention_report.py`` prices V4's: the
+attention-class ops of one layer (``ops.layer_group_ops``) with the engine's kernel overhead,
+no collective. By batch (at most 64, the launch-bound regime; above it, where the sparse core's
+compute rate decides).
+
+Run: python benchmarks/dsa_module_report.py AIC_GIT_DIR
+(needs pandas and pyarrow; AIC_GIT_DIR: a clone or the ``fetch`` mirror's git directory).
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from llm_codesign import load_engine, load_hardware, load_model, parse_precision
+from llm_codesign.cost import op_time
+from llm_codesign.ops import layer_group_ops, step_shape
+
+DATA = "aic-core/src/aiconfigurator_core/systems/data"
+GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
+        "gb200": "gb200", "gb300": "gb300"}  # fmt: skip
+MODELS = {"DeepSeek-V3.2": "deepseek-v3.2", "GLM-5-FP8": "glm-5", "zai-org/GLM-5": "glm-5"}
+HOPPER = ("h100_sxm", "h200_sxm")
+
+
+def _tables(repo: str):
+    import pandas as pd
+
+    names = subprocess.run(
+        ["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", DATA],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for path in names:
+        parts = path.split("/")
+        if parts[-1] != "dsa_generation_module_perf.parquet" or parts[-5] not in GPUS:
+            continue
+        blob = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True)
+        yield parts[-5], parts[-3], parts[-2], pd.read_parquet(io.BytesIO(blob.stdout))
+
+
+def priced_layer_s(model_id: str, engine: str, gpu: str, tp: int, batch: int, step: int) -> float:
+    """Seconds the model prices for one DSA layer's attention ops in a decode step of ``batch``
+    sequences at ``step`` tokens of history, TP ``tp``, FP8 KV and FP8 block weights."""
+    m, hw, eng = load_model(model_id), load_hardware(gpu), load_engine(engine)
+    g = next(g for g in m.layer_groups if g.mixer == "sparse")
+    s = step_shape(tp, 1, 1, 1, False, isl=float(step), osl=1e-9, decode_seqs=float(batch))
+    total = 0.0
+    for op in layer_group_ops(m, parse_precision("fp8+fp8_block-w"), g, s, 1.0):
+        if op.op_class != "attention":
+            continue
+        t = float(np.asarray(op_time(op, hw, eng, None)[0]))
+        total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
+    return total
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    ratios: dict[tuple, list[float]] = defaultdict(list)
+    for gpu, engine, version, df in _tables(sys.argv[1]):
+        df = df[df.kv_cache_dtype.isin(["fp8", "fp8_e4m3"]) & (df.gemm_type == "fp8_block")]
+        for (model, heads, batch, step), x in df.groupby(
+            ["model", "num_heads", "batch_size", "step"]
+        ):
+            mid = next((v for k, v in MODELS.items() if k in model), None)
+            if mid is None or step < 1:
+                continue
+            total = load_model(mid).attention.num_heads
+            if heads > total or total % heads:
+                continue  # (the tables time GLM-5's module at 128 heads too: no TP of it)
+            tp = total // int(heads)
+            want = float(x.latency.median()) * 1e-3
+            got = priced_layer_s(mid, engine, GPUS[gpu], tp, int(batch), int(step))
+            bucket = "b<=64" if batch <= 64 else "b>64"
+            ratios[(gpu, f"{engine} {version}", mid, bucket)].append(got / want)
+    print("decode: priced / measured, one DSA layer's attention module (median, p10-p90, rows)")
+    for key in sorted(ratios):
+        r = sorted(ratios[key])
+        p10, p90 = r[len(r) // 10], r[(9 * len(r)) // 10]
+        print(f"  {' '.join(key):44s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
+              f"n={len(r)}")  # fmt: skip
+    for side, hopper in (("Hopper", True), ("Blackwell", False)):
+        allr = [v for k, r in ratios.items() for v in r if (k[0] in HOPPER) == hopper]
+        if allr:
+            err = statistics.median(abs(v - 1.0) for v in allr)
+            print(f"{side}: median ratio {statistics.median(allr):.3f}, median |error| "
+                  f"{err:.1%}, rows {len(allr)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
