@@ -12,10 +12,18 @@ two bundled DSA models.
 
 The model prices the same layer as ``benchmarks/dsv4_attention_report.py`` prices V4's: the
 attention-class ops of one layer (``ops.layer_group_ops``) with the engine's kernel overhead,
-no collective. By batch (at most 64, the launch-bound regime; above it, where the sparse core's
-compute rate decides).
+no collective. By batch (at most 64, the launch-bound regime; 65-256; above 256, past some
+engines' CUDA graphs) and by history (at most the indexer's top-k of 2,048 tokens, or past it).
 
-Run: python benchmarks/dsa_module_report.py AIC_GIT_DIR
+``--fit``: the indexer's decode stream (``attention_kernels.INDEXER_DECODE_HBM``). Past the
+indexer's top-k (2,048 entries) the sparse core's work stays the same, so the module's growth per
+key of context at 256 sequences or more, from 8,192 to 32,768 tokens of history, is the indexer's:
+a key's 132 FP8 bytes and its FP32 logit written and read (``mixers.INDEXER_LOGIT_BYTES``); those
+bytes over that time, over the GPU's HBM bandwidth, is the fraction. The median over Hopper's
+vLLM 0.24 tables (the newest kernels measured there) is the constant; every other table is
+printed as its check.
+
+Run: python benchmarks/dsa_module_report.py AIC_GIT_DIR [--fit]
 (needs pandas and pyarrow; AIC_GIT_DIR: a clone or the ``fetch`` mirror's git directory).
 """
 
@@ -31,6 +39,7 @@ import numpy as np
 
 from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.cost import op_time
+from llm_codesign.mixers import INDEXER_LOGIT_BYTES
 from llm_codesign.ops import layer_group_ops, step_shape
 
 DATA = "aic-core/src/aiconfigurator_core/systems/data"
@@ -70,7 +79,35 @@ def priced_layer_s(model_id: str, engine: str, gpu: str, tp: int, batch: int, st
     return total
 
 
+def fit(repo: str) -> None:
+    per_key = load_model("deepseek-v3.2").indexer.cache_bytes_per_token + INDEXER_LOGIT_BYTES
+    fitted = []
+    for gpu, engine, version, df in _tables(repo):
+        df = df[df.kv_cache_dtype.isin(["fp8", "fp8_e4m3"]) & (df.gemm_type == "fp8_block")]
+        hbm = load_hardware(GPUS[gpu]).hbm_bytes_per_s
+        for model in sorted(df.model.unique()):
+            shares = []
+            for _, x in df[(df.model == model) & (df.batch_size >= 256)].groupby(
+                ["num_heads", "batch_size"]
+            ):
+                t = x.groupby("step").latency.median() * 1e-3
+                if 8192 in t.index and 32768 in t.index:
+                    per_s = (t[32768] - t[8192]) / (24576 * float(x.batch_size.iloc[0]))
+                    shares.append(per_key / (per_s * hbm))
+            if shares:
+                share = statistics.median(shares)
+                print(
+                    f"  {gpu:9s} {engine:7s} {version:10s} {model:28s} {share:.3f}  n={len(shares)}"
+                )
+                if gpu in HOPPER and engine == "vllm" and version == "0.24.0":
+                    fitted.append(share)
+    print(f"INDEXER_DECODE_HBM (Hopper, vLLM 0.24): {statistics.median(fitted):.3f}")
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[2] == "--fit":
+        fit(sys.argv[1])
+        return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     ratios: dict[tuple, list[float]] = defaultdict(list)
@@ -88,13 +125,14 @@ def main() -> None:
             tp = total // int(heads)
             want = float(x.latency.median()) * 1e-3
             got = priced_layer_s(mid, engine, GPUS[gpu], tp, int(batch), int(step))
-            bucket = "b<=64" if batch <= 64 else "b>64"
-            ratios[(gpu, f"{engine} {version}", mid, bucket)].append(got / want)
+            size = "b<=64" if batch <= 64 else "b65-256" if batch <= 256 else "b>256"
+            ctx = "ctx<=2k" if step <= 2048 else "ctx>2k"  # (past it the indexer's top-k picks)
+            ratios[(gpu, f"{engine} {version}", mid, size, ctx)].append(got / want)
     print("decode: priced / measured, one DSA layer's attention module (median, p10-p90, rows)")
     for key in sorted(ratios):
         r = sorted(ratios[key])
         p10, p90 = r[len(r) // 10], r[(9 * len(r)) // 10]
-        print(f"  {' '.join(key):44s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
+        print(f"  {' '.join(key):52s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
               f"n={len(r)}")  # fmt: skip
     for side, hopper in (("Hopper", True), ("Blackwell", False)):
         allr = [v for k, r in ratios.items() for v in r if (k[0] in HOPPER) == hopper]

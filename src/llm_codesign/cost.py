@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .attention_kernels import (
+    INDEXER_DECODE_HBM,
     attention_rate_class,
     decode_attention_efficiency,
     fp8_kv_decode_rate,
@@ -493,7 +494,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     computes the heads its kernel pads them to, at that kernel's BF16 rate
     (``attention_kernels.sparse_kernel``), where it runs the sparse path
     (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode reads an
-    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``)."""
+    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``). The DSA indexer's
+    decode scoring (``meta["indexer"]``) streams at its kernel's ``INDEXER_DECODE_HBM``."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:
@@ -512,7 +514,9 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         kern = decode_attention_efficiency(hw, rate_class, eng)
         compute = flops / rate(peak * kern.value)
         query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
-        if query_heads is not None and kern.hbm is not None:
+        if op.meta.get("indexer"):  # (its own kernel's stream: INDEXER_DECODE_HBM)
+            hbm = INDEXER_DECODE_HBM
+        elif query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
         elif op.meta.get("fp8_kv") and (fp8 := fp8_kv_decode_rate(hw, eng)) is not None:
             hbm = min(hbm, fp8.value)

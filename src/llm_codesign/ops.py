@@ -342,7 +342,7 @@ def layer_group_ops(
         if g.mixer == "sparse" or csa:  # (V4's indexer scores the entries: one per ratio)
             r = g.compress or 1
             counts = indexer_counts(model, seqs_local, q, ctx_d / r, t_pre, ctx_p / r, cp)
-            kernels.append(("indexer", counts, "fp8", {}, {}))
+            kernels.append(("indexer", counts, "fp8", {"indexer": True}, {}))
     for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta, pre_meta in kernels:
         for phase, flops, nbytes, meta in (
             ("decode", dec_flops, dec_bytes, dec_meta),
