@@ -43,8 +43,8 @@ FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = {"hopper": 0.414, "blackwell": 0.156,
                                          "blackwell-ultra": 0.156}  # fmt: skip
 # The lightning indexer's decode scoring is one kernel on every engine (DeepGEMM's
 # fp8_paged_mqa_logits: vLLM's and SGLang's DSA backends call it; TensorRT-LLM's Indexer takes
-# its top-k "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py), which streams a
-# sequence's FP8 keys and writes FP32 logits at its own share of HBM, not at the engine's GQA
+# its top-k "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py), which
+# streams a sequence's FP8 keys and writes FP32 logits at its own share of HBM, not the engine's GQA
 # decode kernels' (``attn_decode_efficiency``): 0.85, fitted on AIConfigurator's DSA decode
 # modules on Hopper (vLLM 0.24, H100 and H200: the module's growth per key of context past the
 # top-k, where the sparse core stays at top-k entries, over the key's 132 bytes and its logit's
