@@ -28,12 +28,11 @@ mirror's git directory).
 
 from __future__ import annotations
 
-import io
 import math
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -41,37 +40,26 @@ from llm_codesign.comm import DEEPEP, deepep_time
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import load_hardware
 
-DATA = "aic-core/src/aiconfigurator_core/systems/data"
-GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
-        "gb200": "gb200", "gb300": "gb300"}  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aic_git import GPUS, read_table, table_paths  # noqa: E402
+
 HOPPER = ("h100-sxm", "h200-sxm")
 HIDDEN, TOP_K, EXPERTS, SMS = 7168, 8, 256, 20
 MODES = {"normal": "deepep_normal", "ll": "deepep_low_latency"}
 
 
-def _read(repo: str, path: str):
-    import pandas as pd
-
-    blob = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True)
-    return pd.read_parquet(io.BytesIO(blob.stdout))
-
-
 def rows(repo: str) -> list[dict]:
     """Every DeepSeek-shaped row: gpu, version, mode, dispatch, nodes, tokens, time (s) and the
     notify time (s, normal rows)."""
-    names = subprocess.run(
-        ["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", DATA],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
     out = []
-    for path in names:
+    for path in table_paths(repo):
         parts = path.split("/")
         if not parts[-1].startswith("wideep_deepep_") or parts[-3] != "sglang":
             continue
         gpu, version, kind = GPUS.get(parts[-5]), parts[-2], parts[-1].split("_")[2]
         if gpu is None or (gpu == "h200-sxm" and version == "0.5.6.post2"):
             continue  # the H100 rows again
-        d = _read(repo, path)
+        d = read_table(repo, path)
         d = d[(d.hidden_size == HIDDEN) & (d.num_topk == TOP_K) & (d.num_experts == EXPERTS)]
         if kind == "normal":
             d = d[d.dispatch_sms == SMS]

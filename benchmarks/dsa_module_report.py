@@ -29,11 +29,10 @@ Run: python benchmarks/dsa_module_report.py AIC_GIT_DIR [--fit]
 
 from __future__ import annotations
 
-import io
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -42,26 +41,18 @@ from llm_codesign.cost import op_time
 from llm_codesign.mixers import INDEXER_LOGIT_BYTES
 from llm_codesign.ops import layer_group_ops, step_shape
 
-DATA = "aic-core/src/aiconfigurator_core/systems/data"
-GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
-        "gb200": "gb200", "gb300": "gb300"}  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aic_git import GPUS, read_table, table_paths  # noqa: E402
+
 MODELS = {"DeepSeek-V3.2": "deepseek-v3.2", "GLM-5-FP8": "glm-5", "zai-org/GLM-5": "glm-5"}
 HOPPER = ("h100_sxm", "h200_sxm")
 
 
 def _tables(repo: str):
-    import pandas as pd
-
-    names = subprocess.run(
-        ["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", DATA],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    for path in names:
+    for path in table_paths(repo):
         parts = path.split("/")
-        if parts[-1] != "dsa_generation_module_perf.parquet" or parts[-5] not in GPUS:
-            continue
-        blob = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True)
-        yield parts[-5], parts[-3], parts[-2], pd.read_parquet(io.BytesIO(blob.stdout))
+        if parts[-1] == "dsa_generation_module_perf.parquet" and parts[-5] in GPUS:
+            yield parts[-5], parts[-3], parts[-2], read_table(repo, path)
 
 
 def priced_layer_s(model_id: str, engine: str, gpu: str, tp: int, batch: int, step: int) -> float:

@@ -27,11 +27,10 @@ Run: python benchmarks/dsv4_attention_report.py AIC_REPO_GIT_DIR [--context] [--
 
 from __future__ import annotations
 
-import io
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -39,9 +38,9 @@ from llm_codesign import load_engine, load_hardware, load_model, parse_precision
 from llm_codesign.cost import op_time
 from llm_codesign.ops import layer_group_ops, step_shape
 
-DATA = "aic-core/src/aiconfigurator_core/systems/data"
-GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
-        "gb200": "gb200", "gb300": "gb300"}  # fmt: skip
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aic_git import GPUS, read_table, table_paths  # noqa: E402
+
 ENGINES = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm"}
 MODELS = {"Pro": "deepseek-v4-pro", "Flash": "deepseek-v4-flash"}
 RATIOS = {"csa": 4, "hca": 128}
@@ -50,13 +49,7 @@ PREFIXES = (0, 1024, 8192, 65536)  # the context tables' prefixes read (of 28: t
 
 def _tables(repo: str, phase: str):
     """(gpu dir, engine, version, kind, DataFrame) of every module table in the repo."""
-    import pandas as pd
-
-    names = subprocess.run(
-        ["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", DATA],
-        capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    for path in names:
+    for path in table_paths(repo):
         parts = path.split("/")
         name = parts[-1]
         if not name.startswith("dsv4_") or f"_{phase}_module_perf" not in name:
@@ -64,8 +57,7 @@ def _tables(repo: str, phase: str):
         gpu, engine, version = parts[-5], parts[-3], parts[-2]
         if gpu not in GPUS or engine not in ENGINES:
             continue
-        blob = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True)
-        yield gpu, engine, version, name.split("_")[1], pd.read_parquet(io.BytesIO(blob.stdout))
+        yield gpu, engine, version, name.split("_")[1], read_table(repo, path)
 
 
 def priced_layer_s(model_id, engine_id, gpu, ratio, tp, batch, step, isl=0, chains=True):
