@@ -169,9 +169,9 @@ def main() -> None:
     if "--fit" in sys.argv[2:]:
         c = fit(all_rows)
         for mode, v in c.items():
-            shown = {k: f"{x * 1e6:.1f} us" if k.endswith("_s") or k.startswith("alpha")
-                     else f"{x / 1e9:.1f} GB/s" if k.endswith("per_s") else round(x, 3)
-                     for k, x in v.items()}  # fmt: skip
+            shown = {k: f"{x / 1e9:.1f} GB/s" if k.endswith("per_s")
+                     else f"{x * 1e6:.3f} us" if k.endswith("_s") or k.startswith("alpha")
+                     else round(x, 3) for k, x in v.items()}  # fmt: skip
             print(mode, shown)
         report(all_rows, c)
     else:

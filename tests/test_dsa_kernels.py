@@ -224,14 +224,31 @@ def test_the_indexer_streams_keys_and_logits_at_its_own_kernel_share():
     history on an H200 (TP 8): by hand, each sequence reads 32,768 keys of 128 FP8 values and a
     4-byte scale and writes and reads back one FP32 logit a key: 1,024 x 32,768 x (132 + 8) B =
     4.698 GB at 0.85 x 4.8 TB/s = 1.1514 ms; its math, 1,024 x 32,768 x 2 x 64 x 128 FP8 FLOPs =
-    0.55 TFLOP, takes less. The same on every engine (DeepGEMM's kernel on all three), whatever
-    the engine's GQA decode share (vLLM 0.4275, TensorRT-LLM 0.684, SGLang 0.8122)."""
+    0.55 TFLOP, takes less. The same on vLLM and SGLang (DeepGEMM's kernel), whatever their GQA
+    decode share (0.4275, 0.8122); TensorRT-LLM's own path keeps its share (0.684), as does a
+    GPU the kernel does not run on (MI355X)."""
     m = load_model("deepseek-v3.2")
     s = step_shape(8, 1, 1, 1, False, isl=32768.0, osl=1e-9, decode_seqs=1024.0)
     op = next(o for o in step_ops(m, parse_precision("fp8"), s) if o.name == "indexer_decode")
     assert float(np.asarray(op.bytes)) == pytest.approx(1024 * 32768 * 140.0)
     want = 1024 * 32768 * 140.0 / (0.85 * 4.8e12)
-    for eng in (VLLM, TRTLLM, SGLANG):
+    for eng in (VLLM, SGLANG):
         t, compute, memory = attention_time(op, H200, eng)
         assert float(np.asarray(t)) == pytest.approx(want, rel=1e-9)
         assert float(np.asarray(compute)) < float(np.asarray(memory))
+    memory = attention_time(op, H200, TRTLLM)[2]
+    assert float(np.asarray(memory)) == pytest.approx(1024 * 32768 * 140.0 / (0.684 * 4.8e12))
+    mi355x = load_hardware("mi355x")
+    memory = attention_time(op, mi355x, VLLM)[2]
+    assert float(np.asarray(memory)) == pytest.approx(
+        1024 * 32768 * 140.0 / (VLLM.attn_decode_efficiency * mi355x.hbm_bytes_per_s)
+    )
+
+
+def test_every_flashmla_architecture_has_its_fp8_decode_rate():
+    from llm_codesign.attention_kernels import (
+        FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY,
+        SPARSE_PREFILL_HEAD_MULTIPLE,
+    )
+
+    assert set(FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY) == set(SPARSE_PREFILL_HEAD_MULTIPLE)

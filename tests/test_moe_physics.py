@@ -114,7 +114,7 @@ def test_deepep_normal_internode_closed_form():
     """The normal kernels across 2 H100 nodes (EP 16), one token a rank, top-8, FP8 hidden 7168:
     alpha 26.6 us + notify 13.4 + 2 x 10.0 us + the slower leg, by hand: the network sends the
     token to the other node with chance 1 - (1/2)^8, 7168 x 0.99609 B / (0.77 x 50 GB/s) =
-    0.185 us; NVLink 16 x (1 - (15/16)^8) = 6.4557 copies at the SMs' 20 x 7168 B / (0.288 us +
+    0.185 us; NVLink 16 x (1 - (15/16)^8) = 6.4525 copies at the SMs' 20 x 7168 B / (0.288 us +
     7168 B / 37.3 GB/s) = 298.6 GB/s, 0.155 us. 26.6 + 33.4 + 0.185 = 60.19 us. The notify is
     what the tables measure at small batches: 31.6 us dispatch notify at 2 nodes (AIConfigurator
     @095f58a h100_sxm/comm/sglang/0.5.6.post2/wideep_deepep_normal_perf.parquet, 20 SMs, 1
@@ -127,6 +127,27 @@ def test_deepep_normal_internode_closed_form():
     one = deepep_time("deepep_normal", True, np.array(1.0), 8, 7168.0, np.array(8.0), hw, eng)
     assert float(one) * 1e6 == pytest.approx(26.6 + 8 * (1 - (7 / 8) ** 8) * 7168 / 298.56e9 * 1e6,
                                              abs=0.01)  # fmt: skip
+
+
+def test_deepep_normal_group_of_part_nodes_by_hand():
+    """EP 12 on H100 nodes of 8 GPUs: a full node and one of 4 ranks. A rank on the full node
+    (the slowest) sends a token over the network when one of its 8 picks lands on the other
+    node's 4 ranks, 1 - (2/3)^8 = 0.96098; 4096 tokens x 7168 B x that / (0.77 x 50 GB/s) =
+    732.9 us, above the SMs' NVLink leg (12 x (1 - (11/12)^8) = 6.016 copies at 298.6 GB/s,
+    591.6 us). The notify counts two whole nodes: 26.6 + 13.4 + 2 x 10.0 + 732.9 = 792.9 us. More
+    ranks, in whole nodes, never take less time."""
+    from llm_codesign.comm import deepep_time
+
+    hw, eng = load_hardware("h100-sxm"), BASE.with_overrides(comm_efficiency=1.0)
+
+    def t(group, tokens=4096.0):
+        return float(deepep_time("deepep_normal", True, np.array(tokens), 8, 7168.0,
+                                 np.array(float(group)), hw, eng)) * 1e6  # fmt: skip
+
+    assert t(12) == pytest.approx(792.9, abs=0.1)
+    for tokens in (1.0, 128.0, 4096.0):
+        times = [t(g, tokens) for g in (8, 16, 32, 64, 128)]
+        assert times == sorted(times)
 
 
 # AIConfigurator @095f58a, SGLang 0.5.6.post2's DeepEP normal kernels on H100 nodes of 8 GPUs

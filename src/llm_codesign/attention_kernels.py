@@ -41,15 +41,17 @@ FP8_MIXED_BATCH_BELOW_HEADS = 32  # (flashmla: the family comment below)
 FLASHMLA_SPARSE_PREFILL_EFFICIENCY = 0.645
 FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = {"hopper": 0.414, "blackwell": 0.156,
                                          "blackwell-ultra": 0.156}  # fmt: skip
-# The lightning indexer's decode scoring is one kernel on every engine (DeepGEMM's
-# fp8_paged_mqa_logits: vLLM's and SGLang's DSA backends call it; TensorRT-LLM's Indexer takes
-# its top-k "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py), which
-# streams a sequence's FP8 keys and writes FP32 logits at its own share of HBM, not the engine's GQA
-# decode kernels' (``attn_decode_efficiency``): 0.85, fitted on AIConfigurator's DSA decode
-# modules on Hopper (vLLM 0.24, H100 and H200: the module's growth per key of context past the
-# top-k, where the sparse core stays at top-k entries, over the key's 132 bytes and its logit's
-# 8; benchmarks/dsa_module_report.py --fit). Blackwell (B200, B300, GB200, GB300) measures
-# 0.81-0.85 on the same tables.
+# The lightning indexer's decode scoring on vLLM's and SGLang's DSA backends is DeepGEMM's
+# fp8_paged_mqa_logits, which streams a sequence's FP8 keys and writes FP32 logits at its own
+# share of HBM, not at the engine's GQA decode kernels' (``attn_decode_efficiency``): 0.85,
+# fitted on AIConfigurator's DSA decode modules on Hopper (vLLM 0.24, H100 and H200: the module's
+# growth per key of context past the top-k, where the sparse core stays at top-k entries, over
+# the key's 132 bytes and its logit's 8; benchmarks/dsa_module_report.py --fit). Blackwell
+# (B200, B300, GB200, GB300) measures 0.81-0.85 on the same tables. It applies where the engine
+# runs those backends on the GPUs they run on (``flashmla_runs``; DeepSeek-V4's CSA indexer
+# scores its entries the same way). TensorRT-LLM's own DSA path (its Indexer takes its top-k
+# "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py) measures 0.64-0.72
+# on Blackwell and keeps its engine share (0.684); AMD's and other GPUs keep theirs.
 INDEXER_DECODE_HBM = 0.85
 # FlashMLA's sparse kernels read an FP8 cache in their own layout, which both engines store
 # (deepseek-ai/FlashMLA README, its FP8 format for sparse MLA): per token the kv_lora_rank

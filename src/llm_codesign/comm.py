@@ -200,8 +200,8 @@ def deepep_time(
     over the ranks (uniform routing): low_latency sends top_k copies per token, 1/group of them
     to the rank itself, with its NVLink alpha where the group fits in one NVLink domain; normal
     sends a token once to each distinct rank, G (1 - (1 - 1/G)^k) of them, and once to each
-    other distinct node over the network (nodes of the NVLink domain's size), after a notify
-    phase that grows with the nodes.
+    other distinct node over the network (nodes of the NVLink domain's size, a last one of the
+    ranks left), after a notify phase that grows with the (whole) nodes.
 
     Example (closed form): low_latency dispatch of 128 tokens, top-8, 7168 FP8 bytes, EP 8
     inside one H800 node (200 GB/s per direction): 12.7 us + 128 x 8 x 7168 x 7/8 B / (0.51 x
@@ -225,8 +225,14 @@ def deepep_time(
         per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
         nvl = b * g * reach_share(k, g)
-        net = b * (nodes - 1.0) * reach_share(k, nodes)  # the token's own node is not sent
-        notify = np.where(nodes > 1.0, c["notify_s"] + c["notify_node_s"] * nodes, 0.0)
+        # a token goes once to each other node it reaches (a rank on a full node, the slowest):
+        # the other full nodes of s ranks and a last one of the remaining ranks
+        full = np.floor(g / s + 1e-9)
+        rest = g - full * s
+        last = np.where(rest > 0.5, reach_share(k, g / np.maximum(rest, 1.0)), 0.0)
+        net = b * (np.maximum(full - 1.0, 0.0) * reach_share(k, g / s) + last)
+        nodes_whole = np.ceil(g / s - 1e-9)
+        notify = np.where(nodes_whole > 1.0, c["notify_s"] + c["notify_node_s"] * nodes_whole, 0.0)
         alpha = c[f"alpha_{side}"] + notify
     return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
 

@@ -37,6 +37,7 @@ from .attention_kernels import (
     INDEXER_DECODE_HBM,
     attention_rate_class,
     decode_attention_efficiency,
+    flashmla_runs,
     fp8_kv_decode_rate,
     sparse_cache_scale,
     sparse_kernel,
@@ -494,8 +495,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     computes the heads its kernel pads them to, at that kernel's BF16 rate
     (``attention_kernels.sparse_kernel``), where it runs the sparse path
     (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode reads an
-    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``). The DSA indexer's
-    decode scoring (``meta["indexer"]``) streams at its kernel's ``INDEXER_DECODE_HBM``."""
+    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``); where they run, the DSA
+    indexer's decode scoring (``meta["indexer"]``) streams at ``INDEXER_DECODE_HBM``."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:
@@ -514,7 +515,7 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         kern = decode_attention_efficiency(hw, rate_class, eng)
         compute = flops / rate(peak * kern.value)
         query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
-        if op.meta.get("indexer"):  # (its own kernel's stream: INDEXER_DECODE_HBM)
+        if op.meta.get("indexer") and flashmla_runs(hw, eng):  # (INDEXER_DECODE_HBM)
             hbm = INDEXER_DECODE_HBM
         elif query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm
