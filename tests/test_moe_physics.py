@@ -135,7 +135,7 @@ def test_deepep_normal_group_of_part_nodes_by_hand():
     node's 4 ranks, 1 - (2/3)^8 = 0.96098; 4096 tokens x 7168 B x that / (0.77 x 50 GB/s) =
     732.9 us, above the SMs' NVLink leg (12 x (1 - (11/12)^8) = 6.016 copies at 298.6 GB/s,
     591.6 us). The notify counts two whole nodes: 26.6 + 13.4 + 2 x 10.0 + 732.9 = 792.9 us. More
-    ranks, in whole nodes, never take less time."""
+    ranks, in whole nodes, never take less time, in either mode."""
     from llm_codesign.comm import deepep_time
 
     hw, eng = load_hardware("h100-sxm"), BASE.with_overrides(comm_efficiency=1.0)
@@ -145,9 +145,12 @@ def test_deepep_normal_group_of_part_nodes_by_hand():
                                  np.array(float(group)), hw, eng)) * 1e6  # fmt: skip
 
     assert t(12) == pytest.approx(792.9, abs=0.1)
-    for tokens in (1.0, 128.0, 4096.0):
-        times = [t(g, tokens) for g in (8, 16, 32, 64, 128)]
-        assert times == sorted(times)
+    for mode in ("deepep_normal", "deepep_low_latency"):
+        for tokens in (1.0, 128.0, 4096.0):
+            times = [float(deepep_time(mode, True, np.array(tokens), 8, 7168.0,
+                                       np.array(float(g)), hw, eng))
+                     for g in (8, 16, 32, 64, 128)]  # fmt: skip
+            assert times == sorted(times), (mode, tokens)
 
 
 # AIConfigurator @095f58a, SGLang 0.5.6.post2's DeepEP normal kernels on H100 nodes of 8 GPUs
