@@ -210,7 +210,9 @@ def deepep_time(
     c = DEEPEP[mode] if constants is None else constants
     g = np.maximum(np.asarray(group, dtype=float), 1.0)
     s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
-    nodes = np.maximum(g / s, 1.0)
+    full = np.floor(g / s + 1e-9)  # whole nodes of s ranks (at least one)
+    rest = g - full * s  # the ranks of a last, part node
+    across = g > s
     b = np.asarray(tokens, dtype=float) * payload  # bytes of one copy of every token
     k = np.asarray(top_k, dtype=float)
     nvl_bw = hw.scaleup_bytes_per_s * c["nvlink"] * eng.comm_efficiency
@@ -220,19 +222,17 @@ def deepep_time(
     if mode == "deepep_low_latency":
         nvl = b * k * (s - 1.0) / g
         net = b * k * (g - s) / g
-        alpha = np.where(nodes > 1.0, c[f"alpha_{side}"], c[f"alpha_{side}_nvlink"])
+        alpha = np.where(across, c[f"alpha_{side}"], c[f"alpha_{side}_nvlink"])
     else:
         per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
         nvl = b * g * reach_share(k, g)
         # a token goes once to each other node it reaches (a rank on a full node, the slowest):
-        # the other full nodes of s ranks and a last one of the remaining ranks
-        full = np.floor(g / s + 1e-9)
-        rest = g - full * s
+        # the other full nodes and the part node
         last = np.where(rest > 0.5, reach_share(k, g / np.maximum(rest, 1.0)), 0.0)
-        net = b * (np.maximum(full - 1.0, 0.0) * reach_share(k, g / s) + last)
-        nodes_whole = np.ceil(g / s - 1e-9)
-        notify = np.where(nodes_whole > 1.0, c["notify_s"] + c["notify_node_s"] * nodes_whole, 0.0)
+        net = b * ((full - 1.0) * reach_share(k, g / s) + last)
+        whole = full + (rest > 0.5)
+        notify = np.where(across, c["notify_s"] + c["notify_node_s"] * whole, 0.0)
         alpha = c[f"alpha_{side}"] + notify
     return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
 
