@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import statistics
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from llm_codesign import load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.cost import op_time
-from llm_codesign.ops import layer_group_ops, step_shape
+from llm_codesign import load_engine, load_hardware, load_model
+from llm_codesign.ops import step_shape
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from layer_pricing import layer_ops_s  # noqa: E402
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 CONTEXTS = (128, 256, 512, 1024, 1536, 2048)
@@ -56,16 +59,9 @@ def priced_indexer_s(
     m = load_model(model_id)
     hw = load_hardware(gpu)
     eng = load_engine(engine_id)
-    prec = parse_precision("fp8+fp8_block-w")
     g = next(g for g in m.layer_groups if g.mixer == "sparse")
     s = step_shape(tp, 1, 1, 1, False, isl=float(ctx), osl=1e-9, decode_seqs=float(batch))
-    total = 0.0
-    for op in layer_group_ops(m, prec, g, s, 1.0):
-        if op.name in INDEXER_OPS:
-            t, _ = op_time(op, hw, eng, None)
-            t = float(np.asarray(t))
-            total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
-    return total
+    return layer_ops_s(m, g, s, hw, eng, lambda op: op.name in INDEXER_OPS)
 
 
 def _table(df, model: str, op_name: str, heads: int):

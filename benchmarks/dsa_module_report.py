@@ -34,15 +34,13 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
-from llm_codesign import load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.cost import op_time
+from llm_codesign import load_engine, load_hardware, load_model
 from llm_codesign.mixers import INDEXER_LOGIT_BYTES
-from llm_codesign.ops import layer_group_ops, step_shape
+from llm_codesign.ops import step_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aic_git import GPUS, read_table, table_paths  # noqa: E402
+from layer_pricing import attention_class, layer_ops_s  # noqa: E402
 
 MODELS = {"DeepSeek-V3.2": "deepseek-v3.2", "GLM-5-FP8": "glm-5", "zai-org/GLM-5": "glm-5"}
 HOPPER = ("h100_sxm", "h200_sxm")
@@ -61,13 +59,7 @@ def priced_layer_s(model_id: str, engine: str, gpu: str, tp: int, batch: int, st
     m, hw, eng = load_model(model_id), load_hardware(gpu), load_engine(engine)
     g = next(g for g in m.layer_groups if g.mixer == "sparse")
     s = step_shape(tp, 1, 1, 1, False, isl=float(step), osl=1e-9, decode_seqs=float(batch))
-    total = 0.0
-    for op in layer_group_ops(m, parse_precision("fp8+fp8_block-w"), g, s, 1.0):
-        if op.op_class != "attention":
-            continue
-        t = float(np.asarray(op_time(op, hw, eng, None)[0]))
-        total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
-    return total
+    return layer_ops_s(m, g, s, hw, eng, attention_class)
 
 
 def fit(repo: str) -> None:

@@ -32,14 +32,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
-from llm_codesign import load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.cost import op_time
-from llm_codesign.ops import layer_group_ops, step_shape
+from llm_codesign import load_engine, load_hardware, load_model
+from llm_codesign.ops import step_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aic_git import GPUS, read_table, table_paths  # noqa: E402
+from layer_pricing import attention_class, layer_ops_s  # noqa: E402
 
 ENGINES = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm"}
 MODELS = {"Pro": "deepseek-v4-pro", "Flash": "deepseek-v4-flash"}
@@ -70,20 +68,13 @@ def priced_layer_s(model_id, engine_id, gpu, ratio, tp, batch, step, isl=0, chai
         eng = eng.with_overrides(
             compressed_overhead_s=0.0, compressed_indexer_overhead_s=0.0, compressed_topk_s=0.0
         )
-    prec = parse_precision("fp8+fp8_block-w")
     g = next(g for g in m.layer_groups if g.compress == ratio)
     if isl:  # prompts: mean causal context step + isl / 2 (step_shape's isl / 2)
         s = step_shape(tp, 1, 1, 1, False, isl=2.0 * step + isl, osl=1e-9,
                        prefill_tokens=float(batch * isl), prefill_seqs=float(batch))  # fmt: skip
     else:
         s = step_shape(tp, 1, 1, 1, False, isl=float(step), osl=1e-9, decode_seqs=float(batch))
-    total = 0.0
-    for op in layer_group_ops(m, prec, g, s, 1.0):
-        if op.op_class != "attention":
-            continue
-        t = float(np.asarray(op_time(op, hw, eng, None)[0]))
-        total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
-    return total
+    return layer_ops_s(m, g, s, hw, eng, attention_class)
 
 
 def report(repo: str, phase: str = "generation", by_batch: bool = False) -> None:
