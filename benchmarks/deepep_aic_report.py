@@ -76,12 +76,8 @@ def rows(repo: str) -> list[dict]:
     return out
 
 
-_HW: dict = {}
-
-
 def priced(r: dict, constants: dict | None = None) -> float:
-    hw = _HW.setdefault(r["gpu"], load_hardware(r["gpu"]))
-    eng = load_engine("sglang")
+    hw, eng = load_hardware(r["gpu"]), load_engine("sglang")  # (both bundled and cached)
     payload = HIDDEN * (1.0 if r["dispatch"] else 2.0)
     t = deepep_time(r["mode"], r["dispatch"], np.array(r["tokens"]), TOP_K, payload,
                     np.array(8.0 * r["nodes"]), hw, eng, constants)  # fmt: skip
