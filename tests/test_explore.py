@@ -205,7 +205,7 @@ def test_memory_limit_matches_evaluate(model, hw_id, prec, n):
     m, hw, p, eng = load_model(model), load_hardware(hw_id), parse_precision(prec), load_engine()
     plans = enumerate_plans(m, hw, n)
     v = plans.take(np.flatnonzero(plans.valid))
-    lim, _ = memory_limit(m, hw, p, eng, v, float(kv_context(eng, 1024, 1024)))
+    lim, _, _ = memory_limit(m, hw, p, eng, v, float(kv_context(eng, 1024, 1024)))
     r = evaluate(
         m,
         hw,

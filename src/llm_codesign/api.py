@@ -303,7 +303,7 @@ def estimate(
         est,
         precision_note=note,
         economics=_economics(est, hw, power_w, usd_per_gpu_hour),
-        notes=_notes(est, plan, running)
+        notes=_notes(est, plan, running, spec_tokens)
         + _balance_notes(r, (m, prec, hw, eng), plan, wl, est, spec_tokens, spec_acceptance)
         + overlap_note(m, eng, spec_tokens)
         + memory_notes(m, prec, hw, eng, plan, wl)
@@ -334,7 +334,7 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
     }
 
 
-def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
+def _notes(e: Estimate, plan: ParallelPlan, running: float, spec_tokens: int = 0) -> list[str]:
     """What the numbers mean when not a plain steady state: queueing past the capacity or a
     tuned engine's batch limit, replicas sharing the users, infeasibility."""
     out = list(e.notes)  # (_estimate_of's: the context window)
@@ -356,15 +356,17 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float) -> list[str]:
             "OSL 1: no token follows the first, so there is no decode: TPOT and tok/s/user are "
             "the engine step's time and its inverse, not a per-user decode rate"
         )
-    return out + _infeasible_note(e)
+    return out + _infeasible_note(e, spec_tokens)
 
 
-def _infeasible_note(e: Estimate) -> list[str]:
-    """The note of an estimate without a prediction: why (``explore.infeasible_text``)."""
+def _infeasible_note(e: Estimate, spec_tokens: int = 0) -> list[str]:
+    """The note of an estimate without a prediction: why (``explore.infeasible_text``; with
+    ``spec_tokens`` drafts, whose MTP blocks hold memory too)."""
     if e.feasible:
         return []
     args = (e.model, e.hardware, e.precision, e.engine, e.plan, e.reason, e.max_concurrency)
-    return [f"infeasible: {infeasible_text(*args)}; the numbers are not a prediction"]
+    why = infeasible_text(*args, e.workload, spec_tokens)
+    return [f"infeasible: {why}; the numbers are not a prediction"]
 
 
 def _balance_notes(r: GridResult, specs: tuple, plan: ParallelPlan, wl: Workload,
@@ -494,7 +496,7 @@ def _estimate_disaggregated(
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     full = est.feasible and running < wl.concurrency - 1e-6
     queue = [queue_note(wl.concurrency, running, "a decode worker holds")] * full
-    notes = est.notes + queue + _infeasible_note(est) + overlap_note(m, eng, spec["spec_tokens"])
+    notes = est.notes + queue + _infeasible_note(est, spec["spec_tokens"]) + overlap_note(m, eng, spec["spec_tokens"])
     return replace(est, notes=notes, running_concurrency=running)
 
 

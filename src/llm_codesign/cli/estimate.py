@@ -284,7 +284,7 @@ def estimate(
         _print_deployment(c, dep.to_dict())
     if not e.feasible:
         why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
-                              e.max_concurrency)  # fmt: skip
+                              e.max_concurrency, e.workload, spec_tokens)  # fmt: skip
         for note in (n for n in e.notes if not n.startswith("infeasible")):  # (what it loads)
             click.echo(f"note: {note}", err=True)
         click.echo(f"infeasible: {why}; no prediction for this configuration", err=True)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..errors import SpecError
-from ..serving.memory import MAX_CONCURRENCY, memory_fit
+from ..serving.memory import MAX_CONCURRENCY, memory_fit, memory_reason
 from ..specs.engine import EngineConstants
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
@@ -31,17 +31,20 @@ def memory_limit(
     plans: PlanTable,
     context: float,
     spec_tokens: int = 0,
-) -> tuple[Array, Array]:
-    """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU) per plan:
-    :func:`serving.memory_fit` (with ``spec_tokens`` drafts: the MTP blocks' memory too), so
-    the concurrency grid stops at the limit before anything is evaluated."""
+) -> tuple[Array, Array, Array]:
+    """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU, why the KV
+    cache gets no memory or "": ``serving.memory_reason``) per plan: :func:`serving.memory_fit`
+    (with ``spec_tokens`` drafts: the MTP blocks' memory too), so the concurrency grid stops at
+    the limit before anything is evaluated."""
     safe = plans.valid
     tp, ep, cp, pp = (np.where(safe, v, 1) for v in (plans.tp, plans.ep, plans.cp, plans.pp))
     ctx = np.asarray(float(context))
-    _, _, _, usable, max_conc = memory_fit(
-        model, hw, prec, eng, tp, pp, ep, plans.attention_dp, cp, ctx, spec_tokens
+    adp = plans.attention_dp
+    w_bytes, _, _, usable, max_conc = memory_fit(
+        model, hw, prec, eng, tp, pp, ep, adp, cp, ctx, spec_tokens
     )
-    return max_conc, usable
+    no_kv = memory_reason(hw, eng, w_bytes, usable, (tp, pp, adp), spec_tokens > 0)
+    return max_conc, usable, no_kv
 
 
 def concurrency_grid(limit: Array, points_per_octave: float) -> tuple[Array, Array]:

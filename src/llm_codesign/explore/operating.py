@@ -14,9 +14,18 @@ from ..errors import SpecError
 from ..ops import OP_CLASSES
 from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
+from ..serving.memory import (
+    MIN_HINT_STEP_TOKENS,
+    WEIGHTS_EXCEED_MEMORY,
+    WORKSPACE_EXCEEDS_MEMORY,
+    fitting_step_tokens,
+    kv_context,
+    weights_and_workspace,
+)
 from ..specs.checkpoint import checkpoint_precision, preset_weights, unread_export
 from ..specs.checkpoint import default_precision as checkpoint_default
 from ..specs.engine import EngineConstants
+from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import (
@@ -27,6 +36,7 @@ from ..specs.plan import (
     plan_feasibility,
 )
 from ..specs.precision import Precision, parse_precision
+from ..specs.workload import Workload
 from .grid import power_of_two_grid
 from .plans import candidate_plans
 
@@ -161,7 +171,7 @@ def operating_point(
         score = np.where(ok, g.tok_s_per_user, -np.inf)
     if not np.isfinite(score).any():
         reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
-        hint = smaller_formats_hint(hw, prec) if "weights_exceed_memory" in reasons else ""
+        hint = smaller_formats_hint(hw, prec) if WEIGHTS_EXCEED_MEMORY in reasons else ""
         raise SpecError(
             f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any "
             f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)}){hint}"
@@ -195,7 +205,7 @@ def smaller_formats_hint(hw: HardwareSpec, prec: Precision) -> str:
 
 
 # reasons that are memory: the concurrency that fits says how far off the configuration is
-MEMORY_REASONS = ("oom", "weights_exceed_memory")
+MEMORY_REASONS = ("oom", WEIGHTS_EXCEED_MEMORY, WORKSPACE_EXCEEDS_MEMORY)
 
 
 def infeasible_text(
@@ -206,11 +216,15 @@ def infeasible_text(
     plan: ParallelPlan | DisaggregatedPlan,
     reason: str,
     max_concurrency: int,
+    workload: Workload | None = None,
+    spec_tokens: int = 0,
 ) -> str:
     """Why a configuration has no prediction: a plan rule's arithmetic (``specs.plan.
     explain_reason``, naming the engine for the rules an engine sets, and under a disaggregated
     plan the pool that breaks it), a memory reason with the concurrency that fits and the smaller
-    weight formats the GPU runs, else the reason as stated."""
+    weight formats the GPU runs (for weights that fit beside a profiled step that does not, the
+    step's size and, given the ``workload``, the ``max_num_tokens`` at which a sequence fits:
+    :func:`workspace_hint`), else the reason as stated."""
     if reason in PLAN_REASONS:
         pools = [("", plan)]
         if isinstance(plan, DisaggregatedPlan):
@@ -220,10 +234,46 @@ def infeasible_text(
                                    eng.moe_partial_ep)  # fmt: skip
             if str(got) == reason or label == pools[-1][0]:
                 return label + explain_reason(reason, model, p, f"engine {eng.id}")
+    if reason == WORKSPACE_EXCEEDS_MEMORY and isinstance(plan, ParallelPlan):
+        hint = workspace_hint(model, hw, prec, eng, plan, workload, spec_tokens)
+        return f"{reason} (max concurrency that fits: {max_concurrency}){hint}"
     if reason in MEMORY_REASONS:
         hint = smaller_formats_hint(hw, prec)
         return f"{reason} (max concurrency that fits: {max_concurrency}){hint}"
     return reason
+
+
+def workspace_hint(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: ParallelPlan,
+    workload: Workload | None,
+    spec_tokens: int = 0,
+) -> str:
+    """A ``workspace_exceeds_memory`` refusal's hint: the step the engine profiles before it
+    sizes its KV cache (``max_num_tokens``, the activations and MoE runner buffers it holds a
+    GPU: ``serving.weights_and_workspace``) and, given the ``workload``, the largest power-of-two
+    ``max_num_tokens`` at which one sequence fits (``serving.fitting_step_tokens``)."""
+    eng = for_gpu(eng, hw)
+    axes = (plan.tp, plan.pp, plan.ep, plan.attention_dp, plan.cp)
+    _, held = weights_and_workspace(model, prec, hw, eng, *(np.asarray(a) for a in axes),
+                                    spec_tokens)  # fmt: skip
+    text = (
+        f"; the weights fit, the step engine {eng.id} profiles before it sizes its KV cache "
+        f"(max_num_tokens {eng.max_num_tokens:,}) holds {float(held) / 1e9:.1f} GB a GPU"
+    )
+    if workload is None:
+        return text + ": a smaller max_num_tokens shrinks it"
+    ctx = float(kv_context(eng, workload.isl, workload.osl))
+    n = fitting_step_tokens(model, hw, prec, eng, axes, ctx, spec_tokens)
+    if n is None:
+        return text + f"; no max_num_tokens down to {MIN_HINT_STEP_TOKENS} fits a sequence"
+    return text + (
+        f"; max_num_tokens {n:,} fits (an engine YAML's max_num_tokens, or the deployment's "
+        "options read with --from)"
+    )
 
 
 def queue_note(clients: float, held: float, who: str) -> str:

@@ -247,11 +247,11 @@ def frontier(
     grids: list[tuple[int, Array]] = []  # (precision index, concurrency limit per valid plan)
     ctx = float(kv_context(eng, isl, osl))  # (the same for every precision)
     for pi, prec in enumerate(precs):
-        lim, usable = memory_limit(m, hw, prec, eng, pv, ctx, job.spec_tokens)
+        lim, usable, no_kv = memory_limit(m, hw, prec, eng, pv, ctx, job.spec_tokens)
         lim = concurrency_cap(eng, lim, pv.tp, pv.attention_dp)
         no_fit = usable <= 0
         no_seq = ~no_fit & (lim < 1)
-        reason = np.where(no_fit, "weights_exceed_memory", np.where(no_seq, "oom", ""))
+        reason = np.where(no_fit, no_kv, np.where(no_seq, "oom", ""))
         bad = np.concatenate([np.flatnonzero(~plans.valid), valid_idx[no_fit | no_seq]])
         invalid.append(
             _invalid_rows(

@@ -139,7 +139,11 @@ def clean(obj: Any) -> Any:
 # module, of a CSA layer's indexer, and of its top-k selection past top-k entries); op tables of
 # DeepSeek-V4 add `compressed_chain` and `indexer_topk` (bound `overhead`), `compressor`,
 # `o_a_proj`, `hyper_connections` and `hc_mixes`.
-SCHEMA_VERSION = 35
+# 36: `reason` adds `workspace_exceeds_memory` (an estimate's, a frontier point's, a simulation's):
+# the weights fit, but the step the engine profiles before it sizes its KV cache (its
+# `max_num_tokens` of activations and MoE runner buffers) leaves the cache no memory
+# (`serving.memory_reason`); `weights_exceed_memory` now means the weights themselves do not fit.
+SCHEMA_VERSION = 36
 
 
 def to_json(obj: Any) -> str:

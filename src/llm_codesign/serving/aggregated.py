@@ -36,6 +36,7 @@ from .memory import (
     concurrency_cap,
     kv_context,
     memory_fit,
+    memory_reason,
     rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
@@ -204,7 +205,8 @@ def _evaluate_running(
     kv_total = running_kv_bytes(kv_seq, conc, tp, adp)
     mem = w_bytes + kv_total + workspace
     fits = (usable > 0) & (client_conc <= max_conc)
-    reason = np.where((reason == "") & (usable <= 0), "weights_exceed_memory", reason)
+    no_kv = memory_reason(hw, eng, w_bytes, usable, (tp, pp, adp), k_spec > 0)
+    reason = np.where(reason == "", no_kv, reason)
     reason = np.where((reason == "") & (max_conc < 1), "oom", reason)
     no_net = crosses_domain_without_network(hw, tp)
     reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)

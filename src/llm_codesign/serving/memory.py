@@ -7,6 +7,7 @@ own batch); clients beyond the cap queue (serving) and sweeps stop their grids t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -371,6 +372,67 @@ def memory_fit(
     usable = kv_budget_bytes(hw, eng, w_bytes, workspace, (tp, pp, attention_dp), spec_tokens > 0)
     seqs_per_gpu = np.floor(np.maximum(usable, 0.0) / np.maximum(kv_seq, 1e-9))
     return w_bytes, kv_seq, workspace, usable, seqs_per_gpu * scheduling_ranks(tp, attention_dp)
+
+
+# why a plan's KV cache gets no memory (``memory_reason``): the weights alone, or the step the
+# engine profiles before it sizes the cache (activations and MoE runner buffers of its
+# ``max_num_tokens``), which a smaller ``max_num_tokens`` shrinks
+WEIGHTS_EXCEED_MEMORY = "weights_exceed_memory"
+WORKSPACE_EXCEEDS_MEMORY = "workspace_exceeds_memory"
+# the smallest token budget a rank's step is offered at in a refusal's hint (``fitting_step_tokens``)
+MIN_HINT_STEP_TOKENS = 256
+
+
+def memory_reason(
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    w_bytes: Array,
+    usable: Array,
+    plan: tuple[Array | int, Array | int, Array | bool],
+    drafts: bool = False,
+) -> Array:
+    """"" where the KV cache gets memory (``usable`` > 0, :func:`memory_fit`); else
+    ``weights_exceed_memory`` where the weights and the runtime reserve alone exceed the engine's
+    budget, or ``workspace_exceeds_memory`` where they fit but the step the engine profiles before
+    it sizes its cache (``max_num_tokens`` per scheduling rank: :func:`weights_and_workspace`)
+    leaves none. ``plan``: (tp, pp, attention_dp), as :func:`kv_budget_bytes` takes it.
+
+    Example: DeepSeek-R1 FP8 on 16 H100s, TP16 EP16 attention-DP, TensorRT-LLM at 8,192 tokens
+    a rank: 60 GB of weights fit in 80 GB, the MoE runner's buffers for the 131,072 tokens of the
+    profiled step do not -> ``workspace_exceeds_memory``."""
+    eng = for_gpu(eng, hw)
+    alone = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES, plan, drafts)
+    usable = np.asarray(usable)
+    return np.where(
+        usable > 0, "", np.where(alone > 0, WORKSPACE_EXCEEDS_MEMORY, WEIGHTS_EXCEED_MEMORY)
+    )
+
+
+def fitting_step_tokens(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    prec: Precision,
+    eng: EngineConstants,
+    plan: tuple[int, int, int, bool, int],
+    context: float,
+    spec_tokens: int = 0,
+) -> int | None:
+    """The largest power-of-two ``max_num_tokens`` (the engine's knob: a rank's, or the server's
+    where its scope is the server) below the engine's, down to
+    ``MIN_HINT_STEP_TOKENS``, at which one sequence of ``context`` tokens fits beside the weights
+    and the profiled step (:func:`memory_fit`) on ``plan`` (tp, pp, ep, attention_dp, cp); None
+    where none does. A refusal's hint for ``workspace_exceeds_memory``."""
+    eng = for_gpu(eng, hw)
+    tp, pp, ep, adp, cp = (np.asarray(v) for v in plan)
+    ctx = np.asarray(float(context))
+    n = 1 << (max(int(eng.max_num_tokens) - 1, 1).bit_length() - 1)  # the power of two below it
+    while n >= MIN_HINT_STEP_TOKENS:
+        trial = dataclasses.replace(eng, max_num_tokens=n)
+        fit = memory_fit(model, hw, prec, trial, tp, pp, ep, adp, cp, ctx, spec_tokens)
+        if float(np.reshape(fit[4], -1)[0]) >= 1:
+            return n
+        n //= 2
+    return None
 
 
 def concurrency_cap(eng: EngineConstants, max_conc: Array, tp: Array, attention_dp: Array) -> Array:

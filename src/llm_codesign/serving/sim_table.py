@@ -31,7 +31,13 @@ from ..specs.traffic import Requests
 from .admission import admitted
 from .aggregated import _evaluate_running
 from .balance import holds_context
-from .memory import MAX_CONCURRENCY, memory_fit, rank_token_budget, scheduling_ranks
+from .memory import (
+    MAX_CONCURRENCY,
+    memory_fit,
+    memory_reason,
+    rank_token_budget,
+    scheduling_ranks,
+)
 from .step import discrete_step, draft_time, tokens_per_step
 
 Array = np.ndarray
@@ -246,7 +252,7 @@ def engine_for(
     if reason:
         return reason
     ctx_ref = float(np.mean(reqs.isl) + np.mean(reqs.osl))
-    _, kv_seq, _, usable, _ = memory_fit(
+    w_bytes, kv_seq, _, usable, _ = memory_fit(
         model,
         hw,
         prec,
@@ -261,7 +267,8 @@ def engine_for(
     )
     usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
     if usable_f <= 0:
-        return "weights_exceed_memory"
+        plan = (np.asarray(tp), np.asarray(pp), np.asarray(adp))
+        return str(np.reshape(memory_reason(hw, eng, w_bytes, usable, plan, spec_tokens > 0), -1)[0])
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
     kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
