@@ -11,8 +11,16 @@ import numpy as np
 from click.testing import CliRunner
 
 import llm_codesign
-
-from llm_codesign import Workload, estimate, load_engine, load_hardware, load_model
+from llm_codesign import (
+    Traffic,
+    Workload,
+    estimate,
+    load_engine,
+    load_hardware,
+    load_model,
+    parse_length_dist,
+    simulate,
+)
 from llm_codesign.cli import main
 from llm_codesign.explore import enumerate_plans
 from llm_codesign.explore.grid import memory_limit
@@ -104,3 +112,11 @@ def test_search_and_evaluate_give_one_reason_for_every_plan():
     w, _, _, use, _ = memory_fit(m, hw, e.precision, eng, v.tp, v.pp, v.ep, v.attention_dp, v.cp,
                                  np.asarray(ctx))  # fmt: skip
     assert np.array_equal(use <= 0, no_kv != "")
+
+
+def test_the_simulator_refuses_for_the_same_reason():
+    e = _r1_on_h100(load_engine("trtllm"))
+    one = parse_length_dist("fixed:1024", "isl-dist")
+    tr = Traffic(clients=4, num_requests=8, isl=one, osl=one)
+    r = simulate(e.model, e.hardware, e.precision, load_engine("trtllm"), tr, **DEP16.to_dict())
+    assert not r.feasible and r.reason == WORKSPACE_EXCEEDS_MEMORY

@@ -335,8 +335,7 @@ def simulation_section(r: SimulationResult, traffic: Traffic) -> dict[str, Any]:
 
 
 def _notes(e: Estimate, plan: ParallelPlan, running: float, spec_tokens: int = 0) -> list[str]:
-    """What the numbers mean when not a plain steady state: queueing past the capacity or a
-    tuned engine's batch limit, replicas sharing the users, infeasibility."""
+    """What numbers that are not a plain steady state mean: queueing, replicas, infeasibility."""
     out = list(e.notes)  # (_estimate_of's: the context window)
     c, cap = e.workload.concurrency, e.max_concurrency
     if e.feasible and cap and c > cap:
@@ -360,12 +359,11 @@ def _notes(e: Estimate, plan: ParallelPlan, running: float, spec_tokens: int = 0
 
 
 def _infeasible_note(e: Estimate, spec_tokens: int = 0) -> list[str]:
-    """The note of an estimate without a prediction: why (``explore.infeasible_text``; with
-    ``spec_tokens`` drafts, whose MTP blocks hold memory too)."""
+    """The note of an estimate without a prediction: why (``explore.infeasible_text``)."""
     if e.feasible:
         return []
-    args = (e.model, e.hardware, e.precision, e.engine, e.plan, e.reason, e.max_concurrency)
-    why = infeasible_text(*args, e.workload, spec_tokens)
+    why = infeasible_text(e.model, e.hardware, e.precision, e.engine, e.plan, e.reason,
+                          e.max_concurrency, e.workload, spec_tokens)  # fmt: skip
     return [f"infeasible: {why}; the numbers are not a prediction"]
 
 
@@ -496,7 +494,7 @@ def _estimate_disaggregated(
     est = _estimate_of(r, m, hw, prec, eng, plan, wl, breakdown, ops)
     full = est.feasible and running < wl.concurrency - 1e-6
     queue = [queue_note(wl.concurrency, running, "a decode worker holds")] * full
-    notes = est.notes + queue + _infeasible_note(est, spec["spec_tokens"]) + overlap_note(m, eng, spec["spec_tokens"])
+    notes = est.notes + queue + _infeasible_note(est) + overlap_note(m, eng, spec["spec_tokens"])
     return replace(est, notes=notes, running_concurrency=running)
 
 

@@ -379,7 +379,7 @@ def memory_fit(
 # ``max_num_tokens``), which a smaller ``max_num_tokens`` shrinks
 WEIGHTS_EXCEED_MEMORY = "weights_exceed_memory"
 WORKSPACE_EXCEEDS_MEMORY = "workspace_exceeds_memory"
-# the smallest token budget a rank's step is offered at in a refusal's hint (``fitting_step_tokens``)
+# the smallest max_num_tokens a refusal's hint offers (``fitting_step_tokens``)
 MIN_HINT_STEP_TOKENS = 256
 
 
@@ -391,7 +391,7 @@ def memory_reason(
     plan: tuple[Array | int, Array | int, Array | bool],
     drafts: bool = False,
 ) -> Array:
-    """"" where the KV cache gets memory (``usable`` > 0, :func:`memory_fit`); else
+    """ "" where the KV cache gets memory (``usable`` > 0, :func:`memory_fit`); else
     ``weights_exceed_memory`` where the weights and the runtime reserve alone exceed the engine's
     budget, or ``workspace_exceeds_memory`` where they fit but the step the engine profiles before
     it sizes its cache (``max_num_tokens`` per scheduling rank: :func:`weights_and_workspace`)

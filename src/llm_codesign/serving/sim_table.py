@@ -268,7 +268,9 @@ def engine_for(
     usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
     if usable_f <= 0:
         plan = (np.asarray(tp), np.asarray(pp), np.asarray(adp))
-        return str(np.reshape(memory_reason(hw, eng, w_bytes, usable, plan, spec_tokens > 0), -1)[0])
+        return str(
+            np.reshape(memory_reason(hw, eng, w_bytes, usable, plan, spec_tokens > 0), -1)[0]
+        )
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
     kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
