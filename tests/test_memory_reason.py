@@ -5,12 +5,10 @@ the frontier's search, the request simulator), and the refusal's hint a user can
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
 
-import llm_codesign
 from llm_codesign import (
     Traffic,
     Workload,
@@ -39,7 +37,6 @@ from llm_codesign.specs.plan import ParallelPlan
 # DeepSeek-R1 FP8 on two nodes of 8 H100s, DEP16 (InferenceX's H100 disaggregated decode pools)
 DEP16 = ParallelPlan(tp=16, ep=16, attention_dp=True)
 WL = Workload(isl=1024, osl=1024, concurrency=64)
-DATA = Path(llm_codesign.__file__).parent / "data"
 
 
 def _r1_on_h100(eng):
@@ -64,16 +61,21 @@ def test_dep16_on_h100_is_refused_for_its_profiled_step_not_its_weights():
 
 
 def test_the_hinted_max_num_tokens_is_the_largest_power_of_two_that_fits():
-    eng = load_engine("trtllm")
-    e = _r1_on_h100(eng)
     hw = load_hardware("h100-sxm")
-    ctx = float(kv_context(eng, WL.isl, WL.osl))
+    ctx = float(kv_context(load_engine("trtllm"), WL.isl, WL.osl))
+    # an engine whose own step is four times TensorRT-LLM's: the search walks down from it
+    eng = load_engine("trtllm").with_overrides(max_num_tokens=32768)
+    e = _r1_on_h100(eng)
+    assert e.reason == WORKSPACE_EXCEEDS_MEMORY
     n = fitting_step_tokens(e.model, hw, e.precision, eng, (16, 1, 16, True, 1), ctx)
-    assert n is not None and n < eng.max_num_tokens and n & (n - 1) == 0
+    assert n is not None and 2 * n < eng.max_num_tokens and n & (n - 1) == 0
     fits = _r1_on_h100(eng.with_overrides(max_num_tokens=n))
     assert fits.feasible and fits.max_concurrency >= 1
     over = _r1_on_h100(eng.with_overrides(max_num_tokens=2 * n))
     assert not over.feasible and over.reason == WORKSPACE_EXCEEDS_MEMORY
+    # a step too small for any budget: no hint
+    tiny = load_engine("trtllm").with_overrides(max_num_tokens=200)
+    assert fitting_step_tokens(e.model, hw, e.precision, tiny, (16, 1, 16, True, 1), ctx) is None
 
 
 def test_estimate_names_the_step_and_a_max_num_tokens_that_fits(tmp_path):
@@ -81,16 +83,45 @@ def test_estimate_names_the_step_and_a_max_num_tokens_that_fits(tmp_path):
             "--ep", "16", "--attention-dp", "--engine", "trtllm", "-c", "64"]  # fmt: skip
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 1 and "Traceback" not in r.output
-    assert WORKSPACE_EXCEEDS_MEMORY in r.output and "max_num_tokens 8,192" in r.output
+    assert WORKSPACE_EXCEEDS_MEMORY in r.output and "the weights fit" in r.output
     assert "smaller weights the GPU runs" not in r.output  # (the weights are not the problem)
     n = int(re.search(r"max_num_tokens ([\d,]+) fits", r.output).group(1).replace(",", ""))
-    # the user's move: the same engine at that max_num_tokens, as a YAML of its own
-    # (the bundled file's constants without its sources block, max_num_tokens changed)
-    text = (DATA / "engines" / "trtllm.yaml").read_text().split("\nsources:")[0]
-    yaml = tmp_path / "trtllm_small_step.yaml"
-    yaml.write_text(re.sub(r"max_num_tokens: \d+", f"max_num_tokens: {n}", text) + "\n")
-    ok = CliRunner().invoke(main, [*args[:-4], "--engine", str(yaml), "-c", "64"])
-    assert ok.exit_code == 0, ok.output
+    # the user's move: the deployment at that max_num_tokens, read with --from
+    opts = tmp_path / "opts.yaml"
+    opts.write_text(f"enable_attention_dp: true\nmax_num_tokens: {n}\n")
+    serve = "trtllm-serve deepseek-ai/DeepSeek-R1 --tp_size 16 --ep_size 16"
+    serve += f" --extra_llm_api_options {opts}"
+    ok = CliRunner().invoke(main, ["estimate", "--from", serve, "-g", "h100-sxm", "-c", "64"])
+    assert ok.exit_code == 0 and "infeasible" not in ok.output, ok.output
+
+
+def test_weights_that_fit_without_room_for_a_sequence_are_not_the_step():
+    # GLM-4.5 in BF16 over 16 L40S (TP8 PP2, vLLM): 44 GB of weights a GPU leave under one
+    # sequence's KV even with no profiled step, so no max_num_tokens helps: oom, not the step
+    e = estimate("glm-4.5", "l40s", "bf16", ParallelPlan(tp=8, pp=2), WL, engine="vllm",
+                 explain=False)  # fmt: skip
+    hw, eng = e.hardware, load_engine("vllm", e.hardware)
+    plan = (np.asarray(8), np.asarray(2), np.asarray(False))
+    w = e.weights_per_gpu_gb * 1e9
+    alone = float(kv_budget_bytes(hw, eng, w, RUNTIME_RESERVED_BYTES, plan))
+    ctx = np.asarray(float(kv_context(eng, WL.isl, WL.osl)))
+    one = float(memory_fit(e.model, hw, e.precision, eng, *plan[:2], 1, False, 1, ctx)[1])
+    assert 0 < alone < one  # (the arithmetic the label rests on)
+    assert e.reason == "oom"
+
+
+def test_a_disaggregated_pool_is_refused_for_its_step_too():
+    from llm_codesign.specs.plan import DisaggregatedPlan
+
+    plan = DisaggregatedPlan(prefill=DEP16, decode=DEP16, prefill_workers=1, decode_workers=1)
+    e = estimate("deepseek-r1", "h100-sxm", "fp8", plan, WL, engine="trtllm", explain=False)
+    assert not e.feasible and e.reason == WORKSPACE_EXCEEDS_MEMORY
+    r = CliRunner().invoke(main, ["estimate", "-m", "deepseek-r1", "-g", "h100-sxm", "-p", "fp8",
+        "--engine", "trtllm", "-c", "64", "--tp", "16", "--ep", "16", "--attention-dp",
+        "--prefill-workers", "1", "--prefill-tp", "16", "--prefill-ep", "16",
+        "--prefill-attention-dp"])  # fmt: skip
+    assert r.exit_code == 1 and WORKSPACE_EXCEEDS_MEMORY in r.output
+    assert "smaller max_num_tokens" in r.output and "smaller weights" not in r.output
 
 
 def test_search_and_evaluate_give_one_reason_for_every_plan():

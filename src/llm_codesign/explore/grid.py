@@ -32,18 +32,18 @@ def memory_limit(
     context: float,
     spec_tokens: int = 0,
 ) -> tuple[Array, Array, Array]:
-    """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU, why the KV
-    cache gets no memory or "": ``serving.memory_reason``) per plan: :func:`serving.memory_fit`
+    """(max concurrency per replica at ``context`` tokens, usable KV bytes per GPU, why not one
+    sequence fits or "": ``serving.memory_reason``) per plan: :func:`serving.memory_fit`
     (with ``spec_tokens`` drafts: the MTP blocks' memory too), so the concurrency grid stops at
     the limit before anything is evaluated."""
     safe = plans.valid
     tp, ep, cp, pp = (np.where(safe, v, 1) for v in (plans.tp, plans.ep, plans.cp, plans.pp))
     ctx = np.asarray(float(context))
     adp = plans.attention_dp
-    w_bytes, _, _, usable, max_conc = memory_fit(
+    w_bytes, kv_seq, _, usable, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, adp, cp, ctx, spec_tokens
     )
-    no_kv = memory_reason(hw, eng, w_bytes, usable, (tp, pp, adp), spec_tokens > 0)
+    no_kv = memory_reason(hw, eng, w_bytes, usable, kv_seq, (tp, pp, adp), spec_tokens > 0)
     return max_conc, usable, no_kv
 
 

@@ -16,6 +16,7 @@ from ..pareto import frontier_area, pareto_mask, staircase
 from ..serving import GridResult, PipelinedStep, evaluate, pipelined_step
 from ..serving.memory import (
     MIN_HINT_STEP_TOKENS,
+    RUNTIME_RESERVED_BYTES,
     WEIGHTS_EXCEED_MEMORY,
     WORKSPACE_EXCEEDS_MEMORY,
     fitting_step_tokens,
@@ -172,6 +173,8 @@ def operating_point(
     if not np.isfinite(score).any():
         reasons = sorted({str(r) for r in np.asarray(g.reason).reshape(-1) if r})
         hint = smaller_formats_hint(hw, prec) if WEIGHTS_EXCEED_MEMORY in reasons else ""
+        if WORKSPACE_EXCEEDS_MEMORY in reasons:
+            hint += workspace_hint(model, hw, prec, eng, None, None, several=True)
         raise SpecError(
             f"{model.id} does not fit on {hw.id} with {prec.id} at ISL/OSL {isl}/{osl} with any "
             f"plan up to tp={max(p.tp for p in plans)} ({', '.join(reasons)}){hint}"
@@ -234,8 +237,9 @@ def infeasible_text(
                                    eng.moe_partial_ep)  # fmt: skip
             if str(got) == reason or label == pools[-1][0]:
                 return label + explain_reason(reason, model, p, f"engine {eng.id}")
-    if reason == WORKSPACE_EXCEEDS_MEMORY and isinstance(plan, ParallelPlan):
-        hint = workspace_hint(model, hw, prec, eng, plan, workload, spec_tokens)
+    if reason == WORKSPACE_EXCEEDS_MEMORY:
+        pool = plan if isinstance(plan, ParallelPlan) else None  # (a pool of two: either)
+        hint = workspace_hint(model, hw, prec, eng, pool, workload, spec_tokens)
         return f"{reason} (max concurrency that fits: {max_concurrency}){hint}"
     if reason in MEMORY_REASONS:
         hint = smaller_formats_hint(hw, prec)
@@ -248,30 +252,37 @@ def workspace_hint(
     hw: HardwareSpec,
     prec: Precision,
     eng: EngineConstants,
-    plan: ParallelPlan,
+    plan: ParallelPlan | None,
     workload: Workload | None,
     spec_tokens: int = 0,
+    several: bool = False,
 ) -> str:
-    """A ``workspace_exceeds_memory`` refusal's hint: the step the engine profiles before it
+    """A ``workspace_exceeds_memory`` refusal's hint (``several``: of several plans, some of
+    whose weights do not fit): the step the engine profiles before it
     sizes its KV cache (``max_num_tokens``, the activations and MoE runner buffers it holds a
-    GPU: ``serving.weights_and_workspace``) and, given the ``workload``, the largest power-of-two
-    ``max_num_tokens`` at which one sequence fits (``serving.fitting_step_tokens``)."""
+    GPU beyond the runtime reserve: ``serving.weights_and_workspace``) and, given the ``plan``
+    and the ``workload``, the largest power-of-two ``max_num_tokens`` at which one sequence fits
+    (``serving.fitting_step_tokens``)."""
     eng = for_gpu(eng, hw)
+    scope = "a rank" if eng.token_budget_scope == "rank" else "the server"
+    lead = "where the weights fit," if several else "the weights fit, but"
+    text = (
+        f"; {lead} the step engine {eng.id} profiles before it sizes its KV cache "
+        f"(max_num_tokens {eng.max_num_tokens:,}, {scope}) leaves no sequence room"
+    )
+    if plan is None or workload is None:
+        return text + ": a smaller max_num_tokens shrinks that step"
     axes = (plan.tp, plan.pp, plan.ep, plan.attention_dp, plan.cp)
     _, held = weights_and_workspace(model, prec, hw, eng, *(np.asarray(a) for a in axes),
                                     spec_tokens)  # fmt: skip
-    text = (
-        f"; the weights fit, the step engine {eng.id} profiles before it sizes its KV cache "
-        f"(max_num_tokens {eng.max_num_tokens:,}) holds {float(held) / 1e9:.1f} GB a GPU"
-    )
-    if workload is None:
-        return text + ": a smaller max_num_tokens shrinks it"
+    step_gb = (float(held) - RUNTIME_RESERVED_BYTES) / 1e9
+    text += f" ({step_gb:.1f} GB a GPU of activations and MoE runner buffers)"
     ctx = float(kv_context(eng, workload.isl, workload.osl))
     n = fitting_step_tokens(model, hw, prec, eng, axes, ctx, spec_tokens)
     if n is None:
         return text + f"; no max_num_tokens down to {MIN_HINT_STEP_TOKENS} fits a sequence"
     return text + (
-        f"; max_num_tokens {n:,} fits (an engine YAML's max_num_tokens, or the deployment's "
+        f"; max_num_tokens {n:,} fits (an engine YAML's max_num_tokens, or a deployment's "
         "options read with --from)"
     )
 

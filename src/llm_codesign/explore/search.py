@@ -249,7 +249,7 @@ def frontier(
     for pi, prec in enumerate(precs):
         lim, usable, no_kv = memory_limit(m, hw, prec, eng, pv, ctx, job.spec_tokens)
         lim = concurrency_cap(eng, lim, pv.tp, pv.attention_dp)
-        no_fit = usable <= 0
+        no_fit = no_kv != ""  # (the weights, the profiled step, one sequence's KV)
         no_seq = ~no_fit & (lim < 1)
         reason = np.where(no_fit, no_kv, np.where(no_seq, "oom", ""))
         bad = np.concatenate([np.flatnonzero(~plans.valid), valid_idx[no_fit | no_seq]])

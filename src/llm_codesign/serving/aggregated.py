@@ -205,9 +205,8 @@ def _evaluate_running(
     kv_total = running_kv_bytes(kv_seq, conc, tp, adp)
     mem = w_bytes + kv_total + workspace
     fits = (usable > 0) & (client_conc <= max_conc)
-    no_kv = memory_reason(hw, eng, w_bytes, usable, (tp, pp, adp), k_spec > 0)
-    reason = np.where(reason == "", no_kv, reason)
-    reason = np.where((reason == "") & (max_conc < 1), "oom", reason)
+    no_kv = memory_reason(hw, eng, w_bytes, usable, kv_seq, (tp, pp, adp), k_spec > 0)
+    reason = np.where(reason == "", no_kv, reason)  # (the weights, the profiled step, the KV)
     no_net = crosses_domain_without_network(hw, tp)
     reason = np.where((reason == "") & no_net, NO_SCALEOUT_NETWORK, reason)
 

@@ -38,6 +38,7 @@ from .memory import (
     concurrency_cap,
     kv_context,
     memory_fit,
+    memory_reason,
     rank_token_budget,
     running_kv_bytes,
     scheduling_ranks,
@@ -58,14 +59,17 @@ Array = np.ndarray
 @dataclass
 class PrefillWorkers:
     """Prefill workers (arrays broadcast over plans x batch sizes): request latency (s, with
-    the per-request overhead), requests/s, GPUs per worker, whether the batch's KV fits, and
-    seconds by op class of one request's prefill."""
+    the per-request overhead), requests/s, GPUs per worker, whether the batch's KV fits (and
+    why not), and seconds by op class of one request's prefill."""
 
     latency_s: Array
     rate_req_s: Array
     gpus: Array
     fits: Array
     by_class: dict[str, Array]
+    # why a worker's batch has no KV room ("" where it fits; ``serving.memory_reason``, its
+    # ``oom`` as prefill_batch_oom: the batch's prompts)
+    no_kv: Array
 
 
 def prefill_workers(
@@ -114,9 +118,11 @@ def prefill_workers(
     # a batch's chunks through the stages (``serving.step.lone_prompt_passes``); under load the
     # stages fill with other batches either way (the rate)
     steps = lone_prompt_passes(eng, n_chunks, pp)
-    *_, max_conc = memory_fit(
+    w, kv, _, usable, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, attention_dp, cp, np.asarray(float(isl)), spec_tokens
     )
+    plan = (tp, pp, attention_dp)
+    no_kv = memory_reason(hw, eng, w, usable, kv, plan, spec_tokens > 0, per_rank)
     by_class = {c: np.broadcast_to(stage.by_class[c], stage_s.shape) * steps for c in OP_CLASSES}
     return PrefillWorkers(
         latency_s=steps * stage_s + eng.request_overhead_s,
@@ -124,6 +130,7 @@ def prefill_workers(
         gpus=(tp * pp).astype(float),
         fits=max_conc >= b,
         by_class=by_class,
+        no_kv=np.where(no_kv == "oom", "prefill_batch_oom", no_kv),
     )
 
 
@@ -150,6 +157,7 @@ class DecodeWorkers:
     weight_bytes_per_gpu: Array
     kv_bytes_per_gpu: Array
     by_class: dict[str, Array]
+    no_kv: Array  # why not one sequence fits ("" where one does; ``serving.memory_reason``)
 
 
 def decode_workers(
@@ -178,9 +186,10 @@ def decode_workers(
     eng = for_gpu(eng, hw)  # (the runtime's limits on hw: specs.gpu_defaults)
     yield_per_step = tokens_per_step(spec_tokens, spec_acceptance)  # checks them
     tp, pp, ep, cp = (np.asarray(v, dtype=np.int64) for v in (tp, pp, ep, cp))
-    w, kv, workspace, _, max_conc = memory_fit(
+    w, kv, workspace, usable, max_conc = memory_fit(
         model, hw, prec, eng, tp, pp, ep, attention_dp, cp, kv_context(eng, isl, osl), spec_tokens
     )
+    no_kv = memory_reason(hw, eng, w, usable, kv, (tp, pp, attention_dp), spec_tokens > 0)
     cap = np.maximum(concurrency_cap(eng, max_conc, tp, attention_dp), 1.0)
     conc = np.minimum(np.asarray(concurrency, dtype=float), cap)
 
@@ -221,6 +230,7 @@ def decode_workers(
             c: np.broadcast_to((v + (drafts if c == "other" else 0.0)) / yield_per_step, shape)
             for c, v in step.by_class.items()
         },
+        no_kv=no_kv,
     )
 
 
@@ -515,8 +525,8 @@ def evaluate_disaggregated(
     # clients beyond a decode worker's running batch wait for a slot (inside TTFT, by the closed
     # loop); only a worker that holds no sequence at all does not fit
     fits = pw.fits & (conc <= dw.max_concurrency)
-    reason = np.where((reason == "") & ~pw.fits, "prefill_batch_oom", reason)
-    reason = np.where((reason == "") & (dw.max_concurrency < 1), "oom", reason)
+    reason = np.where(reason == "", pw.no_kv, reason)  # (the weights, the step, the batch)
+    reason = np.where(reason == "", dw.no_kv, reason)
     wide = crosses_domain_without_network(hw, np.maximum(pplan["tp"], dplan["tp"]))
     reason = np.where((reason == "") & wide, NO_SCALEOUT_NETWORK, reason)
     reason, feasible, out, total = pooled_outcome(

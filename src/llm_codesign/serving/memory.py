@@ -388,24 +388,31 @@ def memory_reason(
     eng: EngineConstants,
     w_bytes: Array,
     usable: Array,
+    kv_seq: Array,
     plan: tuple[Array | int, Array | int, Array | bool],
     drafts: bool = False,
+    need: Array | float = 1.0,
 ) -> Array:
-    """ "" where the KV cache gets memory (``usable`` > 0, :func:`memory_fit`); else
-    ``weights_exceed_memory`` where the weights and the runtime reserve alone exceed the engine's
-    budget, or ``workspace_exceeds_memory`` where they fit but the step the engine profiles before
-    it sizes its cache (``max_num_tokens`` per scheduling rank: :func:`weights_and_workspace`)
-    leaves none. ``plan``: (tp, pp, attention_dp), as :func:`kv_budget_bytes` takes it.
+    """ "" where a GPU's KV budget ``usable`` (:func:`memory_fit`) holds ``need`` sequences of
+    ``kv_seq`` bytes; else why not: ``weights_exceed_memory`` where the weights and the runtime
+    reserve alone exceed the engine's budget; ``workspace_exceeds_memory`` where without the step
+    the engine profiles before it sizes its cache (``max_num_tokens`` per scheduling rank of
+    activations and MoE runner buffers: :func:`weights_and_workspace`) the budget would hold
+    them, so a smaller ``max_num_tokens`` helps; ``oom`` where it would not even then. ``plan``:
+    (tp, pp, attention_dp), as :func:`kv_budget_bytes` takes it.
 
     Example: DeepSeek-R1 FP8 on 16 H100s, TP16 EP16 attention-DP, TensorRT-LLM at 8,192 tokens
     a rank: 60 GB of weights fit in 80 GB, the MoE runner's buffers for the 131,072 tokens of the
-    profiled step do not -> ``workspace_exceeds_memory``."""
+    profiled step do not leave a sequence room -> ``workspace_exceeds_memory``."""
     eng = for_gpu(eng, hw)
     alone = kv_budget_bytes(hw, eng, w_bytes, RUNTIME_RESERVED_BYTES, plan, drafts)
-    usable = np.asarray(usable)
-    return np.where(
-        usable > 0, "", np.where(alone > 0, WORKSPACE_EXCEEDS_MEMORY, WEIGHTS_EXCEED_MEMORY)
-    )
+    per = np.maximum(np.asarray(kv_seq, dtype=float), 1e-9)
+
+    def holds(budget: Array) -> Array:
+        return np.floor(np.maximum(budget, 0.0) / per) >= need
+
+    step = np.where(holds(alone), WORKSPACE_EXCEEDS_MEMORY, "oom")
+    return np.where(holds(usable), "", np.where(alone <= 0, WEIGHTS_EXCEED_MEMORY, step))
 
 
 def fitting_step_tokens(

@@ -33,6 +33,8 @@ from .aggregated import _evaluate_running
 from .balance import holds_context
 from .memory import (
     MAX_CONCURRENCY,
+    WEIGHTS_EXCEED_MEMORY,
+    WORKSPACE_EXCEEDS_MEMORY,
     memory_fit,
     memory_reason,
     rank_token_budget,
@@ -266,11 +268,11 @@ def engine_for(
         spec_tokens,
     )
     usable_f, kv_seq_f = float(np.reshape(usable, -1)[0]), float(np.reshape(kv_seq, -1)[0])
-    if usable_f <= 0:
-        plan = (np.asarray(tp), np.asarray(pp), np.asarray(adp))
-        return str(
-            np.reshape(memory_reason(hw, eng, w_bytes, usable, plan, spec_tokens > 0), -1)[0]
-        )
+    plan = (np.asarray(tp), np.asarray(pp), np.asarray(adp))
+    no_kv = memory_reason(hw, eng, w_bytes, usable, kv_seq, plan, spec_tokens > 0)
+    no_kv = str(np.reshape(no_kv, -1)[0])  # (a mean request's KV: shorter ones may still run)
+    if usable_f <= 0 or no_kv in (WEIGHTS_EXCEED_MEMORY, WORKSPACE_EXCEEDS_MEMORY):
+        return no_kv
     ranks = int(scheduling_ranks(np.asarray(tp), np.asarray(adp)))
     kv_tokens = usable_f / max(kv_seq_f / ctx_ref, 1e-30) * ranks
     max_running = int(min(eng.max_batch_size * ranks, MAX_CONCURRENCY))
