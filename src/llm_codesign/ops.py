@@ -9,7 +9,8 @@ batched mixed step of DESIGN.md.
 
 Per-GPU sharding follows TensorRT-LLM (DESIGN.md): attention heads split over ``atp`` (1 under
 attention-DP, tp/cp under Helix), KV heads replicated once tp exceeds them; dense FFN split over
-tp (replicated under attention-DP); experts split as ep x moe_tp = tp.
+tp (replicated under attention-DP); experts split as ep x moe_tp = tp, over the EP group's slots
+(the experts, with redundant copies where ep does not divide them: ``specs.plan.expert_slots``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .mixers import cache_bytes_per_layer, dsa_meta, indexer_counts, linear_coun
 from .routing import rank_experts
 from .specs.checkpoint import kept_parts
 from .specs.model import LayerGroup, ModelSpec
+from .specs.plan import expert_slots
 from .specs.precision import Precision
 
 Array = np.ndarray
@@ -348,20 +350,8 @@ def layer_group_ops(
             ("decode", dec_flops, dec_bytes, dec_meta),
             ("prefill", pre_flops, pre_bytes, pre_meta),
         ):
-            ops.append(
-                Op(
-                    f"{name}_{phase}",
-                    "attention",
-                    "attention",
-                    layers,
-                    1.0,
-                    flops=flops,
-                    bytes=nbytes,
-                    phase=phase,
-                    compute_class=ccls,
-                    meta=meta,
-                )
-            )
+            ops.append(Op(f"{name}_{phase}", "attention", "attention", layers, 1.0, flops=flops,
+                          bytes=nbytes, phase=phase, compute_class=ccls, meta=meta))  # fmt: skip
 
     # ---- FFN ----
     mats = 2 if model.gated_ffn else 1
@@ -376,10 +366,11 @@ def layer_group_ops(
         assert moe is not None
         e, k = moe.num_experts, moe.top_k
         moe_tp = tp // ep
-        experts_local = e / ep
+        slots = expert_slots(e, ep).astype(float)  # (+ redundant copies: specs.plan)
+        experts_local = slots / ep
         pairs = t_all * k / ep  # routed (token, local expert) pairs per EP rank
-        # the mean rank's touched experts and its rows per touched expert (routing.rank_experts)
-        touched = rank_experts(np.maximum(t_all, 0.0), e, k, ep)
+        # the mean rank's touched slots and rows per touched slot (routing.rank_experts)
+        touched = rank_experts(np.maximum(t_all, 0.0), slots, k, ep)
         rows = np.where(touched > 0, pairs / np.maximum(touched, 1e-30), 0.0)
         fe_local = moe.expert_intermediate / moe_tp
         ops.append(gemm("router", "ffn", t_attn, e, d, wbytes=2.0, ccls="bf16", abytes=2.0))
@@ -391,6 +382,7 @@ def layer_group_ops(
             "ep": ep,
             "top_k": float(k),
             "experts_local": experts_local,
+            "redundant": slots > e,  # (a balancer places them: moe_kernels.popularity_cv)
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
             "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)
@@ -561,7 +553,7 @@ def weight_bytes_per_gpu(
         per = (split / atp + rep) * wa + b16 * 2.0 + f32 * 4.0 + model.norm_params_per_layer * 2.0
         if g.ffn and g.moe:
             assert model.moe is not None
-            per = per + model.moe.num_experts * model.expert_params / tp * wb
+            per = per + expert_slots(model.moe.num_experts, ep) * model.expert_params / tp * wb
             per = per + model.shared_expert_params / dense_div * ws + model.router_params * 2.0
         elif g.ffn:
             per = per + model.dense_ffn_params / dense_div * wd

@@ -166,9 +166,10 @@ def rule_moe_balance(ctx: LintContext) -> list[Finding]:
         if impact < MIN_IMPACT:
             return out
         msg = (
-            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: experts "
-            f"cannot spread evenly over an 8-GPU (or wider) group; with {e_new} experts the best "
-            f"plan gives {thr:.0f} vs {base:.0f} tok/s/GPU"
+            f"{moe.num_experts} experts do not divide over EP {', '.join(map(str, bad))}: such "
+            "groups hold redundant expert copies to split evenly (more expert weights a GPU: "
+            f"specs.plan.expert_slots); with {e_new} experts the best plan gives {thr:.0f} vs "
+            f"{base:.0f} tok/s/GPU"
         )
         out.append(
             Finding(

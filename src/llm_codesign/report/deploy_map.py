@@ -39,6 +39,7 @@ from .deploy_values import (
     as_int,
     bench_workload,
     check_lengths,
+    expert_copies,
     graph_settings,
     launch_graph_sizes,
     read_moe_a2a,
@@ -246,6 +247,7 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     if a2a is not None and not adp and sv.engine.get("moe_comm", "").startswith("deepep"):
         raise SpecError(f"{a2a.origin}: DeepEP without attention-DP is not priced; allowed: "
                         "--enable-dp-attention")  # fmt: skip
+    expert_copies(by, m, ep, sv.engine, note, skip)  # (EPLB and its copies: expert_slots)
     sv.tp, sv.pp, sv.ep, sv.cp, sv.attention_dp = tp, pp, ep, cp, adp
     ranks = tp if adp else 1
     if "max_batch" in by:

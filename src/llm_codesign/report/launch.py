@@ -33,7 +33,7 @@ from ..serving.memory import (
 from ..serving.step import runs_without_overlap, speculating_engine
 from ..specs.context import context_note
 from ..specs.engine import load_engine, sglang_auto_kv_fp8
-from ..specs.plan import partial_moe_ep
+from ..specs.plan import expert_slots, partial_moe_ep, redundant_experts
 from ..specs.precision import Precision
 from .launch_data import (
     checkpoint_for,
@@ -121,6 +121,9 @@ def _trtllm_config(
     if m.moe:  # (the backend the estimate priced with this engine)
         backend = trtllm_moe_backend(x.fr.hardware, x.prec, ep, tp // ep, eng)
         cfg["moe_config"] = {"backend": backend}
+        if redundant_experts(m, ep):  # (the slots the estimate priced: specs.plan.expert_slots)
+            slots = int(expert_slots(m.moe.num_experts, ep))
+            cfg["moe_config"]["load_balancer"] = {"num_slots": slots, "layer_updates_per_iter": 1}
     if adp and not role and eng.adp_balance_timeout_iters > 0:  # the engine's context balance
         cfg["attention_dp_config"] = {
             "enable_balance": True,
@@ -203,6 +206,9 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
     if m.moe and ep == tp and ep > 1:
         v.append("--enable-expert-parallel")
         v += _a2a(x, "vllm", tp, ep, adp, notes)
+        if redundant_experts(m, ep):
+            conf = json.dumps({"num_redundant_experts": redundant_experts(m, ep)})
+            v += ["--enable-eplb", f"--eplb-config '{conf}'"]
     elif m.moe and bool(partial_moe_ep(tp, ep)):
         notes.append(
             f"vLLM: MoE runs either all-EP or all-TP over the {tp} ranks; ep={ep} x "
@@ -267,6 +273,8 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     if m.moe and ep > 1:
         s.append(f"--ep {ep}")
         s += _a2a(x, "sglang", tp, ep, adp, notes)
+        if redundant_experts(m, ep):
+            s += ["--enable-eplb", f"--ep-num-redundant-experts {redundant_experts(m, ep)}"]
     if pp > 1:
         s.append(f"--pp-size {pp}")
     s += [

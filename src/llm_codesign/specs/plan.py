@@ -180,7 +180,6 @@ PLAN_REASONS = (
     "tp_not_dividing_kv_heads",
     "pp_exceeds_layers",
     "ep_on_dense_model",
-    "ep_not_dividing_experts",
     "moe_tp_not_dividing_expert_width",
     "tp_not_dividing_ffn",
     "tp_not_dividing_linear_heads",
@@ -204,6 +203,52 @@ def structural_reason(
     reason = np.where(bad_cp, "cp_not_dividing_tp", reason)
     both = (reason == "") & np.broadcast_to(adp & (cp > 1), shape)
     return np.where(both, "attention_dp_with_cp", reason)
+
+
+def expert_slots(num_experts: int, ep: Array | int) -> Array:
+    """The expert slots an EP group of ``ep`` ranks holds: the ``num_experts`` where ep divides
+    them, else the fewest multiple of ep above them, the rest redundant copies of experts.
+    Engines split the slots evenly over the EP ranks and place copies beyond the experts through
+    their load balancer: TensorRT-LLM's ``moe_config.load_balancer.num_slots`` (wide-EP guide:
+    288 slots for DeepSeek-R1's 256 experts), SGLang's ``--ep-num-redundant-experts`` and vLLM's
+    ``--num-redundant-experts`` under ``--enable-eplb`` (physical = logical + redundant experts,
+    a multiple of the EP size). InferenceX's GB200/GB300 recipes run DeepSeek-R1 at EP 24, 40,
+    48 and 56 (configs/deprecated/nvidia-1k1k-master.yaml); DeepSeek's own decode ran EP 144
+    with 32 redundant experts (moe-comm.md).
+
+    Example:
+        >>> expert_slots(256, np.array([8, 48, 72, 144, 512])).tolist()
+        [256, 288, 288, 288, 512]
+    """
+    ep = np.maximum(np.asarray(ep, dtype=np.int64), 1)
+    return -(-int(num_experts) // ep) * ep
+
+
+def redundant_experts(model: ModelSpec, ep: int) -> int:
+    """Redundant expert copies an EP group of ``ep`` ranks holds (:func:`expert_slots` less the
+    experts; 0 for a dense model): what a launch sets (TensorRT-LLM's ``num_slots`` = experts +
+    this, SGLang's ``--ep-num-redundant-experts``, vLLM's ``num_redundant_experts``)."""
+    if model.moe is None:
+        return 0
+    return int(expert_slots(model.moe.num_experts, ep)) - model.moe.num_experts
+
+
+def expert_slots_note(model: ModelSpec, ep: int) -> list[str]:
+    """An estimate's note where the EP group holds redundant copies of experts
+    (:func:`expert_slots`): the slots, the copies and what they cost and buy."""
+    extra = redundant_experts(model, ep)
+    if not extra:
+        return []
+    assert model.moe is not None
+    e = model.moe.num_experts
+    return [
+        f"ep={ep} does not divide the {e} experts of {model.id}: the EP group holds {e + extra} "
+        f"expert slots ({(e + extra) // ep} a rank), {extra} of them redundant copies, which "
+        "the engines place through their load balancer (TensorRT-LLM's num_slots, SGLang's "
+        "--ep-num-redundant-experts, vLLM's num_redundant_experts with --enable-eplb): expert "
+        f"weights x{(e + extra) / e:.4g} a GPU, routing imbalance as under EPLB "
+        "(specs.plan.expert_slots)"
+    ]
 
 
 def plan_feasibility(
@@ -247,7 +292,6 @@ def plan_feasibility(
     if model.moe is None:
         mark(ep > 1, "ep_on_dense_model")
     else:
-        mark(model.moe.num_experts % safe_ep != 0, "ep_not_dividing_experts")
         moe_tp = np.maximum(tp // safe_ep, 1)
         mark(model.moe.expert_intermediate % moe_tp != 0, "moe_tp_not_dividing_expert_width")
         if not partial_ep:
@@ -297,8 +341,6 @@ def explain_reason(
         f"of {model.id}",
         "pp_exceeds_layers": f"pp={plan.pp} exceeds the {model.num_layers} layers of {model.id}",
         "ep_on_dense_model": f"ep={plan.ep} but {model.id} is dense (no experts)",
-        "ep_not_dividing_experts": f"ep={plan.ep} does not divide num_experts="
-        f"{moe.num_experts if moe else 0} of {model.id}",
         "moe_tp_not_dividing_expert_width": f"moe_tp = tp/ep = {plan.tp}/{plan.ep} = "
         f"{max(plan.tp // plan.ep, 1)} does not divide the expert width "
         f"{moe.expert_intermediate if moe else 0}",
