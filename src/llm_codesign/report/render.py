@@ -142,7 +142,10 @@ def clean(obj: Any) -> Any:
 # 36: `reason` adds `workspace_exceeds_memory` (an estimate's, a frontier point's, a simulation's):
 # the weights fit, but the step the engine profiles before it sizes its KV cache (its
 # `max_num_tokens` of activations and MoE runner buffers) leaves the cache no memory
-# (`serving.memory_reason`); `weights_exceed_memory` now means the weights themselves do not fit.
+# (`serving.memory_reason`); `weights_exceed_memory` now means the weights and the runtime reserve
+# exceed the engine's budget. The plan reason `ep_not_dividing_experts` is gone: an EP group that
+# does not divide the experts holds the fewest redundant copies that split evenly
+# (`specs.plan.expert_slots`; an estimate's notes say so, launch files set them).
 SCHEMA_VERSION = 36
 
 
