@@ -515,18 +515,6 @@ def moe_kernel_path(hw: HardwareSpec, eng: EngineConstants, weights: str = "") -
     return eng.moe_kernels
 
 
-def popularity_cv(eng: EngineConstants, moe: dict[str, Any]) -> Any:
-    """The spread of the experts' popularity an MoE layer's EP ranks see
-    (``specs.engine.EXPERT_POPULARITY_CV``): the engine's balancer's, and EPLB's where the EP
-    group holds redundant copies of experts (``moe["redundant"]``, ``specs.plan.expert_slots``)
-    and the engine names no balancer: the engines place copies through their load balancer only
-    (TensorRT-LLM's ``load_balancer``, SGLang's and vLLM's EPLB)."""
-    own = EXPERT_POPULARITY_CV[eng.expert_balancer]
-    if eng.expert_balancer != "none":
-        return own
-    return np.where(moe.get("redundant", False), EXPERT_POPULARITY_CV["eplb"], own)
-
-
 def busiest_rank_rows(
     hw: HardwareSpec, eng: EngineConstants, m: Any, groups: Any, moe: dict[str, Any]
 ) -> tuple[Any, Any, Any]:
@@ -537,7 +525,7 @@ def busiest_rank_rows(
     ``specs.engine.EXPERT_POPULARITY_CV`` of the engine's balancer) over the experts it touches
     (``routing.busiest_rank_experts``); on the deepgemm path each expert computes its padded rows
     (:func:`padded_rows`) instead."""
-    cv = popularity_cv(eng, moe)
+    cv = EXPERT_POPULARITY_CV[eng.expert_balancer]
     pairs, local, k, ep = moe["pairs_per_rank"], moe["experts_local"], moe["top_k"], moe["ep"]
     imb = moe_rank_imbalance(pairs, ep, eng.routing_skew, k, local, cv)
     touch = busiest_touch_ratio(pairs * ep / k, local * ep, k, ep)

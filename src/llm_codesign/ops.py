@@ -382,7 +382,6 @@ def layer_group_ops(
             "ep": ep,
             "top_k": float(k),
             "experts_local": experts_local,
-            "redundant": slots > e,  # (a balancer places them: moe_kernels.popularity_cv)
             "routed": True,  # rows per expert are random (routing.expected_row_tiles)
             "weights": prec.weights.id,  # its grouped kernel's share (cost.gemm_time)
             "moe_tp": moe_tp,  # (moe_kernels.weight_only_tiles: a path that takes EP but not TP)

@@ -74,7 +74,7 @@ def moe_rank_imbalance(
     skew: float,
     top_k: float = 1.0,
     experts_local: Array = 1.0,
-    popularity_cv: Array | float = 0.0,
+    popularity_cv: float = 0.0,
 ) -> Array:
     """Busiest EP rank's token-expert pairs over the mean (>= 1) under top-k routing.
 
@@ -97,10 +97,9 @@ def moe_rank_imbalance(
     n = np.maximum(np.asarray(ep, dtype=float), 1.0)
     mean = np.maximum(np.asarray(pairs_per_rank, dtype=float), 1e-9)
     excess = skew * np.sqrt(2.0 * np.log(n) / mean)
-    cv = np.asarray(popularity_cv, dtype=float)
-    if np.any(cv > 0):
+    if popularity_cv > 0:
         local = np.maximum(np.asarray(experts_local, dtype=float), 1.0)
-        popular = cv * np.sqrt(2.0 * np.log(n) / local)
+        popular = popularity_cv * np.sqrt(2.0 * np.log(n) / local)
         excess = np.sqrt(excess * excess + popular * popular)
     cap = n * np.minimum(top_k, np.asarray(experts_local, dtype=float)) / max(top_k, 1e-9)
     return np.where(n > 1, np.minimum(1.0 + excess, np.maximum(cap, 1.0)), 1.0)

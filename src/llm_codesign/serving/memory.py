@@ -222,7 +222,7 @@ def memory_notes(
     """An estimate's notes on the engine's memory beyond weights and a window-only KV cache
     (:func:`windowed_kv_note`, :func:`moe_workspace_note`); ``plan``: a ``ParallelPlan``."""
     args = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
-    slots = expert_slots_note(model, plan.ep)  # (the redundant experts' weights)
+    slots = expert_slots_note(model, plan.ep, eng.expert_balancer)  # (the copies' weights)
     return (
         windowed_kv_note(model, prec, eng, args, wl)
         + moe_workspace_note(model, prec, hw, eng, plan)

@@ -233,9 +233,10 @@ def redundant_experts(model: ModelSpec, ep: int) -> int:
     return int(expert_slots(model.moe.num_experts, ep)) - model.moe.num_experts
 
 
-def expert_slots_note(model: ModelSpec, ep: int) -> list[str]:
+def expert_slots_note(model: ModelSpec, ep: int, balancer: str) -> list[str]:
     """An estimate's note where the EP group holds redundant copies of experts
-    (:func:`expert_slots`): the slots, the copies and what they cost and buy."""
+    (:func:`expert_slots`): the slots, the copies, their weights, and the balance priced (the
+    engine's ``balancer``: the copies do not change it, so plans compare at one balance)."""
     extra = redundant_experts(model, ep)
     if not extra:
         return []
@@ -245,8 +246,9 @@ def expert_slots_note(model: ModelSpec, ep: int) -> list[str]:
         f"ep={ep} does not divide the {e} experts of {model.id}: the EP group holds {e + extra} "
         f"expert slots ({(e + extra) // ep} a rank), {extra} of them redundant copies, which "
         "the engines place through their load balancer (TensorRT-LLM's num_slots, SGLang's "
-        "--ep-num-redundant-experts, vLLM's num_redundant_experts with --enable-eplb): expert "
-        f"weights x{(e + extra) / e:.4g} a GPU, routing imbalance as under EPLB "
+        "--ep-num-redundant-experts, vLLM's num_redundant_experts with --enable-eplb; the "
+        f"launch files turn it on): expert weights x{(e + extra) / e:.4g} a GPU; the ranks' "
+        f"imbalance priced is the engine's expert_balancer {balancer!r}, as for any plan "
         "(specs.plan.expert_slots)"
     ]
 
