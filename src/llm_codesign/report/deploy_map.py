@@ -26,6 +26,7 @@ from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec, load_model
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
 from ..validate.mapping import match_model_name
+from .deploy_experts import expert_copies
 from .deploy_read import Setting, Source, read_sources
 from .deploy_values import (
     DTYPES,
@@ -39,7 +40,6 @@ from .deploy_values import (
     as_int,
     bench_workload,
     check_lengths,
-    expert_copies,
     graph_settings,
     launch_graph_sizes,
     read_moe_a2a,

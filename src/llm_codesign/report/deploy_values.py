@@ -4,7 +4,6 @@ from its dtype) and the workload of a benchmark client (mean ISL and OSL, total 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from ..specs.engine import (
 from ..specs.gpu_defaults import for_gpu
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.plan import ParallelPlan, redundant_experts
+from ..specs.plan import ParallelPlan
 from ..specs.precision import parse_precision
 from .deploy_read import Setting, Source
 from .launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, VLLM_A2A, checkpoint_for
@@ -543,80 +542,3 @@ def launch_graph_sizes(eng: EngineConstants, hw: HardwareSpec, tp: int, top: int
     if rule in GRAPH_RULES:
         return ",".join(str(int(x)) for x in graph_sizes(eng, hw, tp, top=top))
     return executor_sizes(rule.split(","), for_gpu(eng, hw).max_batch_size)
-
-
-# a deployment's settings of redundant expert copies and their load balancer (``expert_copies``)
-EXPERT_COPY_SETTINGS = (
-    "eplb", "redundant_experts", "eplb_config", "expert_slots", "load_balancer", "eplb_updates",
-)  # fmt: skip
-
-
-def expert_copies(
-    by: dict[str, Setting], model: ModelSpec, ep: int, engine: dict, note: Callable, skip: Callable
-) -> None:
-    """Redundant expert copies and the load balancer that places them: SGLang's
-    ``--enable-eplb`` / ``--ep-num-redundant-experts``, vLLM's ``--enable-eplb`` with
-    ``--eplb-config`` (its ``num_redundant_experts``) or ``--num-redundant-experts``, TensorRT-LLM's
-    ``moe_config.load_balancer`` (a file, or ``num_slots`` and ``layer_updates_per_iter``). A
-    balancer on sets the engine's ``expert_balancer`` to eplb; the copies stated are checked
-    against the slots the plan prices, the fewest multiple of ep above the experts
-    (``specs.plan.expert_slots``): more copies than that are noted, their weights not counted.
-
-    Example: --ep 48 --enable-eplb --ep-num-redundant-experts 32 on DeepSeek-R1 -> engine
-    expert_balancer=eplb; checked: 288 expert slots, the fewest ep=48 divides."""
-    keys = [k for k in EXPERT_COPY_SETTINGS if k in by]
-    if not keys:
-        return
-    if model.moe is None:
-        for k in keys:
-            skip(by[k], f"{model.id} has no experts")
-        return
-    e = model.moe.num_experts
-    stated: tuple[Setting, int] | None = None
-    lb = by.get("load_balancer")
-    if lb is not None and isinstance(lb.value, dict) and "num_slots" in lb.value:
-        by = {**by, "expert_slots": Setting(lb.name, lb.value["num_slots"], lb.origin)}
-    for k in ("redundant_experts", "eplb_config", "expert_slots"):
-        if k in by:
-            stated = (by[k], _stated_copies(by[k], k, e))
-    if "eplb" in by and not as_bool(by["eplb"]):
-        skip(by["eplb"], "the load balancer is off: expert_balancer as the engine states")
-    else:
-        first = by[keys[0]]
-        engine["expert_balancer"] = "eplb"
-        note(first, "engine expert_balancer=eplb (the load balancer places the experts' copies)")
-    if stated is None:
-        return
-    src, copies = stated
-    priced = redundant_experts(model, ep)
-    if (e + copies) % ep:
-        raise SpecError(
-            f"{src.origin}: {e} experts + {copies} copies = {e + copies} slots do not split over "
-            f"ep={ep}; allowed: a count that makes them a multiple of ep (the fewest: {priced})"
-        )
-    if copies == priced:
-        note(src, f"checked: {e + copies} expert slots, the fewest ep={ep} divides")
-    else:
-        note(src, f"{e + copies} expert slots: the plan prices the fewest ep={ep} divides, "
-                  f"{e + priced}; the other {copies - priced} copies' weights are not counted "
-                  "(specs.plan.expert_slots)")  # fmt: skip
-
-
-def _stated_copies(s: Setting, kind: str, experts: int) -> int:
-    """The redundant copies a setting states (``expert_copies``)."""
-    if kind == "redundant_experts":
-        return as_int(s, lo=0)
-    if kind == "expert_slots":
-        slots = as_int(s, lo=experts, unit=f"(at least the {experts} experts)")
-        return slots - experts
-    value = s.value
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise SpecError(f"{s.origin}: not JSON ({exc}); allowed: a JSON object") from None
-    if not isinstance(value, dict):
-        raise SpecError(f"{s.origin}: allowed: a JSON object such as "
-                        '{"num_redundant_experts": 32}')  # fmt: skip
-    copies = value.get("num_redundant_experts", 0)
-    return as_int(Setting(s.name, copies, s.origin), lo=0)
