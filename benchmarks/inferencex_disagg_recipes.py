@@ -25,7 +25,10 @@ with the dates the master config named that recipe for that run, to the bundled 
   (``pool_moe_comm``: SGLang's ``moe-a2a-backend`` and ``deepep-mode``, vLLM's
   ``all2all-backend``, TensorRT-LLM's ``TRTLLM_FORCE_ALLTOALL_METHOD`` where the pool's
   environment sets it; blank for TensorRT-LLM otherwise, which chooses its own, and for the
-  master config's settings form).
+  master config's settings form);
+* decode_draft_tokens: draft tokens a decode step proposes where the pool speculates
+  (``pool_drafts``: TensorRT-LLM's ``num_nextn_predict_layers``, SGLang's
+  ``speculative-num-steps``, vLLM's ``num_speculative_tokens``), blank where it states none.
 
 A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
 ``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import subprocess
 import sys
 from collections import defaultdict
@@ -60,7 +64,7 @@ FIELDS = (
     "prefill_workers", "prefill_tp", "prefill_ep", "prefill_adp",
     "decode_workers", "decode_tp", "decode_ep", "decode_adp",
     "decode_max_batch", "prefill_max_batch", "prefill_max_tokens", "decode_moe_comm",
-    "prefill_moe_comm",
+    "prefill_moe_comm", "decode_draft_tokens",
     "config_file", "first_seen", "last_seen",
 )  # fmt: skip
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -144,6 +148,31 @@ def pool_moe_comm(rec: dict | None, pool: str) -> str:
     return TRTLLM_A2A.get(str(forced), "") if "trtllm_config" in be else ""
 
 
+def pool_drafts(rec: dict | None, pool: str) -> int | str:
+    """Draft tokens a step of the recipe's ``pool`` proposes, "" where it states none:
+    TensorRT-LLM's ``speculative_config.num_nextn_predict_layers`` (or ``max_draft_len``),
+    SGLang's ``speculative-num-steps`` (its EAGLE chain: with top-k 1, num-draft-tokens = steps +
+    1, the convention of ``validate.conventions.MTP_DRAFT_TOKENS``), vLLM's
+    ``speculative-config`` ``num_speculative_tokens``."""
+    be = (rec or {}).get("backend") or {}
+    trt = ((be.get("trtllm_config") or {}).get(pool) or {}).get("speculative_config") or {}
+    sg = (be.get("sglang_config") or {}).get(pool) or {}
+    vl = ((be.get("vllm_config") or {}).get(pool) or {}).get("speculative-config") or {}
+    if isinstance(vl, str):
+        try:
+            vl = json.loads(vl)
+        except ValueError:
+            vl = {}
+    for value in (
+        trt.get("num_nextn_predict_layers", trt.get("max_draft_len")),
+        sg.get("speculative-num-steps") if sg.get("speculative-algorithm") else None,
+        vl.get("num_speculative_tokens") if isinstance(vl, dict) else None,
+    ):
+        if value is not None and str(value).isdigit():
+            return int(value)
+    return ""
+
+
 def search_spaces(entry: dict):
     seqs = entry.get("seq-len-configs") or (entry.get("scenarios") or {}).get("fixed-seq-len")
     for seq in seqs or []:
@@ -200,7 +229,8 @@ def main() -> None:
                 rec = None
             recipe_cache[path] = (limits(rec), rec) if isinstance(rec, dict) else (None, None)
         lim, rec = recipe_cache[path]
-        lim = (*lim, pool_moe_comm(rec, "decode"), pool_moe_comm(rec, "prefill")) if lim else None
+        comm = (pool_moe_comm(rec, "decode"), pool_moe_comm(rec, "prefill"))
+        lim = (*lim, *comm, pool_drafts(rec, "decode")) if lim else None
         ran = set()
         if rec:
             text = str((rec.get("benchmark") or {}).get("concurrencies", ""))
@@ -231,7 +261,7 @@ def main() -> None:
                     lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
                 else:  # the earlier form: the limits as settings of the master config itself
                     lim, ran, cfg_file = stated_limits(s), set(), f"{path} ({name} settings)"
-                    lim = (*lim, "", "") if lim else None  # no dispatch backend stated
+                    lim = (*lim, "", "", "") if lim else None  # no dispatch, no drafts stated
                 if lim is None:
                     continue
                 spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"

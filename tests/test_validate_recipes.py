@@ -349,6 +349,8 @@ def test_inferencex_disagg_limits_agree_with_their_recipe_names():
             assert (r["decode_adp"] == "True") == (kind == "dep")
             assert int(r["decode_tp"]) == int(tp)
             assert (r["spec"] == "mtp") == (int(mtp) > 0)
+            # the decode pool's num_nextn_predict_layers, read from the file: its name's k
+            assert int(r["decode_draft_tokens"] or 0) == int(mtp)
         else:
             assert r["framework"] == "dynamo-sglang"
             ctx, gen = sgl.search(name).groups()
@@ -410,6 +412,23 @@ def test_inferencex_disaggregated_row_runs_its_recipes_pool_limits():
     assert other.recipe == "" and "no InferenceX recipe" in other.note
     with pytest.raises(SpecError, match="inferencex_disagg_recipe"):
         recipe_behaviour("inferencex-disagg:decode=1:prefill=2", load_engine("trtllm"))
+
+
+def test_inferencex_disaggregated_mtp_row_drafts_as_its_recipe():
+    # the H100 run of 615 clients on one DEP16 decode worker: its recipe
+    # (ctx1_gen1_dep16_batch32_eplb0_mtp2.yaml) sets num_nextn_predict_layers 2 on the decode
+    # pool, not the 1 of TensorRT-LLM's aggregated attention-DP script (MTP_DRAFT_TOKENS)
+    row = _ix_disagg_row(
+        num_gpus="32", dp="P:dpattn=True/D:dpattn=True", concurrency_or_batch="615",
+        notes="disaggregated: prefill_gpus=16 (workers=1), decode_gpus=16 (workers=1), "
+        "is_multinode=True; spec_method=mtp; run date 2026-02-08",
+    )  # fmt: skip
+    m = map_row(0, row)
+    assert m.spec_tokens == 2 and "ctx1_gen1_dep16_batch32_eplb0_mtp2.yaml" in m.note
+    assert "MTP: 2 draft tokens (the decode pool's, recipe" in m.note
+    # a row whose notes state the draft length keeps it
+    said = map_row(0, row | {"notes": row["notes"] + "; num_nextn_predict_layers=1"})
+    assert said.spec_tokens == 1
 
 
 def test_decode_batch_limit_makes_clients_wait_a_whole_decode():

@@ -24,7 +24,7 @@ from .tables import bundled_rows
 def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
     """Run key -> [(first date the master config named the recipe, decode batch, prefill
     batch, prefill tokens, recipe file, the decode and the prefill pool's MoE dispatch family
-    or "")] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
+    or "", the decode pool's draft tokens or 0)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
     out: dict[tuple[object, ...], list[tuple]] = {}
     for r in bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE):
         pools = [
@@ -43,6 +43,7 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
                 r["config_file"],
                 r["decode_moe_comm"],
                 r["prefill_moe_comm"],
+                int(r["decode_draft_tokens"] or 0),
             )
         )
     return out
@@ -51,11 +52,12 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
 def inferencex_disagg_recipe(
     row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, spec: bool,
     pools: DisaggregatedPlan,
-) -> tuple[str, str]:  # fmt: skip
-    """(the recipe of an InferenceX disaggregated row, the mapping's note): the pool limits of
-    the recipe the master config named for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the
-    version in force on the row's ``run date`` where its notes state one, else only where every
-    version agrees), or ("", a note) where the table has none (the engine's own limits then).
+) -> tuple[str, str, tuple[int, str]]:  # fmt: skip
+    """(the recipe of an InferenceX disaggregated row, the mapping's note, (the decode pool's
+    draft tokens, where from) or (0, "")): the pool limits of the recipe the master config named
+    for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the version in force on the row's ``run
+    date`` where its notes state one, else only where every version agrees), or ("", a note)
+    where the table has none (the engine's own limits then).
 
     Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
         >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
@@ -83,11 +85,15 @@ def inferencex_disagg_recipe(
     sglang = "sglang" in run[3]
     mem = f"; memory fraction {INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION}" if sglang else ""
     if not found:
-        return INFERENCEX_DISAGG_SGLANG if sglang else "", (
-            f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
-            f"engine's own batch limits{mem} (validate.recipes)"
+        return (
+            INFERENCEX_DISAGG_SGLANG if sglang else "",
+            (
+                f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
+                f"engine's own batch limits{mem} (validate.recipes)"
+            ),
+            (0, ""),
         )
-    _, decode, prefill, tokens, path, comm, pcomm = found[-1]
+    _, decode, prefill, tokens, path, comm, pcomm, drafts = found[-1]
     recipe = f"{INFERENCEX_DISAGG}:decode={decode}:prefill={prefill}:tokens={tokens}"
     note = (
         f"InferenceX recipe {path}: decode max batch {decode} per scheduling rank, prefill max "
@@ -97,7 +103,7 @@ def inferencex_disagg_recipe(
         if family:  # the pool's MoE dispatch family (recipes.DISAGG_RECIPE_A2A)
             recipe += f":{key}={DISAGG_RECIPE_A2A.index(family)}"
             note += f"; {pool} pool MoE dispatch {family}"
-    return recipe, note
+    return recipe, note, (drafts, f"the decode pool's, recipe {path}") if drafts else (0, "")
 
 
 def disagg_prefill_batch(recipe: str) -> int | None:

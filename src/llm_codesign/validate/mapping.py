@@ -511,9 +511,13 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     spec = speculative(stated, engine, bool(adp), model, ix, inferencex_draft(script, row))
     if isinstance(spec, str):
         return spec
-    k_spec, a_spec, spec_note = spec
-    if spec_note:
-        notes.append(spec_note)
+    if disagg := (pools is not None and ix and mode == "concurrency"):  # its recipe, drafts
+        recipe, disagg_note, drafts = inferencex_disagg_recipe(
+            row, model_id, isl, osl, int(load), spec[0] > 0, pools
+        )
+        spec = speculative(stated, engine, bool(adp), model, ix, drafts) if spec[0] else spec
+    k_spec, a_spec, spec_note = spec  # type: ignore[misc]
+    notes.extend([spec_note] if spec_note else [])
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
         ep, adp, said = inferencex_trtllm_script_plan(
             row, model_id, isl, osl, int(load), tp, ep, adp
@@ -523,11 +527,7 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
             row, model, hw, prec, int(load), (isl, osl), (tp, ep, adp), k_spec
         )
         notes.append(note)
-    if pools is not None and ix and mode == "concurrency":
-        recipe, note = inferencex_disagg_recipe(
-            row, model_id, isl, osl, int(load), k_spec > 0, pools
-        )
-        notes.append(note)
+    notes.extend([disagg_note] if disagg else [])
     if engine == "vllm" and not recipe and model.moe:  # a release's MoE kernels (recipes)
         recipe, note = vllm_release_recipe(fw, hw, parse_precision(prec).weights.id)
         notes.extend([note] if note else [])
