@@ -151,3 +151,11 @@ def test_the_simulator_refuses_for_the_same_reason():
     tr = Traffic(clients=4, num_requests=8, isl=one, osl=one)
     r = simulate(e.model, e.hardware, e.precision, load_engine("trtllm"), tr, **DEP16.to_dict())
     assert not r.feasible and r.reason == WORKSPACE_EXCEEDS_MEMORY
+
+
+def test_a_prefill_batch_too_large_names_the_batch():
+    r = CliRunner().invoke(main, ["estimate", "-m", "llama-3.1-70b", "-g", "h100-sxm", "-p", "fp8",
+        "--tp", "4", "--prefill-workers", "1", "--prefill-tp", "4", "--prefill-batch", "5000",
+        "--isl", "8192", "-c", "64"])  # fmt: skip
+    assert r.exit_code == 1 and "prefill_batch_oom" in r.output
+    assert "batch of 5000 prompts" in r.output and "a smaller --prefill-batch" in r.output

@@ -244,6 +244,11 @@ def infeasible_text(
     if reason in MEMORY_REASONS:
         hint = smaller_formats_hint(hw, prec)
         return f"{reason} (max concurrency that fits: {max_concurrency}){hint}"
+    if reason == "prefill_batch_oom" and isinstance(plan, DisaggregatedPlan):
+        return (
+            f"{reason} (a prefill worker's batch of {plan.prefill_batch} prompts holds more KV "
+            "than the worker has room for: a smaller --prefill-batch)"
+        )
     return reason
 
 
