@@ -28,7 +28,8 @@ with the dates the master config named that recipe for that run, to the bundled 
   master config's settings form);
 * decode_draft_tokens: draft tokens a decode step proposes where the pool speculates
   (``pool_drafts``: TensorRT-LLM's ``num_nextn_predict_layers``, SGLang's
-  ``speculative-num-steps``, vLLM's ``num_speculative_tokens``), blank where it states none.
+  ``speculative-num-steps``, vLLM's ``num_speculative_tokens``; the settings form's
+  DECODE_MTP_SIZE), blank where it states none.
 
 A run's concurrency is keyed both as its master-config ``conc-list`` and as the recipe's own
 ``benchmark.concurrencies`` (what InferenceX reports where they differ). Keys whose recipes
@@ -165,7 +166,10 @@ def pool_drafts(rec: dict | None, pool: str) -> int | str:
             vl = {}
     for value in (
         trt.get("num_nextn_predict_layers", trt.get("max_draft_len")),
-        sg.get("speculative-num-steps") if sg.get("speculative-algorithm") else None,
+        # (SGLang takes --speculative-algo as the short form of --speculative-algorithm)
+        sg.get("speculative-num-steps")
+        if sg.get("speculative-algorithm") or sg.get("speculative-algo")
+        else None,
         vl.get("num_speculative_tokens") if isinstance(vl, dict) else None,
     ):
         if value is not None and str(value).isdigit():
@@ -188,9 +192,10 @@ def config_file(space: dict) -> str | None:
     return None
 
 
-def stated_limits(space: dict) -> tuple[int, int, int] | None:
+def stated_limits(space: dict) -> tuple[int, int, int, int | str] | None:
     """The limits a search space states as settings (the master config's form before the
-    recipe files: DECODE_MAX_BATCH_SIZE, PREFILL_MAX_BATCH_SIZE, PREFILL_MAX_NUM_TOKENS)."""
+    recipe files: DECODE_MAX_BATCH_SIZE, PREFILL_MAX_BATCH_SIZE, PREFILL_MAX_NUM_TOKENS) and its
+    decode pool's draft tokens (DECODE_MTP_SIZE, "" where it states none)."""
     said = {}
     for pool in (space["prefill"], space["decode"]):
         for setting in pool.get("additional-settings", []) or []:
@@ -198,7 +203,10 @@ def stated_limits(space: dict) -> tuple[int, int, int] | None:
             if eq and value.strip().isdigit():
                 said[key.strip()] = int(value)
     keys = ("DECODE_MAX_BATCH_SIZE", "PREFILL_MAX_BATCH_SIZE", "PREFILL_MAX_NUM_TOKENS")
-    return tuple(said[k] for k in keys) if all(k in said for k in keys) else None  # type: ignore[return-value]
+    if not all(k in said for k in keys):
+        return None
+    drafts = said.get("DECODE_MTP_SIZE") or ""
+    return (*(said[k] for k in keys), drafts)  # type: ignore[return-value]
 
 
 def main() -> None:
@@ -261,7 +269,7 @@ def main() -> None:
                     lim, ran = recipe_limits(cfg_file, str(e.get("model-prefix", "")))
                 else:  # the earlier form: the limits as settings of the master config itself
                     lim, ran, cfg_file = stated_limits(s), set(), f"{path} ({name} settings)"
-                    lim = (*lim, "", "", "") if lim else None  # no dispatch, no drafts stated
+                    lim = (*lim[:3], "", "", lim[3]) if lim else None  # (no dispatch stated)
                 if lim is None:
                     continue
                 spec = "mtp" if (s.get("spec-decoding") or "none") not in ("none", "") else "none"

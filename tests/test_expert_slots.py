@@ -71,6 +71,8 @@ def test_launch_files_set_the_copies_each_engine_needs():
     assert cfg["moe_config"]["load_balancer"]["num_slots"] == 288
     assert "--enable-eplb" in s["sglang"] and "--ep-num-redundant-experts 32" in s["sglang"]
     assert "--enable-eplb" in s["vllm"] and '"num_redundant_experts": 32' in s["vllm"]
+    # the files turn the balancer on, which the point did not price: said so
+    assert any("turn it on" in n and "expert_balancer 'none'" in n for n in s["notes"])
 
 
 def test_reading_a_deployment_back_checks_its_copies(tmp_path):
@@ -92,3 +94,40 @@ def test_reading_a_deployment_back_checks_its_copies(tmp_path):
     r = CliRunner().invoke(main, ["estimate", "--from", serve, "-g", "gb200", "-c", "1024"])
     assert r.exit_code == 0, r.output
     assert "336 expert slots" in r.output and "48 copies' weights are not counted" in r.output
+
+
+def test_a_disaggregated_estimate_notes_each_pools_copies():
+    from llm_codesign.specs.plan import DisaggregatedPlan
+
+    dep = ParallelPlan(tp=24, ep=24, attention_dp=True)
+    plan = DisaggregatedPlan(prefill=ParallelPlan(tp=8, ep=8, attention_dp=True), decode=dep,
+                             prefill_workers=2, decode_workers=1)  # fmt: skip
+    e = estimate("deepseek-r1", "gb200", "nvfp4", plan, Workload(isl=1024, osl=1024,
+                 concurrency=512), explain=False)  # fmt: skip
+    slots = [n for n in e.notes if "expert slots" in n]
+    # EP 8 divides the 256 experts, EP 24 holds 264 slots (11 a rank): the decode pool's note
+    assert len(slots) == 1 and slots[0].startswith("decode pool: ep=24")
+    assert "264 expert slots (11 a rank)" in slots[0]
+
+
+def test_copies_without_a_balancer_and_settings_that_state_none(tmp_path):
+    base = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 48 --dp 48"
+    base += " --enable-dp-attention --ep 48"
+    r = CliRunner().invoke(main, ["estimate", "--from", base + " --ep-num-redundant-experts 32",
+                                  "-g", "gb200", "-c", "1024"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "expert_balancer=eplb" not in r.output and "no load balancer named" in r.output
+    # vLLM's two spellings of the count: the last one stated wins, the other is said ignored
+    line = ("vllm serve deepseek-ai/DeepSeek-R1 --data-parallel-size 48 --tensor-parallel-size 1"
+            " --enable-expert-parallel --enable-eplb --num-redundant-experts 80"
+            ' --eplb-config \'{"num_redundant_experts": 32}\'')  # fmt: skip
+    r = CliRunner().invoke(main, ["estimate", "--from", line, "-g", "gb200", "-c", "1024"])
+    assert r.exit_code == 0, r.output
+    assert "ignored: --num-redundant-experts 80: superseded by --eplb-config" in r.output
+    # TensorRT-LLM's load_balancer left empty configures none
+    opts = tmp_path / "opts.yaml"
+    opts.write_text("enable_attention_dp: true\nmoe_config:\n  load_balancer: null\n")
+    serve = f"trtllm-serve nvidia/DeepSeek-R1-FP4 --tp_size 8 --ep_size 8 --config {opts}"
+    r = CliRunner().invoke(main, ["estimate", "--from", serve, "-g", "b200", "-c", "64"])
+    assert r.exit_code == 0, r.output
+    assert "no load balancer configured" in r.output and "expert_balancer=eplb" not in r.output

@@ -338,6 +338,8 @@ def test_inferencex_disagg_limits_agree_with_their_recipe_names():
     # Blackwell files disagree with their own names; the table keeps what the files set)
     rows = [r for r in _disagg_limits() if r["gpu"] in ("h100", "h200")]
     assert len(_disagg_limits()) > 500 and len(rows) >= 200
+    # every speculative run's recipe (or settings) states its decode pool's drafts, no other does
+    assert all((r["spec"] == "mtp") == bool(r["decode_draft_tokens"]) for r in _disagg_limits())
     trt = re.compile(r"ctx(\d+)_gen(\d+)_(tep|dep)(\d+)_batch(\d+)_eplb0_mtp(\d+)\.yaml$")
     sgl = re.compile(r"(\d+)p(\d+)d[-.]")
     for r in rows:

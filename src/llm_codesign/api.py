@@ -38,7 +38,12 @@ from .specs.context import context_note
 from .specs.engine import EngineConstants, load_engine
 from .specs.hardware import HardwareSpec
 from .specs.model import ModelSpec, load_model
-from .specs.plan import DisaggregatedPlan, ParallelPlan, crosses_domain_without_network
+from .specs.plan import (
+    DisaggregatedPlan,
+    ParallelPlan,
+    crosses_domain_without_network,
+    expert_slots_note,
+)
 from .specs.precision import Precision, parse_precision
 from .specs.traffic import Traffic
 from .specs.uncertainty import config_class, shipped_error_bands
@@ -403,22 +408,9 @@ def _evaluate_one(
     **kw: Any,
 ) -> GridResult:
     """``serving.evaluate`` of one aggregated plan and workload."""
-    return evaluate(
-        m,
-        hw,
-        prec,
-        eng,
-        tp=plan.tp,
-        pp=plan.pp,
-        ep=plan.ep,
-        dp=plan.dp,
-        attention_dp=plan.attention_dp,
-        cp=plan.cp,
-        isl=wl.isl,
-        osl=wl.osl,
-        concurrency=wl.concurrency,
-        **kw,
-    )
+    axes = plan.to_dict()  # (tp, pp, ep, dp, attention_dp, cp)
+    return evaluate(m, hw, prec, eng, **axes, isl=wl.isl, osl=wl.osl, concurrency=wl.concurrency,
+                    **kw)  # fmt: skip
 
 
 def mixer_savings(
@@ -541,7 +533,7 @@ def _estimate_of(
         reason=reason,
         breakdown=breakdown,
         ops=ops,
-        notes=context_note(m, wl.isl, wl.osl),  # (the rest by the callers)
+        notes=context_note(m, wl.isl, wl.osl) + expert_slots_note(m, plan, eng.expert_balancer),
         uncertainty=shipped_error_bands().uncertainty(
             config_class(m, hw, eng.id, wl.concurrency, wl.isl, wl.osl)
         ),

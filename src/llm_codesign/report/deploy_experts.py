@@ -26,9 +26,11 @@ def expert_copies(
     ``--enable-eplb`` / ``--ep-num-redundant-experts``, vLLM's ``--enable-eplb`` with
     ``--eplb-config`` (its ``num_redundant_experts``) or ``--num-redundant-experts``, TensorRT-LLM's
     ``moe_config.load_balancer`` (a file, or ``num_slots`` and ``layer_updates_per_iter``). A
-    balancer on sets the engine's ``expert_balancer`` to eplb; the copies stated are checked
-    against the slots the plan prices, the fewest multiple of ep above the experts
-    (``specs.plan.expert_slots``): more copies than that are noted, their weights not counted.
+    balancer on (``--enable-eplb``, a TensorRT-LLM load balancer) sets the engine's
+    ``expert_balancer`` to eplb; copies without one keep the engine's balance. The copies stated
+    (the last where several settings state them) are checked against the slots the plan prices,
+    the fewest multiple of ep above the experts (``specs.plan.expert_slots``): more copies than
+    that are noted, their weights not counted.
 
     Example: --ep 48 --enable-eplb --ep-num-redundant-experts 32 on DeepSeek-R1 -> engine
     expert_balancer=eplb; checked: 288 expert slots, the fewest ep=48 divides."""
@@ -40,34 +42,58 @@ def expert_copies(
             skip(by[k], f"{model.id} has no experts")
         return
     e = model.moe.num_experts
-    stated: tuple[Setting, int] | None = None
     lb = by.get("load_balancer")
+    if lb is not None and not _names_balancer(lb):
+        skip(lb, "no load balancer configured (an empty setting)")
+        lb = None
     if lb is not None and isinstance(lb.value, dict) and "num_slots" in lb.value:
         by = {**by, "expert_slots": Setting(lb.name, lb.value["num_slots"], lb.origin)}
-    for k in ("redundant_experts", "eplb_config", "expert_slots"):
-        if k in by:
-            stated = (by[k], _stated_copies(by[k], k, e))
-    if "eplb" in by and not as_bool(by["eplb"]):
-        skip(by["eplb"], "the load balancer is off: expert_balancer as the engine states")
-    else:
-        first = by[keys[0]]
+    stated = [(by[k], _stated_copies(by[k], k, e)) for k in COUNTS if k in by]
+    for s, _ in stated[:-1]:  # (the last one stated wins, as the engines' own parsers do)
+        skip(s, f"superseded by {stated[-1][0].origin}")
+    switch = by.get("eplb")
+    if switch is not None and not as_bool(switch):
+        skip(switch, "the load balancer is off: expert_balancer as the engine states")
+    on = [s for s in (switch, lb) if s is not None and (s is lb or as_bool(s))]
+    if "eplb_updates" in by and as_int(by["eplb_updates"], lo=0) > 0:
+        on.append(by["eplb_updates"])
+    if on and not (switch is not None and not as_bool(switch)):
         engine["expert_balancer"] = "eplb"
-        note(first, "engine expert_balancer=eplb (the load balancer places the experts' copies)")
-    if stated is None:
+        note(on[0], "engine expert_balancer=eplb (the load balancer places the experts' copies)")
+    if not stated:
         return
-    src, copies = stated
+    src, copies = stated[-1]
     priced = redundant_experts(model, ep)
     if (e + copies) % ep:
         raise SpecError(
             f"{src.origin}: {e} experts + {copies} copies = {e + copies} slots do not split over "
             f"ep={ep}; allowed: a count that makes them a multiple of ep (the fewest: {priced})"
         )
+    held = "" if engine.get("expert_balancer") == "eplb" else (
+        "; no load balancer named: the balance priced is the engine's")  # fmt: skip
     if copies == priced:
-        note(src, f"checked: {e + copies} expert slots, the fewest ep={ep} divides")
+        note(src, f"checked: {e + copies} expert slots, the fewest ep={ep} divides{held}")
     else:
         note(src, f"{e + copies} expert slots: the plan prices the fewest ep={ep} divides, "
                   f"{e + priced}; the other {copies - priced} copies' weights are not counted "
-                  "(specs.plan.expert_slots)")  # fmt: skip
+                  f"(specs.plan.expert_slots){held}")  # fmt: skip
+
+
+# the settings that state a count of copies (``expert_copies``; the last one stated wins)
+COUNTS = ("redundant_experts", "eplb_config", "expert_slots")
+
+
+def _names_balancer(s: Setting) -> bool:
+    """Whether a TensorRT-LLM ``moe_config.load_balancer`` configures one: a mapping with keys
+    or a file path; empty is none; any other form is an error naming the allowed ones."""
+    if isinstance(s.value, dict):
+        return bool(s.value)
+    if s.value is None or (isinstance(s.value, str) and not s.value.strip()):
+        return False
+    if isinstance(s.value, str):
+        return True
+    raise SpecError(f"{s.origin}: allowed: a mapping (num_slots, layer_updates_per_iter) or a "
+                    "file path")  # fmt: skip
 
 
 def _stated_copies(s: Setting, kind: str, experts: int) -> int:

@@ -526,6 +526,15 @@ def launch_settings(fr: Frontier, i: int) -> dict[str, Any]:
     if "trtllm" not in x.engines:
         notes.append(f"TensorRT-LLM runs on NVIDIA GPUs only: not offered on {fr.hardware.id}")
     notes += _kv_held_notes(fr, prec, x.engines) + context_note(fr.model, fr.isl, fr.osl)
+    eps = {int(c["ep"][i])} | ({int(c["p_ep"][i])} if disagg else set())
+    if any(redundant_experts(fr.model, ep) for ep in eps):  # (the copies need a balancer)
+        notes.append(
+            "the EP group holds redundant expert copies (specs.plan.expert_slots), which each "
+            "engine places through its load balancer, so these files turn it on; the point was "
+            f"priced at engine {fr.engine.id}'s own balance (expert_balancer "
+            f"{fr.engine.expert_balancer!r}): the deployment's EPLB balance is faster than "
+            "predicted where the experts are unequally popular (estimate --from prices it)"
+        )
     which = [ENGINE_NAMES.get(e, e) for e in x.engines if not mtp_layers(fr.model, e)]
     if spec and which:
         notes.append(

@@ -22,7 +22,6 @@ from ..specs.engine import EngineConstants
 from ..specs.gpu_defaults import for_gpu, sglang_tier
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.plan import expert_slots_note
 from ..specs.precision import Precision
 
 Array = np.ndarray
@@ -222,11 +221,8 @@ def memory_notes(
     """An estimate's notes on the engine's memory beyond weights and a window-only KV cache
     (:func:`windowed_kv_note`, :func:`moe_workspace_note`); ``plan``: a ``ParallelPlan``."""
     args = (plan.tp, plan.pp, plan.attention_dp, plan.cp)
-    slots = expert_slots_note(model, plan.ep, eng.expert_balancer)  # (the copies' weights)
-    return (
-        windowed_kv_note(model, prec, eng, args, wl)
-        + moe_workspace_note(model, prec, hw, eng, plan)
-        + slots
+    return windowed_kv_note(model, prec, eng, args, wl) + moe_workspace_note(
+        model, prec, hw, eng, plan
     )
 
 

@@ -233,24 +233,33 @@ def redundant_experts(model: ModelSpec, ep: int) -> int:
     return int(expert_slots(model.moe.num_experts, ep)) - model.moe.num_experts
 
 
-def expert_slots_note(model: ModelSpec, ep: int, balancer: str) -> list[str]:
-    """An estimate's note where the EP group holds redundant copies of experts
-    (:func:`expert_slots`): the slots, the copies, their weights, and the balance priced (the
-    engine's ``balancer``: the copies do not change it, so plans compare at one balance)."""
-    extra = redundant_experts(model, ep)
-    if not extra:
+def expert_slots_note(
+    model: ModelSpec, plan: ParallelPlan | DisaggregatedPlan, balancer: str
+) -> list[str]:
+    """An estimate's notes where an EP group holds redundant copies of experts
+    (:func:`expert_slots`; a disaggregated plan's pools each): the slots, the copies, their
+    weights, and the balance priced (the engine's ``balancer``: the copies do not change it, so
+    plans compare at one balance)."""
+    if model.moe is None:
         return []
-    assert model.moe is not None
     e = model.moe.num_experts
-    return [
-        f"ep={ep} does not divide the {e} experts of {model.id}: the EP group holds {e + extra} "
-        f"expert slots ({(e + extra) // ep} a rank), {extra} of them redundant copies, which "
-        "the engines place through their load balancer (TensorRT-LLM's num_slots, SGLang's "
-        "--ep-num-redundant-experts, vLLM's num_redundant_experts with --enable-eplb; the "
-        f"launch files turn it on): expert weights x{(e + extra) / e:.4g} a GPU; the ranks' "
-        f"imbalance priced is the engine's expert_balancer {balancer!r}, as for any plan "
-        "(specs.plan.expert_slots)"
-    ]
+    pools = [("", plan)] if isinstance(plan, ParallelPlan) else [
+        ("prefill pool: ", plan.prefill), ("decode pool: ", plan.decode)]  # fmt: skip
+    out = []
+    for label, p in pools:
+        extra = redundant_experts(model, p.ep)
+        if not extra:
+            continue
+        out.append(
+            f"{label}ep={p.ep} does not divide the {e} experts of {model.id}: the EP group holds "
+            f"{e + extra} expert slots ({(e + extra) // p.ep} a rank), {extra} of them redundant "
+            "copies, which the engines place through their load balancer (TensorRT-LLM's "
+            "num_slots, SGLang's --ep-num-redundant-experts, vLLM's num_redundant_experts with "
+            f"--enable-eplb): expert weights x{(e + extra) / e:.4g} a GPU; the ranks' imbalance "
+            f"priced is the engine's expert_balancer {balancer!r}, as for any plan "
+            "(specs.plan.expert_slots)"
+        )
+    return out
 
 
 def plan_feasibility(

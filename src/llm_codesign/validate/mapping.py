@@ -509,14 +509,14 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     stated, said = stated_notes(row)
     notes.extend([said] if said else [])
     spec = speculative(stated, engine, bool(adp), model, ix, inferencex_draft(script, row))
-    if isinstance(spec, str):
-        return spec
     if disagg := (pools is not None and ix and mode == "concurrency"):  # its recipe, drafts
         recipe, disagg_note, drafts = inferencex_disagg_recipe(
-            row, model_id, isl, osl, int(load), spec[0] > 0, pools
-        )
-        spec = speculative(stated, engine, bool(adp), model, ix, drafts) if spec[0] else spec
-    k_spec, a_spec, spec_note = spec  # type: ignore[misc]
+            row, model_id, isl, osl, int(load), not isinstance(spec, str) and spec[0] > 0, pools
+        )  # (drafts only from an MTP run's recipe)
+        spec = speculative(stated, engine, bool(adp), model, ix, drafts) if drafts[0] else spec
+    if isinstance(spec, str):
+        return spec
+    k_spec, a_spec, spec_note = spec
     notes.extend([spec_note] if spec_note else [])
     if engine == "trtllm" and mode == "concurrency" and pools is None and ix:
         ep, adp, said = inferencex_trtllm_script_plan(
