@@ -106,7 +106,8 @@ def test_a_disaggregated_estimate_notes_each_pools_copies():
                  concurrency=512), explain=False)  # fmt: skip
     slots = [n for n in e.notes if "expert slots" in n]
     # EP 8 divides the 256 experts, EP 24 holds 264 slots (11 a rank): the decode pool's note
-    assert len(slots) == 1 and slots[0].startswith("decode pool: ep=24")
+    assert len(slots) == 1 and slots[0].startswith("decode pool: the 256 experts")
+    assert "over ep=24" in slots[0]
     assert "264 expert slots (11 a rank)" in slots[0]
 
 

@@ -393,8 +393,8 @@ def memory_reason(
     drafts: bool = False,
     need: Array | float = 1.0,
 ) -> Array:
-    """ "" where a GPU's KV budget ``usable`` (:func:`memory_fit`) holds ``need`` sequences of
-    ``kv_seq`` bytes; else why not: ``weights_exceed_memory`` where the weights and the runtime
+    """Why a GPU's KV budget ``usable`` (:func:`memory_fit`) does not hold ``need`` sequences of
+    ``kv_seq`` bytes ("" where it does): ``weights_exceed_memory`` where the weights and the runtime
     reserve alone exceed the engine's budget; ``workspace_exceeds_memory`` where without the step
     the engine profiles before it sizes its cache (``max_num_tokens`` per scheduling rank of
     activations and MoE runner buffers: :func:`weights_and_workspace`) the budget would hold

@@ -251,8 +251,9 @@ def expert_slots_note(
         if not extra:
             continue
         out.append(
-            f"{label}ep={p.ep} does not divide the {e} experts of {model.id}: the EP group holds "
-            f"{e + extra} expert slots ({(e + extra) // p.ep} a rank), {extra} of them redundant "
+            f"{label}the {e} experts of {model.id} do not split evenly over ep={p.ep}: the EP "
+            f"group holds {e + extra} expert slots ({(e + extra) // p.ep} a rank), {extra} of "
+            "them redundant "
             "copies, which the engines place through their load balancer (TensorRT-LLM's "
             "num_slots, SGLang's --ep-num-redundant-experts, vLLM's num_redundant_experts with "
             f"--enable-eplb): expert weights x{(e + extra) / e:.4g} a GPU; the ranks' imbalance "
