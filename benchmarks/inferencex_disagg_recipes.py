@@ -15,7 +15,8 @@ with the dates the master config named that recipe for that run, to the bundled 
 
 * decode_max_batch: sequences one decode scheduling rank runs at once: TensorRT-LLM's
   ``max_batch_size`` (per attention-DP rank where the pool runs attention-DP), SGLang's
-  ``max-running-requests`` // ``dp-size`` (its scheduler splits it over its DP ranks,
+  ``max-running-requests`` // ``dp-size`` (or ``data-parallel-size``: its scheduler splits it
+  over its DP ranks,
   sgl-project/sglang python/sglang/srt/managers/scheduler.py ``per_dp_max_running_requests``),
   vLLM's ``max-num-seqs`` (per engine, one per DP rank);
 * prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
@@ -114,7 +115,9 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
     be = rec.get("backend") or {}
 
     def per_rank(cfg: dict, batch: str, split_dp: bool) -> int:
-        return int(cfg[batch]) // (int(cfg.get("dp-size", 1) or 1) if split_dp else 1)
+        # (SGLang's --dp-size, spelled --data-parallel-size in the later recipes)
+        dp = cfg.get("dp-size") or cfg.get("data-parallel-size") or 1
+        return int(cfg[batch]) // (int(dp) if split_dp else 1)
 
     for key, batch, tokens, split_dp in BACKENDS:
         if key not in be:
