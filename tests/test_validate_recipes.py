@@ -433,6 +433,23 @@ def test_inferencex_disaggregated_mtp_row_drafts_as_its_recipe():
     assert said.spec_tokens == 1
 
 
+def test_vllm_data_parallel_pools_as_the_master_config_states_them():
+    # InferenceX's master config states a vLLM DEP8 pool as tp 1, ep 8 with attention-DP
+    # (--data-parallel-size 8 --tensor-parallel-size 1): 8 GPUs, the plan's tp 8 under
+    # attention-DP, keyed alike in the recipes table (its B200 DeepSeek-V4-Pro 1P:1D run at 512)
+    row = _ix_disagg_row(
+        model="DeepSeek-V4-Pro", gpu="B200", num_gpus="16", precision="fp4/?/?",
+        tp="P:tp1/D:tp1", ep="P:ep8/D:ep8", dp="P:dpattn=True/D:dpattn=True",
+        framework="dynamo-vllm (image)", isl="8192", osl="1024", concurrency_or_batch="512",
+        notes="disaggregated: prefill_gpus=8 (workers=1), decode_gpus=8 (workers=1), "
+        "is_multinode=False; spec_method=mtp; run date 2026-08-10",
+    )  # fmt: skip
+    m = map_row(0, row)
+    assert not isinstance(m, str), m
+    assert (m.tp, m.ep, m.attention_dp) == (8, 8, True)
+    assert "disagg-b200-1p1d-dep8-dep8-mtp.yaml" in m.note and m.spec_tokens == 3
+
+
 def test_decode_batch_limit_makes_clients_wait_a_whole_decode():
     # 3 decode workers of one sequence each (max_batch_size 1), 6 closed-loop clients: 3
     # decode while 3 wait. Decode-bound, requests/s X = 3 / ((OSL - 1) TPOT), and by Little's

@@ -146,6 +146,16 @@ def _workers(notes: str, pool: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def data_parallel_tp(tp: int, ep: int, attention_dp: bool) -> int:
+    """A pool's tp in the plan's terms: InferenceX's master config states vLLM's data-parallel
+    pools as tp 1 with attention-DP and EP over the DP ranks (``--data-parallel-size N
+    --tensor-parallel-size 1 --enable-expert-parallel``: N GPUs, one attention rank each), which
+    is the plan's tp N under attention-DP (``report.deploy_map`` reads the launch line alike).
+
+    Example: tp 1, ep 8, attention-DP -> 8; tp 8, ep 8 -> 8; tp 1, ep 8 without DP -> 1."""
+    return ep if attention_dp and tp == 1 and ep > 1 else tp
+
+
 def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | str:
     """The row's two pools, or the reason they cannot be read (module doc)."""
     tps = _pool_pair(row["tp"], "tp")
@@ -175,6 +185,7 @@ def parse_pools(row: dict[str, str], model: ModelSpec) -> DisaggregatedPlan | st
         ep_d = tp_d if adp_d and model.moe is not None else 1
     if model.moe is None:
         ep_p = ep_d = 1
+    tp_p, tp_d = data_parallel_tp(tp_p, ep_p, adp_p), data_parallel_tp(tp_d, ep_d, adp_d)
     notes = row.get("notes", "")
     pre, dec = _workers(notes, "prefill"), _workers(notes, "decode")
     if pre is None or dec is None:

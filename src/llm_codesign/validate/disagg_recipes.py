@@ -9,6 +9,7 @@ import functools
 from ..specs.engine import EngineConstants
 from ..specs.plan import DisaggregatedPlan
 from .campaigns import run_date, run_gpu_precision
+from .conventions import data_parallel_tp
 from .recipes import (
     DISAGG_RECIPE_A2A,
     INFERENCEX_DISAGG,
@@ -27,10 +28,10 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
     or "", the decode pool's draft tokens or 0)] (``INFERENCEX_DISAGG_LIMITS_FILE``)."""
     out: dict[tuple[object, ...], list[tuple]] = {}
     for r in bundled_rows(INFERENCEX_DISAGG_LIMITS_FILE):
-        pools = [
-            (int(r[f"{p}_workers"]), int(r[f"{p}_tp"]), int(r[f"{p}_ep"]), r[f"{p}_adp"] == "True")
-            for p in ("prefill", "decode")
-        ]
+        pools = []
+        for p in ("prefill", "decode"):
+            tp, ep, adp = int(r[f"{p}_tp"]), int(r[f"{p}_ep"]), r[f"{p}_adp"] == "True"
+            pools.append((int(r[f"{p}_workers"]), data_parallel_tp(tp, ep, adp), ep, adp))
         run = (r["model"], r["precision"], r["gpu"], r["framework"])
         lengths = (int(r["isl"]), int(r["osl"]), int(r["concurrency"]), r["spec"] == "mtp")
         limits = (
