@@ -16,8 +16,8 @@ with the dates the master config named that recipe for that run, to the bundled 
 * decode_max_batch: sequences one decode scheduling rank runs at once: TensorRT-LLM's
   ``max_batch_size`` (per attention-DP rank where the pool runs attention-DP), SGLang's
   ``max-running-requests`` // ``dp-size`` (or ``data-parallel-size``: its scheduler splits it
-  over its DP ranks,
-  sgl-project/sglang python/sglang/srt/managers/scheduler.py ``per_dp_max_running_requests``),
+  over its DP ranks under ``enable-dp-attention``: sgl-project/sglang
+  python/sglang/srt/model_executor/model_runner.py, ``dp_size`` where DP attention is on),
   vLLM's ``max-num-seqs`` (per engine, one per DP rank);
 * prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
   (token budget: ``max_num_tokens``; SGLang ``chunked-prefill-size``; vLLM
@@ -115,9 +115,11 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
     be = rec.get("backend") or {}
 
     def per_rank(cfg: dict, batch: str, split_dp: bool) -> int:
-        # (SGLang's --dp-size, spelled --data-parallel-size in the later recipes)
+        # (SGLang's --dp-size, spelled --data-parallel-size in the later recipes; it splits the
+        # batch over its DP ranks under --enable-dp-attention only)
         dp = cfg.get("dp-size") or cfg.get("data-parallel-size") or 1
-        return int(cfg[batch]) // (int(dp) if split_dp else 1)
+        split = split_dp and bool(cfg.get("enable-dp-attention"))
+        return int(cfg[batch]) // (int(dp) if split else 1)
 
     for key, batch, tokens, split_dp in BACKENDS:
         if key not in be:
