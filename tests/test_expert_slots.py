@@ -132,3 +132,15 @@ def test_copies_without_a_balancer_and_settings_that_state_none(tmp_path):
     r = CliRunner().invoke(main, ["estimate", "--from", serve, "-g", "b200", "-c", "64"])
     assert r.exit_code == 0, r.output
     assert "no load balancer configured" in r.output and "expert_balancer=eplb" not in r.output
+
+
+def test_lint_says_when_the_plan_it_offers_copies_every_expert():
+    from llm_codesign.advise.lint import lint
+
+    r = lint("mixtral-8x7b", "gb200", rules=["moe-expert-tp"])
+    (f,) = [f for f in r.findings if f.rule == "moe-expert-tp"]
+    ep = int(f.message.split(" EP")[1].split()[0])  # (the plan it offers)
+    if ep > 8:  # (8 experts: any EP beyond 8 copies them)
+        assert f"holds {ep} expert slots, {ep - 8} of them redundant copies" in f.message
+    else:
+        assert "redundant copies" not in f.message

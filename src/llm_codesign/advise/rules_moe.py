@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import SpecError
 from ..explore import candidate_plans
 from ..ops import Op
+from ..specs.plan import redundant_experts
 from .archsearch import build_variant
 from .findings import (
     EXPERT_TP_MIN_WIDTH,
@@ -50,11 +51,18 @@ def rule_moe_expert_tp(ctx: LintContext) -> list[Finding]:
         impact = b / a
         if impact < MIN_IMPACT:
             continue
+        copies = redundant_experts(ctx.model, pb.plan.ep)
+        held = (
+            f" (its EP group holds {moe.num_experts + copies} expert slots, {copies} of them "
+            "redundant copies: specs.plan.expert_slots)"
+            if copies
+            else ""
+        )
         msg = (
             f"expert width {moe.expert_intermediate} split over TP{tp} leaves "
             f"{moe.expert_intermediate / tp:g} columns per GPU (GEMM K of the down projection); "
             f"expert parallelism keeps whole experts: {pb.plan.label()} gives {b:.0f} vs {a:.0f} "
-            f"tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}"
+            f"tok/s/GPU for {pa.plan.label()} at ISL/OSL {p0.isl}/{p0.osl}{held}"
         )
         out.append(
             Finding(
