@@ -134,11 +134,30 @@ def test_attention_gemms_priced_in_fp8_beside_fp4_experts():
     [
         ("b200", "fp4/?/?", "mxfp4-a8"),
         ("mi355x", "fp4/?/?", "mxfp4-a8"),
-        ("b200", "fp8/?/?", "fp8+fp8_block-w"),
+        # InferenceX's "fp8" runs (dsv4_fp8_h200.sh, dsv4_fp8_mi300x.sh: vLLM's --quantization
+        # deepseek_v4_fp8) load the same checkpoint, its experts MXFP4 (weight-only without FP4
+        # math); all-FP8 weights (1.6T parameters, 200 GB a GPU at TP8) would not fit 8 GPUs
+        ("h200-sxm", "fp8/?/?", "mxfp4-a16+fp8-kv"),
+        ("mi300x", "fp8/?/?", "mxfp4-a16+fp8-kv"),
+        ("b200", "fp8/?/?", "mxfp4-a8"),
     ],
 )
 def test_published_rows_map_to_the_checkpoint(gpu, text, want):
     assert map_precision(load_model(PRO), load_hardware(gpu), text) == want
+
+
+def test_the_fp8_runs_fit_the_gpus_they_ran_on():
+    # the published TP8 runs on 8 x H200 (141 GB) and 8 x MI300X (192 GB): the checkpoint's
+    # weights fit (InferenceX's MI300X script: "~131GB/GPU"), an all-FP8 model would not
+    from llm_codesign import ParallelPlan, Workload, estimate
+
+    wl = Workload(isl=8192, osl=1024, concurrency=16)
+    for gpu in ("h200-sxm", "mi300x"):
+        prec = map_precision(load_model(PRO), load_hardware(gpu), "fp8/?/?")
+        e = estimate(PRO, gpu, prec, ParallelPlan(tp=8), wl, engine="vllm", explain=False)
+        assert e.feasible and e.weights_per_gpu_gb < load_hardware(gpu).hbm_bytes / 1e9
+        all_fp8 = estimate(PRO, gpu, "fp8", ParallelPlan(tp=8), wl, engine="vllm", explain=False)
+        assert not all_fp8.feasible and all_fp8.reason == "weights_exceed_memory"
 
 
 def test_softmax_baseline_attends_the_whole_context():

@@ -290,7 +290,8 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
 
     Rules: fp4 = NVFP4 on NVIDIA Blackwell (MXFP4 on a GPU with MXFP4 but no NVFP4: AMD's
     MI355X), except DeepSeek-V4, whose checkpoint's experts alone are MXFP4 at FP8 activations
-    (``specs.checkpoint.experts_alone_fp4``; FP8 KV), and gpt-oss whose checkpoints are MXFP4:
+    (``specs.checkpoint.experts_alone_fp4``; FP8 KV; its "fp8" rows run that checkpoint too),
+    and gpt-oss whose checkpoints are MXFP4:
     W4A8 (MXFP8 activations) where the engines serve it so (NVIDIA Blackwell) or the text states
     8-bit activations on a GPU with an MXFP8 path, else weight-only W4A16 (Hopper, Ampere, Ada,
     AMD GPUs, or 16-bit activations stated: the kernels take BF16 activations,
@@ -323,9 +324,13 @@ def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
         stated = kv != "?"
         fp8_kv = kv == "fp8" if stated else bool(re.search(r"(?<!mx)fp8", text.lower()))
         return base + ("+fp8-kv" if fp8_kv else "")
-    if w in ("fp4", "mxfp4") and experts_alone_fp4(model.config):
+    if w in ("fp4", "mxfp4", "fp8") and experts_alone_fp4(model.config):
         # DeepSeek-V4's own checkpoint: MXFP4 experts at FP8 activations where the GPU has the
-        # path, else weight-only; FP8 KV unless the row states 16 bits (its reading)
+        # path, else weight-only; FP8 KV unless the row states 16 bits (its reading). Its "fp8"
+        # runs load the same checkpoint: vLLM's --quantization deepseek_v4_fp8 reads its FP8
+        # dense weights and keeps the experts MXFP4 (weight-only on a GPU without FP4 math:
+        # SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsv4_fp8_mi300x.sh,
+        # "~131GB/GPU" at TP8 on MI300X; dsv4_fp8_h200.sh the same path)
         base = served_mxfp4(hw, eight_bit=True)
         stated16 = kv in ("bf16", "fp16")
         return base + (f"+{kv}-kv" if stated16 else "" if base == "mxfp4-a8" else "+fp8-kv")
