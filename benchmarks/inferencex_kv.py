@@ -3,8 +3,8 @@ scripts' history: ``data/validation/inferencex_kv.csv`` (``validate.launch_scrip
 
 InferenceX runs each aggregated configuration with a launch script named for the model,
 precision and GPU (``benchmarks/[single_node/[fixed_seq_len/]]<model>_<precision>_<gpu>
-[_docker|_slurm|_sglang|_vllm][_mtp].sh``; DeepSeek-R1, GLM-5, Qwen3.5, Kimi-K2.5,
-MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8 cache), the
+[_docker|_slurm|_sglang|_vllm][_mtp].sh``; DeepSeek-R1, DeepSeek-V4-Pro, GLM-5, Qwen3.5,
+Kimi-K2.5, MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8 cache), the
 others none (the engines' ``auto``: the model's own dtype, BF16, unless the checkpoint
 quantizes its cache). This walks the scripts' versions on the clone's current branch (``git
 log --first-parent -m HEAD``: the commits as they landed on it, a merge as of its own date;
@@ -40,9 +40,10 @@ MODELS = {
     "kimik2.5": "kimi-k2.5",
     "minimaxm2.5": "minimax-m2.5",
     "gptoss": "gpt-oss-120b",
+    "dsv4": "deepseek-v4-pro",  # (InferenceX's model-prefix dsv4: deepseek-ai/DeepSeek-V4-Pro)
 }
 SCRIPT = re.compile(
-    r"(?P<model>dsr1|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|gptoss)_(?P<prec>fp8|fp4|int4|bf16)_"
+    r"(?P<model>dsr1|dsv4|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|gptoss)_(?P<prec>fp8|fp4|int4|bf16)_"
     r"(?P<gpu>h100|h200|b200|b300|gb200|gb300|mi300x|mi325x|mi355x)(?P<rest>[a-z0-9_-]*)\.sh$"
 )
 OTHER_ENGINES = ("trt", "atom", "disagg", "dynamo", "llm-d", "monitor", "replay")

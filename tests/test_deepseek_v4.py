@@ -249,3 +249,25 @@ def test_rows_on_gpus_without_the_fp8_x_fp4_path_and_a_stated_cache():
     m = load_model(PRO)
     assert map_precision(m, load_hardware("h200-sxm"), "fp4/?/?") == "mxfp4-a16+fp8-kv"
     assert map_precision(m, load_hardware("b200"), "fp4/fp8/bf16") == "mxfp4-a8+bf16-kv"
+
+
+def test_inferencex_h200_fp8_dep8_run_maps_with_its_script(tmp_path):
+    # InferenceX's dsv4_fp8_h200.sh (its version of 2026-04-24): vLLM at TP 8 with attention-DP
+    # (--data-parallel-size 8), --gpu-memory-utilization 0.95 and --max-num-batched-tokens 512
+    # (the script table, benchmarks/inferencex_kv.py); at the engine's own 8,192 tokens a rank
+    # the profiled step would leave no KV room (workspace_exceeds_memory)
+    from llm_codesign.validate import validate
+
+    table = tmp_path / "v4.csv"
+    table.write_text(
+        "source_id,model,gpu,num_gpus,precision,tp,pp,ep,dp,framework,isl,osl,"
+        "concurrency_or_batch,metric,value,notes\n"
+        "inferencex_api_fixture,DeepSeek-V4-Pro,H200,8,fp8/?/?,8,,8,attn-DP,"
+        "vllm (vllm/vllm-openai:v0.25.1),8192,1024,64,tpot_ms,30,"
+        "aggregated single-node; spec_method=none; run date 2026-05-01\n"
+    )
+    rep = validate([str(table)])
+    assert len(rep.rows) == 1 and not rep.skipped, rep.skipped
+    (r,) = rep.rows
+    assert r["precision"] == "mxfp4-a16+fp8-kv"
+    assert "0.95" in r["note"] or "950" in r["note"], r["note"]
