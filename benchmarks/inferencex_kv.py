@@ -4,8 +4,8 @@ scripts' history: ``data/validation/inferencex_kv.csv`` (``validate.launch_scrip
 InferenceX runs each aggregated configuration with a launch script named for the model,
 precision and GPU (``benchmarks/[single_node/[fixed_seq_len/]]<model>_<precision>_<gpu>
 [_docker|_slurm|_sglang|_vllm][_mtp].sh``; DeepSeek-R1, DeepSeek-V4-Pro, GLM-5, Qwen3.5,
-Kimi-K2.5, MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8 cache), the
-others none (the engines' ``auto``: the model's own dtype, BF16, unless the checkpoint
+Kimi-K2.5, MiniMax-M2.5, gpt-oss). Some pass ``--kv-cache-dtype fp8`` / ``fp8_e4m3`` (an FP8
+cache), the others none (the engines' ``auto``: the model's own dtype, BF16, unless the checkpoint
 quantizes its cache). This walks the scripts' versions on the clone's current branch (``git
 log --first-parent -m HEAD``: the commits as they landed on it, a merge as of its own date;
 dates in UTC, as the runs' dates), reads the flag of each version that launches
