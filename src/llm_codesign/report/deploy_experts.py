@@ -51,13 +51,13 @@ def expert_copies(
     stated = [(by[k], _stated_copies(by[k], k, e)) for k in COUNTS if k in by]
     for s, _ in stated[:-1]:  # (the last one stated wins, as the engines' own parsers do)
         skip(s, f"superseded by {stated[-1][0].origin}")
-    switch = by.get("eplb")
-    if switch is not None and not as_bool(switch):
+    switch, updates = by.get("eplb"), by.get("eplb_updates")
+    off = switch is not None and not as_bool(switch)
+    if off:
         skip(switch, "the load balancer is off: expert_balancer as the engine states")
     on = [s for s in (switch, lb) if s is not None and (s is lb or as_bool(s))]
-    if "eplb_updates" in by and as_int(by["eplb_updates"], lo=0) > 0:
-        on.append(by["eplb_updates"])
-    if on and not (switch is not None and not as_bool(switch)):
+    on += [updates] if updates is not None and as_int(updates, lo=0) > 0 else []
+    if on and not off:
         engine["expert_balancer"] = "eplb"
         note(on[0], "engine expert_balancer=eplb (the load balancer places the experts' copies)")
     if not stated:

@@ -206,8 +206,8 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
     if m.moe and ep == tp and ep > 1:
         v.append("--enable-expert-parallel")
         v += _a2a(x, "vllm", tp, ep, adp, notes)
-        if redundant_experts(m, ep):
-            conf = json.dumps({"num_redundant_experts": redundant_experts(m, ep)})
+        if copies := redundant_experts(m, ep):
+            conf = json.dumps({"num_redundant_experts": copies})
             v += ["--enable-eplb", f"--eplb-config '{conf}'"]
     elif m.moe and bool(partial_moe_ep(tp, ep)):
         notes.append(
@@ -273,8 +273,8 @@ def _sglang_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[
     if m.moe and ep > 1:
         s.append(f"--ep {ep}")
         s += _a2a(x, "sglang", tp, ep, adp, notes)
-        if redundant_experts(m, ep):
-            s += ["--enable-eplb", f"--ep-num-redundant-experts {redundant_experts(m, ep)}"]
+        if copies := redundant_experts(m, ep):
+            s += ["--enable-eplb", f"--ep-num-redundant-experts {copies}"]
     if pp > 1:
         s.append(f"--pp-size {pp}")
     s += [
