@@ -295,15 +295,21 @@ def layer_group_ops(
     if g.mixer == "sparse" or csa:
         idx = model.indexer
         assert idx is not None
-        # indexer: queries from the q latent, one shared key (V4: its compressor's wkv and wgate)
-        # and per-head weights from hidden
+        # indexer: queries from the q latent (or hidden), one shared key (V4: its compressor's
+        # wkv and wgate) and DSA's per-head weights from hidden
         q_in = a.q_lora_rank or d
         q_i = (idx.num_heads * idx.head_dim, q_in)  # (V4: FP8, as its attention)
         ops.append(gemm("indexer_q", "attention", t_attn, *q_i, **(at16 if csa else {})))
-        k_w = (4 if csa else 1) * idx.head_dim + idx.num_heads  # (V4's: unquantized, BF16)
+        k_w = (3 if csa else 0) * idx.head_dim + idx.key_width  # (V4's: unquantized, BF16)
         ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d, **(w16 if csa else {})))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
-        chain = "compressed_indexer_overhead_s" if csa else "indexer_overhead_s"
+        chain = (
+            "compressed_indexer_overhead_s"
+            if csa
+            else "msa_indexer_overhead_s"
+            if idx.block > 1  # (MiniMax Sparse Attention's block indexer)
+            else "indexer_overhead_s"
+        )
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))
         if csa:  # its top-k selection runs where a query's entries pass top-k (decode, prompts)
             k, r = idx.topk, g.compress  # (entries: one per r tokens, whole ones)
@@ -344,7 +350,8 @@ def layer_group_ops(
         if g.mixer == "sparse" or csa:  # (V4's indexer scores the entries: one per ratio)
             r = g.compress or 1
             counts = indexer_counts(model, seqs_local, q, ctx_d / r, t_pre, ctx_p / r, cp)
-            kernels.append(("indexer", counts, "fp8", {"indexer": True}, {}))
+            idx_cls = model.indexer.math_class  # type: ignore[union-attr]
+            kernels.append(("indexer", counts, idx_cls, {"indexer": True}, {}))
     for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta, pre_meta in kernels:
         for phase, flops, nbytes, meta in (
             ("decode", dec_flops, dec_bytes, dec_meta),

@@ -451,6 +451,7 @@ def write_engine_yaml(result: FitResult, path: str | Path, data_files: list[str]
         "max_batch_size",
         "cuda_graph_batches",  # the runtime's capture sizes (specs.cuda_graphs)
         "indexer_overhead_s",  # measured from kernel tables (benchmarks/dsa_indexer_report.py)
+        "msa_indexer_overhead_s",  # ... and this (benchmarks/msa_module_report.py --fit)
         "compressed_overhead_s",  # ... and these (benchmarks/dsv4_attention_report.py --fit)
         "compressed_indexer_overhead_s",
         "compressed_topk_s",

@@ -146,7 +146,10 @@ def clean(obj: Any) -> Any:
 # exceed the engine's budget. The plan reason `ep_not_dividing_experts` is gone: an EP group that
 # does not divide the experts holds the fewest redundant copies that split evenly
 # (`specs.plan.expert_slots`; an estimate's notes say so, launch files set them).
-SCHEMA_VERSION = 36
+# 37: the engine constants add `msa_indexer_overhead_s` (the fixed kernel chain of a MiniMax
+# Sparse Attention layer's block indexer); models add `minimax-m3` (its sparse layers' op
+# tables carry `indexer_q`, `indexer_k_w`, `indexer_chain` and `indexer_decode` as DSA's do).
+SCHEMA_VERSION = 37
 
 
 def to_json(obj: Any) -> str:

@@ -176,6 +176,9 @@ class EngineConstants:
             lightning indexer's kernel chain beyond what its GEMMs and logits cost at the
             roofline (LayerNorm, RoPE, FP8 quantization, index-K store, paged-logits metadata,
             top-k selection): measured per engine (``benchmarks/dsa_indexer_report.py``).
+        msa_indexer_overhead_s: the same for a MiniMax Sparse Attention layer's block indexer
+            (RMSNorms, RoPE, key store, block max and top-k): measured per engine
+            (``benchmarks/msa_module_report.py --fit``).
         compressed_overhead_s / compressed_indexer_overhead_s / compressed_topk_s: the same for
             a DeepSeek-V4 compressed layer's attention module (norms, RoPE, FP8 cache stores,
             the compressor's pooling and state, metadata) / a CSA layer's indexer beside it /
@@ -287,6 +290,7 @@ class EngineConstants:
     kv_admission: str
     moe_layer_overhead_s: float
     indexer_overhead_s: float
+    msa_indexer_overhead_s: float
     compressed_overhead_s: float
     compressed_indexer_overhead_s: float
     compressed_topk_s: float
@@ -374,8 +378,8 @@ def sglang_auto_kv_fp8(model: Any, hardware: Any) -> bool:
 FRACTIONS = ("attn_prefill_efficiency", "attn_decode_efficiency")
 TIMES = ("kernel_overhead_s", "step_overhead_s", "per_seq_overhead_s", "request_overhead_s",
          "allreduce_latency_s", "alltoall_latency_s", "network_latency_s",
-         "moe_layer_overhead_s", "indexer_overhead_s", "compressed_overhead_s",
-         "compressed_indexer_overhead_s", "compressed_topk_s")  # fmt: skip
+         "moe_layer_overhead_s", "indexer_overhead_s", "msa_indexer_overhead_s",
+         "compressed_overhead_s", "compressed_indexer_overhead_s", "compressed_topk_s")  # fmt: skip
 
 
 # the engine's named behaviours: (constant, its allowed values, what an unknown value is not:

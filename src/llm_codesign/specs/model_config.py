@@ -22,7 +22,7 @@ from .model import (
     MoESpec,
 )
 from .model_families import FAMILY_PARSERS, deepseek_moe, generic, generic_missing, head_dim_of
-from .model_hybrids import deepseek_v4, gated_deltanet_hybrid, minimax, nemotron_h
+from .model_hybrids import deepseek_v4, gated_deltanet_hybrid, minimax, minimax_m3, nemotron_h
 
 # model types this module parses itself; model_families.py parses the others
 _OWN_TYPES = (
@@ -42,6 +42,9 @@ _OWN_TYPES = (
     "minimax",
     "minimax_m1",
     "minimax_m2",
+    "minimax_m3",
+    "minimax_m3_vl",
+    "minimax_m3_vl_text",
     "minimax_text_01",
     "mistral",
     "mixtral",
@@ -54,7 +57,15 @@ _OWN_TYPES = (
     "qwen3_next",
 )
 # vision-language wrappers whose text model sits under ``text_config`` (architectures.md s8)
-TEXT_WRAPPERS = {"llama4": "llama4", "kimi_k25": "kimi_k2", "qwen3_5_moe": "qwen3_5_moe_text"}
+TEXT_WRAPPERS = {
+    "llama4": "llama4",
+    "kimi_k25": "kimi_k2",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "minimax_m3_vl": "minimax_m3",
+}
+# MiniMax-M3: GQA + MiniMax Sparse Attention + MoE (its text config as AIConfigurator and SGLang
+# flatten it, or transformers' text model type)
+MINIMAX_M3_TYPES = ("minimax_m3", "minimax_m3_vl_text")
 # MLA models read by the DeepSeek-V3 branch; DSA (an indexer) where the config has index_* fields
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2")
 # MiniMax: MiniMax-01 / M1 (lightning attention 7 of 8 layers) and M2 (softmax everywhere)
@@ -232,6 +243,8 @@ def model_from_config(
         return nemotron_h(f, finish, d, layers, heads, kv_heads, vocab, tie)
     if model_type in MINIMAX_TYPES:
         return minimax(f, finish, model_type, d, layers, heads, kv_heads, head_dim, vocab, tie)
+    if model_type in MINIMAX_M3_TYPES:
+        return minimax_m3(f, finish, d, layers, heads, kv_heads, head_dim, vocab, tie)
 
     bias = f.bool("attention_bias", model_type == "qwen2")
     attn = AttentionSpec(

@@ -307,3 +307,64 @@ def deepseek_v4(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_
                   pattern=pattern, moe=moe, mtp=f.int("num_nextn_predict_layers", 0, minimum=0),
                   norm=2 * d, indexer=index, compressor=CompressorSpec(window),
                   hyper_connections=hc if hc > 1 else 0)  # fmt: skip
+
+
+def _layer_flags(f: Fields, key: str, layers: int) -> list[bool]:
+    """A per-layer list of 0/1 (or true/false) flags, one per layer."""
+    values = f.list(key)
+    if len(values) != layers or any(v not in (0, 1) for v in values):  # (True == 1, False == 0)
+        raise SpecError(
+            f"{f.where}: field {key!r} must give each of the {layers} layers 0 or 1; got "
+            f"{len(values)} entries"
+        )
+    return [bool(v) for v in values]
+
+
+def minimax_m3(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_heads: int,
+               head_dim: int, vocab: int, tie: bool) -> ModelSpec:  # fmt: skip
+    """MiniMax-M3 (``minimax_m3``; the text model of ``minimax_m3_vl``): GQA with per-head
+    QK RMSNorms in every layer; MoE where ``moe_layer_freq`` is 1 (``num_local_experts`` top
+    ``num_experts_per_tok`` of ``intermediate_size``, ``n_shared_experts`` of
+    ``shared_intermediate_size``, sigmoid routing with a bias), a dense FFN of
+    ``dense_intermediate_size`` elsewhere (``first_k_dense_replace`` where the list is absent);
+    MiniMax Sparse Attention where ``sparse_attention_config.sparse_attention_freq`` is 1: an
+    indexer of ``sparse_num_index_heads`` x ``sparse_index_dim`` (one shared key per token)
+    keeps the ``sparse_topk_blocks`` best blocks of ``sparse_block_size`` tokens, the query's
+    own (``sparse_local_block``) among them, plus the ``sparse_init_block`` first ones
+    (transformers models/minimax_m3_vl ``MiniMaxM3VLIndexer``, vLLM models/minimax_m3;
+    architectures.md section 10). No MTP: the released checkpoints hold no MTP tensors
+    whatever their ``num_mtp_modules`` (llama.cpp PR #24908; vLLM skips ``mtp.*``), so a draft
+    is an EAGLE head of its own (``serving.step.draft_note``)."""
+    if f.has("moe_layer_freq") and isinstance(f.data["moe_layer_freq"], list):
+        moe_layers = _layer_flags(f, "moe_layer_freq", layers)
+    else:
+        first_dense = f.int("first_k_dense_replace", 0, minimum=0)
+        moe_layers = [i >= first_dense for i in range(layers)]
+    sparse_layers = [False] * layers
+    index = None
+    if f.has("sparse_attention_config"):
+        s = f.mapping("sparse_attention_config")
+        if s.bool("use_sparse_attention", True):
+            sparse_layers = _layer_flags(s, "sparse_attention_freq", layers)
+            block = s.int("sparse_block_size")
+            kept = s.int("sparse_topk_blocks") + s.int("sparse_init_block", 0, minimum=0)
+            index = IndexerSpec(s.int("sparse_num_index_heads"), s.int("sparse_index_dim"),
+                                kept * block, block=block, head_weights=False,
+                                key_bytes=2.0)  # fmt: skip
+    if index is None:
+        sparse_layers = [False] * layers
+    attn = AttentionSpec("gqa", heads, kv_heads, head_dim, head_dim)
+    expert = f.int("intermediate_size")
+    shared = f.int("n_shared_experts", 0, minimum=0)
+    moe = MoESpec(
+        f.int("num_local_experts"),
+        f.int("num_experts_per_tok"),
+        expert,
+        num_shared=shared,
+        shared_intermediate=f.int("shared_intermediate_size", expert) if shared else 0,
+        router_bias=f.bool("use_routing_bias", True),
+    )
+    pattern = [(0, m, "sparse" if s else "attention") for m, s in zip(moe_layers, sparse_layers)]
+    return finish(d, layers, vocab, tie, attn, f.int("dense_intermediate_size", expert),
+                  gated=True, pattern=pattern, moe=moe, norm=2 * d + 2 * head_dim,
+                  indexer=index)  # fmt: skip

@@ -16,30 +16,60 @@ CSA_RATIO = 4
 
 @dataclass(frozen=True)
 class IndexerSpec:
-    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): ``num_heads`` x
-    ``head_dim`` FP8 scores of each query against one cached ``head_dim`` key per token, then
-    the MLA core attends the ``topk`` best tokens (architectures.md section 1)."""
+    """A sparse-attention indexer: ``num_heads`` x ``head_dim`` FP8 scores of each query against
+    one cached ``head_dim`` key per token, then the core attends at most ``topk`` tokens:
+
+    * DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5; architectures.md
+      section 1): the ``topk`` best tokens, the heads' scores summed by learned per-head
+      weights (``head_weights``: weights_proj, hidden -> heads);
+    * MiniMax Sparse Attention (MiniMax-M3; architectures.md section 10): tokens chosen in
+      blocks of ``block`` tokens, a block scored by its best token, the top blocks (the
+      query's own block always among them) plus any always-kept initial blocks; ``topk`` is
+      their tokens, (top + init) x block; no per-head weights, an RMSNorm on the query and on
+      the key; its key cache in BF16 (``key_bytes`` 2: vLLM's default ``indexer_kv_dtype``,
+      FP8 only on SM100 when asked for; vllm models/minimax_m3/common/indexer.py)."""
 
     num_heads: int
     head_dim: int
     topk: int
+    block: int = 1
+    head_weights: bool = True
+    key_bytes: float = 1.0
 
     def params(self, hidden: int, q_lora_rank: int) -> int:
-        """wq_b (q latent -> heads x dim), wk (hidden -> dim) + its LayerNorm (weight, bias),
-        weights_proj (hidden -> heads): DeepSeek-V3.2-Exp inference/model.py ``Indexer``."""
+        """DSA: wq_b (q latent -> heads x dim), wk (hidden -> dim) + its LayerNorm (weight,
+        bias), weights_proj (hidden -> heads): DeepSeek-V3.2-Exp inference/model.py
+        ``Indexer``. MSA: q_proj (hidden -> heads x dim), k_proj (hidden -> dim) and an RMSNorm
+        of dim on each (transformers models/minimax_m3_vl ``MiniMaxM3VLIndexer``)."""
         q_in = q_lora_rank or hidden
+        weights = hidden * self.num_heads if self.head_weights else 0
         return (
             q_in * self.num_heads * self.head_dim
             + hidden * self.head_dim
             + 2 * self.head_dim
-            + hidden * self.num_heads
+            + weights
         )
+
+    @property
+    def key_width(self) -> int:
+        """Outputs of the key-side projection: the key (``head_dim``) and, for DSA, the
+        per-head weights (``num_heads``)."""
+        return self.head_dim + (self.num_heads if self.head_weights else 0)
 
     @property
     def cache_bytes_per_token(self) -> float:
         """Indexer key cache per token per layer: ``head_dim`` FP8 values + one FP32 scale per
-        128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog)."""
+        128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog), or
+        ``head_dim`` 16-bit values (MSA's BF16 cache: 256 B)."""
+        if self.key_bytes != 1.0:
+            return self.head_dim * self.key_bytes
         return self.head_dim * 1.0 + 4.0 * -(-self.head_dim // 128)
+
+    @property
+    def math_class(self) -> str:
+        """Tensor-core class of its scoring: FP8 over an FP8 key cache (DSA's DeepGEMM
+        logits), else BF16 (MSA's Triton scorer)."""
+        return "fp8" if self.key_bytes == 1.0 else "bf16"
 
 
 @dataclass(frozen=True)
