@@ -38,6 +38,12 @@ PUBLISHED = {
     "kimi-k2.5": (1.0e12, 32e9, 0.05e12, "Kimi K2 README: 1T total (rounded), 32B activated"),
     "minimax-m2.5": (230e9, 10e9, 1e9, "MiniMax-M2 card: 230B total, 10B active"),
     "minimax-text-01": (456e9, 45.9e9, 0.1e9, "MiniMax-01 report: 456B total, 45.9B activated"),
+    "minimax-m3": (
+        428e9,
+        23e9,
+        1e9,
+        "MiniMax-M3 release as quoted by sglang-jax #1375: 428B total, ~23B active (no embeddings)",
+    ),
     "nemotron-h-8b": (8e9, 8e9, 1e9, "Nemotron-H report (arXiv 2504.03624): 8B (rounded)"),
     "qwen3-next-80b-a3b": (80e9, 3e9, 1e9, "Qwen3-Next card: 80B total, 3B activated"),
     "qwen3.5-397b-a17b": (397e9, 17e9, 1e9, "Qwen3.5-397B-A17B card: 397B total, 17B activated"),

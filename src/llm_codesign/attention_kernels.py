@@ -51,7 +51,9 @@ FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = {"hopper": 0.414, "blackwell": 0.156,
 # runs those backends on the GPUs they run on (``flashmla_runs``; DeepSeek-V4's CSA indexer
 # scores its entries the same way). TensorRT-LLM's own DSA path (its Indexer takes its top-k
 # "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py) measures 0.64-0.72
-# on Blackwell and keeps its engine share (0.684); AMD's and other GPUs keep theirs.
+# on Blackwell and keeps its engine share (0.684); AMD's and other GPUs keep theirs. MiniMax-M3's
+# block scorer (its BF16 keys, vLLM 0.24) measures 0.88-0.94 on Hopper and 0.85-0.91 on
+# Blackwell the same way (benchmarks/msa_module_report.py --fit): the same stream, priced alike.
 INDEXER_DECODE_HBM = 0.85
 # FlashMLA's sparse kernels read an FP8 cache in their own layout, which both engines store
 # (deepseek-ai/FlashMLA README, its FP8 format for sparse MLA): per token the kv_lora_rank

@@ -332,7 +332,7 @@ def minimax_m3(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_h
     keeps the ``sparse_topk_blocks`` best blocks of ``sparse_block_size`` tokens, the query's
     own (``sparse_local_block``) among them, plus the ``sparse_init_block`` first ones
     (transformers models/minimax_m3_vl ``MiniMaxM3VLIndexer``, vLLM models/minimax_m3;
-    architectures.md section 10). No MTP: the released checkpoints hold no MTP tensors
+    docs/MODEL_FACTS.md). No MTP: the released checkpoints hold no MTP tensors
     whatever their ``num_mtp_modules`` (llama.cpp PR #24908; vLLM skips ``mtp.*``), so a draft
     is an EAGLE head of its own (``serving.step.draft_note``)."""
     if f.has("moe_layer_freq") and isinstance(f.data["moe_layer_freq"], list):

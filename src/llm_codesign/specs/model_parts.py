@@ -22,7 +22,7 @@ class IndexerSpec:
     * DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5; architectures.md
       section 1): the ``topk`` best tokens, the heads' scores summed by learned per-head
       weights (``head_weights``: weights_proj, hidden -> heads);
-    * MiniMax Sparse Attention (MiniMax-M3; architectures.md section 10): tokens chosen in
+    * MiniMax Sparse Attention (MiniMax-M3; docs/MODEL_FACTS.md): tokens chosen in
       blocks of ``block`` tokens, a block scored by its best token, the top blocks (the
       query's own block always among them) plus any always-kept initial blocks; ``topk`` is
       their tokens, (top + init) x block; no per-head weights, an RMSNorm on the query and on

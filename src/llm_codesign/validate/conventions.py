@@ -56,6 +56,12 @@ first-draft and 29% second-draft acceptance for DeepSeek-V4-Flash's MTP on vLLM'
 dataset; ROCm/ATOM PR #1372 53% over three drafts on gsm8k; InferenceX PR #649 (2026-02-05,
 SGLang, DeepSeek-R1 MTP) measured an acceptance length of about 2.5 on random prompts with the
 chat template, as on MT-Bench, and about 3.55 without it (3 drafts at 0.65 give 2.35).
+A model without MTP modules (MiniMax-M3, whose released checkpoints hold none) drafts with a
+draft head of its own where InferenceX labels a run ``mtp``: its MiniMax-M3 scripts load
+Inferact's EAGLE3 head with 3 speculative tokens ("use 3 speculative tokens for all configs",
+``minimaxm3_*_mtp.sh``; ``EAGLE_DRAFT_TOKENS``), each draft priced as one layer of the model
+(``serving.step.draft_time``), the head's weights not counted; its acceptance as above
+(InferenceX PR #1737, B300: acceptance lengths of about 2.3-2.7 at 3 drafts).
 ``benchmarks/mtp_implied_acceptance.py`` prints, per row, the acceptance at which the priced
 step gives the measured TPOT; SGLang's draft passes carry a step's host work each
 (``EngineConstants.spec_separate_drafts``).
@@ -109,6 +115,9 @@ MTP_DRAFT_TOKENS = {
     ("trtllm", True): 1,
 }
 MTP_DRAFT_TOKENS_FALLBACK = 1
+# a draft head's tokens per step where a model has no MTP modules (module doc: InferenceX's
+# MiniMax-M3 EAGLE3 scripts)
+EAGLE_DRAFT_TOKENS = 3
 
 _POOL = r"P:\s*{k}\s*=?\s*(\w+)\s*/\s*D:\s*{k}\s*=?\s*(\w+)"
 
@@ -255,8 +264,7 @@ def speculative(
         return 0, 0.0, ""
     if method not in ("mtp", "nextn"):
         return f"speculative decoding {method} (only MTP is mapped)"
-    if model.num_mtp_layers < 1:
-        return "spec_method=mtp on a model without MTP modules"
+    head = model.num_mtp_layers < 1  # (a draft head of its own: module doc)
     k_m = re.search(
         r"(?:spec_tokens|draft_tokens|num_nextn_predict_layers)\s*=\s*(\d+)", notes, re.I
     )
@@ -265,6 +273,8 @@ def speculative(
         k, k_note = int(k_m.group(1)), "stated"
     elif draft[0]:
         k, k_note = draft
+    elif head:
+        k, k_note = EAGLE_DRAFT_TOKENS, "InferenceX's EAGLE3 draft-head scripts"
     else:
         k = MTP_DRAFT_TOKENS.get((engine, attention_dp), MTP_DRAFT_TOKENS_FALLBACK)
         k_note = f"default of the {engine} MTP recipe"
@@ -282,7 +292,8 @@ def speculative(
         a, a_note = MTP_ACCEPTANCE_INFERENCEX, MTP_ACCEPTANCE_INFERENCEX_SOURCE
     else:
         a, a_note = MTP_ACCEPTANCE, f"assumed, {MTP_ACCEPTANCE_SOURCE}"
-    return k, a, f"MTP: {k} draft tokens ({k_note}), acceptance {a:g} per draft ({a_note})"
+    what = f"{model.id} has no MTP module: a draft head's " if head else "MTP: "
+    return k, a, f"{what}{k} draft tokens ({k_note}), acceptance {a:g} per draft ({a_note})"
 
 
 def map_precision(model: ModelSpec, hw: HardwareSpec, text: str) -> str | None:
