@@ -11,9 +11,10 @@ import csv
 import numpy as np
 import pytest
 
-from llm_codesign import load_hardware, load_model, parse_precision
+from llm_codesign import frontier, load_hardware, load_model, parse_precision
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import layer_group_ops, step_shape
+from llm_codesign.report import launch_settings
 from llm_codesign.serving.step import step_cost
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.model import DSA_INDEXER
@@ -158,3 +159,12 @@ def test_inferencex_runs_map_with_their_draft_head(tmp_path):
         w.writerows([base])
     rep = validate([str(path)])
     assert len(rep.rows) == 1 and rep.rows[0]["predicted"] > 0
+
+
+def test_launch_files_page_vllms_cache_in_its_blocks_and_load_the_nvfp4_export():
+    fr = frontier("minimax-m3", "b200", num_gpus=8, precision="nvfp4", engine="vllm")
+    ls = launch_settings(fr, int(fr.pareto[0]))
+    assert "--block-size 128" in ls["vllm_args"]  # (vLLM's page = MSA's block)
+    assert ls["checkpoint"]["id"] == "nvidia/MiniMax-M3-NVFP4"
+    dsa = frontier("deepseek-v3.2", "b200", num_gpus=8, precision="nvfp4", engine="vllm")
+    assert "--block-size" not in launch_settings(dsa, int(dsa.pareto[0]))["vllm_args"]

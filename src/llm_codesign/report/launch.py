@@ -227,6 +227,11 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
     ]
     if x.kv_fp8:
         v.append("--kv-cache-dtype fp8")
+    if m.indexer is not None and m.indexer.block > 1:
+        # MiniMax Sparse Attention pages its cache in its blocks (vllm models/minimax_m3: the page
+        # size must equal sparse_block_size; InferenceX's scripts: "--block-size 128 is
+        # mandatory")
+        v.append(f"--block-size {m.indexer.block}")
     if x.ckpt["how"] == "online":
         v.append("--quantization fp8")  # BF16 weights quantized at load
     if x.spec and mtp_layers(m, "vllm"):
