@@ -18,7 +18,8 @@ with the dates the master config named that recipe for that run, to the bundled 
   ``max-running-requests`` // ``dp-size`` (or ``data-parallel-size``: its scheduler splits it
   over its DP ranks under ``enable-dp-attention``: sgl-project/sglang
   python/sglang/srt/model_executor/model_runner.py, ``dp_size`` where DP attention is on),
-  vLLM's ``max-num-seqs`` (per engine, one per DP rank);
+  vLLM's ``max-num-seqs`` (per engine, one per DP rank; where a pool sets none, vLLM's own
+  for the OpenAI server, ``specs.gpu_defaults.VLLM_SERVER_LIMITS``, as for its token budget);
 * prefill_max_batch / prefill_max_tokens: the prefill worker's limits in the same terms
   (token budget: ``max_num_tokens``; SGLang ``chunked-prefill-size``; vLLM
   ``max-num-batched-tokens``);
@@ -54,6 +55,7 @@ from pathlib import Path
 import yaml
 
 from llm_codesign.report.launch_data import SGLANG_A2A, SGLANG_DEEPEP_MODES, TRTLLM_A2A, VLLM_A2A
+from llm_codesign.specs.gpu_defaults import VLLM_SERVER_LIMITS
 from llm_codesign.validate.mapping import match_model_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,20 +115,30 @@ def limits(rec: dict) -> tuple[int, int, int] | None:
     """(decode batch per scheduling rank, prefill batch per rank, prefill token budget) a
     recipe sets (module doc), None for a recipe of another form."""
     be = rec.get("backend") or {}
+    # a vLLM pool that sets no limit runs vLLM's own for the OpenAI server on a GPU of 70 GiB or
+    # more (every GPU InferenceX runs disaggregated: specs.gpu_defaults.VLLM_SERVER_LIMITS)
+    vllm_tokens, vllm_seqs = VLLM_SERVER_LIMITS[True]
 
-    def per_rank(cfg: dict, batch: str, split_dp: bool) -> int:
+    def per_rank(cfg: dict, batch: str, split_dp: bool, own: int | None) -> int:
         # (SGLang's --dp-size, spelled --data-parallel-size in the later recipes; it splits the
         # batch over its DP ranks under --enable-dp-attention only)
         dp = cfg.get("dp-size") or cfg.get("data-parallel-size") or 1
         split = split_dp and bool(cfg.get("enable-dp-attention"))
-        return int(cfg[batch]) // (int(dp) if split else 1)
+        value = cfg[batch] if own is None or batch in cfg else own
+        return int(value) // (int(dp) if split else 1)
 
     for key, batch, tokens, split_dp in BACKENDS:
         if key not in be:
             continue
+        seqs, budget = (vllm_seqs, vllm_tokens) if key == "vllm_config" else (None, None)
         try:
             p, d = be[key]["prefill"], be[key]["decode"]
-            return per_rank(d, batch, split_dp), per_rank(p, batch, split_dp), int(p[tokens])
+            prefill_tokens = int(p[tokens] if budget is None or tokens in p else budget)
+            return (
+                per_rank(d, batch, split_dp, seqs),
+                per_rank(p, batch, split_dp, seqs),
+                prefill_tokens,
+            )
         except (KeyError, TypeError, ValueError):
             return None
     return None

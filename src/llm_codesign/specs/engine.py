@@ -176,9 +176,8 @@ class EngineConstants:
             lightning indexer's kernel chain beyond what its GEMMs and logits cost at the
             roofline (LayerNorm, RoPE, FP8 quantization, index-K store, paged-logits metadata,
             top-k selection): measured per engine (``benchmarks/dsa_indexer_report.py``).
-        msa_indexer_overhead_s: the same for a MiniMax Sparse Attention layer's block indexer
-            (RMSNorms, RoPE, key store, block max and top-k): measured per engine
-            (``benchmarks/msa_module_report.py --fit``).
+        msa_indexer_overhead_s: the same for MiniMax Sparse Attention's block indexer (norms,
+            RoPE, key store, block top-k; ``benchmarks/msa_module_report.py --fit``).
         compressed_overhead_s / compressed_indexer_overhead_s / compressed_topk_s: the same for
             a DeepSeek-V4 compressed layer's attention module (norms, RoPE, FP8 cache stores,
             the compressor's pooling and state, metadata) / a CSA layer's indexer beside it /
