@@ -15,6 +15,9 @@ of one sparse layer (``ops.layer_group_ops``) with the engine's kernel overhead,
 By batch (at most 64; 65-256; above 256) and by history (at most the 16 blocks of 128 tokens
 the indexer keeps, where every block is kept, or past them).
 
+The prefill modules (``msa_context_module_perf.parquet``: ``batch_size`` prompts of ``isl``
+tokens, no cached prefix; 2,048 tokens or more, 32,768 at most in all) are priced the same way.
+
 ``--fit``: the indexer's fixed kernel chain per sparse layer and step (engine
 ``msa_indexer_overhead_s``): each row's measured module less every op the model prices but the
 chain, at batch 1-64 and at most 2,047 tokens of history (below the 16 blocks, launch-bound);
@@ -22,7 +25,10 @@ the median over an engine's Hopper tables (H100, H200) is its constant; Blackwel
 printed as the check. The indexer's scoring stream past the 16 blocks is checked the same way
 ``dsa_module_report --fit`` fits DSA's (``attention_kernels.INDEXER_DECODE_HBM``): the module's
 growth per key from 8,191 to 32,767 tokens of history at 256 sequences or more, over a key's
-256 BF16 bytes and its FP32 logit, over the GPU's HBM bandwidth.
+256 BF16 bytes and its FP32 logit, over the GPU's HBM bandwidth. And the Triton prefill core's
+rate per SM (``attention_kernels.MSA_TRITON_PREFILL_SM_FLOPS``): each Hopper vLLM and SGLang
+prefill row's module less every other op priced, the core's FLOPs over the rest and the SMs,
+the median per cache format.
 
 Run: python benchmarks/msa_module_report.py AIC_GIT_DIR [--fit]
 (needs pandas and pyarrow; AIC_GIT_DIR: a clone or the ``fetch`` mirror's git directory).
@@ -101,13 +107,55 @@ def fit(repo: str) -> None:
             chains[engine] += rest
     for engine, rest in sorted(chains.items()):
         print(f"msa_indexer_overhead_s {engine} (Hopper): {statistics.median(rest) * 1e6:.1f} us")
+    fit_prefill(repo)
 
 
-def _tables(repo: str):
+def _tables(repo: str, phase: str = "generation"):
     for path in table_paths(repo):
         parts = path.split("/")
-        if parts[-1] == "msa_generation_module_perf.parquet" and parts[-5] in GPUS:
+        if parts[-1] == f"msa_{phase}_module_perf.parquet" and parts[-5] in GPUS:
             yield parts[-5], parts[-3], parts[-2], read_table(repo, path)
+
+
+def prefill_rows(repo: str):
+    """(gpu, engine, version, KV format, the module's measured s, the ops priced beside the
+    core in s, the core's FLOPs, the whole priced module in s) of every prefill row of b prompts
+    of 2,048 tokens or more (32,768 at most in all), no cached prefix, heads of a TP of 64."""
+    m = load_model("minimax-m3")
+    g = next(g for g in m.layer_groups if g.mixer == "sparse")
+    for gpu, engine, version, df in _tables(repo, "context"):
+        hw, eng = load_hardware(GPUS[gpu]), load_engine(engine)
+        df = df[(df.step == 0) & (df.isl >= 2048) & (df.batch_size * df.isl <= 32768)]
+        keys = ["gemm_type", "kv_cache_dtype", "num_heads", "batch_size", "isl"]
+        for (gemm, kv, heads, batch, isl), x in df.groupby(keys):
+            if heads > 64 or 64 % heads or gemm not in GEMM:
+                continue
+            s = step_shape(64 // heads, 1, 1, 1, False, isl=float(isl), osl=1.0,
+                           decode_seqs=0.0, prefill_tokens=float(batch * isl),
+                           prefill_seqs=float(batch), micro_batches=1.0)  # fmt: skip
+            beside, core_flops, whole = 0.0, 0.0, 0.0
+            for op in layer_group_ops(m, parse_precision(precision_of(gemm, kv)), g, s, 1.0):
+                if op.op_class != "attention":
+                    continue
+                t = float(np.asarray(op_time(op, hw, eng, None)[0]))
+                t += eng.kernel_overhead_s * op.kernels if t > 0 else 0.0
+                whole += t
+                if op.name == "attention_prefill":
+                    core_flops = float(np.asarray(op.flops))
+                else:
+                    beside += t
+            meas = float(x.latency.median()) * 1e-3
+            yield gpu, engine, version, kv.startswith("fp8"), meas, beside, core_flops, whole
+
+
+def fit_prefill(repo: str) -> None:
+    rates: dict[bool, list[float]] = defaultdict(list)
+    for gpu, engine, version, fp8, meas, beside, flops, _ in prefill_rows(repo):
+        if meas > beside and gpu in HOPPER and engine in ("vllm", "sglang"):
+            rates[fp8].append(flops / ((meas - beside) * load_hardware(GPUS[gpu]).sm_count))
+    for fp8, r in sorted(rates.items()):
+        print(f"MSA_TRITON_PREFILL_SM_FLOPS (Hopper, vLLM + SGLang) {'FP8' if fp8 else 'BF16'} "
+              f"cache: {statistics.median(r):.3g} FLOP/s an SM (rows {len(r)})")  # fmt: skip
 
 
 def main() -> None:
@@ -135,6 +183,12 @@ def main() -> None:
         p10, p90 = r[len(r) // 10], r[(9 * len(r)) // 10]
         print(f"  {' '.join(key):44s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
               f"n={len(r)}")  # fmt: skip
+    pre: dict[tuple, list[float]] = defaultdict(list)
+    for gpu, engine, version, _fp8, meas, _beside, _flops, whole in prefill_rows(sys.argv[1]):
+        pre[(gpu, f"{engine} {version}")].append(whole / meas)
+    print("prefill: priced / measured, the same layer's module on b prompts (median, rows)")
+    for key in sorted(pre):
+        print(f"  {' '.join(key):32s} {statistics.median(pre[key]):5.2f}  n={len(pre[key])}")
     engines = sorted({k[1].split()[0] for k in ratios})
     for side, hopper in (("Hopper", True), ("Blackwell", False)):
         for engine in ("all", *engines):

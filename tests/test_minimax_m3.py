@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from llm_codesign import frontier, load_hardware, load_model, parse_precision
+from llm_codesign.attention_kernels import MSA_TRITON_PREFILL_SM_FLOPS
+from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import layer_group_ops, step_shape
 from llm_codesign.report import launch_settings
@@ -168,3 +170,25 @@ def test_launch_files_page_vllms_cache_in_its_blocks_and_load_the_nvfp4_export()
     assert ls["checkpoint"]["id"] == "nvidia/MiniMax-M3-NVFP4"
     dsa = frontier("deepseek-v3.2", "b200", num_gpus=8, precision="nvfp4", engine="vllm")
     assert "--block-size" not in launch_settings(dsa, int(dsa.pareto[0]))["vllm_args"]
+
+
+def test_prefill_core_runs_the_triton_kernels_rate_per_sm_where_it_runs():
+    """vLLM's and SGLang's Triton MSA prefill compute at a rate per SM (fitted on Hopper); vLLM
+    on SM100 runs its fmha_sm100 kernel at the engine's prefill share instead."""
+    sparse = next(g for g in M3.layer_groups if g.mixer == "sparse")
+    s = step_shape(4, 1, 1, 1, False, isl=8192.0, osl=1.0, decode_seqs=0.0,
+                   prefill_tokens=8192.0, prefill_seqs=1.0, micro_batches=1.0)  # fmt: skip
+    op = next(
+        o
+        for o in layer_group_ops(M3, parse_precision("fp8"), sparse, s, 1.0)
+        if o.name == "attention_prefill"
+    )
+    flops = float(np.asarray(op.flops))
+    assert op.meta["msa"] and op.meta["fp8_cache"]
+    for gpu, engine, sms in (("h200-sxm", "vllm", 132), ("b200", "sglang", 148)):
+        _, compute, _ = attention_time(op, load_hardware(gpu), load_engine(engine))
+        assert float(compute) == pytest.approx(flops / (MSA_TRITON_PREFILL_SM_FLOPS[True] * sms))
+    b200, vllm = load_hardware("b200"), load_engine("vllm")
+    _, compute, _ = attention_time(op, b200, vllm)
+    share = vllm.attn_prefill_efficiency  # (head dim 128: the whole share)
+    assert float(compute) == pytest.approx(flops / (b200.peak_flops(op.compute_class) * share))

@@ -110,6 +110,37 @@ def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | N
     return hw.fp8_kv_decode.get(eng.gqa_decode_kernels)
 
 
+# MiniMax Sparse Attention's block-sparse prefill core on the Triton kernels vLLM and SGLang run
+# (vLLM's MiniMaxM3SparseTritonImpl off SM100, SGLang's sglang_minimax_prefill_triton_sparse on
+# every GPU; on SM100/SM103 vLLM runs fmha_sm100, MiniMaxM3SparseMSAImpl: the kernel sources of
+# the tables below) computes at a rate per SM over a BF16 cache / an FP8 cache, far below the
+# tensor cores (the kernel gathers each query's blocks: 3-9% of Hopper's BF16 peak), fitted on
+# AIConfigurator's MiniMax-M3 prefill modules on H100 and H200 (vLLM 0.24, SGLang 0.5.16;
+# prompts of 2,048-32,768 tokens: the module less every other op the model prices, the core's
+# FLOPs over the rest and the SMs; medians of 840 rows each; benchmarks/msa_module_report.py
+# --fit). Per SM, not per peak: SGLang's same kernel on B200 measures the same FLOP rate as on
+# H200 (34-90 TFLOPS on both), 1.5-4% of B200's peak. Blackwell's fmha_sm100 keeps the engine's
+# prefill share, as do TensorRT-LLM's own kernels.
+MSA_TRITON_PREFILL_SM_FLOPS = {False: 5.59e11, True: 2.55e11}
+MSA_SM100_ARCHITECTURES = ("blackwell", "blackwell-ultra")
+# the engines (by their sparse-attention kernel family, ``EngineConstants.dsa_kernels``: flashmla
+# is vLLM's, flashmla_fa3 SGLang's) with an SM100 MSA prefill kernel of their own
+MSA_SM100_KERNEL_ENGINES = ("flashmla",)
+
+
+def msa_prefill_rate(hw: HardwareSpec, eng: EngineConstants, fp8_cache: bool) -> float | None:
+    """FLOP/s MiniMax Sparse Attention's prefill core reaches where the engine runs the Triton
+    kernels (``MSA_TRITON_PREFILL_SM_FLOPS`` x the GPU's SMs: vLLM's off SM100, SGLang's
+    everywhere), else None (the engine's prefill share: vLLM's fmha_sm100, TensorRT-LLM's).
+
+    Example: an H200's 132 SMs over an FP8 cache: 33.7 TFLOPS; a B200's 148: 37.7 TFLOPS
+    (SGLang's kernel; vLLM's there is fmha_sm100: None)."""
+    sm100 = hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
+    if eng.dsa_kernels == "none" or (sm100 and eng.dsa_kernels in MSA_SM100_KERNEL_ENGINES):
+        return None
+    return MSA_TRITON_PREFILL_SM_FLOPS[bool(fp8_cache)] * hw.sm_count
+
+
 def flashmla_runs(hw: HardwareSpec, eng: EngineConstants) -> bool:
     """Whether the engine's DSA kernels are FlashMLA's on ``hw`` (``dsa_kernels`` other than
     ``none``, on the GPUs FlashMLA runs on: NVIDIA's SM90 and SM100 alone)."""

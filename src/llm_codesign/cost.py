@@ -39,6 +39,7 @@ from .attention_kernels import (
     decode_attention_efficiency,
     flashmla_runs,
     fp8_kv_decode_rate,
+    msa_prefill_rate,
     sparse_cache_scale,
     sparse_kernel,
 )
@@ -531,6 +532,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
     compute, memory = flops / rate(peak * share), memory_time(op, hw, eng)
+    if op.meta.get("msa") and (msa := msa_prefill_rate(hw, eng, op.meta["fp8_cache"])):
+        compute = flops / msa  # (MSA's Triton prefill kernels)
     t = np.maximum(compute, memory)
     if (heads := op.meta.get("query_heads")) is not None:  # (DeepSeek-V4's per-head chain)
         t = t + decode_attention_efficiency(hw, rate_class, eng).per_query_head_s * heads * pad

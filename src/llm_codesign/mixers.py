@@ -171,8 +171,9 @@ def dsa_meta(
     (``attention_kernels.sparse_kernel``): for a DSA layer the rank's query heads, whether
     the cache is FP8, the (latent, RoPE) dims a cached token holds and the cache's bytes per
     element (its bytes in the engine's layout: ``attention_kernels.sparse_cache_scale``) and, in
-    prefill, whether the sparse core runs (:func:`sparse_prefill`); empty for other layers (and
-    a sparse GQA layer: no MLA kernel)."""
+    prefill, whether the sparse core runs (:func:`sparse_prefill`); a sparse GQA layer's
+    (MiniMax Sparse Attention) prefill meta names its block-sparse kernel and whether the cache is
+    FP8 (``attention_kernels.msa_prefill_rate``); empty for other layers."""
     a = model.attention
     if a.kind == "shared_kv":  # DeepSeek-V4: FlashMLA's sparse kernels in every layer; its
         # fixed time is the module's chain (``compressed_chain``), not the kernel's per call
@@ -180,6 +181,8 @@ def dsa_meta(
         dec = {"sparse_heads": heads, "fp8_cache": prec.kv_fp8, "latent": latent, "per_call": False,
                "kv": prec.kv_bytes, "scales": FP8_SCALES["shared_kv"]}  # fmt: skip
         return dec, {**dec, "sparse_path": True}
+    if g.mixer == "sparse" and a.kind == "gqa":  # MiniMax Sparse Attention: its prefill core
+        return {}, {"msa": True, "fp8_cache": prec.kv_fp8}  # (attention_kernels.msa_prefill_rate)
     if g.mixer != "sparse" or a.kind != "mla":  # (FlashMLA's kernels: MLA)
         return {}, {}
     latent = (a.kv_lora_rank, a.qk_rope_head_dim)
