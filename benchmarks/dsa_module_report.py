@@ -40,7 +40,12 @@ from llm_codesign.ops import step_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aic_git import GPUS, read_table, table_paths  # noqa: E402
-from layer_pricing import attention_class, layer_ops_s  # noqa: E402
+from layer_pricing import (  # noqa: E402
+    attention_class,
+    layer_ops_s,
+    print_ratio_rows,
+    print_side_summary,
+)
 
 MODELS = {"DeepSeek-V3.2": "deepseek-v3.2", "GLM-5-FP8": "glm-5", "zai-org/GLM-5": "glm-5"}
 HOPPER = ("h100_sxm", "h200_sxm")
@@ -112,17 +117,8 @@ def main() -> None:
             ctx = "ctx<=2k" if step <= 2048 else "ctx>2k"  # (past it the indexer's top-k picks)
             ratios[(gpu, f"{engine} {version}", mid, size, ctx)].append(got / want)
     print("decode: priced / measured, one DSA layer's attention module (median, p10-p90, rows)")
-    for key in sorted(ratios):
-        r = sorted(ratios[key])
-        p10, p90 = r[len(r) // 10], r[(9 * len(r)) // 10]
-        print(f"  {' '.join(key):52s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
-              f"n={len(r)}")  # fmt: skip
-    for side, hopper in (("Hopper", True), ("Blackwell", False)):
-        allr = [v for k, r in ratios.items() for v in r if (k[0] in HOPPER) == hopper]
-        if allr:
-            err = statistics.median(abs(v - 1.0) for v in allr)
-            print(f"{side}: median ratio {statistics.median(allr):.3f}, median |error| "
-                  f"{err:.1%}, rows {len(allr)}")  # fmt: skip
+    print_ratio_rows(ratios, 52)
+    print_side_summary(ratios, HOPPER)
 
 
 if __name__ == "__main__":

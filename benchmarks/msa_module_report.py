@@ -50,6 +50,7 @@ from llm_codesign.ops import layer_group_ops, step_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aic_git import GPUS, read_table, table_paths  # noqa: E402
+from layer_pricing import print_ratio_rows, print_side_summary  # noqa: E402
 
 HOPPER = ("h100_sxm", "h200_sxm")
 # a table's (GEMM format, KV-cache format) -> the precision that prices it
@@ -178,11 +179,7 @@ def main() -> None:
             ratios[(gpu, f"{engine} {version}", size, ctx)].append(got / want)
     print("decode: priced / measured, one MiniMax-M3 sparse layer's attention module "
           "(median, p10-p90, rows)")  # fmt: skip
-    for key in sorted(ratios):
-        r = sorted(ratios[key])
-        p10, p90 = r[len(r) // 10], r[(9 * len(r)) // 10]
-        print(f"  {' '.join(key):44s} {statistics.median(r):5.2f}  ({p10:4.2f}-{p90:4.2f})  "
-              f"n={len(r)}")  # fmt: skip
+    print_ratio_rows(ratios, 44)
     pre: dict[tuple, list[float]] = defaultdict(list)
     for gpu, engine, version, _fp8, meas, _beside, _flops, whole in prefill_rows(sys.argv[1]):
         pre[(gpu, f"{engine} {version}")].append(whole / meas)
@@ -190,18 +187,10 @@ def main() -> None:
     for key in sorted(pre):
         print(f"  {' '.join(key):32s} {statistics.median(pre[key]):5.2f}  n={len(pre[key])}")
     engines = sorted({k[1].split()[0] for k in ratios})
-    for side, hopper in (("Hopper", True), ("Blackwell", False)):
-        for engine in ("all", *engines):
-            allr = [
-                v
-                for k, r in ratios.items()
-                for v in r
-                if (k[0] in HOPPER) == hopper and engine in ("all", k[1].split()[0])
-            ]
-            if allr:
-                err = statistics.median(abs(v - 1.0) for v in allr)
-                print(f"{side} {engine}: median ratio {statistics.median(allr):.3f}, median "
-                      f"|error| {err:.1%}, rows {len(allr)}")  # fmt: skip
+    for engine in ("all", *engines):
+        print_side_summary(
+            ratios, HOPPER, engine, lambda k, e=engine: e in ("all", k[1].split()[0])
+        )
 
 
 if __name__ == "__main__":

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from llm_codesign import frontier, load_hardware, load_model, parse_precision
-from llm_codesign.attention_kernels import MSA_TRITON_PREFILL_SM_FLOPS
+from llm_codesign.attention_kernels import MSA_TRITON_PREFILL_SM_FLOPS, msa_prefill_rate
 from llm_codesign.cost import attention_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import layer_group_ops, step_shape
 from llm_codesign.report import launch_settings
+from llm_codesign.report.launch_data import mtp_layers
 from llm_codesign.serving.step import step_cost
-from llm_codesign.specs.engine import load_engine
+from llm_codesign.specs.engine import load_engine, sglang_auto_kv_fp8
 from llm_codesign.specs.model import DSA_INDEXER
 from llm_codesign.specs.model_config import model_from_config
 from llm_codesign.validate import REQUIRED_COLUMNS, map_row, validate
@@ -192,3 +193,30 @@ def test_prefill_core_runs_the_triton_kernels_rate_per_sm_where_it_runs():
     _, compute, _ = attention_time(op, b200, vllm)
     share = vllm.attn_prefill_efficiency  # (head dim 128: the whole share)
     assert float(compute) == pytest.approx(flops / (b200.peak_flops(op.compute_class) * share))
+
+
+def test_review_mends_kv_format_drafts_flags_and_amd():
+    # SGLang's FP8 KV default is DSA's (is_deepseek_nsa), not MSA's
+    assert not sglang_auto_kv_fp8(M3, load_hardware("b200"))
+    assert sglang_auto_kv_fp8(load_model("deepseek-v3.2"), load_hardware("b200"))
+    # no MTP blocks, whatever the config's num_nextn_predict_layers: no MTP drafting launched
+    assert M3.config["num_nextn_predict_layers"] == 1 and mtp_layers(M3, "vllm") == 0
+    # AMD's Triton kernels are not measured: the engine's prefill share there
+    assert msa_prefill_rate(load_hardware("mi355x"), load_engine("vllm"), True) is None
+    cfg = copy.deepcopy(M3.config)
+    for bad, entry in ((2, "2"), (1.0, "1.0")):
+        wrong = copy.deepcopy(cfg)
+        wrong["moe_layer_freq"][5] = bad
+        with pytest.raises(SpecError, match=f"moe_layer_freq' entry 5 is {entry}"):
+            model_from_config(wrong, model_id="m3-bad")
+    no_dense_width = {k: v for k, v in cfg.items() if k != "dense_intermediate_size"}
+    with pytest.raises(SpecError, match="dense_intermediate_size"):
+        model_from_config(no_dense_width, model_id="m3-no-dense")
+
+
+def test_a_speculating_point_launches_no_mtp_drafter_it_does_not_have():
+    fr = frontier("minimax-m3", "h200-sxm", num_gpus=8, precision="fp8", engine="vllm",
+                  spec_tokens=3, spec_acceptance=0.65)  # fmt: skip
+    ls = launch_settings(fr, int(fr.pareto[0]))
+    assert '"method": "mtp"' not in ls["vllm"] and "--speculative-algorithm" not in ls["sglang"]
+    assert any("no MTP drafter for minimax-m3" in n for n in ls["notes"])

@@ -52,8 +52,9 @@ FLASHMLA_SPARSE_FP8_DECODE_EFFICIENCY = {"hopper": 0.414, "blackwell": 0.156,
 # scores its entries the same way). TensorRT-LLM's own DSA path (its Indexer takes its top-k
 # "via DeepGEMM", ai-dynamo/aiconfigurator collector/trtllm/collect_dsa.py) measures 0.64-0.72
 # on Blackwell and keeps its engine share (0.684); AMD's and other GPUs keep theirs. MiniMax-M3's
-# block scorer (its BF16 keys, vLLM 0.24) measures 0.88-0.94 on Hopper and 0.85-0.91 on
-# Blackwell the same way (benchmarks/msa_module_report.py --fit): the same stream, priced alike.
+# block scorer (its BF16 keys, vLLM 0.24) measures 0.91-0.94 on Hopper and 0.87-0.91 on
+# Blackwell the same way (benchmarks/msa_module_report.py --fit): the same stream, priced alike;
+# SGLang's MSA tables have no rows to measure it (assumed the same).
 INDEXER_DECODE_HBM = 0.85
 # FlashMLA's sparse kernels read an FP8 cache in their own layout, which both engines store
 # (deepseek-ai/FlashMLA README, its FP8 format for sparse MLA): per token the kv_lora_rank
@@ -120,7 +121,8 @@ def fp8_kv_decode_rate(hw: HardwareSpec, eng: EngineConstants) -> Efficiency | N
 # FLOPs over the rest and the SMs; medians of 840 rows each; benchmarks/msa_module_report.py
 # --fit). Per SM, not per peak: SGLang's same kernel on B200 measures the same FLOP rate as on
 # H200 (34-90 TFLOPS on both), 1.5-4% of B200's peak. Blackwell's fmha_sm100 keeps the engine's
-# prefill share, as do TensorRT-LLM's own kernels.
+# prefill share, as do TensorRT-LLM's own kernels and AMD's GPUs (their Triton kernels' rate per CU
+# is not measured). Other NVIDIA GPUs take the Hopper rate per SM (an assumption).
 MSA_TRITON_PREFILL_SM_FLOPS = {False: 5.59e11, True: 2.55e11}
 MSA_SM100_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 # the engines (by their sparse-attention kernel family, ``EngineConstants.dsa_kernels``: flashmla
@@ -131,12 +133,17 @@ MSA_SM100_KERNEL_ENGINES = ("flashmla",)
 def msa_prefill_rate(hw: HardwareSpec, eng: EngineConstants, fp8_cache: bool) -> float | None:
     """FLOP/s MiniMax Sparse Attention's prefill core reaches where the engine runs the Triton
     kernels (``MSA_TRITON_PREFILL_SM_FLOPS`` x the GPU's SMs: vLLM's off SM100, SGLang's
-    everywhere), else None (the engine's prefill share: vLLM's fmha_sm100, TensorRT-LLM's).
+    everywhere, on NVIDIA GPUs), else None (the engine's prefill share: vLLM's fmha_sm100,
+    TensorRT-LLM's kernels, AMD GPUs). The engines are told apart by their sparse-attention
+    kernel family (``EngineConstants.dsa_kernels``: vLLM's ``flashmla``, SGLang's
+    ``flashmla_fa3``, none for TensorRT-LLM's own).
 
     Example: an H200's 132 SMs over an FP8 cache: 33.7 TFLOPS; a B200's 148: 37.7 TFLOPS
     (SGLang's kernel; vLLM's there is fmha_sm100: None)."""
     sm100 = hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
-    if eng.dsa_kernels == "none" or (sm100 and eng.dsa_kernels in MSA_SM100_KERNEL_ENGINES):
+    if eng.dsa_kernels == "none" or hw.vendor != "nvidia":
+        return None
+    if sm100 and eng.dsa_kernels in MSA_SM100_KERNEL_ENGINES:
         return None
     return MSA_TRITON_PREFILL_SM_FLOPS[bool(fp8_cache)] * hw.sm_count
 

@@ -497,7 +497,9 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
     (``attention_kernels.sparse_kernel``), where it runs the sparse path
     (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode reads an
     FP8 cache in their layout (``attention_kernels.sparse_cache_scale``); where they run, the DSA
-    indexer's decode scoring (``meta["indexer"]``) streams at ``INDEXER_DECODE_HBM``."""
+    indexer's decode scoring (``meta["indexer"]``) streams at ``INDEXER_DECODE_HBM``. A MiniMax
+    Sparse Attention prefill (``meta["msa"]``) computes at the Triton kernels' rate where they
+    run (``attention_kernels.msa_prefill_rate``)."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:

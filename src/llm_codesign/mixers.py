@@ -248,9 +248,10 @@ INDEXER_LOGIT_BYTES = 8.0
 def indexer_counts(
     model: ModelSpec, seqs: Array, q: Array, ctx_d: Array, t_pre: Array, ctx_p: Array, cp: Array
 ) -> tuple[Array, Array, Array, Array]:
-    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of the lightning indexer's
-    scoring on one GPU: every query scores every cached key (its heads are not split: one
-    shared key per token), FP8 math; causal prefill scores the mean causal context; keys are
+    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of the indexer's scoring on
+    one GPU: every query scores every cached key (its heads are not split: one shared key per
+    token), in its keys' format (``IndexerSpec.math_class``: DSA's FP8, MSA's BF16); causal
+    prefill scores the mean causal context, its queries in that format; keys are
     sharded over the KV-parallel group ``cp``. A decode step reads a sequence's keys once for
     its ``q`` query tokens and writes each query's FP32 logits, which the top-k reads back
     (``INDEXER_LOGIT_BYTES``: DeepGEMM's fp8_paged_mqa_logits returns FP32 logits, the
@@ -262,7 +263,7 @@ def indexer_counts(
     dec_flops = seqs * q * ctx_d * per_key
     dec_bytes = seqs * ctx_d * (idx.cache_bytes_per_token + q * INDEXER_LOGIT_BYTES)
     pre_flops = t_pre * ctx_p * per_key
-    pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * 1.0)
+    pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * idx.key_bytes)
     return dec_flops, dec_bytes, pre_flops, pre_bytes
 
 

@@ -307,7 +307,7 @@ def layer_group_ops(
             "compressed_indexer_overhead_s"
             if csa
             else "msa_indexer_overhead_s"
-            if idx.block > 1  # (MiniMax Sparse Attention's block indexer)
+            if idx.kind == "msa"  # (MiniMax Sparse Attention's block indexer)
             else "indexer_overhead_s"
         )
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))

@@ -227,7 +227,7 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
     ]
     if x.kv_fp8:
         v.append("--kv-cache-dtype fp8")
-    if m.indexer is not None and m.indexer.block > 1:
+    if m.indexer is not None and m.indexer.kind == "msa":
         # MiniMax Sparse Attention pages its cache in its blocks (vllm models/minimax_m3: the page
         # size must equal sparse_block_size; InferenceX's scripts: "--block-size 128 is
         # mandatory")

@@ -364,11 +364,11 @@ SGLANG_DSA_FP8_KV_ARCHITECTURES = ("blackwell", "blackwell-ultra", "blackwell-rt
 def sglang_auto_kv_fp8(model: Any, hardware: Any) -> bool:
     """Whether SGLang's automatic KV format (no ``--kv-cache-dtype``, or ``auto``) is FP8 for
     ``model`` on ``hardware`` whatever its checkpoint states: a DeepSeek Sparse Attention model
-    (``ModelSpec.indexer``) on an NVIDIA GPU of compute capability 10 or more
+    (``ModelSpec.indexer`` of kind ``dsa``) on an NVIDIA GPU of compute capability 10 or more
     (``SGLANG_DSA_FP8_KV_ARCHITECTURES``). False where ``auto`` follows the checkpoint (the
     model's dtype unless the checkpoint quantizes its cache), DSA models on Hopper included,
     which SGLang gives a BF16 cache."""
-    dsa = getattr(model, "indexer", None) is not None
+    dsa = getattr(getattr(model, "indexer", None), "kind", "") == "dsa"  # (not MSA's)
     nvidia = str(getattr(hardware, "vendor", "")).lower() == "nvidia"
     arch = getattr(hardware, "architecture", "")
     return dsa and nvidia and arch in SGLANG_DSA_FP8_KV_ARCHITECTURES

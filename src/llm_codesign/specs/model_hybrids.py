@@ -312,11 +312,14 @@ def deepseek_v4(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_
 def _layer_flags(f: Fields, key: str, layers: int) -> list[bool]:
     """A per-layer list of 0/1 (or true/false) flags, one per layer."""
     values = f.list(key)
-    if len(values) != layers or any(v not in (0, 1) for v in values):  # (True == 1, False == 0)
+    if len(values) != layers:
         raise SpecError(
             f"{f.where}: field {key!r} must give each of the {layers} layers 0 or 1; got "
             f"{len(values)} entries"
         )
+    for i, v in enumerate(values):
+        if type(v) not in (int, bool) or v not in (0, 1):
+            raise SpecError(f"{f.where}: field {key!r} entry {i} is {v!r}; allowed: 0, 1")
     return [bool(v) for v in values]
 
 
@@ -337,9 +340,10 @@ def minimax_m3(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_h
     is an EAGLE head of its own (``serving.step.draft_note``)."""
     if f.has("moe_layer_freq") and isinstance(f.data["moe_layer_freq"], list):
         moe_layers = _layer_flags(f, "moe_layer_freq", layers)
-    else:
+    else:  # (DeepSeek's form: the first k dense, then MoE every freq-th layer)
         first_dense = f.int("first_k_dense_replace", 0, minimum=0)
-        moe_layers = [i >= first_dense for i in range(layers)]
+        freq = f.int("moe_layer_freq", 1)
+        moe_layers = [i >= first_dense and i % freq == 0 for i in range(layers)]
     sparse_layers = [False] * layers
     index = None
     if f.has("sparse_attention_config"):
@@ -349,10 +353,9 @@ def minimax_m3(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_h
             block = s.int("sparse_block_size")
             kept = s.int("sparse_topk_blocks") + s.int("sparse_init_block", 0, minimum=0)
             index = IndexerSpec(s.int("sparse_num_index_heads"), s.int("sparse_index_dim"),
-                                kept * block, block=block, head_weights=False,
-                                key_bytes=2.0)  # fmt: skip
-    if index is None:
-        sparse_layers = [False] * layers
+                                kept * block, kind="msa", block=block, key_bytes=2.0)  # fmt: skip
+    if index is None or not any(sparse_layers):
+        index, sparse_layers = None, [False] * layers
     attn = AttentionSpec("gqa", heads, kv_heads, head_dim, head_dim)
     expert = f.int("intermediate_size")
     shared = f.int("n_shared_experts", 0, minimum=0)
@@ -365,6 +368,8 @@ def minimax_m3(f: Fields, finish: partial, d: int, layers: int, heads: int, kv_h
         router_bias=f.bool("use_routing_bias", True),
     )
     pattern = [(0, m, "sparse" if s else "attention") for m, s in zip(moe_layers, sparse_layers)]
-    return finish(d, layers, vocab, tie, attn, f.int("dense_intermediate_size", expert),
+    # the dense layers' FFN width: required where a layer is dense
+    dense = f.int("dense_intermediate_size") if not all(moe_layers) else expert
+    return finish(d, layers, vocab, tie, attn, dense,
                   gated=True, pattern=pattern, moe=moe, norm=2 * d + 2 * head_dim,
                   indexer=index)  # fmt: skip

@@ -14,27 +14,35 @@ from dataclasses import dataclass
 CSA_RATIO = 4
 
 
+INDEXER_KINDS = ("dsa", "msa")
+
+
 @dataclass(frozen=True)
 class IndexerSpec:
-    """A sparse-attention indexer: ``num_heads`` x ``head_dim`` FP8 scores of each query against
-    one cached ``head_dim`` key per token, then the core attends at most ``topk`` tokens:
+    """A sparse-attention indexer (``kind``): ``num_heads`` x ``head_dim`` scores of each query
+    against one cached ``head_dim`` key per token, then the core attends at most ``topk`` tokens:
 
-    * DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5; architectures.md
-      section 1): the ``topk`` best tokens, the heads' scores summed by learned per-head
-      weights (``head_weights``: weights_proj, hidden -> heads);
-    * MiniMax Sparse Attention (MiniMax-M3; docs/MODEL_FACTS.md): tokens chosen in
-      blocks of ``block`` tokens, a block scored by its best token, the top blocks (the
-      query's own block always among them) plus any always-kept initial blocks; ``topk`` is
-      their tokens, (top + init) x block; no per-head weights, an RMSNorm on the query and on
-      the key; its key cache in BF16 (``key_bytes`` 2: vLLM's default ``indexer_kv_dtype``,
-      FP8 only on SM100 when asked for; vllm models/minimax_m3/common/indexer.py)."""
+    * ``dsa``, DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5;
+      architectures.md section 1): the ``topk`` best tokens, the heads' scores summed by learned
+      per-head weights (weights_proj, hidden -> heads), FP8 keys with an FP32 scale per 128;
+    * ``msa``, MiniMax Sparse Attention (MiniMax-M3; docs/MODEL_FACTS.md): tokens chosen in
+      blocks of ``block`` tokens, a block scored by its best token, the top blocks (the query's
+      own block always among them) plus any always-kept initial blocks; ``topk`` is their
+      tokens, (top + init) x block; no per-head weights, an RMSNorm on the query and on the
+      key; its keys of ``key_bytes`` each, no scale (BF16, 2: vLLM's default
+      ``indexer_kv_dtype``; FP8 only on SM100 when asked for, which is not priced here;
+      vllm models/minimax_m3/common/indexer.py)."""
 
     num_heads: int
     head_dim: int
     topk: int
+    kind: str = "dsa"
     block: int = 1
-    head_weights: bool = True
     key_bytes: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in INDEXER_KINDS:  # pragma: no cover - parsers set it
+            raise ValueError(f"indexer kind {self.kind!r}; allowed: {', '.join(INDEXER_KINDS)}")
 
     def params(self, hidden: int, q_lora_rank: int) -> int:
         """DSA: wq_b (q latent -> heads x dim), wk (hidden -> dim) + its LayerNorm (weight,
@@ -42,7 +50,7 @@ class IndexerSpec:
         ``Indexer``. MSA: q_proj (hidden -> heads x dim), k_proj (hidden -> dim) and an RMSNorm
         of dim on each (transformers models/minimax_m3_vl ``MiniMaxM3VLIndexer``)."""
         q_in = q_lora_rank or hidden
-        weights = hidden * self.num_heads if self.head_weights else 0
+        weights = hidden * self.num_heads if self.kind == "dsa" else 0
         return (
             q_in * self.num_heads * self.head_dim
             + hidden * self.head_dim
@@ -54,21 +62,21 @@ class IndexerSpec:
     def key_width(self) -> int:
         """Outputs of the key-side projection: the key (``head_dim``) and, for DSA, the
         per-head weights (``num_heads``)."""
-        return self.head_dim + (self.num_heads if self.head_weights else 0)
+        return self.head_dim + (self.num_heads if self.kind == "dsa" else 0)
 
     @property
     def cache_bytes_per_token(self) -> float:
-        """Indexer key cache per token per layer: ``head_dim`` FP8 values + one FP32 scale per
-        128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog), or
-        ``head_dim`` 16-bit values (MSA's BF16 cache: 256 B)."""
-        if self.key_bytes != 1.0:
+        """Indexer key cache per token per layer: DSA's ``head_dim`` FP8 values + one FP32
+        scale per 128 (132 B for head_dim 128; DeepSeek-V3.2-Exp model.py, vLLM's DSV3.2 blog);
+        MSA's ``head_dim`` values of ``key_bytes`` (BF16: 256 B)."""
+        if self.kind == "msa":
             return self.head_dim * self.key_bytes
         return self.head_dim * 1.0 + 4.0 * -(-self.head_dim // 128)
 
     @property
     def math_class(self) -> str:
-        """Tensor-core class of its scoring: FP8 over an FP8 key cache (DSA's DeepGEMM
-        logits), else BF16 (MSA's Triton scorer)."""
+        """Tensor-core class of its scoring: FP8 over FP8 keys (DSA's DeepGEMM logits), else
+        BF16 (MSA's scorer over BF16 keys)."""
         return "fp8" if self.key_bytes == 1.0 else "bf16"
 
 

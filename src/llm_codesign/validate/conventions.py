@@ -56,12 +56,14 @@ first-draft and 29% second-draft acceptance for DeepSeek-V4-Flash's MTP on vLLM'
 dataset; ROCm/ATOM PR #1372 53% over three drafts on gsm8k; InferenceX PR #649 (2026-02-05,
 SGLang, DeepSeek-R1 MTP) measured an acceptance length of about 2.5 on random prompts with the
 chat template, as on MT-Bench, and about 3.55 without it (3 drafts at 0.65 give 2.35).
-A model without MTP modules (MiniMax-M3, whose released checkpoints hold none) drafts with a
-draft head of its own where InferenceX labels a run ``mtp``: its MiniMax-M3 scripts load
-Inferact's EAGLE3 head with 3 speculative tokens ("use 3 speculative tokens for all configs",
-``minimaxm3_*_mtp.sh``; ``EAGLE_DRAFT_TOKENS``), each draft priced as one layer of the model
+A model without MTP modules drafts with a head of its own where InferenceX labels a run ``mtp``
+and its scripts say which (``DRAFT_HEADS``): MiniMax-M3, whose released checkpoints hold no MTP
+tensors, loads Inferact's EAGLE3 head with 3 speculative tokens ("use 3 speculative tokens for
+all configs", ``minimaxm3_*_mtp.sh``), each draft priced as one layer of the model
 (``serving.step.draft_time``), the head's weights not counted; its acceptance as above
-(InferenceX PR #1737, B300: acceptance lengths of about 2.3-2.7 at 3 drafts).
+(InferenceX PR #1737, B300: acceptance lengths of about 2.3-2.7 at 3 drafts). Any other model
+without MTP modules is skipped with the reason (InferenceX labels every speculative method
+``mtp``; what a run drafted with is not known).
 ``benchmarks/mtp_implied_acceptance.py`` prints, per row, the acceptance at which the priced
 step gives the measured TPOT; SGLang's draft passes carry a step's host work each
 (``EngineConstants.spec_separate_drafts``).
@@ -115,9 +117,11 @@ MTP_DRAFT_TOKENS = {
     ("trtllm", True): 1,
 }
 MTP_DRAFT_TOKENS_FALLBACK = 1
-# a draft head's tokens per step where a model has no MTP modules (module doc: InferenceX's
-# MiniMax-M3 EAGLE3 scripts)
-EAGLE_DRAFT_TOKENS = 3
+# the draft head a model without MTP modules speculates with in InferenceX's "mtp" runs: model
+# id -> (draft tokens per step, where from) (module doc)
+DRAFT_HEADS = {
+    "minimax-m3": (3, "InferenceX's EAGLE3 scripts, minimaxm3_*_mtp.sh: Inferact/MiniMax-M3-EAGLE3")
+}
 
 _POOL = r"P:\s*{k}\s*=?\s*(\w+)\s*/\s*D:\s*{k}\s*=?\s*(\w+)"
 
@@ -265,6 +269,8 @@ def speculative(
     if method not in ("mtp", "nextn"):
         return f"speculative decoding {method} (only MTP is mapped)"
     head = model.num_mtp_layers < 1  # (a draft head of its own: module doc)
+    if head and model.id not in DRAFT_HEADS:
+        return "spec_method=mtp on a model without MTP modules (its draft head is not known)"
     k_m = re.search(
         r"(?:spec_tokens|draft_tokens|num_nextn_predict_layers)\s*=\s*(\d+)", notes, re.I
     )
@@ -274,7 +280,7 @@ def speculative(
     elif draft[0]:
         k, k_note = draft
     elif head:
-        k, k_note = EAGLE_DRAFT_TOKENS, "InferenceX's EAGLE3 draft-head scripts"
+        k, k_note = DRAFT_HEADS[model.id]
     else:
         k = MTP_DRAFT_TOKENS.get((engine, attention_dp), MTP_DRAFT_TOKENS_FALLBACK)
         k_note = f"default of the {engine} MTP recipe"
