@@ -14,9 +14,9 @@ GEMM model (DESIGN.md, ``reference/codesign.md`` A2-A3 and C7-C8):
     vs 10944: 272.73 vs ~398 TFLOPS, gemm.csv);
   * memory-bound small-M case: bytes of A, B (weights: only experts touched) and C over the
     achieved HBM bandwidth (:func:`hbm_bytes_per_s_achieved`).
-Time = the smooth maximum ``gemm_overlap_time`` of compute and memory (a kernel overlaps its
-operand streaming with its math imperfectly near the ridge); per-kernel fixed overheads are
-added per step in serving.
+Time = the smooth maximum ``gemm_overlap_time`` of compute and memory (a kernel overlaps its operand
+streaming with its math imperfectly near the ridge); per-kernel fixed overheads are added per step
+in serving.
 
 MoE (``reference/moe-comm.md``): each group (expert) of a grouped GEMM pays a fixed
 ``GROUPED_GEMM_GROUP_ROWS`` rows of compute on top of its tiles; the busiest EP rank carries
@@ -70,12 +70,10 @@ Array = np.ndarray
 TILE_OVERHEAD_BF16_K = 128.0  # per-tile fixed cost in BF16 k-steps (fits blog Fig. 4 K-sweep)
 TILE_REUSE_C = 32.0  # operand-reuse constant of the tile-shape efficiency
 SPLIT_K_MIN = 256.0  # smallest K slice worth a split-K partition
-# Misaligned leading dims lose the TMA/vectorized path (alignment_factor):
-# mlengineering_swiglu_h100 (gemm.csv): 272.73 / 397.5 (mean of aligned neighbours) = 0.686.
+# misaligned dims lose TMA (alignment_factor): mlengineering_swiglu_h100, 272.73 / 397.5 = 0.686
 MISALIGNED_FACTOR = 272.73 / 397.5
 
-# MAMF (hardware efficiency) is measured on large, aligned shapes; the ceiling is normalized so
-# that the model reproduces MAMF on such a shape (8192^3).
+# MAMF is measured on large aligned shapes; the ceiling is normalized to reproduce it at 8192^3
 _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 
 # The MoE kernels around the grouped GEMMs that stream bytes growing with the tokens, per kernel
@@ -105,23 +103,23 @@ _REFERENCE_SHAPE = (8192.0, 8192.0, 8192.0)
 #     already hold the pairs routed off the GPU).
 # Checked against published fused-MoE kernel times (data/validation/moe_layer.csv).
 # Grouped GEMMs lose throughput as rows per group fall, beyond what tile quantization explains:
-# DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of
-# 1024 rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 /
-# 7168 x 2048; our tile/wave model gives 1.0 for all of them). A fixed cost per group of R0
-# rows at the dense ceiling, factor 1 / (1 + R0 / rows), fits both: R0 = 256 (1/0.82 - 1) = 56
-# at 256 rows and 512 (1/0.915 - 1) = 48 at 512 rows, so R0 = 50. Below R0 rows a group pays
-# its own rows again at most (small-M decode kernels swap A and B, no 64-row padding to fill).
+# DeepGEMM FP8 masked grouped GEMM on H800 (moe-comm.md 2, DGEMM), relative to one group of 1024
+# rows: 2 x 512 rows 0.84 / 0.99, 4 x 256 rows 0.76 / 0.88 (N x K = 4096 x 7168 / 7168 x 2048; our
+# tile/wave model gives 1.0 for all of them). A fixed cost per group of R0 rows at the dense
+# ceiling, factor 1 / (1 + R0 / rows), fits both: R0 = 256 (1/0.82 - 1) = 56 at 256 rows and 512
+# (1/0.915 - 1) = 48 at 512 rows, so R0 = 50. Below R0 rows a group pays its own rows again at most
+# (small-M decode kernels swap A and B, no 64-row padding to fill).
 GROUPED_GEMM_GROUP_ROWS = 50.0
 # A GEMM kernel does not hide its operand streaming behind its math perfectly: near the ridge
-# (compute time ~ memory time) it runs slower than max(compute, memory). Time = hi x (1 +
-# (lo / hi)^P)^(1/P) = (c^P + m^P)^(1/P) (``gemm_overlap_time``, P = 3): max() as P -> inf,
-# compute + memory at P = 1, 2^(1/P) x max() at the ridge. P is a documented fit to kernel
-# measurements, not to serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv
-# (data/validation; H800, dense M = 64..4096 and grouped 1..8 groups; `llm-codesign validate
-# --data .../gemm.csv`), median |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8%
-# with max() (P = inf), 7.9 / 18.0 / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3
-# at 3, 7.0 / 17.4 / -1.0 at 2.5 and 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and
-# bias. The 15 MAMF rows (compute-bound, far from the ridge) move by under 0.5 points.
+# (compute time ~ memory time) it runs slower than max(compute, memory). Time = hi x (1 + (lo /
+# hi)^P)^(1/P) = (c^P + m^P)^(1/P) (``gemm_overlap_time``, P = 3): max() as P -> inf, compute +
+# memory at P = 1, 2^(1/P) x max() at the ridge. P is a documented fit to kernel measurements, not
+# to serving rows: over the 28 DeepGEMM FP8 rows of the shipped gemm.csv (data/validation; H800,
+# dense M = 64..4096 and grouped 1..8 groups; `llm-codesign validate --data .../gemm.csv`), median
+# |error| / p90 / bias of predicted TFLOPS are 8.8% / 24.2% / +3.8% with max() (P = inf), 7.9 / 18.0
+# / +3.5 at P = 4, 7.8 / 16.4 / +2.8 at 3.5, 7.4 / 15.9 / +1.3 at 3, 7.0 / 17.4 / -1.0 at 2.5 and
+# 6.6 / 19.6 / -4.9 at 2; P = 3 has the smallest tail and bias. The 15 MAMF rows (compute-bound, far
+# from the ridge) move by under 0.5 points.
 # swap-AB GEMMs (the small-M decode kernels of TensorRT-LLM and CUTLASS): the token dimension
 # rides on the MMA's N, a multiple of 8 up to 256 (PTX ISA, wgmma.mma_async shapes m64nNk16;
 # Blackwell tcgen05.mma N likewise), so a batch pads to 8 rows, not to a 64/128-row tile
@@ -485,21 +483,19 @@ def gemm_overlap_time(compute: Array, memory: Array) -> Array:
 def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Array, Array, Array]:
     """(time, compute time, memory time) of one layer's attention kernel. An MLA decode op
     (``meta["query_heads"]``: query heads x query tokens on this GPU) runs the measured decode
-    kernel: its HBM fraction on the latent cache where measured, plus its time per query head
-    and per call (``efficiency.attention_decode``, :class:`DecodeKernel`; none per call where
-    ``meta["per_call"]`` is False: DeepSeek-V4's, whose module chain is its own op). A GQA
-    decode op over an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured
-    FP8-cache rate of the engine's GQA decode kernels (``efficiency.fp8_kv_decode``,
-    ``gqa_decode_kernels``): Hopper's FlashAttention kernels are bound by converting FP8, not by
-    HBM. Prefill: at most ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of
-    ``meta["head_dim"]``. DSA's sparse core (``meta["sparse_heads"]``: the rank's query heads)
-    computes the heads its kernel pads them to, at that kernel's BF16 rate
-    (``attention_kernels.sparse_kernel``), where it runs the sparse path
-    (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode reads an
-    FP8 cache in their layout (``attention_kernels.sparse_cache_scale``); where they run, the DSA
-    indexer's decode scoring (``meta["indexer"]``) streams at ``INDEXER_DECODE_HBM``. A MiniMax
-    Sparse Attention prefill (``meta["msa"]``) computes at the Triton kernels' rate where they
-    run (``attention_kernels.msa_prefill_rate``)."""
+    kernel: its HBM fraction on the latent cache where measured, plus its time per query head and
+    per call (``efficiency.attention_decode``, :class:`DecodeKernel`; none per call where
+    ``meta["per_call"]`` is False: DeepSeek-V4's, whose module chain is its own op). A GQA decode op
+    over an FP8 cache (``meta["fp8_kv"]``) reads it at most at the GPU's measured FP8-cache rate of
+    the engine's GQA decode kernels (``efficiency.fp8_kv_decode``, ``gqa_decode_kernels``): Hopper's
+    FlashAttention kernels are bound by converting FP8, not by HBM. Prefill: at most
+    ``attn_prefill_efficiency`` x ``mixers.prefill_head_dim_share`` of ``meta["head_dim"]``. DSA's
+    sparse core (``meta["sparse_heads"]``: the rank's query heads) computes the heads its kernel
+    pads them to, at that kernel's BF16 rate (``attention_kernels.sparse_kernel``), where it runs
+    the sparse path (``meta["sparse_path"]``; a short prompt's dense kernels do not), and its decode
+    reads an FP8 cache in their layout (``attention_kernels.sparse_cache_scale``); where they run,
+    the DSA indexer's decode scoring (``meta["indexer"]``) streams at ``INDEXER_DECODE_HBM``. MSA
+    prefill (``meta["msa"]``): ``attention_kernels.msa_prefill_rate``."""
     peak = hw.peak_flops(rate_class := attention_rate_class(hw, op.compute_class))
     flops, pad, on, sparse_rate = np.asarray(op.flops), 1.0, False, None
     if (h := op.meta.get("sparse_heads")) is not None:
@@ -533,9 +529,8 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
             t = t + np.where(q > 0, call, 0.0)
         return t, compute, memory
     share = eng.attn_prefill_efficiency * prefill_head_dim_share(op.meta.get("head_dim"))
-    compute, memory = flops / rate(peak * share), memory_time(op, hw, eng)
-    if op.meta.get("msa") and (msa := msa_prefill_rate(hw, eng, op.meta["fp8_cache"])):
-        compute = flops / msa  # (MSA's Triton prefill kernels)
+    msa = msa_prefill_rate(hw, eng, op.meta["fp8_cache"]) if op.meta.get("msa") else None
+    compute, memory = flops / (msa or rate(peak * share)), memory_time(op, hw, eng)
     t = np.maximum(compute, memory)
     if (heads := op.meta.get("query_heads")) is not None:  # (DeepSeek-V4's per-head chain)
         t = t + decode_attention_efficiency(hw, rate_class, eng).per_query_head_s * heads * pad
