@@ -26,7 +26,7 @@ from llm_codesign.validate.campaigns import (
     aic_inferencex_campaigns,
     inferencex_campaign_evidence,
 )
-from llm_codesign.validate.conventions import DRAFT_HEADS, MTP_ACCEPTANCE_INFERENCEX
+from llm_codesign.validate.conventions import MTP_ACCEPTANCE_INFERENCEX, draft_head
 from llm_codesign.validate.mapping import iter_measurements
 from llm_codesign.validate.tables import bundled_rows
 
@@ -196,7 +196,7 @@ def test_mtp_row_passes_draft_length_and_acceptance(tmp_path):
     assert map_row(0, row(notes=notes + "; spec_acceptance=1.5")).startswith("MTP acceptance")
     assert map_row(0, row(notes="spec_method=eagle3")).startswith("speculative decoding eagle3")
     # a model without MTP modules: skipped unless its draft head is known (DRAFT_HEADS)
-    assert "llama-3.1-8b" not in DRAFT_HEADS
+    assert draft_head("llama-3.1-8b") is None and draft_head("minimax-m3")[0] == 3
     assert map_row(0, row(model="Llama-3.1-8B", tp="1", notes=notes)).startswith(
         "spec_method=mtp on a model without MTP modules"
     )

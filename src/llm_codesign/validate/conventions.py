@@ -56,14 +56,14 @@ first-draft and 29% second-draft acceptance for DeepSeek-V4-Flash's MTP on vLLM'
 dataset; ROCm/ATOM PR #1372 53% over three drafts on gsm8k; InferenceX PR #649 (2026-02-05,
 SGLang, DeepSeek-R1 MTP) measured an acceptance length of about 2.5 on random prompts with the
 chat template, as on MT-Bench, and about 3.55 without it (3 drafts at 0.65 give 2.35).
-A model without MTP modules drafts with a head of its own where InferenceX labels a run ``mtp``
-and its scripts say which (``DRAFT_HEADS``): MiniMax-M3, whose released checkpoints hold no MTP
-tensors, loads Inferact's EAGLE3 head with 3 speculative tokens ("use 3 speculative tokens for
-all configs", ``minimaxm3_*_mtp.sh``), each draft priced as one layer of the model
-(``serving.step.draft_time``), the head's weights not counted; its acceptance as above
-(InferenceX PR #1737, B300: acceptance lengths of about 2.3-2.7 at 3 drafts). Any other model
-without MTP modules is skipped with the reason (InferenceX labels every speculative method
-``mtp``; what a run drafted with is not known).
+A model without MTP modules drafts with a head of its own where InferenceX labels a run ``mtp`` and
+its scripts say which (``DRAFT_HEADS_FILE``, ``draft_head``): MiniMax-M3, whose released checkpoints
+hold no MTP tensors, loads Inferact's EAGLE3 head with 3 speculative tokens ("use 3 speculative
+tokens for all configs", ``minimaxm3_*_mtp.sh``), each draft priced as one layer of the model
+(``serving.step.draft_time``), the head's weights not counted; its acceptance as above (InferenceX
+PR #1737, B300: acceptance lengths of about 2.3-2.7 at 3 drafts). Any other model without MTP
+modules is skipped with the reason (InferenceX labels every speculative method ``mtp``; what a run
+drafted with is not known).
 ``benchmarks/mtp_implied_acceptance.py`` prints, per row, the acceptance at which the priced
 step gives the measured TPOT; SGLang's draft passes carry a step's host work each
 (``EngineConstants.spec_separate_drafts``).
@@ -100,6 +100,7 @@ from ..specs.checkpoint import (
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
 from ..specs.plan import DisaggregatedPlan, ParallelPlan
+from .tables import bundled_rows
 
 MTP_ACCEPTANCE = 0.85  # DeepSeek-V3 report section 5.4.3: 85-90% for the second token
 MTP_ACCEPTANCE_SOURCE = "arXiv 2412.19437 s5.4.3 (85-90% on the 2nd token)"
@@ -117,11 +118,19 @@ MTP_DRAFT_TOKENS = {
     ("trtllm", True): 1,
 }
 MTP_DRAFT_TOKENS_FALLBACK = 1
-# the draft head a model without MTP modules speculates with in InferenceX's "mtp" runs: model
-# id -> (draft tokens per step, where from) (module doc)
-DRAFT_HEADS = {
-    "minimax-m3": (3, "InferenceX's EAGLE3 scripts, minimaxm3_*_mtp.sh: Inferact/MiniMax-M3-EAGLE3")
-}
+# the draft heads models without MTP modules speculate with in InferenceX's "mtp" runs (module
+# doc): model, draft tokens per step, source
+DRAFT_HEADS_FILE = "inferencex_draft_heads.csv"
+
+
+def draft_head(model_id: str) -> tuple[int, str] | None:
+    """(draft tokens per step, where from) of the draft head ``model_id`` speculates with in
+    InferenceX's "mtp" runs (``DRAFT_HEADS_FILE``), None where the table names none."""
+    for r in bundled_rows(DRAFT_HEADS_FILE):
+        if r["model"] == model_id:
+            return int(r["draft_tokens"]), r["source"]
+    return None
+
 
 _POOL = r"P:\s*{k}\s*=?\s*(\w+)\s*/\s*D:\s*{k}\s*=?\s*(\w+)"
 
@@ -268,8 +277,8 @@ def speculative(
         return 0, 0.0, ""
     if method not in ("mtp", "nextn"):
         return f"speculative decoding {method} (only MTP is mapped)"
-    head = model.num_mtp_layers < 1  # (a draft head of its own: module doc)
-    if head and model.id not in DRAFT_HEADS:
+    head = draft_head(model.id) if model.num_mtp_layers < 1 else None  # (module doc)
+    if model.num_mtp_layers < 1 and head is None:
         return "spec_method=mtp on a model without MTP modules (its draft head is not known)"
     k_m = re.search(
         r"(?:spec_tokens|draft_tokens|num_nextn_predict_layers)\s*=\s*(\d+)", notes, re.I
@@ -280,7 +289,7 @@ def speculative(
     elif draft[0]:
         k, k_note = draft
     elif head:
-        k, k_note = DRAFT_HEADS[model.id]
+        k, k_note = head
     else:
         k = MTP_DRAFT_TOKENS.get((engine, attention_dp), MTP_DRAFT_TOKENS_FALLBACK)
         k_note = f"default of the {engine} MTP recipe"
