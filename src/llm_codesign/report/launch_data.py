@@ -349,7 +349,7 @@ def mtp_layers(model: ModelSpec, engine: str | None = None) -> int:
     """Multi-token-prediction blocks a launch file on ``engine`` (None: any engine here) drafts
     with: the checkpoint's ``num_nextn_predict_layers`` (DeepSeek-V3/R1: 1), or its MTP blocks
     (``ModelSpec.num_mtp_layers``) where ``MTP_ENGINES`` names the engine; else 0 (the memory
-    fit still loads the blocks the prediction drafts with). None where the model holds no MTP
+    fit still loads the blocks the prediction drafts with); 0 where the model holds no MTP
     blocks whatever its config says (MiniMax-M3's checkpoints)."""
     nextn = int(model.config.get("num_nextn_predict_layers") or 0) if model.num_mtp_layers else 0
     engines = MTP_ENGINES.get(model.model_type, ())
