@@ -19,15 +19,19 @@ from llm_codesign.ops import Op, layer_group_ops
 MODULE_PRECISION = "fp8+fp8_block-w"
 
 
-def layer_ops_s(model, group, shape, hw, eng, keep: Callable[[Op], bool]) -> float:
-    """Seconds of one layer of ``group`` at ``shape`` (``ops.step_shape``): the ops ``keep``
-    selects, each with ``eng.kernel_overhead_s`` per kernel where it takes any time."""
-    total = 0.0
-    for op in layer_group_ops(model, parse_precision(MODULE_PRECISION), group, shape, 1.0):
-        if keep(op):
-            t = float(np.asarray(op_time(op, hw, eng, None)[0]))
-            total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
-    return total
+def layer_op_times(model, group, shape, hw, eng, precision: str = MODULE_PRECISION):
+    """(op, seconds) of each op of one layer of ``group`` at ``shape`` (``ops.step_shape``) in
+    ``precision``, each with ``eng.kernel_overhead_s`` per kernel where it takes any time."""
+    for op in layer_group_ops(model, parse_precision(precision), group, shape, 1.0):
+        t = float(np.asarray(op_time(op, hw, eng, None)[0]))
+        yield op, t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
+
+
+def layer_ops_s(
+    model, group, shape, hw, eng, keep: Callable[[Op], bool], precision: str = MODULE_PRECISION
+) -> float:
+    """Seconds of the ops ``keep`` selects of one layer (:func:`layer_op_times`)."""
+    return sum(t for op, t in layer_op_times(model, group, shape, hw, eng, precision) if keep(op))
 
 
 def attention_class(op: Op) -> bool:

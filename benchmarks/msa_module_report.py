@@ -43,14 +43,19 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign import load_engine, load_hardware, load_model, parse_precision
-from llm_codesign.cost import op_time
+from llm_codesign import load_engine, load_hardware, load_model
 from llm_codesign.mixers import INDEXER_LOGIT_BYTES
-from llm_codesign.ops import layer_group_ops, step_shape
+from llm_codesign.ops import step_shape
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aic_git import GPUS, read_table, table_paths  # noqa: E402
-from layer_pricing import print_ratio_rows, print_side_summary  # noqa: E402
+from layer_pricing import (  # noqa: E402
+    attention_class,
+    layer_op_times,
+    layer_ops_s,
+    print_ratio_rows,
+    print_side_summary,
+)
 
 HOPPER = ("h100_sxm", "h200_sxm")
 # a table's (GEMM format, KV-cache format) -> the precision that prices it
@@ -73,12 +78,11 @@ def priced_layer_s(
     m, hw, eng = load_model("minimax-m3"), load_hardware(gpu), load_engine(engine)
     g = next(g for g in m.layer_groups if g.mixer == "sparse")
     s = step_shape(tp, 1, 1, 1, False, isl=float(step), osl=1e-9, decode_seqs=float(batch))
-    total = 0.0
-    for op in layer_group_ops(m, parse_precision(prec), g, s, 1.0):
-        if op.op_class == "attention" and (chain or op.name != "indexer_chain"):
-            t = float(np.asarray(op_time(op, hw, eng, None)[0]))
-            total += t + (eng.kernel_overhead_s * op.kernels if t > 0 else 0.0)
-    return total
+
+    def keep(op) -> bool:
+        return attention_class(op) and (chain or op.name != "indexer_chain")
+
+    return layer_ops_s(m, g, s, hw, eng, keep, prec)
 
 
 def fit(repo: str) -> None:
@@ -135,11 +139,9 @@ def prefill_rows(repo: str):
                            decode_seqs=0.0, prefill_tokens=float(batch * isl),
                            prefill_seqs=float(batch), micro_batches=1.0)  # fmt: skip
             beside, core_flops, whole = 0.0, 0.0, 0.0
-            for op in layer_group_ops(m, parse_precision(precision_of(gemm, kv)), g, s, 1.0):
-                if op.op_class != "attention":
+            for op, t in layer_op_times(m, g, s, hw, eng, precision_of(gemm, kv)):
+                if not attention_class(op):
                     continue
-                t = float(np.asarray(op_time(op, hw, eng, None)[0]))
-                t += eng.kernel_overhead_s * op.kernels if t > 0 else 0.0
                 whole += t
                 if op.name == "attention_prefill":
                     core_flops = float(np.asarray(op.flops))

@@ -85,6 +85,11 @@ def stored_as(fmt: str) -> dict:
     return {"wbytes": f.bytes_per_element, "ccls": f.compute_class, "abytes": f.element_bits / 8}
 
 
+# each indexer kind's fixed kernel chain (an engine constant): DSA's lightning indexer, MiniMax
+# Sparse Attention's block indexer
+INDEXER_CHAINS = {"dsa": "indexer_overhead_s", "msa": "msa_indexer_overhead_s"}
+
+
 def fixed_op(name: str, op_class: str, layers: Array | float, tokens: Array, constant: str) -> Op:
     """A kernel chain of fixed time per layer with tokens (engine ``constant``; cost.op_time)."""
     return Op(name, op_class, "fixed", layers, 0.0, m=tokens, meta={"fixed": constant})
@@ -303,13 +308,7 @@ def layer_group_ops(
         k_w = (3 if csa else 0) * idx.head_dim + idx.key_width  # (V4's: unquantized, BF16)
         ops.append(gemm("indexer_k_w", "attention", t_attn, k_w, d, **(w16 if csa else {})))
         # its kernel chain around them (norm, RoPE, quantize, index-K store, logits meta, top-k)
-        chain = (
-            "compressed_indexer_overhead_s"
-            if csa
-            else "msa_indexer_overhead_s"
-            if idx.kind == "msa"  # (MiniMax Sparse Attention's block indexer)
-            else "indexer_overhead_s"
-        )
+        chain = "compressed_indexer_overhead_s" if csa else INDEXER_CHAINS[idx.kind]
         ops.append(fixed_op("indexer_chain", "attention", layers, t_attn, chain))
         if csa:  # its top-k selection runs where a query's entries pass top-k (decode, prompts)
             k, r = idx.topk, g.compress  # (entries: one per r tokens, whole ones)
