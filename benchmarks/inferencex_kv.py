@@ -39,11 +39,12 @@ MODELS = {
     "qwen3.5": "qwen3.5-397b-a17b",
     "kimik2.5": "kimi-k2.5",
     "minimaxm2.5": "minimax-m2.5",
+    "minimaxm3": "minimax-m3",
     "gptoss": "gpt-oss-120b",
     "dsv4": "deepseek-v4-pro",  # (InferenceX's model-prefix dsv4: deepseek-ai/DeepSeek-V4-Pro)
 }
 SCRIPT = re.compile(
-    r"(?P<model>dsr1|dsv4|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|gptoss)_(?P<prec>fp8|fp4|int4|bf16)_"
+    r"(?P<model>dsr1|dsv4|glm5|qwen3\.5|kimik2\.5|minimaxm2\.5|minimaxm3|gptoss)_(?P<prec>fp8|fp4|int4|bf16)_"
     r"(?P<gpu>h100|h200|b200|b300|gb200|gb300|mi300x|mi325x|mi355x)(?P<rest>[a-z0-9_-]*)\.sh$"
 )
 OTHER_ENGINES = ("trt", "atom", "disagg", "dynamo", "llm-d", "monitor", "replay")
@@ -52,6 +53,9 @@ LAUNCHERS = (("sglang.launch_server", "sglang"), ("vllm serve", "vllm"))
 # other benchmarks (agentic traces, speed tests, multi-node) and retired copies
 OTHER_DIRS = ("/agentic/", "/speedbench/", "/multi_node/", "/deprecated/")
 KV_FLAG = re.compile(r"--kv-cache-dtype[= ]+\"?([A-Za-z0-9_]+)")
+# vLLM's MiniMax-M3 index-key cache format (``--attention-config.indexer_kv_dtype fp8`` or the
+# JSON form ``--attention-config '{"indexer_kv_dtype": "fp8"}'``; unset: bf16)
+IDX_FLAG = re.compile(r"indexer_kv_dtype[\"'\s:=]+([A-Za-z0-9_]+)")
 STEPS_FLAG = re.compile(r"--speculative-num-steps[= ]+\"?\$?\{?([A-Za-z0-9_]+)")
 # what an SGLang or vLLM script passes as a number, a variable or $((ISL * k)), by engine and the
 # table's column (validate.launch_scripts.SCRIPT_FLAGS: its memory fraction and token budget)
@@ -80,6 +84,7 @@ COLUMNS = (
     "kv",
     "draft",
     *SCRIPT_FLAGS["sglang"],
+    "idx",
     "script",
     "commit",
 )
@@ -173,6 +178,7 @@ def versions(clone: Path) -> list[dict[str, str]]:
             "engine": engine, "gpu": m["gpu"], "model": MODELS[m["model"]],
             "precision": m["prec"], "spec": spec, "since": date, "kv": kv, "draft": draft,
             **{c: script_value(text, f) for c, f in FLAGS[engine].items()},
+            "idx": idx.group(1) if (idx := IDX_FLAG.search(text)) else "",
             "script": line.strip(), "commit": commit[:9],
         })  # fmt: skip
     return out
@@ -190,7 +196,9 @@ def changes(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     for k in sorted(last_of_day):
         r = last_of_day[k]
         same = (
-            all(out[-1][c] == r[c] for c in (*key, "kv", "draft", *SGLANG_FLAGS)) if out else False
+            all(out[-1][c] == r[c] for c in (*key, "kv", "draft", *SGLANG_FLAGS, "idx"))
+            if out
+            else False
         )
         if same:
             continue

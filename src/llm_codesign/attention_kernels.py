@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import UnsupportedError
 from .mixers import FP8_SCALES
 from .specs.engine import EngineConstants
 from .specs.hardware import DecodeKernel, Efficiency, HardwareSpec
@@ -231,6 +232,27 @@ def sparse_latent_bytes(
     if a.kind != "mla" or model.indexer is None:
         return None
     return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
+
+
+def fp8_index_keys_run(hw: HardwareSpec) -> bool:
+    """Whether MiniMax Sparse Attention's FP8 index keys (``Precision.index_keys``) can be
+    scored on ``hw``: vLLM scores them with fmha_sm100 alone, on NVIDIA's SM100 family
+    (``MSA_SM100_ARCHITECTURES``: B200, GB200, B300, GB300); its Triton indexer takes BF16 keys
+    only (vllm models/minimax_m3/common/indexer.py ``select_indexer_impl_cls``)."""
+    return hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
+
+
+def indexer_streams(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> bool:
+    """Whether an op is an indexer's decode scoring that streams its keys at
+    ``INDEXER_DECODE_HBM`` (``meta["indexer"]`` where :func:`flashmla_runs`). An indexer over
+    FP8 MiniMax keys (``meta["index_fp8"]``) where they cannot be scored
+    (:func:`fp8_index_keys_run`) raises UnsupportedError."""
+    if meta.get("index_fp8") and not fp8_index_keys_run(hw):
+        raise UnsupportedError(
+            f"{hw.id}: FP8 index keys (+fp8-idx) are scored by vLLM's fmha_sm100 only, on "
+            f"{', '.join(MSA_SM100_ARCHITECTURES)} GPUs; use the BF16 keys (drop +fp8-idx)"
+        )
+    return bool(meta.get("indexer")) and flashmla_runs(hw, eng)
 
 
 def sparse_cache_scale(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> float:

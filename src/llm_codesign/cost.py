@@ -37,8 +37,8 @@ from .attention_kernels import (
     INDEXER_DECODE_HBM,
     attention_rate_class,
     decode_attention_efficiency,
-    flashmla_runs,
     fp8_kv_decode_rate,
+    indexer_streams,
     msa_prefill_rate,
     sparse_cache_scale,
     sparse_kernel,
@@ -514,7 +514,7 @@ def attention_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> tuple[Arra
         kern = decode_attention_efficiency(hw, rate_class, eng)
         compute = flops / rate(peak * kern.value)
         query_heads, hbm = op.meta.get("query_heads"), eng.attn_decode_efficiency
-        if op.meta.get("indexer") and flashmla_runs(hw, eng):  # (INDEXER_DECODE_HBM)
+        if indexer_streams(hw, eng, op.meta):  # (INDEXER_DECODE_HBM; MSA's FP8 keys: SM100)
             hbm = INDEXER_DECODE_HBM
         elif query_heads is not None and kern.hbm is not None:
             hbm = kern.hbm

@@ -23,9 +23,13 @@ attention form FLOPs = 2 x heads x queries x keys x (d_k + d_v)):
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from .errors import SpecError
 from .specs.model import LayerGroup, ModelSpec
+from .specs.model_parts import IndexerSpec
 from .specs.precision import Precision
 
 Array = np.ndarray
@@ -245,8 +249,35 @@ def prefill_attention_efficiency(model: ModelSpec, engine_value: float) -> dict[
 INDEXER_LOGIT_BYTES = 8.0
 
 
+def indexer_of(model: ModelSpec, prec: Precision) -> IndexerSpec | None:
+    """The model's indexer with its key cache in the precision's index-key format
+    (``Precision.index_keys``, ``+FORMAT-idx``), or as the model holds it where the precision
+    names none. Only MiniMax Sparse Attention's keys take another format (vLLM's
+    ``indexer_kv_dtype``: bf16, its default, or fp8, E4M3 keys of 1 byte with no scale, 128 B a
+    token and layer; vllm models/minimax_m3/common/indexer.py ``MiniMaxM3IndexerCache``);
+    DeepSeek Sparse Attention's keys are FP8 with a scale in every engine (SpecError).
+
+    Example: MiniMax-M3's index keys under ``fp8+fp8-idx``: 128 x 1 B = 128 B a token."""
+    idx = model.indexer
+    if idx is None or prec.index_keys is None:
+        return idx
+    if idx.kind != "msa":
+        raise SpecError(
+            f"precision {prec.id!r}: an index-key format (+FORMAT-idx) applies to MiniMax Sparse "
+            f"Attention's indexer only; {model.id}'s indexer is {idx.kind} (FP8 keys with a scale)"
+        )
+    return dataclasses.replace(idx, key_bytes=prec.index_keys.bytes_per_element)
+
+
 def indexer_counts(
-    model: ModelSpec, seqs: Array, q: Array, ctx_d: Array, t_pre: Array, ctx_p: Array, cp: Array
+    model: ModelSpec,
+    seqs: Array,
+    q: Array,
+    ctx_d: Array,
+    t_pre: Array,
+    ctx_p: Array,
+    cp: Array,
+    idx: IndexerSpec | None = None,
 ) -> tuple[Array, Array, Array, Array]:
     """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of the indexer's scoring on
     one GPU: every query scores every cached key (its heads are not split: one shared key per
@@ -255,8 +286,9 @@ def indexer_counts(
     sharded over the KV-parallel group ``cp``. A decode step reads a sequence's keys once for
     its ``q`` query tokens and writes each query's FP32 logits, which the top-k reads back
     (``INDEXER_LOGIT_BYTES``: DeepGEMM's fp8_paged_mqa_logits returns FP32 logits, the
-    engines' top-k kernels take them)."""
-    idx = model.indexer
+    engines' top-k kernels take them). ``idx``: the indexer as deployed (``indexer_of``; None:
+    the model's own)."""
+    idx = idx or model.indexer
     assert idx is not None
     ctx_d, ctx_p = ctx_d / cp, ctx_p / cp
     per_key = 2.0 * idx.num_heads * idx.head_dim
@@ -265,6 +297,27 @@ def indexer_counts(
     pre_flops = t_pre * ctx_p * per_key
     pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * idx.key_bytes)
     return dec_flops, dec_bytes, pre_flops, pre_bytes
+
+
+def indexer_kernel(
+    model: ModelSpec,
+    prec: Precision,
+    seqs: Array,
+    q: Array,
+    ctx_d: Array,
+    t_pre: Array,
+    ctx_p: Array,
+    cp: Array,
+) -> tuple[tuple[Array, Array, Array, Array], str, dict[str, bool]]:
+    """The indexer's scoring as ``ops`` prices it: its counts (``indexer_counts``) with the keys
+    in the deployment's format (``indexer_of``), its math class (``IndexerSpec.math_class``) and
+    its decode meta (``index_fp8``: MSA's FP8 keys, which only SM100 scores,
+    ``attention_kernels.fp8_index_keys_run``)."""
+    idx = indexer_of(model, prec)
+    assert idx is not None
+    counts = indexer_counts(model, seqs, q, ctx_d, t_pre, ctx_p, cp, idx)
+    fp8 = idx.kind == "msa" and idx.key_bytes == 1.0
+    return counts, idx.math_class, {"indexer": True, "index_fp8": fp8}
 
 
 def linear_counts(
@@ -354,10 +407,10 @@ def cache_bytes_per_layer(
         per_tok = (
             np.maximum(a.num_kv_heads / atp, 1.0) * (a.head_dim + a.v_head_dim) * prec.kv_bytes
         )
-    if g.mixer == "sparse" and model.indexer is not None:
+    if g.mixer == "sparse" and (idx := indexer_of(model, prec)) is not None:
         if a.kind == "mla" and sparse_latent is not None:
             per_tok = sparse_latent + 0.0 * atp
-        per_tok = per_tok + model.indexer.cache_bytes_per_token
+        per_tok = per_tok + idx.cache_bytes_per_token
     return ctx * per_tok
 
 

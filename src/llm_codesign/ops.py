@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .formats import get_format
-from .mixers import cache_bytes_per_layer, dsa_meta, indexer_counts, linear_counts, softmax_counts
+from .mixers import cache_bytes_per_layer, dsa_meta, indexer_kernel, linear_counts, softmax_counts
 from .routing import rank_experts
 from .specs.checkpoint import kept_parts
 from .specs.model import LayerGroup, ModelSpec
@@ -348,9 +348,8 @@ def layer_group_ops(
         kernels.append(("attention", counts, prec.attention_class, meta, pre))
         if g.mixer == "sparse" or csa:  # (V4's indexer scores the entries: one per ratio)
             r = g.compress or 1
-            counts = indexer_counts(model, seqs_local, q, ctx_d / r, t_pre, ctx_p / r, cp)
-            idx_cls = model.indexer.math_class  # type: ignore[union-attr]
-            kernels.append(("indexer", counts, idx_cls, {"indexer": True}, {}))
+            idx = indexer_kernel(model, prec, seqs_local, q, ctx_d / r, t_pre, ctx_p / r, cp)
+            kernels.append(("indexer", *idx, {}))
     for name, (dec_flops, dec_bytes, pre_flops, pre_bytes), ccls, dec_meta, pre_meta in kernels:
         for phase, flops, nbytes, meta in (
             ("decode", dec_flops, dec_bytes, dec_meta),

@@ -232,6 +232,8 @@ def _vllm_args(x: _Ctx, tp, pp, ep, adp, cp, batch, notes: list[str]) -> list[st
         # size must equal sparse_block_size; InferenceX's scripts: "--block-size 128 is
         # mandatory")
         v.append(f"--block-size {m.indexer.block}")
+        if (keys := x.prec.index_keys) is not None and keys.id == "fp8":  # (Precision.index_keys)
+            v.append("--attention-config.indexer_kv_dtype fp8")
     if x.ckpt["how"] == "online":
         v.append("--quantization fp8")  # BF16 weights quantized at load
     if x.spec and mtp_layers(m, "vllm"):

@@ -149,7 +149,10 @@ def clean(obj: Any) -> Any:
 # 37: the engine constants add `msa_indexer_overhead_s` (the fixed kernel chain of a MiniMax
 # Sparse Attention layer's block indexer); models add `minimax-m3` (its sparse layers' op
 # tables carry `indexer_q`, `indexer_k_w`, `indexer_chain` and `indexer_decode` as DSA's do).
-SCHEMA_VERSION = 37
+# 38: the precision's summary adds `index_keys` (the sparse-attention indexer's key-cache format
+# a `+FORMAT-idx` override sets: `fp8` or `bf16`; null: the model's own; vLLM's MiniMax-M3
+# `indexer_kv_dtype`, FP8 on SM100 only).
+SCHEMA_VERSION = 38
 
 
 def to_json(obj: Any) -> str:

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from ..errors import SpecError, UnknownIdError
 from ..formats import FORMATS, NumberFormat, get_format, int4_weight_only
 
-ROLES = {"w": "weights", "a": "activations", "kv": "kv_cache", "comm": "communication"}
+ROLES = {
+    "w": "weights",
+    "a": "activations",
+    "kv": "kv_cache",
+    "comm": "communication",
+    "idx": "index_keys",
+}
+# the formats a sparse-attention indexer's key cache may take (``Precision.index_keys``): vLLM's
+# MiniMax-M3 ``indexer_kv_dtype`` bf16 (its default) or fp8 (E4M3, no scale; SM100 only)
+INDEX_KEY_FORMATS = ("bf16", "fp8")
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,10 @@ class Precision:
     activations: NumberFormat
     kv_cache: NumberFormat
     communication: NumberFormat
+    # the sparse-attention indexer's key cache (``+FORMAT-idx``); None: the model's own format
+    # (``IndexerSpec.key_bytes``); only MiniMax Sparse Attention's keys take another
+    # (``with_index_keys``)
+    index_keys: NumberFormat | None = None
 
     @property
     def weight_bytes(self) -> float:
@@ -67,13 +80,14 @@ class Precision:
         """Attention math runs in FP8 when the KV cache is FP8 (FP8 FMHA), else BF16."""
         return "fp8" if self.kv_fp8 else "bf16"
 
-    def summary(self) -> dict[str, str | float]:
+    def summary(self) -> dict[str, str | float | None]:
         return {
             "id": self.id,
             "weights": self.weights.id,
             "activations": self.activations.id,
             "kv_cache": self.kv_cache.id,
             "communication": self.communication.id,
+            "index_keys": None if self.index_keys is None else self.index_keys.id,
             "weight_bytes_per_param": self.weight_bytes,
             "compute_class": self.compute_class,
         }
@@ -94,7 +108,8 @@ PRESETS: dict[str, tuple[str, str, str, str]] = {
 
 
 def parse_precision(text: str | Precision) -> Precision:
-    """Parse a preset id with optional ``+FORMAT-ROLE`` overrides (roles: w, a, kv, comm)."""
+    """Parse a preset id with optional ``+FORMAT-ROLE`` overrides (roles: w, a, kv, comm, idx;
+    idx: a sparse-attention indexer's key cache, ``INDEX_KEY_FORMATS``)."""
     if isinstance(text, Precision):
         return text
     if not isinstance(text, str) or not text.strip():
@@ -107,6 +122,7 @@ def parse_precision(text: str | Precision) -> Precision:
             "e.g. bf16+fp8-kv)"
         )
     formats = dict(zip(("w", "a", "kv", "comm"), PRESETS[base]))
+    idx: str | None = None  # (the model's own index-key format)
     for part in parts[1:]:
         fmt, _, role = part.rpartition("-")
         if role not in ROLES or not fmt:
@@ -119,6 +135,14 @@ def parse_precision(text: str | Precision) -> Precision:
                 f"precision override {part!r}: unknown format {fmt!r}; allowed: "
                 f"{', '.join(sorted(FORMATS))}"
             )
+        if role == "idx":
+            if fmt not in INDEX_KEY_FORMATS:
+                raise SpecError(
+                    f"precision override {part!r}: index keys (idx) take "
+                    f"{' or '.join(INDEX_KEY_FORMATS)}"
+                )
+            idx = fmt
+            continue
         formats[role] = fmt
     return Precision(
         id=text.strip().lower(),
@@ -126,4 +150,5 @@ def parse_precision(text: str | Precision) -> Precision:
         activations=get_format(formats["a"]),
         kv_cache=get_format(formats["kv"]),
         communication=get_format(formats["comm"]),
+        index_keys=None if idx is None else get_format(idx),
     )

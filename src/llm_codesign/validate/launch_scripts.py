@@ -1,5 +1,6 @@
 """What InferenceX's aggregated SGLang and vLLM launch scripts set that its result rows do not
-state: the KV cache format (``--kv-cache-dtype``) and, where a script speculates, the draft
+state: the KV cache format (``--kv-cache-dtype``), vLLM's MiniMax-M3 index-key format
+(``indexer_kv_dtype``), and, where a script speculates, the draft
 tokens a step proposes (``--speculative-num-steps``), for the version of the script in force on
 a row's run date (``data/validation/inferencex_kv.csv``, written by
 ``benchmarks/inferencex_kv.py`` from the scripts' history; SOURCES.md); and SGLang's prefill
@@ -10,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ..attention_kernels import fp8_index_keys_run
 from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import sglang_auto_kv_fp8
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import parse_precision
+from ..specs.precision import INDEX_KEY_FORMATS, parse_precision
 from .campaigns import run_date, run_gpu_precision, stated_notes
 from .conventions import kv_field
 from .recipes import INFERENCEX_SGLANG, INFERENCEX_SGLANG_KV, INFERENCEX_VLLM
@@ -185,12 +187,22 @@ def inferencex_script_settings(
     (``inferencex_script_value``: SGLang's --mem-fraction-static and --chunked-prefill-size,
     vLLM's --gpu-memory-utilization and --max-num-batched-tokens) and under SGLang's
     attention-DP the prefill delayer (``inferencex_sglang_delayer``): the fields of the engine's
-    recipe (``SCRIPT_RECIPES``), recipe "" where none."""
+    recipe (``SCRIPT_RECIPES``), recipe "" where none; and FP8 index keys where the script asked
+    vLLM for them (``indexer_kv_dtype fp8``, MiniMax-M3 on SM100: ``+fp8-idx``)."""
     notes = []
     if kv_field(row["precision"]) == "?":
         auto_fp8 = sglang_auto_kv_fp8(model, hw)
         kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec, auto_fp8=auto_fp8)
         prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
+    if (idx := (script or {}).get("idx", "")) and script and idx in INDEX_KEY_FORMATS:
+        if (
+            idx == "fp8"
+            and model.indexer
+            and model.indexer.kind == "msa"
+            and fp8_index_keys_run(hw)
+        ):
+            prec += f"+{idx}-idx"  # (vLLM's MiniMax-M3 index keys: Precision.index_keys)
+            notes.append(f"{_where(row, script)} passed indexer_kv_dtype {idx}")
     recipe = ""
     if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
