@@ -30,7 +30,7 @@ class IndexerSpec:
       own block always among them) plus any always-kept initial blocks; ``topk`` is their
       tokens, (top + init) x block; no per-head weights, an RMSNorm on the query and on the
       key; its keys of ``key_bytes`` each, no scale (BF16, 2: vLLM's default
-      ``indexer_kv_dtype``; FP8 only on SM100 when asked for, which is not priced here;
+      ``indexer_kv_dtype``; FP8 only on SM100 when asked for: ``+fp8-idx``, ``mixers.indexer_of``;
       vllm models/minimax_m3/common/indexer.py)."""
 
     num_heads: int
