@@ -131,6 +131,15 @@ MSA_SM100_ARCHITECTURES = ("blackwell", "blackwell-ultra")
 MSA_SM100_KERNEL_ENGINES = ("flashmla",)
 
 
+def fmha_sm100_runs(hw: HardwareSpec) -> bool:
+    """Whether vLLM's SM100 MiniMax Sparse Attention kernels (fmha_sm100) run on ``hw``: NVIDIA's
+    SM100 family (``MSA_SM100_ARCHITECTURES``: B200, GB200, B300, GB300). They run its prefill
+    core there (:func:`msa_prefill_rate`) and are the only scorer of FP8 index keys, its
+    Triton indexer taking BF16 keys only (vllm models/minimax_m3/common/indexer.py
+    ``select_indexer_impl_cls``; :func:`indexer_streams`)."""
+    return hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
+
+
 def msa_prefill_rate(hw: HardwareSpec, eng: EngineConstants, fp8_cache: bool) -> float | None:
     """FLOP/s MiniMax Sparse Attention's prefill core reaches where the engine runs the Triton
     kernels (``MSA_TRITON_PREFILL_SM_FLOPS`` x the GPU's SMs: vLLM's off SM100, SGLang's
@@ -141,10 +150,9 @@ def msa_prefill_rate(hw: HardwareSpec, eng: EngineConstants, fp8_cache: bool) ->
 
     Example: an H200's 132 SMs over an FP8 cache: 33.7 TFLOPS; a B200's 148: 37.7 TFLOPS
     (SGLang's kernel; vLLM's there is fmha_sm100: None)."""
-    sm100 = hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
     if eng.dsa_kernels == "none" or hw.vendor != "nvidia":
         return None
-    if sm100 and eng.dsa_kernels in MSA_SM100_KERNEL_ENGINES:
+    if fmha_sm100_runs(hw) and eng.dsa_kernels in MSA_SM100_KERNEL_ENGINES:
         return None
     return MSA_TRITON_PREFILL_SM_FLOPS[bool(fp8_cache)] * hw.sm_count
 
@@ -234,20 +242,12 @@ def sparse_latent_bytes(
     return sparse_fp8_cache_bytes(hw, eng, a.kv_lora_rank, a.qk_rope_head_dim)
 
 
-def fp8_index_keys_run(hw: HardwareSpec) -> bool:
-    """Whether MiniMax Sparse Attention's FP8 index keys (``Precision.index_keys``) can be
-    scored on ``hw``: vLLM scores them with fmha_sm100 alone, on NVIDIA's SM100 family
-    (``MSA_SM100_ARCHITECTURES``: B200, GB200, B300, GB300); its Triton indexer takes BF16 keys
-    only (vllm models/minimax_m3/common/indexer.py ``select_indexer_impl_cls``)."""
-    return hw.vendor == "nvidia" and hw.architecture in MSA_SM100_ARCHITECTURES
-
-
 def indexer_streams(hw: HardwareSpec, eng: EngineConstants, meta: dict) -> bool:
     """Whether an op is an indexer's decode scoring that streams its keys at
     ``INDEXER_DECODE_HBM`` (``meta["indexer"]`` where :func:`flashmla_runs`). An indexer over
     FP8 MiniMax keys (``meta["index_fp8"]``) where they cannot be scored
-    (:func:`fp8_index_keys_run`) raises UnsupportedError."""
-    if meta.get("index_fp8") and not fp8_index_keys_run(hw):
+    (:func:`fmha_sm100_runs`) raises UnsupportedError."""
+    if meta.get("index_fp8") and not fmha_sm100_runs(hw):
         raise UnsupportedError(
             f"{hw.id}: FP8 index keys (+fp8-idx) are scored by vLLM's fmha_sm100 only, on "
             f"{', '.join(MSA_SM100_ARCHITECTURES)} GPUs; use the BF16 keys (drop +fp8-idx)"

@@ -269,36 +269,6 @@ def indexer_of(model: ModelSpec, prec: Precision) -> IndexerSpec | None:
     return dataclasses.replace(idx, key_bytes=prec.index_keys.bytes_per_element)
 
 
-def indexer_counts(
-    model: ModelSpec,
-    seqs: Array,
-    q: Array,
-    ctx_d: Array,
-    t_pre: Array,
-    ctx_p: Array,
-    cp: Array,
-    idx: IndexerSpec | None = None,
-) -> tuple[Array, Array, Array, Array]:
-    """(decode FLOPs, decode bytes, prefill FLOPs, prefill bytes) of the indexer's scoring on
-    one GPU: every query scores every cached key (its heads are not split: one shared key per
-    token), in its keys' format (``IndexerSpec.math_class``: DSA's FP8, MSA's BF16); causal
-    prefill scores the mean causal context, its queries in that format; keys are
-    sharded over the KV-parallel group ``cp``. A decode step reads a sequence's keys once for
-    its ``q`` query tokens and writes each query's FP32 logits, which the top-k reads back
-    (``INDEXER_LOGIT_BYTES``: DeepGEMM's fp8_paged_mqa_logits returns FP32 logits, the
-    engines' top-k kernels take them). ``idx``: the indexer as deployed (``indexer_of``; None:
-    the model's own)."""
-    idx = idx or model.indexer
-    assert idx is not None
-    ctx_d, ctx_p = ctx_d / cp, ctx_p / cp
-    per_key = 2.0 * idx.num_heads * idx.head_dim
-    dec_flops = seqs * q * ctx_d * per_key
-    dec_bytes = seqs * ctx_d * (idx.cache_bytes_per_token + q * INDEXER_LOGIT_BYTES)
-    pre_flops = t_pre * ctx_p * per_key
-    pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * idx.key_bytes)
-    return dec_flops, dec_bytes, pre_flops, pre_bytes
-
-
 def indexer_kernel(
     model: ModelSpec,
     prec: Precision,
@@ -309,13 +279,26 @@ def indexer_kernel(
     ctx_p: Array,
     cp: Array,
 ) -> tuple[tuple[Array, Array, Array, Array], str, dict[str, bool]]:
-    """The indexer's scoring as ``ops`` prices it: its counts (``indexer_counts``) with the keys
-    in the deployment's format (``indexer_of``), its math class (``IndexerSpec.math_class``) and
-    its decode meta (``index_fp8``: MSA's FP8 keys, which only SM100 scores,
-    ``attention_kernels.fp8_index_keys_run``)."""
+    """The indexer's scoring on one GPU as ``ops`` prices it, its keys in the deployment's format
+    (``indexer_of``): (decode FLOPs, decode bytes, prefill FLOPs, prefill bytes), its math class
+    (``IndexerSpec.math_class``: DSA's FP8, MSA's BF16 keys or FP8 ones) and its decode meta
+    (``index_fp8``: MSA's FP8 keys, which only SM100 scores, ``attention_kernels.fmha_sm100_runs``).
+
+    Every query scores every cached key (its heads are not split: one shared key per token);
+    causal prefill scores the mean causal context, its queries in the keys' format; keys are
+    sharded over the KV-parallel group ``cp``. A decode step reads a sequence's keys once for
+    its ``q`` query tokens and writes each query's FP32 logits, which the top-k reads back
+    (``INDEXER_LOGIT_BYTES``: DeepGEMM's fp8_paged_mqa_logits returns FP32 logits, the
+    engines' top-k kernels take them)."""
     idx = indexer_of(model, prec)
     assert idx is not None
-    counts = indexer_counts(model, seqs, q, ctx_d, t_pre, ctx_p, cp, idx)
+    ctx_d, ctx_p = ctx_d / cp, ctx_p / cp
+    per_key = 2.0 * idx.num_heads * idx.head_dim
+    dec_flops = seqs * q * ctx_d * per_key
+    dec_bytes = seqs * ctx_d * (idx.cache_bytes_per_token + q * INDEXER_LOGIT_BYTES)
+    pre_flops = t_pre * ctx_p * per_key
+    pre_bytes = t_pre * (idx.cache_bytes_per_token + idx.num_heads * idx.head_dim * idx.key_bytes)
+    counts = (dec_flops, dec_bytes, pre_flops, pre_bytes)
     fp8 = idx.kind == "msa" and idx.key_bytes == 1.0
     return counts, idx.math_class, {"indexer": True, "index_fp8": fp8}
 

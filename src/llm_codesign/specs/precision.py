@@ -41,7 +41,7 @@ class Precision:
     communication: NumberFormat
     # the sparse-attention indexer's key cache (``+FORMAT-idx``); None: the model's own format
     # (``IndexerSpec.key_bytes``); only MiniMax Sparse Attention's keys take another
-    # (``with_index_keys``)
+    # (``mixers.indexer_of``)
     index_keys: NumberFormat | None = None
 
     @property

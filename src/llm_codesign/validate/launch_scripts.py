@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..attention_kernels import fp8_index_keys_run
+from ..attention_kernels import fmha_sm100_runs
 from ..specs.checkpoint import checkpoint_precision
 from ..specs.engine import sglang_auto_kv_fp8
 from ..specs.hardware import HardwareSpec
 from ..specs.model import ModelSpec
-from ..specs.precision import INDEX_KEY_FORMATS, parse_precision
+from ..specs.precision import parse_precision
 from .campaigns import run_date, run_gpu_precision, stated_notes
 from .conventions import kv_field
 from .recipes import INFERENCEX_SGLANG, INFERENCEX_SGLANG_KV, INFERENCEX_VLLM
@@ -194,15 +194,10 @@ def inferencex_script_settings(
         auto_fp8 = sglang_auto_kv_fp8(model, hw)
         kv_prec, said = inferencex_kv_precision(script, row, model, engine, prec, auto_fp8=auto_fp8)
         prec, notes = (kv_prec, [said]) if kv_prec else (prec, notes)
-    if (idx := (script or {}).get("idx", "")) and script and idx in INDEX_KEY_FORMATS:
-        if (
-            idx == "fp8"
-            and model.indexer
-            and model.indexer.kind == "msa"
-            and fp8_index_keys_run(hw)
-        ):
-            prec += f"+{idx}-idx"  # (vLLM's MiniMax-M3 index keys: Precision.index_keys)
-            notes.append(f"{_where(row, script)} passed indexer_kv_dtype {idx}")
+    msa = model.indexer is not None and model.indexer.kind == "msa"
+    if script and script.get("idx") == "fp8" and msa and fmha_sm100_runs(hw):
+        prec += "+fp8-idx"  # (vLLM's MiniMax-M3 index keys: Precision.index_keys)
+        notes.append(f"{_where(row, script)} passed indexer_kv_dtype fp8")
     recipe = ""
     if engine == "sglang" and plan[1]:
         recipe, said = inferencex_sglang_delayer(row, model.id)
