@@ -221,7 +221,7 @@ def test_cli_json_schema_and_text(tmp_path):
     )
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
-    assert d["schema_version"] == SCHEMA_VERSION == 38
+    assert d["schema_version"] == SCHEMA_VERSION == 39
     assert d["assumptions"]["engine_constants"]["moe_kernels_weight_only"] == "triton"  # (18)
     assert d["assumptions"]["engine_constants"]["spec_separate_drafts"] is False  # (21)
     assert d["assumptions"]["engine_constants"]["windowed_kv_share"] == 1.0  # (22), trtllm

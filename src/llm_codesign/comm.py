@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import UnsupportedError
 from .ops import Op
 from .routing import reach_share
-from .specs.engine import EngineConstants
+from .specs.engine import MOE_COMM, EngineConstants
 from .specs.hardware import HardwareSpec
 
 Array = np.ndarray
@@ -64,6 +65,21 @@ DEEPEP_NORMAL = {"alpha_dispatch": 26.6e-6, "alpha_combine": 48.6e-6, "notify_s"
                  "sm_dispatch_s": 0.288e-6, "sm_combine_s": 0.383e-6,
                  "sm_bytes_per_s": 37.3e9}  # fmt: skip
 DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORMAL}
+# MoRI-EP (ROCm/mori; AMD GPUs only): SGLang's --moe-a2a-backend mori, vLLM's --all2all-backend
+# mori_high_throughput / mori_low_latency. Like DeepEP's normal kernels it sends a token once to
+# each distinct destination rank (its own counted, MoRI's convention) and once to each other node
+# it reaches over the network: time = alpha + max(xGMI bytes / (xgmi x the scale-up link), network
+# bytes / (rdma x the NIC)), alpha of the kernels inside one node (IntraNode) or across nodes
+# (InterNodeV1LL below 4,096 tokens, InterNodeV1 above, as MoRI's benchmark picks them). Fit by
+# benchmarks/mori_ep_report.py --fit on MoRI's published MI355X tables (data/validation/mori_ep.csv:
+# docs/EP8.en.md, 8 GPUs of one node; docs/EP16.en.md, 2 nodes of 8 with a 400 Gb/s NIC per GPU;
+# hidden 7168, top-8, 256 experts; FP8 and BF16 dispatch, BF16 combine without zero copy, the
+# engines' path: their integrations pass use_external_inp_buf=True): the alphas are the medians
+# of the rows of 16 tokens or less less their transmit, the fractions the medians of the rows of
+# 4,096 tokens or more.
+MORI = {"alpha_dispatch": 29.1e-6, "alpha_combine": 27.9e-6,
+        "alpha_dispatch_internode": 49.2e-6, "alpha_combine_internode": 68.1e-6,
+        "xgmi": 0.689, "rdma": 0.775}  # fmt: skip
 
 
 def scaleup_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
@@ -158,6 +174,11 @@ def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
     """The dispatch/combine kernel family the engine uses on this hardware (``auto``: NVLink
     one-sided in a multi-node NVLink domain, else all-gather + reduce-scatter; ``deepep``:
     DeepEP's normal kernels in a step with prompt tokens, its low-latency ones otherwise)."""
+    if eng.moe_comm == "mori" and hw.vendor != "amd":
+        raise UnsupportedError(
+            f"engine moe_comm=mori: MoRI-EP runs on AMD GPUs only, not {hw.name}; allowed on "
+            f"{hw.vendor}: {', '.join(c for c in MOE_COMM if c != 'mori')}"
+        )
     if eng.moe_comm != "auto":
         return eng.moe_comm
     return "nvlink_one_sided" if hw.scaleup_domain_size > 8 else "allgather_reducescatter"
@@ -210,8 +231,6 @@ def deepep_time(
     c = DEEPEP[mode] if constants is None else constants
     g = np.maximum(np.asarray(group, dtype=float), 1.0)
     s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
-    full = np.floor(g / s + 1e-9)  # whole nodes of s ranks (at least one)
-    rest = g - full * s  # the ranks of a last, part node
     across = g > s
     b = np.asarray(tokens, dtype=float) * payload  # bytes of one copy of every token
     k = np.asarray(top_k, dtype=float)
@@ -226,15 +245,55 @@ def deepep_time(
     else:
         per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
-        nvl = b * g * reach_share(k, g)
-        # a token goes once to each other node it reaches (a rank on a full node, the slowest):
-        # the other full nodes and the part node
-        last = np.where(rest > 0.5, reach_share(k, g / np.maximum(rest, 1.0)), 0.0)
-        net = b * ((full - 1.0) * reach_share(k, g / s) + last)
-        whole = full + (rest > 0.5)
+        nvl, net, whole = deduplicated_bytes(b, k, g, s)
         notify = np.where(across, c["notify_s"] + c["notify_node_s"] * whole, 0.0)
         alpha = c[f"alpha_{side}"] + notify
     return np.where((g > 1) & (b > 0), alpha + np.maximum(nvl / nvl_bw, net / net_bw), 0.0)
+
+
+def deduplicated_bytes(b: Array, k: Array, g: Array, s: Array) -> tuple[Array, Array, Array]:
+    """(bytes a rank sends over the scale-up links, bytes over the network, the whole nodes of
+    the group) where a kernel sends a token once to each distinct destination rank (its own
+    counted) and once to each other node it reaches: ``b`` bytes of one copy of every token,
+    top-``k`` routing, ``g`` ranks, ``s`` of them a node (DeepEP's normal kernels, MoRI)."""
+    full = np.floor(g / s + 1e-9)  # whole nodes of s ranks (at least one)
+    rest = g - full * s  # the ranks of a last, part node
+    nvl = b * g * reach_share(k, g)
+    # a token goes once to each other node it reaches (a rank on a full node, the slowest): the
+    # other full nodes and the part node
+    last = np.where(rest > 0.5, reach_share(k, g / np.maximum(rest, 1.0)), 0.0)
+    net = b * ((full - 1.0) * reach_share(k, g / s) + last)
+    return nvl, net, full + (rest > 0.5)
+
+
+def mori_time(
+    dispatch: bool,
+    tokens: Array,
+    top_k: Array | float,
+    payload: float,
+    group: Array,
+    hw: HardwareSpec,
+    eng: EngineConstants,
+    constants: dict[str, float] | None = None,
+) -> Array:
+    """Seconds of one MoRI-EP dispatch (or combine) of ``tokens`` tokens per rank over ``group``
+    EP ranks, ``payload`` bytes per token copy (``MORI``): alpha (inside one node, or across
+    nodes) + the slower of the xGMI leg (a copy to each distinct rank) and the network leg (a
+    copy to each other node reached). ``constants`` replaces ``MORI`` (the fit's trials).
+
+    Example (closed form): dispatch of 4,096 FP8 tokens of 7,168 bytes, top-8 over 8 MI355X
+    (535.5 GB/s of xGMI a direction): 29.6 us + 4096 x 7168 x 8 (1 - (7/8)^8) B / (0.70 x 535.5
+    GB/s) = 443 us (MoRI publishes 469 us)."""
+    c = MORI if constants is None else constants
+    g = np.maximum(np.asarray(group, dtype=float), 1.0)
+    s = np.minimum(g, float(hw.scaleup_domain_size))
+    b = np.asarray(tokens, dtype=float) * payload
+    xgmi, net, _ = deduplicated_bytes(b, np.asarray(top_k, dtype=float), g, s)
+    xgmi_bw = hw.scaleup_bytes_per_s * c["xgmi"] * eng.comm_efficiency
+    net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
+    side = "dispatch" if dispatch else "combine"
+    alpha = np.where(g > s, c[f"alpha_{side}_internode"], c[f"alpha_{side}"])
+    return np.where((g > 1) & (b > 0), alpha + np.maximum(xgmi / xgmi_bw, net / net_bw), 0.0)
 
 
 def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
@@ -262,6 +321,10 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
             t = np.where(np.asarray(mt["prompt"], dtype=bool), normal, low)
         else:
             t = deepep_time(family, *args)
+        return np.where(gather, ag, t)
+    if family == "mori":
+        payload = mt["hidden"] * mt["elem_bytes"]
+        t = mori_time(dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
         return np.where(gather, ag, t)
     floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]

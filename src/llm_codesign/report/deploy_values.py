@@ -297,7 +297,7 @@ def read_moe_a2a(
     all-to-all at all (SGLang: a MoE model; vLLM: one with data and expert parallelism), else
     each setting is skipped with that reason; without settings, the engines' default (the
     all-gather). A backend the model has no family for (pplx,
-    mori, mooncake, ...) is refused with the allowed values, and so are DeepEP's normal kernels
+    mooncake, ...) is refused with the allowed values, and so are DeepEP's normal kernels
     on a server that decodes (not a prefill worker): they run without CUDA graphs, eager
     decoding.
 
@@ -321,6 +321,8 @@ def read_moe_a2a(
     if mode is not None and family == "deepep":
         family = SGLANG_DEEPEP_MODES[as_choice(mode, list(SGLANG_DEEPEP_MODES))]
         note(mode, f"engine moe_comm={family}")
+    elif mode is not None and family == "mori":  # SGLang's MoRI dispatcher reads it
+        note(mode, "MoRI's normal or asynchronous dispatcher, priced alike (comm.MORI)")
     elif mode is not None:
         skip(mode, "DeepEP's mode without --moe-a2a-backend deepep: unused")
     if family == "deepep_normal" and src.role != "prefill":

@@ -269,11 +269,13 @@ def trtllm_moe_backend(
 # (python/sglang/srt/server_args.py): none all-gathers the attention-DP ranks' tokens;
 # flashinfer runs FlashInfer's trtllm_moe_alltoall.MoeAlltoAll (TensorRT-LLM's NVLink one-sided
 # all-to-all); deepep with --deepep-mode auto (normal kernels for a batch with prompt tokens,
-# low-latency ones otherwise), normal or low_latency.
+# low-latency ones otherwise), normal or low_latency; mori runs MoRI-EP (AMD GPUs; its dispatcher
+# reads --deepep-mode for its normal or asynchronous implementation, priced alike: comm.MORI).
 SGLANG_A2A = {
     "none": "allgather_reducescatter",
     "flashinfer": "nvlink_one_sided",
     "deepep": "deepep",
+    "mori": "mori",
 }
 SGLANG_DEEPEP_MODES = {
     "auto": "deepep",
@@ -286,6 +288,8 @@ VLLM_A2A = {
     "flashinfer_nvlink_one_sided": "nvlink_one_sided",
     "deepep_high_throughput": "deepep_normal",
     "deepep_low_latency": "deepep_low_latency",
+    "mori_low_latency": "mori",  # MoRI-EP: IntraNode in one node, InterNodeV1LL across nodes
+    "mori_high_throughput": "mori",  # (InterNodeV1 across nodes; comm.MORI prices either)
 }
 
 # TensorRT-LLM's TRTLLM_FORCE_ALLTOALL_METHOD environment variable (its AlltoallMethodType,
@@ -319,8 +323,8 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
         else ""
     )
     if target == "sglang":
-        if family == "nvlink_one_sided":
-            return ["--moe-a2a-backend flashinfer"], ""
+        if family in ("nvlink_one_sided", "mori"):
+            return [f"--moe-a2a-backend {'mori' if family == 'mori' else 'flashinfer'}"], ""
         mode = {v: k for k, v in SGLANG_DEEPEP_MODES.items()}[family]
         return ["--moe-a2a-backend deepep", f"--deepep-mode {mode}"], eager
     note = eager

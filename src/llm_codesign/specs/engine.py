@@ -58,14 +58,8 @@ DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
 # alpha/beta): auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200
 # NVL72), else all-gather + reduce-scatter; DeepEP's low-latency or normal kernels, or deepep =
 # both as SGLang's --deepep-mode auto runs them (normal in a step with prompt tokens)
-MOE_COMM = (
-    "auto",
-    "allgather_reducescatter",
-    "nvlink_one_sided",
-    "deepep",
-    "deepep_low_latency",
-    "deepep_normal",
-)
+MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided", "deepep", "deepep_low_latency",
+            "deepep_normal", "mori")  # fmt: skip
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams;
 # trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S;
 # deepgemm: vLLM 0.12's DeepGEMM MoE on SM90/SM100, moe_kernels.DEEPGEMM_BLOCK_M)

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import functools
 
+from ..errors import UnknownIdError
 from ..specs.engine import EngineConstants
+from ..specs.hardware import load_hardware
 from ..specs.plan import DisaggregatedPlan
 from .campaigns import run_date, run_gpu_precision
 from .conventions import data_parallel_tp
 from .recipes import (
     DISAGG_RECIPE_A2A,
+    DISAGG_RECIPE_OPTIONAL,
+    INFERENCEX_AMD_MORI_SINCE,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
     INFERENCEX_DISAGG_SGLANG,
     INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION,
     disagg_recipe_fields,
+    recipe_fields,
 )
 from .tables import bundled_rows
 
@@ -86,11 +91,18 @@ def inferencex_disagg_recipe(
     sglang = "sglang" in run[3]
     mem = f"; memory fraction {INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION}" if sglang else ""
     if not found:
+        recipe, note = INFERENCEX_DISAGG_SGLANG if sglang else "", ""
+        if sglang and gpu_vendor(gpu) == "amd" and date >= INFERENCEX_AMD_MORI_SINCE:
+            mori = DISAGG_RECIPE_A2A.index("mori")
+            for key, (_, tp, ep, adp), pool in zip(("pa2a", "a2a"), sides, ("prefill", "decode")):
+                if adp and ep > 1:  # an AMD script's DP-attention EP pool (recipes)
+                    recipe += f":{key}={mori}"
+                    note += f"; {pool} pool MoE dispatch mori (InferenceX's AMD scripts)"
         return (
-            INFERENCEX_DISAGG_SGLANG if sglang else "",
+            recipe,
             (
                 f"no InferenceX recipe for these pools in {INFERENCEX_DISAGG_LIMITS_FILE}: the "
-                f"engine's own batch limits{mem} (validate.recipes)"
+                f"engine's own batch limits{mem}{note} (validate.recipes)"
             ),
             (0, ""),
         )
@@ -107,6 +119,15 @@ def inferencex_disagg_recipe(
     return recipe, note, (drafts, f"the decode pool's, recipe {path}") if drafts else (0, "")
 
 
+def gpu_vendor(gpu: str) -> str:
+    """The vendor of a run's GPU as InferenceX names it ("mi355x"), "" where no bundled GPU
+    has that id."""
+    try:
+        return load_hardware(gpu).vendor
+    except UnknownIdError:
+        return ""
+
+
 def disagg_prefill_batch(recipe: str) -> int | None:
     """The prefill pool's batch limit per scheduling rank an ``inferencex_disagg_recipe``
     states (None for any other recipe)."""
@@ -121,9 +142,14 @@ def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     decode pool's, ``recipes.recipe_behaviour``) with the prefill pool's MoE dispatch family
     where the recipe states one (``pa2a``), else ``eng``."""
     name, _, rest = recipe.partition(":")
-    if name != INFERENCEX_DISAGG:
+    if name not in (INFERENCEX_DISAGG, INFERENCEX_DISAGG_SGLANG):
         return eng
-    fields = disagg_recipe_fields(recipe, rest)
+    if name == INFERENCEX_DISAGG:
+        fields = disagg_recipe_fields(recipe, rest)
+    else:  # (its optional fields only)
+        fields = recipe_fields(
+            recipe, rest, DISAGG_RECIPE_OPTIONAL, False, "inferencex_disagg_recipe"
+        )
     if "pa2a" in fields:
         return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])
     # a decode pool's family the recipe states is not the prefill pool's: the engine's own

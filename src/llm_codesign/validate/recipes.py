@@ -187,6 +187,14 @@ INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION = 0.9
 # the recipe of an InferenceX disaggregated SGLang run the limits table has no row for: that
 # memory fraction alone
 INFERENCEX_DISAGG_SGLANG = "inferencex-disagg-sglang"
+# (with the optional a2a=i and pa2a=j of DISAGG_RECIPE_OPTIONAL: the decode and the prefill pool's
+# MoE dispatch family.) InferenceX's AMD disaggregated SGLang runs, whose scripts the limits table
+# does not walk: from the first version of them in its repository (2026-02-19, @8d81e0bf4, to
+# @843c6254: benchmarks/multi_node/amd_utils/models.yaml and server*.sh) every pool with DP
+# attention and expert parallelism gets --moe-a2a-backend mori (dp_flags, later ep_flags, of
+# every model the file lists); the runs before it cloned their scripts from
+# billishyahao/sglang_disagg (not read), which keep the engine's default
+INFERENCEX_AMD_MORI_SINCE = "2026-02-19"
 # options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
 # data/validation/trtllm_bench_options.csv (source id, bundled model id, the attention-DP
 # context balance's timeout_iters and batching_wait_iters, and where the file says so)
@@ -343,8 +351,12 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
-    if name == INFERENCEX_DISAGG_SGLANG and eng.memory_utilization == 0:
-        return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
+    if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction, an AMD run's MoRI pools
+        f = recipe_fields(recipe, rest, DISAGG_RECIPE_OPTIONAL, False, "inferencex_disagg_recipe")
+        eng = replace(eng, moe_comm=DISAGG_RECIPE_A2A[int(f["a2a"])]) if "a2a" in f else eng
+        if eng.memory_utilization == 0:
+            return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
+        return eng
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
         pools = disagg_recipe_fields(recipe, rest)
         a2a = {"moe_comm": DISAGG_RECIPE_A2A[int(pools["a2a"])]} if "a2a" in pools else {}

@@ -1,0 +1,160 @@
+"""MoRI-EP (AMD's MoE dispatch/combine kernels) as a kernel family of its own (issue 11):
+``comm.mori_time`` against MoRI's published MI355X tables, its engines' switches, and the
+InferenceX AMD disaggregated runs that use it."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llm_codesign import estimate, load_engine, load_hardware, validate
+from llm_codesign.comm import MORI, mori_time
+from llm_codesign.errors import UnsupportedError
+from llm_codesign.report import read_deployment
+from llm_codesign.report.launch_data import moe_a2a_flags
+from llm_codesign.specs.plan import ParallelPlan
+from llm_codesign.specs.workload import Workload
+from llm_codesign.validate.tables import bundled_rows
+
+HIDDEN = 7168  # DeepSeek-R1's, the shape of MoRI's tables
+
+
+def _mi355x():
+    return load_hardware("mi355x"), load_engine("sglang")
+
+
+def test_one_node_dispatch_closed_form_and_publication():
+    """4,096 FP8 tokens a rank, top-8 over 8 MI355X: a token reaches 8 (1 - (7/8)^8) = 5.25
+    ranks on average (its own counted), each copy 7,168 bytes over 535.5 GB/s of xGMI a
+    direction at the fitted fraction, after the one-node alpha: by hand, and within 10% of the
+    469 us MoRI publishes (docs/EP8.en.md)."""
+    hw, eng = _mi355x()
+    by_hand = MORI["alpha_dispatch"] + 4096 * HIDDEN * 8 * (1 - (7 / 8) ** 8) / (
+        MORI["xgmi"] * 535.5e9
+    )
+    t = float(mori_time(True, 4096, 8, HIDDEN, 8, hw, eng))
+    assert t == pytest.approx(by_hand, rel=1e-9)
+    assert t == pytest.approx(469e-6, rel=0.10)
+
+
+def test_two_node_dispatch_is_bound_by_the_nic():
+    """65,536 FP8 tokens a rank over 2 nodes of 8: a token goes once to the other node
+    (reached with 1 - (1/2)^8 of its 8 picks) over the 50 GB/s NIC at the fitted fraction, which
+    binds before the xGMI leg; within 15% of MoRI's 10,965 us (docs/EP16.en.md, the mean)."""
+    hw, eng = _mi355x()
+    b = 65536 * HIDDEN
+    net = b * (1 - 0.5**8) / (MORI["rdma"] * 50e9)
+    xgmi = b * 16 * (1 - (15 / 16) ** 8) / (MORI["xgmi"] * 535.5e9)
+    assert net > xgmi
+    t = float(mori_time(True, 65536, 8, HIDDEN, 16, hw, eng))
+    assert t == pytest.approx(MORI["alpha_dispatch_internode"] + net, rel=1e-9)
+    assert t == pytest.approx(10964.73e-6, rel=0.15)
+
+
+def test_prices_moris_published_tables():
+    """Every row of data/validation/mori_ep.csv (MoRI's EP8 and EP16 MI355X tables, 1 to
+    524,288 tokens, FP8 and BF16 dispatch, BF16 combine): median |error| under 8%, none beyond
+    30% (the fit's worst is the one-node combine at 768 tokens)."""
+    hw, eng = _mi355x()
+    errs = []
+    for r in bundled_rows("mori_ep.csv"):
+        payload = int(r["hidden"]) * (1 if r["dtype"] == "fp8" else 2)
+        t = mori_time(
+            r["phase"] == "dispatch", int(r["tokens"]), int(r["top_k"]), payload, int(r["ep"]),
+            hw, eng,
+        )  # fmt: skip
+        errs.append(float(t) / (float(r["time_us"]) * 1e-6) - 1.0)
+    assert len(errs) == 111
+    assert statistics.median(abs(e) for e in errs) < 0.08
+    assert max(abs(e) for e in errs) < 0.30
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tokens=st.integers(1, 200_000),
+    ep=st.sampled_from([2, 4, 8, 16, 32]),
+    dispatch=st.booleans(),
+    more=st.floats(1.01, 4.0),
+)
+def test_monotone_in_tokens_and_links(tokens, ep, dispatch, more):
+    """More tokens never take less time; a faster xGMI link or NIC never takes more."""
+    hw, eng = _mi355x()
+    t = float(mori_time(dispatch, tokens, 8, HIDDEN, ep, hw, eng))
+    assert float(mori_time(dispatch, tokens + 1, 8, HIDDEN, ep, hw, eng)) >= t
+    faster = hw.with_overrides(
+        scaleup_bytes_per_s=hw.scaleup_bytes_per_s * more,
+        scaleout_bytes_per_s=hw.scaleout_bytes_per_s * more,
+    )
+    assert float(mori_time(dispatch, tokens, 8, HIDDEN, ep, faster, eng)) <= t * (1 + 1e-12)
+
+
+def test_mori_is_refused_off_amd_and_moves_an_amd_estimate():
+    plan, wl = ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 256)
+    mori = load_engine("sglang").with_overrides(moe_comm="mori")
+    with pytest.raises(UnsupportedError, match="moe_comm=mori.*AMD"):
+        estimate("deepseek-r1", "h200-sxm", "fp8", plan, wl, engine=mori)
+    gather = estimate("deepseek-r1", "mi355x", "fp8", plan, wl, engine=load_engine("sglang"))
+    e = estimate("deepseek-r1", "mi355x", "fp8", plan, wl, engine=mori)
+    assert e.tpot_ms != pytest.approx(gather.tpot_ms, rel=1e-3)
+    assert e.assumptions()["moe_dispatch"] == "mori"
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
+        "--enable-dp-attention --moe-a2a-backend mori --deepep-mode normal",
+        "vllm serve deepseek-ai/DeepSeek-R1 --data-parallel-size 8 --enable-expert-parallel "
+        "--all2all-backend mori_low_latency",
+        "vllm serve deepseek-ai/DeepSeek-R1 --data-parallel-size 8 --enable-expert-parallel "
+        "--all2all-backend mori_high_throughput",
+    ],
+)
+def test_engines_mori_switches_set_the_family(cmd):
+    """SGLang's --moe-a2a-backend mori (its --deepep-mode noted, not skipped: its MoRI
+    dispatcher reads it) and vLLM's two MoRI backends price MoRI; the launch file writes the
+    switch back."""
+    dep = read_deployment([cmd], load_hardware("mi355x"))
+    assert dep.engine_constants.moe_comm == "mori"
+    assert not any("deepep-mode" in x["setting"] for x in dep.ignored)
+    engine = "sglang" if "sglang" in cmd else "vllm"
+    flags, _ = moe_a2a_flags(engine, "mori")
+    assert (
+        flags == ["--moe-a2a-backend mori"]
+        if engine == "sglang"
+        else flags[0].startswith("--all2all-backend mori_")
+    )
+
+
+def _amd_disagg_row(run_date: str) -> dict[str, str]:
+    return {
+        "source_id": "inferencex_api_fixture", "model": "DeepSeek-R1-0528", "gpu": "MI355X",
+        "num_gpus": "24", "precision": "fp8/?/?", "tp": "P:tp8/D:tp8", "pp": "",
+        "ep": "P:ep8/D:ep8", "dp": "P:dpattn=True/D:dpattn=True",
+        "framework": "sglang-disagg (rocm/sgl-dev:sglang-0.5.9-rocm720-mi35x-mori-0227-2)",
+        "isl": "8192", "osl": "1024", "concurrency_or_batch": "256", "metric": "tpot_ms",
+        "value": "30", "notes": "disaggregated: prefill_gpus=16 (workers=2), decode_gpus=8 "
+        f"(workers=1), is_multinode=True; spec_method=none; run date {run_date}",
+    }  # fmt: skip
+
+
+def test_inferencex_amd_disaggregated_pools_run_mori_from_the_in_repo_scripts(tmp_path):
+    """InferenceX's AMD disaggregated SGLang scripts, in its repository from 2026-02-19, pass
+    --moe-a2a-backend mori to every DP-attention EP pool: a run of that date prices both pools
+    with MoRI (and says so); a January run, whose scripts lived elsewhere, keeps the
+    all-gather."""
+    path = tmp_path / "amd.csv"
+    rows = [_amd_disagg_row("2026-03-23"), _amd_disagg_row("2026-01-20")]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    after, before = validate([str(path)]).rows
+    assert "decode pool MoE dispatch mori" in after["note"]
+    assert "prefill pool MoE dispatch mori" in after["note"]
+    assert "mori" not in before["note"].replace("mori-0227", "")
+    assert after["predicted"] != pytest.approx(before["predicted"], rel=1e-3)
