@@ -1,5 +1,6 @@
-"""DeepEP's dispatch and combine as the model prices them (``comm.deepep_time``) against
-AIConfigurator's DeepEP tables measured through SGLang, and the fit of ``comm.DEEPEP`` (issue 11).
+"""DeepEP's dispatch and combine as the model prices them (``comm.ep_kernel_time``) against
+AIConfigurator's DeepEP tables measured through SGLang, and the fit of ``comm.EP_KERNELS``'
+DeepEP entries (issue 11).
 
 Tables: ``aic-core/src/aiconfigurator_core/systems/data/<gpu>/comm/sglang/<version>/
 wideep_deepep_{normal,ll}_perf.parquet`` (ai-dynamo/aiconfigurator @095f58a):
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.comm import DEEPEP, deepep_time
+from llm_codesign.comm import EP_KERNELS, ep_kernel_time
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import load_hardware
 
@@ -79,7 +80,7 @@ def rows(repo: str) -> list[dict]:
 def priced(r: dict, constants: dict | None = None) -> float:
     hw, eng = load_hardware(r["gpu"]), load_engine("sglang")  # (both bundled and cached)
     payload = HIDDEN * (1.0 if r["dispatch"] else 2.0)
-    t = deepep_time(r["mode"], r["dispatch"], np.array(r["tokens"]), TOP_K, payload,
+    t = ep_kernel_time(r["mode"], r["dispatch"], np.array(r["tokens"]), TOP_K, payload,
                     np.array(8.0 * r["nodes"]), hw, eng, constants)  # fmt: skip
     return float(t)
 
@@ -91,7 +92,7 @@ def _sse(sub: list[dict], c: dict) -> float:
 def fit(all_rows: list[dict]) -> dict[str, dict[str, float]]:
     hop = [r for r in all_rows if r["gpu"] in HOPPER]
     nm = [r for r in hop if r["mode"] == "deepep_normal"]
-    c = dict(DEEPEP["deepep_normal"])
+    c = dict(EP_KERNELS["deepep_normal"])
     for side, dispatch in (("dispatch", True), ("combine", False)):
         sub = [r for r in nm if r["nodes"] == 1 and r["dispatch"] == dispatch and r["tokens"] <= 16]
         wire = [priced(r, {**c, f"alpha_{side}": 0.0}) for r in sub]
@@ -107,7 +108,7 @@ def fit(all_rows: list[dict]) -> dict[str, dict[str, float]]:
     sub = [r for r in nm if r["nodes"] in (2, 4) and r["tokens"] >= 1024]
     grid = np.arange(0.30, 1.51, 0.01)
     c["rdma"] = float(grid[int(np.argmin([_sse(sub, {**c, "rdma": f}) for f in grid]))])
-    ll = dict(DEEPEP["deepep_low_latency"])
+    ll = dict(EP_KERNELS["deepep_low_latency"])
     one = [r for r in hop if r["mode"] == "deepep_low_latency" and r["nodes"] == 1]
     best = (math.inf, ll)
     for f in np.arange(0.30, 1.01, 0.01):

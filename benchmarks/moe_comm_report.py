@@ -1,9 +1,10 @@
-"""DeepEP's dispatch and combine as the model prices them (``comm.deepep_time``) against DeepEP's
+"""DeepEP's dispatch and combine as the model prices them (``comm.ep_kernel_time``) against DeepEP's
 published H800 tables (issue 11), and the fit of the constants these tables decide: the
 low-latency kernels across nodes (alphas, f_rdma), the normal kernels' f_nvlink and their SM rate.
-The rest of ``comm.DEEPEP`` (the low-latency NVLink alphas and f_nvlink; the normal alphas, notify
-phase and f_rdma) is fitted on AIConfigurator's SGLang tables (benchmarks/deepep_aic_report.py),
-so the EP 8 low-latency rows and the internode normal rows here are a check.
+The rest of ``comm.EP_KERNELS``' DeepEP entries (the low-latency NVLink alphas and f_nvlink;
+the normal alphas, notify phase and f_rdma) is fitted on AIConfigurator's SGLang tables
+(benchmarks/deepep_aic_report.py), so the EP 8 low-latency rows and the internode normal rows
+here are a check.
 
 Rows: ``data/validation/gemm.csv`` source ``deepep_v1_legacy`` (deepseek-ai/DeepEP
 ``docs/legacy.md``): the low-latency table (128 tokens per rank, hidden 7168, top-8, FP8 dispatch
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_codesign.comm import DEEPEP, deepep_time
+from llm_codesign.comm import EP_KERNELS, ep_kernel_time
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import load_hardware
 
@@ -82,7 +83,7 @@ def priced(r: dict, hw, eng, constants=None) -> float:
     tokens, ep = np.array(r["tokens"]), np.array(r["ep"])
     payload = HIDDEN * r["elem"]
     return float(
-        deepep_time(r["mode"], r["dispatch"], tokens, TOP_K, payload, ep, hw, eng, constants)
+        ep_kernel_time(r["mode"], r["dispatch"], tokens, TOP_K, payload, ep, hw, eng, constants)
     )
 
 
@@ -92,7 +93,7 @@ def fit(rows: list[dict], hw, eng) -> dict[str, float]:
     are fitted on AIConfigurator's one-node tables (benchmarks/deepep_aic_report.py); the EP 8
     rows are their check."""
     ll = [r for r in rows if r["mode"] == "deepep_low_latency" and r["ep"] > 8]
-    base = DEEPEP["deepep_low_latency"]
+    base = EP_KERNELS["deepep_low_latency"]
     best = (math.inf, {})
     for fr in np.arange(0.60, 1.01, 0.01):
         c = {**base, "rdma": float(fr), "alpha_dispatch": 0.0, "alpha_combine": 0.0}
@@ -117,7 +118,7 @@ def fit_normal(rows: list[dict], hw, eng) -> dict[str, float]:
     rows (H800's NVLink binds there, not the SMs); alpha, the notify phase and f_rdma are
     AIConfigurator's (benchmarks/deepep_aic_report.py), so the internode rows are a check."""
     sub = [r for r in rows if r["mode"] == "deepep_normal" and r["ep"] <= 8]
-    c = dict(DEEPEP["deepep_normal"])
+    c = dict(EP_KERNELS["deepep_normal"])
     grid = np.arange(0.50, 1.51, 0.01)
     sse = [sum(math.log(priced(r, hw, eng, {**c, "nvlink": float(f)}) / r["t"]) ** 2 for r in sub)
            for f in grid]  # fmt: skip
@@ -142,7 +143,7 @@ def sm_rows() -> list[dict]:
             algo = HIDDEN * (1.0 + 4.0 / 128.0) if fp8 else HIDDEN * 2.0
             t = copies * algo / (float(r["bandwidth_gb_s"]) * 1e9)
             side = "dispatch" if "dispatch" in r["kernel"] else "combine"
-            alpha = DEEPEP["deepep_normal"][f"alpha_{side}"]
+            alpha = EP_KERNELS["deepep_normal"][f"alpha_{side}"]
             out.append(dict(gpu=r["gpu"], ep=ep, sms=sms, dispatch="dispatch" in r["kernel"],
                             payload=HIDDEN * (1.0 if fp8 else 2.0), t=t,
                             tau=sms * max(t - alpha, 0.0) / copies))  # fmt: skip
@@ -165,7 +166,7 @@ def main() -> None:
     args = ap.parse_args()
     hw, eng = h800(), load_engine("base").with_overrides(comm_efficiency=1.0)
     rows = published()
-    constants = dict(DEEPEP)
+    constants = dict(EP_KERNELS)
     if args.fit:
         c = fit(rows, hw, eng)
         constants["deepep_low_latency"] = c
@@ -197,7 +198,7 @@ def main() -> None:
     gpus = {"B200": load_hardware("b200"), "GB200 (NVL72)": load_hardware("gb200")}
     for r in sm_rows():
         c = {**normal, "sms": r["sms"]}
-        p = float(deepep_time("deepep_normal", r["dispatch"], np.array(4096.0), TOP_K,
+        p = float(ep_kernel_time("deepep_normal", r["dispatch"], np.array(4096.0), TOP_K,
                               r["payload"], np.array(r["ep"]), gpus[r["gpu"]], eng, c))  # fmt: skip
         e = p / r["t"] - 1.0
         key = f"deepep_normal SMs, {r['gpu']}" + (

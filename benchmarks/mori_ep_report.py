@@ -1,5 +1,5 @@
-"""MoRI-EP's dispatch and combine as the model prices them (``comm.mori_time``) against MoRI's own
-published MI355X tables, and the fit of ``comm.MORI`` (issue 11).
+"""MoRI-EP's dispatch and combine as the model prices them (``comm.ep_kernel_time``, mode mori)
+against MoRI's own published MI355X tables, and the fit of ``comm.MORI`` (issue 11).
 
 Table: ``data/validation/mori_ep.csv`` (ROCm/mori docs/EP8.en.md and docs/EP16.en.md @ac97b1d6):
 8 MI355X of one node (xGMI) and 2 nodes of 8 (a 400 Gb/s RoCE NIC a GPU), hidden 7168, top-8,
@@ -21,7 +21,7 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from llm_codesign.comm import MORI, deduplicated_bytes, mori_time
+from llm_codesign.comm import MORI, deduplicated_bytes, ep_kernel_time
 from llm_codesign.specs.engine import load_engine
 from llm_codesign.specs.hardware import load_hardware
 from llm_codesign.validate.tables import bundled_rows
@@ -49,7 +49,7 @@ def rows() -> list[dict]:
 def priced(r: dict, c: dict[str, float]) -> float:
     hw, eng = load_hardware("mi355x"), load_engine("sglang")
     args = (r["dispatch"], r["tokens"], r["top_k"], r["payload"], r["ep"], hw, eng, c)
-    return float(mori_time(*args))
+    return float(ep_kernel_time("mori", *args))
 
 
 def legs(r: dict) -> tuple[float, float]:

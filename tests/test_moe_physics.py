@@ -119,12 +119,12 @@ def test_deepep_normal_internode_closed_form():
     what the tables measure at small batches: 31.6 us dispatch notify at 2 nodes (AIConfigurator
     @095f58a h100_sxm/comm/sglang/0.5.6.post2/wideep_deepep_normal_perf.parquet, 20 SMs, 1
     token), 33.4 priced; none inside one node."""
-    from llm_codesign.comm import deepep_time
+    from llm_codesign.comm import ep_kernel_time
 
     hw, eng = load_hardware("h100-sxm"), BASE.with_overrides(comm_efficiency=1.0)
-    t = deepep_time("deepep_normal", True, np.array(1.0), 8, 7168.0, np.array(16.0), hw, eng)
+    t = ep_kernel_time("deepep_normal", True, np.array(1.0), 8, 7168.0, np.array(16.0), hw, eng)
     assert float(t) * 1e6 == pytest.approx(60.19, abs=0.01)
-    one = deepep_time("deepep_normal", True, np.array(1.0), 8, 7168.0, np.array(8.0), hw, eng)
+    one = ep_kernel_time("deepep_normal", True, np.array(1.0), 8, 7168.0, np.array(8.0), hw, eng)
     assert float(one) * 1e6 == pytest.approx(26.6 + 8 * (1 - (7 / 8) ** 8) * 7168 / 298.56e9 * 1e6,
                                              abs=0.01)  # fmt: skip
 
@@ -136,18 +136,18 @@ def test_deepep_normal_group_of_part_nodes_by_hand():
     732.9 us, above the SMs' NVLink leg (12 x (1 - (11/12)^8) = 6.016 copies at 298.6 GB/s,
     591.6 us). The notify counts two whole nodes: 26.6 + 13.4 + 2 x 10.0 + 732.9 = 792.9 us. More
     ranks, in whole nodes, never take less time, in either mode."""
-    from llm_codesign.comm import deepep_time
+    from llm_codesign.comm import ep_kernel_time
 
     hw, eng = load_hardware("h100-sxm"), BASE.with_overrides(comm_efficiency=1.0)
 
     def t(group, tokens=4096.0):
-        return float(deepep_time("deepep_normal", True, np.array(tokens), 8, 7168.0,
+        return float(ep_kernel_time("deepep_normal", True, np.array(tokens), 8, 7168.0,
                                  np.array(float(group)), hw, eng)) * 1e6  # fmt: skip
 
     assert t(12) == pytest.approx(792.9, abs=0.1)
     for mode in ("deepep_normal", "deepep_low_latency"):
         for tokens in (1.0, 128.0, 4096.0):
-            times = [float(deepep_time(mode, True, np.array(tokens), 8, 7168.0,
+            times = [float(ep_kernel_time(mode, True, np.array(tokens), 8, 7168.0,
                                        np.array(float(g)), hw, eng))
                      for g in (8, 16, 32, 64, 128)]  # fmt: skip
             assert times == sorted(times), (mode, tokens)
@@ -163,13 +163,13 @@ AIC_DEEPEP_NORMAL_H100 = {(2, 8192): (1658.8, 4060.8), (4, 8192): (3585.7, 7073.
 
 @pytest.mark.parametrize("nodes_tokens", sorted(AIC_DEEPEP_NORMAL_H100))
 def test_deepep_normal_prices_multinode_measurements(nodes_tokens):
-    from llm_codesign.comm import deepep_time
+    from llm_codesign.comm import ep_kernel_time
 
     nodes, tokens = nodes_tokens
     hw = load_hardware("h100-sxm")
     eng = load_engine("sglang")
     for i, (dispatch, elem) in enumerate(((True, 1.0), (False, 2.0))):
-        t = deepep_time("deepep_normal", dispatch, np.array(float(tokens)), 8, 7168.0 * elem,
+        t = ep_kernel_time("deepep_normal", dispatch, np.array(float(tokens)), 8, 7168.0 * elem,
                         np.array(8.0 * nodes), hw, eng)  # fmt: skip
         assert float(t) * 1e6 == pytest.approx(AIC_DEEPEP_NORMAL_H100[nodes_tokens][i], rel=0.25)
 
@@ -232,19 +232,21 @@ def test_deepep_normal_is_bound_by_its_sms_on_blackwell(gpu_sms):
     37.3 GB/s = 0.4802 us, so 24 SMs move 358 GB/s, under the link's 0.80 x 900; 4096 tokens
     reach 8 (1 - (7/8)^8) = 5.25 ranks: 26.6 us + 4096 x 5.25 x 7168 B / 358 GB/s = 457 us.
     DeepEP's published algorithm bandwidth (with FP8's scales) gives the same time to 10%."""
-    from llm_codesign.comm import DEEPEP, deepep_time
+    from llm_codesign.comm import EP_KERNELS, ep_kernel_time
 
     gpu, sms = gpu_sms
     hw, eng = load_hardware(gpu), BASE.with_overrides(comm_efficiency=1.0)
-    c = {**DEEPEP["deepep_normal"], "sms": sms}
+    c = {**EP_KERNELS["deepep_normal"], "sms": sms}
     copies = 4096 * 8 * (1 - (7 / 8) ** 8)
     for bw, (dispatch, elem) in zip(HYBRID_EP_DEEPEP[gpu_sms], ((True, 1), (True, 2), (False, 2))):
         published = copies * 7168 * (elem if elem == 2 else 1 + 4 / 128) / (bw * 1e9)
-        t = deepep_time("deepep_normal", dispatch, np.array(4096.0), 8, 7168.0 * elem,
+        t = ep_kernel_time("deepep_normal", dispatch, np.array(4096.0), 8, 7168.0 * elem,
                         np.array(8), hw, eng, c)  # fmt: skip
         assert float(t) == pytest.approx(published, rel=0.10), (dispatch, elem)
     if gpu_sms == ("b200", 24):
-        t = deepep_time("deepep_normal", True, np.array(4096.0), 8, 7168.0, np.array(8), hw, eng, c)
+        t = ep_kernel_time(
+            "deepep_normal", True, np.array(4096.0), 8, 7168.0, np.array(8), hw, eng, c
+        )
         assert float(t) * 1e6 == pytest.approx(456.9, abs=1.0)
 
 
@@ -257,18 +259,20 @@ def test_deepep_normal_is_bound_by_its_sms_on_blackwell(gpu_sms):
     nic=st.floats(12.5e9, 100e9),
     more=st.floats(1.0, 4.0),
 )
-def test_deepep_time_monotone(tokens, ep, mode, nvl, nic, more):
+def test_ep_kernel_time_monotone(tokens, ep, mode, nvl, nic, more):
     """More tokens never take less time; faster links (NVLink or NIC) never take more; a
     dispatch never beats its fixed alpha."""
-    from llm_codesign.comm import DEEPEP, deepep_time
+    from llm_codesign.comm import EP_KERNELS, ep_kernel_time
 
     hw = load_hardware("h100-sxm").with_overrides(scaleup_bytes_per_s=nvl, scaleout_bytes_per_s=nic)
     faster = hw.with_overrides(scaleup_bytes_per_s=nvl * more, scaleout_bytes_per_s=nic * more)
 
     def t(n, h):
-        return float(deepep_time(mode, True, np.array(float(n)), 8, 7168.0, np.array(ep), h, BASE))
+        return float(
+            ep_kernel_time(mode, True, np.array(float(n)), 8, 7168.0, np.array(ep), h, BASE)
+        )
 
-    assert t(tokens, hw) >= min(v for key, v in DEEPEP[mode].items() if key.startswith("alpha"))
+    assert t(tokens, hw) >= min(v for key, v in EP_KERNELS[mode].items() if key.startswith("alpha"))
     assert t(tokens + 1, hw) >= t(tokens, hw)
     assert t(tokens, faster) <= t(tokens, hw) * (1 + 1e-12)
 

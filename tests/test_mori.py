@@ -1,6 +1,6 @@
 """MoRI-EP (AMD's MoE dispatch/combine kernels) as a kernel family of its own (issue 11):
-``comm.mori_time`` against MoRI's published MI355X tables, its engines' switches, and the
-InferenceX AMD disaggregated runs that use it."""
+``comm.ep_kernel_time`` (mode mori) against MoRI's published MI355X tables, its engines'
+switches, and the InferenceX AMD disaggregated runs that use it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import estimate, load_engine, load_hardware, validate
-from llm_codesign.comm import MORI, mori_time
+from llm_codesign.comm import MORI, ep_kernel_time
 from llm_codesign.errors import UnsupportedError
 from llm_codesign.report import read_deployment
 from llm_codesign.report.launch_data import moe_a2a_flags
@@ -36,7 +36,7 @@ def test_one_node_dispatch_closed_form_and_publication():
     by_hand = MORI["alpha_dispatch"] + 4096 * HIDDEN * 8 * (1 - (7 / 8) ** 8) / (
         MORI["xgmi"] * 535.5e9
     )
-    t = float(mori_time(True, 4096, 8, HIDDEN, 8, hw, eng))
+    t = float(ep_kernel_time("mori", True, 4096, 8, HIDDEN, 8, hw, eng))
     assert t == pytest.approx(by_hand, rel=1e-9)
     assert t == pytest.approx(469e-6, rel=0.10)
 
@@ -50,7 +50,7 @@ def test_two_node_dispatch_is_bound_by_the_nic():
     net = b * (1 - 0.5**8) / (MORI["rdma"] * 50e9)
     xgmi = b * 16 * (1 - (15 / 16) ** 8) / (MORI["xgmi"] * 535.5e9)
     assert net > xgmi
-    t = float(mori_time(True, 65536, 8, HIDDEN, 16, hw, eng))
+    t = float(ep_kernel_time("mori", True, 65536, 8, HIDDEN, 16, hw, eng))
     assert t == pytest.approx(MORI["alpha_dispatch_internode"] + net, rel=1e-9)
     assert t == pytest.approx(10964.73e-6, rel=0.15)
 
@@ -63,9 +63,9 @@ def test_prices_moris_published_tables():
     errs = []
     for r in bundled_rows("mori_ep.csv"):
         payload = int(r["hidden"]) * (1 if r["dtype"] == "fp8" else 2)
-        t = mori_time(
-            r["phase"] == "dispatch", int(r["tokens"]), int(r["top_k"]), payload, int(r["ep"]),
-            hw, eng,
+        t = ep_kernel_time(
+            "mori", r["phase"] == "dispatch", int(r["tokens"]), int(r["top_k"]), payload,
+            int(r["ep"]), hw, eng,
         )  # fmt: skip
         errs.append(float(t) / (float(r["time_us"]) * 1e-6) - 1.0)
     assert len(errs) == 111
@@ -83,13 +83,15 @@ def test_prices_moris_published_tables():
 def test_monotone_in_tokens_and_links(tokens, ep, dispatch, more):
     """More tokens never take less time; a faster xGMI link or NIC never takes more."""
     hw, eng = _mi355x()
-    t = float(mori_time(dispatch, tokens, 8, HIDDEN, ep, hw, eng))
-    assert float(mori_time(dispatch, tokens + 1, 8, HIDDEN, ep, hw, eng)) >= t
+    t = float(ep_kernel_time("mori", dispatch, tokens, 8, HIDDEN, ep, hw, eng))
+    assert float(ep_kernel_time("mori", dispatch, tokens + 1, 8, HIDDEN, ep, hw, eng)) >= t
     faster = hw.with_overrides(
         scaleup_bytes_per_s=hw.scaleup_bytes_per_s * more,
         scaleout_bytes_per_s=hw.scaleout_bytes_per_s * more,
     )
-    assert float(mori_time(dispatch, tokens, 8, HIDDEN, ep, faster, eng)) <= t * (1 + 1e-12)
+    assert float(ep_kernel_time("mori", dispatch, tokens, 8, HIDDEN, ep, faster, eng)) <= t * (
+        1 + 1e-12
+    )
 
 
 def test_mori_is_refused_off_amd_and_moves_an_amd_estimate():

@@ -32,7 +32,7 @@ Array = np.ndarray
 MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 # DeepEP V1: time = alpha + max(NVLink bytes / (f_nvlink x the scale-up link per direction),
 # network bytes / (f_rdma x the NIC)), a rank's bytes split by where their destinations sit:
-# itself (free), the other GPUs of its NVLink domain, other nodes (``deepep_time``). Fit by
+# itself (free), the other GPUs of its NVLink domain, other nodes (``ep_kernel_time``). Fit by
 # benchmarks/deepep_aic_report.py --fit on AIConfigurator's DeepEP tables measured through SGLang
 # on Hopper (aiconfigurator @095f58a systems/data/h100_sxm/comm/sglang/: 0.5.6.post2 on 1, 2, 4
 # and 8 H100 nodes of 8, 0.5.12 on one H100 and one H200 node; hidden 7168, top-8, 256 experts,
@@ -64,7 +64,6 @@ DEEPEP_NORMAL = {"alpha_dispatch": 26.6e-6, "alpha_combine": 48.6e-6, "notify_s"
                  "notify_node_s": 10.0e-6, "nvlink": 0.80, "rdma": 0.77, "sms": 20,
                  "sm_dispatch_s": 0.288e-6, "sm_combine_s": 0.383e-6,
                  "sm_bytes_per_s": 37.3e9}  # fmt: skip
-DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORMAL}
 # MoRI-EP (ROCm/mori; AMD GPUs only): SGLang's --moe-a2a-backend mori, vLLM's --all2all-backend
 # mori_high_throughput / mori_low_latency. Like DeepEP's normal kernels it sends a token once to
 # each distinct destination rank (its own counted, MoRI's convention) and once to each other node
@@ -80,6 +79,12 @@ DEEPEP = {"deepep_low_latency": DEEPEP_LOW_LATENCY, "deepep_normal": DEEPEP_NORM
 MORI = {"alpha_dispatch": 29.1e-6, "alpha_combine": 27.9e-6,
         "alpha_dispatch_internode": 49.2e-6, "alpha_combine_internode": 68.1e-6,
         "xgmi": 0.689, "rdma": 0.775}  # fmt: skip
+# the all-to-all kernel families ep_kernel_time prices, by EngineConstants.moe_comm
+EP_KERNELS = {
+    "deepep_low_latency": DEEPEP_LOW_LATENCY,
+    "deepep_normal": DEEPEP_NORMAL,
+    "mori": MORI,
+}
 
 
 def scaleup_bytes_per_s(hw: HardwareSpec, eng: EngineConstants) -> float:
@@ -204,7 +209,7 @@ def fed_every_token(
     return ~np.asarray(adp, dtype=bool) | gathers(hw, eng, pure_ep)
 
 
-def deepep_time(
+def ep_kernel_time(
     mode: str,
     dispatch: bool,
     tokens: Array,
@@ -215,26 +220,31 @@ def deepep_time(
     eng: EngineConstants,
     constants: dict[str, float] | None = None,
 ) -> Array:
-    """Seconds of one DeepEP dispatch (or combine) of ``tokens`` tokens per rank over ``group``
-    EP ranks, ``payload`` bytes per token copy, in ``mode`` deepep_low_latency or deepep_normal
-    (``DEEPEP``: alpha + the slower of the NVLink and network legs). Destinations spread evenly
+    """Seconds of one dispatch (or combine) of ``tokens`` tokens per rank over ``group`` EP
+    ranks, ``payload`` bytes per token copy, by the all-to-all kernels ``mode``
+    (``EP_KERNELS``: DeepEP's deepep_low_latency or deepep_normal, MoRI-EP's mori): alpha + the
+    slower of the scale-up (NVLink, xGMI) and network legs. Destinations spread evenly
     over the ranks (uniform routing): low_latency sends top_k copies per token, 1/group of them
     to the rank itself, with its NVLink alpha where the group fits in one NVLink domain; normal
     sends a token once to each distinct rank, G (1 - (1 - 1/G)^k) of them, and once to each
     other distinct node over the network (nodes of the NVLink domain's size, a last one of the
-    ranks left), after a notify phase that grows with the (whole) nodes.
+    ranks left), after a notify phase that grows with the (whole) nodes; mori sends as normal
+    does (``deduplicated_bytes``), after its alpha inside one node or across nodes.
 
     Example (closed form): low_latency dispatch of 128 tokens, top-8, 7168 FP8 bytes, EP 8
     inside one H800 node (200 GB/s per direction): 12.7 us + 128 x 8 x 7168 x 7/8 B / (0.51 x
-    200 GB/s) = 75.7 us (DeepEP publishes 77 us). ``constants`` replaces the mode's ``DEEPEP``
-    entry (the fit's trials)."""
-    c = DEEPEP[mode] if constants is None else constants
+    200 GB/s) = 75.7 us (DeepEP publishes 77 us); mori dispatch of 4,096 FP8 tokens over 8
+    MI355X (535.5 GB/s of xGMI a direction): 29.1 us + 4096 x 7168 x 8 (1 - (7/8)^8) B / (0.689 x
+    535.5 GB/s) = 447 us (MoRI publishes 469 us). ``constants`` replaces the mode's
+    ``EP_KERNELS`` entry (the fits' trials)."""
+    c = EP_KERNELS[mode] if constants is None else constants
     g = np.maximum(np.asarray(group, dtype=float), 1.0)
     s = np.minimum(g, float(hw.scaleup_domain_size))  # ranks per NVLink domain
     across = g > s
     b = np.asarray(tokens, dtype=float) * payload  # bytes of one copy of every token
     k = np.asarray(top_k, dtype=float)
-    nvl_bw = hw.scaleup_bytes_per_s * c["nvlink"] * eng.comm_efficiency
+    link = c["xgmi"] if mode == "mori" else c["nvlink"]  # (the scale-up link's share)
+    nvl_bw = hw.scaleup_bytes_per_s * link * eng.comm_efficiency
     net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
     side = "dispatch" if dispatch else "combine"
     # the alphas are DeepEP's own, measured over NVLink and RDMA (no engine network latency)
@@ -242,6 +252,9 @@ def deepep_time(
         nvl = b * k * (s - 1.0) / g
         net = b * k * (g - s) / g
         alpha = np.where(across, c[f"alpha_{side}"], c[f"alpha_{side}_nvlink"])
+    elif mode == "mori":
+        nvl, net, _ = deduplicated_bytes(b, k, g, s)
+        alpha = np.where(across, c[f"alpha_{side}_internode"], c[f"alpha_{side}"])
     else:
         per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
         nvl_bw = min(nvl_bw, c["sms"] * payload / per_copy)  # the SMs the kernels copy on
@@ -266,36 +279,6 @@ def deduplicated_bytes(b: Array, k: Array, g: Array, s: Array) -> tuple[Array, A
     return nvl, net, full + (rest > 0.5)
 
 
-def mori_time(
-    dispatch: bool,
-    tokens: Array,
-    top_k: Array | float,
-    payload: float,
-    group: Array,
-    hw: HardwareSpec,
-    eng: EngineConstants,
-    constants: dict[str, float] | None = None,
-) -> Array:
-    """Seconds of one MoRI-EP dispatch (or combine) of ``tokens`` tokens per rank over ``group``
-    EP ranks, ``payload`` bytes per token copy (``MORI``): alpha (inside one node, or across
-    nodes) + the slower of the xGMI leg (a copy to each distinct rank) and the network leg (a
-    copy to each other node reached). ``constants`` replaces ``MORI`` (the fit's trials).
-
-    Example (closed form): dispatch of 4,096 FP8 tokens of 7,168 bytes, top-8 over 8 MI355X
-    (535.5 GB/s of xGMI a direction): 29.6 us + 4096 x 7168 x 8 (1 - (7/8)^8) B / (0.70 x 535.5
-    GB/s) = 443 us (MoRI publishes 469 us)."""
-    c = MORI if constants is None else constants
-    g = np.maximum(np.asarray(group, dtype=float), 1.0)
-    s = np.minimum(g, float(hw.scaleup_domain_size))
-    b = np.asarray(tokens, dtype=float) * payload
-    xgmi, net, _ = deduplicated_bytes(b, np.asarray(top_k, dtype=float), g, s)
-    xgmi_bw = hw.scaleup_bytes_per_s * c["xgmi"] * eng.comm_efficiency
-    net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
-    side = "dispatch" if dispatch else "combine"
-    alpha = np.where(g > s, c[f"alpha_{side}_internode"], c[f"alpha_{side}"])
-    return np.where((g > 1) & (b > 0), alpha + np.maximum(xgmi / xgmi_bw, net / net_bw), 0.0)
-
-
 def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     """Time of one MoE dispatch (``op.collective == "moe_dispatch"``, activation format) or
     combine (BF16) of attention-DP ranks, by the engine's kernel family.
@@ -312,19 +295,15 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     gather = gathers(hw, eng, mt["pure_ep"])
     if np.all(gather):
         return ag
-    if family.startswith("deepep"):
+    if family.startswith("deepep") or family == "mori":
         payload = mt["hidden"] * mt["elem_bytes"]
         args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
         if family == "deepep":  # normal kernels where the step carries prompt tokens
-            normal = deepep_time("deepep_normal", *args)
-            low = deepep_time("deepep_low_latency", *args)
+            normal = ep_kernel_time("deepep_normal", *args)
+            low = ep_kernel_time("deepep_low_latency", *args)
             t = np.where(np.asarray(mt["prompt"], dtype=bool), normal, low)
         else:
-            t = deepep_time(family, *args)
-        return np.where(gather, ag, t)
-    if family == "mori":
-        payload = mt["hidden"] * mt["elem_bytes"]
-        t = mori_time(dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
+            t = ep_kernel_time(family, *args)
         return np.where(gather, ag, t)
     floor_d, floor_c, intercept, frac, loss = MOE_COMM_KERNELS[family]
     logical = np.asarray(mt["tokens_rank"], dtype=float) * mt["copies"] * mt["hidden"]

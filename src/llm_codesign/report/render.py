@@ -152,7 +152,7 @@ def clean(obj: Any) -> Any:
 # 38: the precision's summary adds `index_keys` (the sparse-attention indexer's key-cache format
 # a `+FORMAT-idx` override sets: `fp8` or `bf16`; null: the model's own; vLLM's MiniMax-M3
 # `indexer_kv_dtype`, FP8 on SM100 only).
-# 39: the engine constants' `moe_comm` may be `mori` (MoRI-EP, AMD GPUs only: comm.mori_time;
+# 39: the engine constants' `moe_comm` may be `mori` (MoRI-EP, AMD GPUs only: comm.ep_kernel_time;
 # SGLang --moe-a2a-backend mori, vLLM --all2all-backend mori_low_latency / mori_high_throughput),
 # and so may `assumptions.moe_dispatch`.
 SCHEMA_VERSION = 39

@@ -54,7 +54,7 @@ ENGINE_VENDORS = {
 # the engine of AMD's own inference benchmarks (rocm.docs.amd.com "vLLM inference performance
 # testing", with its rocm/vllm images). Other vendors (a CPU calibration profile): DEFAULT_ENGINE
 DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
-# MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS and comm.DEEPEP hold their sourced
+# MoE dispatch/combine kernel families (comm.MOE_COMM_KERNELS and comm.EP_KERNELS hold their sourced
 # alpha/beta): auto = NVLink one-sided all-to-all inside a multi-node NVLink domain (GB200
 # NVL72), else all-gather + reduce-scatter; DeepEP's low-latency or normal kernels, or deepep =
 # both as SGLang's --deepep-mode auto runs them (normal in a step with prompt tokens)
