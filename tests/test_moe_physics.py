@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llm_codesign import load_hardware, load_model, parse_precision
-from llm_codesign.comm import collective_time, moe_comm_family, moe_comm_time
+from llm_codesign.comm import (
+    collective_time,
+    ep_kernel_time,
+    moe_comm_family,
+    moe_comm_time,
+    nvlink_latency_scale,
+)
 from llm_codesign.cost import gemm_time
 from llm_codesign.errors import SpecError
 from llm_codesign.ops import step_ops, step_shape
@@ -108,6 +114,23 @@ def test_deepep_low_latency_closed_form():
     assert float(moe_comm_time(op, hw, low)) * 1e6 == pytest.approx(75.67, abs=0.01)
     op16, _ = _moe_op("moe_dispatch", "h100-sxm", "fp8", 128, tp=16, ep=16)
     assert float(moe_comm_time(op16, hw, low)) * 1e6 == pytest.approx(114.75, abs=0.01)
+
+
+def test_deepep_low_latency_nvlink5_alpha_scales_with_nccls_measured_latency():
+    """The low-latency kernels' NVLink alphas were measured on Hopper; on NVLink 5 they take
+    NCCL's measured small-message latency ratio (8 GPUs: (9.49 + 7 x 1.22) / (6.65 + 7 x 0.85)
+    = 1.431, comm.NCCL_GATHER): one token inside one B200 node, by hand, 12.7 us x 1.431 + the
+    transmit at B200's link. (AIConfigurator measures 22 us there through SGLang 0.5.12, H100
+    13 us: priced 0.62 of it before, 0.86 now; the normal kernels' alphas, a host round trip,
+    keep Hopper's.) An H100 and an AMD GPU keep the Hopper alpha."""
+    ratio = (9.49 + 7 * 1.22) / (6.65 + 7 * 0.85)
+    eng = BASE.with_overrides(comm_efficiency=1.0)
+    for gpu, scale in (("b200", ratio), ("h100-sxm", 1.0)):
+        hw = load_hardware(gpu)
+        t = float(ep_kernel_time("deepep_low_latency", True, 1, 8, 7168, 8, hw, eng))
+        wire = 8 * 7168 * 7 / 8 / (0.51 * hw.scaleup_bytes_per_s)
+        assert t == pytest.approx(12.7e-6 * scale + wire, rel=1e-9)
+    assert nvlink_latency_scale(load_hardware("mi355x")) == 1.0
 
 
 def test_deepep_normal_internode_closed_form():

@@ -130,6 +130,18 @@ ALLREDUCE_LARGE_LATENCY_S = 21.6e-6
 NCCL_GATHER = {"NVLink4": (6.65e-6, 0.85e-6, 0.509), "NVLink5": (9.49e-6, 1.22e-6, 0.422)}
 
 
+def nvlink_latency_scale(hw: HardwareSpec) -> float:
+    """The small-message latency of ``hw``'s NVLink generation over NVLink 4's, as NCCL measures
+    it on 8 GPUs (``NCCL_GATHER``: base + 7 hops; NVLink 5 1.43x); 1 on other fabrics. The
+    low-latency all-to-all kernels' NVLink alphas were measured on Hopper (``DEEPEP_LOW_LATENCY``)
+    and are latency: their remote writes and flag polls cross the same links and switches."""
+    nccl = NCCL_GATHER.get(hw.scaleup_technology)
+    if nccl is None:
+        return 1.0
+    (base, hop, _), (base4, hop4, _) = nccl, NCCL_GATHER["NVLink4"]
+    return (base + 7.0 * hop) / (base4 + 7.0 * hop4)
+
+
 def collective_time(
     collective: str, nbytes: Array, group: Array, hw: HardwareSpec, eng: EngineConstants
 ) -> Array:
@@ -251,7 +263,8 @@ def ep_kernel_time(
     if mode == "deepep_low_latency":
         nvl = b * k * (s - 1.0) / g
         net = b * k * (g - s) / g
-        alpha = np.where(across, c[f"alpha_{side}"], c[f"alpha_{side}_nvlink"])
+        inside = c[f"alpha_{side}_nvlink"] * nvlink_latency_scale(hw)  # (Hopper-measured)
+        alpha = np.where(across, c[f"alpha_{side}"], inside)
     elif mode == "mori":
         nvl, net, _ = deduplicated_bytes(b, k, g, s)
         alpha = np.where(across, c[f"alpha_{side}_internode"], c[f"alpha_{side}"])
