@@ -160,3 +160,30 @@ def test_inferencex_amd_disaggregated_pools_run_mori_from_the_in_repo_scripts(tm
     assert "prefill pool MoE dispatch mori" in after["note"]
     assert "mori" not in before["note"].replace("mori-0227", "")
     assert after["predicted"] != pytest.approx(before["predicted"], rel=1e-3)
+
+
+def test_sglang_disagg_recipe_states_its_pools_dispatch_and_refuses_bad_fields():
+    """``inferencex-disagg-sglang`` takes the optional a2a= / pa2a= fields (indices into the
+    engine's families less auto): the decode pool's engine gets MoRI and the recipe's memory
+    fraction, the prefill pool's its own; an index past the families, or a limit field this
+    recipe does not carry, is a SpecError naming the rule."""
+    from llm_codesign.errors import SpecError
+    from llm_codesign.validate.disagg_recipes import disagg_prefill_engine
+    from llm_codesign.validate.recipes import (
+        DISAGG_RECIPE_A2A,
+        INFERENCEX_DISAGG_SGLANG,
+        INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION,
+        recipe_behaviour,
+    )
+
+    mori = DISAGG_RECIPE_A2A.index("mori")
+    eng = load_engine("sglang")
+    decode = recipe_behaviour(f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}", eng)
+    assert decode.moe_comm == "mori"
+    assert decode.memory_utilization == INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION
+    assert disagg_prefill_engine(f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}", eng).moe_comm == "auto"
+    both = f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}:pa2a={mori}"
+    assert disagg_prefill_engine(both, eng).moe_comm == "mori"
+    for bad in (f"{INFERENCEX_DISAGG_SGLANG}:a2a=99", f"{INFERENCEX_DISAGG_SGLANG}:decode=4"):
+        with pytest.raises(SpecError, match="recipe"):
+            recipe_behaviour(bad, eng)

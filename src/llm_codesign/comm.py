@@ -259,7 +259,7 @@ def ep_kernel_time(
     nvl_bw = hw.scaleup_bytes_per_s * link * eng.comm_efficiency
     net_bw = max(hw.scaleout_bytes_per_s * c["rdma"] * eng.comm_efficiency, 1e-9)
     side = "dispatch" if dispatch else "combine"
-    # the alphas are DeepEP's own, measured over NVLink and RDMA (no engine network latency)
+    # the alphas are the kernels' own, measured over the links and RDMA (no engine network latency)
     if mode == "deepep_low_latency":
         nvl = b * k * (s - 1.0) / g
         net = b * k * (g - s) / g

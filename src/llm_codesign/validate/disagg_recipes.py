@@ -14,14 +14,12 @@ from .campaigns import run_date, run_gpu_precision
 from .conventions import data_parallel_tp
 from .recipes import (
     DISAGG_RECIPE_A2A,
-    DISAGG_RECIPE_OPTIONAL,
     INFERENCEX_AMD_MORI_SINCE,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
     INFERENCEX_DISAGG_SGLANG,
     INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION,
     disagg_recipe_fields,
-    recipe_fields,
 )
 from .tables import bundled_rows
 
@@ -144,12 +142,10 @@ def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name not in (INFERENCEX_DISAGG, INFERENCEX_DISAGG_SGLANG):
         return eng
-    if name == INFERENCEX_DISAGG:
-        fields = disagg_recipe_fields(recipe, rest)
-    else:  # (its optional fields only)
-        fields = recipe_fields(
-            recipe, rest, DISAGG_RECIPE_OPTIONAL, False, "inferencex_disagg_recipe"
-        )
+    sglang = name == INFERENCEX_DISAGG_SGLANG  # (its optional fields only)
+    fields = (
+        disagg_recipe_fields(recipe, rest, ()) if sglang else disagg_recipe_fields(recipe, rest)
+    )
     if "pa2a" in fields:
         return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])
     # a decode pool's family the recipe states is not the prefill pool's: the engine's own

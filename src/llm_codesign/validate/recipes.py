@@ -352,7 +352,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
     if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction, an AMD run's MoRI pools
-        f = recipe_fields(recipe, rest, DISAGG_RECIPE_OPTIONAL, False, "inferencex_disagg_recipe")
+        f = disagg_recipe_fields(recipe, rest, ())
         eng = replace(eng, moe_comm=DISAGG_RECIPE_A2A[int(f["a2a"])]) if "a2a" in f else eng
         if eng.memory_utilization == 0:
             return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
@@ -405,11 +405,14 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     return replace(eng, **over)
 
 
-def disagg_recipe_fields(recipe: str, rest: str) -> dict[str, str]:
-    """The fields of an ``inferencex_disagg_recipe`` (``DISAGG_RECIPE_KEYS``, each required;
-    ``DISAGG_RECIPE_OPTIONAL``, each an index into ``DISAGG_RECIPE_A2A``)."""
-    keys = (*DISAGG_RECIPE_KEYS, *DISAGG_RECIPE_OPTIONAL)
-    out = recipe_fields(recipe, rest, keys, DISAGG_RECIPE_KEYS, "inferencex_disagg_recipe")
+def disagg_recipe_fields(
+    recipe: str, rest: str, required: tuple[str, ...] = DISAGG_RECIPE_KEYS
+) -> dict[str, str]:
+    """The fields of an ``inferencex_disagg_recipe`` (``required``: ``DISAGG_RECIPE_KEYS``, each
+    required, or none for ``INFERENCEX_DISAGG_SGLANG``; ``DISAGG_RECIPE_OPTIONAL``, each an
+    index into ``DISAGG_RECIPE_A2A``)."""
+    keys = (*required, *DISAGG_RECIPE_OPTIONAL)
+    out = recipe_fields(recipe, rest, keys, required, "inferencex_disagg_recipe")
     for k in DISAGG_RECIPE_OPTIONAL:
         if k in out and int(out[k]) >= len(DISAGG_RECIPE_A2A):
             raise SpecError(f"recipe {recipe!r}: {k}= must be below {len(DISAGG_RECIPE_A2A)}")
