@@ -75,7 +75,8 @@ DEEPEP_NORMAL = {"alpha_dispatch": 26.6e-6, "alpha_combine": 48.6e-6, "notify_s"
 # hidden 7168, top-8, 256 experts; FP8 and BF16 dispatch, BF16 combine without zero copy, the
 # engines' path: their integrations pass use_external_inp_buf=True): the alphas are the medians
 # of the rows of 16 tokens or less less their transmit, the fractions the medians of the rows of
-# 4,096 tokens or more.
+# 4,096 tokens or more. MI300X and MI325X (MoRI runs on gfx942 too) take MI355X's constants, their
+# own links' bandwidth: an assumption (the bundled tables are MI355X's).
 MORI = {"alpha_dispatch": 29.1e-6, "alpha_combine": 27.9e-6,
         "alpha_dispatch_internode": 49.2e-6, "alpha_combine_internode": 68.1e-6,
         "xgmi": 0.689, "rdma": 0.775}  # fmt: skip
