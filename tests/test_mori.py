@@ -146,9 +146,10 @@ def _amd_disagg_row(run_date: str) -> dict[str, str]:
 
 def test_inferencex_amd_disaggregated_pools_run_mori_from_the_in_repo_scripts(tmp_path):
     """InferenceX's AMD disaggregated SGLang scripts, in its repository from 2026-02-19, pass
-    --moe-a2a-backend mori to every DP-attention EP pool: a run of that date prices both pools
-    with MoRI (and says so); a January run, whose scripts lived elsewhere, keeps the
-    all-gather."""
+    DeepSeek-R1 --moe-a2a-backend mori on every DP-attention EP pool and
+    --ep-dispatch-algorithm fake (uniform routing): a run of that date prices both pools with
+    MoRI and equally popular experts (and says so); a January run, whose scripts lived
+    elsewhere, keeps the all-gather and the engine's balance."""
     path = tmp_path / "amd.csv"
     rows = [_amd_disagg_row("2026-03-23"), _amd_disagg_row("2026-01-20")]
     with path.open("w", newline="") as fh:
@@ -158,16 +159,19 @@ def test_inferencex_amd_disaggregated_pools_run_mori_from_the_in_repo_scripts(tm
     after, before = validate([str(path)]).rows
     assert "decode pool MoE dispatch mori" in after["note"]
     assert "prefill pool MoE dispatch mori" in after["note"]
+    assert "uniform routing" in after["note"] and "uniform" not in before["note"]
     assert "mori" not in before["note"].replace("mori-0227", "")
     assert after["predicted"] != pytest.approx(before["predicted"], rel=1e-3)
 
 
 def test_sglang_disagg_recipe_states_its_pools_dispatch_and_refuses_bad_fields():
     """``inferencex-disagg-sglang`` takes the optional a2a= / pa2a= fields (indices into the
-    engine's families less auto): the decode pool's engine gets MoRI and the recipe's memory
-    fraction, the prefill pool's its own; an index past the families, or a limit field this
-    recipe does not carry, is a SpecError naming the rule."""
+    engine's families less auto) and bal= (into the expert balancers): the decode pool's engine
+    gets MoRI and the recipe's memory fraction, the prefill pool's its own, both the balancer;
+    an index past the choices, or a limit field this recipe does not carry, is a SpecError
+    naming the rule."""
     from llm_codesign.errors import SpecError
+    from llm_codesign.specs.engine import EXPERT_BALANCERS
     from llm_codesign.validate.disagg_recipes import disagg_prefill_engine
     from llm_codesign.validate.recipes import (
         DISAGG_RECIPE_A2A,
@@ -184,6 +188,24 @@ def test_sglang_disagg_recipe_states_its_pools_dispatch_and_refuses_bad_fields()
     assert disagg_prefill_engine(f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}", eng).moe_comm == "auto"
     both = f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}:pa2a={mori}"
     assert disagg_prefill_engine(both, eng).moe_comm == "mori"
-    for bad in (f"{INFERENCEX_DISAGG_SGLANG}:a2a=99", f"{INFERENCEX_DISAGG_SGLANG}:decode=4"):
+    uniform = EXPERT_BALANCERS.index("uniform")
+    balanced = recipe_behaviour(f"{INFERENCEX_DISAGG_SGLANG}:bal={uniform}", eng)
+    assert balanced.expert_balancer == "uniform" and balanced.moe_comm == eng.moe_comm
+    bad_fields = (":a2a=99", ":decode=4", f":bal={len(EXPERT_BALANCERS)}")
+    for bad in (INFERENCEX_DISAGG_SGLANG + f for f in bad_fields):
         with pytest.raises(SpecError, match="recipe"):
             recipe_behaviour(bad, eng)
+
+
+def test_amd_script_flags_by_run_date():
+    """The bundled table of InferenceX's AMD scripts (amd_utils/models.yaml, every version):
+    DeepSeek-R1's keys pass mori and the fake (uniform) expert dispatch from 2026-02-19;
+    Qwen3.5's and GLM-5's pass mori alone from 2026-05-28; before their first version, and for a
+    model the scripts never list, nothing is assumed."""
+    from llm_codesign.validate.disagg_recipes import amd_script_flags
+
+    assert amd_script_flags("deepseek-r1", "2026-03-23") == ("mori", "fake")
+    assert amd_script_flags("deepseek-r1", "2026-02-18") is None
+    assert amd_script_flags("qwen3.5-397b-a17b", "2026-06-01") == ("mori", "")
+    assert amd_script_flags("glm-5", "2026-05-01") is None
+    assert amd_script_flags("llama-3.1-8b", "2026-06-01") is None

@@ -7,14 +7,14 @@ from __future__ import annotations
 import functools
 
 from ..errors import UnknownIdError
-from ..specs.engine import EngineConstants
+from ..specs.engine import EXPERT_BALANCERS, EngineConstants
 from ..specs.hardware import load_hardware
 from ..specs.plan import DisaggregatedPlan
 from .campaigns import run_date, run_gpu_precision
 from .conventions import data_parallel_tp
 from .recipes import (
     DISAGG_RECIPE_A2A,
-    INFERENCEX_AMD_MORI_SINCE,
+    INFERENCEX_AMD_DISAGG_FLAGS_FILE,
     INFERENCEX_DISAGG,
     INFERENCEX_DISAGG_LIMITS_FILE,
     INFERENCEX_DISAGG_SGLANG,
@@ -90,12 +90,16 @@ def inferencex_disagg_recipe(
     mem = f"; memory fraction {INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION}" if sglang else ""
     if not found:
         recipe, note = INFERENCEX_DISAGG_SGLANG if sglang else "", ""
-        if sglang and gpu_vendor(gpu) == "amd" and date >= INFERENCEX_AMD_MORI_SINCE:
-            mori = DISAGG_RECIPE_A2A.index("mori")
+        flags = amd_script_flags(model_id, date) if gpu_vendor(gpu) == "amd" else None
+        if sglang and flags is not None:  # (InferenceX's AMD scripts: recipes)
+            family, dispatch = flags
             for key, (_, tp, ep, adp), pool in zip(("pa2a", "a2a"), sides, ("prefill", "decode")):
-                if adp and ep > 1:  # an AMD script's DP-attention EP pool (recipes)
-                    recipe += f":{key}={mori}"
-                    note += f"; {pool} pool MoE dispatch mori (InferenceX's AMD scripts)"
+                if family and adp and ep > 1:  # a DP-attention EP pool's backend
+                    recipe += f":{key}={DISAGG_RECIPE_A2A.index(family)}"
+                    note += f"; {pool} pool MoE dispatch {family} (InferenceX's AMD scripts)"
+            if dispatch == "fake":  # SGLang routes at random: experts equally popular
+                recipe += f":bal={EXPERT_BALANCERS.index('uniform')}"
+                note += "; --ep-dispatch-algorithm fake: uniform routing (engine uniform)"
         return (
             recipe,
             (
@@ -115,6 +119,33 @@ def inferencex_disagg_recipe(
             recipe += f":{key}={DISAGG_RECIPE_A2A.index(family)}"
             note += f"; {pool} pool MoE dispatch {family}"
     return recipe, note, (drafts, f"the decode pool's, recipe {path}") if drafts else (0, "")
+
+
+@functools.cache
+def _amd_disagg_flags() -> dict[str, dict[str, list[tuple[str, str, str]]]]:
+    """Bundled model -> the scripts' model key -> [(first date, dispatch family or "", SGLang's
+    expert dispatch algorithm or "")], oldest first, of InferenceX's AMD disaggregated scripts
+    (``INFERENCEX_AMD_DISAGG_FLAGS_FILE``)."""
+    out: dict[str, dict[str, list[tuple[str, str, str]]]] = {}
+    for r in bundled_rows(INFERENCEX_AMD_DISAGG_FLAGS_FILE):
+        runs = out.setdefault(r["model"], {}).setdefault(r["models_yaml_key"], [])
+        runs.append((r["first_seen"], r["moe_a2a"], r["ep_dispatch"]))
+    return {m: {k: sorted(v) for k, v in keys.items()} for m, keys in out.items()}
+
+
+def amd_script_flags(model_id: str, date: str) -> tuple[str, str] | None:
+    """(the dispatch family of its DP-attention / EP pools or "", SGLang's expert dispatch
+    algorithm or "") InferenceX's AMD disaggregated scripts passed ``model_id`` on a run of
+    ``date``: each of the scripts' keys for that model in its version in force that day (with
+    no date, every version) must agree; None where they do not, or where no version was in
+    force (before the scripts were in InferenceX's repository).
+
+    Example: amd_script_flags("deepseek-r1", "2026-03-23") -> ("mori", "fake")."""
+    said = set()
+    for runs in _amd_disagg_flags().get(model_id, {}).values():
+        in_force = [r for r in runs if r[0] <= date][-1:] if date else runs
+        said |= {(a, d) for _, a, d in in_force}
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def gpu_vendor(gpu: str) -> str:

@@ -49,6 +49,7 @@ from ..moe_kernels import runs_deepgemm, runs_trtllm_gen
 from ..specs.cuda_graphs import executor_sizes
 from ..specs.engine import (
     ADP_BALANCE_FIELDS,
+    EXPERT_BALANCERS,
     MOE_COMM,
     TRTLLM_CAPACITY_POLICIES,
     EngineConstants,
@@ -176,7 +177,8 @@ DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each require
 # family (the table's decode_moe_comm, prefill_moe_comm), DISAGG_RECIPE_A2A[i] (the decode
 # pool's engine, recipe_behaviour; the prefill pool's, disagg_recipes.disagg_prefill_engine)
 DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
-DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a")
+# (and bal=k: both pools' expert balancer, EXPERT_BALANCERS[k])
+DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a", "bal")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # The srt-slurm recipes of InferenceX's disaggregated SGLang runs set --mem-fraction-static
 # (the vendored ones under benchmarks/multi_node/srt-slurm-recipes/sglang @843c6254: 0.7 to
@@ -187,14 +189,15 @@ INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION = 0.9
 # the recipe of an InferenceX disaggregated SGLang run the limits table has no row for: that
 # memory fraction alone
 INFERENCEX_DISAGG_SGLANG = "inferencex-disagg-sglang"
-# (with the optional a2a=i and pa2a=j of DISAGG_RECIPE_OPTIONAL: the decode and the prefill pool's
-# MoE dispatch family.) InferenceX's AMD disaggregated SGLang runs, whose scripts the limits table
-# does not walk: from the first version of them in its repository (2026-02-19, @8d81e0bf4, to
-# @843c6254: benchmarks/multi_node/amd_utils/models.yaml and server*.sh) every pool with DP
-# attention and expert parallelism gets --moe-a2a-backend mori (dp_flags, later ep_flags, of
-# every model the file lists); the runs before it cloned their scripts from
-# billishyahao/sglang_disagg (not read), which keep the engine's default
-INFERENCEX_AMD_MORI_SINCE = "2026-02-19"
+# (with the optional fields of DISAGG_RECIPE_OPTIONAL.) InferenceX's AMD disaggregated SGLang
+# runs, whose scripts the limits table does not walk: the MoE flags their scripts pass each model
+# (benchmarks/multi_node/amd_utils/models.yaml, every version from the first in InferenceX's
+# repository, 2026-02-19 @8d81e0bf4, to @843c6254): the dispatch backend of its DP-attention /
+# EP pools and SGLang's expert dispatch algorithm, per bundled model and run of versions,
+# data/validation/inferencex_amd_disagg_flags.csv (benchmarks/inferencex_amd_disagg_flags.py
+# writes it; disagg_recipes.amd_script_flags reads it). Runs before 2026-02-19 cloned their
+# scripts from billishyahao/sglang_disagg (not read) and keep the engine's own.
+INFERENCEX_AMD_DISAGG_FLAGS_FILE = "inferencex_amd_disagg_flags.csv"
 # options a published trtllm-bench table's llm_options.yml sets per model beyond the limits:
 # data/validation/trtllm_bench_options.csv (source id, bundled model id, the attention-DP
 # context balance's timeout_iters and batching_wait_iters, and where the file says so)
@@ -352,18 +355,17 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
     if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction, an AMD run's MoRI pools
-        f = disagg_recipe_fields(recipe, rest, ())
-        eng = replace(eng, moe_comm=DISAGG_RECIPE_A2A[int(f["a2a"])]) if "a2a" in f else eng
+        eng = disagg_recipe_engine(eng, disagg_recipe_fields(recipe, rest, ()))
         if eng.memory_utilization == 0:
             return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
         return eng
     if name == INFERENCEX_DISAGG:  # the decode pool's batch, the prefill pool's token budget
         pools = disagg_recipe_fields(recipe, rest)
-        a2a = {"moe_comm": DISAGG_RECIPE_A2A[int(pools["a2a"])]} if "a2a" in pools else {}
+        eng = disagg_recipe_engine(eng, pools)
         if eng.memory_utilization == 0:  # SGLang's default: the recipe set its own
-            a2a["memory_utilization"] = INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION
+            eng = replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
         return replace(
-            eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"]), **a2a
+            eng, max_batch_size=int(pools["decode"]), max_num_tokens=int(pools["tokens"])
         )
     if name == TRTLLM_BENCH and rest:
         bench = recipe_fields(recipe, rest, ("balance", "wait"), True, "trtllm_bench_recipe")
@@ -414,9 +416,20 @@ def disagg_recipe_fields(
     keys = (*required, *DISAGG_RECIPE_OPTIONAL)
     out = recipe_fields(recipe, rest, keys, required, "inferencex_disagg_recipe")
     for k in DISAGG_RECIPE_OPTIONAL:
-        if k in out and int(out[k]) >= len(DISAGG_RECIPE_A2A):
-            raise SpecError(f"recipe {recipe!r}: {k}= must be below {len(DISAGG_RECIPE_A2A)}")
+        top = len(EXPERT_BALANCERS if k == "bal" else DISAGG_RECIPE_A2A)
+        if k in out and int(out[k]) >= top:
+            raise SpecError(f"recipe {recipe!r}: {k}= must be below {top}")
     return out
+
+
+def disagg_recipe_engine(eng: EngineConstants, fields: dict[str, str]) -> EngineConstants:
+    """``eng`` with the decode pool's dispatch family (a2a=) and the expert balancer (bal=) a
+    disaggregated recipe's fields state (``DISAGG_RECIPE_OPTIONAL``)."""
+    if "a2a" in fields:
+        eng = replace(eng, moe_comm=DISAGG_RECIPE_A2A[int(fields["a2a"])])
+    if "bal" in fields:
+        eng = replace(eng, expert_balancer=EXPERT_BALANCERS[int(fields["bal"])])
+    return eng
 
 
 def recipe_fields(
