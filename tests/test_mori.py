@@ -209,3 +209,22 @@ def test_amd_script_flags_by_run_date():
     assert amd_script_flags("qwen3.5-397b-a17b", "2026-06-01") == ("mori", "")
     assert amd_script_flags("glm-5", "2026-05-01") is None
     assert amd_script_flags("llama-3.1-8b", "2026-06-01") is None
+
+
+def test_sglang_ep_dispatch_algorithm_is_read():
+    """SGLang's --ep-dispatch-algorithm fake (InferenceX's AMD DeepSeek scripts) replaces the
+    router's logits by noise: experts equally popular, engine expert_balancer uniform; static
+    or dynamic only choose among an expert's copies (the balance stays the engine's); another
+    value is refused with the allowed ones."""
+    from llm_codesign.errors import SpecError
+
+    base = (
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --dp 8 "
+        "--enable-dp-attention --moe-a2a-backend mori --ep-dispatch-algorithm "
+    )
+    hw = load_hardware("mi355x")
+    assert read_deployment([base + "fake"], hw).engine_constants.expert_balancer == "uniform"
+    kept = read_deployment([base + "static"], hw)
+    assert kept.engine_constants.expert_balancer == load_engine("sglang").expert_balancer
+    with pytest.raises(SpecError, match="allowed: static, dynamic"):
+        read_deployment([base + "random"], hw)

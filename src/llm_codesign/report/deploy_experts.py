@@ -11,12 +11,19 @@ from ..errors import SpecError
 from ..specs.model import ModelSpec
 from ..specs.plan import redundant_experts
 from .deploy_read import Setting
-from .deploy_values import as_bool, as_int
+from .deploy_values import as_bool, as_choice, as_int
 
 # a deployment's settings of redundant expert copies and their load balancer (``expert_copies``)
 EXPERT_COPY_SETTINGS = (
     "eplb", "redundant_experts", "eplb_config", "expert_slots", "load_balancer", "eplb_updates",
+    "ep_dispatch",
 )  # fmt: skip
+# SGLang's --ep-dispatch-algorithm (a free string; the values its expert_location_dispatch
+# handles): which copy of an expert a token goes to, except fake, which replaces the router's
+# logits by noise and zeroes its correction bias, so tokens route uniformly at random
+# (sgl-project/sglang python/sglang/srt/eplb/expert_location_dispatch.py,
+# transform_select_experts_inputs): engine expert_balancer uniform
+SGLANG_EP_DISPATCH = ("static", "dynamic", "static_with_zero_expert", "fake")
 
 
 def expert_copies(
@@ -60,6 +67,13 @@ def expert_copies(
     if on and not off:
         engine["expert_balancer"] = "eplb"
         note(on[0], "engine expert_balancer=eplb (the load balancer places the experts' copies)")
+    if "ep_dispatch" in by:
+        alg = by["ep_dispatch"]
+        if as_choice(alg, SGLANG_EP_DISPATCH) == "fake":  # (whatever a balancer would place)
+            engine["expert_balancer"] = "uniform"
+            note(alg, "engine expert_balancer=uniform (SGLang routes tokens at random)")
+        else:
+            note(alg, "which copy of an expert a token goes to: the balance priced is as above")
     if not stated:
         return
     src, copies = stated[-1]
