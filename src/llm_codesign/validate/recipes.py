@@ -354,7 +354,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
-    if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction, an AMD run's MoRI pools
+    if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction; an AMD run's dispatch, balancer
         eng = disagg_recipe_engine(eng, disagg_recipe_fields(recipe, rest, ()))
         if eng.memory_utilization == 0:
             return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
