@@ -16,6 +16,8 @@ run of versions that say the same, the bundled table
 * ep_dispatch: SGLang's ``--ep-dispatch-algorithm`` in any of the flags (``fake`` replaces the
   router's logits by noise and zeroes its correction bias, so tokens route uniformly at random:
   sglang ``eplb/expert_location_dispatch.transform_select_experts_inputs``);
+* dispatch_pools: the pools that flag reaches: ``all`` (base_flags), ``dp`` (dp_flags: pools
+  with DP attention), ``ep`` (ep_flags: pools with expert parallelism);
 * first_seen / last_seen: the first and last version dates with those flags.
 
 Run: python benchmarks/inferencex_amd_disagg_flags.py --repo PATH_TO_INFERENCEX_GIT [--write]
@@ -39,7 +41,9 @@ from llm_codesign.validate.mapping import match_model_name
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "llm_codesign" / "data" / "validation" / "inferencex_amd_disagg_flags.csv"
 MODELS = "benchmarks/multi_node/amd_utils/models.yaml"
-FIELDS = ("model", "models_yaml_key", "moe_a2a", "ep_dispatch", "first_seen", "last_seen")
+FIELDS = ("model", "models_yaml_key", "moe_a2a", "ep_dispatch", "dispatch_pools", "first_seen",
+          "last_seen")  # fmt: skip
+BLOCKS = {"base_flags": "all", "dp_flags": "dp", "ep_flags": "ep"}
 
 
 def git(repo: str, *args: str) -> str:
@@ -60,7 +64,8 @@ def main() -> None:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     log = git(args.repo, "log", "main", "--reverse", "--format=%H %cs", "--", MODELS)
-    runs: dict[tuple[str, str], list[list[str]]] = {}  # (key, model) -> [[a2a, alg, first, last]]
+    runs: dict[tuple[str, str], list[list[str]]] = {}  # (key, model) -> [[a2a, alg, pools, ...]]
+    unmapped: set[str] = set()
     for line in log.splitlines():
         commit, date = line.split()
         try:
@@ -70,23 +75,29 @@ def main() -> None:
         for key, entry in doc.items():
             model = match_model_name(str(key))
             if model is None or not isinstance(entry, dict):
+                unmapped.add(str(key))
                 continue
             moe = " ".join(str(entry.get(f, "")) for f in ("dp_flags", "ep_flags"))
-            every = " ".join(str(entry.get(f, "")) for f in ("base_flags", "dp_flags", "ep_flags"))
             backend = flag(moe, "--moe-a2a-backend")
+            if backend and backend not in SGLANG_A2A:
+                raise SystemExit(f"{commit} {key}: --moe-a2a-backend {backend} has no family")
             a2a = SGLANG_A2A.get(backend, "") if backend else ""
-            alg = flag(every, "--ep-dispatch-algorithm")
+            found = [(BLOCKS[b], flag(entry.get(b, ""), "--ep-dispatch-algorithm")) for b in BLOCKS]
+            found = [(p, a) for p, a in found if a]
+            pools, alg = found[0] if found else ("", "")
             seen = runs.setdefault((str(key), model), [])
-            if seen and seen[-1][:2] == [a2a, alg]:
-                seen[-1][3] = date
+            if seen and seen[-1][:3] == [a2a, alg, pools]:
+                seen[-1][4] = date
             else:
-                seen.append([a2a, alg, date, date])
+                seen.append([a2a, alg, pools, date, date])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(FIELDS)
     for (key, model), seen in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        for a2a, alg, first, last in seen:
-            w.writerow((model, key, a2a, alg, first, last))
+        for a2a, alg, pools, first, last in seen:
+            w.writerow((model, key, a2a, alg, pools, first, last))
+    if unmapped:  # (keys no bundled model matches: their runs keep the engine's own)
+        print(f"not mapped to a bundled model: {', '.join(sorted(unmapped))}", file=sys.stderr)
     if args.write:
         OUT.write_text(buf.getvalue(), encoding="utf-8")
         print(f"wrote {OUT}", file=sys.stderr)

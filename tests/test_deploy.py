@@ -340,14 +340,14 @@ def test_disaggregated_launch_reads_back_through_dynamo(model, gpu, engine, tmp_
     ("gpu", "engine", "family"),
     [("h200-sxm", "sglang", "deepep"), ("h200-sxm", "sglang", "deepep_low_latency"),
      ("h200-sxm", "vllm", "deepep_low_latency"), ("gb200", "sglang", None),
-     ("gb200", "vllm", None)],
+     ("gb200", "vllm", None), ("mi355x", "sglang", "mori"), ("mi355x", "vllm", "mori")],
 )  # fmt: skip
 def test_moe_dispatch_family_launch_reads_back(gpu, engine, family, tmp_path):
     """Launch files run the MoE dispatch/combine kernels the estimate priced (DeepEP's modes;
     on an NVL72 rack ``auto``'s NVLink one-sided all-to-all: SGLang --moe-a2a-backend
     flashinfer, vLLM --all2all-backend flashinfer_nvlink_one_sided) and read back to it."""
     over = {"moe_comm": family} if family else None
-    precision = "fp8" if gpu == "h200-sxm" else "nvfp4"
+    precision = "fp8" if gpu in ("h200-sxm", "mi355x") else "nvfp4"
     assert _round_trip("deepseek-r1", gpu, precision, engine, tmp_path, over=over) >= 2
 
 

@@ -95,10 +95,16 @@ def test_monotone_in_tokens_and_links(tokens, ep, dispatch, more):
 
 
 def test_mori_is_refused_off_amd_and_moves_an_amd_estimate():
+    """MoRI-EP runs on AMD GPUs only, DeepEP on NVIDIA only (specs.engine.MOE_COMM_VENDORS):
+    each is refused elsewhere, naming the families allowed; on MI355X MoRI moves the estimate
+    and the assumptions say which family was priced."""
     plan, wl = ParallelPlan(tp=8, ep=8, attention_dp=True), Workload(1024, 1024, 256)
     mori = load_engine("sglang").with_overrides(moe_comm="mori")
-    with pytest.raises(UnsupportedError, match="moe_comm=mori.*AMD"):
+    with pytest.raises(UnsupportedError, match="moe_comm=mori.*amd GPUs only.*allowed on nvidia"):
         estimate("deepseek-r1", "h200-sxm", "fp8", plan, wl, engine=mori)
+    deepep = load_engine("sglang").with_overrides(moe_comm="deepep_low_latency")
+    with pytest.raises(UnsupportedError, match="nvidia GPUs only.*allowed on amd: .*mori"):
+        estimate("deepseek-r1", "mi355x", "fp8", plan, wl, engine=deepep)
     gather = estimate("deepseek-r1", "mi355x", "fp8", plan, wl, engine=load_engine("sglang"))
     e = estimate("deepseek-r1", "mi355x", "fp8", plan, wl, engine=mori)
     assert e.tpot_ms != pytest.approx(gather.tpot_ms, rel=1e-3)
@@ -140,7 +146,8 @@ def _amd_disagg_row(run_date: str) -> dict[str, str]:
         "framework": "sglang-disagg (rocm/sgl-dev:sglang-0.5.9-rocm720-mi35x-mori-0227-2)",
         "isl": "8192", "osl": "1024", "concurrency_or_batch": "256", "metric": "tpot_ms",
         "value": "30", "notes": "disaggregated: prefill_gpus=16 (workers=2), decode_gpus=8 "
-        f"(workers=1), is_multinode=True; spec_method=none; run date {run_date}",
+        "(workers=1), is_multinode=True; spec_method=none"
+        + (f"; run date {run_date}" if run_date else ""),
     }  # fmt: skip
 
 
@@ -149,14 +156,22 @@ def test_inferencex_amd_disaggregated_pools_run_mori_from_the_in_repo_scripts(tm
     DeepSeek-R1 --moe-a2a-backend mori on every DP-attention EP pool and
     --ep-dispatch-algorithm fake (uniform routing): a run of that date prices both pools with
     MoRI and equally popular experts (and says so); a January run, whose scripts lived
-    elsewhere, keeps the all-gather and the engine's balance."""
+    elsewhere, and an undated one keep the all-gather and the engine's balance."""
     path = tmp_path / "amd.csv"
-    rows = [_amd_disagg_row("2026-03-23"), _amd_disagg_row("2026-01-20")]
+    tp_pools = {**_amd_disagg_row("2026-08-01"), "tp": "P:tp8/D:tp8", "ep": "P:ep1/D:ep8",
+                "dp": "P:dpattn=False/D:dpattn=True"}  # fmt: skip
+    rows = [_amd_disagg_row("2026-03-23"), _amd_disagg_row("2026-01-20"), tp_pools,
+            _amd_disagg_row("")]  # fmt: skip
     with path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    after, before = validate([str(path)]).rows
+    after, before, august, undated = validate([str(path)]).rows
+    # from 2026-07-10 the fake dispatch reaches expert-parallel pools only: the TP8 prefill
+    # pool keeps the engine's balance, the DEP8 decode pool routes uniformly
+    assert "decode pool: --ep-dispatch-algorithm fake" in august["note"]
+    assert "prefill pool: --ep-dispatch-algorithm" not in august["note"]
+    assert "mori" not in undated["note"].replace("mori-0227", "")
     assert "decode pool MoE dispatch mori" in after["note"]
     assert "prefill pool MoE dispatch mori" in after["note"]
     assert "uniform routing" in after["note"] and "uniform" not in before["note"]
@@ -188,10 +203,12 @@ def test_sglang_disagg_recipe_states_its_pools_dispatch_and_refuses_bad_fields()
     assert disagg_prefill_engine(f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}", eng).moe_comm == "auto"
     both = f"{INFERENCEX_DISAGG_SGLANG}:a2a={mori}:pa2a={mori}"
     assert disagg_prefill_engine(both, eng).moe_comm == "mori"
-    uniform = EXPERT_BALANCERS.index("uniform")
-    balanced = recipe_behaviour(f"{INFERENCEX_DISAGG_SGLANG}:bal={uniform}", eng)
+    uniform, none = EXPERT_BALANCERS.index("uniform"), EXPERT_BALANCERS.index("none")
+    recipe = f"{INFERENCEX_DISAGG_SGLANG}:bal={uniform}:pbal={none}"
+    balanced = recipe_behaviour(recipe, eng)
     assert balanced.expert_balancer == "uniform" and balanced.moe_comm == eng.moe_comm
-    bad_fields = (":a2a=99", ":decode=4", f":bal={len(EXPERT_BALANCERS)}")
+    assert disagg_prefill_engine(recipe, balanced).expert_balancer == "none"
+    bad_fields = (":a2a=99", ":decode=4", f":bal={len(EXPERT_BALANCERS)}", ":pbal=9")
     for bad in (INFERENCEX_DISAGG_SGLANG + f for f in bad_fields):
         with pytest.raises(SpecError, match="recipe"):
             recipe_behaviour(bad, eng)
@@ -200,15 +217,21 @@ def test_sglang_disagg_recipe_states_its_pools_dispatch_and_refuses_bad_fields()
 def test_amd_script_flags_by_run_date():
     """The bundled table of InferenceX's AMD scripts (amd_utils/models.yaml, every version):
     DeepSeek-R1's keys pass mori and the fake (uniform) expert dispatch from 2026-02-19;
-    Qwen3.5's and GLM-5's pass mori alone from 2026-05-28; before their first version, and for a
-    model the scripts never list, nothing is assumed."""
+    Qwen3.5's and GLM-5's pass mori alone from 2026-05-28; the fake dispatch sat in base_flags
+    (every pool) until 2026-07-10, in ep_flags (expert-parallel pools) after; before their first
+    version, for an undated run and for a model the scripts never list, nothing is assumed."""
     from llm_codesign.validate.disagg_recipes import amd_script_flags
 
-    assert amd_script_flags("deepseek-r1", "2026-03-23") == ("mori", "fake")
+    assert amd_script_flags("deepseek-r1", "2026-03-23") == ("mori", "fake", "all")
+    assert amd_script_flags("deepseek-r1", "2026-06-15") == ("mori", "fake", "all")  # (in force)
+    assert amd_script_flags("deepseek-r1", "2026-08-01") == ("mori", "fake", "ep")
     assert amd_script_flags("deepseek-r1", "2026-02-18") is None
-    assert amd_script_flags("qwen3.5-397b-a17b", "2026-06-01") == ("mori", "")
+    assert amd_script_flags("deepseek-r1", "") is None  # an undated run may be older
+    assert amd_script_flags("qwen3.5-397b-a17b", "2026-06-01") == ("mori", "", "")
     assert amd_script_flags("glm-5", "2026-05-01") is None
     assert amd_script_flags("llama-3.1-8b", "2026-06-01") is None
+    # DeepSeek-V4-Pro's key was renamed after 2026-07-10 (to keys no bundled model matches)
+    assert amd_script_flags("deepseek-v4-pro", "2026-08-01") is None
 
 
 def test_sglang_ep_dispatch_algorithm_is_read():
@@ -228,3 +251,29 @@ def test_sglang_ep_dispatch_algorithm_is_read():
     assert kept.engine_constants.expert_balancer == load_engine("sglang").expert_balancer
     with pytest.raises(SpecError, match="allowed: static, dynamic"):
         read_deployment([base + "random"], hw)
+
+
+def test_mori_inside_a_node_uses_the_links_to_its_peers():
+    """AMD's xGMI is a mesh, one link to each of a node's 7 other GPUs: MoRI over 4 GPUs moves
+    its copies on 3 of them (by hand: alpha + 4096 x 7168 x 4 (1 - (3/4)^8) B / (xgmi x 535.5
+    GB/s x 3/7)), so EP 4 is slower than EP 8 for the same tokens a rank."""
+    hw, eng = _mi355x()
+    by_hand = MORI["alpha_dispatch"] + 4096 * HIDDEN * 4 * (1 - 0.75**8) / (
+        MORI["xgmi"] * 535.5e9 * 3 / 7
+    )
+    t4 = float(ep_kernel_time("mori", True, 4096, 8, HIDDEN, 4, hw, eng))
+    assert t4 == pytest.approx(by_hand, rel=1e-9)
+    assert t4 > float(ep_kernel_time("mori", True, 4096, 8, HIDDEN, 8, hw, eng))
+
+
+def test_all_to_all_kernels_without_attention_dp_are_refused():
+    """MoRI, like DeepEP, feeds attention-DP ranks; a server that names it without DP attention
+    is refused with the setting that would make it priceable."""
+    from llm_codesign.errors import SpecError
+
+    cmd = (
+        "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 "
+        "--moe-a2a-backend mori"
+    )
+    with pytest.raises(SpecError, match="mori.*without attention-DP.*--enable-dp-attention"):
+        read_deployment([cmd], load_hardware("mi355x"))

@@ -12,7 +12,7 @@ import numpy as np
 from .errors import UnsupportedError
 from .ops import Op
 from .routing import reach_share
-from .specs.engine import MOE_COMM, EngineConstants
+from .specs.engine import MOE_COMM, MOE_COMM_VENDORS, EngineConstants
 from .specs.hardware import HardwareSpec
 
 Array = np.ndarray
@@ -57,6 +57,8 @@ MOE_COMM_KERNELS = {"nvlink_one_sided": (18.9e-6, 31.0e-6, 17.0e-6, 0.88, 0.06)}
 #   16-32 SMs in NVIDIA's Hybrid-EP tables (gemm.csv deepep_hybrid_ep_readme, EP 8, 4096 tokens;
 #   12 rows, median |error| 2.0%); on H800's 160 GB/s NVLink the link binds, on NVLink 4/5 the
 #   SMs (B200, 24 SMs: 358 GB/s of FP8 payload, 349 in DeepEP's count with the scales).
+# On NVLink 5 the low-latency NVLink alphas take NCCL's measured latency ratio (1.43,
+# nvlink_latency_scale): they are latency, measured on Hopper.
 DEEPEP_LOW_LATENCY = {"alpha_dispatch": 29.4e-6, "alpha_combine": 25.1e-6,
                       "alpha_dispatch_nvlink": 12.7e-6, "alpha_combine_nvlink": 12.2e-6,
                       "nvlink": 0.51, "rdma": 0.86}  # fmt: skip
@@ -76,7 +78,9 @@ DEEPEP_NORMAL = {"alpha_dispatch": 26.6e-6, "alpha_combine": 48.6e-6, "notify_s"
 # engines' path: their integrations pass use_external_inp_buf=True): the alphas are the medians
 # of the rows of 16 tokens or less less their transmit, the fractions the medians of the rows of
 # 4,096 tokens or more. MI300X and MI325X (MoRI runs on gfx942 too) take MI355X's constants, their
-# own links' bandwidth: an assumption (the bundled tables are MI355X's).
+# own links' bandwidth: an assumption (the bundled tables are MI355X's). The xGMI leg runs on the
+# links to the group's peers (AMD's xGMI is a mesh of one link to each of the 7 other GPUs of a
+# node: reference/gpus.md [S19]), all 7 at EP 8 and beyond, 3 at EP 4.
 MORI = {"alpha_dispatch": 29.1e-6, "alpha_combine": 27.9e-6,
         "alpha_dispatch_internode": 49.2e-6, "alpha_combine_internode": 68.1e-6,
         "xgmi": 0.689, "rdma": 0.775}  # fmt: skip
@@ -192,10 +196,11 @@ def moe_comm_family(hw: HardwareSpec, eng: EngineConstants) -> str:
     """The dispatch/combine kernel family the engine uses on this hardware (``auto``: NVLink
     one-sided in a multi-node NVLink domain, else all-gather + reduce-scatter; ``deepep``:
     DeepEP's normal kernels in a step with prompt tokens, its low-latency ones otherwise)."""
-    if eng.moe_comm == "mori" and hw.vendor != "amd":
+    if MOE_COMM_VENDORS.get(eng.moe_comm, hw.vendor) != hw.vendor:  # (the one vendor check)
+        allowed = [c for c in MOE_COMM if MOE_COMM_VENDORS.get(c, hw.vendor) == hw.vendor]
         raise UnsupportedError(
-            f"engine moe_comm=mori: MoRI-EP runs on AMD GPUs only, not {hw.name}; allowed on "
-            f"{hw.vendor}: {', '.join(c for c in MOE_COMM if c != 'mori')}"
+            f"engine moe_comm={eng.moe_comm}: its kernels run on {MOE_COMM_VENDORS[eng.moe_comm]} "
+            f"GPUs only, not {hw.name}; allowed on {hw.vendor}: {', '.join(allowed)}"
         )
     if eng.moe_comm != "auto":
         return eng.moe_comm
@@ -268,6 +273,8 @@ def ep_kernel_time(
         alpha = np.where(across, c[f"alpha_{side}"], inside)
     elif mode == "mori":
         nvl, net, _ = deduplicated_bytes(b, k, g, s)
+        # AMD's xGMI is a mesh, one link to each peer of the node: s ranks use s - 1 of them
+        nvl_bw = nvl_bw * np.maximum(s - 1.0, 1.0) / max(hw.scaleup_domain_size - 1.0, 1.0)
         alpha = np.where(across, c[f"alpha_{side}_internode"], c[f"alpha_{side}"])
     else:
         per_copy = c[f"sm_{side}_s"] + payload / c["sm_bytes_per_s"]
@@ -309,7 +316,7 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     gather = gathers(hw, eng, mt["pure_ep"])
     if np.all(gather):
         return ag
-    if family.startswith("deepep") or family == "mori":
+    if is_ep_kernel(family):
         payload = mt["hidden"] * mt["elem_bytes"]
         args = (dispatch, mt["tokens_rank"], mt["top_k"], payload, group, hw, eng)
         if family == "deepep":  # normal kernels where the step carries prompt tokens
@@ -332,6 +339,13 @@ def moe_comm_time(op: Op, hw: HardwareSpec, eng: EngineConstants) -> Array:
     net = np.where(inside, 0.0, eng.network_latency_s)
     t = np.maximum(floor_d if dispatch else floor_c, intercept + logical / bw) + net
     return np.where(gather, ag, np.where((group > 1) & (logical > 0), t, 0.0))
+
+
+def is_ep_kernel(family: str) -> bool:
+    """Whether dispatch family ``family`` is one of the all-to-all kernel libraries
+    ``ep_kernel_time`` prices (DeepEP's, MoRI-EP; ``deepep`` runs both DeepEP modes), which
+    need attention-DP ranks to feed them (``report.deploy_map`` refuses them without)."""
+    return family == "deepep" or family in EP_KERNELS
 
 
 def dispatch_family(hw: HardwareSpec, eng: EngineConstants, tp: int, ep: int) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..comm import is_ep_kernel
 from ..errors import SpecError
 from ..mixers import windowed_layers, windowed_share
 from ..specs.checkpoint import named_checkpoint
@@ -244,9 +245,9 @@ def _map_server(src: Source, m: ModelSpec) -> Server:
     if "ep" in by:
         note(by["ep"], f"plan ep={ep}")
     a2a = by.get("deepep") or by.get("moe_a2a") or by.get("all2all")
-    if a2a is not None and not adp and sv.engine.get("moe_comm", "").startswith("deepep"):
-        raise SpecError(f"{a2a.origin}: DeepEP without attention-DP is not priced; allowed: "
-                        "--enable-dp-attention")  # fmt: skip
+    if a2a is not None and not adp and is_ep_kernel(sv.engine.get("moe_comm", "")):
+        raise SpecError(f"{a2a.origin}: an all-to-all kernel ({sv.engine['moe_comm']}) without "
+                        "attention-DP is not priced; allowed: --enable-dp-attention")  # fmt: skip
     expert_copies(by, m, ep, sv.engine, note, skip)  # (EPLB and its copies: expert_slots)
     sv.tp, sv.pp, sv.ep, sv.cp, sv.attention_dp = tp, pp, ep, cp, adp
     ranks = tp if adp else 1

@@ -336,7 +336,10 @@ def moe_a2a_flags(target: str, family: str) -> tuple[list[str], str]:
                 "estimate priced DeepEP's normal kernels in steps with prompt tokens"
             ),
         )
-    return [f"--all2all-backend {({v: k for k, v in VLLM_A2A.items()})[family]}"], note
+    # (MoRI: mori_low_latency, as InferenceX's AMD vLLM scripts run it; inside one node both
+    # MoRI backends run its IntraNode kernels, across nodes the low-latency ones in decode)
+    flag = "mori_low_latency" if family == "mori" else {v: k for k, v in VLLM_A2A.items()}[family]
+    return [f"--all2all-backend {flag}"], note
 
 
 # engines that launch a model's own MTP module as a drafter beyond the DeepSeek-style

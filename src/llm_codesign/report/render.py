@@ -90,10 +90,11 @@ def clean(obj: Any) -> Any:
 # `moe_kernel_path` (the path priced: `cutlass`, `triton` or `trtllm_gen`; null for a dense
 # model).
 # 20: the engine constants' `moe_comm` may be `deepep`, `deepep_low_latency` or `deepep_normal`
-# (DeepEP's kernels, comm.deepep_time; SGLang --moe-a2a-backend deepep / --deepep-mode, vLLM
-# --all2all-backend, read by `estimate --from` and written by the launch files); `assumptions`
-# adds `moe_dispatch` (the dispatch/combine family priced for attention-DP ranks:
-# `allgather_reducescatter`, `nvlink_one_sided` or a DeepEP one; null for a dense model).
+# (DeepEP's kernels, comm.deepep_time, now ep_kernel_time; SGLang --moe-a2a-backend deepep /
+# --deepep-mode, vLLM --all2all-backend, read by `estimate --from` and written by the launch
+# files); `assumptions` adds `moe_dispatch` (the dispatch/combine family priced for
+# attention-DP ranks: `allgather_reducescatter`, `nvlink_one_sided` or a DeepEP one; null for a
+# dense model).
 # 21: the engine constants in `assumptions` add `spec_separate_drafts` (true: a speculative
 # step's k draft passes each add the host work of a step, unhidden; SGLang's EAGLE worker).
 # 22: the engine constants in `assumptions` add `windowed_kv_share` (the share of its context a

@@ -60,6 +60,10 @@ DEFAULT_ENGINE_BY_VENDOR = {"nvidia": "trtllm", "amd": "vllm"}
 # both as SGLang's --deepep-mode auto runs them (normal in a step with prompt tokens)
 MOE_COMM = ("auto", "allgather_reducescatter", "nvlink_one_sided", "deepep", "deepep_low_latency",
             "deepep_normal", "mori")  # fmt: skip
+# the GPU vendors each dispatch family's kernels run on (the rest run anywhere): DeepEP and the
+# NVLink one-sided all-to-all are CUDA kernels over NVLink / NVSHMEM, MoRI-EP is ROCm's
+MOE_COMM_VENDORS = {"nvlink_one_sided": "nvidia", "deepep": "nvidia", "mori": "amd",
+                    "deepep_low_latency": "nvidia", "deepep_normal": "nvidia"}  # fmt: skip
 # MoE kernel paths around the grouped GEMMs (cost.moe_permute_time prices what each streams;
 # trtllm_gen: TensorRT-LLM's TRTLLM-Gen fused MoE on Blackwell, moe_kernels.TRTLLM_GEN_LAYER_S;
 # deepgemm: vLLM 0.12's DeepGEMM MoE on SM90/SM100, moe_kernels.DEEPGEMM_BLOCK_M)

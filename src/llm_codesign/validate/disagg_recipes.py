@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import UnknownIdError
-from ..specs.engine import EXPERT_BALANCERS, EngineConstants
-from ..specs.hardware import load_hardware
+from ..specs.engine import EXPERT_BALANCERS, EngineConstants, load_engine
+from ..specs.hardware import HardwareSpec
 from ..specs.plan import DisaggregatedPlan
 from .campaigns import run_date, run_gpu_precision
 from .conventions import data_parallel_tp
@@ -55,13 +54,14 @@ def _inferencex_disagg_limits() -> dict[tuple[object, ...], list[tuple]]:
 
 def inferencex_disagg_recipe(
     row: dict[str, str], model_id: str, isl: int, osl: int, clients: int, spec: bool,
-    pools: DisaggregatedPlan,
+    pools: DisaggregatedPlan, hw: HardwareSpec | None = None,
 ) -> tuple[str, str, tuple[int, str]]:  # fmt: skip
     """(the recipe of an InferenceX disaggregated row, the mapping's note, (the decode pool's
     draft tokens, where from) or (0, "")): the pool limits of the recipe the master config named
     for that run (``INFERENCEX_DISAGG_LIMITS_FILE``; the version in force on the row's ``run
     date`` where its notes state one, else only where every version agrees), or ("", a note)
-    where the table has none (the engine's own limits then).
+    where the table has none (the engine's own limits then; on an AMD GPU, ``hw``, the MoE
+    flags InferenceX's AMD scripts passed the model that day: ``amd_recipe_fields``).
 
     Example (the H100 TensorRT-LLM run of 6 clients on 3 decode workers of one sequence each):
         >>> from llm_codesign.specs.plan import DisaggregatedPlan, ParallelPlan
@@ -90,16 +90,9 @@ def inferencex_disagg_recipe(
     mem = f"; memory fraction {INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION}" if sglang else ""
     if not found:
         recipe, note = INFERENCEX_DISAGG_SGLANG if sglang else "", ""
-        flags = amd_script_flags(model_id, date) if gpu_vendor(gpu) == "amd" else None
-        if sglang and flags is not None:  # (InferenceX's AMD scripts: recipes)
-            family, dispatch = flags
-            for key, (_, tp, ep, adp), pool in zip(("pa2a", "a2a"), sides, ("prefill", "decode")):
-                if family and adp and ep > 1:  # a DP-attention EP pool's backend
-                    recipe += f":{key}={DISAGG_RECIPE_A2A.index(family)}"
-                    note += f"; {pool} pool MoE dispatch {family} (InferenceX's AMD scripts)"
-            if dispatch == "fake":  # SGLang routes at random: experts equally popular
-                recipe += f":bal={EXPERT_BALANCERS.index('uniform')}"
-                note += "; --ep-dispatch-algorithm fake: uniform routing (engine uniform)"
+        if sglang and hw is not None and hw.vendor == "amd":
+            fields, note = amd_recipe_fields(amd_script_flags(model_id, date), sides)
+            recipe += fields
         return (
             recipe,
             (
@@ -122,39 +115,68 @@ def inferencex_disagg_recipe(
 
 
 @functools.cache
-def _amd_disagg_flags() -> dict[str, dict[str, list[tuple[str, str, str]]]]:
-    """Bundled model -> the scripts' model key -> [(first date, dispatch family or "", SGLang's
-    expert dispatch algorithm or "")], oldest first, of InferenceX's AMD disaggregated scripts
+def _amd_disagg_flags() -> tuple[dict[str, dict[str, list[tuple[str, ...]]]], str]:
+    """(bundled model -> the scripts' model key -> [(first date, last date, dispatch family or
+    "", SGLang's expert dispatch algorithm or "", the pools it reaches)], oldest first; the
+    table's latest date) of InferenceX's AMD disaggregated scripts
     (``INFERENCEX_AMD_DISAGG_FLAGS_FILE``)."""
-    out: dict[str, dict[str, list[tuple[str, str, str]]]] = {}
+    out: dict[str, dict[str, list[tuple[str, ...]]]] = {}
+    latest = ""
     for r in bundled_rows(INFERENCEX_AMD_DISAGG_FLAGS_FILE):
         runs = out.setdefault(r["model"], {}).setdefault(r["models_yaml_key"], [])
-        runs.append((r["first_seen"], r["moe_a2a"], r["ep_dispatch"]))
-    return {m: {k: sorted(v) for k, v in keys.items()} for m, keys in out.items()}
+        runs.append((r["first_seen"], r["last_seen"], r["moe_a2a"], r["ep_dispatch"],
+                     r["dispatch_pools"]))  # fmt: skip
+        latest = max(latest, r["last_seen"])
+    return {m: {k: sorted(v) for k, v in keys.items()} for m, keys in out.items()}, latest
 
 
-def amd_script_flags(model_id: str, date: str) -> tuple[str, str] | None:
+def amd_script_flags(model_id: str, date: str) -> tuple[str, str, str] | None:
     """(the dispatch family of its DP-attention / EP pools or "", SGLang's expert dispatch
-    algorithm or "") InferenceX's AMD disaggregated scripts passed ``model_id`` on a run of
-    ``date``: each of the scripts' keys for that model in its version in force that day (with
-    no date, every version) must agree; None where they do not, or where no version was in
-    force (before the scripts were in InferenceX's repository).
+    algorithm or "", the pools that reaches: all, dp or ep) InferenceX's AMD disaggregated
+    scripts passed ``model_id`` on a run of ``date``: each of the scripts' keys for that model
+    in its version in force that day (a key the scripts dropped is in force to its last date)
+    must agree; None where they do not, where no version was in force (before the scripts were
+    in InferenceX's repository) or the row states no date (its run may be older).
 
-    Example: amd_script_flags("deepseek-r1", "2026-03-23") -> ("mori", "fake")."""
+    Example: amd_script_flags("deepseek-r1", "2026-03-23") -> ("mori", "fake", "all")."""
+    table, latest = _amd_disagg_flags()
     said = set()
-    for runs in _amd_disagg_flags().get(model_id, {}).values():
-        in_force = [r for r in runs if r[0] <= date][-1:] if date else runs
-        said |= {(a, d) for _, a, d in in_force}
+    for runs in table.get(model_id, {}).values() if date else ():
+        in_force = [r for r in runs if r[0] <= date][-1:]
+        if in_force and (
+            date <= in_force[0][1] or in_force[0][1] == latest or in_force[0] != runs[-1]
+        ):
+            said.add(in_force[0][2:])
     return next(iter(said)) if len(said) == 1 else None
 
 
-def gpu_vendor(gpu: str) -> str:
-    """The vendor of a run's GPU as InferenceX names it ("mi355x"), "" where no bundled GPU
-    has that id."""
-    try:
-        return load_hardware(gpu).vendor
-    except UnknownIdError:
-        return ""
+def amd_recipe_fields(
+    flags: tuple[str, str, str] | None, sides: list[tuple[int, int, int, bool]]
+) -> tuple[str, str]:
+    """(the recipe fields, the note) of the MoE flags InferenceX's AMD scripts passed
+    (``amd_script_flags``) on pools ``sides`` ((workers, tp, ep, attention-DP): prefill,
+    decode): the dispatch family on each DP-attention EP pool (a2a=, pa2a=) and, where SGLang's
+    fake expert dispatch reaches a pool (its logits replaced by noise: uniform routing), that
+    pool's balancer uniform, the other pool's the engine's own (bal=, pbal=)."""
+    if flags is None:
+        return "", ""
+    family, dispatch, reach = flags
+    fields, note, balancers = "", "", []
+    own = EXPERT_BALANCERS.index(load_engine("sglang").expert_balancer)
+    for (a2a, bal), (_, _, ep, adp), pool in zip(
+        (("pa2a", "pbal"), ("a2a", "bal")), sides, ("prefill", "decode")
+    ):
+        if family and adp and ep > 1:  # a DP-attention EP pool's backend
+            fields += f":{a2a}={DISAGG_RECIPE_A2A.index(family)}"
+            note += f"; {pool} pool MoE dispatch {family} (InferenceX's AMD scripts)"
+        reached = reach == "all" or (reach == "ep" and ep > 1) or (reach == "dp" and adp)
+        balancers.append((bal, EXPERT_BALANCERS.index("uniform") if reached else own, pool))
+    if dispatch == "fake" and any(b != own for _, b, _ in balancers):
+        for bal, index, pool in balancers:
+            fields += f":{bal}={index}"
+            if index != own:
+                note += f"; {pool} pool: --ep-dispatch-algorithm fake, uniform routing"
+    return fields, note
 
 
 def disagg_prefill_batch(recipe: str) -> int | None:
@@ -169,7 +191,8 @@ def disagg_prefill_batch(recipe: str) -> int | None:
 def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     """The engine of the prefill pool an ``inferencex_disagg_recipe`` describes: ``eng`` (the
     decode pool's, ``recipes.recipe_behaviour``) with the prefill pool's MoE dispatch family
-    where the recipe states one (``pa2a``), else ``eng``."""
+    where the recipe states one (``pa2a``; a decode pool's alone: the engine's own) and its
+    expert balancer where it states one (``pbal``)."""
     name, _, rest = recipe.partition(":")
     if name not in (INFERENCEX_DISAGG, INFERENCEX_DISAGG_SGLANG):
         return eng
@@ -177,6 +200,8 @@ def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     fields = (
         disagg_recipe_fields(recipe, rest, ()) if sglang else disagg_recipe_fields(recipe, rest)
     )
+    if "pbal" in fields:
+        eng = eng.with_overrides(expert_balancer=EXPERT_BALANCERS[int(fields["pbal"])])
     if "pa2a" in fields:
         return eng.with_overrides(moe_comm=DISAGG_RECIPE_A2A[int(fields["pa2a"])])
     # a decode pool's family the recipe states is not the prefill pool's: the engine's own

@@ -510,9 +510,9 @@ def _map_checked(i: int, row: dict[str, str], metric: str, measured: float) -> M
     notes.extend([said] if said else [])
     spec = speculative(stated, engine, bool(adp), model, ix, inferencex_draft(script, row))
     if disagg := (pools is not None and ix and mode == "concurrency"):  # its recipe, drafts
-        recipe, disagg_note, drafts = inferencex_disagg_recipe(
-            row, model_id, isl, osl, int(load), not isinstance(spec, str) and spec[0] > 0, pools
-        )  # (drafts only from an MTP run's recipe)
+        recipe, disagg_note, drafts = inferencex_disagg_recipe(  # (drafts: an MTP run's recipe)
+            row, model_id, isl, osl, int(load), not isinstance(spec, str) and spec[0] > 0, pools, hw
+        )
         spec = speculative(stated, engine, bool(adp), model, ix, drafts) if drafts[0] else spec
     if isinstance(spec, str):
         return spec

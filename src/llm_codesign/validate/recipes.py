@@ -177,8 +177,8 @@ DISAGG_RECIPE_KEYS = ("decode", "prefill", "tokens")  # its fields, each require
 # family (the table's decode_moe_comm, prefill_moe_comm), DISAGG_RECIPE_A2A[i] (the decode
 # pool's engine, recipe_behaviour; the prefill pool's, disagg_recipes.disagg_prefill_engine)
 DISAGG_RECIPE_A2A = MOE_COMM[1:]  # the engine's families less auto
-# (and bal=k: both pools' expert balancer, EXPERT_BALANCERS[k])
-DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a", "bal")
+# (and bal=k, pbal=l: the decode and the prefill pool's expert balancer, EXPERT_BALANCERS[k])
+DISAGG_RECIPE_OPTIONAL = ("a2a", "pa2a", "bal", "pbal")
 INFERENCEX_DISAGG_LIMITS_FILE = "inferencex_disagg_limits.csv"
 # The srt-slurm recipes of InferenceX's disaggregated SGLang runs set --mem-fraction-static
 # (the vendored ones under benchmarks/multi_node/srt-slurm-recipes/sglang @843c6254: 0.7 to
@@ -412,19 +412,20 @@ def disagg_recipe_fields(
 ) -> dict[str, str]:
     """The fields of an ``inferencex_disagg_recipe`` (``required``: ``DISAGG_RECIPE_KEYS``, each
     required, or none for ``INFERENCEX_DISAGG_SGLANG``; ``DISAGG_RECIPE_OPTIONAL``, each an
-    index into ``DISAGG_RECIPE_A2A``)."""
+    index: a2a= and pa2a= into ``DISAGG_RECIPE_A2A``, bal= and pbal= into ``EXPERT_BALANCERS``)."""
     keys = (*required, *DISAGG_RECIPE_OPTIONAL)
     out = recipe_fields(recipe, rest, keys, required, "inferencex_disagg_recipe")
     for k in DISAGG_RECIPE_OPTIONAL:
-        top = len(EXPERT_BALANCERS if k == "bal" else DISAGG_RECIPE_A2A)
+        top = len(EXPERT_BALANCERS if k.endswith("bal") else DISAGG_RECIPE_A2A)
         if k in out and int(out[k]) >= top:
             raise SpecError(f"recipe {recipe!r}: {k}= must be below {top}")
     return out
 
 
 def disagg_recipe_engine(eng: EngineConstants, fields: dict[str, str]) -> EngineConstants:
-    """``eng`` with the decode pool's dispatch family (a2a=) and the expert balancer (bal=) a
-    disaggregated recipe's fields state (``DISAGG_RECIPE_OPTIONAL``)."""
+    """``eng`` with the decode pool's dispatch family (a2a=) and expert balancer (bal=) a
+    disaggregated recipe's fields state (``DISAGG_RECIPE_OPTIONAL``; the prefill pool's:
+    ``disagg_recipes.disagg_prefill_engine``)."""
     if "a2a" in fields:
         eng = replace(eng, moe_comm=DISAGG_RECIPE_A2A[int(fields["a2a"])])
     if "bal" in fields:
