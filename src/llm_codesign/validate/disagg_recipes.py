@@ -143,10 +143,10 @@ def amd_script_flags(model_id: str, date: str) -> tuple[str, str, str] | None:
     said = set()
     for runs in table.get(model_id, {}).values() if date else ():
         in_force = [r for r in runs if r[0] <= date][-1:]
-        if in_force and (
-            date <= in_force[0][1] or in_force[0][1] == latest or in_force[0] != runs[-1]
-        ):
-            said.add(in_force[0][2:])
+        for first, last, *flags in in_force:
+            dropped = in_force[0] is runs[-1] and last < latest  # (the key left after `last`)
+            if not (dropped and date > last):
+                said.add(tuple(flags))
     return next(iter(said)) if len(said) == 1 else None
 
 
@@ -161,21 +161,22 @@ def amd_recipe_fields(
     if flags is None:
         return "", ""
     family, dispatch, reach = flags
-    fields, note, balancers = "", "", []
-    own = EXPERT_BALANCERS.index(load_engine("sglang").expert_balancer)
-    for (a2a, bal), (_, _, ep, adp), pool in zip(
-        (("pa2a", "pbal"), ("a2a", "bal")), sides, ("prefill", "decode")
-    ):
+    pools = list(zip(("pa2a", "a2a"), ("pbal", "bal"), sides, ("prefill", "decode")))
+    fields, note = "", ""
+    for a2a, _, (_, _, ep, adp), pool in pools:
         if family and adp and ep > 1:  # a DP-attention EP pool's backend
             fields += f":{a2a}={DISAGG_RECIPE_A2A.index(family)}"
             note += f"; {pool} pool MoE dispatch {family} (InferenceX's AMD scripts)"
-        reached = reach == "all" or (reach == "ep" and ep > 1) or (reach == "dp" and adp)
-        balancers.append((bal, EXPERT_BALANCERS.index("uniform") if reached else own, pool))
-    if dispatch == "fake" and any(b != own for _, b, _ in balancers):
-        for bal, index, pool in balancers:
-            fields += f":{bal}={index}"
-            if index != own:
-                note += f"; {pool} pool: --ep-dispatch-algorithm fake, uniform routing"
+    reached = [
+        reach == "all" or (reach == "ep" and ep > 1) or (reach == "dp" and adp)
+        for _, _, (_, _, ep, adp), _ in pools
+    ]
+    if dispatch != "fake" or not any(reached):
+        return fields, note
+    own = EXPERT_BALANCERS.index(load_engine("sglang").expert_balancer)
+    for (_, bal, _, pool), uniform in zip(pools, reached):
+        fields += f":{bal}={EXPERT_BALANCERS.index('uniform') if uniform else own}"
+        note += f"; {pool} pool: --ep-dispatch-algorithm fake, uniform routing" if uniform else ""
     return fields, note
 
 
@@ -196,10 +197,7 @@ def disagg_prefill_engine(recipe: str, eng: EngineConstants) -> EngineConstants:
     name, _, rest = recipe.partition(":")
     if name not in (INFERENCEX_DISAGG, INFERENCEX_DISAGG_SGLANG):
         return eng
-    sglang = name == INFERENCEX_DISAGG_SGLANG  # (its optional fields only)
-    fields = (
-        disagg_recipe_fields(recipe, rest, ()) if sglang else disagg_recipe_fields(recipe, rest)
-    )
+    fields = disagg_recipe_fields(recipe, rest)
     if "pbal" in fields:
         eng = eng.with_overrides(expert_balancer=EXPERT_BALANCERS[int(fields["pbal"])])
     if "pa2a" in fields:

@@ -355,7 +355,7 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     if name == VLLM_DEEPGEMM_MOE:
         return replace(eng, moe_kernels="deepgemm")
     if name == INFERENCEX_DISAGG_SGLANG:  # its memory fraction; an AMD run's dispatch, balancer
-        eng = disagg_recipe_engine(eng, disagg_recipe_fields(recipe, rest, ()))
+        eng = disagg_recipe_engine(eng, disagg_recipe_fields(recipe, rest))
         if eng.memory_utilization == 0:
             return replace(eng, memory_utilization=INFERENCEX_DISAGG_SGLANG_MEMORY_FRACTION)
         return eng
@@ -407,12 +407,12 @@ def recipe_behaviour(recipe: str, eng: EngineConstants) -> EngineConstants:
     return replace(eng, **over)
 
 
-def disagg_recipe_fields(
-    recipe: str, rest: str, required: tuple[str, ...] = DISAGG_RECIPE_KEYS
-) -> dict[str, str]:
-    """The fields of an ``inferencex_disagg_recipe`` (``required``: ``DISAGG_RECIPE_KEYS``, each
-    required, or none for ``INFERENCEX_DISAGG_SGLANG``; ``DISAGG_RECIPE_OPTIONAL``, each an
-    index: a2a= and pa2a= into ``DISAGG_RECIPE_A2A``, bal= and pbal= into ``EXPERT_BALANCERS``)."""
+def disagg_recipe_fields(recipe: str, rest: str) -> dict[str, str]:
+    """The fields of an ``inferencex_disagg_recipe`` (``DISAGG_RECIPE_KEYS``, each required,
+    none for ``INFERENCEX_DISAGG_SGLANG``; ``DISAGG_RECIPE_OPTIONAL``, each an index: a2a= and
+    pa2a= into ``DISAGG_RECIPE_A2A``, bal= and pbal= into ``EXPERT_BALANCERS``)."""
+    sglang = recipe.partition(":")[0] == INFERENCEX_DISAGG_SGLANG  # (optional fields only)
+    required = () if sglang else DISAGG_RECIPE_KEYS
     keys = (*required, *DISAGG_RECIPE_OPTIONAL)
     out = recipe_fields(recipe, rest, keys, required, "inferencex_disagg_recipe")
     for k in DISAGG_RECIPE_OPTIONAL:
